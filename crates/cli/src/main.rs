@@ -1,0 +1,49 @@
+//! evlab: one binary, one thin module per subcommand; all logic lives in the library crates.
+
+use clap::{Parser, Subcommand};
+
+mod fileset;
+mod idle;
+mod load;
+mod serve;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "evlab",
+    version,
+    about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve static files over HTTP/1.1 with a chosen event mechanism
+    Serve(serve::Args),
+    /// Open-loop HTTP load generator (httperf-compatible flags)
+    Load(load::Args),
+    /// Hold N idle connections open, re-opening any the server closes
+    Idle(idle::Args),
+    /// Create the SPECweb99-like file set
+    Fileset(fileset::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    // The default open-file limit is far below what 10,000 idle connections need.
+    if let Err(e) = evlab_poll::raise_fd_limit() {
+        eprintln!("evlab: warning: cannot raise the open-file limit: {e}");
+    }
+    let result = match cli.command {
+        Command::Serve(a) => serve::run(a),
+        Command::Load(a) => load::run(a),
+        Command::Idle(a) => idle::run(a),
+        Command::Fileset(a) => fileset::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("evlab: error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,22 @@
+//! evlab-http: everything HTTP about evlab's server, and nothing about sockets.
+//!
+//! - [`request`]: request heads parsed (httparse underneath) and judged as RFC 9112 asks:
+//!   each malformed or hostile head maps to one exact status and a keep-alive decision.
+//! - [`response`]: status lines, heads and error responses written into a caller's buffer.
+//! - [`date`]: the `Date` header, formatted once per second.
+//! - [`path`]: percent-decoding and dot-segment normalisation that never leaves the root.
+//! - [`cache`]: the content cache: files under the document root served from memory,
+//!   revalidated by stat at most once a second.
+//! - [`mime`]: content types by extension.
+
+pub mod cache;
+pub mod date;
+pub mod mime;
+pub mod path;
+pub mod request;
+pub mod response;
+
+pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
+pub use date::DateCache;
+pub use request::{parse_request, Limits, Method, Parse, Request, RequestError};
+pub use response::{write_error, write_head, Status};

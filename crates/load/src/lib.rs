@@ -1,0 +1,2 @@
+//! evlab-load: an httperf-class open-loop load generator, the idle-connection holder, and the
+//! paper's workloads. (Being built.)

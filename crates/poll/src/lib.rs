@@ -1,0 +1,434 @@
+//! evlab-poll: the readiness mechanisms of the μserver study behind one trait.
+//!
+//! Every mechanism here is what the paper (or today's kernel) does, syscall for syscall; see
+//! `docs/mechanisms.md`. The [`sys`] module wraps every syscall the server and the load generator
+//! make, so that each one is counted per thread (and timed with profiling on): that is how evlab
+//! prints the paper's Table 1 without gprof.
+//!
+//! The contract of [`Poller`] follows mio's: events are hints. A level-triggered mechanism reports
+//! a descriptor as long as it stays ready for the interest registered; an edge-triggered one
+//! ([`Poller::edge_triggered`]) reports only transitions, so the caller must read (or write) until
+//! `EAGAIN` (or a short transfer) before it may wait for that descriptor again.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+pub mod epoll;
+pub mod poll;
+pub mod select;
+pub mod sys;
+
+pub use epoll::{Epoll2, EpollEt, EpollLt};
+pub use poll::Poll;
+pub use select::Select;
+
+/// Caller's name for a registered descriptor, returned with its events.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Token(pub usize);
+
+/// What a caller wants to hear about.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Interest(u8);
+
+impl Interest {
+    pub const NONE: Interest = Interest(0);
+    pub const READABLE: Interest = Interest(1);
+    pub const WRITABLE: Interest = Interest(2);
+    pub const BOTH: Interest = Interest(3);
+
+    #[inline]
+    pub fn readable(self) -> bool {
+        self.0 & 1 != 0
+    }
+    #[inline]
+    pub fn writable(self) -> bool {
+        self.0 & 2 != 0
+    }
+    #[inline]
+    pub fn add(self, other: Interest) -> Interest {
+        Interest(self.0 | other.0)
+    }
+    #[inline]
+    pub fn remove(self, other: Interest) -> Interest {
+        Interest(self.0 & !other.0)
+    }
+    #[inline]
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// One readiness report.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub token: Token,
+    flags: u8,
+}
+
+impl Event {
+    pub const READABLE: u8 = 1;
+    pub const WRITABLE: u8 = 2;
+    /// An error is pending on the descriptor (EPOLLERR, POLLERR, POLLNVAL).
+    pub const ERROR: u8 = 4;
+    /// The peer hung up (EPOLLHUP, POLLHUP); reading will see EOF.
+    pub const HUP: u8 = 8;
+
+    #[inline]
+    pub fn new(token: Token, flags: u8) -> Event {
+        Event { token, flags }
+    }
+    /// Readable, or about to fail a read with EOF or an error: either way, read it.
+    #[inline]
+    pub fn readable(&self) -> bool {
+        self.flags & (Self::READABLE | Self::ERROR | Self::HUP) != 0
+    }
+    /// Writable, or about to fail a write with an error: either way, write it.
+    #[inline]
+    pub fn writable(&self) -> bool {
+        self.flags & (Self::WRITABLE | Self::ERROR | Self::HUP) != 0
+    }
+    #[inline]
+    pub fn error(&self) -> bool {
+        self.flags & Self::ERROR != 0
+    }
+    #[inline]
+    pub fn hup(&self) -> bool {
+        self.flags & Self::HUP != 0
+    }
+    #[inline]
+    pub fn flags(&self) -> u8 {
+        self.flags
+    }
+}
+
+/// A reusable buffer of events filled by [`Poller::wait`].
+#[derive(Debug)]
+pub struct Events {
+    list: Vec<Event>,
+    capacity: usize,
+}
+
+impl Events {
+    pub fn with_capacity(capacity: usize) -> Events {
+        let capacity = capacity.max(1);
+        Events {
+            list: Vec::with_capacity(capacity),
+            capacity,
+        }
+    }
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+    #[inline]
+    pub fn clear(&mut self) {
+        self.list.clear();
+    }
+    /// Adds an event unless the buffer is full; returns whether it was added.
+    #[inline]
+    pub fn push(&mut self, ev: Event) -> bool {
+        if self.list.len() < self.capacity {
+            self.list.push(ev);
+            true
+        } else {
+            false
+        }
+    }
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.list.len() >= self.capacity
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, Event> {
+        self.list.iter()
+    }
+    pub fn as_slice(&self) -> &[Event] {
+        &self.list
+    }
+}
+
+impl<'a> IntoIterator for &'a Events {
+    type Item = &'a Event;
+    type IntoIter = std::slice::Iter<'a, Event>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.iter()
+    }
+}
+
+/// What a mechanism did, beyond the syscalls [`sys`] counts.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PollerStats {
+    /// Calls to `wait`.
+    pub waits: u64,
+    /// Events handed to the caller.
+    pub events: u64,
+    /// Events the kernel reported that were not of interest and were dropped in user space (epoll2).
+    pub discarded: u64,
+    /// Interest changes that cost a syscall (or a queued io_uring request).
+    pub interest_changes: u64,
+    /// Interest changes absorbed in user space (no syscall).
+    pub interest_changes_free: u64,
+    /// Batches of interest changes submitted together (epoll-ctlv).
+    pub batches: u64,
+    /// Waits answered from memory with no syscall (uring-poll).
+    pub waits_from_memory: u64,
+    /// Waits that entered the kernel.
+    pub waits_from_kernel: u64,
+}
+
+impl PollerStats {
+    pub fn merge(&mut self, o: &PollerStats) {
+        self.waits += o.waits;
+        self.events += o.events;
+        self.discarded += o.discarded;
+        self.interest_changes += o.interest_changes;
+        self.interest_changes_free += o.interest_changes_free;
+        self.batches += o.batches;
+        self.waits_from_memory += o.waits_from_memory;
+        self.waits_from_kernel += o.waits_from_kernel;
+    }
+}
+
+/// A readiness mechanism. The server's loop is generic over it, so the hot path has no dynamic
+/// dispatch; [`Mechanism`] picks the type once at start-up.
+pub trait Poller: Sized {
+    /// Which mechanism this is.
+    const MECHANISM: Mechanism;
+
+    /// Creates the mechanism; fails with a clear error when the kernel refuses it.
+    fn new() -> io::Result<Self>;
+
+    /// Starts watching `fd`. `fd` must not be registered already.
+    fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;
+
+    /// Changes the interest (and token) of a registered `fd`. Mechanisms that register once
+    /// (epoll2, epoll-et) record it in user space and make no syscall.
+    fn reregister(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;
+
+    /// Stops watching `fd`; call it before closing `fd`.
+    fn deregister(&mut self, fd: RawFd) -> io::Result<()>;
+
+    /// Waits for events (at most `events.capacity()`); `None` waits forever. Clears `events` first.
+    /// An interrupted wait (EINTR) returns `Ok(0)`.
+    fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize>;
+
+    /// True when only transitions are reported: the caller must drain to `EAGAIN`.
+    fn edge_triggered(&self) -> bool;
+
+    /// What the mechanism did so far.
+    fn stats(&self) -> PollerStats;
+}
+
+/// Converts a wait timeout to milliseconds for epoll_wait/poll, rounding up so that a short
+/// timeout never becomes a busy loop.
+pub(crate) fn timeout_ms(timeout: Option<Duration>) -> i32 {
+    match timeout {
+        None => -1,
+        Some(d) => {
+            let ms = d.as_nanos().div_ceil(1_000_000);
+            ms.min(i32::MAX as u128) as i32
+        }
+    }
+}
+
+/// The run-time name table of mechanisms (lighttpd's fdevent table, as an enum).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    Select,
+    Poll,
+    EpollLt,
+    EpollEt,
+    Epoll2,
+    EpollCtlv,
+    UringPoll,
+    Uring,
+}
+
+/// Whether this build and kernel can run a mechanism, and if not, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Support {
+    Yes,
+    No(String),
+}
+
+impl Mechanism {
+    /// Every mechanism evlab knows, in the order they are listed and plotted.
+    pub const ALL: [Mechanism; 8] = [
+        Mechanism::Select,
+        Mechanism::Poll,
+        Mechanism::EpollLt,
+        Mechanism::EpollEt,
+        Mechanism::Epoll2,
+        Mechanism::EpollCtlv,
+        Mechanism::UringPoll,
+        Mechanism::Uring,
+    ];
+
+    /// The readiness mechanisms the paper compared (select, poll and the epoll family as built here).
+    pub const READINESS: [Mechanism; 5] = [
+        Mechanism::Select,
+        Mechanism::Poll,
+        Mechanism::EpollLt,
+        Mechanism::EpollEt,
+        Mechanism::Epoll2,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Select => "select",
+            Mechanism::Poll => "poll",
+            Mechanism::EpollLt => "epoll-lt",
+            Mechanism::EpollEt => "epoll-et",
+            Mechanism::Epoll2 => "epoll2",
+            Mechanism::EpollCtlv => "epoll-ctlv",
+            Mechanism::UringPoll => "uring-poll",
+            Mechanism::Uring => "uring",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mechanism::Select => "select(2) over growable fd bitmaps, copied and scanned every call",
+            Mechanism::Poll => "poll(2) over a pollfd array, copied and scanned every call",
+            Mechanism::EpollLt => "level-triggered epoll, epoll_ctl(MOD) on every change of interest",
+            Mechanism::EpollEt => "edge-triggered epoll, registered once, drained to EAGAIN",
+            Mechanism::Epoll2 => {
+                "level-triggered epoll, IN|OUT registered once, unwanted events dropped in user space"
+            }
+            Mechanism::EpollCtlv => {
+                "level-triggered epoll, interest changes batched into one io_uring_enter"
+            }
+            Mechanism::UringPoll => "multishot io_uring poll, readiness harvested from shared memory",
+            Mechanism::Uring => "io_uring completion engine: multishot accept and recv, send",
+        }
+    }
+
+    /// Looks a name up; the error lists every valid name.
+    pub fn from_name(name: &str) -> Result<Mechanism, UnknownMechanism> {
+        let lower = name.trim().to_ascii_lowercase();
+        let alias = match lower.as_str() {
+            "epoll" | "epoll_lt" | "epoll-level" => "epoll-lt",
+            "epoll_et" | "epoll-edge" => "epoll-et",
+            "epoll_ctlv" => "epoll-ctlv",
+            "uring_poll" | "uselect" => "uring-poll",
+            "io_uring" | "io-uring" => "uring",
+            other => other,
+        };
+        Mechanism::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == alias)
+            .ok_or_else(|| UnknownMechanism(name.to_string()))
+    }
+
+    /// Whether this build implements the mechanism and this kernel allows it.
+    pub fn support(self) -> Support {
+        match self {
+            Mechanism::Select
+            | Mechanism::Poll
+            | Mechanism::EpollLt
+            | Mechanism::EpollEt
+            | Mechanism::Epoll2 => Support::Yes,
+            Mechanism::EpollCtlv | Mechanism::UringPoll | Mechanism::Uring => {
+                Support::No("not implemented in this build yet (issue 5)".to_string())
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Mechanism {
+    type Err = UnknownMechanism;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mechanism::from_name(s)
+    }
+}
+
+/// An unknown mechanism name; its message lists the valid ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMechanism(pub String);
+
+impl std::fmt::Display for UnknownMechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = Mechanism::ALL.iter().map(|m| m.name()).collect();
+        write!(
+            f,
+            "unknown mechanism '{}'; valid mechanisms: {}",
+            self.0,
+            names.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownMechanism {}
+
+/// Raises the soft open-file limit to the hard limit; returns the new soft limit.
+pub fn raise_fd_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: `lim` is a valid rlimit struct with cur <= max.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(lim.rlim_cur as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_lists_all() {
+        for m in Mechanism::ALL {
+            assert_eq!(Mechanism::from_name(m.name()).unwrap(), m);
+        }
+        assert_eq!(Mechanism::from_name("EPOLL").unwrap(), Mechanism::EpollLt);
+        let err = Mechanism::from_name("kqueue").unwrap_err().to_string();
+        assert!(err.contains("kqueue"), "{err}");
+        for m in Mechanism::ALL {
+            assert!(err.contains(m.name()), "{err}");
+        }
+    }
+
+    #[test]
+    fn timeout_rounds_up() {
+        assert_eq!(timeout_ms(None), -1);
+        assert_eq!(timeout_ms(Some(Duration::from_micros(10))), 1);
+        assert_eq!(timeout_ms(Some(Duration::ZERO)), 0);
+        assert_eq!(timeout_ms(Some(Duration::from_millis(1500))), 1500);
+    }
+
+    #[test]
+    fn events_respect_capacity() {
+        let mut ev = Events::with_capacity(2);
+        assert!(ev.push(Event::new(Token(1), Event::READABLE)));
+        assert!(ev.push(Event::new(Token(2), Event::WRITABLE)));
+        assert!(!ev.push(Event::new(Token(3), Event::READABLE)));
+        assert_eq!(ev.len(), 2);
+        assert!(ev.as_slice()[0].readable() && !ev.as_slice()[0].writable());
+        let hup = Event::new(Token(4), Event::HUP);
+        assert!(hup.readable() && hup.writable());
+    }
+}

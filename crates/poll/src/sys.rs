@@ -1,0 +1,628 @@
+//! Counted syscalls.
+//!
+//! Every syscall the server and the load generator make goes through these wrappers. Each thread
+//! owns a block of counters that only it writes (a relaxed load and store, no locked instruction on
+//! the hot path); any thread may read every block through [`ThreadCounters`] handles or
+//! [`snapshot_all`]. With profiling on ([`set_profiling`]) each call is also timed with the vDSO
+//! clock, which is how evlab prints the paper's Table 1 (share of time per syscall) without gprof.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+macro_rules! syscalls {
+    ($($variant:ident => $name:literal),* $(,)?) => {
+        /// The syscalls evlab counts.
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        #[repr(usize)]
+        pub enum Syscall { $($variant),* }
+
+        impl Syscall {
+            pub const ALL: &'static [Syscall] = &[$(Syscall::$variant),*];
+            pub fn name(self) -> &'static str {
+                match self { $(Syscall::$variant => $name),* }
+            }
+        }
+    };
+}
+
+syscalls! {
+    Accept4 => "accept4",
+    Read => "read",
+    Recv => "recv",
+    Write => "write",
+    Writev => "writev",
+    Send => "send",
+    Sendfile => "sendfile",
+    Close => "close",
+    Shutdown => "shutdown",
+    Socket => "socket",
+    Bind => "bind",
+    Listen => "listen",
+    Connect => "connect",
+    Setsockopt => "setsockopt",
+    Getsockopt => "getsockopt",
+    Getsockname => "getsockname",
+    EpollCreate => "epoll_create1",
+    EpollCtl => "epoll_ctl",
+    EpollWait => "epoll_wait",
+    Select => "select",
+    Poll => "poll",
+    IoUringSetup => "io_uring_setup",
+    IoUringEnter => "io_uring_enter",
+    IoUringRegister => "io_uring_register",
+    Open => "open",
+    Fstat => "fstat",
+    Eventfd => "eventfd",
+}
+
+/// Number of counted syscalls.
+pub const NSYSCALLS: usize = Syscall::ALL.len();
+
+static PROFILING: AtomicBool = AtomicBool::new(false);
+
+/// Turns per-call timing on or off for every thread.
+pub fn set_profiling(on: bool) {
+    PROFILING.store(on, Relaxed);
+}
+
+pub fn profiling() -> bool {
+    PROFILING.load(Relaxed)
+}
+
+/// One thread's counters. Only the owning thread writes; anyone may read.
+#[derive(Debug)]
+pub struct ThreadCounters {
+    calls: [AtomicU64; NSYSCALLS],
+    nanos: [AtomicU64; NSYSCALLS],
+    errors: [AtomicU64; NSYSCALLS],
+}
+
+impl ThreadCounters {
+    fn new() -> ThreadCounters {
+        ThreadCounters {
+            calls: std::array::from_fn(|_| AtomicU64::new(0)),
+            nanos: std::array::from_fn(|_| AtomicU64::new(0)),
+            errors: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    #[inline]
+    fn bump(cell: &AtomicU64, by: u64) {
+        // Single writer: a plain load and store, no locked read-modify-write.
+        cell.store(cell.load(Relaxed).wrapping_add(by), Relaxed);
+    }
+
+    /// Adds this block to a snapshot.
+    pub fn add_to(&self, snap: &mut Snapshot) {
+        for i in 0..NSYSCALLS {
+            snap.calls[i] += self.calls[i].load(Relaxed);
+            snap.nanos[i] += self.nanos[i].load(Relaxed);
+            snap.errors[i] += self.errors[i].load(Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot::default();
+        self.add_to(&mut s);
+        s
+    }
+}
+
+fn registry() -> &'static Mutex<Vec<Arc<ThreadCounters>>> {
+    static REG: OnceLock<Mutex<Vec<Arc<ThreadCounters>>>> = OnceLock::new();
+    REG.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+thread_local! {
+    static COUNTERS: Arc<ThreadCounters> = {
+        let c = Arc::new(ThreadCounters::new());
+        registry().lock().unwrap_or_else(|e| e.into_inner()).push(c.clone());
+        c
+    };
+}
+
+/// The calling thread's counters, to be read later from another thread.
+pub fn thread_counters() -> Arc<ThreadCounters> {
+    COUNTERS.with(|c| c.clone())
+}
+
+/// The sum over every thread of this process that ever made a counted call.
+pub fn snapshot_all() -> Snapshot {
+    let mut s = Snapshot::default();
+    for c in registry().lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        c.add_to(&mut s);
+    }
+    s
+}
+
+/// Counts summed over threads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub calls: [u64; NSYSCALLS],
+    pub nanos: [u64; NSYSCALLS],
+    pub errors: [u64; NSYSCALLS],
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            calls: [0; NSYSCALLS],
+            nanos: [0; NSYSCALLS],
+            errors: [0; NSYSCALLS],
+        }
+    }
+}
+
+impl Snapshot {
+    pub fn calls(&self, s: Syscall) -> u64 {
+        self.calls[s as usize]
+    }
+    pub fn nanos(&self, s: Syscall) -> u64 {
+        self.nanos[s as usize]
+    }
+    pub fn errors(&self, s: Syscall) -> u64 {
+        self.errors[s as usize]
+    }
+    pub fn total_calls(&self) -> u64 {
+        self.calls.iter().sum()
+    }
+    pub fn total_nanos(&self) -> u64 {
+        self.nanos.iter().sum()
+    }
+    /// `self - earlier`, saturating.
+    pub fn since(&self, earlier: &Snapshot) -> Snapshot {
+        let mut d = Snapshot::default();
+        for i in 0..NSYSCALLS {
+            d.calls[i] = self.calls[i].saturating_sub(earlier.calls[i]);
+            d.nanos[i] = self.nanos[i].saturating_sub(earlier.nanos[i]);
+            d.errors[i] = self.errors[i].saturating_sub(earlier.errors[i]);
+        }
+        d
+    }
+    /// Non-zero rows: (name, calls, errors, nanos).
+    pub fn rows(&self) -> Vec<(&'static str, u64, u64, u64)> {
+        Syscall::ALL
+            .iter()
+            .filter(|s| self.calls(**s) > 0)
+            .map(|s| (s.name(), self.calls(*s), self.errors(*s), self.nanos(*s)))
+            .collect()
+    }
+}
+
+/// Runs `f` as syscall `sc`: counts it, times it when profiling, and turns -1 into errno.
+#[inline(always)]
+fn counted(sc: Syscall, f: impl FnOnce() -> libc::c_long) -> io::Result<libc::c_long> {
+    COUNTERS.with(|c| {
+        let i = sc as usize;
+        ThreadCounters::bump(&c.calls[i], 1);
+        let r = if PROFILING.load(Relaxed) {
+            let t = Instant::now();
+            let r = f();
+            ThreadCounters::bump(&c.nanos[i], t.elapsed().as_nanos() as u64);
+            r
+        } else {
+            f()
+        };
+        if r < 0 {
+            ThreadCounters::bump(&c.errors[i], 1);
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r)
+        }
+    })
+}
+
+/// Counts and times an externally made syscall (for callers that must issue one themselves).
+#[inline]
+pub fn count(sc: Syscall, f: impl FnOnce() -> libc::c_long) -> io::Result<libc::c_long> {
+    counted(sc, f)
+}
+
+// ---- sockets ----
+
+pub fn socket(domain: i32, ty: i32, proto: i32) -> io::Result<RawFd> {
+    // SAFETY: socket(2) takes plain integers.
+    counted(Syscall::Socket, || unsafe {
+        libc::socket(domain, ty, proto) as libc::c_long
+    })
+    .map(|r| r as RawFd)
+}
+
+/// A `sockaddr_storage` and its length for an IPv4 or IPv6 address.
+pub fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage, which is suitably aligned.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage, which is suitably aligned.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in.
+            let sin = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::new(ip.into(), u16::from_be(sin.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6.
+            let sin6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::new(ip.into(), u16::from_be(sin6.sin6_port)))
+        }
+        _ => None,
+    }
+}
+
+pub fn bind(fd: RawFd, addr: &SocketAddr) -> io::Result<()> {
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: `ss` holds a valid address of length `len`.
+    counted(Syscall::Bind, || unsafe {
+        libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) as libc::c_long
+    })
+    .map(drop)
+}
+
+pub fn listen(fd: RawFd, backlog: i32) -> io::Result<()> {
+    // SAFETY: listen(2) takes plain integers.
+    counted(Syscall::Listen, || unsafe {
+        libc::listen(fd, backlog) as libc::c_long
+    })
+    .map(drop)
+}
+
+/// connect(2); a non-blocking socket answers `Err(EINPROGRESS)`, which callers expect.
+pub fn connect(fd: RawFd, addr: &SocketAddr) -> io::Result<()> {
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: `ss` holds a valid address of length `len`.
+    counted(Syscall::Connect, || unsafe {
+        libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) as libc::c_long
+    })
+    .map(drop)
+}
+
+pub fn getsockname(fd: RawFd) -> io::Result<SocketAddr> {
+    // SAFETY: zeroed sockaddr_storage is valid; the kernel writes at most `len` bytes.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `ss` and `len` are valid for writing.
+    counted(Syscall::Getsockname, || unsafe {
+        libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len) as libc::c_long
+    })?;
+    from_sockaddr(&ss).ok_or_else(|| io::Error::new(io::ErrorKind::Other, "not an inet socket"))
+}
+
+/// accept4(2) with the given flags (SOCK_NONBLOCK | SOCK_CLOEXEC, typically).
+#[inline]
+pub fn accept4(fd: RawFd, flags: i32) -> io::Result<RawFd> {
+    // SAFETY: null address pointers are allowed by accept4(2).
+    counted(Syscall::Accept4, || unsafe {
+        libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), flags) as libc::c_long
+    })
+    .map(|r| r as RawFd)
+}
+
+pub fn setsockopt_int(fd: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
+    // SAFETY: the option value is a valid c_int of the given size.
+    counted(Syscall::Setsockopt, || unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &value as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        ) as libc::c_long
+    })
+    .map(drop)
+}
+
+/// SO_LINGER: `Some(0)` makes close(2) send RST and skip TIME_WAIT.
+pub fn set_linger(fd: RawFd, secs: Option<i32>) -> io::Result<()> {
+    let l = libc::linger {
+        l_onoff: secs.is_some() as i32,
+        l_linger: secs.unwrap_or(0),
+    };
+    // SAFETY: `l` is a valid linger struct of the given size.
+    counted(Syscall::Setsockopt, || unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &l as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        ) as libc::c_long
+    })
+    .map(drop)
+}
+
+pub fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<i32> {
+    let mut v: i32 = 0;
+    let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for writing.
+    counted(Syscall::Getsockopt, || unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut v as *mut i32 as *mut libc::c_void,
+            &mut len,
+        ) as libc::c_long
+    })?;
+    Ok(v)
+}
+
+/// The pending error of a socket (SO_ERROR), as an `io::Error` if there is one.
+pub fn take_socket_error(fd: RawFd) -> io::Result<Option<io::Error>> {
+    let e = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)?;
+    Ok(if e == 0 {
+        None
+    } else {
+        Some(io::Error::from_raw_os_error(e))
+    })
+}
+
+// ---- data ----
+
+#[inline]
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writing `buf.len()` bytes.
+    counted(Syscall::Read, || unsafe {
+        libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+/// read(2) into the spare capacity of `buf`, extending its length by what was read.
+#[inline]
+pub fn read_into(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let spare: &mut [MaybeUninit<u8>] = buf.spare_capacity_mut();
+    let (ptr, cap) = (spare.as_mut_ptr(), spare.len());
+    // SAFETY: the spare capacity is valid for writing `cap` bytes.
+    let n = counted(Syscall::Read, || unsafe {
+        libc::read(fd, ptr as *mut libc::c_void, cap) as libc::c_long
+    })? as usize;
+    // SAFETY: the kernel initialised the first `n` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+#[inline]
+pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writing `buf.len()` bytes.
+    counted(Syscall::Recv, || unsafe {
+        libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), flags) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+#[inline]
+pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for reading `buf.len()` bytes.
+    counted(Syscall::Write, || unsafe {
+        libc::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+/// send(2) with MSG_NOSIGNAL always added, so a reset peer gives EPIPE rather than SIGPIPE.
+#[inline]
+pub fn send(fd: RawFd, buf: &[u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for reading `buf.len()` bytes.
+    counted(Syscall::Send, || unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr() as *const libc::c_void,
+            buf.len(),
+            flags | libc::MSG_NOSIGNAL,
+        ) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+#[inline]
+pub fn writev(fd: RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    let n = bufs.len().min(libc::UIO_MAXIOV as usize);
+    // SAFETY: IoSlice is ABI-compatible with iovec; `bufs` is valid for `n` entries.
+    counted(Syscall::Writev, || unsafe {
+        libc::writev(fd, bufs.as_ptr() as *const libc::iovec, n as i32) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+/// sendfile(2) from `in_fd` at `*offset`, advancing it.
+#[inline]
+pub fn sendfile(out_fd: RawFd, in_fd: RawFd, offset: &mut i64, count: usize) -> io::Result<usize> {
+    // SAFETY: `offset` is a valid, writable off_t.
+    counted(Syscall::Sendfile, || unsafe {
+        libc::sendfile(out_fd, in_fd, offset as *mut i64, count) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+#[inline]
+pub fn close(fd: RawFd) -> io::Result<()> {
+    // SAFETY: the caller owns `fd` and does not use it again.
+    counted(Syscall::Close, || unsafe { libc::close(fd) as libc::c_long }).map(drop)
+}
+
+pub fn shutdown(fd: RawFd, how: i32) -> io::Result<()> {
+    // SAFETY: shutdown(2) takes plain integers.
+    counted(Syscall::Shutdown, || unsafe {
+        libc::shutdown(fd, how) as libc::c_long
+    })
+    .map(drop)
+}
+
+pub fn eventfd(init: u32, flags: i32) -> io::Result<RawFd> {
+    // SAFETY: eventfd(2) takes plain integers.
+    counted(Syscall::Eventfd, || unsafe {
+        libc::eventfd(init, flags) as libc::c_long
+    })
+    .map(|r| r as RawFd)
+}
+
+pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: all-zero is a valid stat; the kernel fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is valid for writing.
+    counted(Syscall::Fstat, || unsafe {
+        libc::fstat(fd, &mut st) as libc::c_long
+    })?;
+    Ok(st)
+}
+
+// ---- event mechanisms ----
+
+pub fn epoll_create1(flags: i32) -> io::Result<RawFd> {
+    // SAFETY: epoll_create1(2) takes a plain integer.
+    counted(Syscall::EpollCreate, || unsafe {
+        libc::epoll_create1(flags) as libc::c_long
+    })
+    .map(|r| r as RawFd)
+}
+
+#[inline]
+pub fn epoll_ctl(epfd: RawFd, op: i32, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+    let mut ev = libc::epoll_event { events, u64: data };
+    // SAFETY: `ev` is a valid epoll_event (ignored by the kernel for DEL).
+    counted(Syscall::EpollCtl, || unsafe {
+        libc::epoll_ctl(epfd, op, fd, &mut ev) as libc::c_long
+    })
+    .map(drop)
+}
+
+#[inline]
+pub fn epoll_wait(epfd: RawFd, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
+    let max = events.len().min(i32::MAX as usize) as i32;
+    // SAFETY: `events` is valid for writing `max` entries.
+    counted(Syscall::EpollWait, || unsafe {
+        libc::epoll_wait(epfd, events.as_mut_ptr(), max, timeout_ms) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+#[inline]
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: `fds` is valid for reading and writing `fds.len()` entries.
+    counted(Syscall::Poll, || unsafe {
+        libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) as libc::c_long
+    })
+    .map(|n| n as usize)
+}
+
+/// The raw select(2) syscall over bitmaps of `nfds` bits (rounded up to whole words). glibc's
+/// wrapper would do too, but FD_SET and friends stop at 1,024; the syscall itself takes any
+/// `nfds` up to the descriptor limit.
+///
+/// # Safety contract
+/// Each non-null pointer must point at `nfds.div_ceil(64)` writable words.
+#[inline]
+pub fn select_raw(
+    nfds: i32,
+    read: *mut u64,
+    write: *mut u64,
+    except: *mut u64,
+    timeout: Option<std::time::Duration>,
+) -> io::Result<usize> {
+    let mut tv = timeout.map(|d| libc::timeval {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_usec: d.subsec_micros() as libc::suseconds_t,
+    });
+    let tvp = tv
+        .as_mut()
+        .map_or(std::ptr::null_mut(), |t| t as *mut libc::timeval);
+    // SAFETY: the caller guarantees the bitmaps cover `nfds` bits; `tvp` is null or valid.
+    counted(Syscall::Select, || unsafe {
+        libc::syscall(libc::SYS_select, nfds, read, write, except, tvp)
+    })
+    .map(|n| n as usize)
+}
+
+/// Closes a descriptor when dropped (for descriptors owned by a mechanism).
+#[derive(Debug)]
+pub struct OwnedFd(pub RawFd);
+
+impl Drop for OwnedFd {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            let _ = close(self.0);
+        }
+    }
+}
+
+/// True for the errno values that mean "try again later" on a non-blocking descriptor.
+#[inline]
+pub fn would_block(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_calls_and_errors_per_thread() {
+        let before = thread_counters().snapshot();
+        let mut buf = [0u8; 4];
+        assert!(read(-1, &mut buf).is_err());
+        let fd = eventfd(0, libc::EFD_NONBLOCK).unwrap();
+        assert!(write(fd, &1u64.to_ne_bytes()).is_ok());
+        close(fd).unwrap();
+        let d = thread_counters().snapshot().since(&before);
+        assert_eq!(d.calls(Syscall::Read), 1);
+        assert_eq!(d.errors(Syscall::Read), 1);
+        assert_eq!(d.calls(Syscall::Write), 1);
+        assert_eq!(d.errors(Syscall::Write), 0);
+        assert_eq!(d.calls(Syscall::Close), 1);
+        // another thread's counts are not this thread's
+        std::thread::spawn(|| {
+            let _ = close(-1);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(thread_counters().snapshot().since(&before).calls(Syscall::Close), 1);
+        assert!(snapshot_all().calls(Syscall::Close) >= 2);
+    }
+
+    #[test]
+    fn sockaddr_round_trips() {
+        for a in ["127.0.0.1:8080", "[::1]:443"] {
+            let addr: SocketAddr = a.parse().unwrap();
+            let (ss, _) = sockaddr(&addr);
+            assert_eq!(from_sockaddr(&ss), Some(addr));
+        }
+    }
+}

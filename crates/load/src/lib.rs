@@ -1,2 +1,4 @@
 //! evlab-load: an httperf-class open-loop load generator, the idle-connection holder, and the
-//! paper's workloads. (Being built.)
+//! paper's workloads.
+
+pub mod workload;

@@ -54,3 +54,7 @@ impl Workload for Fixed {
         format!("{} x {}", self.call.uri, self.calls)
     }
 }
+
+pub mod sesslog;
+pub mod specweb;
+pub mod urilist;

@@ -1,0 +1,1 @@
+//! (owned by the load-engine work; being built)

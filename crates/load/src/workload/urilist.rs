@@ -1,0 +1,1 @@
+//! (owned by the workloads work; being built)

@@ -71,8 +71,11 @@ mod tests {
         for _ in 0..1000 {
             assert_eq!(a.next_u64(), b.next_u64());
             let x = a.f64();
+            assert_eq!(x, b.f64());
             assert!((0.0..1.0).contains(&x));
-            assert!(a.below(10) < 10);
+            let k = a.below(10);
+            assert_eq!(k, b.below(10));
+            assert!(k < 10);
         }
         assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
     }

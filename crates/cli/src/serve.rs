@@ -1,8 +1,157 @@
-//! `evlab serve` (stub until the server lands).
+//! `evlab serve`: the μserver from the command line.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use evlab_poll::{Mechanism, Support};
+use evlab_server::{signals, AcceptMode, Config, Server};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`)
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Document root
+    #[arg(long, required_unless_present = "list_mechanisms")]
+    pub root: Option<PathBuf>,
+    /// Event mechanism (see --list-mechanisms)
+    #[arg(long, short = 'm', default_value = "epoll-et", value_parser = parse_mechanism)]
+    pub mechanism: Mechanism,
+    /// List the mechanisms, whether this kernel supports each, and exit
+    #[arg(long)]
+    pub list_mechanisms: bool,
+    /// Worker threads, each with its own event loop
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// How workers share the port: shared (one listener, every worker woken) or reuseport
+    #[arg(long, default_value = "reuseport", value_parser = AcceptMode::from_name)]
+    pub accept_mode: AcceptMode,
+    /// Connections accepted per listener notification: a number or `inf` (paper §5.2)
+    #[arg(long, default_value = "inf", value_parser = parse_accept_limit)]
+    pub accept_limit: AcceptLimit,
+    /// Send bodies with sendfile(2) (the paper's configuration, with --cork)
+    #[arg(long)]
+    pub sendfile: bool,
+    /// Set TCP_CORK around each response sent with sendfile
+    #[arg(long)]
+    pub cork: bool,
+    /// Write each response as soon as it is ready instead of waiting for a writable event
+    /// (level-triggered mechanisms; edge-triggered epoll always does)
+    #[arg(long)]
+    pub eager_write: bool,
+    /// Maximum simultaneous connections; accepting pauses at the limit
+    #[arg(long, default_value_t = 100_000)]
+    pub max_conns: usize,
+    /// Largest request head accepted (bytes); larger gets 431
+    #[arg(long, default_value_t = 8192)]
+    pub max_header_bytes: usize,
+    /// Longest request line accepted (bytes); longer gets 414
+    #[arg(long, default_value_t = 8192)]
+    pub max_request_line: usize,
+    /// Seconds a connection may take to send a complete request head (0 = no limit)
+    #[arg(long, default_value_t = 60.0)]
+    pub header_timeout: f64,
+    /// Serve GET /.evlab/stats (JSON counters, syscalls)
+    #[arg(long)]
+    pub stats: bool,
+    /// Time every syscall (for the syscall profile; costs a clock read per call)
+    #[arg(long)]
+    pub profile: bool,
+    /// listen(2) backlog
+    #[arg(long, default_value_t = 4096)]
+    pub backlog: i32,
+    /// Events asked for per wait
+    #[arg(long, default_value_t = 512)]
+    pub events_per_wait: usize,
+    /// Files larger than this many bytes are not cached in memory (always sendfile)
+    #[arg(long, default_value_t = 64 << 20)]
+    pub max_in_memory: u64,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("evlab serve is not implemented yet")
+#[derive(Copy, Clone, Debug)]
+pub struct AcceptLimit(pub Option<usize>);
+
+fn parse_accept_limit(s: &str) -> Result<AcceptLimit, String> {
+    if s.eq_ignore_ascii_case("inf") || s.eq_ignore_ascii_case("infinity") {
+        return Ok(AcceptLimit(None));
+    }
+    match s.parse::<usize>() {
+        Ok(0) | Err(_) => Err(format!(
+            "'{s}' is not a valid accept limit: give a whole number of at least 1, or inf"
+        )),
+        Ok(n) => Ok(AcceptLimit(Some(n))),
+    }
+}
+
+fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
+    Mechanism::from_name(s).map_err(|e| e.to_string())
+}
+
+pub fn list_mechanisms() -> String {
+    let mut out = String::new();
+    for m in Mechanism::ALL {
+        let status = match m.support() {
+            Support::Yes => "yes".to_string(),
+            Support::No(why) => format!("no: {why}"),
+        };
+        out.push_str(&format!(
+            "{:<11} {:<60} supported: {}\n",
+            m.name(),
+            m.describe(),
+            status
+        ));
+    }
+    out
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    if a.list_mechanisms {
+        print!("{}", list_mechanisms());
+        return Ok(());
+    }
+    let Some(root) = a.root else {
+        anyhow::bail!("--root DIR is required");
+    };
+    if !a.header_timeout.is_finite() || a.header_timeout < 0.0 {
+        anyhow::bail!(
+            "--header-timeout must be a number of seconds >= 0, not {}",
+            a.header_timeout
+        );
+    }
+    let mut cfg = Config::new(a.listen, root, a.mechanism);
+    cfg.workers = a.workers;
+    cfg.accept_mode = a.accept_mode;
+    cfg.accept_limit = a.accept_limit.0;
+    cfg.sendfile = a.sendfile;
+    cfg.cork = a.cork;
+    cfg.eager_write = a.eager_write;
+    cfg.max_conns = a.max_conns;
+    cfg.limits.max_head = a.max_header_bytes;
+    cfg.limits.max_request_line = a.max_request_line;
+    cfg.header_timeout = if a.header_timeout == 0.0 {
+        None
+    } else {
+        Some(Duration::from_secs_f64(a.header_timeout))
+    };
+    cfg.stats = a.stats;
+    cfg.profile = a.profile;
+    cfg.backlog = a.backlog;
+    cfg.events_per_wait = a.events_per_wait.max(1);
+    cfg.max_in_memory = a.max_in_memory;
+    signals::ignore_sigpipe();
+    let server = Server::start(cfg).context("evlab serve")?;
+    signals::install(&server.shared().wakers()).context("installing signal handlers")?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {}", server.local_addr())?;
+        out.flush()?;
+    }
+    let shared = server.shared().clone();
+    let result = server.wait();
+    eprint!("{}", shared.summary());
+    result.context("evlab serve")?;
+    Ok(())
 }

@@ -80,7 +80,8 @@ impl EpollCore {
     /// epoll_wait into the raw buffer; returns how many entries the kernel filled.
     fn wait_raw(&mut self, capacity: usize, timeout: Option<Duration>) -> io::Result<usize> {
         if self.buf.len() < capacity {
-            self.buf.resize(capacity, libc::epoll_event { events: 0, u64: 0 });
+            self.buf
+                .resize(capacity, libc::epoll_event { events: 0, u64: 0 });
         }
         self.stats.waits += 1;
         match sys::epoll_wait(self.epfd.0, &mut self.buf[..capacity], timeout_ms(timeout)) {

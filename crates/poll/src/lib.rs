@@ -14,14 +14,19 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+pub mod ctlv;
 pub mod epoll;
 pub mod poll;
 pub mod select;
 pub mod sys;
+pub mod uring;
+pub mod uring_poll;
 
+pub use ctlv::EpollCtlv;
 pub use epoll::{Epoll2, EpollEt, EpollLt};
 pub use poll::Poll;
 pub use select::Select;
+pub use uring_poll::UringPoll;
 
 /// Caller's name for a registered descriptor, returned with its events.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -337,7 +342,21 @@ impl Mechanism {
             | Mechanism::EpollLt
             | Mechanism::EpollEt
             | Mechanism::Epoll2 => Support::Yes,
-            Mechanism::EpollCtlv | Mechanism::UringPoll | Mechanism::Uring => {
+            Mechanism::EpollCtlv => {
+                let s = uring::support();
+                match s.missing(&[("IORING_OP_EPOLL_CTL", s.epoll_ctl)]) {
+                    None => Support::Yes,
+                    Some(why) => Support::No(why),
+                }
+            }
+            Mechanism::UringPoll => {
+                let s = uring::support();
+                match s.missing(&[("IORING_OP_POLL_ADD", s.poll_add)]) {
+                    None => Support::Yes,
+                    Some(why) => Support::No(why),
+                }
+            }
+            Mechanism::Uring => {
                 Support::No("not implemented in this build yet (issue 5)".to_string())
             }
         }

@@ -223,6 +223,27 @@ pub fn count(sc: Syscall, f: impl FnOnce() -> libc::c_long) -> io::Result<libc::
     counted(sc, f)
 }
 
+/// Counts and times a syscall made inside a library (the io-uring crate's `io_uring_enter`).
+#[inline(always)]
+pub fn count_io<T>(sc: Syscall, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    COUNTERS.with(|c| {
+        let i = sc as usize;
+        ThreadCounters::bump(&c.calls[i], 1);
+        let r = if PROFILING.load(Relaxed) {
+            let t = Instant::now();
+            let r = f();
+            ThreadCounters::bump(&c.nanos[i], t.elapsed().as_nanos() as u64);
+            r
+        } else {
+            f()
+        };
+        if r.is_err() {
+            ThreadCounters::bump(&c.errors[i], 1);
+        }
+        r
+    })
+}
+
 // ---- sockets ----
 
 pub fn socket(domain: i32, ty: i32, proto: i32) -> io::Result<RawFd> {
@@ -475,7 +496,10 @@ pub fn sendfile(out_fd: RawFd, in_fd: RawFd, offset: &mut i64, count: usize) -> 
 #[inline]
 pub fn close(fd: RawFd) -> io::Result<()> {
     // SAFETY: the caller owns `fd` and does not use it again.
-    counted(Syscall::Close, || unsafe { libc::close(fd) as libc::c_long }).map(drop)
+    counted(Syscall::Close, || unsafe {
+        libc::close(fd) as libc::c_long
+    })
+    .map(drop)
 }
 
 pub fn shutdown(fd: RawFd, how: i32) -> io::Result<()> {
@@ -525,7 +549,11 @@ pub fn epoll_ctl(epfd: RawFd, op: i32, fd: RawFd, events: u32, data: u64) -> io:
 }
 
 #[inline]
-pub fn epoll_wait(epfd: RawFd, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
+pub fn epoll_wait(
+    epfd: RawFd,
+    events: &mut [libc::epoll_event],
+    timeout_ms: i32,
+) -> io::Result<usize> {
     let max = events.len().min(i32::MAX as usize) as i32;
     // SAFETY: `events` is valid for writing `max` entries.
     counted(Syscall::EpollWait, || unsafe {
@@ -613,7 +641,13 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert_eq!(thread_counters().snapshot().since(&before).calls(Syscall::Close), 1);
+        assert_eq!(
+            thread_counters()
+                .snapshot()
+                .since(&before)
+                .calls(Syscall::Close),
+            1
+        );
         assert!(snapshot_all().calls(Syscall::Close) >= 2);
     }
 

@@ -1,1 +1,304 @@
-//! stub
+//! evlab-server: the μserver.
+//!
+//! An event-driven HTTP/1.1 static server, identical in everything but its event-dispatch
+//! mechanism, so that mechanisms can be compared fairly (paper §3–4). One event loop per worker
+//! thread; the loop is generic over [`evlab_poll::Poller`] and chosen once at start-up, so the hot
+//! path has no dynamic dispatch.
+//!
+//! [`Server::start`] binds, spawns the workers and returns at once with the bound address; the
+//! caller (the `evlab serve` command, or a test) then waits with [`Server::wait`] or stops it with
+//! [`Server::shutdown`]: stop accepting, finish responses in flight, exit.
+
+mod conn;
+mod listener;
+pub mod signals;
+mod stats;
+mod timers;
+mod worker;
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use evlab_http::{CacheConfig, Limits};
+use evlab_poll::{sys, Mechanism, Support};
+
+pub use stats::{Shared, WorkerStats};
+
+/// How several workers share the listening port.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AcceptMode {
+    /// One listener registered in every worker's loop: every worker is woken (the herd).
+    Shared,
+    /// A listener per worker with SO_REUSEPORT: the kernel spreads connections.
+    Reuseport,
+}
+
+impl AcceptMode {
+    pub fn from_name(s: &str) -> Result<AcceptMode, String> {
+        match s {
+            "shared" => Ok(AcceptMode::Shared),
+            "reuseport" => Ok(AcceptMode::Reuseport),
+            other => Err(format!(
+                "unknown accept mode '{other}'; valid modes: shared, reuseport"
+            )),
+        }
+    }
+}
+
+/// Everything the server can be told.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub root: PathBuf,
+    pub mechanism: Mechanism,
+    pub workers: usize,
+    pub accept_mode: AcceptMode,
+    /// Connections accepted per readiness notification of the listener; `None` is the paper's Inf.
+    pub accept_limit: Option<usize>,
+    /// Bodies by sendfile(2) (the paper's configuration, with `cork`).
+    pub sendfile: bool,
+    /// TCP_CORK around head and body.
+    pub cork: bool,
+    /// Write a response as soon as it is ready instead of waiting for a writable event. Off by
+    /// default for level-triggered mechanisms, as in the μserver; edge-triggered epoll always
+    /// writes when it knows the socket is writable.
+    pub eager_write: bool,
+    pub max_conns: usize,
+    pub limits: Limits,
+    /// A connection that does not complete a request head within this time is closed (408 if it
+    /// sent part of one). `None` turns it off, as experiments with idle connections need.
+    pub header_timeout: Option<Duration>,
+    /// Serve `GET /.evlab/stats`.
+    pub stats: bool,
+    /// Time every syscall (slower; for the Table 1 profile).
+    pub profile: bool,
+    pub backlog: i32,
+    /// Events asked for per wait.
+    pub events_per_wait: usize,
+    /// Files larger than this are not held in memory (always sendfile).
+    pub max_in_memory: u64,
+    /// How long to keep reading and discarding after an error response before closing.
+    pub linger: Duration,
+}
+
+impl Config {
+    pub fn new(listen: SocketAddr, root: impl Into<PathBuf>, mechanism: Mechanism) -> Config {
+        Config {
+            listen,
+            root: root.into(),
+            mechanism,
+            workers: 1,
+            accept_mode: AcceptMode::Reuseport,
+            accept_limit: None,
+            sendfile: false,
+            cork: false,
+            eager_write: false,
+            max_conns: 100_000,
+            limits: Limits::default(),
+            header_timeout: Some(Duration::from_secs(60)),
+            stats: false,
+            profile: false,
+            backlog: 4096,
+            events_per_wait: 512,
+            max_in_memory: 64 << 20,
+            linger: Duration::from_secs(2),
+        }
+    }
+
+    pub(crate) fn cache_config(&self) -> CacheConfig {
+        let mut c = CacheConfig::new(self.root.clone());
+        c.max_in_memory = self.max_in_memory;
+        c
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("mechanism {mechanism} is not available: {reason}")]
+    Unsupported {
+        mechanism: Mechanism,
+        reason: String,
+    },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: io::Error },
+    #[error(transparent)]
+    Cache(#[from] evlab_http::cache::CacheError),
+    #[error("{0}")]
+    Config(String),
+    #[error("worker {worker}: {source}")]
+    Worker { worker: usize, source: io::Error },
+    #[error("worker {0} panicked")]
+    Panicked(usize),
+}
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<io::Result<()>>>,
+    listeners: Vec<RawFd>,
+}
+
+impl Server {
+    /// Binds, starts the workers, and returns once they are ready to serve.
+    pub fn start(cfg: Config) -> Result<Server, ServerError> {
+        if let Support::No(reason) = cfg.mechanism.support() {
+            return Err(ServerError::Unsupported {
+                mechanism: cfg.mechanism,
+                reason,
+            });
+        }
+        if cfg.workers == 0 {
+            return Err(ServerError::Config("--workers must be at least 1".into()));
+        }
+        if cfg.accept_limit == Some(0) {
+            return Err(ServerError::Config(
+                "--accept-limit must be at least 1 (or inf)".into(),
+            ));
+        }
+        sys::set_profiling(cfg.profile);
+        // Fail early, in the caller's thread, on a bad document root.
+        evlab_http::ContentCache::new(cfg.cache_config())?;
+
+        let listen_err = |source| ServerError::Listen {
+            addr: cfg.listen,
+            source,
+        };
+        let mut listeners = Vec::new();
+        let first = listener::open(
+            &cfg.listen,
+            cfg.backlog,
+            cfg.accept_mode == AcceptMode::Reuseport,
+        )
+        .map_err(listen_err)?;
+        let addr = sys::getsockname(first).map_err(listen_err)?;
+        listeners.push(first);
+        if cfg.accept_mode == AcceptMode::Reuseport {
+            for _ in 1..cfg.workers {
+                match listener::open(&addr, cfg.backlog, true) {
+                    Ok(fd) => listeners.push(fd),
+                    Err(e) => {
+                        for fd in listeners {
+                            let _ = sys::close(fd);
+                        }
+                        return Err(listen_err(e));
+                    }
+                }
+            }
+        }
+
+        let shared = Arc::new(Shared::new(cfg.mechanism, cfg.workers, cfg.profile));
+        let cfg = Arc::new(cfg);
+        let mut threads = Vec::new();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        for w in 0..cfg.workers {
+            let lfd = listeners[w.min(listeners.len() - 1)];
+            let cfg = cfg.clone();
+            let shared = shared.clone();
+            let ready = ready_tx.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("evlab-worker-{w}"))
+                .spawn(move || worker::run(w, lfd, cfg, shared, ready))
+                .map_err(|e| ServerError::Worker {
+                    worker: w,
+                    source: e,
+                })?;
+            threads.push(t);
+        }
+        drop(ready_tx);
+        let mut server = Server {
+            addr,
+            shared,
+            threads,
+            listeners,
+        };
+        for _ in 0..cfg.workers {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err((w, e))) => {
+                    server.stop_threads();
+                    return Err(ServerError::Worker {
+                        worker: w,
+                        source: e,
+                    });
+                }
+                Err(_) => {
+                    server.stop_threads();
+                    return Err(ServerError::Panicked(0));
+                }
+            }
+        }
+        Ok(server)
+    }
+
+    /// The bound address (with the real port when asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Counters shared by all workers.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The JSON that `GET /.evlab/stats` answers.
+    pub fn stats_json(&self) -> String {
+        self.shared.to_json()
+    }
+
+    /// Asks every worker to stop: stop accepting, finish responses in flight, exit.
+    pub fn request_shutdown(&self) {
+        self.shared.request_shutdown();
+    }
+
+    /// Waits for the workers to exit (after a shutdown request or a fatal error).
+    pub fn wait(mut self) -> Result<(), ServerError> {
+        self.join()
+    }
+
+    /// Requests shutdown and waits.
+    pub fn shutdown(self) -> Result<(), ServerError> {
+        self.request_shutdown();
+        self.wait()
+    }
+
+    fn stop_threads(&mut self) {
+        self.shared.request_shutdown();
+        let _ = self.join();
+    }
+
+    fn join(&mut self) -> Result<(), ServerError> {
+        let mut result = Ok(());
+        for (w, t) in self.threads.drain(..).enumerate() {
+            match t.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    if result.is_ok() {
+                        result = Err(ServerError::Worker {
+                            worker: w,
+                            source: e,
+                        })
+                    }
+                }
+                Err(_) => result = Err(ServerError::Panicked(w)),
+            }
+        }
+        for fd in self.listeners.drain(..) {
+            let _ = sys::close(fd);
+        }
+        result
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.stop_threads();
+        }
+    }
+}

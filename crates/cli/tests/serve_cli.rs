@@ -1,0 +1,277 @@
+//! `evlab serve` as a user runs it: the real binary, real clients (curl, ab, wrk from Debian).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_evlab");
+
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn docroot(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("evlab-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("one"), b"a").unwrap();
+    std::fs::write(dir.join("index.html"), b"<h1>hi</h1>\n").unwrap();
+    dir
+}
+
+fn serve(tag: &str, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Serve {
+    let dir = docroot(tag);
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(&dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    setup(&mut cmd);
+    let mut child = cmd.spawn().expect("spawn evlab serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line was {line:?}"))
+        .parse()
+        .unwrap();
+    Serve { child, addr, dir }
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn prints_listening_line_and_serves() {
+    let s = serve("basic", &["--mechanism", "poll"], |_| {});
+    assert_eq!(s.addr.ip().to_string(), "127.0.0.1");
+    assert_ne!(s.addr.port(), 0);
+    let r = http_get(s.addr, "/one");
+    assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+    assert!(r.ends_with("\r\n\r\na"), "{r}");
+}
+
+#[test]
+fn unknown_mechanism_lists_valid_ones() {
+    let out = Command::new(BIN)
+        .args(["serve", "--root", "/tmp", "--mechanism", "kqueue"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kqueue"), "{err}");
+    for m in ["select", "poll", "epoll-lt", "epoll-et", "epoll2", "epoll-ctlv", "uring-poll", "uring"] {
+        assert!(err.contains(m), "missing {m} in: {err}");
+    }
+}
+
+#[test]
+fn list_mechanisms() {
+    let out = Command::new(BIN)
+        .args(["serve", "--list-mechanisms"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 8, "{text}");
+    assert!(text.lines().any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));
+}
+
+#[test]
+fn bad_root_and_bad_flags_name_the_problem() {
+    let out = Command::new(BIN)
+        .args(["serve", "--root", "/definitely/not/here", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/definitely/not/here"), "{err}");
+    let out = Command::new(BIN)
+        .args(["serve", "--root", "/tmp", "--accept-limit", "zero"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("accept limit"));
+    let out = Command::new(BIN)
+        .args(["serve", "--root", "/tmp", "--listen", "not-an-address"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
+}
+
+#[test]
+fn sigterm_exits_cleanly_with_summary() {
+    let mut s = serve("sigterm", &["--mechanism", "epoll-lt", "--stats"], |_| {});
+    for _ in 0..5 {
+        assert!(http_get(s.addr, "/one").contains("200 OK"));
+    }
+    // SAFETY: sending SIGTERM to our own child.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "did not exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let mut err = String::new();
+    s.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("epoll-lt"), "{err}");
+    assert!(err.contains("epoll_ctl"), "{err}");
+    assert!(err.contains("requests: 5"), "{err}");
+}
+
+#[test]
+fn curl_gets_files() {
+    if !have("curl") {
+        eprintln!("skipped: curl is not installed (apt-get install -y curl)");
+        return;
+    }
+    let s = serve("curl", &["--mechanism", "select"], |_| {});
+    let url = format!("http://{}/", s.addr);
+    let out = Command::new("curl")
+        .args(["-sS", "-i", "--max-time", "10", &url, &format!("{url}one")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 2, "{text}");
+    assert!(text.contains("<h1>hi</h1>"));
+    let out = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
+        .arg(format!("{url}missing"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "404");
+}
+
+#[test]
+fn ab_completes_without_failures() {
+    if !have("ab") {
+        eprintln!("skipped: ab is not installed (apt-get install -y apache2-utils)");
+        return;
+    }
+    for mech in ["epoll-et", "select"] {
+        let s = serve(&format!("ab-{mech}"), &["--mechanism", mech], |_| {});
+        let out = Command::new("ab")
+            .args(["-q", "-k", "-n", "2000", "-c", "20", "-s", "10"])
+            .arg(format!("http://{}/one", s.addr))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("Complete requests:      2000"), "{text}");
+        assert!(text.contains("Failed requests:        0"), "{text}");
+        assert!(!text.contains("Non-2xx responses"), "{text}");
+    }
+}
+
+#[test]
+fn wrk_runs_without_errors() {
+    if !have("wrk") {
+        eprintln!("skipped: wrk is not installed (apt-get install -y wrk)");
+        return;
+    }
+    let s = serve("wrk", &["--mechanism", "epoll2"], |_| {});
+    let out = Command::new("wrk")
+        .args(["-t1", "-c10", "-d1s"])
+        .arg(format!("http://{}/one", s.addr))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("requests in"), "{text}");
+    assert!(!text.contains("Non-2xx"), "{text}");
+    assert!(!text.contains("Socket errors"), "{text}");
+}
+
+/// CPU seconds (user + system) a process has used, from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf with a valid name.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+#[test]
+fn emfile_pauses_accept_without_spinning() {
+    // A descriptor limit of 32 (hard, so the server cannot raise it): the listener, the epoll
+    // instance, an eventfd, the std streams and a cached file leave room for ~20 connections.
+    let s = serve("emfile", &["--mechanism", "epoll-lt", "--header-timeout", "0"], |cmd| {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit { rlim_cur: 32, rlim_max: 32 };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    });
+    let mut conns = Vec::new();
+    for _ in 0..40 {
+        conns.push(TcpStream::connect(s.addr).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = s.child.id();
+    let before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_seconds(pid) - before;
+    assert!(used < 0.3, "server used {used} s of CPU in 1 s while out of descriptors: spinning");
+    // Free descriptors: close the first 20 (accepted) connections; the rest get served.
+    conns.drain(..20);
+    let t0 = Instant::now();
+    let mut served = 0;
+    for c in conns.iter_mut() {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        if out.starts_with("HTTP/1.1 200 OK") {
+            served += 1;
+        }
+    }
+    assert_eq!(served, 20, "pending connections were not served after descriptors freed");
+    assert!(t0.elapsed() < Duration::from_secs(15));
+    // And new ones too.
+    assert!(http_get(s.addr, "/one").contains("200 OK"));
+}

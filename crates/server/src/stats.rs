@@ -1,0 +1,327 @@
+//! Counters every worker keeps, readable by any thread: the source of `GET /.evlab/stats` and
+//! of the summary printed at exit.
+//!
+//! Each worker is the only writer of its own [`WorkerStats`], so a counter is bumped with a
+//! relaxed load and store, not a locked read-modify-write: counting must not perturb what it
+//! measures.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use evlab_poll::sys::{self, Snapshot, ThreadCounters};
+use evlab_poll::{Mechanism, PollerStats};
+use serde_json::{json, Value};
+
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+    #[inline]
+    pub fn inc(&self) {
+        self.add(1);
+    }
+    #[inline]
+    pub fn set(&self, n: u64) {
+        self.0.store(n, Relaxed);
+    }
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// One worker's counters.
+#[derive(Debug)]
+pub struct WorkerStats {
+    pub worker: usize,
+    pub accepted: Counter,
+    pub closed: Counter,
+    pub active: Counter,
+    pub max_active: Counter,
+    pub requests: Counter,
+    pub status: [Counter; 6],
+    pub bytes_sent: Counter,
+    pub accept_pauses: Counter,
+    pub accept_errors: Counter,
+    pub header_timeouts: Counter,
+    pub io_errors: Counter,
+    // A copy of the mechanism's own counters, refreshed every loop iteration.
+    pub waits: Counter,
+    pub events: Counter,
+    pub discarded: Counter,
+    pub interest_changes: Counter,
+    pub interest_changes_free: Counter,
+    pub batches: Counter,
+    pub waits_from_memory: Counter,
+    pub waits_from_kernel: Counter,
+    pub syscalls: Arc<ThreadCounters>,
+}
+
+impl WorkerStats {
+    /// Must be called on the worker's own thread: it captures that thread's syscall counters.
+    pub fn for_this_thread(worker: usize) -> WorkerStats {
+        WorkerStats {
+            worker,
+            accepted: Counter::default(),
+            closed: Counter::default(),
+            active: Counter::default(),
+            max_active: Counter::default(),
+            requests: Counter::default(),
+            status: Default::default(),
+            bytes_sent: Counter::default(),
+            accept_pauses: Counter::default(),
+            accept_errors: Counter::default(),
+            header_timeouts: Counter::default(),
+            io_errors: Counter::default(),
+            waits: Counter::default(),
+            events: Counter::default(),
+            discarded: Counter::default(),
+            interest_changes: Counter::default(),
+            interest_changes_free: Counter::default(),
+            batches: Counter::default(),
+            waits_from_memory: Counter::default(),
+            waits_from_kernel: Counter::default(),
+            syscalls: sys::thread_counters(),
+        }
+    }
+
+    #[inline]
+    pub fn record_status(&self, code: u16) {
+        let class = (code / 100) as usize;
+        if class < 6 {
+            self.status[class].inc();
+        }
+    }
+
+    pub fn set_poller(&self, p: &PollerStats) {
+        self.waits.set(p.waits);
+        self.events.set(p.events);
+        self.discarded.set(p.discarded);
+        self.interest_changes.set(p.interest_changes);
+        self.interest_changes_free.set(p.interest_changes_free);
+        self.batches.set(p.batches);
+        self.waits_from_memory.set(p.waits_from_memory);
+        self.waits_from_kernel.set(p.waits_from_kernel);
+    }
+}
+
+/// State shared by all workers of one server.
+#[derive(Debug)]
+pub struct Shared {
+    pub mechanism: Mechanism,
+    pub workers_wanted: usize,
+    pub profile: bool,
+    pub started: Instant,
+    shutdown: AtomicBool,
+    workers: Mutex<Vec<Arc<WorkerStats>>>,
+    wakers: Mutex<Vec<RawFd>>,
+    baseline: Mutex<Snapshot>,
+}
+
+impl Shared {
+    pub fn new(mechanism: Mechanism, workers: usize, profile: bool) -> Shared {
+        Shared {
+            mechanism,
+            workers_wanted: workers,
+            profile,
+            started: Instant::now(),
+            shutdown: AtomicBool::new(false),
+            workers: Mutex::new(Vec::new()),
+            wakers: Mutex::new(Vec::new()),
+            baseline: Mutex::new(Snapshot::default()),
+        }
+    }
+
+    pub(crate) fn add_worker(&self, w: Arc<WorkerStats>, waker: RawFd) {
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w);
+        self.wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(waker);
+    }
+
+    pub(crate) fn remove_waker(&self, waker: RawFd) {
+        self.wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&w| w != waker);
+    }
+
+    /// The wakers' descriptors (for a signal handler, which cannot take a lock).
+    pub fn wakers(&self) -> Vec<RawFd> {
+        self.wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown.load(Relaxed)
+    }
+
+    pub fn request_shutdown(&self) {
+        self.shutdown.store(true, Relaxed);
+        for &fd in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = sys::write(fd, &1u64.to_ne_bytes());
+        }
+    }
+
+    pub fn workers(&self) -> Vec<Arc<WorkerStats>> {
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Syscalls of all workers since start (or since the last [`Shared::reset_syscalls`]).
+    pub fn syscalls(&self) -> Snapshot {
+        let mut s = Snapshot::default();
+        for w in self.workers() {
+            w.syscalls.add_to(&mut s);
+        }
+        s.since(&self.baseline.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Starts syscall counting afresh (after warm-up, say).
+    pub fn reset_syscalls(&self) {
+        let mut s = Snapshot::default();
+        for w in self.workers() {
+            w.syscalls.add_to(&mut s);
+        }
+        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = s;
+    }
+
+    pub fn to_value(&self) -> Value {
+        let workers = self.workers();
+        let sum = |f: &dyn Fn(&WorkerStats) -> u64| workers.iter().map(|w| f(w)).sum::<u64>();
+        let sys = self.syscalls();
+        let requests = sum(&|w| w.requests.get());
+        let waits = sum(&|w| w.waits.get());
+        let events = sum(&|w| w.events.get());
+        let total_ns = sys.total_nanos();
+        let mut syscalls = serde_json::Map::new();
+        for (name, calls, errors, ns) in sys.rows() {
+            let mut row = json!({ "calls": calls, "errors": errors });
+            if self.profile {
+                row["ns"] = json!(ns);
+                row["share"] = json!(if total_ns > 0 {
+                    ns as f64 / total_ns as f64
+                } else {
+                    0.0
+                });
+            }
+            syscalls.insert(name.to_string(), row);
+        }
+        let per_worker: Vec<Value> = workers
+            .iter()
+            .map(|w| {
+                json!({
+                    "worker": w.worker,
+                    "accepted": w.accepted.get(),
+                    "requests": w.requests.get(),
+                    "active": w.active.get(),
+                    "waits": w.waits.get(),
+                })
+            })
+            .collect();
+        json!({
+            "server": "evlab",
+            "version": env!("CARGO_PKG_VERSION"),
+            "mechanism": self.mechanism.name(),
+            "workers": workers.len(),
+            "uptime_s": self.started.elapsed().as_secs_f64(),
+            "profile": self.profile,
+            "connections": {
+                "accepted": sum(&|w| w.accepted.get()),
+                "closed": sum(&|w| w.closed.get()),
+                "active": sum(&|w| w.active.get()),
+                "max_active": sum(&|w| w.max_active.get()),
+                "accept_pauses": sum(&|w| w.accept_pauses.get()),
+                "accept_errors": sum(&|w| w.accept_errors.get()),
+                "header_timeouts": sum(&|w| w.header_timeouts.get()),
+                "io_errors": sum(&|w| w.io_errors.get()),
+            },
+            "requests": requests,
+            "responses": {
+                "1xx": sum(&|w| w.status[1].get()),
+                "2xx": sum(&|w| w.status[2].get()),
+                "3xx": sum(&|w| w.status[3].get()),
+                "4xx": sum(&|w| w.status[4].get()),
+                "5xx": sum(&|w| w.status[5].get()),
+            },
+            "bytes_sent": sum(&|w| w.bytes_sent.get()),
+            "events": {
+                "waits": waits,
+                "events": events,
+                "per_wait": if waits > 0 { events as f64 / waits as f64 } else { 0.0 },
+                "discarded": sum(&|w| w.discarded.get()),
+                "interest_changes": sum(&|w| w.interest_changes.get()),
+                "interest_changes_free": sum(&|w| w.interest_changes_free.get()),
+                "batches": sum(&|w| w.batches.get()),
+                "waits_from_memory": sum(&|w| w.waits_from_memory.get()),
+                "waits_from_kernel": sum(&|w| w.waits_from_kernel.get()),
+            },
+            "syscalls": syscalls,
+            "syscalls_total": sys.total_calls(),
+            "syscalls_per_request": if requests > 0 { sys.total_calls() as f64 / requests as f64 } else { 0.0 },
+            "per_worker": per_worker,
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(&self.to_value()).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// A human summary for stderr at exit.
+    pub fn summary(&self) -> String {
+        let v = self.to_value();
+        let mut out = format!(
+            "evlab serve: {} ({} worker(s)), up {:.1} s\n  connections: accepted {} closed {} max active {}\n  requests: {}  responses: 2xx {} 3xx {} 4xx {} 5xx {}\n  events: {} waits, {:.2} events/wait, {} discarded, {} interest changes by syscall, {} free\n  syscalls ({} total, {:.2} per request):\n",
+            v["mechanism"].as_str().unwrap_or(""),
+            v["workers"],
+            v["uptime_s"].as_f64().unwrap_or(0.0),
+            v["connections"]["accepted"],
+            v["connections"]["closed"],
+            v["connections"]["max_active"],
+            v["requests"],
+            v["responses"]["2xx"],
+            v["responses"]["3xx"],
+            v["responses"]["4xx"],
+            v["responses"]["5xx"],
+            v["events"]["waits"],
+            v["events"]["per_wait"].as_f64().unwrap_or(0.0),
+            v["events"]["discarded"],
+            v["events"]["interest_changes"],
+            v["events"]["interest_changes_free"],
+            v["syscalls_total"],
+            v["syscalls_per_request"].as_f64().unwrap_or(0.0),
+        );
+        let sys = self.syscalls();
+        let total_ns = sys.total_nanos().max(1);
+        for (name, calls, errors, ns) in sys.rows() {
+            if self.profile {
+                out.push_str(&format!(
+                    "    {name:<16} {calls:>12} calls {errors:>10} errors {:>10.3} s {:>6.2}%\n",
+                    ns as f64 / 1e9,
+                    100.0 * ns as f64 / total_ns as f64
+                ));
+            } else {
+                out.push_str(&format!(
+                    "    {name:<16} {calls:>12} calls {errors:>10} errors\n"
+                ));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,768 @@
+//! The readiness loop: one per worker thread, generic over the event mechanism.
+//!
+//! The μserver's phases (paper §3, slides "Server Phases"): get events; accept new connections
+//! (up to the accept-limit); process the connections that are ready. Level-triggered mechanisms
+//! follow the μserver's interest changes exactly: a connection waits for readable, reads a
+//! request, switches to writable, writes the reply when told it may, and switches back; with
+//! epoll-lt each switch is an `epoll_ctl(MOD)`. Edge-triggered epoll keeps its own readiness
+//! state and writes at once when the socket is known to be writable.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use evlab_http::{
+    parse_request, write_error, write_head, ContentCache, DateCache, Lookup, Method, Parse,
+    Request, Status,
+};
+use evlab_poll::{
+    sys, Epoll2, EpollCtlv, EpollEt, EpollLt, Events, Interest, Mechanism, Poll, Poller, Select,
+    Token, UringPoll,
+};
+
+use crate::conn::{Conn, State, WriteResult, COPY_BODY_MAX, OUT_HIGH_WATER};
+use crate::stats::{Shared, WorkerStats};
+use crate::timers::TimerQueue;
+use crate::Config;
+
+/// How long to wait before retrying accept after EMFILE/ENFILE.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// How long a graceful shutdown waits for responses in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Bytes read per read(2) at least.
+const READ_CHUNK: usize = 4096;
+
+pub const STATS_PATH: &str = "/.evlab/stats";
+
+type Ready = Sender<Result<(), (usize, io::Error)>>;
+
+pub fn run(
+    worker: usize,
+    listen_fd: RawFd,
+    cfg: Arc<Config>,
+    shared: Arc<Shared>,
+    ready: Ready,
+) -> io::Result<()> {
+    match cfg.mechanism {
+        Mechanism::Select => run_with::<Select>(worker, listen_fd, cfg, shared, ready),
+        Mechanism::Poll => run_with::<Poll>(worker, listen_fd, cfg, shared, ready),
+        Mechanism::EpollLt => run_with::<EpollLt>(worker, listen_fd, cfg, shared, ready),
+        Mechanism::EpollEt => run_with::<EpollEt>(worker, listen_fd, cfg, shared, ready),
+        Mechanism::Epoll2 => run_with::<Epoll2>(worker, listen_fd, cfg, shared, ready),
+        Mechanism::EpollCtlv => run_with::<EpollCtlv>(worker, listen_fd, cfg, shared, ready),
+        Mechanism::UringPoll => run_with::<UringPoll>(worker, listen_fd, cfg, shared, ready),
+        m => {
+            let e = io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("mechanism {m} is not available in this build"),
+            );
+            let _ = ready.send(Err((worker, io::Error::new(e.kind(), e.to_string()))));
+            Err(e)
+        }
+    }
+}
+
+fn run_with<P: Poller>(
+    worker: usize,
+    listen_fd: RawFd,
+    cfg: Arc<Config>,
+    shared: Arc<Shared>,
+    ready: Ready,
+) -> io::Result<()> {
+    let mut w = match Worker::<P>::new(worker, listen_fd, cfg, shared) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = ready.send(Err((worker, io::Error::new(e.kind(), e.to_string()))));
+            return Err(e);
+        }
+    };
+    let _ = ready.send(Ok(()));
+    drop(ready);
+    let r = w.run();
+    w.teardown();
+    r
+}
+
+/// Everything a connection's handling needs besides the connection and the mechanism.
+struct Ctx {
+    cfg: Arc<Config>,
+    shared: Arc<Shared>,
+    stats: Arc<WorkerStats>,
+    cache: ContentCache,
+    date: DateCache,
+    now: Instant,
+    header_timers: Option<TimerQueue>,
+    linger_timers: TimerQueue,
+    next_gen: u64,
+    edge: bool,
+    scratch: Vec<u8>,
+}
+
+enum Next {
+    Keep,
+    Close,
+}
+
+struct Worker<P: Poller> {
+    poller: P,
+    events: Events,
+    conns: Vec<Option<Conn>>,
+    ctx: Ctx,
+    listen_fd: RawFd,
+    waker_fd: RawFd,
+    /// The listener is registered (accepting is not paused).
+    accepting: bool,
+    accept_retry_at: Option<Instant>,
+    /// Edge-triggered and the last accept round stopped at the accept-limit: connections may
+    /// still be pending without a new edge to announce them.
+    accept_pending: bool,
+    shutting_down: Option<Instant>,
+    active: usize,
+}
+
+impl<P: Poller> Worker<P> {
+    fn new(
+        worker: usize,
+        listen_fd: RawFd,
+        cfg: Arc<Config>,
+        shared: Arc<Shared>,
+    ) -> io::Result<Worker<P>> {
+        let cache = ContentCache::new(cfg.cache_config())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let mut poller = P::new()?;
+        let waker_fd = sys::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC)?;
+        poller.register(waker_fd, Token(waker_fd as usize), Interest::READABLE)?;
+        poller.register(listen_fd, Token(listen_fd as usize), Interest::READABLE)?;
+        let stats = Arc::new(WorkerStats::for_this_thread(worker));
+        shared.add_worker(stats.clone(), waker_fd);
+        let edge = poller.edge_triggered();
+        let now = Instant::now();
+        let mut date = DateCache::new();
+        date.refresh(SystemTime::now());
+        Ok(Worker {
+            poller,
+            events: Events::with_capacity(cfg.events_per_wait),
+            conns: Vec::new(),
+            ctx: Ctx {
+                header_timers: cfg.header_timeout.map(TimerQueue::new),
+                linger_timers: TimerQueue::new(cfg.linger),
+                cfg,
+                shared,
+                stats,
+                cache,
+                date,
+                now,
+                next_gen: 1,
+                edge,
+                scratch: vec![0; 16 * 1024],
+            },
+            listen_fd,
+            waker_fd,
+            accepting: true,
+            accept_retry_at: None,
+            accept_pending: false,
+            shutting_down: None,
+            active: 0,
+        })
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        if self.ctx.shared.shutdown_requested() {
+            self.begin_shutdown();
+        }
+        loop {
+            if let Some(deadline) = self.shutting_down {
+                if self.active == 0 || self.ctx.now >= deadline {
+                    return Ok(());
+                }
+            }
+            let timeout = self.next_timeout();
+            self.poller.wait(&mut self.events, timeout)?;
+            self.ctx.now = Instant::now();
+            self.ctx.date.refresh(SystemTime::now());
+            let mut accept_now = std::mem::take(&mut self.accept_pending);
+            for i in 0..self.events.len() {
+                let ev = self.events.as_slice()[i];
+                let fd = ev.token.0 as RawFd;
+                if fd == self.listen_fd {
+                    accept_now = true;
+                } else if fd == self.waker_fd {
+                    let mut b = [0u8; 8];
+                    let _ = sys::read(self.waker_fd, &mut b);
+                    if self.shutting_down.is_none() {
+                        self.begin_shutdown();
+                    }
+                } else {
+                    self.on_event(fd, ev.readable(), ev.writable());
+                }
+            }
+            if accept_now && self.accepting && self.shutting_down.is_none() {
+                self.accept_ready();
+            }
+            self.expire_timers();
+            self.ctx.stats.set_poller(&self.poller.stats());
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Duration> {
+        if self.accept_pending {
+            return Some(Duration::ZERO);
+        }
+        let mut next: Option<Instant> = self.accept_retry_at;
+        let mut consider = |d: Option<Instant>| {
+            if let Some(d) = d {
+                next = Some(next.map_or(d, |n| n.min(d)));
+            }
+        };
+        consider(
+            self.ctx
+                .header_timers
+                .as_ref()
+                .and_then(|t| t.next_deadline()),
+        );
+        consider(self.ctx.linger_timers.next_deadline());
+        consider(self.shutting_down);
+        if self.shutting_down.is_some() {
+            // Re-check the exit condition regularly while draining.
+            consider(Some(self.ctx.now + Duration::from_millis(100)));
+        }
+        next.map(|n| n.saturating_duration_since(Instant::now()))
+    }
+
+    // ---- accepting ----
+
+    fn accept_ready(&mut self) {
+        let limit = self.ctx.cfg.accept_limit.unwrap_or(usize::MAX);
+        let mut accepted = 0;
+        while accepted < limit {
+            if self.active >= self.ctx.cfg.max_conns {
+                self.pause_accept(None);
+                return;
+            }
+            match sys::accept4(self.listen_fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) {
+                Ok(fd) => {
+                    accepted += 1;
+                    if let Err(e) = self.add_conn(fd) {
+                        self.ctx.stats.accept_errors.inc();
+                        let _ = sys::close(fd);
+                        if e.raw_os_error() == Some(libc::ENOMEM) {
+                            self.pause_accept(Some(self.ctx.now + ACCEPT_RETRY));
+                            return;
+                        }
+                    }
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN) => return,
+                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {}
+                    Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
+                    | Some(libc::ENOMEM) => {
+                        // Out of descriptors: keep serving what we have; retry accepting when a
+                        // connection closes or shortly, never spinning on a listener we cannot drain.
+                        self.ctx.stats.accept_errors.inc();
+                        self.pause_accept(Some(self.ctx.now + ACCEPT_RETRY));
+                        return;
+                    }
+                    _ => {
+                        self.ctx.stats.accept_errors.inc();
+                        return;
+                    }
+                },
+            }
+        }
+        // Stopped at the limit with connections perhaps still queued.
+        if self.ctx.edge {
+            self.accept_pending = true;
+        }
+    }
+
+    fn pause_accept(&mut self, retry_at: Option<Instant>) {
+        if self.accepting {
+            if self.poller.deregister(self.listen_fd).is_ok() {
+                self.accepting = false;
+                self.ctx.stats.accept_pauses.inc();
+            }
+        }
+        self.accept_retry_at = retry_at;
+        self.accept_pending = false;
+    }
+
+    fn resume_accept(&mut self) {
+        if self.accepting || self.shutting_down.is_some() {
+            return;
+        }
+        if self
+            .poller
+            .register(
+                self.listen_fd,
+                Token(self.listen_fd as usize),
+                Interest::READABLE,
+            )
+            .is_ok()
+        {
+            self.accepting = true;
+            self.accept_retry_at = None;
+            // Connections may have queued while paused; an edge-triggered listener would not
+            // report them again.
+            self.accept_pending = self.ctx.edge;
+        }
+    }
+
+    fn add_conn(&mut self, fd: RawFd) -> io::Result<()> {
+        let i = fd as usize;
+        if i >= self.conns.len() {
+            self.conns.resize_with((i + 1).next_power_of_two(), || None);
+        }
+        self.poller.register(fd, Token(i), Interest::READABLE)?;
+        let gen = self.ctx.next_gen();
+        let c = Conn::new(fd, gen);
+        if let Some(t) = self.ctx.header_timers.as_mut() {
+            t.push(self.ctx.now, fd, gen);
+        }
+        self.conns[i] = Some(c);
+        self.active += 1;
+        let st = &self.ctx.stats;
+        st.accepted.inc();
+        st.active.set(self.active as u64);
+        if self.active as u64 > st.max_active.get() {
+            st.max_active.set(self.active as u64);
+        }
+        Ok(())
+    }
+
+    fn close_conn(&mut self, fd: RawFd) {
+        let i = fd as usize;
+        if let Some(slot) = self.conns.get_mut(i) {
+            if slot.take().is_some() {
+                let _ = self.poller.deregister(fd);
+                let _ = sys::close(fd);
+                self.active -= 1;
+                self.ctx.stats.closed.inc();
+                self.ctx.stats.active.set(self.active as u64);
+                if !self.accepting {
+                    self.resume_accept();
+                }
+            }
+        }
+    }
+
+    // ---- connections ----
+
+    fn on_event(&mut self, fd: RawFd, readable: bool, writable: bool) {
+        let edge = self.ctx.edge;
+        let next = {
+            let Some(c) = self.conns.get_mut(fd as usize).and_then(|s| s.as_mut()) else {
+                return; // a stale event for a descriptor closed earlier in this batch
+            };
+            if edge {
+                c.readable |= readable;
+                c.writable |= writable;
+            } else {
+                c.readable = readable;
+                c.writable = writable;
+            }
+            drive(&mut self.ctx, &mut self.poller, c)
+        };
+        if let Next::Close = next {
+            self.close_conn(fd);
+        }
+    }
+
+    fn expire_timers(&mut self) {
+        let now = self.ctx.now;
+        while let Some(t) = self.ctx.header_timers.as_mut().and_then(|q| q.pop_due(now)) {
+            let expired = match self.conns.get_mut(t.fd as usize).and_then(|s| s.as_mut()) {
+                Some(c) if c.gen == t.gen && c.state == State::Reading && c.out.is_empty() => {
+                    self.ctx.stats.header_timeouts.inc();
+                    if c.rbuf.is_empty() {
+                        true
+                    } else {
+                        // Part of a head arrived: say why we give up.
+                        c.rbuf.clear();
+                        respond_error(&mut self.ctx, c, Status::RequestTimeout, 1, false, false);
+                        c.writable = true;
+                        matches!(drive(&mut self.ctx, &mut self.poller, c), Next::Close)
+                    }
+                }
+                _ => false,
+            };
+            if expired {
+                self.close_conn(t.fd);
+            }
+        }
+        while let Some(t) = self.ctx.linger_timers.pop_due(now) {
+            let due = matches!(
+                self.conns.get(t.fd as usize).and_then(|s| s.as_ref()),
+                Some(c) if c.gen == t.gen && c.state == State::Lingering
+            );
+            if due {
+                self.close_conn(t.fd);
+            }
+        }
+        if let Some(at) = self.accept_retry_at {
+            if now >= at {
+                self.accept_retry_at = None;
+                self.resume_accept();
+            }
+        }
+    }
+
+    // ---- shutdown ----
+
+    fn begin_shutdown(&mut self) {
+        self.shutting_down = Some(self.ctx.now + SHUTDOWN_GRACE);
+        if self.accepting {
+            let _ = self.poller.deregister(self.listen_fd);
+            self.accepting = false;
+        }
+        self.accept_pending = false;
+        self.accept_retry_at = None;
+        let fds: Vec<RawFd> = self.conns.iter().flatten().map(|c| c.fd).collect();
+        for fd in fds {
+            let idle = match self.conns[fd as usize].as_mut() {
+                Some(c) => {
+                    c.close_after = true;
+                    c.state != State::Writing
+                }
+                None => false,
+            };
+            if idle {
+                self.close_conn(fd);
+            }
+        }
+    }
+
+    fn teardown(&mut self) {
+        let fds: Vec<RawFd> = self.conns.iter().flatten().map(|c| c.fd).collect();
+        for fd in fds {
+            self.close_conn(fd);
+        }
+        if self.accepting {
+            let _ = self.poller.deregister(self.listen_fd);
+        }
+        let _ = self.poller.deregister(self.waker_fd);
+        self.ctx.shared.remove_waker(self.waker_fd);
+        let _ = sys::close(self.waker_fd);
+        self.ctx.stats.set_poller(&self.poller.stats());
+    }
+}
+
+impl Ctx {
+    fn next_gen(&mut self) -> u64 {
+        self.next_gen += 1;
+        self.next_gen
+    }
+}
+
+/// Advances one connection as far as its readiness allows, then registers the interest its
+/// state needs.
+fn drive<P: Poller>(ctx: &mut Ctx, poller: &mut P, c: &mut Conn) -> Next {
+    let edge = ctx.edge;
+    loop {
+        match c.state {
+            State::Reading => {
+                if !c.readable {
+                    break;
+                }
+                match read_some(c) {
+                    Ok((0, _)) => {
+                        // Peer closed its side; nothing more will come.
+                        if c.out.is_empty() {
+                            return Next::Close;
+                        }
+                        c.readable = false;
+                        c.close_after = true;
+                        c.state = State::Writing;
+                    }
+                    Ok((n, offered)) => {
+                        // Level-triggered: one read per event, as the μserver. Edge-triggered:
+                        // a read that did not fill what was offered drained the socket at that
+                        // instant, and any later arrival is a new edge, so no read for EAGAIN.
+                        if !edge || n < offered {
+                            c.readable = false;
+                        }
+                        process_input(ctx, c);
+                        if !c.out.is_empty() {
+                            c.state = State::Writing;
+                            if ctx.cfg.eager_write && !edge {
+                                c.writable = true;
+                            }
+                        }
+                    }
+                    Err(e) if sys::would_block(&e) => {
+                        c.readable = false;
+                        break;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                    Err(_) => {
+                        ctx.stats.io_errors.inc();
+                        return Next::Close;
+                    }
+                }
+            }
+            State::Writing => {
+                if !c.writable {
+                    break;
+                }
+                match c.out.write_to(c.fd) {
+                    Ok((res, n)) => {
+                        ctx.stats.bytes_sent.add(n as u64);
+                        if let WriteResult::Blocked = res {
+                            c.writable = false;
+                            break;
+                        }
+                        // Everything sent.
+                        if c.close_after {
+                            if c.linger {
+                                start_linger(ctx, c);
+                                continue;
+                            }
+                            return Next::Close;
+                        }
+                        c.state = State::Reading;
+                        // Requests already buffered are answered without waiting for readiness.
+                        if !c.rbuf.is_empty() {
+                            process_input(ctx, c);
+                            if !c.out.is_empty() {
+                                c.state = State::Writing;
+                                continue;
+                            }
+                        }
+                        if let Some(t) = ctx.header_timers.as_mut() {
+                            t.push(ctx.now, c.fd, c.gen);
+                        }
+                        if !edge {
+                            // Level-triggered: the μserver switches interest back to reading and
+                            // waits to be told the next request has arrived.
+                            break;
+                        }
+                    }
+                    Err(_) => {
+                        ctx.stats.io_errors.inc();
+                        return Next::Close;
+                    }
+                }
+            }
+            State::Lingering => {
+                if !c.readable {
+                    break;
+                }
+                match sys::read(c.fd, &mut ctx.scratch) {
+                    Ok(0) => return Next::Close,
+                    Ok(_) => {}
+                    Err(e) if sys::would_block(&e) => {
+                        c.readable = false;
+                        break;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                    Err(_) => return Next::Close,
+                }
+            }
+        }
+    }
+    let want = match c.state {
+        State::Reading | State::Lingering => Interest::READABLE,
+        State::Writing => Interest::WRITABLE,
+    };
+    if want != c.interest {
+        if poller.reregister(c.fd, Token(c.fd as usize), want).is_err() {
+            ctx.stats.io_errors.inc();
+            return Next::Close;
+        }
+        c.interest = want;
+    }
+    Next::Keep
+}
+
+/// Reads into the connection's buffer; returns bytes read and bytes offered.
+fn read_some(c: &mut Conn) -> io::Result<(usize, usize)> {
+    if c.rbuf.capacity() - c.rbuf.len() < READ_CHUNK / 2 {
+        c.rbuf.reserve(READ_CHUNK.max(c.rbuf.len()));
+    }
+    let offered = c.rbuf.capacity() - c.rbuf.len();
+    sys::read_into(c.fd, &mut c.rbuf).map(|n| (n, offered))
+}
+
+fn start_linger(ctx: &mut Ctx, c: &mut Conn) {
+    let _ = sys::shutdown(c.fd, libc::SHUT_WR);
+    c.state = State::Lingering;
+    c.close_after = true;
+    c.gen = ctx.next_gen();
+    c.rbuf = Vec::new();
+    ctx.linger_timers.push(ctx.now, c.fd, c.gen);
+}
+
+/// Parses and answers every complete request in the buffer (pipelining), up to the output
+/// high-water mark.
+fn process_input(ctx: &mut Ctx, c: &mut Conn) {
+    let mut consumed = 0;
+    while !c.close_after && c.out.pending() < OUT_HIGH_WATER && consumed < c.rbuf.len() {
+        match parse_request(&c.rbuf[consumed..], &ctx.cfg.limits) {
+            Parse::Partial => break,
+            Parse::Complete(req) => {
+                let len = req.head_len;
+                let keep = req.keep_alive;
+                respond(ctx, &mut c.out, &req);
+                consumed += len;
+                c.gen = ctx.next_gen();
+                if !keep {
+                    c.close_after = true;
+                }
+            }
+            Parse::Error(e) => {
+                let Conn { out, .. } = c;
+                write_error(
+                    out.buf(),
+                    e.status,
+                    e.minor_version,
+                    ctx.date.get(),
+                    e.keep_alive,
+                    e.head_only,
+                );
+                out.commit_buf();
+                ctx.stats.requests.inc();
+                ctx.stats.record_status(e.status.code());
+                c.gen = ctx.next_gen();
+                if e.keep_alive {
+                    consumed += e.consumed;
+                } else {
+                    c.close_after = true;
+                    c.linger = true;
+                }
+            }
+        }
+    }
+    if consumed == c.rbuf.len() {
+        c.rbuf.clear();
+    } else if consumed > 0 {
+        c.rbuf.drain(..consumed);
+    }
+    if c.close_after && !c.rbuf.is_empty() {
+        // Unread input behind the last response: close gently or the peer may see a reset
+        // before it reads our answer.
+        c.linger = true;
+    }
+}
+
+fn respond_error(
+    ctx: &mut Ctx,
+    c: &mut Conn,
+    status: Status,
+    minor: u8,
+    keep_alive: bool,
+    head_only: bool,
+) {
+    write_error(
+        c.out.buf(),
+        status,
+        minor,
+        ctx.date.get(),
+        keep_alive,
+        head_only,
+    );
+    c.out.commit_buf();
+    ctx.stats.record_status(status.code());
+    if !keep_alive {
+        c.close_after = true;
+    }
+    c.state = State::Writing;
+}
+
+fn respond(ctx: &mut Ctx, out: &mut crate::conn::Out, req: &Request<'_>) {
+    ctx.stats.requests.inc();
+    let head_only = req.method == Method::Head;
+    let minor = req.minor_version;
+    let ka = req.keep_alive;
+    if ctx.cfg.stats && req.path == STATS_PATH {
+        let body = ctx.shared.to_json();
+        let extra = format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-store\r\n",
+            body.len()
+        );
+        write_head(
+            out.buf(),
+            Status::Ok,
+            minor,
+            ctx.date.get(),
+            ka,
+            extra.as_bytes(),
+        );
+        if !head_only {
+            out.buf().extend_from_slice(body.as_bytes());
+        }
+        out.commit_buf();
+        ctx.stats.record_status(200);
+        return;
+    }
+    match ctx.cache.lookup(&req.path, ctx.now) {
+        Lookup::Found(entry) => {
+            if let Some(ims) = req.if_modified_since {
+                if entry.mtime <= ims {
+                    write_head(
+                        out.buf(),
+                        Status::NotModified,
+                        minor,
+                        ctx.date.get(),
+                        ka,
+                        b"",
+                    );
+                    out.commit_buf();
+                    ctx.stats.record_status(304);
+                    return;
+                }
+            }
+            let cfg = &ctx.cfg;
+            let by_sendfile = !head_only && entry.len > 0 && (cfg.sendfile || !entry.in_memory);
+            if by_sendfile && cfg.cork {
+                out.push_cork(true);
+            }
+            write_head(
+                out.buf(),
+                Status::Ok,
+                minor,
+                ctx.date.get(),
+                ka,
+                &entry.headers,
+            );
+            if head_only || entry.len == 0 {
+                out.commit_buf();
+            } else if by_sendfile {
+                out.push_file(entry);
+                if cfg.cork {
+                    out.push_cork(false);
+                }
+            } else if entry.body.len() <= COPY_BODY_MAX {
+                out.buf().extend_from_slice(&entry.body);
+                out.commit_buf();
+            } else {
+                out.push_mem(entry);
+            }
+            ctx.stats.record_status(200);
+        }
+        Lookup::NotFound => {
+            write_error(
+                out.buf(),
+                Status::NotFound,
+                minor,
+                ctx.date.get(),
+                ka,
+                head_only,
+            );
+            out.commit_buf();
+            ctx.stats.record_status(404);
+        }
+        Lookup::Forbidden => {
+            write_error(
+                out.buf(),
+                Status::Forbidden,
+                minor,
+                ctx.date.get(),
+                ka,
+                head_only,
+            );
+            out.commit_buf();
+            ctx.stats.record_status(403);
+        }
+    }
+}

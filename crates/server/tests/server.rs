@@ -1,0 +1,603 @@
+//! The server's behaviour, checked once per mechanism over real sockets: every case below is
+//! expanded for every mechanism by `mechanism_tests!`, so a new mechanism inherits them all.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Tests that hold thousands of descriptors take turns, so that `cargo test` (many tests in one
+/// process) stays under the open-file limit.
+static MANY_FDS: Mutex<()> = Mutex::new(());
+
+mod cases {
+    use super::*;
+
+    pub fn get_one(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let r = get(t.addr, "/one");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, b"a");
+        assert_eq!(r.header("content-length"), Some("1"));
+        assert_eq!(r.header("content-type"), Some("application/octet-stream"));
+        assert!(r.header("date").is_some_and(|d| d.ends_with(" GMT")));
+        assert!(r.header("last-modified").is_some());
+        assert_eq!(r.version, "HTTP/1.1");
+        let r = get(t.addr, "/hello.txt");
+        assert_eq!(r.body, b"hello, world\n");
+        assert!(r.header("content-type").unwrap().starts_with("text/plain"));
+        let r = get(t.addr, "/");
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (200, &b"<h1>evlab</h1>\n"[..])
+        );
+        let r = get(t.addr, "/empty");
+        assert_eq!((r.status, r.body.len()), (200, 0));
+        assert_eq!(r.header("content-length"), Some("0"));
+    }
+
+    pub fn head(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let mut s = connect(t.addr);
+        s.write_all(
+            b"HEAD /hello.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /one HTTP/1.1\r\nHost: t\r\n\r\n",
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        let h = read_response(&mut s, &mut buf, true).unwrap();
+        assert_eq!(h.status, 200);
+        assert_eq!(h.header("content-length"), Some("13"));
+        // The next bytes must be the GET's response, not a body for the HEAD.
+        let g = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!((g.status, g.body.as_slice()), (200, &b"a"[..]));
+        assert!(buf.is_empty());
+    }
+
+    pub fn not_found(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        for p in ["/nope", "/emptydir/", "/escape", "/sub/nope.html"] {
+            let r = get(t.addr, p);
+            assert_eq!(r.status, 404, "{p}");
+            assert!(!r.body.is_empty());
+        }
+        let r = get(t.addr, "/inside-link");
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"hello, world\n"[..]));
+        let r = get(t.addr, "/sub/");
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"sub index\n"[..]));
+        let r = get(t.addr, "/sub");
+        assert_eq!(r.status, 200);
+    }
+
+    pub fn not_modified(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let r = get(t.addr, "/hello.txt");
+        let lm = r.header("last-modified").unwrap().to_string();
+        let mut s = connect(t.addr);
+        let req = format!(
+            "GET /hello.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: {lm}\r\n\r\n\
+             GET /hello.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Thu, 01 Jan 1970 00:00:01 GMT\r\n\r\n\
+             GET /hello.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: not a date\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        let mut buf = Vec::new();
+        let a = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(a.status, 304);
+        assert!(a.body.is_empty());
+        let b = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!((b.status, b.body.len()), (200, 13));
+        let c = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(c.status, 200, "an invalid date is ignored");
+    }
+
+    pub fn keep_alive(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let mut s = connect(t.addr);
+        let mut buf = Vec::new();
+        for i in 0..5 {
+            s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            let r = read_response(&mut s, &mut buf, false).unwrap();
+            assert_eq!(r.status, 200, "request {i}");
+            assert_eq!(r.header("connection"), None);
+        }
+        // HTTP/1.0 closes unless asked; keeps alive when asked.
+        let mut s = connect(t.addr);
+        s.write_all(b"GET /one HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            .unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.version, "HTTP/1.0");
+        assert_eq!(r.header("connection"), Some("keep-alive"));
+        s.write_all(b"GET /one HTTP/1.0\r\n\r\n").unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.header("connection"), Some("close"));
+        assert!(closed_by_server(&mut s));
+        let mut s = connect(t.addr);
+        s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!((r.status, r.header("connection")), (200, Some("close")));
+        assert!(closed_by_server(&mut s));
+    }
+
+    pub fn pipelining(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let mut s = connect(t.addr);
+        s.write_all(
+            b"GET /one HTTP/1.1\r\nHost: t\r\n\r\nGET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        let a = read_response(&mut s, &mut buf, false).unwrap();
+        let b = read_response(&mut s, &mut buf, false).unwrap();
+        let c = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!((a.status, a.body.as_slice()), (200, &b"a"[..]));
+        assert_eq!((b.status, b.body.as_slice()), (200, &b"hello, world\n"[..]));
+        assert_eq!(c.status, 404);
+        // 100 pipelined requests, with the last asking to close.
+        let mut req = Vec::new();
+        for _ in 0..99 {
+            req.extend_from_slice(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n");
+        }
+        req.extend_from_slice(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        s.write_all(&req).unwrap();
+        for i in 0..99 {
+            let r = read_response(&mut s, &mut buf, false).unwrap();
+            assert_eq!(
+                (r.status, r.body.as_slice()),
+                (200, &b"a"[..]),
+                "response {i}"
+            );
+        }
+        let last = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(last.body, b"hello, world\n");
+        assert!(closed_by_server(&mut s));
+    }
+
+    fn fetch_big(t: &TestServer) {
+        let want = big_content();
+        let mut s = connect(t.addr);
+        let mut buf = Vec::new();
+        for _ in 0..2 {
+            s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            let r = read_response(&mut s, &mut buf, false).unwrap();
+            assert_eq!(r.status, 200);
+            assert_eq!(r.body.len(), BIG_LEN);
+            assert!(r.body == want, "4 MiB body differs");
+        }
+        s.write_all(
+            b"HEAD /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /one HTTP/1.1\r\nHost: t\r\n\r\n",
+        )
+        .unwrap();
+        let h = read_response(&mut s, &mut buf, true).unwrap();
+        assert_eq!(h.header("content-length"), Some("4194304"));
+        let o = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(o.body, b"a");
+    }
+
+    pub fn big_file_writev(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        fetch_big(&t);
+    }
+
+    pub fn big_file_sendfile_cork(m: &str) {
+        let Some(t) = start(m, |c| {
+            c.sendfile = true;
+            c.cork = true;
+        }) else {
+            return;
+        };
+        fetch_big(&t);
+        let r = get(t.addr, "/one");
+        assert_eq!(r.body, b"a");
+    }
+
+    pub fn big_file_sendfile_not_in_memory(m: &str) {
+        let Some(t) = start(m, |c| {
+            c.sendfile = false;
+            c.max_in_memory = 1024;
+        }) else {
+            return;
+        };
+        fetch_big(&t);
+    }
+
+    pub fn eager_write(m: &str) {
+        let Some(t) = start(m, |c| c.eager_write = true) else {
+            return;
+        };
+        let mut s = connect(t.addr);
+        let mut buf = Vec::new();
+        for _ in 0..3 {
+            s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            assert_eq!(read_response(&mut s, &mut buf, false).unwrap().body, b"a");
+        }
+        fetch_big(&t);
+    }
+
+    /// Malformed or hostile requests: (name, bytes, status, connection stays open).
+    fn hostile_table() -> Vec<(&'static str, Vec<u8>, u16, bool)> {
+        let long_path = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(9000));
+        let big_header = format!(
+            "GET /one HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+            "b".repeat(10_000)
+        );
+        let mut many = String::from("GET /one HTTP/1.1\r\nHost: t\r\n");
+        for i in 0..100 {
+            many.push_str(&format!("X-{i}: v\r\n"));
+        }
+        many.push_str("\r\n");
+        let r = |name, s: &str, st, open| (name, s.as_bytes().to_vec(), st, open);
+        vec![
+            r("garbage", "GARBAGE\r\n\r\n", 400, false),
+            r("no host on 1.1", "GET /one HTTP/1.1\r\n\r\n", 400, false),
+            r("two hosts", "GET /one HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, false),
+            r("http/2.0", "GET /one HTTP/2.0\r\nHost: t\r\n\r\n", 505, false),
+            r("http/1.2", "GET /one HTTP/1.2\r\nHost: t\r\n\r\n", 505, false),
+            r("http/3.0", "GET /one HTTP/3.0\r\nHost: t\r\n\r\n", 505, false),
+            r("bad protocol", "GET /one FOO/1.1\r\nHost: t\r\n\r\n", 400, false),
+            r("http/0.9 style", "GET /one\r\n\r\n", 400, false),
+            r("post no body", "POST /one HTTP/1.1\r\nHost: t\r\n\r\n", 405, true),
+            r("post with body", "POST /one HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", 405, false),
+            r("put", "PUT /one HTTP/1.1\r\nHost: t\r\n\r\n", 405, true),
+            r("delete", "DELETE /one HTTP/1.1\r\nHost: t\r\n\r\n", 405, true),
+            r("options", "OPTIONS /one HTTP/1.1\r\nHost: t\r\n\r\n", 405, true),
+            r("unknown method", "BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n", 501, true),
+            r("lowercase method", "get /one HTTP/1.1\r\nHost: t\r\n\r\n", 501, true),
+            r("chunked body", "GET /one HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501, false),
+            r("gzip not chunked", "GET /one HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400, false),
+            r("te and cl", "GET /one HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc", 400, false),
+            r("cl not a number", "GET /one HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n", 400, false),
+            r("cl negative", "GET /one HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n", 400, false),
+            r("cl conflicting", "GET /one HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400, false),
+            r("cl duplicate equal", "GET /one HTTP/1.1\r\nHost: t\r\nContent-Length: 5, 5\r\n\r\nhello", 413, false),
+            r("get with body", "GET /one HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", 413, false),
+            r("get cl zero", "GET /one HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", 200, true),
+            r("header without colon", "GET /one HTTP/1.1\r\nHost t\r\n\r\n", 400, false),
+            r("space before colon", "GET /one HTTP/1.1\r\nHost : t\r\n\r\n", 400, false),
+            r("obs-fold", "GET /one HTTP/1.1\r\nHost: t\r\nX-A: a\r\n b\r\n\r\n", 400, false),
+            r("control char in value", "GET /one HTTP/1.1\r\nHost: t\r\nX-A: a\x01b\r\n\r\n", 400, false),
+            ("request line too long", long_path.into_bytes(), 414, false),
+            ("header too large", big_header.into_bytes(), 431, false),
+            ("too many headers", many.into_bytes(), 431, false),
+            r("dot-dot escape", "GET /../../etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 403, true),
+            r("encoded dot-dot", "GET /%2e%2e/%2E%2E/etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n", 403, true),
+            r("dot-dot inside root", "GET /sub/../hello.txt HTTP/1.1\r\nHost: t\r\n\r\n", 200, true),
+            r("encoded nul", "GET /one%00.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400, false),
+            r("bad escape", "GET /%zz HTTP/1.1\r\nHost: t\r\n\r\n", 400, false),
+            r("asterisk target", "GET * HTTP/1.1\r\nHost: t\r\n\r\n", 400, false),
+            r("absolute form", "GET http://t/one HTTP/1.1\r\nHost: t\r\n\r\n", 200, true),
+            r("query stripped", "GET /one?x=1&y=2 HTTP/1.1\r\nHost: t\r\n\r\n", 200, true),
+            r("symlink outside root", "GET /escape HTTP/1.1\r\nHost: t\r\n\r\n", 404, true),
+            r("leading empty lines", "\r\n\r\nGET /one HTTP/1.1\r\nHost: t\r\n\r\n", 200, true),
+            r("connection close", "GET /one HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", 200, false),
+            r("http/1.0 default close", "GET /one HTTP/1.0\r\n\r\n", 200, false),
+            r("http/1.0 keep-alive", "GET /one HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 200, true),
+            r("head of missing", "HEAD /nope HTTP/1.1\r\nHost: t\r\n\r\n", 404, true),
+            r("directory without index", "GET /emptydir/ HTTP/1.1\r\nHost: t\r\n\r\n", 404, true),
+        ]
+    }
+
+    pub fn hostile_requests(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let table = hostile_table();
+        assert!(table.len() >= 30);
+        for (name, bytes, status, open) in table {
+            let mut s = connect(t.addr);
+            s.write_all(&bytes).unwrap();
+            let head_only = bytes.starts_with(b"HEAD");
+            let mut buf = Vec::new();
+            let r = read_response(&mut s, &mut buf, head_only)
+                .unwrap_or_else(|| panic!("{name}: no response"));
+            assert_eq!(r.status, status, "{name}: status");
+            if r.status == 405 {
+                assert_eq!(r.header("allow"), Some("GET, HEAD"), "{name}: Allow");
+            }
+            if open {
+                s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+                    .unwrap();
+                let next = read_response(&mut s, &mut buf, false)
+                    .unwrap_or_else(|| panic!("{name}: connection should stay open"));
+                assert_eq!(
+                    (next.status, next.body.as_slice()),
+                    (200, &b"a"[..]),
+                    "{name}: next"
+                );
+            } else {
+                assert!(closed_by_server(&mut s), "{name}: connection should close");
+            }
+        }
+        // The server is unharmed.
+        assert_eq!(get(t.addr, "/one").status, 200);
+    }
+
+    pub fn many_connections(m: &str) {
+        let _turn = MANY_FDS.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(t) = start(m, |_| {}) else { return };
+        const N: usize = 3000;
+        let mut conns: Vec<TcpStream> = Vec::with_capacity(N);
+        for i in 0..N {
+            let s = TcpStream::connect(t.addr).unwrap_or_else(|e| panic!("connect {i}: {e}"));
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            conns.push(s);
+        }
+        // All open at once before any request: the server holds N connections (past FD_SETSIZE).
+        for s in conns.iter_mut() {
+            s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+        }
+        let mut buf = Vec::new();
+        for (i, s) in conns.iter_mut().enumerate() {
+            buf.clear();
+            let r = read_response(s, &mut buf, false).unwrap_or_else(|| panic!("conn {i}: EOF"));
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"a"[..]), "conn {i}");
+        }
+        let stats: serde_json::Value =
+            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
+        assert!(stats["connections"]["max_active"].as_u64().unwrap() >= N as u64);
+    }
+
+    pub fn reset_mid_response(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let addr = t.addr;
+        let mut a = connect(addr);
+        a.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut got = vec![0u8; 65536];
+        a.read_exact(&mut got).unwrap();
+        // Others keep being served while A's response is stuck in flight.
+        for _ in 0..20 {
+            assert_eq!(get(addr, "/one").status, 200);
+        }
+        evlab_poll::sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&a), Some(0)).unwrap();
+        drop(a); // RST
+        std::thread::sleep(Duration::from_millis(50));
+        for _ in 0..20 {
+            assert_eq!(get(addr, "/one").status, 200);
+        }
+        let mut s = connect(addr);
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_response(&mut s, &mut buf, false).unwrap().body.len(),
+            BIG_LEN
+        );
+    }
+
+    pub fn header_timeout(m: &str) {
+        let Some(t) = start(m, |c| c.header_timeout = Some(Duration::from_millis(300))) else {
+            return;
+        };
+        // Part of a head, then silence: 408 and close.
+        let mut s = connect(t.addr);
+        s.write_all(b"GET /one HTTP/1.1\r\nHo").unwrap();
+        let t0 = Instant::now();
+        let mut buf = Vec::new();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.status, 408);
+        assert!(closed_by_server(&mut s));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        // Nothing at all: closed without a response.
+        let mut idle = connect(t.addr);
+        assert!(closed_by_server(&mut idle));
+        // A keep-alive connection that goes quiet after a response is closed too.
+        let mut k = connect(t.addr);
+        k.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(read_response(&mut k, &mut buf, false).unwrap().status, 200);
+        assert!(closed_by_server(&mut k));
+        let stats: serde_json::Value =
+            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
+        assert!(stats["connections"]["header_timeouts"].as_u64().unwrap() >= 3);
+    }
+
+    pub fn no_header_timeout(m: &str) {
+        let Some(t) = start(m, |c| c.header_timeout = None) else {
+            return;
+        };
+        let mut idle = connect(t.addr);
+        idle.set_read_timeout(Some(Duration::from_millis(800)))
+            .unwrap();
+        let mut b = [0u8; 16];
+        let e = idle.read(&mut b).unwrap_err();
+        assert!(matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ));
+        idle.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_response(&mut idle, &mut buf, false).unwrap().status,
+            200
+        );
+    }
+
+    pub fn stats_endpoint(m: &str) {
+        let Some(t) = start(m, |c| c.profile = true) else {
+            return;
+        };
+        for _ in 0..10 {
+            get(t.addr, "/one");
+        }
+        let r = get(t.addr, "/.evlab/stats");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["mechanism"], m);
+        assert!(v["requests"].as_u64().unwrap() >= 11);
+        assert!(v["responses"]["2xx"].as_u64().unwrap() >= 10);
+        assert!(v["connections"]["accepted"].as_u64().unwrap() >= 11);
+        assert!(v["syscalls"]["accept4"]["calls"].as_u64().unwrap() >= 11);
+        assert!(v["syscalls"]["accept4"]["ns"].as_u64().is_some());
+        let wait_call = match m {
+            "select" => "select",
+            "poll" => "poll",
+            _ => "epoll_wait",
+        };
+        assert!(
+            v["syscalls"][wait_call]["calls"].as_u64().unwrap() >= 1,
+            "{v}"
+        );
+        if m == "epoll-lt" {
+            // ADD + MOD to write + MOD back to read (+ DEL) per one-request connection.
+            assert!(
+                v["syscalls"]["epoll_ctl"]["calls"].as_u64().unwrap() >= 30,
+                "{v}"
+            );
+        }
+        if m == "epoll2" || m == "epoll-et" {
+            assert!(v["events"]["interest_changes_free"].as_u64().is_some());
+        }
+        // Disabled unless asked.
+        let Some(t2) = start(m, |c| c.stats = false) else {
+            return;
+        };
+        assert_eq!(get(t2.addr, "/.evlab/stats").status, 404);
+    }
+
+    pub fn graceful_shutdown(m: &str) {
+        let Some(mut t) = start(m, |_| {}) else {
+            return;
+        };
+        let addr = t.addr;
+        let mut s = connect(addr);
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut first = vec![0u8; 65536];
+        s.read_exact(&mut first).unwrap();
+        let mut idle = connect(addr);
+        std::thread::sleep(Duration::from_millis(50));
+        let server = t.server.take().unwrap();
+        server.request_shutdown();
+        // The response in flight completes.
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        let mut all = first;
+        all.extend_from_slice(&rest);
+        let head_end = find(&all, b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(all.len() - head_end, BIG_LEN);
+        assert!(all[head_end..] == big_content()[..]);
+        // The idle connection is closed.
+        assert!(closed_by_server(&mut idle));
+        server.wait().unwrap();
+        assert!(
+            TcpStream::connect(addr).is_err(),
+            "nothing listens after shutdown"
+        );
+    }
+
+    pub fn accept_limit_one(m: &str) {
+        let Some(t) = start(m, |c| c.accept_limit = Some(1)) else {
+            return;
+        };
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let addr = t.addr;
+                std::thread::spawn(move || {
+                    for _ in 0..25 {
+                        assert_eq!(get(addr, "/one").status, 200);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    }
+
+    pub fn max_conns_pauses_accept(m: &str) {
+        let Some(t) = start(m, |c| {
+            c.max_conns = 2;
+            c.header_timeout = None;
+        }) else {
+            return;
+        };
+        let a = connect(t.addr);
+        let b = connect(t.addr);
+        std::thread::sleep(Duration::from_millis(100));
+        // The third waits in the backlog, unanswered while two are open.
+        let mut c = connect(t.addr);
+        c.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        assert!(c.read(&mut byte).is_err(), "answered past --max-conns");
+        drop(a);
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = byte[..0].to_vec();
+        let r = read_response(&mut c, &mut buf, false).unwrap();
+        assert_eq!(r.status, 200);
+        drop(b);
+    }
+
+    pub fn workers_share_port(m: &str) {
+        for mode in [
+            evlab_server::AcceptMode::Reuseport,
+            evlab_server::AcceptMode::Shared,
+        ] {
+            let Some(t) = start(m, |c| {
+                c.workers = 2;
+                c.accept_mode = mode;
+            }) else {
+                return;
+            };
+            for _ in 0..40 {
+                assert_eq!(get(t.addr, "/one").status, 200);
+            }
+            let v: serde_json::Value =
+                serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
+            assert_eq!(v["workers"], 2);
+            assert!(
+                v["connections"]["accepted"].as_u64().unwrap() >= 41,
+                "{mode:?}"
+            );
+        }
+    }
+}
+
+macro_rules! mechanism_tests {
+    ($($m:ident => $name:literal),* $(,)?) => {$(
+        mod $m {
+            const M: &str = $name;
+            #[test] fn get_one() { super::cases::get_one(M) }
+            #[test] fn head() { super::cases::head(M) }
+            #[test] fn not_found() { super::cases::not_found(M) }
+            #[test] fn not_modified() { super::cases::not_modified(M) }
+            #[test] fn keep_alive() { super::cases::keep_alive(M) }
+            #[test] fn pipelining() { super::cases::pipelining(M) }
+            #[test] fn big_file_writev() { super::cases::big_file_writev(M) }
+            #[test] fn big_file_sendfile_cork() { super::cases::big_file_sendfile_cork(M) }
+            #[test] fn big_file_sendfile_not_in_memory() { super::cases::big_file_sendfile_not_in_memory(M) }
+            #[test] fn eager_write() { super::cases::eager_write(M) }
+            #[test] fn hostile_requests() { super::cases::hostile_requests(M) }
+            #[test] fn many_connections() { super::cases::many_connections(M) }
+            #[test] fn reset_mid_response() { super::cases::reset_mid_response(M) }
+            #[test] fn header_timeout() { super::cases::header_timeout(M) }
+            #[test] fn no_header_timeout() { super::cases::no_header_timeout(M) }
+            #[test] fn stats_endpoint() { super::cases::stats_endpoint(M) }
+            #[test] fn graceful_shutdown() { super::cases::graceful_shutdown(M) }
+            #[test] fn accept_limit_one() { super::cases::accept_limit_one(M) }
+            #[test] fn max_conns_pauses_accept() { super::cases::max_conns_pauses_accept(M) }
+            #[test] fn workers_share_port() { super::cases::workers_share_port(M) }
+        }
+    )*};
+}
+
+mechanism_tests! {
+    select => "select",
+    poll => "poll",
+    epoll_lt => "epoll-lt",
+    epoll_et => "epoll-et",
+    epoll2 => "epoll2",
+    epoll_ctlv => "epoll-ctlv",
+    uring_poll => "uring-poll",
+    uring => "uring",
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what evlab's tests and experiments use on a fresh Debian machine: the peer servers and
+# clients (nginx, lighttpd, wrk, httperf, ab, curl), cargo-nextest, rustfmt and clippy.
+# Idempotent and non-interactive; safe to run again.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+pkgs=(curl wrk httperf apache2-utils nginx-light lighttpd procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts the packaged nginx and lighttpd on port 80; evlab starts its own on loopback.
+  $SUDO service nginx stop >/dev/null 2>&1 || true
+  $SUDO service lighttpd stop >/dev/null 2>&1 || true
+fi
+
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+if ! cargo nextest --version >/dev/null 2>&1; then
+  cargo install cargo-nextest --locked
+fi

@@ -129,11 +129,7 @@ impl EpollCtlv {
         let mut waited = None;
         for cqe in self.ring.completion() {
             match cqe.user_data() {
-                TAG_CTL => {
-                    if cqe.result() < 0 {
-                        self.ctl_errors += 1;
-                    }
-                }
+                TAG_CTL if cqe.result() < 0 => self.ctl_errors += 1,
                 TAG_WAIT => {
                     if !cqueue::more(cqe.flags()) {
                         self.wait_inflight = false;

@@ -51,11 +51,11 @@ impl Interest {
         self.0 & 2 != 0
     }
     #[inline]
-    pub fn add(self, other: Interest) -> Interest {
+    pub fn with(self, other: Interest) -> Interest {
         Interest(self.0 | other.0)
     }
     #[inline]
-    pub fn remove(self, other: Interest) -> Interest {
+    pub fn without(self, other: Interest) -> Interest {
         Interest(self.0 & !other.0)
     }
     #[inline]
@@ -357,7 +357,15 @@ impl Mechanism {
                 }
             }
             Mechanism::Uring => {
-                Support::No("not implemented in this build yet (issue 5)".to_string())
+                let s = uring::support();
+                match s.missing(&[
+                    ("multishot IORING_OP_ACCEPT", s.accept),
+                    ("IORING_OP_RECV", s.recv),
+                    ("IORING_OP_POLL_ADD", s.poll_add),
+                ]) {
+                    None => Support::Yes,
+                    Some(why) => Support::No(why),
+                }
             }
         }
     }
@@ -411,7 +419,7 @@ pub fn raise_fd_limit() -> io::Result<u64> {
             return Err(io::Error::last_os_error());
         }
     }
-    Ok(lim.rlim_cur as u64)
+    Ok(lim.rlim_cur)
 }
 
 #[cfg(test)]

@@ -119,7 +119,9 @@ impl Poller for Select {
         } else {
             (self.read_out.as_mut_ptr(), self.write_out.as_mut_ptr())
         };
-        let n = match sys::select_raw(self.nfds as i32, rp, wp, std::ptr::null_mut(), timeout) {
+        // SAFETY: both result bitmaps hold at least `words` words, covering `nfds` bits.
+        let r = unsafe { sys::select_raw(self.nfds as i32, rp, wp, std::ptr::null_mut(), timeout) };
+        let n = match r {
             Ok(n) => n,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => return Ok(0),
             Err(e) => return Err(e),

@@ -343,7 +343,7 @@ pub fn getsockname(fd: RawFd) -> io::Result<SocketAddr> {
     counted(Syscall::Getsockname, || unsafe {
         libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len) as libc::c_long
     })?;
-    from_sockaddr(&ss).ok_or_else(|| io::Error::new(io::ErrorKind::Other, "not an inet socket"))
+    from_sockaddr(&ss).ok_or_else(|| io::Error::other("not an inet socket"))
 }
 
 /// accept4(2) with the given flags (SOCK_NONBLOCK | SOCK_CLOEXEC, typically).
@@ -575,10 +575,10 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 /// wrapper would do too, but FD_SET and friends stop at 1,024; the syscall itself takes any
 /// `nfds` up to the descriptor limit.
 ///
-/// # Safety contract
+/// # Safety
 /// Each non-null pointer must point at `nfds.div_ceil(64)` writable words.
 #[inline]
-pub fn select_raw(
+pub unsafe fn select_raw(
     nfds: i32,
     read: *mut u64,
     write: *mut u64,

@@ -135,3 +135,25 @@ pub fn set_max_pass(n: u32) {
 pub fn max_pass() -> u32 {
     MAX_PASS.load(Relaxed)
 }
+
+/// Creates the completion engine's ring: one per thread, submitted to only by that thread
+/// (SINGLE_ISSUER), completions posted only when it asks for them (DEFER_TASKRUN), which is
+/// where io_uring saves the most; falls back to a plain ring on kernels without them.
+pub fn new_engine_ring(entries: u32, cq_entries: u32) -> io::Result<IoUring> {
+    sys::count_io(Syscall::IoUringSetup, || {
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq_entries);
+        b.setup_single_issuer();
+        b.setup_defer_taskrun();
+        b.setup_submit_all();
+        match b.build(entries) {
+            Ok(r) => Ok(r),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                let mut b = IoUring::builder();
+                b.setup_cqsize(cq_entries);
+                b.build(entries)
+            }
+            Err(e) => Err(e),
+        }
+    })
+}

@@ -53,6 +53,17 @@ pub struct Out {
     pending: usize,
 }
 
+/// What is at the front of the queue after the syscall-only work is done.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Front {
+    /// Nothing left.
+    Done,
+    /// The socket is full (sendfile would block).
+    Blocked,
+    /// Memory chunks, to be written with write/writev (or an io_uring send).
+    Memory,
+}
+
 pub enum WriteResult {
     /// Everything was sent.
     Done,
@@ -114,13 +125,63 @@ impl Out {
     pub fn write_to(&mut self, fd: RawFd) -> io::Result<(WriteResult, usize)> {
         let mut total = 0;
         loop {
+            let (front, n) = self.write_front_special(fd)?;
+            total += n;
+            match front {
+                Front::Done => return Ok((WriteResult::Done, total)),
+                Front::Blocked => return Ok((WriteResult::Blocked, total)),
+                Front::Memory => {}
+            }
+            let mut iov = [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; MAX_IOV];
+            let (n_iov, want) = self.gather(&mut iov);
+            if n_iov == 0 {
+                continue;
+            }
+            let r = if n_iov == 1 {
+                // SAFETY: the iovec points into `buf` or an entry body, alive and unmoved here.
+                let s = unsafe {
+                    std::slice::from_raw_parts(iov[0].iov_base as *const u8, iov[0].iov_len)
+                };
+                sys::write(fd, s)
+            } else {
+                // SAFETY: IoSlice is ABI-compatible with iovec, and every iovec points into
+                // memory `self` keeps alive and unmoved for this call.
+                let slices = unsafe {
+                    std::slice::from_raw_parts(iov.as_ptr() as *const IoSlice<'_>, n_iov)
+                };
+                sys::writev(fd, slices)
+            };
+            match r {
+                Ok(n) => {
+                    total += n;
+                    self.advance(n);
+                    if n < want {
+                        // A short write: the socket buffer is full now.
+                        return Ok((WriteResult::Blocked, total));
+                    }
+                }
+                Err(e) if sys::would_block(&e) => return Ok((WriteResult::Blocked, total)),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Does what must be done with syscalls at the front of the queue — TCP_CORK changes and
+    /// sendfile — until memory chunks (or nothing) are at the front or the socket is full.
+    pub fn write_front_special(&mut self, fd: RawFd) -> io::Result<(Front, usize)> {
+        let mut total = 0;
+        loop {
             match self.chunks.front_mut() {
                 None => {
                     self.buf.clear();
                     self.pos = 0;
                     self.committed = 0;
                     self.pending = 0;
-                    return Ok((WriteResult::Done, total));
+                    return Ok((Front::Done, total));
                 }
                 Some(Chunk::Cork(on)) => {
                     sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_CORK, *on as i32)?;
@@ -151,67 +212,57 @@ impl Out {
                                 self.chunks.pop_front();
                             }
                         }
-                        Err(e) if sys::would_block(&e) => return Ok((WriteResult::Blocked, total)),
+                        Err(e) if sys::would_block(&e) => return Ok((Front::Blocked, total)),
                         Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                         Err(e) => return Err(e),
                     }
                 }
-                Some(_) => {
-                    // Gather the run of memory chunks into one writev.
-                    let mut iov: [IoSlice<'_>; MAX_IOV] = [IoSlice::new(&[]); MAX_IOV];
-                    let mut n_iov = 0;
-                    let mut want = 0;
-                    let mut start = self.pos;
-                    for c in self.chunks.iter() {
-                        if n_iov == MAX_IOV {
-                            break;
-                        }
-                        let s: &[u8] = match c {
-                            Chunk::Buf { end } => {
-                                let s = &self.buf[start..*end];
-                                start = *end;
-                                s
-                            }
-                            Chunk::Mem { entry, off } => &entry.body[*off..],
-                            _ => break,
-                        };
-                        if s.is_empty() {
-                            continue;
-                        }
-                        iov[n_iov] = IoSlice::new(s);
-                        n_iov += 1;
-                        want += s.len();
-                    }
-                    if n_iov == 0 {
-                        // Only empty memory chunks at the front: drop them.
-                        self.advance(0);
-                        continue;
-                    }
-                    let r = if n_iov == 1 {
-                        sys::write(fd, &iov[0])
-                    } else {
-                        sys::writev(fd, &iov[..n_iov])
-                    };
-                    match r {
-                        Ok(n) => {
-                            total += n;
-                            self.advance(n);
-                            if n < want {
-                                // A short write: the socket buffer is full now.
-                                return Ok((WriteResult::Blocked, total));
-                            }
-                        }
-                        Err(e) if sys::would_block(&e) => return Ok((WriteResult::Blocked, total)),
-                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
+                Some(_) => return Ok((Front::Memory, total)),
             }
         }
     }
 
+    /// Fills `iov` with the run of memory chunks at the front; returns (iovecs, bytes). The
+    /// pointers stay valid until the queue is advanced or appended to.
+    pub fn gather(&mut self, iov: &mut [libc::iovec]) -> (usize, usize) {
+        let mut n_iov = 0;
+        let mut want = 0;
+        let mut start = self.pos;
+        let mut empty_front = 0;
+        for c in self.chunks.iter() {
+            if n_iov == iov.len() {
+                break;
+            }
+            let s: &[u8] = match c {
+                Chunk::Buf { end } => {
+                    let s = &self.buf[start..*end];
+                    start = *end;
+                    s
+                }
+                Chunk::Mem { entry, off } => &entry.body[*off..],
+                _ => break,
+            };
+            if s.is_empty() {
+                if n_iov == 0 {
+                    empty_front += 1;
+                }
+                continue;
+            }
+            iov[n_iov] = libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            };
+            n_iov += 1;
+            want += s.len();
+        }
+        if n_iov == 0 && empty_front > 0 {
+            self.advance(0);
+        }
+        (n_iov, want)
+    }
+
     /// Consumes `n` written bytes from the front memory chunks (and drops empty ones).
-    fn advance(&mut self, mut n: usize) {
+    pub fn advance(&mut self, mut n: usize) {
         self.pending = self.pending.saturating_sub(n);
         while let Some(front) = self.chunks.front_mut() {
             match front {

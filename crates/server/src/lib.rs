@@ -10,10 +10,12 @@
 //! [`Server::shutdown`]: stop accepting, finish responses in flight, exit.
 
 mod conn;
+mod handler;
 mod listener;
 pub mod signals;
 mod stats;
 mod timers;
+mod uring;
 mod worker;
 
 use std::io;

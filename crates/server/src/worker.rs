@@ -13,16 +13,14 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use evlab_http::{
-    parse_request, write_error, write_head, ContentCache, DateCache, Lookup, Method, Parse,
-    Request, Status,
-};
+use evlab_http::{ContentCache, DateCache, Status};
 use evlab_poll::{
     sys, Epoll2, EpollCtlv, EpollEt, EpollLt, Events, Interest, Mechanism, Poll, Poller, Select,
     Token, UringPoll,
 };
 
-use crate::conn::{Conn, State, WriteResult, COPY_BODY_MAX, OUT_HIGH_WATER};
+use crate::conn::{Conn, State, WriteResult};
+use crate::handler::{process_input, respond_error, Ctx};
 use crate::stats::{Shared, WorkerStats};
 use crate::timers::TimerQueue;
 use crate::Config;
@@ -33,8 +31,6 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Bytes read per read(2) at least.
 const READ_CHUNK: usize = 4096;
-
-pub const STATS_PATH: &str = "/.evlab/stats";
 
 type Ready = Sender<Result<(), (usize, io::Error)>>;
 
@@ -53,14 +49,7 @@ pub fn run(
         Mechanism::Epoll2 => run_with::<Epoll2>(worker, listen_fd, cfg, shared, ready),
         Mechanism::EpollCtlv => run_with::<EpollCtlv>(worker, listen_fd, cfg, shared, ready),
         Mechanism::UringPoll => run_with::<UringPoll>(worker, listen_fd, cfg, shared, ready),
-        m => {
-            let e = io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("mechanism {m} is not available in this build"),
-            );
-            let _ = ready.send(Err((worker, io::Error::new(e.kind(), e.to_string()))));
-            Err(e)
-        }
+        Mechanism::Uring => crate::uring::run(worker, listen_fd, cfg, shared, ready),
     }
 }
 
@@ -83,21 +72,6 @@ fn run_with<P: Poller>(
     let r = w.run();
     w.teardown();
     r
-}
-
-/// Everything a connection's handling needs besides the connection and the mechanism.
-struct Ctx {
-    cfg: Arc<Config>,
-    shared: Arc<Shared>,
-    stats: Arc<WorkerStats>,
-    cache: ContentCache,
-    date: DateCache,
-    now: Instant,
-    header_timers: Option<TimerQueue>,
-    linger_timers: TimerQueue,
-    next_gen: u64,
-    edge: bool,
-    scratch: Vec<u8>,
 }
 
 enum Next {
@@ -448,13 +422,6 @@ impl<P: Poller> Worker<P> {
     }
 }
 
-impl Ctx {
-    fn next_gen(&mut self) -> u64 {
-        self.next_gen += 1;
-        self.next_gen
-    }
-}
-
 /// Advances one connection as far as its readiness allows, then registers the interest its
 /// state needs.
 fn drive<P: Poller>(ctx: &mut Ctx, poller: &mut P, c: &mut Conn) -> Next {
@@ -591,178 +558,4 @@ fn start_linger(ctx: &mut Ctx, c: &mut Conn) {
     c.gen = ctx.next_gen();
     c.rbuf = Vec::new();
     ctx.linger_timers.push(ctx.now, c.fd, c.gen);
-}
-
-/// Parses and answers every complete request in the buffer (pipelining), up to the output
-/// high-water mark.
-fn process_input(ctx: &mut Ctx, c: &mut Conn) {
-    let mut consumed = 0;
-    while !c.close_after && c.out.pending() < OUT_HIGH_WATER && consumed < c.rbuf.len() {
-        match parse_request(&c.rbuf[consumed..], &ctx.cfg.limits) {
-            Parse::Partial => break,
-            Parse::Complete(req) => {
-                let len = req.head_len;
-                let keep = req.keep_alive;
-                respond(ctx, &mut c.out, &req);
-                consumed += len;
-                c.gen = ctx.next_gen();
-                if !keep {
-                    c.close_after = true;
-                }
-            }
-            Parse::Error(e) => {
-                let Conn { out, .. } = c;
-                write_error(
-                    out.buf(),
-                    e.status,
-                    e.minor_version,
-                    ctx.date.get(),
-                    e.keep_alive,
-                    e.head_only,
-                );
-                out.commit_buf();
-                ctx.stats.requests.inc();
-                ctx.stats.record_status(e.status.code());
-                c.gen = ctx.next_gen();
-                if e.keep_alive {
-                    consumed += e.consumed;
-                } else {
-                    c.close_after = true;
-                    c.linger = true;
-                }
-            }
-        }
-    }
-    if consumed == c.rbuf.len() {
-        c.rbuf.clear();
-    } else if consumed > 0 {
-        c.rbuf.drain(..consumed);
-    }
-    if c.close_after && !c.rbuf.is_empty() {
-        // Unread input behind the last response: close gently or the peer may see a reset
-        // before it reads our answer.
-        c.linger = true;
-    }
-}
-
-fn respond_error(
-    ctx: &mut Ctx,
-    c: &mut Conn,
-    status: Status,
-    minor: u8,
-    keep_alive: bool,
-    head_only: bool,
-) {
-    write_error(
-        c.out.buf(),
-        status,
-        minor,
-        ctx.date.get(),
-        keep_alive,
-        head_only,
-    );
-    c.out.commit_buf();
-    ctx.stats.record_status(status.code());
-    if !keep_alive {
-        c.close_after = true;
-    }
-    c.state = State::Writing;
-}
-
-fn respond(ctx: &mut Ctx, out: &mut crate::conn::Out, req: &Request<'_>) {
-    ctx.stats.requests.inc();
-    let head_only = req.method == Method::Head;
-    let minor = req.minor_version;
-    let ka = req.keep_alive;
-    if ctx.cfg.stats && req.path == STATS_PATH {
-        let body = ctx.shared.to_json();
-        let extra = format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-store\r\n",
-            body.len()
-        );
-        write_head(
-            out.buf(),
-            Status::Ok,
-            minor,
-            ctx.date.get(),
-            ka,
-            extra.as_bytes(),
-        );
-        if !head_only {
-            out.buf().extend_from_slice(body.as_bytes());
-        }
-        out.commit_buf();
-        ctx.stats.record_status(200);
-        return;
-    }
-    match ctx.cache.lookup(&req.path, ctx.now) {
-        Lookup::Found(entry) => {
-            if let Some(ims) = req.if_modified_since {
-                if entry.mtime <= ims {
-                    write_head(
-                        out.buf(),
-                        Status::NotModified,
-                        minor,
-                        ctx.date.get(),
-                        ka,
-                        b"",
-                    );
-                    out.commit_buf();
-                    ctx.stats.record_status(304);
-                    return;
-                }
-            }
-            let cfg = &ctx.cfg;
-            let by_sendfile = !head_only && entry.len > 0 && (cfg.sendfile || !entry.in_memory);
-            if by_sendfile && cfg.cork {
-                out.push_cork(true);
-            }
-            write_head(
-                out.buf(),
-                Status::Ok,
-                minor,
-                ctx.date.get(),
-                ka,
-                &entry.headers,
-            );
-            if head_only || entry.len == 0 {
-                out.commit_buf();
-            } else if by_sendfile {
-                out.push_file(entry);
-                if cfg.cork {
-                    out.push_cork(false);
-                }
-            } else if entry.body.len() <= COPY_BODY_MAX {
-                out.buf().extend_from_slice(&entry.body);
-                out.commit_buf();
-            } else {
-                out.push_mem(entry);
-            }
-            ctx.stats.record_status(200);
-        }
-        Lookup::NotFound => {
-            write_error(
-                out.buf(),
-                Status::NotFound,
-                minor,
-                ctx.date.get(),
-                ka,
-                head_only,
-            );
-            out.commit_buf();
-            ctx.stats.record_status(404);
-        }
-        Lookup::Forbidden => {
-            write_error(
-                out.buf(),
-                Status::Forbidden,
-                minor,
-                ctx.date.get(),
-                ka,
-                head_only,
-            );
-            out.commit_buf();
-            ctx.stats.record_status(403);
-        }
-    }
 }

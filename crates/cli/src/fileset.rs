@@ -1,8 +1,37 @@
-//! `evlab fileset` (stub: owned by the load-generator work).
+//! `evlab fileset`: creates the SPECweb99 static file set (see `docs/workloads.md`).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use evlab_load::fileset;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Directory to create the file set in (serve it as the document root)
+    pub dir: PathBuf,
+    /// Number of SPECweb99 directories (36 files, 5,119,484 bytes each)
+    #[arg(long, default_value_t = 10)]
+    pub dirs: usize,
+    /// Write into a non-empty directory that does not look like a file set
+    #[arg(long)]
+    pub force: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("evlab fileset is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let s = fileset::create(&args.dir, args.dirs, args.force)
+        .with_context(|| format!("cannot create the file set in {}", args.dir.display()))?;
+    println!(
+        "fileset: {}: {} directories, {} files, {} bytes ({:.1} MiB){}",
+        args.dir.display(),
+        s.dirs,
+        s.files,
+        s.total_bytes,
+        s.total_bytes as f64 / (1024.0 * 1024.0),
+        if s.unchanged > 0 {
+            format!("; {} files already present and left unchanged", s.unchanged)
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
 }

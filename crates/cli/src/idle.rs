@@ -1,8 +1,118 @@
-//! `evlab idle` (stub: owned by the load-generator work).
+//! `evlab idle`: holds N idle connections open, re-opening any the server closes.
+//!
+//! Prints `idle: all N connections up` on stdout, exactly, each time all connections become up,
+//! so that a script (the experiment runner) can wait for it; progress lines otherwise; and a
+//! summary when stopped by SIGINT/SIGTERM or `--duration`.
+
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use evlab_load::idle::{run_idle, IdleConfig, IdleEvent, IdleStatus};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Number of idle connections to hold
+    pub conns: usize,
+    /// Server host name or address
+    #[arg(long, default_value = "127.0.0.1")]
+    pub server: String,
+    /// Server port
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Stop after this many seconds (default: until SIGINT or SIGTERM)
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Source addresses from the idle pool 127.1.0.0/16 (loopback servers only; 0: one per
+    /// 10,000 connections)
+    #[arg(long, default_value_t = 0)]
+    pub source_addrs: usize,
+    /// Connection attempts per second (default: unlimited, 256 per pass of the event loop)
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Seconds before a connect attempt is abandoned (counted as a timeout and retried)
+    #[arg(long, default_value_t = 5.0)]
+    pub connect_timeout: f64,
+    /// Seconds between progress lines
+    #[arg(long, default_value_t = 1.0)]
+    pub progress_interval: f64,
+    /// Close connections with FIN at exit (default: RST, which leaves no TIME_WAIT behind)
+    #[arg(long)]
+    pub fin_on_exit: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("evlab idle is not implemented yet")
+fn secs(name: &str, v: f64) -> anyhow::Result<Duration> {
+    if !(v.is_finite() && v > 0.0) {
+        bail!("--{name} {v}: must be a positive number of seconds");
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve --server {host}"))?
+        .collect();
+    // IPv4 first: the idle source pool is IPv4 loopback.
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .with_context(|| format!("--server {host} has no address"))
+}
+
+fn progress_line(s: &IdleStatus) -> String {
+    format!(
+        "idle: {} up ({} connecting, {} waiting, {} reopened, {} failed)",
+        s.up,
+        s.connecting,
+        s.waiting,
+        s.reopened,
+        s.failed.total()
+    )
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let server = resolve(&args.server, args.port)?;
+    let mut cfg = IdleConfig::new(server, args.conns);
+    cfg.source_addrs = args.source_addrs;
+    cfg.duration = args.duration.map(|d| secs("duration", d)).transpose()?;
+    cfg.rate = args.rate;
+    cfg.connect_timeout = secs("connect-timeout", args.connect_timeout)?;
+    cfg.progress_interval = secs("progress-interval", args.progress_interval)?;
+    cfg.reset_on_exit = !args.fin_on_exit;
+    evlab_server::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
+
+    let pool = cfg.source_pool();
+    eprintln!(
+        "idle: holding {} connections to {server}{}",
+        cfg.conns,
+        match (pool.first(), pool.last()) {
+            (Some(a), Some(b)) => format!(" from {} source addresses ({a}..{b})", pool.len()),
+            _ => String::new(),
+        }
+    );
+    let mut last_printed: Option<(usize, u64, u64)> = None;
+    let summary = run_idle(&cfg, &evlab_server::signals::signalled, |s| {
+        let mut out = std::io::stdout().lock();
+        match s.event {
+            IdleEvent::AllUp => {
+                let _ = writeln!(out, "idle: all {} connections up", s.target);
+                last_printed = Some((s.up, s.reopened, s.failed.total()));
+            }
+            IdleEvent::Tick => {
+                let key = (s.up, s.reopened, s.failed.total());
+                if last_printed != Some(key) {
+                    let _ = writeln!(out, "{}", progress_line(s));
+                    last_printed = Some(key);
+                }
+            }
+            IdleEvent::Stopping => {}
+        }
+        let _ = out.flush();
+    })?;
+    println!("{summary}");
+    Ok(())
 }

@@ -5,6 +5,7 @@
 //! URI list, httperf `--wsesslog` files, the SPECweb99-like generator) live in this module's
 //! children; the engine knows only this trait.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,6 +54,29 @@ impl Workload for Fixed {
     fn describe(&self) -> String {
         format!("{} x {}", self.call.uri, self.calls)
     }
+}
+
+/// Why a workload could not be built. Every variant names the file (and line) at fault, so a
+/// bad `--wsesslog` or `--uri-list` points the user at what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    // The io error is part of the message, not a `source`, so that `{:#}` chains (anyhow) do
+    // not print it twice.
+    #[error("cannot read {}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}:{line}: {msg}", path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        msg: String,
+    },
+    #[error("{}: {msg}", path.display())]
+    Invalid { path: PathBuf, msg: String },
+    #[error("{0}")]
+    Config(String),
 }
 
 pub mod sesslog;

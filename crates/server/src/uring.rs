@@ -373,24 +373,14 @@ impl Engine {
                     recycled = true;
                 }
             }
-            OP_SEND => {
-                if self.live(fd, gen) {
-                    self.on_send(fd, res)?;
+            OP_SEND if self.live(fd, gen) => self.on_send(fd, res)?,
+            OP_POLLOUT if self.live(fd, gen) => {
+                if let Some(Some(uc)) = self.conns.get_mut(fd as usize) {
+                    uc.wait_pollout = false;
                 }
+                self.kick_send(fd)?;
             }
-            OP_POLLOUT => {
-                if self.live(fd, gen) {
-                    if let Some(Some(uc)) = self.conns.get_mut(fd as usize) {
-                        uc.wait_pollout = false;
-                    }
-                    self.kick_send(fd)?;
-                }
-            }
-            OP_WAKE => {
-                if self.shutting_down.is_none() {
-                    self.begin_shutdown()?;
-                }
-            }
+            OP_WAKE if self.shutting_down.is_none() => self.begin_shutdown()?,
             OP_ACCEPT_CANCEL | OP_CANCEL | OP_CLOSE => {}
             _ => {}
         }

@@ -252,11 +252,9 @@ impl<P: Poller> Worker<P> {
     }
 
     fn pause_accept(&mut self, retry_at: Option<Instant>) {
-        if self.accepting {
-            if self.poller.deregister(self.listen_fd).is_ok() {
-                self.accepting = false;
-                self.ctx.stats.accept_pauses.inc();
-            }
+        if self.accepting && self.poller.deregister(self.listen_fd).is_ok() {
+            self.accepting = false;
+            self.ctx.stats.accept_pauses.inc();
         }
         self.accept_retry_at = retry_at;
         self.accept_pending = false;

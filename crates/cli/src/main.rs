@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod fileset;
 mod idle;
 mod load;
+mod run;
 mod serve;
 
 #[derive(Parser, Debug)]
@@ -28,6 +29,10 @@ enum Command {
     Idle(idle::Args),
     /// Create the SPECweb99-like file set
     Fileset(fileset::Args),
+    /// Run an experiment (default: quick) and write a report
+    Run(run::RunArgs),
+    /// Re-render a report from saved results
+    Report(run::ReportArgs),
 }
 
 fn main() {
@@ -41,6 +46,8 @@ fn main() {
         Command::Load(a) => load::run(a),
         Command::Idle(a) => idle::run(a),
         Command::Fileset(a) => fileset::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Report(a) => run::report(a),
     };
     if let Err(e) = result {
         eprintln!("evlab: error: {e:#}");

@@ -1,0 +1,1 @@
+//! evlab-lab: experiments that reproduce the papers' figures and tables. (Being built.)

@@ -1,24 +1,77 @@
 //! The `Date` header value, formatted at most once per second. SPEC: `DateCache::new()` formats
 //! now; `refresh(now)` reformats only when the whole second changed (compare unix seconds);
 //! `get()` returns the 29-byte IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`). Use httpdate.
+//!
+//! httpdate panics on times before 1970 or after 9999 (its `From<SystemTime>` expects them in
+//! range); a file's mtime can be anything, so every conversion here clamps first.
 
-use std::time::SystemTime;
+use std::io::Write;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// 9999-12-31T23:59:59Z, the last second an IMF-fixdate (4-digit year) can express.
+const MAX_SECS: u64 = 253_402_300_799;
+
+/// Whole seconds since the epoch, clamped to what an IMF-fixdate can express.
+pub fn unix_secs(t: SystemTime) -> u64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs().min(MAX_SECS),
+        Err(_) => 0,
+    }
+}
+
+/// `t` truncated to whole seconds and clamped to the IMF-fixdate range: the precision of
+/// `Last-Modified` and `If-Modified-Since`, so comparisons between them are exact.
+pub fn truncate_secs(t: SystemTime) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(unix_secs(t))
+}
+
+/// Formats `t` (clamped) as a 29-byte IMF-fixdate, without allocating.
+pub fn format_http_date(t: SystemTime) -> [u8; 29] {
+    format_secs(unix_secs(t))
+}
+
+fn format_secs(secs: u64) -> [u8; 29] {
+    let mut text = *b"Thu, 01 Jan 1970 00:00:00 GMT";
+    let date = httpdate::HttpDate::from(UNIX_EPOCH + Duration::from_secs(secs));
+    // The clamp keeps the year at four digits, so the text is exactly 29 bytes and the write
+    // cannot run out of room; if it ever did, the epoch text above is a safe fallback.
+    let mut cursor: &mut [u8] = &mut text;
+    if write!(cursor, "{date}").is_err() {
+        return *b"Thu, 01 Jan 1970 00:00:00 GMT";
+    }
+    text
+}
 
 #[derive(Debug, Clone)]
 pub struct DateCache {
     secs: u64,
     text: [u8; 29],
+    /// How many times the text was formatted, so tests can see the once-per-second rule.
+    #[cfg(test)]
+    formats: u32,
 }
 
 impl DateCache {
     pub fn new() -> DateCache {
-        let _ = (0u64, [0u8; 29]);
-        todo!()
+        let secs = unix_secs(SystemTime::now());
+        DateCache {
+            secs,
+            text: format_secs(secs),
+            #[cfg(test)]
+            formats: 1,
+        }
     }
     /// Reformats if `now` is in a different second; cheap otherwise.
     pub fn refresh(&mut self, now: SystemTime) {
-        let _ = (now, self.secs, self.text);
-        todo!()
+        let secs = unix_secs(now);
+        if secs != self.secs {
+            self.secs = secs;
+            self.text = format_secs(secs);
+            #[cfg(test)]
+            {
+                self.formats += 1;
+            }
+        }
     }
     pub fn get(&self) -> &[u8] {
         &self.text
@@ -28,5 +81,81 @@ impl DateCache {
 impl Default for DateCache {
     fn default() -> Self {
         DateCache::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RFC_EXAMPLE: u64 = 784_111_777; // Sun, 06 Nov 1994 08:49:37 GMT
+
+    #[test]
+    fn formats_imf_fixdate() {
+        let t = UNIX_EPOCH + Duration::from_secs(RFC_EXAMPLE);
+        assert_eq!(&format_http_date(t), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(
+            &format_http_date(UNIX_EPOCH),
+            b"Thu, 01 Jan 1970 00:00:00 GMT"
+        );
+    }
+
+    #[test]
+    fn clamps_instead_of_panicking() {
+        let before = UNIX_EPOCH - Duration::from_secs(1000);
+        assert_eq!(&format_http_date(before), b"Thu, 01 Jan 1970 00:00:00 GMT");
+        let after = UNIX_EPOCH + Duration::from_secs(MAX_SECS + 1_000_000);
+        assert_eq!(&format_http_date(after), b"Fri, 31 Dec 9999 23:59:59 GMT");
+        let mut d = DateCache::new();
+        d.refresh(before);
+        d.refresh(after);
+        assert_eq!(d.get(), b"Fri, 31 Dec 9999 23:59:59 GMT");
+    }
+
+    #[test]
+    fn truncates_to_seconds() {
+        let t = UNIX_EPOCH + Duration::new(RFC_EXAMPLE, 999_999_999);
+        assert_eq!(
+            truncate_secs(t),
+            UNIX_EPOCH + Duration::from_secs(RFC_EXAMPLE)
+        );
+        assert_eq!(
+            truncate_secs(UNIX_EPOCH - Duration::from_secs(5)),
+            UNIX_EPOCH
+        );
+    }
+
+    #[test]
+    fn new_is_now() {
+        let d = DateCache::new();
+        let text = d.get();
+        assert_eq!(text.len(), 29);
+        assert!(text.ends_with(b" GMT"));
+        let parsed = httpdate::parse_http_date(std::str::from_utf8(text).unwrap()).unwrap();
+        let now = SystemTime::now();
+        let age = now.duration_since(parsed).unwrap();
+        assert!(age < Duration::from_secs(5), "{age:?}");
+    }
+
+    #[test]
+    fn refreshes_once_per_second() {
+        let base = UNIX_EPOCH + Duration::from_secs(RFC_EXAMPLE);
+        let mut d = DateCache::new();
+        d.refresh(base);
+        let n = d.formats;
+        assert_eq!(d.get(), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        // Same whole second: no reformatting however often it is asked.
+        for ms in [0, 1, 500, 999] {
+            d.refresh(base + Duration::from_millis(ms));
+        }
+        assert_eq!(d.formats, n);
+        assert_eq!(d.get(), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        d.refresh(base + Duration::from_millis(1000));
+        assert_eq!(d.formats, n + 1);
+        assert_eq!(d.get(), b"Sun, 06 Nov 1994 08:49:38 GMT");
+        // Going back (clock step) is a different second too.
+        d.refresh(base);
+        assert_eq!(d.formats, n + 2);
+        assert_eq!(d.get(), b"Sun, 06 Nov 1994 08:49:37 GMT");
     }
 }

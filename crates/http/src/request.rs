@@ -14,7 +14,9 @@
 //!   not complete within `limits.max_request_line` bytes, else 431. Close.
 //! - Request line too long even though the head is complete (line > max_request_line): 414, close.
 //! - Syntax errors (bad token chars, missing version, bare LF handling as httparse does, header
-//!   without colon, whitespace before colon, obs-fold, control chars, too many headers > 64): 400, close.
+//!   without colon, whitespace before colon, obs-fold, control chars): 400, close.
+//!   More than 64 header fields: 431, close (decision: Request Header Fields Too Large names the
+//!   problem exactly, and RFC 6585 §5 allows it for "too many" as well as "too large").
 //! - Version: HTTP/1.0 and HTTP/1.1 accepted. Any other well-formed `HTTP/<d>.<d>` (HTTP/2.0,
 //!   HTTP/1.2, HTTP/3.0, HTTP/0.9 written as such): 505, close. Anything else in the version spot: 400.
 //! - HTTP/1.1 without Host, or with more than one Host: 400, close (RFC 9112 §3.2).
@@ -41,10 +43,44 @@
 //! Performance: no heap allocation for a plain request (`Cow::Borrowed` path when nothing to
 //! decode or normalise). This runs once per request on the server's hot path.
 
+//!
+//! Decisions where the rules above are silent (each has rows in the tests):
+//! - Order of judgement, first match wins: syntax (400/431/505) → request-line length (414) →
+//!   Host (400) → framing: Transfer-Encoding with Content-Length, chunked not final, bad
+//!   Content-Length (400) → method (405/501) → body on GET/HEAD: chunked 501, length 413 →
+//!   target (400/403). So `OPTIONS *` and `CONNECT host:443` get 405, not 400, and a POST with a
+//!   chunked body gets 405 (closing), not 501: the method is the more useful answer.
+//! - The size limits hold however the bytes arrived: only the first `max_head` bytes are
+//!   parsed, so a complete head longer than `max_head` is refused just like an incomplete one.
+//!   A request line longer than `max_request_line` is refused with 414 as soon as that many
+//!   bytes of it are in, without waiting for `max_head`. The line's length excludes its CRLF
+//!   and any leading empty lines; those count towards `max_head`.
+//! - A version that is wrong but could still become a well-formed `HTTP/d.d` (`HTTP/2` so far)
+//!   is `Partial`: 505 and 400 cannot be told apart yet.
+//! - More than one Host is 400 for HTTP/1.0 too (RFC 9112 §3.2 says "any request"); a Host
+//!   value with characters outside the URI authority grammar (space, `@`, `/`, ...) is 400.
+//!   An empty Host is valid. The absolute-form's authority follows the same rule, and must not
+//!   be empty; userinfo (`user@`) is refused (RFC 9110 §4.2.4).
+//! - A Content-Length list element that is empty (`5,`) is invalid. Method names are case
+//!   sensitive: `get` is an unknown method, 501.
+//! - `If-Modified-Since` given more than once is ignored (a full response is always correct).
+//! - `head_only` is true whenever the method is HEAD, errors included; `minor_version` is the
+//!   request's when its version was read, else 1.
+
 use std::borrow::Cow;
+use std::mem::MaybeUninit;
 use std::time::SystemTime;
 
+use crate::path::{self, PathError};
 use crate::response::Status;
+
+/// Header slots on the stack; one more field than this is refused with 431.
+const MAX_HEADERS: usize = 64;
+
+/// Methods RFC 9110 defines (plus PATCH) that a static server refuses with 405 and `Allow`.
+const KNOWN_METHODS: [&str; 7] = [
+    "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT",
+];
 
 /// Limits on a request head.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -108,6 +144,1201 @@ pub enum Parse<'a> {
 }
 
 pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Parse<'a> {
-    let _ = (buf, limits, Status::BadRequest);
-    todo!()
+    // Parsing no more than `max_head` bytes makes the limit independent of how the bytes were
+    // split across reads, and bounds the work done on a hostile buffer.
+    let window = &buf[..buf.len().min(limits.max_head)];
+    // Uninitialised slots: initialising 64 headers would cost more than parsing a short head.
+    let mut slots = [MaybeUninit::<httparse::Header<'a>>::uninit(); MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let res = req.parse_with_uninit_headers(window, &mut slots);
+    let who = Who::of(&req);
+    match res {
+        Ok(httparse::Status::Complete(head_len)) => judge(&req, head_len, limits),
+        Ok(httparse::Status::Partial) => incomplete(buf, limits, who),
+        Err(httparse::Error::TooManyHeaders) => {
+            who.fail(Status::HeaderFieldsTooLarge, "more than 64 header fields")
+        }
+        Err(httparse::Error::Version) => bad_version(buf, &req, limits, who),
+        Err(httparse::Error::Token) => who.fail(Status::BadRequest, "invalid request line"),
+        Err(httparse::Error::HeaderName) => {
+            who.fail(Status::BadRequest, "invalid header field name")
+        }
+        Err(httparse::Error::HeaderValue) => {
+            who.fail(Status::BadRequest, "invalid header field value")
+        }
+        Err(httparse::Error::NewLine) => who.fail(Status::BadRequest, "invalid line ending"),
+        Err(httparse::Error::Status) => who.fail(Status::BadRequest, "malformed request head"),
+    }
+}
+
+/// What is known of the request for writing an error: HEAD or not, and its minor version.
+#[derive(Copy, Clone)]
+struct Who {
+    head_only: bool,
+    minor: u8,
+}
+
+impl Who {
+    fn of(req: &httparse::Request<'_, '_>) -> Who {
+        Who {
+            head_only: req.method == Some("HEAD"),
+            minor: req.version.map_or(1, |v| v.min(1)),
+        }
+    }
+
+    /// An error after which the connection closes.
+    fn fail<'a>(self, status: Status, reason: &'static str) -> Parse<'a> {
+        self.refuse(status, false, 0, reason)
+    }
+
+    fn refuse<'a>(
+        self,
+        status: Status,
+        keep_alive: bool,
+        head_len: usize,
+        reason: &'static str,
+    ) -> Parse<'a> {
+        Parse::Error(RequestError {
+            status,
+            keep_alive,
+            consumed: if keep_alive { head_len } else { 0 },
+            head_only: self.head_only,
+            minor_version: self.minor,
+            reason,
+        })
+    }
+}
+
+/// Where the request line starts (after leading empty lines, RFC 9112 §2.2) and, if its end is
+/// in `buf`, its length without the line terminator.
+fn request_line(buf: &[u8]) -> (usize, Option<usize>) {
+    let mut start = 0;
+    loop {
+        match buf.get(start..) {
+            Some([b'\r', b'\n', ..]) => start += 2,
+            Some([b'\n', ..]) => start += 1,
+            _ => break,
+        }
+    }
+    let rest = buf.get(start..).unwrap_or(&[]);
+    let end = rest.iter().position(|&b| b == b'\n').map(|i| {
+        if i > 0 && rest.get(i - 1) == Some(&b'\r') {
+            i - 1
+        } else {
+            i
+        }
+    });
+    (start, end)
+}
+
+/// No complete head within `max_head`: wait, or refuse if no complete head could be accepted.
+fn incomplete<'a>(buf: &[u8], limits: &Limits, who: Who) -> Parse<'a> {
+    let (start, end) = request_line(buf);
+    let so_far = buf.len().saturating_sub(start);
+    let line_len = end.unwrap_or(match buf.last() {
+        Some(b'\r') => so_far.saturating_sub(1),
+        _ => so_far,
+    });
+    if line_len > limits.max_request_line {
+        return who.fail(Status::UriTooLong, "request line too long");
+    }
+    if buf.len() > limits.max_head {
+        return if end.is_none() {
+            who.fail(
+                Status::UriTooLong,
+                "request line incomplete within the head limit",
+            )
+        } else {
+            who.fail(Status::HeaderFieldsTooLarge, "request head too large")
+        };
+    }
+    Parse::Partial
+}
+
+/// httparse only knows HTTP/1.0 and HTTP/1.1; tell a well-formed other version (505) from
+/// garbage (400), or wait when the bytes so far could still be either.
+fn bad_version<'a>(
+    buf: &'a [u8],
+    req: &httparse::Request<'_, 'a>,
+    limits: &Limits,
+    who: Who,
+) -> Parse<'a> {
+    let (_, line_end) = request_line(buf);
+    if line_end.is_some_and(|len| len > limits.max_request_line) {
+        return who.fail(Status::UriTooLong, "request line too long");
+    }
+    // httparse accepted the method and the target, each followed by exactly one space, so the
+    // version starts one byte after the target (which borrows from `buf`).
+    let version = req.path.and_then(|target| {
+        let off = (target.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
+        buf.get(off.checked_add(target.len())?.checked_add(1)?..)
+    });
+    let Some(rest) = version else {
+        return who.fail(Status::BadRequest, "invalid HTTP version");
+    };
+    match rest.iter().position(|&b| b == b'\n') {
+        Some(i) => {
+            let v = &rest[..i];
+            let v = v.strip_suffix(b"\r").unwrap_or(v);
+            if v.len() == 8 && version_prefix(v) {
+                who.fail(Status::VersionNotSupported, "unsupported HTTP version")
+            } else {
+                who.fail(Status::BadRequest, "invalid HTTP version")
+            }
+        }
+        None if version_prefix(rest) => incomplete(buf, limits, who),
+        None => who.fail(Status::BadRequest, "invalid HTTP version"),
+    }
+}
+
+/// Whether `v` is a prefix of `HTTP/<digit>.<digit>\r`.
+fn version_prefix(v: &[u8]) -> bool {
+    v.len() <= 9
+        && v.iter().enumerate().all(|(i, &b)| match i {
+            0..=4 => b == b"HTTP/"[i],
+            5 | 7 => b.is_ascii_digit(),
+            6 => b == b'.',
+            _ => b == b'\r',
+        })
+}
+
+/// The header fields evlab acts on, gathered in one pass.
+#[derive(Default)]
+struct Fields<'a> {
+    hosts: u32,
+    host_invalid: bool,
+    content_length: Option<u64>,
+    content_length_seen: bool,
+    content_length_error: Option<&'static str>,
+    transfer_encoding: bool,
+    /// The last non-empty transfer coding over all Transfer-Encoding fields, in order.
+    final_coding: Option<&'a [u8]>,
+    close: bool,
+    keep_alive: bool,
+    ims: Option<&'a [u8]>,
+    ims_count: u32,
+}
+
+impl<'a> Fields<'a> {
+    fn gather(headers: &[httparse::Header<'a>]) -> Fields<'a> {
+        let mut f = Fields::default();
+        for h in headers {
+            let name = h.name;
+            let value = h.value;
+            // Dispatch on length first: most fields (User-Agent, Accept...) then cost one
+            // comparison of integers.
+            match name.len() {
+                4 if name.eq_ignore_ascii_case("host") => {
+                    f.hosts += 1;
+                    if !valid_authority(value) {
+                        f.host_invalid = true;
+                    }
+                }
+                10 if name.eq_ignore_ascii_case("connection") => {
+                    for token in list(value) {
+                        if token.eq_ignore_ascii_case(b"close") {
+                            f.close = true;
+                        } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                            f.keep_alive = true;
+                        }
+                    }
+                }
+                14 if name.eq_ignore_ascii_case("content-length") => {
+                    f.content_length_seen = true;
+                    if f.content_length_error.is_none() {
+                        if let Err(e) = add_content_length(value, &mut f.content_length) {
+                            f.content_length_error = Some(e);
+                        }
+                    }
+                }
+                17 if name.eq_ignore_ascii_case("transfer-encoding") => {
+                    f.transfer_encoding = true;
+                    for coding in list(value) {
+                        if !coding.is_empty() {
+                            f.final_coding = Some(coding);
+                        }
+                    }
+                }
+                17 if name.eq_ignore_ascii_case("if-modified-since") => {
+                    f.ims_count += 1;
+                    f.ims = Some(value);
+                }
+                _ => {}
+            }
+        }
+        f
+    }
+}
+
+/// Elements of a comma-separated field value, optional whitespace trimmed (RFC 9110 §5.6.1).
+fn list(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(trim_ows)
+}
+
+fn trim_ows(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|&b| b != b' ' && b != b'\t');
+    let end = s.iter().rposition(|&b| b != b' ' && b != b'\t');
+    match (start, end) {
+        (Some(a), Some(b)) => &s[a..=b],
+        _ => &[],
+    }
+}
+
+/// Folds one Content-Length field into `acc`; equal repeats count as one (RFC 9110 §8.6).
+fn add_content_length(value: &[u8], acc: &mut Option<u64>) -> Result<(), &'static str> {
+    for digits in list(value) {
+        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+            return Err("invalid Content-Length");
+        }
+        let mut n: u64 = 0;
+        for &d in digits {
+            n = n
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(d - b'0')))
+                .ok_or("Content-Length too large")?;
+        }
+        match *acc {
+            Some(prev) if prev != n => return Err("conflicting Content-Length values"),
+            _ => *acc = Some(n),
+        }
+    }
+    Ok(())
+}
+
+/// Host and absolute-form authority: `host[:port]` as RFC 3986 spells reg-name, IP-literal and
+/// port, without userinfo. Checked by character class only; the server serves one site.
+fn valid_authority(v: &[u8]) -> bool {
+    v.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b))
+}
+
+/// The path of an origin-form or absolute-form target, query and fragment stripped.
+fn target_path(target: &str) -> Option<&str> {
+    fn strip(s: &str) -> &str {
+        s.find(['?', '#']).map_or(s, |i| &s[..i])
+    }
+    if target.starts_with('/') {
+        return Some(strip(target));
+    }
+    let (scheme, rest) = target.split_once("://")?;
+    if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+        return None;
+    }
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(end);
+    if authority.is_empty() || !valid_authority(authority.as_bytes()) {
+        return None;
+    }
+    if after.starts_with('/') {
+        Some(strip(after))
+    } else {
+        // RFC 9112 §3.2.1: an absolute-form with an empty path means "/".
+        Some("/")
+    }
+}
+
+fn judge<'a>(req: &httparse::Request<'_, 'a>, head_len: usize, limits: &Limits) -> Parse<'a> {
+    let who = Who::of(req);
+    let (Some(method), Some(target), Some(_)) = (req.method, req.path, req.version) else {
+        // httparse fills all three before it reports a complete head.
+        return who.fail(Status::BadRequest, "malformed request line");
+    };
+    let minor = who.minor;
+    // httparse allows exactly one space between the three parts and an 8-byte version.
+    let line_len = method.len() + 1 + target.len() + 1 + 8;
+    if line_len > limits.max_request_line {
+        return who.fail(Status::UriTooLong, "request line too long");
+    }
+
+    let f = Fields::gather(req.headers);
+    let keep_alive = if minor == 1 {
+        !f.close
+    } else {
+        f.keep_alive && !f.close
+    };
+    if minor == 1 && f.hosts == 0 {
+        return who.fail(Status::BadRequest, "HTTP/1.1 request without Host");
+    }
+    if f.hosts > 1 {
+        return who.fail(Status::BadRequest, "more than one Host");
+    }
+    if f.host_invalid {
+        return who.fail(Status::BadRequest, "invalid Host");
+    }
+    if f.transfer_encoding && f.content_length_seen {
+        return who.fail(
+            Status::BadRequest,
+            "Transfer-Encoding together with Content-Length",
+        );
+    }
+    let chunked = f
+        .final_coding
+        .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
+    if f.transfer_encoding && !chunked {
+        return who.fail(
+            Status::BadRequest,
+            "chunked is not the final transfer coding",
+        );
+    }
+    if let Some(reason) = f.content_length_error {
+        return who.fail(Status::BadRequest, reason);
+    }
+    let has_body = f.transfer_encoding || f.content_length.unwrap_or(0) > 0;
+
+    let method = match method {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        other => {
+            let (status, reason) = if KNOWN_METHODS.contains(&other) {
+                (Status::MethodNotAllowed, "method not allowed")
+            } else {
+                (Status::NotImplemented, "method not implemented")
+            };
+            // Without a body the next request starts right after this head, so the
+            // connection can carry on.
+            return who.refuse(status, keep_alive && !has_body, head_len, reason);
+        }
+    };
+    if f.transfer_encoding {
+        return who.fail(
+            Status::NotImplemented,
+            "chunked request bodies are not accepted",
+        );
+    }
+    if has_body {
+        return who.fail(Status::ContentTooLarge, "request bodies are not accepted");
+    }
+
+    let Some(raw) = target_path(target) else {
+        return who.fail(Status::BadRequest, "invalid request target");
+    };
+    let path = match path::normalize(raw) {
+        Ok(p) => p,
+        Err(PathError::Invalid) => return who.fail(Status::BadRequest, "invalid path encoding"),
+        Err(PathError::Escapes) => {
+            return who.refuse(
+                Status::Forbidden,
+                keep_alive,
+                head_len,
+                "path escapes the root",
+            )
+        }
+    };
+    let if_modified_since = match (f.ims_count, f.ims) {
+        (1, Some(v)) => std::str::from_utf8(v)
+            .ok()
+            .and_then(|s| httpdate::parse_http_date(s).ok()),
+        _ => None,
+    };
+    Parse::Complete(Request {
+        method,
+        path,
+        minor_version: minor,
+        keep_alive,
+        if_modified_since,
+        head_len,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// `consumed` / `head_len` stand-in: the whole input.
+    const ALL: usize = usize::MAX;
+
+    enum Want {
+        Ok {
+            method: Method,
+            path: &'static str,
+            minor: u8,
+            ka: bool,
+            len: usize,
+        },
+        Partial,
+        Err {
+            status: Status,
+            ka: bool,
+            consumed: usize,
+        },
+    }
+
+    struct Row {
+        name: &'static str,
+        input: Vec<u8>,
+        limits: Limits,
+        want: Want,
+    }
+
+    fn ok(method: Method, path: &'static str, minor: u8, ka: bool, len: usize) -> Want {
+        Want::Ok {
+            method,
+            path,
+            minor,
+            ka,
+            len,
+        }
+    }
+    fn get(path: &'static str, minor: u8, ka: bool) -> Want {
+        ok(Method::Get, path, minor, ka, ALL)
+    }
+    /// An error that closes the connection.
+    fn close(status: Status) -> Want {
+        Want::Err {
+            status,
+            ka: false,
+            consumed: 0,
+        }
+    }
+    /// An error after which the connection carries on past the whole input.
+    fn carry_on(status: Status) -> Want {
+        Want::Err {
+            status,
+            ka: true,
+            consumed: ALL,
+        }
+    }
+    fn row(name: &'static str, input: impl AsRef<[u8]>, want: Want) -> Row {
+        Row {
+            name,
+            input: input.as_ref().to_vec(),
+            limits: Limits::default(),
+            want,
+        }
+    }
+    fn row_lim(name: &'static str, input: impl AsRef<[u8]>, limits: Limits, want: Want) -> Row {
+        Row {
+            limits,
+            ..row(name, input, want)
+        }
+    }
+    fn with_headers(n: usize) -> Vec<u8> {
+        let mut v = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+        for i in 1..n {
+            v.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+        }
+        v.extend_from_slice(b"\r\n");
+        v
+    }
+    fn lim(max_head: usize, max_request_line: usize) -> Limits {
+        Limits {
+            max_head,
+            max_request_line,
+        }
+    }
+
+    use Method::{Get, Head};
+    use Status::*;
+
+    fn rows() -> Vec<Row> {
+        let long_target = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(100));
+        vec![
+            // --- Good requests of each kind ---
+            row("plain GET", "GET /one HTTP/1.1\r\nHost: x\r\n\r\n", get("/one", 1, true)),
+            row(
+                "HEAD",
+                "HEAD /one HTTP/1.1\r\nHost: x\r\n\r\n",
+                ok(Head, "/one", 1, true, ALL),
+            ),
+            row("HTTP/1.0 closes by default", "GET / HTTP/1.0\r\n\r\n", get("/", 0, false)),
+            row(
+                "HTTP/1.0 keep-alive",
+                "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+                get("/", 0, true),
+            ),
+            row(
+                "HTTP/1.0 keep-alive and close: close wins",
+                "GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n",
+                get("/", 0, false),
+            ),
+            row(
+                "HTTP/1.1 Connection: close",
+                "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                get("/", 1, false),
+            ),
+            row(
+                "Connection token list, any case",
+                "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade ,  CLOSE\r\n\r\n",
+                get("/", 1, false),
+            ),
+            row(
+                "Connection: closed is not close",
+                "GET / HTTP/1.1\r\nHost: x\r\nConnection: closed, x-close\r\n\r\n",
+                get("/", 1, true),
+            ),
+            row(
+                "header names any case",
+                "GET / HTTP/1.1\r\nhOsT: x\r\nCONNECTION: close\r\n\r\n",
+                get("/", 1, false),
+            ),
+            row(
+                "query stripped",
+                "GET /a/b?x=1&y=/../.. HTTP/1.1\r\nHost: x\r\n\r\n",
+                get("/a/b", 1, true),
+            ),
+            row("fragment stripped", "GET /a#frag HTTP/1.1\r\nHost: x\r\n\r\n", get("/a", 1, true)),
+            row(
+                "absolute-form",
+                "GET http://example.com/x/y?q HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                get("/x/y", 1, true),
+            ),
+            row(
+                "absolute-form https, any case, port",
+                "GET HTTPS://Example.COM:8080/a HTTP/1.1\r\nHost: example.com:8080\r\n\r\n",
+                get("/a", 1, true),
+            ),
+            row(
+                "absolute-form without path",
+                "GET http://h?q HTTP/1.1\r\nHost: h\r\n\r\n",
+                get("/", 1, true),
+            ),
+            row("percent-decoded", "GET /a%20b HTTP/1.1\r\nHost: x\r\n\r\n", get("/a b", 1, true)),
+            row(
+                "dot segments resolved",
+                "GET /a/./b/../c HTTP/1.1\r\nHost: x\r\n\r\n",
+                get("/a/c", 1, true),
+            ),
+            row(
+                "slashes collapsed, trailing kept",
+                "GET //a///b/ HTTP/1.1\r\nHost: x\r\n\r\n",
+                get("/a/b/", 1, true),
+            ),
+            row(
+                "leading CRLFs ignored",
+                "\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                get("/", 1, true),
+            ),
+            row(
+                "leading bare LF ignored",
+                "\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                get("/", 1, true),
+            ),
+            row(
+                "bare LF line endings (as httparse)",
+                "GET / HTTP/1.1\nHost: x\n\n",
+                get("/", 1, true),
+            ),
+            row(
+                "pipelined: first head's length",
+                "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",
+                ok(Get, "/1", 1, true, 28),
+            ),
+            row(
+                "pipelined: second partial",
+                "HEAD /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HT",
+                ok(Head, "/1", 1, true, 29),
+            ),
+            row(
+                "pipelined: second garbage",
+                "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n\x01\x02",
+                ok(Get, "/1", 1, true, 28),
+            ),
+            row(
+                "Content-Length 0",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                get("/", 1, true),
+            ),
+            row(
+                "Content-Length 0 repeated",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0, 00\r\nContent-Length: 0\r\n\r\n",
+                get("/", 1, true),
+            ),
+            row("HTTP/1.0 without Host", "GET /x HTTP/1.0\r\n\r\n", get("/x", 0, false)),
+            row("empty Host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", get("/", 1, true)),
+            row(
+                "IPv6 Host",
+                "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
+                get("/", 1, true),
+            ),
+            row("64 header fields", with_headers(64), get("/", 1, true)),
+            row(
+                "unparsable If-Modified-Since is ignored",
+                "GET / HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: yesterday\r\n\r\n",
+                get("/", 1, true),
+            ),
+            // --- Partial heads ---
+            row("empty buffer", "", Want::Partial),
+            row("only CRLFs", "\r\n\r\n", Want::Partial),
+            row("half a method", "GE", Want::Partial),
+            row("half a version", "GET /one HT", Want::Partial),
+            row("no final CRLF", "GET / HTTP/1.1\r\nHost: x\r\n", Want::Partial),
+            row("final CR only", "GET / HTTP/1.1\r\nHost: x\r\n\r", Want::Partial),
+            row("version undecided", "GET / HTTP/2", Want::Partial),
+            row("version undecided, CR", "GET / HTTP/2.0\r", Want::Partial),
+            // --- Syntax: 400, close ---
+            row("bad method char", "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("missing version", "GET /\r\n\r\n", close(BadRequest)),
+            row("missing target", "GET HTTP/1.1\r\n\r\n", close(BadRequest)),
+            row("two spaces", "GET  / HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("trailing space", "GET / HTTP/1.1 \r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("control char in target", "GET /a\x01b HTTP/1.1\r\n\r\n", close(BadRequest)),
+            row("bare CR in request line", "GET / HTTP/1.1\rHost: x\r\n\r\n", close(BadRequest)),
+            row(
+                "header without colon",
+                "GET / HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "whitespace before colon",
+                "GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "obs-fold",
+                "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "space before first header",
+                "GET / HTTP/1.1\r\n Host: x\r\n\r\n",
+                close(BadRequest),
+            ),
+            row("empty header name", "GET / HTTP/1.1\r\n: x\r\n\r\n", close(BadRequest)),
+            row(
+                "control char in value",
+                "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "NUL in value",
+                "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "DEL in value",
+                "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x7fb\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "bare CR in value",
+                "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n",
+                close(BadRequest),
+            ),
+            row("error certain before the head ends", "GET / HTTP/1.1\r\nBad Name", close(BadRequest)),
+            // --- Too many headers: 431, close ---
+            row("65 header fields", with_headers(65), close(HeaderFieldsTooLarge)),
+            // --- Version ---
+            row("HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", close(VersionNotSupported)),
+            row("HTTP/1.2", "GET / HTTP/1.2\r\nHost: x\r\n\r\n", close(VersionNotSupported)),
+            row("HTTP/3.0", "GET / HTTP/3.0\r\n\r\n", close(VersionNotSupported)),
+            row("HTTP/0.9 as such", "GET / HTTP/0.9\r\n", close(VersionNotSupported)),
+            row("HTTP/2.0 bare LF", "GET / HTTP/2.0\n", close(VersionNotSupported)),
+            row("lower-case http", "GET / http/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("HTTP/1.x", "GET / HTTP/1.x\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("HTTP/11.1", "GET / HTTP/11.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("HTTP/1.10", "GET / HTTP/1.10\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("HTTP/2", "GET / HTTP/2\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("junk version, early", "GET / FOO", close(BadRequest)),
+            row("junk after 2.0, early", "GET / HTTP/2.0x", close(BadRequest)),
+            // --- Host ---
+            row("HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n", close(BadRequest)),
+            row(
+                "two Hosts",
+                "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "two Hosts, HTTP/1.0",
+                "GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n",
+                close(BadRequest),
+            ),
+            row("Host with space", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", close(BadRequest)),
+            row("Host with userinfo", "GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", close(BadRequest)),
+            // --- Methods ---
+            row("POST without body", "POST /f HTTP/1.1\r\nHost: x\r\n\r\n", carry_on(MethodNotAllowed)),
+            row("OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", carry_on(MethodNotAllowed)),
+            row(
+                "CONNECT authority-form",
+                "CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n",
+                carry_on(MethodNotAllowed),
+            ),
+            row(
+                "DELETE, Connection: close",
+                "DELETE /f HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                close(MethodNotAllowed),
+            ),
+            row("PUT, HTTP/1.0", "PUT /f HTTP/1.0\r\n\r\n", close(MethodNotAllowed)),
+            row(
+                "PATCH, pipelined: consumes its head only",
+                "PATCH /f HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\n",
+                Want::Err {
+                    status: MethodNotAllowed,
+                    ka: true,
+                    consumed: 30,
+                },
+            ),
+            row(
+                "POST with body",
+                "POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+                close(MethodNotAllowed),
+            ),
+            row(
+                "POST chunked",
+                "POST /f HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                close(MethodNotAllowed),
+            ),
+            row("unknown method", "BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n", carry_on(NotImplemented)),
+            row("methods are case-sensitive", "get / HTTP/1.1\r\nHost: x\r\n\r\n", carry_on(NotImplemented)),
+            row(
+                "unknown method with body",
+                "BREW /pot HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+                close(NotImplemented),
+            ),
+            // --- Transfer-Encoding ---
+            row(
+                "TE chunked on GET",
+                "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                close(NotImplemented),
+            ),
+            row(
+                "TE gzip, chunked on GET",
+                "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, CHUNKED\r\n\r\n",
+                close(NotImplemented),
+            ),
+            row(
+                "TE chunked not final",
+                "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "TE chunked not final across fields",
+                "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "TE empty",
+                "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "TE with Content-Length",
+                "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n",
+                close(BadRequest),
+            ),
+            // --- Content-Length ---
+            row(
+                "CL on GET",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+                close(ContentTooLarge),
+            ),
+            row(
+                "CL equal repeats on HEAD",
+                "HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\nContent-Length: 5\r\n\r\n",
+                close(ContentTooLarge),
+            ),
+            row(
+                "CL differing in one field",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL differing across fields",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 1\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL with sign",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +0\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL negative",
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL not a number",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0x10\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL empty element",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0,\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL empty",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL overflows u64",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551616\r\n\r\n",
+                close(BadRequest),
+            ),
+            row(
+                "CL u64::MAX fits",
+                "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551615\r\n\r\n",
+                close(ContentTooLarge),
+            ),
+            // --- Target ---
+            row("asterisk on GET", "GET * HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("authority-form on GET", "GET x:80 HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("relative target", "GET a/b HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("ftp scheme", "GET ftp://x/a HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("empty authority", "GET http:///a HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row(
+                "userinfo in absolute-form",
+                "GET http://u:p@x/a HTTP/1.1\r\nHost: x\r\n\r\n",
+                close(BadRequest),
+            ),
+            row("encoded NUL", "GET /a%00 HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("invalid escape", "GET /a%g1 HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("truncated escape", "GET /a% HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("decodes to bad UTF-8", "GET /%ff HTTP/1.1\r\nHost: x\r\n\r\n", close(BadRequest)),
+            row("dot-dot escapes", "GET /../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", carry_on(Forbidden)),
+            row("encoded dot-dot escapes", "GET /%2e%2E/x HTTP/1.1\r\nHost: x\r\n\r\n", carry_on(Forbidden)),
+            row(
+                "dot-dot in absolute-form",
+                "GET http://x/a/../../b HTTP/1.1\r\nHost: x\r\n\r\n",
+                carry_on(Forbidden),
+            ),
+            row("dot-dot, HTTP/1.0 closes", "GET /.. HTTP/1.0\r\n\r\n", close(Forbidden)),
+            // --- Limits ---
+            row_lim(
+                "request line too long, head complete",
+                &long_target,
+                lim(8192, 64),
+                close(UriTooLong),
+            ),
+            row_lim(
+                "request line at the limit",
+                "GET /abc HTTP/1.1\r\nHost: x\r\n\r\n",
+                lim(8192, 17),
+                get("/abc", 1, true),
+            ),
+            row_lim(
+                "request line one over the limit",
+                "GET /abc HTTP/1.1\r\nHost: x\r\n\r\n",
+                lim(8192, 16),
+                close(UriTooLong),
+            ),
+            row_lim(
+                "request line too long, early",
+                format!("GET /{}", "a".repeat(100)),
+                lim(8192, 64),
+                close(UriTooLong),
+            ),
+            row_lim(
+                "request line too long, complete, head partial",
+                format!("GET /{} HTTP/1.1\r\n", "a".repeat(100)),
+                lim(8192, 64),
+                close(UriTooLong),
+            ),
+            row_lim(
+                "head over max_head, request line incomplete",
+                format!("GET /{}", "a".repeat(100)),
+                lim(64, 8192),
+                close(UriTooLong),
+            ),
+            row_lim(
+                "head over max_head, headers too large",
+                format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}", "b".repeat(100)),
+                lim(64, 8192),
+                close(HeaderFieldsTooLarge),
+            ),
+            row_lim(
+                "complete head over max_head",
+                format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "b".repeat(100)),
+                lim(64, 8192),
+                close(HeaderFieldsTooLarge),
+            ),
+            row_lim(
+                "head one over max_head",
+                "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                lim(26, 8192),
+                close(HeaderFieldsTooLarge),
+            ),
+            row_lim(
+                "head exactly max_head fits",
+                "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                lim(27, 8192),
+                get("/", 1, true),
+            ),
+            row_lim(
+                "leading CRLFs count towards max_head",
+                format!("{}GET / HTTP/1.1\r\nHost: x\r\n\r\n", "\r\n".repeat(40)),
+                lim(64, 8192),
+                close(HeaderFieldsTooLarge),
+            ),
+            row_lim(
+                "only CRLFs past max_head: no request line",
+                "\r\n".repeat(40),
+                lim(64, 8192),
+                close(UriTooLong),
+            ),
+            row_lim(
+                "partial under both limits",
+                "GET /abc HTTP/1.1\r\nHost: x\r\n",
+                lim(64, 64),
+                Want::Partial,
+            ),
+        ]
+    }
+
+    #[test]
+    fn table() {
+        let rows = rows();
+        assert!(rows.len() >= 45);
+        let mut failures = Vec::new();
+        for r in &rows {
+            let got = parse_request(&r.input, &r.limits);
+            let all = r.input.len();
+            let fix = |n: usize| if n == ALL { all } else { n };
+            let good = match (&r.want, &got) {
+                (Want::Partial, Parse::Partial) => true,
+                (
+                    Want::Ok {
+                        method,
+                        path,
+                        minor,
+                        ka,
+                        len,
+                    },
+                    Parse::Complete(req),
+                ) => {
+                    req.method == *method
+                        && req.path == *path
+                        && req.minor_version == *minor
+                        && req.keep_alive == *ka
+                        && req.head_len == fix(*len)
+                }
+                (
+                    Want::Err {
+                        status,
+                        ka,
+                        consumed,
+                    },
+                    Parse::Error(e),
+                ) => {
+                    e.status == *status
+                        && e.keep_alive == *ka
+                        && e.consumed == fix(*consumed)
+                        && (e.keep_alive || e.consumed == 0)
+                }
+                _ => false,
+            };
+            if !good {
+                failures.push(format!(
+                    "{}: {:?}\n    got {got:?}",
+                    r.name,
+                    String::from_utf8_lossy(&r.input)
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn the_one_limit_row_is_exact() {
+        // The max_head rows above rely on this head being 27 bytes long.
+        assert_eq!(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".len(), 27);
+    }
+
+    fn parse(s: &[u8]) -> Parse<'_> {
+        parse_request(s, &Limits::default())
+    }
+
+    #[test]
+    fn plain_path_is_borrowed() {
+        let buf = b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n";
+        let Parse::Complete(req) = parse(buf) else {
+            panic!("not complete")
+        };
+        assert!(matches!(req.path, Cow::Borrowed("/one")));
+        let Parse::Complete(req) = parse(b"GET /a%41 HTTP/1.1\r\nHost: x\r\n\r\n") else {
+            panic!("not complete")
+        };
+        assert!(matches!(req.path, Cow::Owned(ref p) if p == "/aA"));
+    }
+
+    #[test]
+    fn error_carries_head_only_and_version() {
+        let Parse::Error(e) = parse(b"HEAD /../x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        else {
+            panic!("no error")
+        };
+        assert_eq!(
+            (e.status, e.head_only, e.minor_version),
+            (Forbidden, true, 0)
+        );
+        assert!(e.keep_alive);
+        let Parse::Error(e) = parse(b"HEAD / HTTP/1.1\r\n\r\n") else {
+            panic!("no error")
+        };
+        assert_eq!(
+            (e.status, e.head_only, e.minor_version),
+            (BadRequest, true, 1)
+        );
+        let Parse::Error(e) = parse(b"GET / HTTP/2.0\r\n\r\n") else {
+            panic!("no error")
+        };
+        assert_eq!(
+            (e.status, e.head_only, e.minor_version),
+            (VersionNotSupported, false, 1)
+        );
+        let Parse::Error(e) = parse(b"\x01") else {
+            panic!("no error")
+        };
+        assert_eq!(
+            (e.status, e.head_only, e.minor_version),
+            (BadRequest, false, 1)
+        );
+        assert!(!e.reason.is_empty());
+    }
+
+    #[test]
+    fn if_modified_since_formats() {
+        let want = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        for date in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            let buf = format!("GET / HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: {date}\r\n\r\n");
+            let Parse::Complete(req) = parse(buf.as_bytes()) else {
+                panic!("{date}")
+            };
+            assert_eq!(req.if_modified_since, Some(want), "{date}");
+        }
+        for bad in [
+            "If-Modified-Since: soon\r\n",
+            "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+            "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\u{e9}\r\n",
+        ] {
+            let buf = format!("GET / HTTP/1.1\r\nHost: x\r\n{bad}\r\n");
+            let Parse::Complete(req) = parse(buf.as_bytes()) else {
+                panic!("{bad}")
+            };
+            assert_eq!(req.if_modified_since, None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn pipelined_requests_parse_in_turn() {
+        let buf = b"\r\nGET /1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /2 HTTP/1.1\r\nHost: x\r\n\r\nPOST /3 HTTP/1.1\r\nHost: x\r\n\r\nGET /4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        let mut off = 0;
+        let mut seen = Vec::new();
+        while off < buf.len() {
+            match parse(&buf[off..]) {
+                Parse::Complete(req) => {
+                    seen.push(format!("{:?} {} {}", req.method, req.path, req.keep_alive));
+                    off += req.head_len;
+                }
+                Parse::Error(e) => {
+                    assert!(e.keep_alive);
+                    seen.push(format!("{}", e.status.code()));
+                    off += e.consumed;
+                }
+                Parse::Partial => panic!("partial at {off}"),
+            }
+        }
+        assert_eq!(off, buf.len());
+        assert_eq!(seen, ["Get /1 true", "Head /2 true", "405", "Get /4 false"]);
+    }
+
+    #[test]
+    fn every_prefix_is_partial_or_agrees() {
+        // Feeding a request byte by byte never yields a different verdict than the whole.
+        let cases: &[&[u8]] = &[
+            b"GET /a/b?c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            b"GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+            b"BREW / HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"\r\n\nGET / HTTP/1.0\r\n\r\n",
+        ];
+        for whole in cases {
+            let full = parse(whole);
+            for n in 0..whole.len() {
+                match parse(&whole[..n]) {
+                    Parse::Partial => {}
+                    other => assert_eq!(other, full, "prefix {n} of {whole:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_panic_on_junk() {
+        // A cheap deterministic fuzz: every byte value at every position of a valid head, and
+        // truncations, with tight limits so the limit paths run too.
+        let base = b"GET /a%20b/../c?q HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+        let limits = [Limits::default(), lim(20, 10), lim(0, 0)];
+        let mut buf = base.to_vec();
+        for i in 0..base.len() {
+            for b in 0..=255u8 {
+                buf[i] = b;
+                for l in &limits {
+                    let _ = parse_request(&buf, l);
+                    let _ = parse_request(&buf[..i], l);
+                }
+            }
+            buf[i] = base[i];
+        }
+    }
+
+    #[test]
+    fn plain_request_does_not_allocate() {
+        let buf = b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n";
+        let limits = Limits::default();
+        let (n, parsed) =
+            alloc_count::count(|| matches!(parse_request(buf, &limits), Parse::Complete(_)));
+        assert!(parsed);
+        assert_eq!(n, 0, "allocations while parsing a plain request");
+        let keep = b"GET /a/b/c.html HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nUser-Agent: t\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n";
+        let (n, parsed) =
+            alloc_count::count(|| matches!(parse_request(keep, &limits), Parse::Complete(_)));
+        assert!(parsed);
+        assert_eq!(n, 0, "allocations while parsing a typical request");
+    }
+}
+
+/// Counts heap allocations made by the current thread, so a test can prove the hot path makes
+/// none. Test builds only.
+#[cfg(test)]
+mod alloc_count {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static COUNT: Cell<usize> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
+    // GlobalAlloc contract holds exactly as it does for `System`; counting touches only a
+    // const-initialised thread-local Cell, which never allocates.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+            // SAFETY: same contract as the caller's.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from `System` through `alloc`/`realloc` above.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+            // SAFETY: same contract as the caller's.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+            // SAFETY: `ptr` came from `System`; the other arguments are the caller's.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// Allocations made on this thread while `f` runs, and its result.
+    pub fn count<T>(f: impl FnOnce() -> T) -> (usize, T) {
+        let before = COUNT.with(Cell::get);
+        let out = f();
+        (COUNT.with(Cell::get) - before, out)
+    }
 }

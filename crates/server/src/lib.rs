@@ -115,6 +115,9 @@ impl Config {
     pub(crate) fn cache_config(&self) -> CacheConfig {
         let mut c = CacheConfig::new(self.root.clone());
         c.max_in_memory = self.max_in_memory;
+        // Each cached file keeps its descriptor open (for sendfile); with 10,000 idle
+        // connections the descriptor limit matters more than a larger cache would.
+        c.max_entries = 4096;
         c
     }
 }

@@ -148,6 +148,9 @@ impl Drop for BufRing {
 
 struct UConn {
     c: Conn,
+    /// Names this connection in `user_data`, so that completions for an earlier connection on
+    /// the same descriptor number are recognised (`c.gen` changes per request: timers only).
+    id: u32,
     send_inflight: bool,
     wait_pollout: bool,
     eof: bool,
@@ -387,13 +390,13 @@ impl Engine {
         Ok(recycled)
     }
 
-    fn live(&self, fd: RawFd, gen: u32) -> bool {
-        matches!(self.conns.get(fd as usize), Some(Some(uc)) if (uc.c.gen as u32 & 0xff_ffff) == gen)
+    fn live(&self, fd: RawFd, id: u32) -> bool {
+        matches!(self.conns.get(fd as usize), Some(Some(uc)) if uc.id == id)
     }
 
     fn conn_gen(&self, fd: RawFd) -> u32 {
         match self.conns.get(fd as usize) {
-            Some(Some(uc)) => uc.c.gen as u32 & 0xff_ffff,
+            Some(Some(uc)) => uc.id,
             _ => 0,
         }
     }
@@ -461,8 +464,10 @@ impl Engine {
         if let Some(t) = self.ctx.header_timers.as_mut() {
             t.push(self.ctx.now, fd, gen);
         }
+        let id = gen as u32 & 0xff_ffff;
         self.conns[i] = Some(UConn {
             c,
+            id,
             send_inflight: false,
             wait_pollout: false,
             eof: false,
@@ -480,7 +485,7 @@ impl Engine {
         if self.active as u64 > st.max_active.get() {
             st.max_active.set(self.active as u64);
         }
-        self.arm_recv(fd, gen as u32 & 0xff_ffff)
+        self.arm_recv(fd, id)
     }
 
     fn on_recv(
@@ -609,15 +614,9 @@ impl Engine {
                 uc.c.state = State::Lingering;
                 uc.c.rbuf = Vec::new();
                 uc.c.gen = self.ctx.next_gen();
-                // The recv armed under the old generation keeps running; track it anew.
-                let new_gen = uc.c.gen as u32 & 0xff_ffff;
+                // The armed recv keeps running: it now reads only to discard.
                 self.ctx.linger_timers.push(self.ctx.now, fd, uc.c.gen);
-                let cancel =
-                    opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fd(fd)).all())
-                        .build()
-                        .user_data(ud(OP_CANCEL, fd, 0));
-                self.push(&cancel)?;
-                return self.arm_recv(fd, new_gen);
+                return Ok(());
             }
             return self.close_conn(fd);
         }

@@ -161,11 +161,15 @@ impl<P: Poller> Worker<P> {
                 let ev = self.events.as_slice()[i];
                 let fd = ev.token.0 as RawFd;
                 if fd == self.listen_fd {
-                    accept_now = true;
+                    accept_now |= ev.readable();
                 } else if fd == self.waker_fd {
+                    // Registered once for IN|OUT by some mechanisms: an eventfd is always
+                    // writable, so only a value actually written means "stop".
                     let mut b = [0u8; 8];
-                    let _ = sys::read(self.waker_fd, &mut b);
-                    if self.shutting_down.is_none() {
+                    let woken = ev.readable() && sys::read(self.waker_fd, &mut b).is_ok();
+                    if (woken || self.ctx.shared.shutdown_requested())
+                        && self.shutting_down.is_none()
+                    {
                         self.begin_shutdown();
                     }
                 } else {

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::epoll::{from_epoll, to_epoll};
 use crate::sys::{self, OwnedFd, Syscall};
 use crate::{timeout_ms, Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
 
@@ -57,17 +58,6 @@ impl std::fmt::Debug for EpollCtlv {
             .field("uring_wait", &self.uring_wait)
             .finish()
     }
-}
-
-fn to_epoll(interest: Interest) -> u32 {
-    let mut e = 0;
-    if interest.readable() {
-        e |= libc::EPOLLIN as u32;
-    }
-    if interest.writable() {
-        e |= libc::EPOLLOUT as u32;
-    }
-    e
 }
 
 impl EpollCtlv {
@@ -144,22 +134,19 @@ impl EpollCtlv {
 
     fn deliver(&mut self, n: usize, events: &mut Events) {
         for raw in &self.evbuf[..n.min(self.evbuf.len())] {
-            let e = raw.events;
-            let mut f = 0;
-            if e & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLPRI) as u32 != 0 {
-                f |= Event::READABLE;
-            }
-            if e & libc::EPOLLOUT as u32 != 0 {
-                f |= Event::WRITABLE;
-            }
-            if e & libc::EPOLLERR as u32 != 0 {
-                f |= Event::ERROR;
-            }
-            if e & libc::EPOLLHUP as u32 != 0 {
-                f |= Event::HUP;
-            }
-            events.push(Event::new(Token(raw.u64 as usize), f));
+            events.push(Event::new(Token(raw.u64 as usize), from_epoll(raw.events)));
         }
+    }
+
+    fn queue(&mut self, op: i32, fd: RawFd, token: Token, interest: Interest) {
+        self.pending.push(Pending {
+            op,
+            fd,
+            ev: libc::epoll_event {
+                events: to_epoll(interest),
+                u64: token.0 as u64,
+            },
+        });
     }
 
     fn record_batch(&mut self, n: usize) {
@@ -197,26 +184,12 @@ impl Poller for EpollCtlv {
     }
 
     fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
-        self.pending.push(Pending {
-            op: libc::EPOLL_CTL_ADD,
-            fd,
-            ev: libc::epoll_event {
-                events: to_epoll(interest),
-                u64: token.0 as u64,
-            },
-        });
+        self.queue(libc::EPOLL_CTL_ADD, fd, token, interest);
         Ok(())
     }
 
     fn reregister(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
-        self.pending.push(Pending {
-            op: libc::EPOLL_CTL_MOD,
-            fd,
-            ev: libc::epoll_event {
-                events: to_epoll(interest),
-                u64: token.0 as u64,
-            },
-        });
+        self.queue(libc::EPOLL_CTL_MOD, fd, token, interest);
         Ok(())
     }
 

@@ -25,7 +25,7 @@ use crate::{timeout_ms, Event, Events, Interest, Mechanism, Poller, PollerStats,
 
 const NO_TOKEN: usize = usize::MAX;
 
-fn to_epoll(interest: Interest) -> u32 {
+pub(crate) fn to_epoll(interest: Interest) -> u32 {
     let mut e = 0;
     if interest.readable() {
         e |= libc::EPOLLIN as u32;
@@ -37,7 +37,7 @@ fn to_epoll(interest: Interest) -> u32 {
 }
 
 #[inline]
-fn from_epoll(e: u32) -> u8 {
+pub(crate) fn from_epoll(e: u32) -> u8 {
     let mut f = 0;
     if e & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLPRI) as u32 != 0 {
         f |= Event::READABLE;
@@ -75,6 +75,17 @@ impl EpollCore {
     fn ctl(&mut self, op: i32, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
         self.stats.interest_changes += 1;
         sys::epoll_ctl(self.epfd.0, op, fd, events, data)
+    }
+
+    /// A wait whose `data` field is the caller's token: events are passed on as they come.
+    fn wait_tokens(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
+        events.clear();
+        let n = self.wait_raw(events.capacity(), timeout)?;
+        for raw in &self.buf[..n] {
+            events.push(Event::new(Token(raw.u64 as usize), from_epoll(raw.events)));
+        }
+        self.stats.events += n as u64;
+        Ok(n)
     }
 
     /// epoll_wait into the raw buffer; returns how many entries the kernel filled.
@@ -146,13 +157,7 @@ impl Poller for EpollLt {
     }
 
     fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
-        events.clear();
-        let n = self.core.wait_raw(events.capacity(), timeout)?;
-        for raw in &self.core.buf[..n] {
-            events.push(Event::new(Token(raw.u64 as usize), from_epoll(raw.events)));
-        }
-        self.core.stats.events += n as u64;
-        Ok(n)
+        self.core.wait_tokens(events, timeout)
     }
 
     fn edge_triggered(&self) -> bool {
@@ -287,13 +292,7 @@ impl Poller for EpollEt {
     }
 
     fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
-        events.clear();
-        let n = self.core.wait_raw(events.capacity(), timeout)?;
-        for raw in &self.core.buf[..n] {
-            events.push(Event::new(Token(raw.u64 as usize), from_epoll(raw.events)));
-        }
-        self.core.stats.events += n as u64;
-        Ok(n)
+        self.core.wait_tokens(events, timeout)
     }
 
     fn edge_triggered(&self) -> bool {

@@ -100,9 +100,7 @@ fn probe() -> UringSupport {
 
 /// Creates a ring for one thread; the setup syscall is counted.
 pub fn new_ring(entries: u32, cq_entries: u32, single_issuer: bool) -> io::Result<IoUring> {
-    sys::count_io(Syscall::IoUringSetup, || {
-        let mut b = IoUring::builder();
-        b.setup_cqsize(cq_entries);
+    build_ring(entries, cq_entries, |b| {
         // No IPI to interrupt us for completions: task work runs at our next kernel entry, which
         // for a busy server is the next read or write. That is what lets uring-poll find its
         // readiness in memory.
@@ -111,9 +109,22 @@ pub fn new_ring(entries: u32, cq_entries: u32, single_issuer: bool) -> io::Resul
         if single_issuer {
             b.setup_single_issuer();
         }
+    })
+}
+
+/// Builds a ring with the flags `tune` sets, falling back to a plain ring on kernels that
+/// refuse a flag they do not know (EINVAL).
+fn build_ring(
+    entries: u32,
+    cq_entries: u32,
+    tune: impl FnOnce(&mut io_uring::Builder),
+) -> io::Result<IoUring> {
+    sys::count_io(Syscall::IoUringSetup, || {
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq_entries);
+        tune(&mut b);
         match b.build(entries) {
             Ok(r) => Ok(r),
-            // Older kernels refuse flags they do not know: fall back to a plain ring.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                 let mut b = IoUring::builder();
                 b.setup_cqsize(cq_entries);
@@ -140,20 +151,9 @@ pub fn max_pass() -> u32 {
 /// (SINGLE_ISSUER), completions posted only when it asks for them (DEFER_TASKRUN), which is
 /// where io_uring saves the most; falls back to a plain ring on kernels without them.
 pub fn new_engine_ring(entries: u32, cq_entries: u32) -> io::Result<IoUring> {
-    sys::count_io(Syscall::IoUringSetup, || {
-        let mut b = IoUring::builder();
-        b.setup_cqsize(cq_entries);
+    build_ring(entries, cq_entries, |b| {
         b.setup_single_issuer();
         b.setup_defer_taskrun();
         b.setup_submit_all();
-        match b.build(entries) {
-            Ok(r) => Ok(r),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                let mut b = IoUring::builder();
-                b.setup_cqsize(cq_entries);
-                b.build(entries)
-            }
-            Err(e) => Err(e),
-        }
     })
 }

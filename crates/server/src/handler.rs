@@ -142,7 +142,8 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {
         ctx.stats.record_status(200);
         return;
     }
-    match ctx.cache.lookup(&req.path, ctx.now) {
+    let found = ctx.cache.lookup(&req.path, ctx.now);
+    match found {
         Lookup::Found(entry) => {
             if let Some(ims) = req.if_modified_since {
                 if entry.mtime <= ims {
@@ -187,29 +188,15 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {
             }
             ctx.stats.record_status(200);
         }
-        Lookup::NotFound => {
-            write_error(
-                out.buf(),
-                Status::NotFound,
-                minor,
-                ctx.date.get(),
-                ka,
-                head_only,
-            );
+        Lookup::NotFound | Lookup::Forbidden => {
+            let status = if matches!(found, Lookup::NotFound) {
+                Status::NotFound
+            } else {
+                Status::Forbidden
+            };
+            write_error(out.buf(), status, minor, ctx.date.get(), ka, head_only);
             out.commit_buf();
-            ctx.stats.record_status(404);
-        }
-        Lookup::Forbidden => {
-            write_error(
-                out.buf(),
-                Status::Forbidden,
-                minor,
-                ctx.date.get(),
-                ka,
-                head_only,
-            );
-            out.commit_buf();
-            ctx.stats.record_status(403);
+            ctx.stats.record_status(status.code());
         }
     }
 }

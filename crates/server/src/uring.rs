@@ -23,7 +23,6 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -35,6 +34,7 @@ use crate::conn::{Conn, Front, State};
 use crate::handler::{process_input, respond_error, Ctx};
 use crate::stats::{Shared, WorkerStats};
 use crate::timers::TimerQueue;
+use crate::worker::{announce, Ready};
 use crate::Config;
 
 const OP_ACCEPT: u64 = 1;
@@ -174,8 +174,6 @@ struct Engine {
     stats: PollerStats,
 }
 
-type Ready = Sender<Result<(), (usize, io::Error)>>;
-
 pub fn run(
     worker: usize,
     listen_fd: RawFd,
@@ -183,15 +181,7 @@ pub fn run(
     shared: Arc<Shared>,
     ready: Ready,
 ) -> io::Result<()> {
-    let mut e = match Engine::new(worker, listen_fd, cfg, shared) {
-        Ok(e) => e,
-        Err(err) => {
-            let _ = ready.send(Err((worker, io::Error::new(err.kind(), err.to_string()))));
-            return Err(err);
-        }
-    };
-    let _ = ready.send(Ok(()));
-    drop(ready);
+    let mut e = announce(worker, ready, Engine::new(worker, listen_fd, cfg, shared))?;
     let r = e.run();
     e.teardown();
     r
@@ -435,14 +425,19 @@ impl Engine {
 
     fn pause_accept(&mut self, retry_at: Option<Instant>) -> io::Result<()> {
         if self.accepting {
-            let sqe = opcode::AsyncCancel::new(ud(OP_ACCEPT, self.listen_fd, 0))
-                .build()
-                .user_data(ud(OP_ACCEPT_CANCEL, self.listen_fd, 0));
-            self.push(&sqe)?;
-            self.accepting = false;
+            self.cancel_accept()?;
             self.ctx.stats.accept_pauses.inc();
         }
         self.accept_retry_at = retry_at;
+        Ok(())
+    }
+
+    fn cancel_accept(&mut self) -> io::Result<()> {
+        let sqe = opcode::AsyncCancel::new(ud(OP_ACCEPT, self.listen_fd, 0))
+            .build()
+            .user_data(ud(OP_ACCEPT_CANCEL, self.listen_fd, 0));
+        self.push(&sqe)?;
+        self.accepting = false;
         Ok(())
     }
 
@@ -708,11 +703,7 @@ impl Engine {
         self.shutting_down = Some(self.ctx.now + SHUTDOWN_GRACE);
         self.accept_retry_at = None;
         if self.accepting {
-            let sqe = opcode::AsyncCancel::new(ud(OP_ACCEPT, self.listen_fd, 0))
-                .build()
-                .user_data(ud(OP_ACCEPT_CANCEL, self.listen_fd, 0));
-            self.push(&sqe)?;
-            self.accepting = false;
+            self.cancel_accept()?;
         }
         let fds: Vec<RawFd> = self.conns.iter().flatten().map(|u| u.c.fd).collect();
         for fd in fds {

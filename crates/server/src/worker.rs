@@ -32,7 +32,16 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Bytes read per read(2) at least.
 const READ_CHUNK: usize = 4096;
 
-type Ready = Sender<Result<(), (usize, io::Error)>>;
+pub(crate) type Ready = Sender<Result<(), (usize, io::Error)>>;
+
+/// Tells `Server::start` whether this worker came up, and passes the result on.
+pub(crate) fn announce<T>(worker: usize, ready: Ready, made: io::Result<T>) -> io::Result<T> {
+    let _ = ready.send(match &made {
+        Ok(_) => Ok(()),
+        Err(e) => Err((worker, io::Error::new(e.kind(), e.to_string()))),
+    });
+    made
+}
 
 pub fn run(
     worker: usize,
@@ -60,15 +69,11 @@ fn run_with<P: Poller>(
     shared: Arc<Shared>,
     ready: Ready,
 ) -> io::Result<()> {
-    let mut w = match Worker::<P>::new(worker, listen_fd, cfg, shared) {
-        Ok(w) => w,
-        Err(e) => {
-            let _ = ready.send(Err((worker, io::Error::new(e.kind(), e.to_string()))));
-            return Err(e);
-        }
-    };
-    let _ = ready.send(Ok(()));
-    drop(ready);
+    let mut w = announce(
+        worker,
+        ready,
+        Worker::<P>::new(worker, listen_fd, cfg, shared),
+    )?;
     let r = w.run();
     w.teardown();
     r

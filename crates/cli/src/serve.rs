@@ -69,6 +69,10 @@ pub struct Args {
     /// Files larger than this many bytes are not cached in memory (always sendfile)
     #[arg(long, default_value_t = 64 << 20)]
     pub max_in_memory: u64,
+    /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
+    /// (uselect's MaxPass)
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pass: u32,
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -141,6 +145,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.backlog = a.backlog;
     cfg.events_per_wait = a.events_per_wait.max(1);
     cfg.max_in_memory = a.max_in_memory;
+    evlab_poll::uring::set_max_pass(a.max_pass);
     signals::ignore_sigpipe();
     let server = Server::start(cfg).context("evlab serve")?;
     signals::install(&server.shared().wakers()).context("installing signal handlers")?;

@@ -208,6 +208,12 @@ impl Shared {
         let waits = sum(&|w| w.waits.get());
         let events = sum(&|w| w.events.get());
         let total_ns = sys.total_nanos();
+        let batches = sum(&|w| w.batches.get());
+        let changes_per_batch = if batches > 0 {
+            sum(&|w| w.interest_changes.get()) as f64 / batches as f64
+        } else {
+            0.0
+        };
         let mut syscalls = serde_json::Map::new();
         for (name, calls, errors, ns) in sys.rows() {
             let mut row = json!({ "calls": calls, "errors": errors });
@@ -267,6 +273,7 @@ impl Shared {
                 "interest_changes": sum(&|w| w.interest_changes.get()),
                 "interest_changes_free": sum(&|w| w.interest_changes_free.get()),
                 "batches": sum(&|w| w.batches.get()),
+                "changes_per_batch": changes_per_batch,
                 "waits_from_memory": sum(&|w| w.waits_from_memory.get()),
                 "waits_from_kernel": sum(&|w| w.waits_from_kernel.get()),
             },

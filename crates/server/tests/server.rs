@@ -460,6 +460,22 @@ mod cases {
                 "{v}"
             );
         }
+        if m == "epoll-ctlv" {
+            assert!(v["events"]["batches"].as_u64().unwrap() >= 1, "{v}");
+            assert!(
+                v["events"]["changes_per_batch"].as_f64().unwrap() >= 1.0,
+                "{v}"
+            );
+            assert!(
+                v["syscalls"]["epoll_ctl"]["calls"].as_u64().unwrap_or(0) <= 12,
+                "only DEL is immediate: {v}"
+            );
+        }
+        if m == "uring-poll" {
+            let mem = v["events"]["waits_from_memory"].as_u64().unwrap();
+            let kern = v["events"]["waits_from_kernel"].as_u64().unwrap();
+            assert!(mem + kern >= v["events"]["waits"].as_u64().unwrap(), "{v}");
+        }
         if m == "epoll2" || m == "epoll-et" {
             assert!(v["events"]["interest_changes_free"].as_u64().is_some());
         }

@@ -1,15 +1,164 @@
-//! `evlab run` and `evlab report` (stub: owned by the experiment-runner work).
+//! `evlab run` and `evlab report`: thin over `evlab_lab`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use evlab_lab::runner::{self, RunOptions};
+use evlab_lab::spec::Spec;
+use evlab_lab::{procs, report, results::Summary};
+
+/// The shipped experiments, built in so that `evlab run quick` works from any directory.
+const BUILTIN: &[(&str, &str)] = &[
+    ("quick", include_str!("../../../experiments/quick.toml")),
+    (
+        "fig1-one-byte",
+        include_str!("../../../experiments/fig1-one-byte.toml"),
+    ),
+    (
+        "fig2-specweb",
+        include_str!("../../../experiments/fig2-specweb.toml"),
+    ),
+    (
+        "fig3-epoll-variants",
+        include_str!("../../../experiments/fig3-epoll-variants.toml"),
+    ),
+    (
+        "fig5-one-byte-idle",
+        include_str!("../../../experiments/fig5-one-byte-idle.toml"),
+    ),
+    (
+        "fig6-specweb-idle",
+        include_str!("../../../experiments/fig6-specweb-idle.toml"),
+    ),
+    (
+        "fig7-accept-limit",
+        include_str!("../../../experiments/fig7-accept-limit.toml"),
+    ),
+    (
+        "table1-syscalls",
+        include_str!("../../../experiments/table1-syscalls.toml"),
+    ),
+    ("peers", include_str!("../../../experiments/peers.toml")),
+];
 
 #[derive(clap::Args, Debug)]
-pub struct RunArgs {}
-
-#[derive(clap::Args, Debug)]
-pub struct ReportArgs {}
-
-pub fn run(_a: RunArgs) -> anyhow::Result<()> {
-    anyhow::bail!("evlab run is not implemented yet")
+pub struct RunArgs {
+    /// Experiment: a name (quick, fig1-one-byte, …; see --list) or a TOML file
+    #[arg(default_value = "quick")]
+    pub experiment: String,
+    /// Seconds per point, overriding the experiment's duration_s (the paper's points are 120 s)
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Where results go: DIR/<experiment>/<timestamp>/
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Write the results into exactly this directory instead
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Directory of experiment files (names are looked up here before the built-in copies)
+    #[arg(long, default_value = "experiments")]
+    pub experiments_dir: PathBuf,
+    /// List the experiments and exit
+    #[arg(long)]
+    pub list: bool,
+    /// Only the result lines, no progress
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The evlab binary that runs the servers, idle holders and load (default: this one; another
+    /// build can be measured with this one's runner)
+    #[arg(long)]
+    pub evlab: Option<PathBuf>,
 }
 
-pub fn report(_a: ReportArgs) -> anyhow::Result<()> {
-    anyhow::bail!("evlab report is not implemented yet")
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// A results directory (holding summary.json)
+    pub dir: PathBuf,
+}
+
+fn load_spec(a: &RunArgs) -> anyhow::Result<(Spec, String, String)> {
+    let p = PathBuf::from(&a.experiment);
+    let on_disk = if p.is_file() {
+        Some(p)
+    } else {
+        let named = a.experiments_dir.join(format!("{}.toml", a.experiment));
+        named.is_file().then_some(named)
+    };
+    if let Some(path) = on_disk {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let spec = Spec::parse(&text, &path.display().to_string())?;
+        return Ok((spec, path.display().to_string(), text));
+    }
+    if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == a.experiment) {
+        let origin = format!("experiments/{name}.toml (built in)");
+        let spec = Spec::parse(text, &origin)?;
+        return Ok((spec, origin, text.to_string()));
+    }
+    anyhow::bail!(
+        "no experiment `{}`: not a file, not in {}, not built in (built in: {})",
+        a.experiment,
+        a.experiments_dir.display(),
+        BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
+    )
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<()> {
+    if a.list {
+        for (name, text) in BUILTIN {
+            let d = Spec::parse(text, name)
+                .map(|s| s.description.lines().next().unwrap_or("").to_string())
+                .unwrap_or_default();
+            println!("{name:<22} {d}");
+        }
+        return Ok(());
+    }
+    if let Some(d) = a.duration {
+        anyhow::ensure!(
+            d.is_finite() && d > 0.0,
+            "--duration {d}: must be a positive number of seconds"
+        );
+    }
+    let (spec, spec_path, spec_text) = load_spec(&a)?;
+    let evlab = match a.evlab {
+        Some(p) => p,
+        None => std::env::current_exe().context("cannot find the evlab binary")?,
+    };
+    procs::install_interrupt_handler();
+    let command = procs::shell_line(&std::env::args().collect::<Vec<_>>());
+    let (dir, summary) = runner::run(RunOptions {
+        evlab,
+        spec,
+        spec_path,
+        spec_text,
+        duration_override: a.duration,
+        results_root: a.results,
+        out_dir: a.out,
+        command,
+        quiet: a.quiet,
+    })?;
+    let failed = summary.points.iter().filter(|p| !p.ok()).count();
+    println!(
+        "evlab run: {} points ({} failed) in {:.0} s{}; report: {}",
+        summary.points.len(),
+        failed,
+        summary.wall_s,
+        if summary.interrupted {
+            ", interrupted"
+        } else {
+            ""
+        },
+        dir.join("report.html").display()
+    );
+    if summary.interrupted {
+        std::process::exit(130);
+    }
+    Ok(())
+}
+
+pub fn report(a: ReportArgs) -> anyhow::Result<()> {
+    let s = Summary::read_json(&a.dir)?;
+    report::write(&s, &a.dir)?;
+    println!("evlab report: {}", a.dir.join("report.html").display());
+    Ok(())
 }

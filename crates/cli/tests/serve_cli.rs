@@ -67,7 +67,11 @@ fn have(tool: &str) -> bool {
 fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
@@ -92,7 +96,16 @@ fn unknown_mechanism_lists_valid_ones() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kqueue"), "{err}");
-    for m in ["select", "poll", "epoll-lt", "epoll-et", "epoll2", "epoll-ctlv", "uring-poll", "uring"] {
+    for m in [
+        "select",
+        "poll",
+        "epoll-lt",
+        "epoll-et",
+        "epoll2",
+        "epoll-ctlv",
+        "uring-poll",
+        "uring",
+    ] {
         assert!(err.contains(m), "missing {m} in: {err}");
     }
 }
@@ -106,13 +119,21 @@ fn list_mechanisms() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 8, "{text}");
-    assert!(text.lines().any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));
 }
 
 #[test]
 fn bad_root_and_bad_flags_name_the_problem() {
     let out = Command::new(BIN)
-        .args(["serve", "--root", "/definitely/not/here", "--listen", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--root",
+            "/definitely/not/here",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -145,12 +166,20 @@ fn sigterm_exits_cleanly_with_summary() {
         if let Some(st) = s.child.try_wait().unwrap() {
             break st;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "did not exit on SIGTERM");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "did not exit on SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");
     let mut err = String::new();
-    s.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(err.contains("epoll-lt"), "{err}");
     assert!(err.contains("epoll_ctl"), "{err}");
     assert!(err.contains("requests: 5"), "{err}");
@@ -168,12 +197,24 @@ fn curl_gets_files() {
         .args(["-sS", "-i", "--max-time", "10", &url, &format!("{url}one")])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 2, "{text}");
     assert!(text.contains("<h1>hi</h1>"));
     let out = Command::new("curl")
-        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+        ])
         .arg(format!("{url}missing"))
         .output()
         .unwrap();
@@ -194,7 +235,11 @@ fn ab_completes_without_failures() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(text.contains("Complete requests:      2000"), "{text}");
         assert!(text.contains("Failed requests:        0"), "{text}");
         assert!(!text.contains("Non-2xx responses"), "{text}");
@@ -234,19 +279,26 @@ fn cpu_seconds(pid: u32) -> f64 {
 fn emfile_pauses_accept_without_spinning() {
     // A descriptor limit of 32 (hard, so the server cannot raise it): the listener, the epoll
     // instance, an eventfd, the std streams and a cached file leave room for ~20 connections.
-    let s = serve("emfile", &["--mechanism", "epoll-lt", "--header-timeout", "0"], |cmd| {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: setrlimit is async-signal-safe and touches only the child.
-        unsafe {
-            cmd.pre_exec(|| {
-                let lim = libc::rlimit { rlim_cur: 32, rlim_max: 32 };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    });
+    let s = serve(
+        "emfile",
+        &["--mechanism", "epoll-lt", "--header-timeout", "0"],
+        |cmd| {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe and touches only the child.
+            unsafe {
+                cmd.pre_exec(|| {
+                    let lim = libc::rlimit {
+                        rlim_cur: 32,
+                        rlim_max: 32,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        },
+    );
     let mut conns = Vec::new();
     for _ in 0..40 {
         conns.push(TcpStream::connect(s.addr).unwrap());
@@ -256,21 +308,28 @@ fn emfile_pauses_accept_without_spinning() {
     let before = cpu_seconds(pid);
     std::thread::sleep(Duration::from_secs(1));
     let used = cpu_seconds(pid) - before;
-    assert!(used < 0.3, "server used {used} s of CPU in 1 s while out of descriptors: spinning");
+    assert!(
+        used < 0.3,
+        "server used {used} s of CPU in 1 s while out of descriptors: spinning"
+    );
     // Free descriptors: close the first 20 (accepted) connections; the rest get served.
     conns.drain(..20);
     let t0 = Instant::now();
     let mut served = 0;
     for c in conns.iter_mut() {
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        c.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+        c.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
         let mut out = String::new();
         c.read_to_string(&mut out).unwrap();
         if out.starts_with("HTTP/1.1 200 OK") {
             served += 1;
         }
     }
-    assert_eq!(served, 20, "pending connections were not served after descriptors freed");
+    assert_eq!(
+        served, 20,
+        "pending connections were not served after descriptors freed"
+    );
     assert!(t0.elapsed() < Duration::from_secs(15));
     // And new ones too.
     assert!(http_get(s.addr, "/one").contains("200 OK"));

@@ -1,0 +1,234 @@
+//! `evlab run` end to end on 127.0.0.1: a tiny real experiment, the failure path, `evlab report`
+//! re-rendering, and Ctrl-C. Each run is bounded (points of ~1 s at low rates).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn evlab() -> &'static str {
+    env!("CARGO_BIN_EXE_evlab")
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("evlab-run-e2e-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `evlab load` is built by another piece of work; until it runs, the happy path cannot.
+fn load_available() -> bool {
+    let out = Command::new(evlab())
+        .args(["load", "--help"])
+        .output()
+        .unwrap();
+    let ok = out.status.success() && String::from_utf8_lossy(&out.stdout).contains("--rate");
+    if !ok {
+        eprintln!("SKIPPED: `evlab load` is not implemented in this build; the end-to-end measurement test needs it");
+    }
+    ok
+}
+
+fn run(spec: &str, dir: &Path, extra: &[&str]) -> Output {
+    let f = dir.join("spec.toml");
+    std::fs::write(&f, spec).unwrap();
+    let t = Instant::now();
+    let out = Command::new(evlab())
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "a test run must stay short"
+    );
+    out
+}
+
+const FILES: &[&str] = &[
+    "samples.csv",
+    "points.csv",
+    "summary.json",
+    "report.md",
+    "report.html",
+    "fig-replies-idle0.svg",
+];
+
+fn read(dir: &Path, f: &str) -> String {
+    std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+/// Re-renders in a copy and checks every report file is byte-identical.
+fn check_rerender(out: &Path) {
+    let copy = out.with_file_name("rerendered");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(out.join("summary.json"), copy.join("summary.json")).unwrap();
+    let r = Command::new(evlab())
+        .arg("report")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    for e in std::fs::read_dir(out).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        if name.starts_with("report.") || name.ends_with(".svg") {
+            assert_eq!(
+                read(out, &name),
+                read(&copy, &name),
+                "{name} differs when re-rendered"
+            );
+        }
+    }
+}
+
+#[test]
+fn tiny_experiment_end_to_end() {
+    if !load_available() {
+        return;
+    }
+    let d = scratch("tiny");
+    let spec = "name = \"tiny\"\nmechanisms = [\"select\", \"epoll-et\"]\nrates = [100, 200]\n\
+                idle = [0]\nduration_s = 1\ntimeout_s = 2\n";
+    let o = run(spec, &d, &[]);
+    let out = d.join("out");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in FILES {
+        assert!(out.join(f).is_file(), "missing {f}");
+    }
+    let svg = read(&out, "fig-replies-idle0.svg");
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        2,
+        "one line per mechanism"
+    );
+    for m in ["select", "epoll-et"] {
+        assert!(
+            svg.contains(&format!("data-series=\"{m}\"")),
+            "no line for {m}"
+        );
+    }
+    let html = read(&out, "report.html");
+    assert!(
+        html.contains("<svg") && !html.contains("src=\"fig-"),
+        "self-contained"
+    );
+    let points = read(&out, "points.csv");
+    assert_eq!(points.lines().count(), 5, "{points}");
+    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    let pts = summary["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 4);
+    for p in pts {
+        assert_eq!(p["status"], "ok", "{p}");
+        let r = p["load"]["reply_rate_avg"].as_f64().unwrap_or(0.0);
+        let rate = p["rate"].as_f64().unwrap();
+        assert!(r > 0.5 * rate, "reply rate {r} at {rate}/s: {p}");
+        assert!(p["server"]["requests"].as_u64().unwrap() > 0);
+        assert!(p["commands"].as_array().unwrap().len() >= 2);
+    }
+    assert!(read(&out, "samples.csv").lines().count() > 1, "no samples");
+    let md = read(&out, "report.md");
+    for s in [
+        "kernel",
+        "evlab run",
+        "Server CPU time per reply",
+        "evlab serve",
+    ] {
+        assert!(md.contains(s), "report.md lacks {s}");
+    }
+    check_rerender(&out);
+}
+
+#[test]
+fn failed_points_are_recorded_and_the_sweep_goes_on() {
+    let d = scratch("fail");
+    // A flag evlab serve refuses: every point fails at start-up, with the reason kept.
+    let spec = "name = \"failing\"\nmechanisms = [\"poll\", \"epoll-lt\"]\nrates = [100, 200]\n\
+                server_flags = [\"--no-such-flag\"]\nduration_s = 1\n";
+    let o = run(spec, &d, &["--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = d.join("out");
+    for f in [
+        "samples.csv",
+        "points.csv",
+        "summary.json",
+        "report.md",
+        "report.html",
+    ] {
+        assert!(out.join(f).is_file(), "missing {f}");
+    }
+    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    let pts = summary["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 4, "every point is attempted");
+    for p in pts {
+        assert_eq!(p["status"], "failed");
+        let why = p["reason"].as_str().unwrap();
+        assert!(
+            why.contains("no-such-flag") || why.contains("exited"),
+            "{why}"
+        );
+    }
+    assert!(read(&out, "report.md").contains("Failed points"));
+    check_rerender(&out);
+}
+
+#[test]
+fn unsupported_or_missing_series_are_skipped_with_a_reason() {
+    let d = scratch("skip");
+    let spec = "name = \"skip\"\nmechanisms = [\"poll\", \"lighttpd:select\"]\nrates = [100]\n\
+                server_flags = [\"--no-such-flag\"]\nduration_s = 1\n";
+    let o = run(spec, &d, &["--quiet"]);
+    assert!(o.status.success());
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&d.join("out"), "summary.json")).unwrap();
+    let skipped = summary["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["series"], "lighttpd:select");
+    assert!(!skipped[0]["reason"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
+    if !load_available() {
+        return;
+    }
+    let d = scratch("int");
+    let f = d.join("spec.toml");
+    std::fs::write(
+        &f,
+        "name = \"int\"\nmechanisms = [\"epoll-et\"]\nrates = [100, 100, 100, 100, 100, 100]\n\
+         idle = [50]\nduration_s = 2\n",
+    )
+    .unwrap();
+    let mut c = Command::new(evlab())
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(d.join("out"))
+        .arg("--quiet")
+        .spawn()
+        .unwrap();
+    let summary = d.join("out/summary.json");
+    let t = Instant::now();
+    // Wait for the first point to be written, then interrupt the second.
+    while !std::fs::read_to_string(&summary).is_ok_and(|s| s.contains("\"index\": 1")) {
+        assert!(t.elapsed() < Duration::from_secs(30), "no point finished");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(c.id() as i32, libc::SIGINT);
+    }
+    let status = c.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(t.elapsed() < Duration::from_secs(40));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(s["interrupted"], true);
+    let n = s["points"].as_array().unwrap().len();
+    assert!((1..6).contains(&n), "{n} points");
+    assert!(d.join("out/report.html").is_file());
+}

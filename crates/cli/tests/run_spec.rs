@@ -1,0 +1,113 @@
+//! `evlab run` spec handling: every shipped experiment parses; bad files are refused with the
+//! key and the line named, before anything is started.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use evlab_lab::spec::Spec;
+
+fn experiments_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments")
+}
+
+#[test]
+fn every_shipped_experiment_parses() {
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(experiments_dir()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let s = Spec::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert_eq!(
+                Some(s.name.as_str()),
+                p.file_stem().and_then(|s| s.to_str()),
+                "name must match the file name"
+            );
+            names.push(s.name);
+        }
+    }
+    names.sort();
+    for want in [
+        "fig1-one-byte",
+        "fig2-specweb",
+        "fig3-epoll-variants",
+        "fig5-one-byte-idle",
+        "fig6-specweb-idle",
+        "fig7-accept-limit",
+        "peers",
+        "quick",
+        "table1-syscalls",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "missing experiments/{want}.toml"
+        );
+    }
+}
+
+#[test]
+fn list_shows_builtin_experiments() {
+    let out = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(["run", "--list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    for n in ["quick", "fig7-accept-limit", "table1-syscalls", "peers"] {
+        assert!(s.contains(n), "{s}");
+    }
+}
+
+fn run_bad(body: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("evlab-run-spec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join(format!("bad-{}.toml", body.len()));
+    std::fs::write(&f, body).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a bad spec must be refused");
+    assert!(
+        !dir.join("out").exists(),
+        "nothing may be started or written for a bad spec"
+    );
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn unknown_key_is_named_with_its_line() {
+    let e = run_bad("name = \"x\"\nmechanisms = [\"poll\"]\nrates = [100]\nidel = [0]\n");
+    assert!(e.contains(":4:") && e.contains("`idel`"), "{e}");
+}
+
+#[test]
+fn bad_value_is_named_with_its_line() {
+    let e = run_bad("name = \"x\"\nmechanisms = [\"poll\", \"kqueue\"]\nrates = [100]\n");
+    assert!(
+        e.contains(":2:") && e.contains("`mechanisms`") && e.contains("kqueue"),
+        "{e}"
+    );
+    let e =
+        run_bad("name = \"x\"\nmechanisms = [\"poll\"]\nrates = [100]\nduration_s = \"long\"\n");
+    assert!(e.contains(":4:") && e.contains("`duration_s`"), "{e}");
+    let e =
+        run_bad("name = \"x\"\nmechanisms = [\"poll\"]\nrates = [100]\nworkload = \"two-byte\"\n");
+    assert!(e.contains(":4:") && e.contains("`workload`"), "{e}");
+}
+
+#[test]
+fn unknown_experiment_lists_known_ones() {
+    let out = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(["run", "no-such-experiment"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("no-such-experiment") && e.contains("quick"),
+        "{e}"
+    );
+}

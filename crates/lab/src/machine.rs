@@ -1,0 +1,136 @@
+//! The machine and tools a run was made on, recorded with its results: a figure means nothing
+//! without the kernel, the CPUs and the limits behind it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::procs::command_line_output;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Machine {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub memory_mib: u64,
+    /// Soft and hard RLIMIT_NOFILE the runner (and so its children) had.
+    pub fd_limit_soft: u64,
+    pub fd_limit_hard: u64,
+    pub fs_nr_open: String,
+    pub ip_local_port_range: String,
+    pub tcp_tw_reuse: String,
+    pub somaxconn: String,
+    pub evlab_version: String,
+    /// Tool name → version line (nginx, lighttpd), or "not installed".
+    pub tools: BTreeMap<String, String>,
+}
+
+fn read_trim(p: &str) -> String {
+    std::fs::read_to_string(p)
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn uname() -> (String, String) {
+    // SAFETY: uname fills the zeroed struct we own; the strings are NUL-terminated by the kernel.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return ("?".into(), "?".into());
+        }
+        let s = |p: &[libc::c_char]| {
+            std::ffi::CStr::from_ptr(p.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        };
+        (
+            s(&u.nodename),
+            format!(
+                "{} {} {} {}",
+                s(&u.sysname),
+                s(&u.release),
+                s(&u.version),
+                s(&u.machine)
+            ),
+        )
+    }
+}
+
+fn fd_limits() -> (u64, u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return (0, 0);
+    }
+    (r.rlim_cur, r.rlim_max)
+}
+
+/// First line of `prog -v`-style output mentioning a version, or "not installed".
+pub fn tool_version(argv: &[&str]) -> String {
+    match command_line_output(argv) {
+        Some(out) => out
+            .lines()
+            .find(|l| l.to_lowercase().contains("version") || l.contains('/'))
+            .unwrap_or("")
+            .trim()
+            .to_string(),
+        None => "not installed".into(),
+    }
+}
+
+pub fn collect(evlab_version: &str) -> Machine {
+    let (hostname, kernel) = uname();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| {
+            l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu model")
+        })
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| "?".into());
+    let memory_mib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024);
+    let (fd_limit_soft, fd_limit_hard) = fd_limits();
+    let mut tools = BTreeMap::new();
+    tools.insert("nginx".into(), tool_version(&["nginx", "-v"]));
+    tools.insert("lighttpd".into(), tool_version(&["lighttpd", "-v"]));
+    Machine {
+        hostname,
+        kernel,
+        cpu_model,
+        cpus: crate::procs::online_cpus(),
+        memory_mib,
+        fd_limit_soft,
+        fd_limit_hard,
+        fs_nr_open: read_trim("/proc/sys/fs/nr_open"),
+        ip_local_port_range: read_trim("/proc/sys/net/ipv4/ip_local_port_range"),
+        tcp_tw_reuse: read_trim("/proc/sys/net/ipv4/tcp_tw_reuse"),
+        somaxconn: read_trim("/proc/sys/net/core/somaxconn"),
+        evlab_version: evlab_version.to_string(),
+        tools,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn collects_this_machine() {
+        let m = super::collect("0.0.0");
+        assert!(m.kernel.starts_with("Linux"), "{}", m.kernel);
+        assert!(m.cpus >= 1);
+        assert!(m.fd_limit_soft > 0);
+        assert!(m.tools.contains_key("nginx"));
+    }
+}

@@ -1,0 +1,132 @@
+//! Peer servers (nginx, lighttpd) run under the same load as evlab, configured as
+//! `bench/serve_bench.py` does: one worker, no access log, files cached, sendfile, long
+//! keep-alive and read timeouts (idle connections must stay), a 4,096-connection backlog.
+
+use std::path::Path;
+
+use crate::procs::command_line_output;
+
+/// lighttpd's event handlers compiled into the installed binary, by their config names
+/// (`lighttpd -V` lists `+ epoll (Linux)` for what the config calls `linux-sysepoll`).
+pub fn lighttpd_handlers() -> Vec<String> {
+    command_line_output(&["lighttpd", "-V"])
+        .map(|out| parse_lighttpd_handlers(&out))
+        .unwrap_or_default()
+}
+
+pub fn parse_lighttpd_handlers(v_output: &str) -> Vec<String> {
+    let mut in_handlers = false;
+    let mut out = Vec::new();
+    for line in v_output.lines() {
+        let t = line.trim();
+        if t.starts_with("Event Handlers") {
+            in_handlers = true;
+            continue;
+        }
+        if in_handlers && t.ends_with(':') {
+            break;
+        }
+        if !in_handlers {
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("+ ") {
+            let name = rest.split_whitespace().next().unwrap_or("");
+            let cfg = match name {
+                "select" => "select",
+                "poll" => "poll",
+                "epoll" => "linux-sysepoll",
+                "kqueue" => "freebsd-kqueue",
+                "/dev/poll" => "solaris-devpoll",
+                _ => continue,
+            };
+            out.push(cfg.to_string());
+        }
+    }
+    out
+}
+
+pub fn installed(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(prog).is_file()))
+        || ["/usr/sbin", "/usr/local/sbin", "/sbin"]
+            .iter()
+            .any(|d| Path::new(d).join(prog).is_file())
+}
+
+fn program(prog: &str) -> String {
+    for d in ["/usr/sbin", "/usr/local/sbin", "/sbin"] {
+        let p = Path::new(d).join(prog);
+        if p.is_file() {
+            return p.display().to_string();
+        }
+    }
+    prog.to_string()
+}
+
+/// Writes nginx's config under `tmp` and returns its argv.
+pub fn nginx_argv(tmp: &Path, docroot: &Path, port: u16) -> std::io::Result<Vec<String>> {
+    let t = tmp.display();
+    let conf = tmp.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "worker_processes 1;\nworker_rlimit_nofile 40000;\ndaemon off;\npid {t}/nginx.pid;\n\
+error_log {t}/nginx-error.log error;\nevents {{ worker_connections 30000; use epoll; }}\n\
+http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 100000000;\n\
+  keepalive_timeout 600s;\n  client_header_timeout 600s;\n  open_file_cache max=1000 inactive=600s;\n\
+  open_file_cache_valid 600s;\n  client_body_temp_path {t}/nb; proxy_temp_path {t}/np;\n\
+  fastcgi_temp_path {t}/nf; uwsgi_temp_path {t}/nu; scgi_temp_path {t}/ns;\n\
+  default_type application/octet-stream;\n\
+  server {{ listen 127.0.0.1:{port} backlog=4096; root {root}; }}\n}}\n",
+            root = docroot.display()
+        ),
+    )?;
+    Ok(vec![
+        program("nginx"),
+        "-p".into(),
+        tmp.display().to_string(),
+        "-c".into(),
+        conf.display().to_string(),
+    ])
+}
+
+/// Writes lighttpd's config (with `server.event-handler = handler`) and returns its argv.
+pub fn lighttpd_argv(
+    tmp: &Path,
+    docroot: &Path,
+    port: u16,
+    handler: &str,
+) -> std::io::Result<Vec<String>> {
+    let conf = tmp.join(format!("lighttpd-{handler}.conf"));
+    std::fs::write(
+        &conf,
+        format!(
+            "server.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {port}\n\
+server.event-handler = \"{handler}\"\nserver.max-fds = 40000\nserver.max-connections = 30000\n\
+server.max-keep-alive-requests = 100000000\nserver.max-keep-alive-idle = 600\n\
+server.max-read-idle = 600\nserver.errorlog = \"{t}/lighttpd-error.log\"\n\
+server.listen-backlog = 4096\n",
+            root = docroot.display(),
+            t = tmp.display()
+        ),
+    )?;
+    Ok(vec![
+        program("lighttpd"),
+        "-D".into(),
+        "-f".into(),
+        conf.display().to_string(),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lighttpd_v() {
+        let v =
+            "lighttpd/1.4.69 (ssl)\n\nEvent Handlers:\n\n\t- select (generic)\n\t+ poll (Unix)\n\
+\t+ epoll (Linux)\n\t- kqueue (FreeBSD)\n\nNetwork handler:\n\n\t+ linux-sendfile\n";
+        assert_eq!(parse_lighttpd_handlers(v), ["poll", "linux-sysepoll"]);
+    }
+}

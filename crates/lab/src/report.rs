@@ -1,0 +1,790 @@
+//! report.md and a self-contained report.html (inline SVG, inline CSS), both rendered from the
+//! same document model so they always say the same thing; and the figures as `fig-*.svg`.
+//!
+//! Rendering depends only on `summary.json`, so `evlab report DIR` reproduces the files exactly.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::findings::{self, Verdict};
+use crate::results::{write_atomic, PointResult, Status, Summary};
+use crate::spec::Workload;
+use crate::svg::{self, esc, Chart, Line};
+use crate::LabError;
+
+enum Block {
+    H(u8, String),
+    P(String),
+    List(Vec<String>),
+    Table(Vec<String>, Vec<Vec<String>>),
+    Figure {
+        file: String,
+        svg: String,
+        alt: String,
+    },
+    Code(Vec<String>),
+}
+
+/// The order the paper's Table 1 lists system calls in; others follow by share.
+const PAPER_ROWS: &[&str] = &[
+    "read",
+    "close",
+    "select",
+    "poll",
+    "epoll_ctl",
+    "epoll_wait",
+    "io_uring_enter",
+    "setsockopt",
+    "accept",
+    "accept4",
+    "write",
+    "writev",
+    "fcntl",
+    "sendfile",
+];
+
+/// A series' profile point and, per syscall, (share of server CPU, calls per request).
+pub type Profile<'a> = (&'a PointResult, BTreeMap<String, (f64, f64)>);
+
+type Metric = Box<dyn Fn(&PointResult) -> Option<f64>>;
+
+/// For each series (legend order) with profiled syscall times: its profile point and, per
+/// syscall, (share of the server's CPU time, calls per request).
+pub fn syscall_shares(s: &Summary) -> Vec<Profile<'_>> {
+    let mut out = Vec::new();
+    for series in &s.series {
+        let Some(p) = findings::profile_point(s, &series.label) else {
+            continue;
+        };
+        let (Some(c), Some(cpu)) = (&p.server, p.server_cpu_s) else {
+            continue;
+        };
+        if cpu <= 0.0 || !c.syscalls.values().any(|r| r.ns.is_some()) {
+            continue;
+        }
+        let reqs = c.requests.max(1) as f64;
+        let rows = c
+            .syscalls
+            .iter()
+            .map(|(name, r)| {
+                (
+                    name.clone(),
+                    (
+                        r.ns.unwrap_or(0) as f64 / (cpu * 1e9),
+                        r.calls as f64 / reqs,
+                    ),
+                )
+            })
+            .collect();
+        out.push((p, rows));
+    }
+    out
+}
+
+fn x_label(s: &Summary) -> String {
+    match (&s.experiment.workload, s.experiment.calls_per_conn) {
+        (Workload::OneByte, 1) => "requests/s offered".into(),
+        (Workload::Specweb, _) => "sessions/s offered (SPECweb99-like)".into(),
+        (_, n) => format!("connections/s offered ({n} requests each)"),
+    }
+}
+
+/// One line per series: the mean over trials of `f` at each rate; flagged if any trial was.
+fn lines(s: &Summary, idle: usize, f: &dyn Fn(&PointResult) -> Option<f64>) -> Vec<Line> {
+    let mut out = Vec::new();
+    for series in &s.series {
+        let mut by_rate: BTreeMap<u64, (f64, usize, bool)> = BTreeMap::new();
+        for p in s
+            .points
+            .iter()
+            .filter(|p| p.ok() && p.series == series.label && p.idle == idle)
+        {
+            if let Some(v) = f(p) {
+                let e = by_rate.entry(p.rate.to_bits()).or_default();
+                e.0 += v;
+                e.1 += 1;
+                e.2 |= !p.flags.is_empty();
+            }
+        }
+        let mut pts: Vec<(f64, f64, bool)> = by_rate
+            .into_iter()
+            .map(|(r, (sum, n, fl))| (f64::from_bits(r), sum / n as f64, fl))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        out.push(Line {
+            label: series.label.clone(),
+            points: pts.iter().map(|p| (p.0, p.1)).collect(),
+            flagged: pts.iter().map(|p| p.2).collect(),
+        });
+    }
+    out
+}
+
+fn idle_words(idle: usize) -> String {
+    match idle {
+        0 => "no idle connections".into(),
+        n => format!("{} idle connections", thousands(n as f64)),
+    }
+}
+
+pub fn thousands(v: f64) -> String {
+    let n = v.round() as i64;
+    let s = n.abs().to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+fn figures(s: &Summary, idle: usize) -> Vec<Block> {
+    let xl = x_label(s);
+    let wl = s.experiment.workload.label();
+    let mut v = Vec::new();
+    let specs: [(&str, String, &str, bool, Metric); 4] = [
+        (
+            "replies",
+            format!("evlab, {wl} workload, {}", idle_words(idle)),
+            "replies/s",
+            true,
+            Box::new(|p: &PointResult| p.reply_rate()),
+        ),
+        (
+            "p99",
+            format!("99th percentile reply time, {}", idle_words(idle)),
+            "p99 reply time (ms)",
+            false,
+            Box::new(|p: &PointResult| p.p99_ms()),
+        ),
+        (
+            "errors",
+            format!("client errors, {}", idle_words(idle)),
+            "errors (all causes)",
+            false,
+            Box::new(|p: &PointResult| p.errors().map(|e| e as f64)),
+        ),
+        (
+            "cpu",
+            format!("server CPU per reply, {}", idle_words(idle)),
+            "server CPU µs per reply",
+            false,
+            Box::new(|p: &PointResult| p.server_cpu_us_per_reply),
+        ),
+    ];
+    for (tag, title, yl, diagonal, f) in specs {
+        let ls = lines(s, idle, f.as_ref());
+        if ls.iter().all(|l| l.points.is_empty()) {
+            continue;
+        }
+        let chart = Chart {
+            title: title.clone(),
+            x_label: xl.clone(),
+            y_label: yl.into(),
+            lines: ls,
+            diagonal,
+        };
+        v.push(Block::Figure {
+            file: format!("fig-{tag}-idle{idle}.svg"),
+            svg: svg::line_chart(&chart),
+            alt: title,
+        });
+    }
+    v
+}
+
+/// Rows: offered rate; columns: series; cells: `f` (mean over trials), † when flagged, ✗ when
+/// every trial failed.
+fn rate_table(
+    s: &Summary,
+    idle: usize,
+    f: &dyn Fn(&PointResult) -> Option<f64>,
+    digits: usize,
+) -> Block {
+    let mut rates: Vec<f64> = s
+        .points
+        .iter()
+        .filter(|p| p.idle == idle)
+        .map(|p| p.rate)
+        .collect();
+    rates.sort_by(|a, b| a.total_cmp(b));
+    rates.dedup();
+    let mut header = vec!["offered".to_string()];
+    header.extend(s.series.iter().map(|x| x.label.clone()));
+    let rows = rates
+        .iter()
+        .map(|&r| {
+            let mut row = vec![thousands(r)];
+            for series in &s.series {
+                let ps: Vec<&PointResult> = s
+                    .points
+                    .iter()
+                    .filter(|p| p.idle == idle && p.rate == r && p.series == series.label)
+                    .collect();
+                let vals: Vec<f64> = ps.iter().filter(|p| p.ok()).filter_map(|p| f(p)).collect();
+                let cell = if ps.is_empty() {
+                    String::new()
+                } else if vals.is_empty() {
+                    if ps.iter().all(|p| p.status != Status::Ok) {
+                        "✗".into()
+                    } else {
+                        "–".into()
+                    }
+                } else {
+                    let m = vals.iter().sum::<f64>() / vals.len() as f64;
+                    let mut c = if digits == 0 {
+                        thousands(m)
+                    } else {
+                        format!("{m:.digits$}")
+                    };
+                    if ps.iter().any(|p| !p.flags.is_empty()) {
+                        c.push('†');
+                    }
+                    c
+                };
+                row.push(cell);
+            }
+            row
+        })
+        .collect();
+    Block::Table(header, rows)
+}
+
+fn syscall_table(s: &Summary) -> Vec<Block> {
+    let shares = syscall_shares(s);
+    if shares.is_empty() {
+        return vec![];
+    }
+    let mut names: Vec<String> = PAPER_ROWS
+        .iter()
+        .filter(|n| shares.iter().any(|(_, r)| r.contains_key(**n)))
+        .map(|n| n.to_string())
+        .collect();
+    let mut rest: Vec<(String, f64)> = shares
+        .iter()
+        .flat_map(|(_, r)| r.iter().map(|(n, v)| (n.clone(), v.0)))
+        .filter(|(n, _)| !PAPER_ROWS.contains(&n.as_str()))
+        .collect();
+    rest.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (n, _) in rest {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let mut header = vec!["syscall".to_string()];
+    header.extend(shares.iter().map(|(p, _)| p.series.clone()));
+    let cell = |v: Option<&(f64, f64)>, which: usize| match v {
+        Some(&(share, _)) if which == 0 => format!("{:.2}", share * 100.0),
+        Some(&(_, per)) => format!("{per:.2}"),
+        None => "-".into(),
+    };
+    let mut share_rows: Vec<Vec<String>> = names
+        .iter()
+        .map(|n| {
+            let mut row = vec![n.clone()];
+            row.extend(shares.iter().map(|(_, r)| cell(r.get(n), 0)));
+            row
+        })
+        .collect();
+    let mut total = vec!["all syscalls".to_string()];
+    total.extend(
+        shares
+            .iter()
+            .map(|(_, r)| format!("{:.2}", r.values().map(|v| v.0).sum::<f64>() * 100.0)),
+    );
+    share_rows.push(total);
+    let mut rr = vec!["replies/s".to_string()];
+    rr.extend(
+        shares
+            .iter()
+            .map(|(p, _)| p.reply_rate().map(thousands).unwrap_or_default()),
+    );
+    share_rows.push(rr);
+    let per_rows: Vec<Vec<String>> = names
+        .iter()
+        .map(|n| {
+            let mut row = vec![n.clone()];
+            row.extend(shares.iter().map(|(_, r)| cell(r.get(n), 1)));
+            row
+        })
+        .collect();
+    let at: Vec<String> = shares
+        .iter()
+        .map(|(p, _)| format!("{} at {} req/s", p.series, thousands(p.rate)))
+        .collect();
+    let mut ev_rows = Vec::new();
+    for (label, f) in [
+        (
+            "events per wait",
+            Box::new(|c: &crate::results::ServerCounters| c.events_per_wait())
+                as Box<dyn Fn(&crate::results::ServerCounters) -> Option<f64>>,
+        ),
+        (
+            "waits per request",
+            Box::new(|c: &crate::results::ServerCounters| {
+                (c.requests > 0).then(|| c.waits as f64 / c.requests as f64)
+            }),
+        ),
+        (
+            "interest changes per request",
+            Box::new(|c: &crate::results::ServerCounters| {
+                (c.requests > 0).then(|| c.interest_changes as f64 / c.requests as f64)
+            }),
+        ),
+        (
+            "discarded events per request",
+            Box::new(|c: &crate::results::ServerCounters| {
+                (c.requests > 0).then(|| c.discarded as f64 / c.requests as f64)
+            }),
+        ),
+        (
+            "syscalls per request",
+            Box::new(|c: &crate::results::ServerCounters| {
+                (c.requests > 0).then(|| c.syscalls_total() as f64 / c.requests as f64)
+            }),
+        ),
+    ] {
+        let mut row = vec![label.to_string()];
+        row.extend(shares.iter().map(|(p, _)| {
+            p.server
+                .as_ref()
+                .and_then(&f)
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_default()
+        }));
+        ev_rows.push(row);
+    }
+    vec![
+        Block::H(2, "Where the server's time goes (as Table 1)".into()),
+        Block::P(format!(
+            "Percent of the server's CPU time spent inside each system call, timed by evlab's counted \
+             syscalls (`evlab serve --profile`) rather than gprof, at the highest offered rate of each \
+             series with the fewest idle connections ({}). The paper profiled at 22,000 requests/s, past \
+             saturation; time a blocking wait spends asleep is counted too, so read waits at rates below \
+             saturation with care.",
+            at.join(", ")
+        )),
+        Block::Table(header.clone(), share_rows),
+        Block::P("Calls per request (the paper's count: 3,947,769 `epoll_ctl` calls for epoll-LT against 1,949,404 `epoll_ctl` + `epoll_ctlv` for epoll-ctlv):".into()),
+        Block::Table(header.clone(), per_rows),
+        Block::P("The event mechanism's own counters over the same run:".into()),
+        Block::Table(
+            {
+                let mut h = header;
+                h[0] = "counter".into();
+                h
+            },
+            ev_rows,
+        ),
+    ]
+}
+
+fn document(s: &Summary) -> Vec<Block> {
+    let e = &s.experiment;
+    let mut d = Vec::new();
+    d.push(Block::H(1, format!("evlab run: {}", e.name)));
+    if !e.description.trim().is_empty() {
+        d.push(Block::P(e.description.trim().to_string()));
+    }
+    let ok = s.points.iter().filter(|p| p.ok()).count();
+    let flagged = s
+        .points
+        .iter()
+        .filter(|p| p.ok() && !p.flags.is_empty())
+        .count();
+    d.push(Block::P(format!(
+        "{} workload{}; {} s per point{}; {}; {} trial(s); server on CPU {}, clients on CPU(s) {}; \
+         {} points ({} measured, {} flagged, {} failed) in {:.0} s, {} → {}{}.",
+        e.workload.label(),
+        if e.calls_per_conn > 1 {
+            format!(", {} requests per connection", e.calls_per_conn)
+        } else {
+            String::new()
+        },
+        s.duration_s(),
+        if e.warmup_s > 0.0 {
+            format!(" after {} s of warm-up", e.warmup_s)
+        } else {
+            String::new()
+        },
+        e.idle
+            .iter()
+            .map(|&i| idle_words(i))
+            .collect::<Vec<_>>()
+            .join(" and "),
+        e.trials,
+        e.server_cpu,
+        e.client_cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        s.points.len(),
+        ok,
+        flagged,
+        s.points.len() - ok,
+        s.wall_s,
+        s.started,
+        s.finished.as_deref().unwrap_or("(unfinished)"),
+        if s.interrupted {
+            " — **interrupted**: these are the points measured before Ctrl-C"
+        } else {
+            ""
+        }
+    )));
+    let fs = findings::findings(s);
+    if !fs.is_empty() {
+        d.push(Block::H(2, "What this run shows".into()));
+        d.push(Block::List(
+            fs.iter()
+                .map(|f| format!("**{}** ({}): {}.", f.verdict.word(), f.source, f.claim))
+                .collect(),
+        ));
+    }
+    for &idle in &s.idle_counts() {
+        d.push(Block::H(2, format!("Reply rate, {}", idle_words(idle))));
+        d.extend(figures(s, idle));
+        d.push(Block::P(
+            "Replies/s (mean over trials). † marks a flagged point (see below), ✗ a failed one."
+                .into(),
+        ));
+        d.push(rate_table(s, idle, &|p| p.reply_rate(), 0));
+        d.push(Block::P(
+            "Server CPU time per reply (µs), all its processes, from /proc:".into(),
+        ));
+        d.push(rate_table(s, idle, &|p| p.server_cpu_us_per_reply, 2));
+    }
+    d.extend(syscall_table(s));
+
+    let flagged: Vec<String> = s
+        .points
+        .iter()
+        .filter(|p| p.ok() && !p.flags.is_empty())
+        .map(|p| {
+            format!(
+                "point {}: {} idle={} rate={}: {}",
+                p.index,
+                p.series,
+                p.idle,
+                thousands(p.rate),
+                p.flags.join("; ")
+            )
+        })
+        .collect();
+    d.push(Block::H(2, "Validity".into()));
+    d.push(Block::P(format!(
+        "A point is flagged when the client, not the server, may have been the limit — more than \
+         {:.1}% of connections started late, or the load generator used ≥ {:.0}% of its CPU(s) — or \
+         when the client ran out of resources (addrunavail, fd-unavail, ftab-full errors); httperf's \
+         manual calls such runs invalid. {}",
+        e.late_start_limit * 100.0,
+        e.client_cpu_limit * 100.0,
+        if flagged.is_empty() {
+            "No point was flagged."
+        } else {
+            "Flagged points:"
+        }
+    )));
+    if !flagged.is_empty() {
+        d.push(Block::List(flagged));
+    }
+    let failed: Vec<String> = s
+        .points
+        .iter()
+        .filter(|p| !p.ok())
+        .map(|p| {
+            format!(
+                "point {}: {} idle={} rate={}: {}",
+                p.index,
+                p.series,
+                p.idle,
+                thousands(p.rate),
+                p.reason.as_deref().unwrap_or("?")
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        d.push(Block::P("Failed points:".into()));
+        d.push(Block::List(failed));
+    }
+    if !s.skipped.is_empty() {
+        d.push(Block::P("Skipped:".into()));
+        d.push(Block::List(
+            s.skipped
+                .iter()
+                .map(|x| format!("{}: {}", x.series, x.reason))
+                .collect(),
+        ));
+    }
+
+    d.push(Block::H(2, "The paper's findings on this machine".into()));
+    if fs.is_empty() {
+        d.push(Block::P(
+            "This experiment does not measure any of the paper's comparisons (it needs the paper's \
+             mechanisms, and idle counts 0 and > 0, to compare)."
+                .into(),
+        ));
+    } else {
+        let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+        d.push(Block::P(format!(
+            "Of {} findings checked, {} reproduced, {} partly, {} not reproduced, {} inconclusive. The paper measured a \
+             2.4 GHz Xeon running Linux 2.6.5 uni-processor with eight client machines over gigabit \
+             Ethernet; this run had {} on one machine over loopback ({}).",
+            fs.len(),
+            n(Verdict::Reproduced),
+            n(Verdict::Partly),
+            n(Verdict::NotReproduced),
+            n(Verdict::Inconclusive),
+            s.machine.cpu_model,
+            s.machine.kernel.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+        )));
+        d.push(Block::Table(
+            vec![
+                "paper".into(),
+                "finding".into(),
+                "here".into(),
+                "numbers".into(),
+            ],
+            fs.iter()
+                .map(|f| {
+                    vec![
+                        f.source.clone(),
+                        f.claim.clone(),
+                        f.verdict.word().into(),
+                        f.evidence.clone(),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+
+    let m = &s.machine;
+    d.push(Block::H(2, "Machine and tools".into()));
+    let mut tools: Vec<String> = m.tools.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    tools.sort();
+    d.push(Block::List(vec![
+        format!("kernel: {}", m.kernel),
+        format!("CPU: {} × {}", m.cpus, m.cpu_model),
+        format!("memory: {} MiB", m.memory_mib),
+        format!(
+            "open files: soft {}, hard {}, fs.nr_open {}",
+            m.fd_limit_soft, m.fd_limit_hard, m.fs_nr_open
+        ),
+        format!(
+            "net: ip_local_port_range {}, tcp_tw_reuse {}, somaxconn {}",
+            m.ip_local_port_range, m.tcp_tw_reuse, m.somaxconn
+        ),
+        format!("evlab {}", m.evlab_version),
+        format!("host: {}", m.hostname),
+    ]));
+    d.push(Block::List(tools));
+
+    d.push(Block::H(2, "How to reproduce".into()));
+    d.push(Block::P(format!(
+        "The whole run: `{}` (spec `{}`, below). Every point's commands follow, in start order; \
+         `PORT` is the port the server printed.",
+        s.command, s.spec_path
+    )));
+    d.push(Block::Code(
+        s.spec_text.lines().map(|l| l.to_string()).collect(),
+    ));
+    let mut cmds = Vec::new();
+    for p in &s.points {
+        cmds.push(format!(
+            "# point {}: {} idle={} rate={} trial {}",
+            p.index, p.series, p.idle, p.rate, p.trial
+        ));
+        cmds.extend(p.commands.iter().cloned());
+    }
+    d.push(Block::Code(cmds));
+    d.push(Block::P(
+        "Raw data: `points.csv` (one row per point), `samples.csv` (one row per sample interval), \
+         `summary.json` (everything), `load/point-NNN.json` (the generator's own reports). \
+         Re-render with `evlab report DIR`. Method: docs/methodology.md."
+            .into(),
+    ));
+    d
+}
+
+/// Numbers are right-aligned, words left-aligned (the first column is always labels).
+fn numeric_column(rows: &[Vec<String>], i: usize) -> bool {
+    i > 0
+        && rows.iter().all(|r| {
+            r.get(i).is_none_or(|c| {
+                c.is_empty() || c.starts_with(|ch: char| ch.is_ascii_digit() || "-–✗+".contains(ch))
+            })
+        })
+}
+
+fn md_inline(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+pub fn render_md(s: &Summary) -> String {
+    let mut o = String::new();
+    for b in document(s) {
+        match b {
+            Block::H(l, t) => {
+                let _ = writeln!(o, "{} {t}\n", "#".repeat(l as usize));
+            }
+            Block::P(t) => {
+                let _ = writeln!(o, "{t}\n");
+            }
+            Block::List(items) => {
+                for i in items {
+                    let _ = writeln!(o, "- {i}");
+                }
+                o.push('\n');
+            }
+            Block::Table(h, rows) => {
+                let _ = writeln!(
+                    o,
+                    "| {} |",
+                    h.iter()
+                        .map(|c| md_inline(c))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+                let _ = writeln!(
+                    o,
+                    "|{}",
+                    (0..h.len())
+                        .map(|i| if numeric_column(&rows, i) {
+                            "---:|"
+                        } else {
+                            "---|"
+                        })
+                        .collect::<String>()
+                );
+                for r in rows {
+                    let _ = writeln!(
+                        o,
+                        "| {} |",
+                        r.iter()
+                            .map(|c| md_inline(c))
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    );
+                }
+                o.push('\n');
+            }
+            Block::Figure { file, alt, .. } => {
+                let _ = writeln!(o, "![{alt}]({file})\n");
+            }
+            Block::Code(lines) => {
+                let _ = writeln!(o, "```\n{}\n```\n", lines.join("\n"));
+            }
+        }
+    }
+    o
+}
+
+/// Escapes, then turns `code` and **bold** into HTML.
+fn html_inline(s: &str) -> String {
+    let e = esc(s);
+    let mut out = String::new();
+    for (i, part) in e.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{part}</code>");
+        } else {
+            for (j, q) in part.split("**").enumerate() {
+                if j % 2 == 1 {
+                    let _ = write!(out, "<strong>{q}</strong>");
+                } else {
+                    out.push_str(q);
+                }
+            }
+        }
+    }
+    out
+}
+
+const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
+pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 0;display:inline-block}\
+h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}.verdict-reproduced{color:#176b1d}\
+.verdict-not{color:#a11}";
+
+pub fn render_html(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>evlab run: {}</title>\
+         <style>{CSS}</style></head><body>\n",
+        esc(&s.experiment.name)
+    );
+    for b in document(s) {
+        match b {
+            Block::H(l, t) => {
+                let _ = writeln!(o, "<h{l}>{}</h{l}>", html_inline(&t));
+            }
+            Block::P(t) => {
+                let _ = writeln!(o, "<p>{}</p>", html_inline(&t));
+            }
+            Block::List(items) => {
+                o.push_str("<ul>\n");
+                for i in items {
+                    let class = if i.starts_with("**reproduced**") {
+                        " class=\"verdict-reproduced\""
+                    } else if i.starts_with("**not reproduced**") {
+                        " class=\"verdict-not\""
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(o, "<li{class}>{}</li>", html_inline(&i));
+                }
+                o.push_str("</ul>\n");
+            }
+            Block::Table(h, rows) => {
+                o.push_str("<table><thead><tr>");
+                for c in h {
+                    let _ = write!(o, "<th>{}</th>", html_inline(&c));
+                }
+                o.push_str("</tr></thead><tbody>\n");
+                let align: Vec<bool> = (0..rows.first().map_or(0, |r| r.len()))
+                    .map(|i| numeric_column(&rows, i))
+                    .collect();
+                for r in rows {
+                    o.push_str("<tr>");
+                    for (i, c) in r.iter().enumerate() {
+                        let style = if align.get(i) == Some(&false) && i > 0 {
+                            " style=\"text-align:left\""
+                        } else {
+                            ""
+                        };
+                        let _ = write!(o, "<td{style}>{}</td>", html_inline(c));
+                    }
+                    o.push_str("</tr>\n");
+                }
+                o.push_str("</tbody></table>\n");
+            }
+            Block::Figure { file, svg, .. } => {
+                let _ = writeln!(o, "<figure id=\"{}\">{svg}</figure>", esc(&file));
+            }
+            Block::Code(lines) => {
+                let _ = writeln!(o, "<pre>{}</pre>", esc(&lines.join("\n")));
+            }
+        }
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// Writes report.md, report.html and every figure as `fig-*.svg`.
+pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
+    for b in document(s) {
+        if let Block::Figure { file, svg, .. } = b {
+            write_atomic(&dir.join(file), &svg)?;
+        }
+    }
+    write_atomic(&dir.join("report.md"), &render_md(s))?;
+    write_atomic(&dir.join("report.html"), &render_html(s))
+}

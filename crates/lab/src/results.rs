@@ -1,0 +1,315 @@
+//! What a run measured, and the files that hold it: `summary.json` (everything, the source of
+//! `evlab report`), `points.csv` (one row per point) and `samples.csv` (one row per sample).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::loadjson::{LoadSummary, Sample};
+use crate::machine::Machine;
+use crate::spec::{Series, ServerKind, Spec};
+use crate::LabError;
+
+pub const FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Failed,
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SyscallRow {
+    pub calls: u64,
+    pub errors: u64,
+    /// Time inside the call (only with `--profile`).
+    pub ns: Option<u64>,
+}
+
+/// The server's own counters over the measured run (evlab only; from `/.evlab/stats` deltas).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerCounters {
+    pub requests: u64,
+    pub accepted: u64,
+    pub waits: u64,
+    pub events: u64,
+    pub discarded: u64,
+    pub interest_changes: u64,
+    pub max_active: u64,
+    pub syscalls: BTreeMap<String, SyscallRow>,
+}
+
+impl ServerCounters {
+    pub fn syscalls_total(&self) -> u64 {
+        self.syscalls.values().map(|r| r.calls).sum()
+    }
+    pub fn events_per_wait(&self) -> Option<f64> {
+        (self.waits > 0).then(|| self.events as f64 / self.waits as f64)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PointResult {
+    pub index: usize,
+    pub series: String,
+    pub kind: ServerKind,
+    pub mechanism: String,
+    pub idle: usize,
+    /// The rate asked of the load generator (`--rate`).
+    pub rate: f64,
+    pub trial: u32,
+    pub duration_s: f64,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub wall_s: f64,
+    pub load: Option<LoadSummary>,
+    /// Server CPU (all its processes) over the measured run, seconds.
+    pub server_cpu_s: Option<f64>,
+    pub server_cpu_us_per_reply: Option<f64>,
+    /// Share of the server's CPU used during the measured run (1.0 = its CPU was saturated).
+    pub server_cpu_util: Option<f64>,
+    /// Share of the client CPUs the load generator used.
+    pub client_cpu_util: Option<f64>,
+    pub server: Option<ServerCounters>,
+    /// Validity flags (httperf's manual: such runs do not measure the server).
+    pub flags: Vec<String>,
+    /// The exact commands, in start order, to reproduce this point by hand.
+    pub commands: Vec<String>,
+    #[serde(skip)]
+    pub samples: Vec<Sample>,
+}
+
+impl PointResult {
+    pub fn ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+    pub fn reply_rate(&self) -> Option<f64> {
+        self.load.as_ref()?.reply_rate_avg
+    }
+    pub fn p99_ms(&self) -> Option<f64> {
+        self.load.as_ref()?.latency_ms.p99
+    }
+    pub fn errors(&self) -> Option<u64> {
+        self.load.as_ref().map(|l| l.errors.sum())
+    }
+    pub fn valid(&self) -> bool {
+        self.ok() && self.flags.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SkippedSeries {
+    pub series: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub format: u32,
+    pub experiment: Spec,
+    pub spec_path: String,
+    pub spec_text: String,
+    /// The `evlab run` command line that made these results.
+    pub command: String,
+    /// `--duration` given on the command line (overrides `duration_s`).
+    pub duration_override: Option<f64>,
+    pub started: String,
+    pub finished: Option<String>,
+    pub wall_s: f64,
+    pub interrupted: bool,
+    pub machine: Machine,
+    pub series: Vec<Series>,
+    pub skipped: Vec<SkippedSeries>,
+    pub points: Vec<PointResult>,
+}
+
+impl Summary {
+    pub fn duration_s(&self) -> f64 {
+        self.duration_override.unwrap_or(self.experiment.duration_s)
+    }
+
+    pub fn idle_counts(&self) -> Vec<usize> {
+        let mut v = self.experiment.idle.clone();
+        v.dedup();
+        v
+    }
+
+    pub fn write_json(&self, dir: &Path) -> Result<(), LabError> {
+        let s = serde_json::to_string_pretty(self).map_err(|e| LabError::Io(e.to_string()))?;
+        write_atomic(&dir.join("summary.json"), &s)
+    }
+
+    pub fn read_json(dir: &Path) -> Result<Summary, LabError> {
+        let p = dir.join("summary.json");
+        let s = std::fs::read_to_string(&p)
+            .map_err(|e| LabError::Io(format!("cannot read {}: {e}", p.display())))?;
+        serde_json::from_str(&s)
+            .map_err(|e| LabError::Io(format!("{}: not an evlab summary: {e}", p.display())))
+    }
+}
+
+/// Writes by rename, so a reader (or a Ctrl-C) never sees half a file.
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), LabError> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| LabError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn optf(v: Option<f64>, digits: usize) -> String {
+    v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
+}
+
+fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub const POINTS_HEADER: &str = "point,series,kind,mechanism,idle,rate,trial,duration_s,status,\
+offered_rate,reply_rate_avg,reply_rate_min,reply_rate_max,reply_rate_stddev,replies,connections,\
+errors,client_timo,connrefused,connreset,fd_unavail,addrunavail,ftab_full,other_errors,\
+p50_ms,p90_ms,p99_ms,p999_ms,max_ms,late_starts,client_cpu_util,server_cpu_util,server_cpu_s,\
+server_cpu_us_per_reply,server_syscalls_per_request,server_events_per_wait,flags,reason";
+
+pub fn points_csv(points: &[PointResult]) -> String {
+    let mut s = String::from(POINTS_HEADER);
+    s.push('\n');
+    for p in points {
+        let l = p.load.clone().unwrap_or_default();
+        let e = &l.errors;
+        let spr = p
+            .server
+            .as_ref()
+            .and_then(|c| (c.requests > 0).then(|| c.syscalls_total() as f64 / c.requests as f64));
+        let cells = [
+            p.index.to_string(),
+            csv_cell(&p.series),
+            format!("{:?}", p.kind).to_lowercase(),
+            csv_cell(&p.mechanism),
+            p.idle.to_string(),
+            p.rate.to_string(),
+            p.trial.to_string(),
+            p.duration_s.to_string(),
+            format!("{:?}", p.status).to_lowercase(),
+            optf(l.offered_rate, 1),
+            optf(l.reply_rate_avg, 1),
+            optf(l.reply_rate_min, 1),
+            optf(l.reply_rate_max, 1),
+            optf(l.reply_rate_stddev, 1),
+            opt(l.replies),
+            opt(l.connections),
+            if p.load.is_some() {
+                e.sum().to_string()
+            } else {
+                String::new()
+            },
+            opt(e.client_timo),
+            opt(e.connrefused),
+            opt(e.connreset),
+            opt(e.fd_unavail),
+            opt(e.addrunavail),
+            opt(e.ftab_full),
+            opt(e.other),
+            optf(l.latency_ms.p50, 3),
+            optf(l.latency_ms.p90, 3),
+            optf(l.latency_ms.p99, 3),
+            optf(l.latency_ms.p999, 3),
+            optf(l.latency_ms.max, 3),
+            opt(l.late_starts),
+            optf(p.client_cpu_util, 3),
+            optf(p.server_cpu_util, 3),
+            optf(p.server_cpu_s, 4),
+            optf(p.server_cpu_us_per_reply, 2),
+            optf(spr, 2),
+            optf(p.server.as_ref().and_then(|c| c.events_per_wait()), 3),
+            csv_cell(&p.flags.join("; ")),
+            csv_cell(p.reason.as_deref().unwrap_or("")),
+        ];
+        s.push_str(&cells.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+pub const SAMPLES_HEADER: &str =
+    "point,series,idle,rate,trial,t_s,reply_rate,conn_rate,errors,p99_ms";
+
+pub fn samples_csv_rows(p: &PointResult) -> String {
+    let mut s = String::new();
+    for x in &p.samples {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{}",
+            p.index,
+            csv_cell(&p.series),
+            p.idle,
+            p.rate,
+            p.trial,
+            x.t_s,
+            opt(x.reply_rate),
+            opt(x.conn_rate),
+            opt(x.errors),
+            opt(x.p99_ms)
+        );
+    }
+    s
+}
+
+/// ISO-8601 UTC time of `secs` since the epoch (no date crate for one function).
+pub fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_700_000_000), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn csv_quotes_cells() {
+        assert_eq!(csv_cell("a,b"), "\"a,b\"");
+        assert_eq!(csv_cell("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(csv_cell("x\"y,"), "\"x\"\"y,\"");
+    }
+}

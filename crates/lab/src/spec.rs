@@ -1,0 +1,634 @@
+//! Experiment specs: one TOML file per figure or table (`experiments/*.toml`).
+//!
+//! Parsing is strict (`deny_unknown_fields`) because a misspelt key silently falling back to a
+//! default would produce a plausible but wrong figure. Every error names the key and the line.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::LabError;
+
+/// Readiness mechanisms the μserver offers (the `quick` default sweeps all supported ones).
+pub const EVLAB_MECHANISMS: &[&str] = &[
+    "select",
+    "poll",
+    "epoll-lt",
+    "epoll-et",
+    "epoll2",
+    "epoll-ctlv",
+    "uring-poll",
+    "uring",
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Mechanisms (evlab) and peers (`nginx`, `lighttpd:<handler>`, `lighttpd:*`), or `"all"`
+    /// for every evlab mechanism this kernel supports.
+    #[serde(default)]
+    pub mechanisms: Vec<String>,
+    /// Extra lines with their own flags (the accept-limit study), drawn after `mechanisms`.
+    #[serde(default)]
+    pub series: Vec<SeriesSpec>,
+    /// Flags given to every `evlab serve` (not to peers).
+    #[serde(default = "default_server_flags")]
+    pub server_flags: Vec<String>,
+    /// Flags added to every `evlab load`.
+    #[serde(default)]
+    pub load_flags: Vec<String>,
+    #[serde(default)]
+    pub workload: Workload,
+    /// Offered request rates (connections/s × calls per connection is not used: this is the
+    /// connection rate httperf calls `--rate`, which for one call per connection is requests/s).
+    #[serde(default)]
+    pub rates: Vec<f64>,
+    pub rate_search: Option<RateSearch>,
+    #[serde(default = "one")]
+    pub calls_per_conn: u32,
+    /// Idle connection counts; one set of lines (one figure) per count.
+    #[serde(default = "zero_idle")]
+    pub idle: Vec<usize>,
+    #[serde(default = "default_duration")]
+    pub duration_s: f64,
+    #[serde(default)]
+    pub warmup_s: f64,
+    #[serde(default = "one")]
+    pub trials: u32,
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    #[serde(default)]
+    pub server_cpu: usize,
+    #[serde(default = "default_client_cpus")]
+    pub client_cpus: Vec<usize>,
+    /// Run evlab servers with `--profile` (time every syscall) for the Table 1 syscall table.
+    #[serde(default)]
+    pub profile: bool,
+    /// SPECweb99 file set size (directories of 36 files, ~4.9 MiB each).
+    #[serde(default = "default_fileset_dirs")]
+    pub fileset_dirs: usize,
+    /// Late starts above this share of connections make a point "client-saturated".
+    #[serde(default = "default_late_start_limit")]
+    pub late_start_limit: f64,
+    /// Client CPU share (of the client CPUs) at or above which a point is "client-saturated".
+    #[serde(default = "default_client_cpu_limit")]
+    pub client_cpu_limit: f64,
+    /// Seconds between consecutive points (the paper waited 120 s for TIME_WAIT; evlab's load
+    /// generator uses fresh source addresses instead, so the default is 0).
+    #[serde(default)]
+    pub pause_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesSpec {
+    /// Legend label, e.g. "epoll-lt accept-limit=10".
+    pub label: String,
+    pub mechanism: String,
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RateSearch {
+    pub start: f64,
+    pub step: f64,
+    pub max: f64,
+    /// A series stops after `past` points whose reply rate fell below `below` × offered.
+    #[serde(default = "default_below")]
+    pub below: f64,
+    #[serde(default = "default_past")]
+    pub past: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(try_from = "WorkloadRepr", into = "WorkloadRepr")]
+pub enum Workload {
+    /// The paper's one-byte workload: every request fetches `/one`.
+    #[default]
+    OneByte,
+    /// SPECweb99-like, over a file set made by `evlab fileset`.
+    Specweb,
+    /// Requests drawn from a file of URIs (one a line).
+    UriList(PathBuf),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum WorkloadRepr {
+    Name(String),
+    Table {
+        #[serde(rename = "uri_list")]
+        uri_list: PathBuf,
+    },
+}
+
+impl TryFrom<WorkloadRepr> for Workload {
+    type Error = String;
+    fn try_from(r: WorkloadRepr) -> Result<Self, String> {
+        match r {
+            WorkloadRepr::Name(n) => match n.as_str() {
+                "one-byte" => Ok(Workload::OneByte),
+                "specweb" => Ok(Workload::Specweb),
+                other => Err(format!(
+                    "unknown workload `{other}`: expected \"one-byte\", \"specweb\" or {{ uri_list = \"FILE\" }}"
+                )),
+            },
+            WorkloadRepr::Table { uri_list } => Ok(Workload::UriList(uri_list)),
+        }
+    }
+}
+
+impl From<Workload> for WorkloadRepr {
+    fn from(w: Workload) -> Self {
+        match w {
+            Workload::OneByte => WorkloadRepr::Name("one-byte".into()),
+            Workload::Specweb => WorkloadRepr::Name("specweb".into()),
+            Workload::UriList(p) => WorkloadRepr::Table { uri_list: p },
+        }
+    }
+}
+
+impl Workload {
+    pub fn label(&self) -> String {
+        match self {
+            Workload::OneByte => "one-byte".into(),
+            Workload::Specweb => "SPECweb99-like".into(),
+            Workload::UriList(p) => format!("URI list {}", p.display()),
+        }
+    }
+}
+
+fn default_server_flags() -> Vec<String> {
+    // The paper's configuration (§4.2) and no header timeout: idle connections are the point.
+    vec![
+        "--sendfile".into(),
+        "--cork".into(),
+        "--header-timeout".into(),
+        "0".into(),
+    ]
+}
+fn one() -> u32 {
+    1
+}
+fn zero_idle() -> Vec<usize> {
+    vec![0]
+}
+fn default_duration() -> f64 {
+    120.0
+}
+fn default_timeout() -> f64 {
+    5.0
+}
+fn default_client_cpus() -> Vec<usize> {
+    vec![1]
+}
+fn default_fileset_dirs() -> usize {
+    10
+}
+fn default_late_start_limit() -> f64 {
+    0.01
+}
+fn default_client_cpu_limit() -> f64 {
+    0.95
+}
+fn default_below() -> f64 {
+    0.9
+}
+fn default_past() -> u32 {
+    2
+}
+
+/// One line of a figure: what to start and what to call it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Series {
+    pub label: String,
+    pub kind: ServerKind,
+    /// evlab mechanism name, or the peer's event handler.
+    pub mechanism: String,
+    pub flags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    Evlab,
+    Nginx,
+    Lighttpd,
+}
+
+impl Spec {
+    pub fn parse(src: &str, origin: &str) -> Result<Spec, LabError> {
+        let spec: Spec = toml::from_str(src).map_err(|e| {
+            let (line, key) = match e.span() {
+                Some(span) => locate(src, span.start),
+                None => (0, None),
+            };
+            LabError::Spec {
+                origin: origin.to_string(),
+                line,
+                key: key.unwrap_or_else(|| "?".into()),
+                msg: e.message().to_string(),
+            }
+        })?;
+        spec.validate(src, origin)?;
+        Ok(spec)
+    }
+
+    pub fn load(path: &Path) -> Result<Spec, LabError> {
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| LabError::Io(format!("cannot read {}: {e}", path.display())))?;
+        Spec::parse(&src, &path.display().to_string())
+    }
+
+    fn validate(&self, src: &str, origin: &str) -> Result<(), LabError> {
+        let bad = |key: &str, msg: String| LabError::Spec {
+            origin: origin.to_string(),
+            line: line_of_key(src, key),
+            key: key.to_string(),
+            msg,
+        };
+        if self.name.trim().is_empty() || self.name.contains(['/', '\\']) {
+            return Err(bad("name", "must be a non-empty name without `/`".into()));
+        }
+        if self.mechanisms.is_empty() && self.series.is_empty() {
+            return Err(bad(
+                "mechanisms",
+                "no mechanisms and no [[series]]: nothing to run".into(),
+            ));
+        }
+        for m in &self.mechanisms {
+            parse_mechanism_entry(m).map_err(|msg| bad("mechanisms", msg))?;
+        }
+        for s in &self.series {
+            parse_mechanism_entry(&s.mechanism).map_err(|msg| bad("mechanism", msg))?;
+        }
+        match (&self.rate_search, self.rates.is_empty()) {
+            (None, true) => return Err(bad("rates", "give `rates` or `rate_search`".into())),
+            (Some(_), false) => {
+                return Err(bad(
+                    "rates",
+                    "give `rates` or `rate_search`, not both".into(),
+                ))
+            }
+            _ => {}
+        }
+        if let Some(r) = self.rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+            return Err(bad("rates", format!("{r}: rates must be positive")));
+        }
+        if let Some(rs) = &self.rate_search {
+            if !(rs.start > 0.0 && rs.step > 0.0 && rs.max >= rs.start) {
+                return Err(bad(
+                    "rate_search",
+                    "need 0 < start <= max and step > 0".into(),
+                ));
+            }
+            if !(rs.below > 0.0 && rs.below <= 1.0) {
+                return Err(bad("below", "must be in (0, 1]".into()));
+            }
+        }
+        for (key, v) in [
+            ("duration_s", self.duration_s),
+            ("timeout_s", self.timeout_s),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(bad(
+                    key,
+                    format!("{v}: must be a positive number of seconds"),
+                ));
+            }
+        }
+        for (key, v) in [("warmup_s", self.warmup_s), ("pause_s", self.pause_s)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(key, format!("{v}: must be zero or more seconds")));
+            }
+        }
+        if self.calls_per_conn == 0 {
+            return Err(bad("calls_per_conn", "must be at least 1".into()));
+        }
+        if self.trials == 0 {
+            return Err(bad("trials", "must be at least 1".into()));
+        }
+        if self.idle.is_empty() {
+            return Err(bad("idle", "give at least one count (0: none)".into()));
+        }
+        if self.client_cpus.is_empty() {
+            return Err(bad("client_cpus", "give at least one CPU".into()));
+        }
+        if !(self.client_cpu_limit > 0.0 && self.client_cpu_limit <= 1.0) {
+            return Err(bad("client_cpu_limit", "must be in (0, 1]".into()));
+        }
+        if !(self.late_start_limit >= 0.0 && self.late_start_limit <= 1.0) {
+            return Err(bad("late_start_limit", "must be in [0, 1]".into()));
+        }
+        if self.workload == Workload::Specweb && self.fileset_dirs == 0 {
+            return Err(bad("fileset_dirs", "must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// The lines to draw, in legend order. `supported` answers whether an evlab mechanism runs
+    /// on this kernel (used only to expand `"all"`); `lighttpd_handlers` expands `lighttpd:*`.
+    pub fn series_list(
+        &self,
+        supported: &dyn Fn(&str) -> bool,
+        lighttpd_handlers: &[String],
+    ) -> Vec<Series> {
+        let mut out = Vec::new();
+        let evlab = |m: &str| Series {
+            label: m.to_string(),
+            kind: ServerKind::Evlab,
+            mechanism: m.to_string(),
+            flags: vec![],
+        };
+        for m in &self.mechanisms {
+            match parse_mechanism_entry(m) {
+                Ok(Entry::All) => out.extend(
+                    EVLAB_MECHANISMS
+                        .iter()
+                        .filter(|m| supported(m))
+                        .map(|m| evlab(m)),
+                ),
+                Ok(Entry::Evlab(m)) => out.push(evlab(&m)),
+                Ok(Entry::Nginx) => out.push(Series {
+                    label: "nginx".into(),
+                    kind: ServerKind::Nginx,
+                    mechanism: "epoll".into(),
+                    flags: vec![],
+                }),
+                Ok(Entry::Lighttpd(None)) => {
+                    for h in lighttpd_handlers {
+                        out.push(lighttpd_series(h));
+                    }
+                }
+                Ok(Entry::Lighttpd(Some(h))) => out.push(lighttpd_series(&h)),
+                Err(_) => {}
+            }
+        }
+        for s in &self.series {
+            let kind = match parse_mechanism_entry(&s.mechanism) {
+                Ok(Entry::Nginx) => ServerKind::Nginx,
+                Ok(Entry::Lighttpd(_)) => ServerKind::Lighttpd,
+                _ => ServerKind::Evlab,
+            };
+            let mechanism = match parse_mechanism_entry(&s.mechanism) {
+                Ok(Entry::Lighttpd(Some(h))) => h,
+                Ok(Entry::Nginx) => "epoll".into(),
+                _ => s.mechanism.clone(),
+            };
+            out.push(Series {
+                label: s.label.clone(),
+                kind,
+                mechanism,
+                flags: s.flags.clone(),
+            });
+        }
+        out
+    }
+}
+
+fn lighttpd_series(h: &str) -> Series {
+    Series {
+        label: format!("lighttpd:{h}"),
+        kind: ServerKind::Lighttpd,
+        mechanism: h.to_string(),
+        flags: vec![],
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Entry {
+    All,
+    Evlab(String),
+    Nginx,
+    /// `None`: every handler this lighttpd offers.
+    Lighttpd(Option<String>),
+}
+
+pub fn parse_mechanism_entry(m: &str) -> Result<Entry, String> {
+    if m == "all" {
+        return Ok(Entry::All);
+    }
+    if EVLAB_MECHANISMS.contains(&m) {
+        return Ok(Entry::Evlab(m.to_string()));
+    }
+    if m == "nginx" {
+        return Ok(Entry::Nginx);
+    }
+    if m == "lighttpd" || m == "lighttpd:*" {
+        return Ok(Entry::Lighttpd(None));
+    }
+    if let Some(h) = m.strip_prefix("lighttpd:") {
+        if [
+            "select",
+            "poll",
+            "linux-sysepoll",
+            "freebsd-kqueue",
+            "solaris-devpoll",
+        ]
+        .contains(&h)
+        {
+            return Ok(Entry::Lighttpd(Some(h.to_string())));
+        }
+        return Err(format!(
+            "unknown lighttpd event handler `{h}` (select, poll, linux-sysepoll)"
+        ));
+    }
+    Err(format!(
+        "unknown mechanism `{m}`: expected one of {}, \"all\", \"nginx\", \"lighttpd\", \"lighttpd:HANDLER\"",
+        EVLAB_MECHANISMS.join(", ")
+    ))
+}
+
+/// 1-based line of byte offset `at`, and the key assigned on that line (or the table header).
+fn locate(src: &str, at: usize) -> (usize, Option<String>) {
+    let at = at.min(src.len());
+    let line = src[..at].matches('\n').count() + 1;
+    let text = src.lines().nth(line - 1).unwrap_or("");
+    (line, key_on_line(text).or_else(|| key_before(src, at)))
+}
+
+fn key_on_line(text: &str) -> Option<String> {
+    let t = text.trim();
+    if t.starts_with('[') {
+        return Some(t.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    }
+    let (k, _) = t.split_once('=')?;
+    let k = k.trim().trim_matches('"');
+    (!k.is_empty() && !k.contains(['{', ' ', ','])).then(|| k.to_string())
+}
+
+/// For a value spanning lines (an array), the key of the nearest assignment above.
+fn key_before(src: &str, at: usize) -> Option<String> {
+    src[..at].lines().rev().find_map(key_on_line)
+}
+
+/// The first line that assigns `key` (0 when absent: the default was at fault).
+pub fn line_of_key(src: &str, key: &str) -> usize {
+    src.lines()
+        .position(|l| {
+            let t = l.trim_start();
+            let t = t.strip_prefix('{').unwrap_or(t);
+            t.starts_with(key) && t[key.len()..].trim_start().starts_with('=')
+                || l.contains(&format!(" {key} ="))
+                || l.contains(&format!("{{{key} ="))
+        })
+        .map(|i| i + 1)
+        .unwrap_or(0)
+}
+
+/// Finds an experiment by name (`quick`) or path (`experiments/quick.toml`, `my.toml`).
+pub fn resolve(name_or_path: &str, experiments_dir: &Path) -> Result<PathBuf, LabError> {
+    let p = PathBuf::from(name_or_path);
+    if p.is_file() {
+        return Ok(p);
+    }
+    let named = experiments_dir.join(format!("{name_or_path}.toml"));
+    if named.is_file() {
+        return Ok(named);
+    }
+    let mut known: Vec<String> = std::fs::read_dir(experiments_dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().to_string();
+                    n.strip_suffix(".toml").map(|s| s.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    known.sort();
+    Err(LabError::Io(format!(
+        "no experiment `{name_or_path}`: not a file, and no {} (known: {})",
+        named.display(),
+        if known.is_empty() {
+            "none".into()
+        } else {
+            known.join(", ")
+        }
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+mechanisms = ["select", "epoll-et", "nginx", "lighttpd:poll"]
+rates = [1000, 2000]
+idle = [0, 100]
+duration_s = 1
+
+[[series]]
+label = "epoll-lt accept-limit=10"
+mechanism = "epoll-lt"
+flags = ["--accept-limit", "10"]
+"#;
+
+    fn err(src: &str) -> (usize, String, String) {
+        match Spec::parse(src, "t.toml") {
+            Err(LabError::Spec { line, key, msg, .. }) => (line, key, msg),
+            other => panic!("expected a spec error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn good_spec_parses_with_defaults() {
+        let s = Spec::parse(GOOD, "t.toml").unwrap();
+        assert_eq!(s.workload, Workload::OneByte);
+        assert_eq!(s.calls_per_conn, 1);
+        assert_eq!(s.client_cpus, vec![1]);
+        assert_eq!(s.timeout_s, 5.0);
+        let series = s.series_list(&|_| true, &[]);
+        let labels: Vec<_> = series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "select",
+                "epoll-et",
+                "nginx",
+                "lighttpd:poll",
+                "epoll-lt accept-limit=10"
+            ]
+        );
+        assert_eq!(series[3].kind, ServerKind::Lighttpd);
+    }
+
+    #[test]
+    fn all_expands_to_supported_mechanisms() {
+        let s = Spec::parse("name='a'\nmechanisms=['all']\nrates=[1]", "t").unwrap();
+        let series = s.series_list(&|m| !m.starts_with("uring"), &[]);
+        assert_eq!(series.len(), 6);
+    }
+
+    #[test]
+    fn workloads() {
+        let w = |v: &str| {
+            Spec::parse(
+                &format!("name='a'\nmechanisms=['poll']\nrates=[1]\nworkload = {v}"),
+                "t",
+            )
+        };
+        assert_eq!(w("\"specweb\"").unwrap().workload, Workload::Specweb);
+        assert_eq!(
+            w("{ uri_list = \"u.txt\" }").unwrap().workload,
+            Workload::UriList("u.txt".into())
+        );
+        assert!(w("\"two-byte\"").is_err());
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let (line, key, msg) = err("name = 'a'\nmechanisms = ['poll']\nrates = [1]\nrate = 5\n");
+        assert_eq!((line, key.as_str()), (4, "rate"));
+        assert!(msg.contains("unknown field"), "{msg}");
+    }
+
+    #[test]
+    fn bad_type_names_key_and_line() {
+        let (line, key, _) = err("name = 'a'\nmechanisms = ['poll']\nrates = 'fast'\n");
+        assert_eq!((line, key.as_str()), (3, "rates"));
+        let (line, key, _) = err("name = 'a'\nmechanisms = ['poll']\nrates = [1,\n  'x']\n");
+        assert_eq!((line, key.as_str()), (4, "rates"));
+        let (line, key, _) =
+            err("name = 'a'\nmechanisms = ['poll']\nrates=[1]\nduration_s = true\n");
+        assert_eq!((line, key.as_str()), (4, "duration_s"));
+    }
+
+    #[test]
+    fn bad_values_name_key_and_line() {
+        let (line, key, msg) = err("name = 'a'\n\nmechanisms = ['poll', 'kqueue']\nrates = [1]\n");
+        assert_eq!((line, key.as_str()), (3, "mechanisms"));
+        assert!(msg.contains("kqueue"), "{msg}");
+        let (line, key, _) = err("name = 'a'\nmechanisms = ['poll']\nrates = [1, -2]\n");
+        assert_eq!((line, key.as_str()), (3, "rates"));
+        let (line, key, _) =
+            err("name = 'a'\nmechanisms = ['poll']\nrates = [1]\nduration_s = 0\n");
+        assert_eq!((line, key.as_str()), (4, "duration_s"));
+        let (line, key, _) = err("name = 'a'\nmechanisms = ['poll']\n");
+        assert_eq!((line, key.as_str()), (0, "rates"));
+        let (line, key, _) =
+            err("name = 'a'\nmechanisms = ['poll']\nrates=[1]\nworkload = 'two-byte'\n");
+        assert_eq!((line, key.as_str()), (4, "workload"));
+        let (line, key, _) = err(
+            "name = 'a'\nmechanisms = ['poll']\nrates=[1]\n[[series]]\nlabel='x'\nmechanism='nope'\n",
+        );
+        assert_eq!((line, key.as_str()), (6, "mechanism"));
+        let (line, key, _) = err(
+            "name = 'a'\nmechanisms = ['poll']\nrates=[1]\n[[series]]\nlabel='x'\nmechanism='poll'\ncolour='red'\n",
+        );
+        assert_eq!((line, key.as_str()), (7, "colour"));
+    }
+
+    #[test]
+    fn error_display_names_file_key_and_line() {
+        let e = Spec::parse("name = 'a'\nbogus = 1\n", "x.toml").unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("x.toml:2") && s.contains("`bogus`"), "{s}");
+    }
+}

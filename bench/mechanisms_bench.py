@@ -59,7 +59,7 @@ def run_load(kind, port, args):
            f"http://127.0.0.1:{port}/one"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.duration + 60).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    return rps, 1 if "Socket errors" in out else 0
+    return rps, 1 if ("Socket errors" in out or "Non-2xx" in out) else 0
 
 
 def measure(mech, kind, idle, docroot, args):
@@ -74,6 +74,8 @@ def measure(mech, kind, idle, docroot, args):
         c0 = s.cpu()
         rps, failed = run_load(kind, port, args)
         c1 = s.cpu()
+        if failed:
+            raise RuntimeError("the client saw failed or non-2xx replies: not a valid point")
         after = stats(port)
         req = after["requests"] - before["requests"] - 1  # the first stats request
         sc = {k: v["calls"] - before["syscalls"].get(k, {}).get("calls", 0)

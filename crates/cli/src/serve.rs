@@ -42,6 +42,10 @@ pub struct Args {
     /// (level-triggered mechanisms; edge-triggered epoll always does)
     #[arg(long)]
     pub eager_write: bool,
+    /// Edge-triggered mechanisms: write the replies of one sweep of events together after it,
+    /// instead of each as soon as its request is read
+    #[arg(long)]
+    pub batch_writes: bool,
     /// Maximum simultaneous connections; accepting pauses at the limit
     #[arg(long, default_value_t = 100_000)]
     pub max_conns: usize,
@@ -132,6 +136,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.sendfile = a.sendfile;
     cfg.cork = a.cork;
     cfg.eager_write = a.eager_write;
+    cfg.batch_writes = a.batch_writes;
     cfg.max_conns = a.max_conns;
     cfg.limits.max_head = a.max_header_bytes;
     cfg.limits.max_request_line = a.max_request_line;

@@ -72,6 +72,9 @@ pub struct Child {
     stopped: bool,
 }
 
+/// The descriptor limit children are given where the runner may raise it.
+const CHILD_NOFILE: libc::rlim_t = 65536;
+
 impl Child {
     /// Starts `argv` pinned to `cpus` (none: not pinned). The shell form of the command, with a
     /// `taskset` prefix when pinned, is kept for the report.
@@ -90,23 +93,40 @@ impl Child {
         if let Some(d) = cwd {
             cmd.current_dir(d);
         }
-        if !cpus.is_empty() {
-            let cpus = cpus.to_vec();
-            // SAFETY: the hook runs between fork and exec and makes only sched_setaffinity, which
-            // is async-signal-safe; it allocates nothing (the Vec was moved in before the fork).
-            unsafe {
-                cmd.pre_exec(move || {
+        let pin = cpus.to_vec();
+        // SAFETY: the hook runs between fork and exec and makes only getrlimit, setrlimit and
+        // sched_setaffinity, which are async-signal-safe; it allocates nothing (the Vec was
+        // moved in before the fork).
+        unsafe {
+            cmd.pre_exec(move || {
+                // Every child gets the same, higher descriptor limit where we may raise it (as
+                // root): 10,000 idle connections plus the load must fit, and lighttpd accepts at
+                // most half its limit as connections. Where we may not, the limit stays as it is.
+                let want = libc::rlimit {
+                    rlim_cur: CHILD_NOFILE,
+                    rlim_max: CHILD_NOFILE,
+                };
+                let mut have = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                if libc::getrlimit(libc::RLIMIT_NOFILE, &mut have) == 0
+                    && have.rlim_max < CHILD_NOFILE
+                {
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &want);
+                }
+                if !pin.is_empty() {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    for &c in &cpus {
+                    for &c in &pin {
                         libc::CPU_SET(c, &mut set);
                     }
                     if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
                     {
                         return Err(std::io::Error::last_os_error());
                     }
-                    Ok(())
-                });
-            }
+                }
+                Ok(())
+            });
         }
         let mut inner = cmd
             .spawn()

@@ -45,8 +45,12 @@ fn main() -> std::io::Result<()> {
                 continue;
             }
             let fd = ev.token.0 as i32;
+            if !ev.readable() {
+                continue;
+            }
             loop {
                 match sys::read(fd, &mut buf) {
+                    Err(e) if sys::would_block(&e) => break,
                     Ok(0) | Err(_) => {
                         let _ = p.deregister(fd);
                         let _ = sys::close(fd);

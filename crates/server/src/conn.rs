@@ -312,6 +312,8 @@ pub struct Conn {
     pub linger: bool,
     /// Identifies the current request cycle, for the header timer.
     pub gen: u64,
+    /// Queued in the worker's flush list.
+    pub flush_queued: bool,
 }
 
 impl Conn {
@@ -327,6 +329,7 @@ impl Conn {
             close_after: false,
             linger: false,
             gen,
+            flush_queued: false,
         }
     }
 }

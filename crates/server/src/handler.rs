@@ -31,6 +31,10 @@ pub struct Ctx {
     pub next_gen: u64,
     pub edge: bool,
     pub scratch: Vec<u8>,
+    /// Connections whose replies wait for the end of this sweep (see `Config::batch_writes`).
+    pub flush: Vec<i32>,
+    /// Replies are being deferred to the end of the sweep.
+    pub deferring: bool,
 }
 
 impl Ctx {

@@ -70,6 +70,9 @@ pub struct Config {
     /// default for level-triggered mechanisms, as in the μserver; edge-triggered epoll always
     /// writes when it knows the socket is writable.
     pub eager_write: bool,
+    /// Edge-triggered mechanisms: write the replies a sweep of events produced after the sweep,
+    /// together, instead of one by one as each request is read.
+    pub batch_writes: bool,
     pub max_conns: usize,
     pub limits: Limits,
     /// A connection that does not complete a request head within this time is closed (408 if it
@@ -100,6 +103,7 @@ impl Config {
             sendfile: false,
             cork: false,
             eager_write: false,
+            batch_writes: false,
             max_conns: 100_000,
             limits: Limits::default(),
             header_timeout: Some(Duration::from_secs(60)),

@@ -218,6 +218,8 @@ impl Engine {
                 next_gen: 1,
                 edge: true,
                 scratch: Vec::new(),
+                flush: Vec::new(),
+                deferring: false,
             },
             conns: Vec::new(),
             listen_fd,

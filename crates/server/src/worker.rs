@@ -136,6 +136,8 @@ impl<P: Poller> Worker<P> {
                 next_gen: 1,
                 edge,
                 scratch: vec![0; 16 * 1024],
+                flush: Vec::new(),
+                deferring: false,
             },
             listen_fd,
             waker_fd,
@@ -162,6 +164,7 @@ impl<P: Poller> Worker<P> {
             self.ctx.now = Instant::now();
             self.ctx.date.refresh(SystemTime::now());
             let mut accept_now = std::mem::take(&mut self.accept_pending);
+            self.ctx.deferring = self.ctx.cfg.batch_writes && self.ctx.edge;
             for i in 0..self.events.len() {
                 let ev = self.events.as_slice()[i];
                 let fd = ev.token.0 as RawFd;
@@ -181,6 +184,8 @@ impl<P: Poller> Worker<P> {
                     self.on_event(fd, ev.readable(), ev.writable());
                 }
             }
+            self.ctx.deferring = false;
+            self.flush_writes();
             if accept_now && self.accepting && self.shutting_down.is_none() {
                 self.accept_ready();
             }
@@ -350,6 +355,26 @@ impl<P: Poller> Worker<P> {
         }
     }
 
+    /// Writes the replies deferred during the sweep (edge-triggered only: interest is unchanged
+    /// while a reply waits, so deferring costs no syscall).
+    fn flush_writes(&mut self) {
+        let mut list = std::mem::take(&mut self.ctx.flush);
+        for &fd in &list {
+            let next = match self.conns.get_mut(fd as usize).and_then(|s| s.as_mut()) {
+                Some(c) if c.flush_queued => {
+                    c.flush_queued = false;
+                    drive(&mut self.ctx, &mut self.poller, c)
+                }
+                _ => continue,
+            };
+            if let Next::Close = next {
+                self.close_conn(fd);
+            }
+        }
+        list.clear();
+        self.ctx.flush = list;
+    }
+
     fn expire_timers(&mut self) {
         let now = self.ctx.now;
         while let Some(t) = self.ctx.header_timers.as_mut().and_then(|q| q.pop_due(now)) {
@@ -478,6 +503,14 @@ fn drive<P: Poller>(ctx: &mut Ctx, poller: &mut P, c: &mut Conn) -> Next {
             State::Writing => {
                 if !c.writable {
                     break;
+                }
+                if ctx.deferring {
+                    // Written after the sweep, with every other reply this sweep produced.
+                    if !c.flush_queued {
+                        c.flush_queued = true;
+                        ctx.flush.push(c.fd);
+                    }
+                    return Next::Keep;
                 }
                 match c.out.write_to(c.fd) {
                     Ok((res, n)) => {

@@ -220,6 +220,34 @@ mod cases {
         fetch_big(&t);
     }
 
+    pub fn batch_writes(m: &str) {
+        let Some(t) = start(m, |c| c.batch_writes = true) else {
+            return;
+        };
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let addr = t.addr;
+                std::thread::spawn(move || {
+                    let mut s = connect(addr);
+                    let mut buf = Vec::new();
+                    for _ in 0..50 {
+                        s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\nGET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+                            .unwrap();
+                        assert_eq!(read_response(&mut s, &mut buf, false).unwrap().body, b"a");
+                        assert_eq!(
+                            read_response(&mut s, &mut buf, false).unwrap().body,
+                            b"hello, world\n"
+                        );
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        fetch_big(&t);
+    }
+
     /// Malformed or hostile requests: (name, bytes, status, connection stays open).
     fn hostile_table() -> Vec<(&'static str, Vec<u8>, u16, bool)> {
         let long_path = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(9000));
@@ -601,6 +629,7 @@ macro_rules! mechanism_tests {
             #[test] fn big_file_sendfile_cork() { super::cases::big_file_sendfile_cork(M) }
             #[test] fn big_file_sendfile_not_in_memory() { super::cases::big_file_sendfile_not_in_memory(M) }
             #[test] fn eager_write() { super::cases::eager_write(M) }
+            #[test] fn batch_writes() { super::cases::batch_writes(M) }
             #[test] fn hostile_requests() { super::cases::hostile_requests(M) }
             #[test] fn many_connections() { super::cases::many_connections(M) }
             #[test] fn reset_mid_response() { super::cases::reset_mid_response(M) }

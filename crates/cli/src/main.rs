@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod fileset;
 mod idle;
-mod load;
+mod loadgen;
 mod run;
 mod serve;
 
@@ -24,7 +24,7 @@ enum Command {
     /// Serve static files over HTTP/1.1 with a chosen event mechanism
     Serve(serve::Args),
     /// Open-loop HTTP load generator (httperf-compatible flags)
-    Load(load::Args),
+    Load(loadgen::Args),
     /// Hold N idle connections open, re-opening any the server closes
     Idle(idle::Args),
     /// Create the SPECweb99-like file set
@@ -43,7 +43,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
-        Command::Load(a) => load::run(a),
+        Command::Load(a) => loadgen::run(a),
         Command::Idle(a) => idle::run(a),
         Command::Fileset(a) => fileset::run(a),
         Command::Run(a) => run::run(a),

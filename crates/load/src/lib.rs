@@ -13,8 +13,11 @@
 pub mod addrs;
 pub mod engine;
 pub mod fileset;
+pub mod gen;
 pub mod idle;
+pub mod parse;
 pub mod report;
 pub mod response;
 pub mod rng;
+pub mod summary;
 pub mod workload;

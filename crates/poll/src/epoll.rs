@@ -21,7 +21,7 @@ use std::os::fd::RawFd;
 use std::time::Duration;
 
 use crate::sys::{self, OwnedFd};
-use crate::{timeout_ms, Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
+use crate::{Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
 
 const NO_TOKEN: usize = usize::MAX;
 
@@ -95,7 +95,7 @@ impl EpollCore {
                 .resize(capacity, libc::epoll_event { events: 0, u64: 0 });
         }
         self.stats.waits += 1;
-        match sys::epoll_wait(self.epfd.0, &mut self.buf[..capacity], timeout_ms(timeout)) {
+        match sys::epoll_wait_precise(self.epfd.0, &mut self.buf[..capacity], timeout) {
             Ok(n) => Ok(n),
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(0),
             Err(e) => Err(e),

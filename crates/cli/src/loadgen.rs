@@ -1,0 +1,257 @@
+//! `evlab load`: the open-loop generator from the command line, with httperf's flag names.
+
+use std::io::{IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use evlab_load::gen::{self, Live, LoadConfig};
+use evlab_load::summary;
+use evlab_load::workload::sesslog::SessLog;
+use evlab_load::workload::specweb::{CallsPerConn, SpecWeb, SpecWebConfig};
+use evlab_load::workload::urilist::UriList;
+use evlab_load::workload::{Fixed, Workload};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Server host name or address
+    #[arg(long, default_value = "127.0.0.1")]
+    pub server: String,
+    /// Server port
+    #[arg(long, default_value_t = 80)]
+    pub port: u16,
+    /// URI requested by every call (the one-byte workload is /one)
+    #[arg(long, default_value = "/")]
+    pub uri: String,
+    /// Connections (sessions) started per second, on a fixed schedule (or Poisson)
+    #[arg(long)]
+    pub rate: f64,
+    /// Exponentially distributed gaps between starts instead of fixed ones
+    #[arg(long)]
+    pub poisson: bool,
+    /// Connections to start in all (the run ends when they are done)
+    #[arg(long)]
+    pub num_conns: Option<u64>,
+    /// Seconds to keep starting connections (alternative to --num-conns)
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Calls (requests) per connection
+    #[arg(long, default_value_t = 1)]
+    pub num_calls: usize,
+    /// Seconds each stage (connect, reply) may take before the connection counts as client-timo
+    #[arg(long, default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Accepted for httperf compatibility: think times never count against --timeout here
+    #[arg(long, default_value_t = 0.0)]
+    pub think_timeout: f64,
+    /// Accepted for httperf compatibility (evlab load always uses many ports and addresses)
+    #[arg(long)]
+    pub hog: bool,
+    /// Requests kept in flight per connection (1: one at a time)
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
+    /// Generator threads, each with its own share of the schedule
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Source addresses in 127.2.0.0/16 to spread connections over (loopback targets; 0: none)
+    #[arg(long, default_value_t = 64)]
+    pub source_addrs: usize,
+    /// One URI per line, taken round-robin, --num-calls per connection
+    #[arg(long, conflicts_with_all = ["wsesslog", "specweb"])]
+    pub uri_list: Option<PathBuf>,
+    /// httperf session log: N,X,FILE (N sessions, X default think seconds, FILE)
+    #[arg(long, conflicts_with = "specweb")]
+    pub wsesslog: Option<String>,
+    /// SPECweb99-like workload over the file set in DIR (made by `evlab fileset`)
+    #[arg(long)]
+    pub specweb: Option<PathBuf>,
+    /// SPECweb99 requests per connection: specweb99, N, uniform:A-B or mixed:P,A-B
+    #[arg(long, default_value = "specweb99")]
+    pub specweb_calls: String,
+    /// URI prefix of the file set below the server's root (SPECweb99 workload)
+    #[arg(long, default_value = "")]
+    pub specweb_prefix: String,
+    /// Write the results as JSON
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per sample interval
+    #[arg(long)]
+    pub samples: Option<PathBuf>,
+    /// Seconds per reply-rate sample (httperf uses 5)
+    #[arg(long, default_value_t = 5.0)]
+    pub sample_interval: f64,
+    /// Random seed (Poisson gaps, SPECweb99 draws)
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// No report on stdout (with --json)
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn positive(name: &str, v: f64) -> anyhow::Result<Duration> {
+    if !(v.is_finite() && v > 0.0) {
+        bail!("{name} must be a positive number of seconds, not {v}");
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let target: SocketAddr = (a.server.as_str(), a.port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve --server {}", a.server))?
+        .find(|s| s.is_ipv4())
+        .with_context(|| format!("--server {} has no IPv4 address", a.server))?;
+    if !(a.rate.is_finite() && a.rate > 0.0) {
+        bail!(
+            "--rate must be a positive number of connections per second, not {}",
+            a.rate
+        );
+    }
+    let duration = a.duration.map(|d| positive("--duration", d)).transpose()?;
+    let mut num_conns = a.num_conns;
+    if num_conns == Some(0) {
+        bail!("--num-conns must be at least 1");
+    }
+    if a.num_calls == 0 || a.pipeline == 0 || a.threads == 0 {
+        bail!("--num-calls, --pipeline and --threads must be at least 1");
+    }
+    let factory: Box<dyn Fn(usize) -> Box<dyn Workload> + Sync> = if let Some(p) = &a.uri_list {
+        let w = UriList::from_file(p, a.num_calls)?;
+        Box::new(move |_| Box::new(w.clone()))
+    } else if let Some(spec) = &a.wsesslog {
+        let parts: Vec<&str> = spec.splitn(3, ',').collect();
+        let [n, x, file] = parts[..] else {
+            bail!("--wsesslog takes N,X,FILE (sessions, default think seconds, file), not {spec}");
+        };
+        let n: u64 = n
+            .trim()
+            .parse()
+            .with_context(|| format!("--wsesslog: '{n}' is not a number of sessions"))?;
+        let x: f64 = x
+            .trim()
+            .parse()
+            .with_context(|| format!("--wsesslog: '{x}' is not a think time in seconds"))?;
+        let w = SessLog::from_file(
+            std::path::Path::new(file),
+            Duration::from_secs_f64(x.max(0.0)),
+        )?;
+        if num_conns.is_none() && duration.is_none() {
+            num_conns = Some(n);
+        }
+        Box::new(move |_| Box::new(w.clone()))
+    } else if let Some(dir) = &a.specweb {
+        let calls: CallsPerConn = a
+            .specweb_calls
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--specweb-calls: {e}"))?;
+        let cfg = SpecWebConfig {
+            calls,
+            uri_prefix: a.specweb_prefix.clone(),
+            ..SpecWebConfig::default()
+        };
+        let w = SpecWeb::new(dir, cfg, a.seed)?;
+        Box::new(move |_| Box::new(w.clone()))
+    } else {
+        if !a.uri.starts_with('/') {
+            bail!("--uri must start with '/', not {}", a.uri);
+        }
+        let w = Fixed::new(&a.uri, a.num_calls);
+        Box::new(move |_| Box::new(w.clone()))
+    };
+    let cfg = LoadConfig {
+        server: target,
+        host: if a.port == 80 {
+            a.server.clone()
+        } else {
+            format!("{}:{}", a.server, a.port)
+        },
+        rate: a.rate,
+        poisson: a.poisson,
+        num_conns,
+        duration,
+        timeout: positive("--timeout", a.timeout)?,
+        think_timeout: Duration::from_secs_f64(a.think_timeout.max(0.0)),
+        threads: a.threads,
+        pipeline: a.pipeline,
+        source_addrs: gen::source_pool(&target, a.source_addrs),
+        sample_interval: positive("--sample-interval", a.sample_interval)?,
+        seed: a.seed,
+    };
+    let stop = AtomicBool::new(false);
+    let live = Live::default();
+    let tty = std::io::stderr().is_terminal();
+    let (stats, info) = std::thread::scope(|sc| {
+        let runner = sc.spawn(|| {
+            let r = gen::run(&cfg, &*factory, &stop, &live);
+            stop.store(true, Relaxed);
+            r
+        });
+        let t0 = Instant::now();
+        while tty && !stop.load(Relaxed) {
+            std::thread::sleep(Duration::from_millis(200));
+            let secs = t0.elapsed().as_secs_f64();
+            let replies = live.replies.load(Relaxed);
+            eprint!(
+                "\r{:6.1} s  started {:>9}  replies {:>9} ({:>8.0}/s)  errors {:>6}   ",
+                secs,
+                live.started.load(Relaxed),
+                replies,
+                replies as f64 / secs.max(1e-3),
+                live.errors.load(Relaxed)
+            );
+        }
+        if tty {
+            eprintln!();
+        }
+        runner.join().unwrap_or(Err(gen::LoadError::Panicked))
+    })?;
+    if let Some(p) = &a.json {
+        let mut v = summary::to_json(&stats, &info);
+        v["config"]["workload"] = serde_json::json!(a
+            .specweb
+            .as_ref()
+            .map(|d| format!("specweb:{}", d.display()))
+            .or(a.wsesslog.clone().map(|s| format!("wsesslog:{s}")))
+            .or(a
+                .uri_list
+                .as_ref()
+                .map(|p| format!("uri-list:{}", p.display())))
+            .unwrap_or_else(|| format!("{} x {}", a.uri, a.num_calls)));
+        std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
+            .with_context(|| format!("writing --json {}", p.display()))?;
+    }
+    if let Some(p) = &a.samples {
+        let mut out = String::from("sample,start_s,end_s,replies,reply_rate\n");
+        let iv = info.sample_interval_s;
+        for (i, c) in stats.samples.iter().enumerate() {
+            out.push_str(&format!(
+                "{},{:.3},{:.3},{},{:.3}\n",
+                i,
+                i as f64 * iv,
+                (i + 1) as f64 * iv,
+                c,
+                *c as f64 / iv
+            ));
+        }
+        std::fs::write(p, out).with_context(|| format!("writing --samples {}", p.display()))?;
+    }
+    if !a.quiet {
+        let mut o = std::io::stdout().lock();
+        writeln!(
+            o,
+            "evlab load --server {} --port {} --rate {} {}",
+            a.server,
+            a.port,
+            a.rate,
+            match (num_conns, duration) {
+                (Some(n), _) => format!("--num-conns {n}"),
+                (None, Some(d)) => format!("--duration {}", d.as_secs_f64()),
+                _ => String::new(),
+            }
+        )?;
+        write!(o, "{}", summary::to_text(&stats, &info))?;
+    }
+    Ok(())
+}

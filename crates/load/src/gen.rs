@@ -1,0 +1,693 @@
+//! The open-loop generator.
+//!
+//! As httperf: connections ("sessions") start on an absolute schedule — every 1/rate seconds, or
+//! with exponential gaps for `poisson` — whatever the server does, so offered load can exceed
+//! capacity. Each connection makes its session's calls in order (or `pipeline` at a time),
+//! every stage bounded by `timeout`. A thread that falls behind its schedule starts the late
+//! connections at once and counts them (`late_starts`): a saturated generator is visible, never
+//! silent.
+//!
+//! Latency is measured from each call's *scheduled* start — the connection's slot in the
+//! schedule for its first call, the moment the previous reply completed (plus think time) for
+//! later ones — so a stalled server cannot hide behind a generator that waited for it
+//! (coordinated omission).
+//!
+//! Threads split the schedule (thread k takes starts k, k+T, k+2T, …); each runs its own
+//! edge-triggered epoll loop through `evlab-poll` (every syscall counted), and binds its
+//! sockets to a pool of 127.0.0.0/8 source addresses so that TIME_WAIT never exhausts the
+//! ephemeral ports of one address.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
+
+use crate::parse::{Progress, ResponseParser};
+use crate::rng::Rng;
+use crate::summary::{RunInfo, Stats};
+use crate::workload::{Call, Workload};
+
+/// Late by more than this counts as a late start.
+const LATE: Duration = Duration::from_millis(1);
+/// Connections started per loop iteration at most, so a thread that fell behind still serves
+/// the connections it has.
+const MAX_STARTS_PER_ROUND: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    pub server: SocketAddr,
+    pub host: String,
+    pub rate: f64,
+    pub poisson: bool,
+    pub num_conns: Option<u64>,
+    pub duration: Option<Duration>,
+    pub timeout: Duration,
+    pub think_timeout: Duration,
+    pub threads: usize,
+    pub pipeline: usize,
+    pub source_addrs: Vec<Ipv4Addr>,
+    pub sample_interval: Duration,
+    pub seed: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    Config(String),
+    #[error("load thread {0}: {1}")]
+    Thread(usize, io::Error),
+    #[error("a load thread panicked")]
+    Panicked,
+}
+
+/// A pool of source addresses in 127.0.0.0/8 for a loopback target: `n` of them from
+/// 127.2.0.1 on (the idle holder uses 127.1.0.0/16), or none for another target.
+pub fn source_pool(target: &SocketAddr, n: usize) -> Vec<Ipv4Addr> {
+    match target.ip() {
+        IpAddr::V4(ip) if ip.is_loopback() && n > 0 => (0..n)
+            .map(|i| Ipv4Addr::new(127, 2, (i / 250) as u8, (i % 250 + 1) as u8))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Live counters for a progress line.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub replies: AtomicU64,
+    pub started: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+pub type WorkloadFactory<'a> = dyn Fn(usize) -> Box<dyn Workload> + Sync + 'a;
+
+/// Runs the load; returns the merged measurements.
+pub fn run(
+    cfg: &LoadConfig,
+    workload: &WorkloadFactory<'_>,
+    stop: &AtomicBool,
+    live: &Live,
+) -> Result<(Stats, RunInfo), LoadError> {
+    if !(cfg.rate > 0.0 && cfg.rate.is_finite()) {
+        return Err(LoadError::Config(format!(
+            "--rate must be a positive number of connections per second, not {}",
+            cfg.rate
+        )));
+    }
+    if cfg.num_conns.is_none() && cfg.duration.is_none() {
+        return Err(LoadError::Config(
+            "give --num-conns or --duration: every run must end by itself".into(),
+        ));
+    }
+    let threads = cfg.threads.max(1);
+    let t0 = Instant::now() + Duration::from_millis(20);
+    let ru0 = rusage();
+    let results: Vec<Result<Stats, LoadError>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|tid| {
+                let w = workload(tid);
+                sc.spawn(move || {
+                    Worker::new(cfg, tid, threads, t0, w)
+                        .and_then(|mut wk| wk.run(stop, live))
+                        .map_err(|e| LoadError::Thread(tid, e))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(LoadError::Panicked)))
+            .collect()
+    });
+    let end = Instant::now();
+    let ru1 = rusage();
+    let mut total = Stats::default();
+    for r in results {
+        total.merge(&r?);
+    }
+    let config = serde_json::json!({
+        "server": cfg.server.ip().to_string(),
+        "port": cfg.server.port(),
+        "rate": cfg.rate,
+        "poisson": cfg.poisson,
+        "num_conns": cfg.num_conns,
+        "duration_s": cfg.duration.map(|d| d.as_secs_f64()),
+        "timeout_s": cfg.timeout.as_secs_f64(),
+        "threads": threads,
+        "pipeline": cfg.pipeline,
+        "source_addrs": cfg.source_addrs.len(),
+    });
+    let info = RunInfo {
+        config,
+        duration_s: end.saturating_duration_since(t0).as_secs_f64(),
+        sample_interval_s: cfg.sample_interval.as_secs_f64(),
+        user_s: ru1.0 - ru0.0,
+        system_s: ru1.1 - ru0.1,
+    };
+    Ok((total, info))
+}
+
+fn rusage() -> (f64, f64) {
+    // SAFETY: a zeroed rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is valid for writing.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Stage {
+    Connecting,
+    /// Connected; requests being sent or replies awaited.
+    Active,
+    /// Waiting out think time before the next call.
+    Thinking,
+}
+
+struct Conn {
+    fd: RawFd,
+    stage: Stage,
+    gen: u64,
+    calls: Vec<Call>,
+    /// Next call to send.
+    next: usize,
+    /// Calls sent and not yet answered: (scheduled start, sent at).
+    inflight: VecDeque<(Instant, Instant)>,
+    /// When the next call is due (for latency when it is sent late).
+    due: Instant,
+    out: Vec<u8>,
+    out_pos: usize,
+    parser: ResponseParser,
+    first_byte: Option<Instant>,
+    started: Instant,
+    replies: u64,
+    readable: bool,
+    writable: bool,
+}
+
+struct Worker<'a> {
+    cfg: &'a LoadConfig,
+    threads: usize,
+    t0: Instant,
+    workload: Box<dyn Workload>,
+    poller: EpollEt,
+    events: Events,
+    conns: Vec<Option<Conn>>,
+    free_calls: Vec<Vec<Call>>,
+    free_bufs: Vec<Vec<u8>>,
+    stats: Stats,
+    rng: Rng,
+    /// Offset from t0 of this thread's next start.
+    next_start: Duration,
+    starts_done: u64,
+    starts_total: Option<u64>,
+    timers: VecDeque<(Instant, RawFd, u64)>,
+    thinkers: BinaryHeap<std::cmp::Reverse<(Instant, RawFd, u64)>>,
+    next_gen: u64,
+    active: u64,
+    src_next: usize,
+    scratch: Vec<u8>,
+}
+
+impl<'a> Worker<'a> {
+    fn new(
+        cfg: &'a LoadConfig,
+        tid: usize,
+        threads: usize,
+        t0: Instant,
+        workload: Box<dyn Workload>,
+    ) -> io::Result<Worker<'a>> {
+        let starts_total = cfg.num_conns.map(|n| {
+            let t = threads as u64;
+            n / t + u64::from((tid as u64) < n % t)
+        });
+        let mut rng = Rng::new(cfg.seed ^ (tid as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let gap = threads as f64 / cfg.rate;
+        let first = if cfg.poisson {
+            Duration::from_secs_f64(rng.exp(gap))
+        } else {
+            Duration::from_secs_f64(tid as f64 / cfg.rate)
+        };
+        Ok(Worker {
+            cfg,
+            threads,
+            t0,
+            workload,
+            poller: EpollEt::new()?,
+            events: Events::with_capacity(1024),
+            conns: Vec::new(),
+            free_calls: Vec::new(),
+            free_bufs: Vec::new(),
+            stats: Stats::default(),
+            rng,
+            next_start: first,
+            starts_done: 0,
+            starts_total,
+            timers: VecDeque::new(),
+            thinkers: BinaryHeap::new(),
+            next_gen: 0,
+            active: 0,
+            src_next: tid,
+            scratch: vec![0; 64 * 1024],
+        })
+    }
+
+    fn starts_left(&self) -> bool {
+        match (self.starts_total, self.cfg.duration) {
+            (Some(n), _) => self.starts_done < n,
+            (None, Some(d)) => self.next_start < d,
+            (None, None) => false,
+        }
+    }
+
+    fn run(&mut self, stop: &AtomicBool, live: &Live) -> io::Result<Stats> {
+        let mut drain_deadline: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            if stop.load(Relaxed) {
+                break;
+            }
+            // Start what the schedule says is due.
+            let mut n = 0;
+            while self.starts_left() && n < MAX_STARTS_PER_ROUND {
+                let at = self.t0 + self.next_start;
+                if at > now {
+                    break;
+                }
+                let late = now.saturating_duration_since(at);
+                if late > LATE {
+                    self.stats.late_starts += 1;
+                }
+                self.stats.max_late_us = self.stats.max_late_us.max(late.as_micros() as u64);
+                self.start_conn(at, now);
+                live.started.fetch_add(1, Relaxed);
+                self.starts_done += 1;
+                let gap = self.threads as f64 / self.cfg.rate;
+                self.next_start += Duration::from_secs_f64(if self.cfg.poisson {
+                    self.rng.exp(gap)
+                } else {
+                    gap
+                });
+                n += 1;
+            }
+            self.expire(now);
+            if !self.starts_left() {
+                if self.active == 0 {
+                    break;
+                }
+                let d = *drain_deadline.get_or_insert(now + self.cfg.timeout);
+                if now >= d {
+                    // Still open a whole timeout after the last start: timed out.
+                    let fds: Vec<RawFd> = self.conns.iter().flatten().map(|c| c.fd).collect();
+                    for fd in fds {
+                        self.stats.errors.client_timo += 1;
+                        self.close(fd, false);
+                    }
+                    break;
+                }
+            }
+            let timeout = self.next_wakeup(now);
+            self.poller.wait(&mut self.events, Some(timeout))?;
+            let replies_before = self.stats.replies;
+            let errors_before = self.stats.errors.total();
+            for i in 0..self.events.len() {
+                let ev = self.events.as_slice()[i];
+                let fd = ev.token.0 as RawFd;
+                if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
+                    c.readable |= ev.readable();
+                    c.writable |= ev.writable();
+                    self.advance(fd);
+                }
+            }
+            live.replies
+                .fetch_add(self.stats.replies - replies_before, Relaxed);
+            live.errors
+                .fetch_add(self.stats.errors.total() - errors_before, Relaxed);
+        }
+        let fds: Vec<RawFd> = self.conns.iter().flatten().map(|c| c.fd).collect();
+        for fd in fds {
+            self.close(fd, false);
+        }
+        Ok(std::mem::take(&mut self.stats))
+    }
+
+    fn next_wakeup(&self, now: Instant) -> Duration {
+        let mut next = now + Duration::from_millis(100);
+        if self.starts_left() {
+            next = next.min(self.t0 + self.next_start);
+        }
+        if let Some(&(d, _, _)) = self.timers.front() {
+            next = next.min(d);
+        }
+        if let Some(std::cmp::Reverse((d, _, _))) = self.thinkers.peek() {
+            next = next.min(*d);
+        }
+        next.saturating_duration_since(now)
+    }
+
+    fn sample_index(&self, at: Instant) -> usize {
+        (at.saturating_duration_since(self.t0).as_secs_f64()
+            / self.cfg.sample_interval.as_secs_f64()) as usize
+    }
+
+    fn arm_timer(&mut self, fd: RawFd) -> u64 {
+        self.next_gen += 1;
+        let g = self.next_gen;
+        self.timers
+            .push_back((Instant::now() + self.cfg.timeout, fd, g));
+        g
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while let Some(&(d, fd, g)) = self.timers.front() {
+            if d > now {
+                break;
+            }
+            self.timers.pop_front();
+            let hit = matches!(self.conns.get(fd as usize), Some(Some(c)) if c.gen == g && c.stage != Stage::Thinking);
+            if hit {
+                self.stats.errors.client_timo += 1;
+                self.close(fd, false);
+            }
+        }
+        while let Some(&std::cmp::Reverse((d, fd, g))) = self.thinkers.peek() {
+            if d > now {
+                break;
+            }
+            self.thinkers.pop();
+            let due = matches!(self.conns.get(fd as usize), Some(Some(c)) if c.gen == g && c.stage == Stage::Thinking);
+            if due {
+                if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
+                    c.stage = Stage::Active;
+                }
+                let g = self.arm_timer(fd);
+                if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
+                    c.gen = g;
+                }
+                self.queue_requests(fd, now);
+                self.advance(fd);
+            }
+        }
+    }
+
+    fn start_conn(&mut self, scheduled: Instant, now: Instant) {
+        self.stats.initiated += 1;
+        let fd = match sys::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        ) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.stats.errors.count_errno(e.raw_os_error().unwrap_or(0));
+                return;
+            }
+        };
+        let setup = (|| -> io::Result<()> {
+            sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+            if !self.cfg.source_addrs.is_empty() {
+                // Let connect pick the port knowing the whole 4-tuple.
+                let _ = sys::setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1);
+                let ip = self.cfg.source_addrs[self.src_next % self.cfg.source_addrs.len()];
+                self.src_next += self.threads;
+                sys::bind(fd, &SocketAddr::new(IpAddr::V4(ip), 0))?;
+            }
+            match sys::connect(fd, &self.cfg.server) {
+                Ok(()) => Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })();
+        if let Err(e) = setup {
+            self.stats.errors.count_errno(e.raw_os_error().unwrap_or(0));
+            let _ = sys::close(fd);
+            return;
+        }
+        if let Err(e) = self.poller.register(fd, Token(fd as usize), Interest::BOTH) {
+            self.stats.errors.count_errno(e.raw_os_error().unwrap_or(0));
+            let _ = sys::close(fd);
+            return;
+        }
+        let mut calls = self.free_calls.pop().unwrap_or_default();
+        calls.clear();
+        self.workload.next_session(&mut calls);
+        let out = self.free_bufs.pop().unwrap_or_default();
+        let i = fd as usize;
+        if i >= self.conns.len() {
+            self.conns.resize_with((i + 1).next_power_of_two(), || None);
+        }
+        let gen = self.arm_timer(fd);
+        self.conns[i] = Some(Conn {
+            fd,
+            stage: Stage::Connecting,
+            gen,
+            calls,
+            next: 0,
+            inflight: VecDeque::new(),
+            due: scheduled,
+            out,
+            out_pos: 0,
+            parser: ResponseParser::new(),
+            first_byte: None,
+            started: now,
+            replies: 0,
+            readable: false,
+            writable: false,
+        });
+        self.active += 1;
+        self.stats.max_concurrent = self.stats.max_concurrent.max(self.active);
+    }
+
+    /// Appends the requests that may be sent now (one, or up to the pipeline depth).
+    fn queue_requests(&mut self, fd: RawFd, now: Instant) {
+        let depth = self.cfg.pipeline.max(1);
+        let host = &self.cfg.host;
+        let Some(Some(c)) = self.conns.get_mut(fd as usize) else {
+            return;
+        };
+        while c.next < c.calls.len() && c.inflight.len() < depth {
+            if c.next > 0 && !c.calls[c.next].think.is_zero() && !c.inflight.is_empty() {
+                break; // a think time waits for the previous reply
+            }
+            let call = &c.calls[c.next];
+            c.out.extend_from_slice(b"GET ");
+            c.out.extend_from_slice(call.uri.as_bytes());
+            c.out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+            c.out.extend_from_slice(host.as_bytes());
+            c.out
+                .extend_from_slice(b"\r\nUser-Agent: evlab-load\r\n\r\n");
+            let due = if c.inflight.is_empty() { c.due } else { now };
+            c.inflight.push_back((due.min(now), now));
+            c.next += 1;
+            self.stats.requests += 1;
+        }
+    }
+
+    fn advance(&mut self, fd: RawFd) {
+        let now = Instant::now();
+        loop {
+            let Some(Some(c)) = self.conns.get_mut(fd as usize) else {
+                return;
+            };
+            match c.stage {
+                Stage::Connecting => {
+                    if !c.writable && !c.readable {
+                        return;
+                    }
+                    match sys::take_socket_error(fd) {
+                        Ok(None) => {}
+                        Ok(Some(e)) | Err(e) => {
+                            self.stats.errors.count_errno(e.raw_os_error().unwrap_or(0));
+                            self.close(fd, false);
+                            return;
+                        }
+                    }
+                    let connect_us = now.saturating_duration_since(c.started).as_micros() as u64;
+                    let _ = self.stats.connect_time.record(connect_us.max(1));
+                    c.stage = Stage::Active;
+                    let g = self.arm_timer(fd);
+                    if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
+                        c.gen = g;
+                    }
+                    self.queue_requests(fd, now);
+                }
+                Stage::Thinking => return,
+                Stage::Active => {
+                    // Send what is queued.
+                    if c.out_pos < c.out.len() && c.writable {
+                        match sys::send(fd, &c.out[c.out_pos..], 0) {
+                            Ok(n) => {
+                                c.out_pos += n;
+                                self.stats.bytes_out += n as u64;
+                                if c.out_pos == c.out.len() {
+                                    c.out.clear();
+                                    c.out_pos = 0;
+                                } else {
+                                    c.writable = false;
+                                }
+                            }
+                            Err(e) if sys::would_block(&e) => c.writable = false,
+                            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                            Err(e) => {
+                                self.stats.errors.count_errno(e.raw_os_error().unwrap_or(0));
+                                self.close(fd, false);
+                                return;
+                            }
+                        }
+                        continue;
+                    }
+                    if !c.readable {
+                        return;
+                    }
+                    let r = sys::read(fd, &mut self.scratch);
+                    match r {
+                        Ok(0) => {
+                            let done = c.parser.eof();
+                            if let Some(reply) = done {
+                                self.on_reply(fd, reply, now);
+                            }
+                            let ok = matches!(self.conns.get(fd as usize), Some(Some(c)) if c.inflight.is_empty() && c.next >= c.calls.len());
+                            if !ok {
+                                // Closed before every reply came: the server reset us.
+                                self.stats.errors.connreset += 1;
+                            }
+                            self.close(fd, ok);
+                            return;
+                        }
+                        Ok(n) => {
+                            self.stats.bytes_in += n as u64;
+                            if n < self.scratch.len() {
+                                c.readable = false;
+                            }
+                            if c.first_byte.is_none() {
+                                c.first_byte = Some(now);
+                            }
+                            let mut data_off = 0;
+                            while data_off < n {
+                                let Some(Some(c)) = self.conns.get_mut(fd as usize) else {
+                                    return;
+                                };
+                                if c.inflight.is_empty() {
+                                    // Bytes nobody asked for.
+                                    self.stats.errors.parse += 1;
+                                    self.close(fd, false);
+                                    return;
+                                }
+                                match c.parser.feed(&self.scratch[data_off..n]) {
+                                    Ok(Progress::More) => break,
+                                    Ok(Progress::Done { reply, consumed }) => {
+                                        data_off += consumed;
+                                        self.on_reply(fd, reply, now);
+                                    }
+                                    Err(_) => {
+                                        self.stats.errors.parse += 1;
+                                        self.close(fd, false);
+                                        return;
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) if sys::would_block(&e) => c.readable = false,
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                        Err(e) => {
+                            self.stats.errors.count_errno(e.raw_os_error().unwrap_or(0));
+                            self.close(fd, false);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_reply(&mut self, fd: RawFd, reply: crate::parse::Reply, now: Instant) {
+        let idx = self.sample_index(now);
+        self.stats.sample(idx);
+        self.stats.replies += 1;
+        let class = (reply.status / 100) as usize;
+        if class < 6 {
+            self.stats.status[class] += 1;
+        }
+        self.stats.header_bytes += reply.header_bytes as u64;
+        self.stats.body_bytes += reply.body_bytes;
+        self.stats.footer_bytes += reply.footer_bytes;
+        let Some(Some(c)) = self.conns.get_mut(fd as usize) else {
+            return;
+        };
+        c.replies += 1;
+        if let Some((due, sent)) = c.inflight.pop_front() {
+            let lat = now.saturating_duration_since(due).as_micros() as u64;
+            let _ = self.stats.latency.record(lat.max(1));
+            let fb = c.first_byte.unwrap_or(now);
+            self.stats.response_time_sum_us +=
+                fb.saturating_duration_since(sent).as_micros() as u64;
+            self.stats.transfer_time_sum_us += now.saturating_duration_since(fb).as_micros() as u64;
+        }
+        c.first_byte = None;
+        let finished = c.next >= c.calls.len() && c.inflight.is_empty();
+        if finished || reply.close {
+            // Done, or the server will close: no further calls on this connection.
+            let ok = finished;
+            if !ok {
+                self.stats.errors.connreset += 1;
+            }
+            self.close(fd, ok);
+            return;
+        }
+        if c.inflight.is_empty() && c.next < c.calls.len() {
+            let think = c.calls[c.next].think;
+            if !think.is_zero() {
+                c.stage = Stage::Thinking;
+                c.due = now + think;
+                self.next_gen += 1;
+                c.gen = self.next_gen;
+                self.thinkers
+                    .push(std::cmp::Reverse((now + think, fd, self.next_gen)));
+                return;
+            }
+            c.due = now;
+            let g = self.arm_timer(fd);
+            if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
+                c.gen = g;
+            }
+        }
+        self.queue_requests(fd, now);
+    }
+
+    fn close(&mut self, fd: RawFd, success: bool) {
+        let Some(slot) = self.conns.get_mut(fd as usize) else {
+            return;
+        };
+        let Some(c) = slot.take() else {
+            return;
+        };
+        let _ = self.poller.deregister(fd);
+        let _ = sys::close(fd);
+        self.active -= 1;
+        if success {
+            self.stats.completed += 1;
+            self.stats.replies_per_conn_sum += c.replies;
+            let us = Instant::now()
+                .saturating_duration_since(c.started)
+                .as_micros() as u64;
+            let _ = self.stats.conn_time.record(us.max(1));
+        }
+        let Conn {
+            mut calls, mut out, ..
+        } = c;
+        calls.clear();
+        out.clear();
+        self.free_calls.push(calls);
+        self.free_bufs.push(out);
+    }
+}
+
+/// For tests and the CLI: a stop flag that is never raised.
+pub fn never() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}

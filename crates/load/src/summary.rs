@@ -1,0 +1,406 @@
+//! What a run measured, merged over threads, and the report: httperf's lines and labels (so
+//! scripts that read httperf's output keep working), plus latency percentiles and late starts.
+//!
+//! JSON schema (`--json FILE`, one object), all times in milliseconds unless named `_s`:
+//! `{ "tool", "version", "config": {server, port, rate, poisson, num_conns, num_calls, duration_s,
+//!    timeout_s, threads, pipeline, workload, source_addrs},
+//!    "duration_s", "connections": {initiated, completed, max_concurrent, rate, conn_time_ms:
+//!    {min, avg, max, median, stddev}, connect_ms: {avg, median, ...}},
+//!    "requests": {sent, rate}, "replies": {total, rate: {min, avg, max, stddev, samples},
+//!    response_ms: {avg}, transfer_ms: {avg}, size: {header, content, footer, total},
+//!    status: {"1xx".."5xx"}}, "latency_ms": {p50, p90, p99, p999, max, mean},
+//!    "late_starts": {count, max_ms}, "cpu": {user_s, system_s, percent},
+//!    "net": {kb_per_s, bytes_in, bytes_out}, "errors": {total, client_timo, socket_timo,
+//!    connrefused, connreset, fd_unavail, addrunavail, ftab_full, other, parse} }`
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+/// Errors by cause, as httperf counts them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Errors {
+    pub client_timo: u64,
+    pub socket_timo: u64,
+    pub connrefused: u64,
+    pub connreset: u64,
+    pub fd_unavail: u64,
+    pub addrunavail: u64,
+    pub ftab_full: u64,
+    pub other: u64,
+    /// Garbage or truncated responses (counted in `other` by httperf; kept apart here too).
+    pub parse: u64,
+}
+
+impl Errors {
+    pub fn total(&self) -> u64 {
+        self.client_timo
+            + self.socket_timo
+            + self.connrefused
+            + self.connreset
+            + self.fd_unavail
+            + self.addrunavail
+            + self.ftab_full
+            + self.other
+            + self.parse
+    }
+
+    /// Files an errno where httperf does.
+    pub fn count_errno(&mut self, errno: i32) {
+        match errno {
+            libc::ECONNREFUSED => self.connrefused += 1,
+            libc::ECONNRESET | libc::EPIPE => self.connreset += 1,
+            libc::ETIMEDOUT => self.socket_timo += 1,
+            libc::EMFILE => self.fd_unavail += 1,
+            libc::ENFILE => self.ftab_full += 1,
+            libc::EADDRNOTAVAIL | libc::EADDRINUSE => self.addrunavail += 1,
+            _ => self.other += 1,
+        }
+    }
+
+    pub fn merge(&mut self, o: &Errors) {
+        self.client_timo += o.client_timo;
+        self.socket_timo += o.socket_timo;
+        self.connrefused += o.connrefused;
+        self.connreset += o.connreset;
+        self.fd_unavail += o.fd_unavail;
+        self.addrunavail += o.addrunavail;
+        self.ftab_full += o.ftab_full;
+        self.other += o.other;
+        self.parse += o.parse;
+    }
+}
+
+/// One thread's measurements (merged at the end).
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub initiated: u64,
+    pub completed: u64,
+    pub requests: u64,
+    pub replies: u64,
+    pub status: [u64; 6],
+    pub header_bytes: u64,
+    pub body_bytes: u64,
+    pub footer_bytes: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub errors: Errors,
+    pub late_starts: u64,
+    pub max_late_us: u64,
+    pub max_concurrent: u64,
+    /// Microseconds.
+    pub latency: Histogram<u64>,
+    pub conn_time: Histogram<u64>,
+    pub connect_time: Histogram<u64>,
+    pub response_time_sum_us: u64,
+    pub transfer_time_sum_us: u64,
+    pub replies_per_conn_sum: u64,
+    /// Replies completed per sample interval.
+    pub samples: Vec<u64>,
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            initiated: 0,
+            completed: 0,
+            requests: 0,
+            replies: 0,
+            status: [0; 6],
+            header_bytes: 0,
+            body_bytes: 0,
+            footer_bytes: 0,
+            bytes_out: 0,
+            bytes_in: 0,
+            errors: Errors::default(),
+            late_starts: 0,
+            max_late_us: 0,
+            max_concurrent: 0,
+            latency: hist(),
+            conn_time: hist(),
+            connect_time: hist(),
+            response_time_sum_us: 0,
+            transfer_time_sum_us: 0,
+            replies_per_conn_sum: 0,
+            samples: Vec::new(),
+        }
+    }
+}
+
+impl Stats {
+    pub fn sample(&mut self, index: usize) {
+        if self.samples.len() <= index {
+            self.samples.resize(index + 1, 0);
+        }
+        self.samples[index] += 1;
+    }
+
+    pub fn merge(&mut self, o: &Stats) {
+        self.initiated += o.initiated;
+        self.completed += o.completed;
+        self.requests += o.requests;
+        self.replies += o.replies;
+        for i in 0..6 {
+            self.status[i] += o.status[i];
+        }
+        self.header_bytes += o.header_bytes;
+        self.body_bytes += o.body_bytes;
+        self.footer_bytes += o.footer_bytes;
+        self.bytes_out += o.bytes_out;
+        self.bytes_in += o.bytes_in;
+        self.errors.merge(&o.errors);
+        self.late_starts += o.late_starts;
+        self.max_late_us = self.max_late_us.max(o.max_late_us);
+        self.max_concurrent += o.max_concurrent;
+        let _ = self.latency.add(&o.latency);
+        let _ = self.conn_time.add(&o.conn_time);
+        let _ = self.connect_time.add(&o.connect_time);
+        self.response_time_sum_us += o.response_time_sum_us;
+        self.transfer_time_sum_us += o.transfer_time_sum_us;
+        self.replies_per_conn_sum += o.replies_per_conn_sum;
+        if self.samples.len() < o.samples.len() {
+            self.samples.resize(o.samples.len(), 0);
+        }
+        for (i, s) in o.samples.iter().enumerate() {
+            self.samples[i] += s;
+        }
+    }
+}
+
+/// Everything the report needs besides the measurements.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    pub config: Value,
+    pub duration_s: f64,
+    pub sample_interval_s: f64,
+    pub user_s: f64,
+    pub system_s: f64,
+}
+
+fn ms(us: f64) -> f64 {
+    us / 1000.0
+}
+
+/// Reply rate per sample: (min, avg, max, stddev, n). Only whole intervals count, as httperf.
+pub fn reply_rate(s: &Stats, info: &RunInfo) -> (f64, f64, f64, f64, usize) {
+    let whole = (info.duration_s / info.sample_interval_s).floor() as usize;
+    let v: Vec<f64> = s
+        .samples
+        .iter()
+        .take(whole.min(s.samples.len()))
+        .map(|&c| c as f64 / info.sample_interval_s)
+        .collect();
+    if v.is_empty() {
+        // Shorter than one sample interval: no samples (as httperf), but the average over the
+        // whole run is still the reply rate.
+        let avg = s.replies as f64 / info.duration_s.max(1e-9);
+        return (avg, avg, avg, 0.0, 0);
+    }
+    let n = v.len() as f64;
+    let avg = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / n;
+    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = v.iter().cloned().fold(0.0, f64::max);
+    (min, avg, max, var.sqrt(), v.len())
+}
+
+pub fn to_json(s: &Stats, info: &RunInfo) -> Value {
+    let d = info.duration_s.max(1e-9);
+    let (rmin, ravg, rmax, rsd, rn) = reply_rate(s, info);
+    let pct = |h: &Histogram<u64>, q: f64| {
+        if h.is_empty() {
+            0.0
+        } else {
+            ms(h.value_at_quantile(q) as f64)
+        }
+    };
+    let summary = |h: &Histogram<u64>| {
+        json!({
+            "min": if h.is_empty() { 0.0 } else { ms(h.min() as f64) },
+            "avg": ms(h.mean()),
+            "max": ms(h.max() as f64),
+            "median": pct(h, 0.5),
+            "stddev": ms(h.stdev()),
+        })
+    };
+    let replies = s.replies.max(1) as f64;
+    let cpu = info.user_s + info.system_s;
+    json!({
+        "tool": "evlab load",
+        "version": env!("CARGO_PKG_VERSION"),
+        "config": info.config,
+        "duration_s": info.duration_s,
+        "connections": {
+            "initiated": s.initiated,
+            "completed": s.completed,
+            "max_concurrent": s.max_concurrent,
+            "rate": s.initiated as f64 / d,
+            "conn_time_ms": summary(&s.conn_time),
+            "connect_ms": summary(&s.connect_time),
+            "replies_per_conn": if s.completed > 0 { s.replies_per_conn_sum as f64 / s.completed as f64 } else { 0.0 },
+        },
+        "requests": { "sent": s.requests, "rate": s.requests as f64 / d },
+        "replies": {
+            "total": s.replies,
+            "rate": { "min": rmin, "avg": ravg, "max": rmax, "stddev": rsd, "samples": rn },
+            "response_ms": { "avg": ms(s.response_time_sum_us as f64 / replies) },
+            "transfer_ms": { "avg": ms(s.transfer_time_sum_us as f64 / replies) },
+            "size": {
+                "header": s.header_bytes as f64 / replies,
+                "content": s.body_bytes as f64 / replies,
+                "footer": s.footer_bytes as f64 / replies,
+                "total": (s.header_bytes + s.body_bytes + s.footer_bytes) as f64 / replies,
+            },
+            "status": { "1xx": s.status[1], "2xx": s.status[2], "3xx": s.status[3], "4xx": s.status[4], "5xx": s.status[5] },
+        },
+        "latency_ms": {
+            "p50": pct(&s.latency, 0.5), "p90": pct(&s.latency, 0.9), "p99": pct(&s.latency, 0.99),
+            "p999": pct(&s.latency, 0.999), "max": ms(s.latency.max() as f64), "mean": ms(s.latency.mean()),
+        },
+        "late_starts": { "count": s.late_starts, "max_ms": ms(s.max_late_us as f64) },
+        "cpu": { "user_s": info.user_s, "system_s": info.system_s, "percent": 100.0 * cpu / d },
+        "net": {
+            "kb_per_s": (s.bytes_in + s.bytes_out) as f64 / 1024.0 / d,
+            "bytes_in": s.bytes_in, "bytes_out": s.bytes_out,
+        },
+        "errors": {
+            "total": s.errors.total(), "client_timo": s.errors.client_timo,
+            "socket_timo": s.errors.socket_timo, "connrefused": s.errors.connrefused,
+            "connreset": s.errors.connreset, "fd_unavail": s.errors.fd_unavail,
+            "addrunavail": s.errors.addrunavail, "ftab_full": s.errors.ftab_full,
+            "other": s.errors.other, "parse": s.errors.parse,
+        },
+        "samples": s.samples.iter().map(|&c| c as f64 / info.sample_interval_s).collect::<Vec<f64>>(),
+    })
+}
+
+/// httperf's report, line for line where the meaning is the same.
+pub fn to_text(s: &Stats, info: &RunInfo) -> String {
+    let v = to_json(s, info);
+    let f = |p: &str| -> f64 { v.pointer(p).and_then(|x| x.as_f64()).unwrap_or(0.0) };
+    let d = info.duration_s.max(1e-9);
+    let conn_rate = s.initiated as f64 / d;
+    let req_rate = s.requests as f64 / d;
+    let mut o = String::new();
+    o.push_str(&format!(
+        "Total: connections {} requests {} replies {} test-duration {:.3} s\n\n",
+        s.initiated, s.requests, s.replies, info.duration_s
+    ));
+    o.push_str(&format!(
+        "Connection rate: {:.1} conn/s ({:.1} ms/conn, <={} concurrent connections)\n",
+        conn_rate,
+        if conn_rate > 0.0 {
+            1000.0 / conn_rate
+        } else {
+            0.0
+        },
+        s.max_concurrent
+    ));
+    o.push_str(&format!(
+        "Connection time [ms]: min {:.1} avg {:.1} max {:.1} median {:.1} stddev {:.1}\n",
+        f("/connections/conn_time_ms/min"),
+        f("/connections/conn_time_ms/avg"),
+        f("/connections/conn_time_ms/max"),
+        f("/connections/conn_time_ms/median"),
+        f("/connections/conn_time_ms/stddev")
+    ));
+    o.push_str(&format!(
+        "Connection time [ms]: connect {:.1}\n",
+        f("/connections/connect_ms/avg")
+    ));
+    o.push_str(&format!(
+        "Connection length [replies/conn]: {:.3}\n\n",
+        f("/connections/replies_per_conn")
+    ));
+    o.push_str(&format!(
+        "Request rate: {:.1} req/s ({:.1} ms/req)\n",
+        req_rate,
+        if req_rate > 0.0 {
+            1000.0 / req_rate
+        } else {
+            0.0
+        }
+    ));
+    o.push_str(&format!(
+        "Request size [B]: {:.1}\n\n",
+        if s.requests > 0 {
+            s.bytes_out as f64 / s.requests as f64
+        } else {
+            0.0
+        }
+    ));
+    o.push_str(&format!(
+        "Reply rate [replies/s]: min {:.1} avg {:.1} max {:.1} stddev {:.1} ({} samples)\n",
+        f("/replies/rate/min"),
+        f("/replies/rate/avg"),
+        f("/replies/rate/max"),
+        f("/replies/rate/stddev"),
+        v.pointer("/replies/rate/samples")
+            .and_then(|x| x.as_u64())
+            .unwrap_or(0)
+    ));
+    o.push_str(&format!(
+        "Reply time [ms]: response {:.1} transfer {:.1}\n",
+        f("/replies/response_ms/avg"),
+        f("/replies/transfer_ms/avg")
+    ));
+    o.push_str(&format!(
+        "Reply size [B]: header {:.1} content {:.1} footer {:.1} (total {:.1})\n",
+        f("/replies/size/header"),
+        f("/replies/size/content"),
+        f("/replies/size/footer"),
+        f("/replies/size/total")
+    ));
+    o.push_str(&format!(
+        "Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}\n\n",
+        s.status[1], s.status[2], s.status[3], s.status[4], s.status[5]
+    ));
+    let cpu = info.user_s + info.system_s;
+    o.push_str(&format!(
+        "CPU time [s]: user {:.2} system {:.2} (user {:.1}% system {:.1}% total {:.1}%)\n",
+        info.user_s,
+        info.system_s,
+        100.0 * info.user_s / d,
+        100.0 * info.system_s / d,
+        100.0 * cpu / d
+    ));
+    let kbps = (s.bytes_in + s.bytes_out) as f64 / 1024.0 / d;
+    o.push_str(&format!(
+        "Net I/O: {:.1} KB/s ({:.1}*10^6 bps)\n\n",
+        kbps,
+        kbps * 1024.0 * 8.0 / 1e6
+    ));
+    let e = &s.errors;
+    o.push_str(&format!(
+        "Errors: total {} client-timo {} socket-timo {} connrefused {} connreset {}\n",
+        e.total(),
+        e.client_timo,
+        e.socket_timo,
+        e.connrefused,
+        e.connreset
+    ));
+    o.push_str(&format!(
+        "Errors: fd-unavail {} addrunavail {} ftab-full {} other {}\n\n",
+        e.fd_unavail,
+        e.addrunavail,
+        e.ftab_full,
+        e.other + e.parse
+    ));
+    o.push_str(&format!(
+        "Latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} (from each call's scheduled start)\n",
+        f("/latency_ms/p50"),
+        f("/latency_ms/p90"),
+        f("/latency_ms/p99"),
+        f("/latency_ms/p999"),
+        f("/latency_ms/max")
+    ));
+    o.push_str(&format!(
+        "Late starts: {} (max {:.3} ms behind schedule)\n",
+        s.late_starts,
+        ms(s.max_late_us as f64)
+    ));
+    o
+}

@@ -188,6 +188,8 @@ struct Conn {
     replies: u64,
     readable: bool,
     writable: bool,
+    /// The server shut down its side: read on to EOF, a short read proves nothing.
+    peer_closed: bool,
 }
 
 struct Worker<'a> {
@@ -321,6 +323,7 @@ impl<'a> Worker<'a> {
                 if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
                     c.readable |= ev.readable();
                     c.writable |= ev.writable();
+                    c.peer_closed |= ev.peer_closed();
                     self.advance(fd);
                 }
             }
@@ -458,6 +461,7 @@ impl<'a> Worker<'a> {
             replies: 0,
             readable: false,
             writable: false,
+            peer_closed: false,
         });
         self.active += 1;
         self.stats.max_concurrent = self.stats.max_concurrent.max(self.active);
@@ -550,6 +554,9 @@ impl<'a> Worker<'a> {
                             let done = c.parser.eof();
                             if let Some(reply) = done {
                                 self.on_reply(fd, reply, now);
+                                if !matches!(self.conns.get(fd as usize), Some(Some(_))) {
+                                    return; // that reply finished the connection
+                                }
                             }
                             let ok = matches!(self.conns.get(fd as usize), Some(Some(c)) if c.inflight.is_empty() && c.next >= c.calls.len());
                             if !ok {
@@ -561,7 +568,7 @@ impl<'a> Worker<'a> {
                         }
                         Ok(n) => {
                             self.stats.bytes_in += n as u64;
-                            if n < self.scratch.len() {
+                            if n < self.scratch.len() && !c.peer_closed {
                                 c.readable = false;
                             }
                             if c.first_byte.is_none() {

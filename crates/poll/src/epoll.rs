@@ -39,8 +39,11 @@ pub(crate) fn to_epoll(interest: Interest) -> u32 {
 #[inline]
 pub(crate) fn from_epoll(e: u32) -> u8 {
     let mut f = 0;
-    if e & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLPRI) as u32 != 0 {
+    if e & (libc::EPOLLIN | libc::EPOLLPRI) as u32 != 0 {
         f |= Event::READABLE;
+    }
+    if e & libc::EPOLLRDHUP as u32 != 0 {
+        f |= Event::RDHUP;
     }
     if e & libc::EPOLLOUT as u32 != 0 {
         f |= Event::WRITABLE;

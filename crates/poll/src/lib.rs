@@ -78,6 +78,10 @@ impl Event {
     pub const ERROR: u8 = 4;
     /// The peer hung up (EPOLLHUP, POLLHUP); reading will see EOF.
     pub const HUP: u8 = 8;
+    /// The peer shut down its writing side (EPOLLRDHUP, POLLRDHUP): after the data already
+    /// buffered, a read will see EOF. An edge-triggered reader must read on to that EOF, since
+    /// no later edge will announce it.
+    pub const RDHUP: u8 = 16;
 
     #[inline]
     pub fn new(token: Token, flags: u8) -> Event {
@@ -86,7 +90,12 @@ impl Event {
     /// Readable, or about to fail a read with EOF or an error: either way, read it.
     #[inline]
     pub fn readable(&self) -> bool {
-        self.flags & (Self::READABLE | Self::ERROR | Self::HUP) != 0
+        self.flags & (Self::READABLE | Self::ERROR | Self::HUP | Self::RDHUP) != 0
+    }
+    /// The peer will send nothing more (RDHUP or HUP).
+    #[inline]
+    pub fn peer_closed(&self) -> bool {
+        self.flags & (Self::RDHUP | Self::HUP) != 0
     }
     /// Writable, or about to fail a write with an error: either way, write it.
     #[inline]

@@ -121,8 +121,11 @@ impl Poller for Poll {
             if re != 0 {
                 n -= 1;
                 let mut flags = 0;
-                if re & (libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP) != 0 {
+                if re & (libc::POLLIN | libc::POLLPRI) != 0 {
                     flags |= Event::READABLE;
+                }
+                if re & libc::POLLRDHUP != 0 {
+                    flags |= Event::RDHUP;
                 }
                 if re & libc::POLLOUT != 0 {
                     flags |= Event::WRITABLE;

@@ -123,8 +123,11 @@ impl UringPoll {
                 } else {
                     let m = res as u32;
                     let mut f = 0;
-                    if m & (libc::POLLIN | libc::POLLRDHUP | libc::POLLPRI) as u32 != 0 {
+                    if m & (libc::POLLIN | libc::POLLPRI) as u32 != 0 {
                         f |= Event::READABLE;
+                    }
+                    if m & libc::POLLRDHUP as u32 != 0 {
+                        f |= Event::RDHUP;
                     }
                     if m & libc::POLLOUT as u32 != 0 {
                         f |= Event::WRITABLE;

@@ -314,6 +314,8 @@ pub struct Conn {
     pub gen: u64,
     /// Queued in the worker's flush list.
     pub flush_queued: bool,
+    /// The peer shut down its side: read on to EOF, a short read proves nothing.
+    pub peer_closed: bool,
 }
 
 impl Conn {
@@ -330,6 +332,7 @@ impl Conn {
             linger: false,
             gen,
             flush_queued: false,
+            peer_closed: false,
         }
     }
 }

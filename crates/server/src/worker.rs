@@ -181,7 +181,7 @@ impl<P: Poller> Worker<P> {
                         self.begin_shutdown();
                     }
                 } else {
-                    self.on_event(fd, ev.readable(), ev.writable());
+                    self.on_event(fd, ev.readable(), ev.writable(), ev.peer_closed());
                 }
             }
             self.ctx.deferring = false;
@@ -335,7 +335,7 @@ impl<P: Poller> Worker<P> {
 
     // ---- connections ----
 
-    fn on_event(&mut self, fd: RawFd, readable: bool, writable: bool) {
+    fn on_event(&mut self, fd: RawFd, readable: bool, writable: bool, peer_closed: bool) {
         let edge = self.ctx.edge;
         let next = {
             let Some(c) = self.conns.get_mut(fd as usize).and_then(|s| s.as_mut()) else {
@@ -344,6 +344,7 @@ impl<P: Poller> Worker<P> {
             if edge {
                 c.readable |= readable;
                 c.writable |= writable;
+                c.peer_closed |= peer_closed;
             } else {
                 c.readable = readable;
                 c.writable = writable;
@@ -478,7 +479,7 @@ fn drive<P: Poller>(ctx: &mut Ctx, poller: &mut P, c: &mut Conn) -> Next {
                         // Level-triggered: one read per event, as the μserver. Edge-triggered:
                         // a read that did not fill what was offered drained the socket at that
                         // instant, and any later arrival is a new edge, so no read for EAGAIN.
-                        if !edge || n < offered {
+                        if !edge || (n < offered && !c.peer_closed) {
                             c.readable = false;
                         }
                         process_input(ctx, c);

@@ -220,6 +220,23 @@ mod cases {
         fetch_big(&t);
     }
 
+    pub fn half_close(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        for _ in 0..20 {
+            let mut s = connect(t.addr);
+            // Request and FIN together: an edge-triggered server must still see the EOF.
+            s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut all = Vec::new();
+            s.read_to_end(&mut all)
+                .expect("the server answers and closes");
+            assert!(all.starts_with(b"HTTP/1.1 200 OK\r\n"));
+            assert!(all.ends_with(b"\r\n\r\na"));
+        }
+    }
+
     pub fn batch_writes(m: &str) {
         let Some(t) = start(m, |c| c.batch_writes = true) else {
             return;
@@ -630,6 +647,7 @@ macro_rules! mechanism_tests {
             #[test] fn big_file_sendfile_not_in_memory() { super::cases::big_file_sendfile_not_in_memory(M) }
             #[test] fn eager_write() { super::cases::eager_write(M) }
             #[test] fn batch_writes() { super::cases::batch_writes(M) }
+            #[test] fn half_close() { super::cases::half_close(M) }
             #[test] fn hostile_requests() { super::cases::hostile_requests(M) }
             #[test] fn many_connections() { super::cases::many_connections(M) }
             #[test] fn reset_mid_response() { super::cases::reset_mid_response(M) }

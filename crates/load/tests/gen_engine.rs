@@ -1,0 +1,236 @@
+//! The generator against tiny real servers on loopback: exact counts, the schedule, and every
+//! failure filed under the cause httperf would give it.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use evlab_load::gen::{self, Live, LoadConfig};
+use evlab_load::summary::{self, RunInfo, Stats};
+use evlab_load::workload::{Fixed, Workload};
+
+/// Serves each connection on its own thread with `handle`.
+fn server(handle: fn(TcpStream)) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || handle(s));
+        }
+    });
+    addr
+}
+
+/// Reads requests (up to each blank line) and answers each with `reply`.
+fn answer_each(mut s: TcpStream, reply: &[u8]) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..p + 4);
+            if s.write_all(reply).is_err() {
+                return;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn fixed_ok(s: TcpStream) {
+    answer_each(s, b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na");
+}
+
+fn chunked(s: TcpStream) {
+    answer_each(
+        s,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    );
+}
+
+fn silent(mut s: TcpStream) {
+    let mut b = [0u8; 1024];
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    while matches!(s.read(&mut b), Ok(n) if n > 0) {}
+}
+
+fn reset(mut s: TcpStream) {
+    let mut b = [0u8; 1024];
+    let _ = s.read(&mut b);
+    evlab_poll::sys::set_linger(s.as_raw_fd(), Some(0)).unwrap();
+}
+
+fn garbage(mut s: TcpStream) {
+    let mut b = [0u8; 1024];
+    let _ = s.read(&mut b);
+    let _ = s.write_all(b"this is not http\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+fn close_delimited(mut s: TcpStream) {
+    let mut b = [0u8; 1024];
+    let _ = s.read(&mut b);
+    let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nuntil the end");
+}
+
+fn cfg(addr: SocketAddr, rate: f64, conns: u64) -> LoadConfig {
+    LoadConfig {
+        server: addr,
+        host: "t".into(),
+        rate,
+        poisson: false,
+        num_conns: Some(conns),
+        duration: None,
+        timeout: Duration::from_secs(5),
+        think_timeout: Duration::ZERO,
+        threads: 1,
+        pipeline: 1,
+        source_addrs: gen::source_pool(&addr, 8),
+        sample_interval: Duration::from_secs(1),
+        seed: 1,
+    }
+}
+
+fn go(c: &LoadConfig, calls: usize) -> (Stats, RunInfo) {
+    let stop = AtomicBool::new(false);
+    let factory = move |_| Box::new(Fixed::new("/one", calls)) as Box<dyn Workload>;
+    gen::run(c, &factory, &stop, &Live::default()).unwrap()
+}
+
+#[test]
+fn exact_counts_and_schedule() {
+    let addr = server(fixed_ok);
+    let t0 = Instant::now();
+    let (s, info) = go(&cfg(addr, 200.0, 400), 1);
+    let took = t0.elapsed();
+    assert_eq!(
+        (s.initiated, s.completed, s.requests, s.replies),
+        (400, 400, 400, 400)
+    );
+    assert_eq!(s.status[2], 400);
+    assert_eq!(s.errors.total(), 0);
+    assert_eq!(s.body_bytes, 400);
+    // 400 starts at 200/s: the last at ~2 s. A schedule check, not a speed claim.
+    assert!(
+        took > Duration::from_millis(1800) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    let text = summary::to_text(&s, &info);
+    for label in [
+        "Total: connections 400 requests 400 replies 400",
+        "Connection rate:",
+        "Connection time [ms]:",
+        "Request rate:",
+        "Reply rate [replies/s]:",
+        "Reply time [ms]:",
+        "Reply size [B]:",
+        "Reply status: 1xx=0 2xx=400",
+        "CPU time [s]:",
+        "Net I/O:",
+        "Errors: total 0 client-timo 0 socket-timo 0 connrefused 0 connreset 0",
+        "Errors: fd-unavail 0 addrunavail 0 ftab-full 0 other 0",
+        "Latency [ms]: p50",
+        "Late starts:",
+    ] {
+        assert!(text.contains(label), "missing {label:?} in:\n{text}");
+    }
+    let v = summary::to_json(&s, &info);
+    assert_eq!(v["replies"]["total"], 400);
+    assert!(v["replies"]["rate"]["avg"].as_f64().unwrap() > 100.0);
+}
+
+#[test]
+fn poisson_and_threads_keep_counts() {
+    let addr = server(fixed_ok);
+    let mut c = cfg(addr, 500.0, 301);
+    c.poisson = true;
+    c.threads = 3;
+    let (s, _) = go(&c, 2);
+    assert_eq!((s.initiated, s.replies, s.completed), (301, 602, 301));
+    assert_eq!(s.errors.total(), 0);
+}
+
+#[test]
+fn pipelining_and_chunked() {
+    let addr = server(chunked);
+    let mut c = cfg(addr, 100.0, 20);
+    c.pipeline = 4;
+    let (s, _) = go(&c, 10);
+    assert_eq!((s.replies, s.completed, s.errors.total()), (200, 20, 0));
+    assert_eq!(s.body_bytes, 200 * 5);
+}
+
+#[test]
+fn close_delimited_bodies() {
+    let addr = server(close_delimited);
+    let (s, _) = go(&cfg(addr, 100.0, 10), 1);
+    assert_eq!((s.replies, s.completed, s.errors.total()), (10, 10, 0));
+    assert_eq!(s.body_bytes, 10 * "until the end".len() as u64);
+}
+
+#[test]
+fn silent_server_is_client_timo() {
+    let addr = server(silent);
+    let mut c = cfg(addr, 100.0, 10);
+    c.timeout = Duration::from_millis(300);
+    let t0 = Instant::now();
+    let (s, _) = go(&c, 1);
+    assert_eq!(s.errors.client_timo, 10);
+    assert_eq!(s.replies, 0);
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn reset_is_connreset() {
+    let addr = server(reset);
+    let (s, _) = go(&cfg(addr, 100.0, 10), 1);
+    assert_eq!(s.errors.connreset, 10, "{:?}", s.errors);
+    assert_eq!(s.replies, 0);
+}
+
+#[test]
+fn refused_is_connrefused() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (s, _) = go(&cfg(addr, 100.0, 5), 1);
+    assert_eq!(s.errors.connrefused, 5, "{:?}", s.errors);
+}
+
+#[test]
+fn garbage_is_counted_not_fatal() {
+    let addr = server(garbage);
+    let (s, _) = go(&cfg(addr, 100.0, 5), 1);
+    assert_eq!(s.errors.parse, 5, "{:?}", s.errors);
+    assert_eq!(s.replies, 0);
+}
+
+#[test]
+fn duration_ends_the_run() {
+    let addr = server(fixed_ok);
+    let mut c = cfg(addr, 100.0, 0);
+    c.num_conns = None;
+    c.duration = Some(Duration::from_millis(500));
+    let (s, _) = go(&c, 1);
+    assert!((45..=55).contains(&s.initiated), "{}", s.initiated);
+    assert_eq!(s.replies, s.initiated);
+}
+
+#[test]
+fn nonsense_config_is_an_error() {
+    let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let stop = AtomicBool::new(false);
+    let factory = |_| Box::new(Fixed::new("/", 1)) as Box<dyn Workload>;
+    let mut c = cfg(addr, 0.0, 1);
+    assert!(gen::run(&c, &factory, &stop, &Live::default()).is_err());
+    c.rate = 10.0;
+    c.num_conns = None;
+    assert!(gen::run(&c, &factory, &stop, &Live::default()).is_err());
+}

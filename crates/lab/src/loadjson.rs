@@ -108,6 +108,10 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         "127.0.0.1".into(),
         "--port".into(),
         a.port.to_string(),
+        // Points are seconds long, not httperf's minutes: sample the reply rate every second.
+        "--sample-interval".into(),
+        "1".into(),
+        "--quiet".into(),
     ];
     match a.workload {
         crate::spec::Workload::OneByte => v.extend(["--uri".into(), "/one".into()]),
@@ -223,8 +227,16 @@ pub fn parse_summary(v: &Value) -> LoadSummary {
             &["reply_rate.stddev", "reply_rate.sd", "replies.rate.stddev"],
         ),
         replies: u(v, &["replies.total", "replies", "responses.total"]),
-        requests: u(v, &["requests.total", "requests"]),
-        connections: u(v, &["connections.total", "connections", "conns"]),
+        requests: u(v, &["requests.sent", "requests.total", "requests"]),
+        connections: u(
+            v,
+            &[
+                "connections.initiated",
+                "connections.total",
+                "connections",
+                "conns",
+            ],
+        ),
         status_2xx: u(v, &["replies.2xx", "status.2xx", "replies.status.2xx"]),
         duration_s: f(v, &["duration_s", "elapsed_s", "test_duration_s"]),
         errors: Errors {
@@ -247,9 +259,15 @@ pub fn parse_summary(v: &Value) -> LoadSummary {
         },
         late_starts: u(
             v,
-            &["late_starts", "schedule.late_starts", "connections.late"],
+            &[
+                "late_starts.count",
+                "late_starts",
+                "schedule.late_starts",
+                "connections.late",
+            ],
         ),
-        client_cpu: f(v, &["cpu.total", "client_cpu", "cpu.utilization"]),
+        client_cpu: f(v, &["cpu.total", "client_cpu", "cpu.utilization"])
+            .or_else(|| f(v, &["cpu.percent"]).map(|p| p / 100.0)),
     }
 }
 

@@ -635,15 +635,26 @@ impl Engine {
         let Some(slot) = self.conns.get_mut(fd as usize) else {
             return Ok(());
         };
-        if slot.take().is_none() {
+        let Some(uc) = slot.take() else {
             return Ok(());
+        };
+        // Cancel what is armed on it (the recv holds the file), then close it: all in the next
+        // enter, in this order. Cancels name each request by its user_data, which the kernel
+        // finds by hash; cancelling "everything on this fd" walks every armed request, which
+        // with 10,000 idle connections made each close cost milliseconds.
+        let mut armed = vec![ud(OP_RECV, fd, uc.id)];
+        if uc.send_inflight {
+            armed.push(ud(OP_SEND, fd, uc.id));
         }
-        // Cancel what is armed on it (the recv holds the file), then close it: both go in the
-        // next enter, in this order.
-        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fd(fd)).all())
-            .build()
-            .user_data(ud(OP_CANCEL, fd, 0));
-        self.push(&cancel)?;
+        if uc.wait_pollout {
+            armed.push(ud(OP_POLLOUT, fd, uc.id));
+        }
+        for target in armed {
+            let cancel = opcode::AsyncCancel::new(target)
+                .build()
+                .user_data(ud(OP_CANCEL, fd, 0));
+            self.push(&cancel)?;
+        }
         let close = opcode::Close::new(types::Fd(fd))
             .build()
             .user_data(ud(OP_CLOSE, fd, 0));

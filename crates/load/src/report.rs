@@ -1,1 +1,0 @@
-//! (owned by the load-engine work; being built)

@@ -38,6 +38,27 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// How long the loop may sleep: until the first of its timers, `other` (accept retry) and
+    /// the shutdown deadline; while shutting down, at most 100 ms, to re-check the exit.
+    pub fn wait_timeout(
+        &self,
+        other: Option<Instant>,
+        shutting_down: Option<Instant>,
+    ) -> Option<std::time::Duration> {
+        let candidates = [
+            other,
+            self.header_timers.as_ref().and_then(|t| t.next_deadline()),
+            self.linger_timers.next_deadline(),
+            shutting_down,
+            shutting_down.map(|_| self.now + std::time::Duration::from_millis(100)),
+        ];
+        candidates
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|n| n.saturating_duration_since(Instant::now()))
+    }
+
     pub fn next_gen(&mut self) -> u64 {
         self.next_gen += 1;
         self.next_gen

@@ -329,24 +329,8 @@ impl Engine {
     }
 
     fn next_timeout(&self) -> Option<Duration> {
-        let mut next = self.accept_retry_at;
-        let mut consider = |d: Option<Instant>| {
-            if let Some(d) = d {
-                next = Some(next.map_or(d, |n: Instant| n.min(d)));
-            }
-        };
-        consider(
-            self.ctx
-                .header_timers
-                .as_ref()
-                .and_then(|t| t.next_deadline()),
-        );
-        consider(self.ctx.linger_timers.next_deadline());
-        consider(self.shutting_down);
-        if self.shutting_down.is_some() {
-            consider(Some(self.ctx.now + Duration::from_millis(100)));
-        }
-        next.map(|n| n.saturating_duration_since(Instant::now()))
+        self.ctx
+            .wait_timeout(self.accept_retry_at, self.shutting_down)
     }
 
     /// Handles one completion; returns whether a buffer went back to the buffer ring.

@@ -198,25 +198,8 @@ impl<P: Poller> Worker<P> {
         if self.accept_pending {
             return Some(Duration::ZERO);
         }
-        let mut next: Option<Instant> = self.accept_retry_at;
-        let mut consider = |d: Option<Instant>| {
-            if let Some(d) = d {
-                next = Some(next.map_or(d, |n| n.min(d)));
-            }
-        };
-        consider(
-            self.ctx
-                .header_timers
-                .as_ref()
-                .and_then(|t| t.next_deadline()),
-        );
-        consider(self.ctx.linger_timers.next_deadline());
-        consider(self.shutting_down);
-        if self.shutting_down.is_some() {
-            // Re-check the exit condition regularly while draining.
-            consider(Some(self.ctx.now + Duration::from_millis(100)));
-        }
-        next.map(|n| n.saturating_duration_since(Instant::now()))
+        self.ctx
+            .wait_timeout(self.accept_retry_at, self.shutting_down)
     }
 
     // ---- accepting ----

@@ -75,6 +75,34 @@ pub struct Child {
 /// The descriptor limit children are given where the runner may raise it.
 const CHILD_NOFILE: libc::rlim_t = 65536;
 
+/// `CHILD_NOFILE` if this process may raise its hard limit that far (then children get it), else 0.
+pub fn child_nofile_if_raisable() -> usize {
+    let mut have = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `have` is valid for writing.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut have) } != 0 {
+        return 0;
+    }
+    if have.rlim_max >= CHILD_NOFILE {
+        return CHILD_NOFILE as usize;
+    }
+    // Try on ourselves, then put the old limit back (lowering a hard limit is always allowed).
+    let want = libc::rlimit {
+        rlim_cur: have.rlim_cur,
+        rlim_max: CHILD_NOFILE,
+    };
+    // SAFETY: valid rlimit structs; raising then restoring our own hard limit.
+    unsafe {
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+            libc::setrlimit(libc::RLIMIT_NOFILE, &have);
+            return CHILD_NOFILE as usize;
+        }
+    }
+    0
+}
+
 impl Child {
     /// Starts `argv` pinned to `cpus` (none: not pinned). The shell form of the command, with a
     /// `taskset` prefix when pinned, is kept for the report.

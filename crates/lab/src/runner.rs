@@ -460,6 +460,17 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
             (c, addr.port())
         }
         ServerKind::Nginx | ServerKind::Lighttpd => {
+            if p.kind == ServerKind::Lighttpd {
+                // lighttpd accepts at most half its descriptor limit as connections; past that it
+                // answers nobody, which would be recorded as a server that serves nothing.
+                let cap = peers::lighttpd_max_connections();
+                if p.idle + 1000 > cap {
+                    return Err(LabError::Point(format!(
+                        "lighttpd accepts at most {cap} connections here (half its descriptor limit): it cannot hold {} idle connections plus the load",
+                        p.idle
+                    )));
+                }
+            }
             let port = procs::free_port()?;
             let conf_dir = pdir.join("peer");
             std::fs::create_dir_all(&conf_dir)?;

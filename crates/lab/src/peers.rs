@@ -118,19 +118,6 @@ server.listen-backlog = 4096\n",
     ])
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_lighttpd_v() {
-        let v =
-            "lighttpd/1.4.69 (ssl)\n\nEvent Handlers:\n\n\t- select (generic)\n\t+ poll (Unix)\n\
-\t+ epoll (Linux)\n\t- kqueue (FreeBSD)\n\nNetwork handler:\n\n\t+ linux-sendfile\n";
-        assert_eq!(parse_lighttpd_handlers(v), ["poll", "linux-sysepoll"]);
-    }
-}
-
 /// The most connections lighttpd will accept when started by the runner: half its descriptor
 /// limit (lighttpd's own rule), which is the runner's children's hard limit.
 pub fn lighttpd_max_connections() -> usize {
@@ -145,4 +132,17 @@ pub fn lighttpd_max_connections() -> usize {
     // Children get a higher limit where the runner may raise it (see procs.rs).
     let hard = (lim.rlim_max as usize).max(crate::procs::child_nofile_if_raisable());
     hard / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lighttpd_v() {
+        let v =
+            "lighttpd/1.4.69 (ssl)\n\nEvent Handlers:\n\n\t- select (generic)\n\t+ poll (Unix)\n\
+\t+ epoll (Linux)\n\t- kqueue (FreeBSD)\n\nNetwork handler:\n\n\t+ linux-sendfile\n";
+        assert_eq!(parse_lighttpd_handlers(v), ["poll", "linux-sysepoll"]);
+    }
 }

@@ -232,3 +232,25 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     assert!((1..6).contains(&n), "{n} points");
     assert!(d.join("out/report.html").is_file());
 }
+
+#[test]
+fn non_2xx_replies_are_flagged() {
+    if !load_available() {
+        return;
+    }
+    let d = scratch("non2xx");
+    let uris = d.join("uris.txt");
+    std::fs::write(&uris, "/does-not-exist\n").unwrap();
+    // Every reply is a 404: the point must not pass for a measurement of the server.
+    let spec = format!(
+        "name = \"non2xx\"\nmechanisms = [\"epoll-et\"]\nworkload = {{ uri_list = \"{}\" }}\n\
+         rates = [200]\nduration_s = 1\n",
+        uris.display()
+    );
+    let o = run(&spec, &d, &["--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&d.join("out"), "summary.json")).unwrap();
+    let flags = summary["points"][0]["flags"].to_string();
+    assert!(flags.contains("not serving"), "{flags}");
+}

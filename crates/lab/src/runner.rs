@@ -640,6 +640,16 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
                 .push(format!("client out of resources: {n} {name} errors"));
         }
     }
+    // A server that answers with errors (a docroot it cannot read, say) is not serving the
+    // workload: its replies/s must not be read as a result.
+    if let (Some(replies), Some(ok)) = (load.replies, load.status_2xx) {
+        if replies > ok {
+            p.flags.push(format!(
+                "not serving: {} of {replies} replies were not 2xx",
+                replies - ok
+            ));
+        }
+    }
     if !server_alive {
         p.flags.push(format!(
             "server exited during the run: {}",

@@ -249,6 +249,8 @@ impl Poller for UringPoll {
     fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
         events.clear();
         self.stats.waits += 1;
+        // A wait is "from memory" exactly when it made no syscall.
+        let mut entered = false;
         let (overflow, taskrun) = {
             let sq = self.ring.submission();
             (sq.cq_overflow(), sq.taskrun())
@@ -256,25 +258,28 @@ impl Poller for UringPoll {
         if overflow || taskrun || self.passes >= self.max_pass {
             // Let the kernel run what it deferred and flush what overflowed, without sleeping.
             self.enter(0, None)?;
+            entered = true;
         }
         self.harvest(events)?;
-        if !events.is_empty() {
-            if self.queued > 0 {
-                self.enter(0, None)?;
-            } else {
-                self.passes += 1;
-                self.stats.waits_from_memory += 1;
+        if events.is_empty() {
+            // Nothing in memory: submit what is queued and sleep in the kernel.
+            match timeout {
+                Some(d) if d.is_zero() => self.enter(0, None)?,
+                t => self.enter(1, t)?,
             }
-            self.stats.events += events.len() as u64;
-            return Ok(events.len());
+            entered = true;
+            self.harvest(events)?;
+        } else if self.queued > 0 {
+            // Registrations and removals must reach the kernel; no need to wait.
+            self.enter(0, None)?;
+            entered = true;
         }
-        // Nothing in memory: submit what is queued and sleep in the kernel.
-        self.stats.waits_from_kernel += 1;
-        match timeout {
-            Some(d) if d.is_zero() => self.enter(0, None)?,
-            t => self.enter(1, t)?,
+        if entered {
+            self.stats.waits_from_kernel += 1;
+        } else {
+            self.passes += 1;
+            self.stats.waits_from_memory += 1;
         }
-        self.harvest(events)?;
         self.stats.events += events.len() as u64;
         Ok(events.len())
     }

@@ -12,7 +12,7 @@ use evlab_load::summary;
 use evlab_load::workload::sesslog::SessLog;
 use evlab_load::workload::specweb::{CallsPerConn, SpecWeb, SpecWebConfig};
 use evlab_load::workload::urilist::UriList;
-use evlab_load::workload::{Fixed, Workload};
+use evlab_load::workload::{Fixed, Method, Workload};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -25,6 +25,9 @@ pub struct Args {
     /// URI requested by every call (the one-byte workload is /one)
     #[arg(long, default_value = "/")]
     pub uri: String,
+    /// Request method, GET or HEAD (session files may give their own per line with method=)
+    #[arg(long, default_value = "GET")]
+    pub method: String,
     /// Connections (sessions) started per second, on a fixed schedule (or Poisson)
     #[arg(long)]
     pub rate: f64,
@@ -85,6 +88,9 @@ pub struct Args {
     /// Random seed (Poisson gaps, SPECweb99 draws)
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Time every syscall the generator makes and report microseconds per connection in each
+    #[arg(long)]
+    pub profile: bool,
     /// No report on stdout (with --json)
     #[arg(long)]
     pub quiet: bool,
@@ -117,8 +123,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if a.num_calls == 0 || a.pipeline == 0 || a.threads == 0 {
         bail!("--num-calls, --pipeline and --threads must be at least 1");
     }
+    let method = Method::parse(&a.method).map_err(|e| anyhow::anyhow!("--method: {e}"))?;
+    if a.specweb.is_some() && method != Method::Get {
+        bail!(
+            "--method {}: the SPECweb99 workload sends GET requests only",
+            a.method
+        );
+    }
     let factory: Box<dyn Fn(usize) -> Box<dyn Workload> + Sync> = if let Some(p) = &a.uri_list {
-        let w = UriList::from_file(p, a.num_calls)?;
+        let w = UriList::from_file(p, a.num_calls)?.with_method(method);
         Box::new(move |_| Box::new(w.clone()))
     } else if let Some(spec) = &a.wsesslog {
         let parts: Vec<&str> = spec.splitn(3, ',').collect();
@@ -136,6 +149,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         let w = SessLog::from_file(
             std::path::Path::new(file),
             Duration::from_secs_f64(x.max(0.0)),
+            method,
         )?;
         if num_conns.is_none() && duration.is_none() {
             num_conns = Some(n);
@@ -157,7 +171,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         if !a.uri.starts_with('/') {
             bail!("--uri must start with '/', not {}", a.uri);
         }
-        let w = Fixed::new(&a.uri, a.num_calls);
+        let w = Fixed::new(&a.uri, a.num_calls).with_method(method);
         Box::new(move |_| Box::new(w.clone()))
     };
     let cfg = LoadConfig {
@@ -178,6 +192,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         source_addrs: gen::source_pool(&target, a.source_addrs),
         sample_interval: positive("--sample-interval", a.sample_interval)?,
         seed: a.seed,
+        profile: a.profile,
     };
     let stop = AtomicBool::new(false);
     let live = Live::default();

@@ -1,68 +1,12 @@
 //! `evlab serve` as a user runs it: the real binary, real clients (curl, ab, wrk from Debian).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_evlab");
-
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-    dir: PathBuf,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn docroot(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("evlab-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("one"), b"a").unwrap();
-    std::fs::write(dir.join("index.html"), b"<h1>hi</h1>\n").unwrap();
-    dir
-}
-
-fn serve(tag: &str, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Serve {
-    let dir = docroot(tag);
-    let mut cmd = Command::new(BIN);
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(&dir)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    setup(&mut cmd);
-    let mut child = cmd.spawn().expect("spawn evlab serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("first line was {line:?}"))
-        .parse()
-        .unwrap();
-    Serve { child, addr, dir }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
+mod common;
+use common::{have, serve, BIN};
 
 fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();

@@ -30,7 +30,7 @@ use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
 use crate::summary::{RunInfo, Stats};
-use crate::workload::{Call, Workload};
+use crate::workload::{Call, Method, Workload};
 
 /// Late by more than this counts as a late start.
 const LATE: Duration = Duration::from_millis(1);
@@ -53,6 +53,8 @@ pub struct LoadConfig {
     pub source_addrs: Vec<Ipv4Addr>,
     pub sample_interval: Duration,
     pub seed: u64,
+    /// Time every syscall (adds two clock reads to each); counts are always kept.
+    pub profile: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +108,10 @@ pub fn run(
     }
     let threads = cfg.threads.max(1);
     let t0 = Instant::now() + Duration::from_millis(20);
+    if cfg.profile {
+        sys::set_profiling(true);
+    }
+    let sys0 = sys::snapshot_all();
     let ru0 = rusage();
     let results: Vec<Result<Stats, LoadError>> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..threads)
@@ -125,6 +131,7 @@ pub fn run(
     });
     let end = Instant::now();
     let ru1 = rusage();
+    let syscalls = sys::snapshot_all().since(&sys0).rows();
     let mut total = Stats::default();
     for r in results {
         total.merge(&r?);
@@ -147,6 +154,8 @@ pub fn run(
         sample_interval_s: cfg.sample_interval.as_secs_f64(),
         user_s: ru1.0 - ru0.0,
         system_s: ru1.1 - ru0.1,
+        syscalls,
+        profiled: cfg.profile,
     };
     Ok((total, info))
 }
@@ -176,8 +185,8 @@ struct Conn {
     calls: Vec<Call>,
     /// Next call to send.
     next: usize,
-    /// Calls sent and not yet answered: (scheduled start, sent at).
-    inflight: VecDeque<(Instant, Instant)>,
+    /// Calls sent and not yet answered, oldest first.
+    inflight: VecDeque<Sent>,
     /// When the next call is due (for latency when it is sent late).
     due: Instant,
     out: Vec<u8>,
@@ -192,6 +201,16 @@ struct Conn {
     peer_closed: bool,
     /// An error or hang-up was reported.
     errored: bool,
+}
+
+/// A call on the wire.
+#[derive(Copy, Clone, Debug)]
+struct Sent {
+    /// When it was due: latency is measured from here.
+    due: Instant,
+    sent: Instant,
+    /// Its reply has no body.
+    head: bool,
 }
 
 struct Worker<'a> {
@@ -487,14 +506,19 @@ impl<'a> Worker<'a> {
                 break; // a think time waits for the previous reply
             }
             let call = &c.calls[c.next];
-            c.out.extend_from_slice(b"GET ");
+            c.out.extend_from_slice(call.method.token());
             c.out.extend_from_slice(call.uri.as_bytes());
             c.out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
             c.out.extend_from_slice(host.as_bytes());
             c.out
                 .extend_from_slice(b"\r\nUser-Agent: evlab-load\r\n\r\n");
             let due = if c.inflight.is_empty() { c.due } else { now };
-            c.inflight.push_back((due.min(now), now));
+            let head = call.method == Method::Head;
+            c.inflight.push_back(Sent {
+                due: due.min(now),
+                sent: now,
+                head,
+            });
             c.next += 1;
             self.stats.requests += 1;
         }
@@ -594,12 +618,13 @@ impl<'a> Worker<'a> {
                                 let Some(Some(c)) = self.conns.get_mut(fd as usize) else {
                                     return;
                                 };
-                                if c.inflight.is_empty() {
+                                let Some(front) = c.inflight.front() else {
                                     // Bytes nobody asked for.
                                     self.stats.errors.parse += 1;
                                     self.close(fd, false);
                                     return;
-                                }
+                                };
+                                c.parser.head_request = front.head;
                                 match c.parser.feed(&self.scratch[data_off..n]) {
                                     Ok(Progress::More) => break,
                                     Ok(Progress::Done { reply, consumed }) => {
@@ -642,7 +667,7 @@ impl<'a> Worker<'a> {
             return;
         };
         c.replies += 1;
-        if let Some((due, sent)) = c.inflight.pop_front() {
+        if let Some(Sent { due, sent, .. }) = c.inflight.pop_front() {
             let lat = now.saturating_duration_since(due).as_micros() as u64;
             let _ = self.stats.latency.record(lat.max(1));
             let fb = c.first_byte.unwrap_or(now);

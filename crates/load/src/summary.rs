@@ -178,6 +178,10 @@ pub struct RunInfo {
     pub sample_interval_s: f64,
     pub user_s: f64,
     pub system_s: f64,
+    /// The generator's syscalls: (name, calls, errors, nanoseconds inside them). The time is
+    /// measured only with `profiled`.
+    pub syscalls: Vec<(&'static str, u64, u64, u64)>,
+    pub profiled: bool,
 }
 
 fn ms(us: f64) -> f64 {
@@ -274,7 +278,23 @@ pub fn to_json(s: &Stats, info: &RunInfo) -> Value {
             "other": s.errors.other, "parse": s.errors.parse,
         },
         "samples": s.samples.iter().map(|&c| c as f64 / info.sample_interval_s).collect::<Vec<f64>>(),
+        "syscalls": syscalls_json(s, info),
     })
+}
+
+/// Per syscall: calls, errors, calls per connection and, when profiled, microseconds per
+/// connection spent inside it.
+fn syscalls_json(s: &Stats, info: &RunInfo) -> Value {
+    let conns = s.initiated.max(1) as f64;
+    let mut m = serde_json::Map::new();
+    for &(name, calls, errors, ns) in &info.syscalls {
+        let mut row = json!({ "calls": calls, "errors": errors, "per_conn": calls as f64 / conns });
+        if info.profiled {
+            row["us_per_conn"] = json!(ns as f64 / 1e3 / conns);
+        }
+        m.insert(name.to_string(), row);
+    }
+    Value::Object(m)
 }
 
 /// httperf's report, line for line where the meaning is the same.
@@ -402,5 +422,26 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         s.late_starts,
         ms(s.max_late_us as f64)
     ));
+    if !info.syscalls.is_empty() {
+        let conns = s.initiated.max(1) as f64;
+        let mut line = String::from("Syscalls [per conn]:");
+        let mut time = String::from("Syscall time [us/conn]:");
+        let mut total_ns = 0;
+        for &(name, calls, _, ns) in &info.syscalls {
+            line.push_str(&format!(" {name} {:.2}", calls as f64 / conns));
+            time.push_str(&format!(" {name} {:.2}", ns as f64 / 1e3 / conns));
+            total_ns += ns;
+        }
+        o.push_str(&line);
+        o.push('\n');
+        if info.profiled {
+            let cpu_us = (info.user_s + info.system_s) * 1e6 / conns;
+            o.push_str(&format!(
+                "{time} (total {:.2} of {:.2} us CPU per conn)\n",
+                total_ns as f64 / 1e3 / conns,
+                cpu_us
+            ));
+        }
+    }
     o
 }

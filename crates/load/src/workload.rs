@@ -9,6 +9,39 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The request method of a call. Only methods without a request body: evlab load measures
+/// servers of static content.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Method {
+    #[default]
+    Get,
+    /// The reply has a head only, whatever its Content-Length says.
+    Head,
+}
+
+impl Method {
+    /// Parses a method name as httperf's `--method` and session files give it (any case).
+    pub fn parse(name: &str) -> Result<Method, String> {
+        if name.eq_ignore_ascii_case("GET") {
+            Ok(Method::Get)
+        } else if name.eq_ignore_ascii_case("HEAD") {
+            Ok(Method::Head)
+        } else {
+            Err(format!(
+                "method {name} is not supported: evlab load sends GET or HEAD (requests without a body)"
+            ))
+        }
+    }
+
+    /// The request line's first token, with its trailing space.
+    pub fn token(self) -> &'static [u8] {
+        match self {
+            Method::Get => b"GET ",
+            Method::Head => b"HEAD ",
+        }
+    }
+}
+
 /// One request of a session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Call {
@@ -16,6 +49,7 @@ pub struct Call {
     pub uri: Arc<str>,
     /// Think time before this call is sent (after the previous reply completed); zero for none.
     pub think: Duration,
+    pub method: Method,
 }
 
 /// A source of sessions. `Send` so that each engine thread can own one (made by a factory).
@@ -28,7 +62,7 @@ pub trait Workload: Send {
 }
 
 /// The simplest workload: every session is `calls` requests for one URI (the one-byte workload
-/// is `Fixed::new("/one", 1)`).
+/// is `Fixed::new("/one", 1)`), GET unless [`Fixed::with_method`] says otherwise.
 #[derive(Clone, Debug)]
 pub struct Fixed {
     call: Call,
@@ -41,9 +75,15 @@ impl Fixed {
             call: Call {
                 uri: Arc::from(uri),
                 think: Duration::ZERO,
+                method: Method::Get,
             },
             calls: calls.max(1),
         }
+    }
+
+    pub fn with_method(mut self, method: Method) -> Fixed {
+        self.call.method = method;
+        self
     }
 }
 
@@ -52,7 +92,10 @@ impl Workload for Fixed {
         out.extend(std::iter::repeat_n(self.call.clone(), self.calls));
     }
     fn describe(&self) -> String {
-        format!("{} x {}", self.call.uri, self.calls)
+        match self.call.method {
+            Method::Get => format!("{} x {}", self.call.uri, self.calls),
+            Method::Head => format!("HEAD {} x {}", self.call.uri, self.calls),
+        }
     }
 }
 

@@ -78,6 +78,32 @@ fn close_delimited(mut s: TcpStream) {
     let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nuntil the end");
 }
 
+/// Answers GET with a 5-byte body and HEAD with the same head and no body, as HTTP says.
+fn method_aware(mut s: TcpStream) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = buf.starts_with(b"HEAD ");
+            let ok = head || buf.starts_with(b"GET ");
+            buf.drain(..p + 4);
+            let reply: &[u8] = match (ok, head) {
+                (false, _) => b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n\r\n",
+                (true, true) => b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+                (true, false) => b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            };
+            if s.write_all(reply).is_err() {
+                return;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
 fn cfg(addr: SocketAddr, rate: f64, conns: u64) -> LoadConfig {
     LoadConfig {
         server: addr,
@@ -93,6 +119,7 @@ fn cfg(addr: SocketAddr, rate: f64, conns: u64) -> LoadConfig {
         source_addrs: gen::source_pool(&addr, 8),
         sample_interval: Duration::from_secs(1),
         seed: 1,
+        profile: false,
     }
 }
 
@@ -163,6 +190,34 @@ fn pipelining_and_chunked() {
     let (s, _) = go(&c, 10);
     assert_eq!((s.replies, s.completed, s.errors.total()), (200, 20, 0));
     assert_eq!(s.body_bytes, 200 * 5);
+}
+
+#[test]
+fn head_replies_have_no_body_even_pipelined_among_gets() {
+    use evlab_load::workload::sesslog::SessLog;
+    use evlab_load::workload::Method;
+    let addr = server(method_aware);
+    // HEAD alone, one per connection.
+    let stop = AtomicBool::new(false);
+    let heads = |_| Box::new(Fixed::new("/one", 3).with_method(Method::Head)) as Box<dyn Workload>;
+    let (s, _) = gen::run(&cfg(addr, 100.0, 10), &heads, &stop, &Live::default()).unwrap();
+    assert_eq!((s.replies, s.completed, s.errors.total()), (30, 10, 0));
+    assert_eq!((s.body_bytes, s.status[2]), (0, 30));
+    // HEAD and GET interleaved in one session, four in flight: the parser must know, reply by
+    // reply, which ones carry a body, or the GET bodies would be read as the next heads.
+    let log = SessLog::parse(
+        "/a method=HEAD\n /b\n /c method=HEAD\n /d method=HEAD\n /e\n",
+        Duration::ZERO,
+        Method::Get,
+        std::path::Path::new("mixed"),
+    )
+    .unwrap();
+    let mixed = move |_| Box::new(log.clone()) as Box<dyn Workload>;
+    let mut c = cfg(addr, 100.0, 10);
+    c.pipeline = 4;
+    let (s, _) = gen::run(&c, &mixed, &stop, &Live::default()).unwrap();
+    assert_eq!((s.replies, s.completed, s.errors.total()), (50, 10, 0));
+    assert_eq!((s.body_bytes, s.status[2]), (10 * 2 * 5, 50));
 }
 
 #[test]

@@ -4,12 +4,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use evlab_load::workload::sesslog::SessLog;
-use evlab_load::workload::{Call, Workload, WorkloadError};
+use evlab_load::workload::{Call, Method, Workload, WorkloadError};
 
 const THINK: Duration = Duration::from_millis(1500);
 
 fn parse(text: &str) -> Result<SessLog, WorkloadError> {
-    SessLog::parse(text, THINK, Path::new("test.log"))
+    SessLog::parse(text, THINK, Method::Get, Path::new("test.log"))
 }
 
 fn uris(calls: &[Call]) -> Vec<&str> {
@@ -99,7 +99,7 @@ fn malformed_files_name_the_line_and_the_problem() {
         ("/a think=-1\n", 1, "non-negative"),
         ("/a think=inf\n", 1, "finite"),
         ("/a\n/b method=POST\n", 2, "method=POST is not supported"),
-        ("/a method=HEAD\n", 1, "method=HEAD is not supported"),
+        ("/a method=OPTIONS\n", 1, "method=OPTIONS is not supported"),
         (
             "/a contents='x y'\n",
             1,
@@ -134,7 +134,7 @@ fn empty_and_missing_files_are_errors() {
         let e = parse(text).unwrap_err().to_string();
         assert!(e.contains("test.log") && e.contains("no sessions"), "{e}");
     }
-    let e = SessLog::from_file(Path::new("/nonexistent/evlab.sess"), THINK)
+    let e = SessLog::from_file(Path::new("/nonexistent/evlab.sess"), THINK, Method::Get)
         .unwrap_err()
         .to_string();
     assert!(
@@ -147,9 +147,27 @@ fn empty_and_missing_files_are_errors() {
 fn from_file_reads_a_real_file() {
     let path = std::env::temp_dir().join(format!("evlab-sesslog-{}.log", std::process::id()));
     std::fs::write(&path, "/x think=1\n /y\n/z\n").unwrap();
-    let log = SessLog::from_file(&path, THINK);
+    let log = SessLog::from_file(&path, THINK, Method::Get);
     std::fs::remove_file(&path).unwrap();
     let log = log.unwrap();
     assert_eq!(uris(log.session(0)), ["/x", "/y", "/z"]);
     assert_eq!(log.session(0)[2].think, Duration::from_secs(1));
+}
+
+#[test]
+fn method_per_line_and_default() {
+    let text = "/a method=HEAD\n /b\n /c method=get\n/d\n";
+    let log = parse(text).unwrap();
+    let methods: Vec<Method> = log.session(0).iter().map(|c| c.method).collect();
+    assert_eq!(
+        methods,
+        [Method::Head, Method::Get, Method::Get, Method::Get],
+        "a line without method= takes the default"
+    );
+    let log = SessLog::parse(text, THINK, Method::Head, Path::new("t")).unwrap();
+    let methods: Vec<Method> = log.session(0).iter().map(|c| c.method).collect();
+    assert_eq!(
+        methods,
+        [Method::Head, Method::Head, Method::Get, Method::Head]
+    );
 }

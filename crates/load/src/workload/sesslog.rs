@@ -23,15 +23,15 @@
 //! first call, so the first burst starts at once and the last burst's think time is unused (the
 //! session ends, as in httperf). Sessions are replayed in file order, cycling.
 //!
-//! Not supported, each refused with a message naming the file and line: methods other than GET
-//! (the engine's [`Call`] carries no method, so even HEAD would silently become GET) and
-//! `contents=` (no request bodies).
+//! `method=` takes GET or HEAD (lines without one use the default given to the parser: GET, or
+//! `evlab load --method`). Not supported, each refused with a message naming the file and line:
+//! other methods and `contents=` (evlab load sends no request bodies).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Call, Workload, WorkloadError};
+use super::{Call, Method, Workload, WorkloadError};
 
 #[derive(Clone, Debug)]
 pub struct SessLog {
@@ -46,6 +46,7 @@ pub struct SessLog {
 struct Line<'a> {
     uri: &'a str,
     think: Option<Duration>,
+    method: Option<Method>,
 }
 
 /// Splits `name=value` attributes, honouring `'…'` and `"…"` quotes with backslash escapes (as
@@ -98,6 +99,7 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
     };
     super::urilist::check_uri(uri)?;
     let mut think = None;
+    let mut method = None;
     for tok in tokens(rest)? {
         let Some((name, value)) = tok.split_once('=') else {
             return Err(format!(
@@ -117,16 +119,16 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
                 think = Some(Duration::from_secs_f64(secs));
             }
             "method" => {
-                if !value.eq_ignore_ascii_case("GET") {
-                    return Err(format!(
-                        "method={value} is not supported: evlab load sends GET requests only \
-                         (a session's calls carry no method)"
-                    ));
-                }
+                method = Some(Method::parse(value).map_err(|_| {
+                    format!(
+                        "method={value} is not supported: evlab load sends GET or HEAD \
+                         (requests without a body)"
+                    )
+                })?);
             }
             "contents" => {
                 return Err(
-                    "contents= (a request body) is not supported: evlab load sends GET requests \
+                    "contents= (a request body) is not supported: evlab load sends requests \
                      without a body"
                         .to_string(),
                 );
@@ -138,24 +140,30 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
             }
         }
     }
-    Ok(Line { uri, think })
+    Ok(Line { uri, think, method })
 }
 
 impl SessLog {
     /// Parses an httperf session file; `default_think` is the think time of bursts that give
-    /// none (the `X` of httperf's `--wsesslog N,X,F`).
-    pub fn from_file(path: &Path, default_think: Duration) -> Result<SessLog, WorkloadError> {
+    /// none (the `X` of httperf's `--wsesslog N,X,F`), `default_method` the method of lines
+    /// that give none.
+    pub fn from_file(
+        path: &Path,
+        default_think: Duration,
+        default_method: Method,
+    ) -> Result<SessLog, WorkloadError> {
         let text = std::fs::read_to_string(path).map_err(|error| WorkloadError::Io {
             path: path.to_path_buf(),
             error,
         })?;
-        SessLog::parse(&text, default_think, path)
+        SessLog::parse(&text, default_think, default_method, path)
     }
 
     /// Parses session-file text; `path` only names the source in errors and `describe`.
     pub fn parse(
         text: &str,
         default_think: Duration,
+        default_method: Method,
         path: &Path,
     ) -> Result<SessLog, WorkloadError> {
         let err = |line: usize, msg: String| WorkloadError::Parse {
@@ -197,6 +205,7 @@ impl SessLog {
                 calls.push(Call {
                     uri: Arc::from(line.uri),
                     think: Duration::ZERO,
+                    method: line.method.unwrap_or(default_method),
                 });
                 // httperf lets think= appear on any line of a burst; it sets the burst's.
                 if let Some(t) = line.think {
@@ -211,6 +220,7 @@ impl SessLog {
                 calls.push(Call {
                     uri: Arc::from(line.uri),
                     think,
+                    method: line.method.unwrap_or(default_method),
                 });
                 pending_think = line.think.unwrap_or(default_think);
             }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Call, Workload, WorkloadError};
+use super::{Call, Method, Workload, WorkloadError};
 use crate::fileset::{self, CLASSES, FILES_PER_CLASS};
 use crate::rng::Rng;
 
@@ -368,6 +368,7 @@ impl Workload for SpecWeb {
             out.push(Call {
                 uri,
                 think: Duration::ZERO,
+                method: Method::Get,
             });
         }
     }

@@ -9,13 +9,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Call, Workload, WorkloadError};
+use super::{Call, Method, Workload, WorkloadError};
 
 #[derive(Clone, Debug)]
 pub struct UriList {
     uris: Arc<[Arc<str>]>,
     calls: usize,
     next: usize,
+    method: Method,
 }
 
 /// Why a URI is refused (shared with the session-log parser).
@@ -49,7 +50,14 @@ impl UriList {
             uris: uris.iter().map(|u| Arc::from(u.as_str())).collect(),
             calls: calls_per_session.max(1),
             next: 0,
+            method: Method::Get,
         })
+    }
+
+    /// Every call with `method` (GET by default).
+    pub fn with_method(mut self, method: Method) -> UriList {
+        self.method = method;
+        self
     }
 
     /// Reads one URI per line; blank lines and lines starting with `#` are skipped, surrounding
@@ -102,6 +110,7 @@ impl Workload for UriList {
             out.push(Call {
                 uri: self.uris[self.next].clone(),
                 think: Duration::ZERO,
+                method: self.method,
             });
             self.next += 1;
             if self.next == self.uris.len() {

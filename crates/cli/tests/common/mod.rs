@@ -1,0 +1,66 @@
+//! What the CLI tests share: the real `evlab` binary, a docroot, `evlab serve` started on port 0
+//! with its address read back from the first line, and whether a Debian tool is installed.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_evlab");
+
+pub struct Serve {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn docroot(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("evlab-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("one"), b"a").unwrap();
+    std::fs::write(dir.join("index.html"), b"<h1>hi</h1>\n").unwrap();
+    dir
+}
+
+pub fn serve(tag: &str, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Serve {
+    let dir = docroot(tag);
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(&dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    setup(&mut cmd);
+    let mut child = cmd.spawn().expect("spawn evlab serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line was {line:?}"))
+        .parse()
+        .unwrap();
+    Serve { child, addr, dir }
+}
+
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}

@@ -1,0 +1,400 @@
+//! `evlab load`, `evlab idle` and `evlab fileset` as a user runs them: the real binary against
+//! the real `evlab serve`, and against nginx and lighttpd where Debian's packages are installed.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{have, serve, Serve, BIN};
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("evlab-loadcli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn load(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("load")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run evlab load")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The number after `label` in an httperf-style report line.
+fn field(report: &str, label: &str) -> f64 {
+    let at = report
+        .find(label)
+        .unwrap_or_else(|| panic!("no '{label}' in:\n{report}"));
+    report[at + label.len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.trim_end_matches(['%', ')', ',']).parse().ok())
+        .unwrap_or_else(|| panic!("no number after '{label}' in:\n{report}"))
+}
+
+/// Every line label httperf prints, so that scripts reading httperf's output keep working.
+const HTTPERF_LABELS: &[&str] = &[
+    "Total: connections ",
+    "Connection rate: ",
+    "Connection time [ms]: min ",
+    "Connection time [ms]: connect ",
+    "Connection length [replies/conn]: ",
+    "Request rate: ",
+    "Request size [B]: ",
+    "Reply rate [replies/s]: min ",
+    "Reply time [ms]: response ",
+    "Reply size [B]: header ",
+    "Reply status: 1xx=",
+    "CPU time [s]: user ",
+    "Net I/O: ",
+    "Errors: total ",
+    "Errors: fd-unavail ",
+];
+
+#[test]
+fn report_json_and_samples_against_evlab_serve() {
+    let s = serve("load-report", &[], |_| {});
+    let dir = scratch("report");
+    let json = dir.join("out.json");
+    let samples = dir.join("samples.csv");
+    let port = s.addr.port().to_string();
+    let o = load(&[
+        "--port",
+        &port,
+        "--uri",
+        "/one",
+        "--rate",
+        "400",
+        "--num-conns",
+        "200",
+        "--num-calls",
+        "3",
+        "--sample-interval",
+        "0.1",
+        "--json",
+        json.to_str().unwrap(),
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    for l in HTTPERF_LABELS {
+        assert!(out.contains(l), "report lacks '{l}':\n{out}");
+    }
+    assert!(
+        out.contains("Total: connections 200 requests 600 replies 600 "),
+        "{out}"
+    );
+    assert_eq!(field(&out, "Errors: total "), 0.0, "{out}");
+    assert_eq!(field(&out, "Reply status: 1xx=0 2xx="), 600.0, "{out}");
+    // The file is one byte: 600 bytes of content in all, 1 per reply.
+    assert_eq!(field(&out, "content "), 1.0, "{out}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["replies"]["total"], 600, "{v}");
+    assert_eq!(v["connections"]["completed"], 200, "{v}");
+    assert_eq!(v["syscalls"]["connect"]["calls"], 200, "{v}");
+    let csv = std::fs::read_to_string(&samples).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(rows.len() >= 3, "a 0.5 s run in 0.1 s samples: {csv}");
+    assert!(rows[0].contains("replies"), "header row: {csv}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn head_method_counts_no_body_bytes() {
+    let s = serve("load-head", &[], |_| {});
+    std::fs::write(s.dir.join("five"), b"12345").unwrap();
+    let port = s.addr.port().to_string();
+    let args = |m: &'static str| {
+        vec![
+            "--port".to_string(),
+            port.clone(),
+            "--uri".into(),
+            "/five".into(),
+            "--rate".into(),
+            "200".into(),
+            "--num-conns".into(),
+            "20".into(),
+            "--num-calls".into(),
+            "5".into(),
+            "--method".into(),
+            m.into(),
+        ]
+    };
+    for (m, content) in [("HEAD", 0.0), ("get", 5.0)] {
+        let a = args(m);
+        let o = load(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{m}: {out}\n{err}");
+        assert!(out.contains("replies 100 "), "{m}: {out}");
+        assert_eq!(field(&out, "Errors: total "), 0.0, "{m}: {out}");
+        assert_eq!(field(&out, "content "), content, "{m}: {out}");
+    }
+}
+
+/// Starts a peer server on a port chosen by binding port 0 (peers cannot report the port they
+/// picked) and waits until it accepts.
+fn start_peer(argv: &[String], port: u16) -> Option<Child> {
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(child);
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            let mut e = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut e);
+            panic!("{} exited at start: {e}", argv[0]);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("{} did not accept on port {port} within 10 s", argv[0]);
+}
+
+#[test]
+fn counts_exactly_against_nginx_and_lighttpd() {
+    let dir = scratch("peers");
+    let root = dir.join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("one"), b"a").unwrap();
+    // The peers' workers may run as another user: let them read the docroot.
+    for p in [&dir, &root] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut ran = 0;
+    for peer in ["nginx", "lighttpd"] {
+        if !have(peer) {
+            println!("skipped {peer}: not installed (scripts/setup.sh installs it)");
+            continue;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let argv = match peer {
+            "nginx" => evlab_lab::peers::nginx_argv(&dir, &root, port),
+            _ => evlab_lab::peers::lighttpd_argv(&dir, &root, port, "linux-sysepoll"),
+        }
+        .unwrap();
+        let mut child = start_peer(&argv, port).unwrap();
+        let p = port.to_string();
+        let o = load(&[
+            "--port",
+            &p,
+            "--uri",
+            "/one",
+            "--rate",
+            "500",
+            "--num-conns",
+            "300",
+            "--num-calls",
+            "2",
+            "--pipeline",
+            "2",
+        ]);
+        let _ = child.kill();
+        let _ = child.wait();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{peer}: {out}\n{err}");
+        assert!(
+            out.contains("Total: connections 300 requests 600 replies 600 "),
+            "{peer}: {out}"
+        );
+        assert_eq!(
+            field(&out, "Reply status: 1xx=0 2xx="),
+            600.0,
+            "{peer}: {out}"
+        );
+        assert_eq!(field(&out, "Errors: total "), 0.0, "{peer}: {out}");
+        ran += 1;
+    }
+    println!("{ran} peer(s) measured");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_names_what_is_wrong() {
+    let dir = scratch("bad");
+    let bad_log = dir.join("bad.log");
+    std::fs::write(&bad_log, "/a\n/b think=soon\n").unwrap();
+    let wsesslog = format!("3,0,{}", bad_log.display());
+    let cases: &[(&[&str], &str)] = &[
+        (&["--rate", "10", "--num-conns", "1", "--bogus"], "--bogus"),
+        (&["--rate", "0", "--num-conns", "1"], "--rate"),
+        (&["--rate", "10"], "--num-conns or --duration"),
+        (
+            &["--rate", "10", "--num-conns", "1", "--method", "POST"],
+            "--method",
+        ),
+        (
+            &["--rate", "10", "--num-conns", "1", "--uri", "one"],
+            "--uri",
+        ),
+        (
+            &["--rate", "10", "--wsesslog", "3,0,/nonexistent/x.log"],
+            "/nonexistent/x.log",
+        ),
+        (
+            &["--rate", "10", "--wsesslog", &wsesslog],
+            "bad.log:2: think=soon",
+        ),
+        (
+            &["--rate", "10", "--num-conns", "1", "--timeout", "0"],
+            "--timeout",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = load(args);
+        let (out, err) = text(&o);
+        assert!(!o.status.success(), "{args:?} succeeded: {out}");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn refused_connections_are_counted_and_the_run_ends() {
+    // A port that nobody listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let t0 = Instant::now();
+    let o = load(&["--port", &port, "--rate", "100", "--num-conns", "20"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(field(&out, "connrefused "), 20.0, "{out}");
+    assert_eq!(field(&out, "Errors: total "), 20.0, "{out}");
+    assert!(out.contains("replies 0 "), "{out}");
+}
+
+/// The server's open-connection count from its stats page.
+fn open_conns(s: &Serve) -> u64 {
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    std::io::Write::write_all(&mut c, b"GET /.evlab/stats HTTP/1.0\r\nHost: t\r\n\r\n").unwrap();
+    let mut body = String::new();
+    c.read_to_string(&mut body).unwrap();
+    let json = &body[body.find("\r\n\r\n").unwrap() + 4..];
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let active = v["connections"]["active"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no connections.active in {json}"));
+    active - 1 // this one
+}
+
+#[test]
+fn idle_holds_connections_until_sigterm() {
+    let s = serve("idle", &["--stats", "--header-timeout", "0"], |_| {});
+    let mut idle = Command::new(BIN)
+        .args(["idle", "--port", &s.addr.port().to_string(), "300"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) && open_conns(&s) < 300 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let held = open_conns(&s);
+    assert_eq!(held, 300, "connections the server sees open");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(idle.id() as i32, libc::SIGTERM) };
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = idle.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "idle ignored SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let mut out = String::new();
+    idle.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    idle.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        format!("{out}{err}").contains("300"),
+        "no count of 300 in the output: {out}\n{err}"
+    );
+}
+
+#[test]
+fn fileset_makes_the_specweb_set() {
+    let dir = scratch("fileset");
+    let set = dir.join("set");
+    let o = Command::new(BIN)
+        .args(["fileset", set.to_str().unwrap(), "--dirs", "2"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let mut files = 0;
+    let mut bytes = 0;
+    for d in std::fs::read_dir(&set).unwrap().flatten() {
+        if d.path().is_dir() {
+            walk(&d.path(), &mut |p| {
+                files += 1;
+                bytes += std::fs::metadata(p).unwrap().len();
+            });
+        }
+    }
+    assert_eq!(files, 72, "2 directories x 36 files");
+    assert!(set.join("one").is_file() && set.join(".evlab-fileset").is_file());
+    assert_eq!(bytes, 2 * 5_119_484, "the SPECweb99 bytes per directory");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn walk(d: &Path, f: &mut dyn FnMut(&Path)) {
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, f);
+        } else {
+            f(&p);
+        }
+    }
+}

@@ -46,7 +46,7 @@ pub struct Args {
     /// Seconds each stage (connect, reply) may take before the connection counts as client-timo
     #[arg(long, default_value_t = 5.0)]
     pub timeout: f64,
-    /// Accepted for httperf compatibility: think times never count against --timeout here
+    /// Seconds the server may take to start a reply, added to --timeout while replies are awaited (httperf's)
     #[arg(long, default_value_t = 0.0)]
     pub think_timeout: f64,
     /// Accepted for httperf compatibility (evlab load always uses many ports and addresses)

@@ -229,7 +229,8 @@ struct Worker<'a> {
     next_start: Duration,
     starts_done: u64,
     starts_total: Option<u64>,
-    timers: VecDeque<(Instant, RawFd, u64)>,
+    /// Stage deadlines, one FIFO per length so each stays sorted: [connect, reply].
+    timers: [VecDeque<(Instant, RawFd, u64)>; 2],
     thinkers: BinaryHeap<std::cmp::Reverse<(Instant, RawFd, u64)>>,
     next_gen: u64,
     active: u64,
@@ -271,7 +272,7 @@ impl<'a> Worker<'a> {
             next_start: first,
             starts_done: 0,
             starts_total,
-            timers: VecDeque::new(),
+            timers: [VecDeque::new(), VecDeque::new()],
             thinkers: BinaryHeap::new(),
             next_gen: 0,
             active: 0,
@@ -289,7 +290,11 @@ impl<'a> Worker<'a> {
     }
 
     fn run(&mut self, stop: &AtomicBool, live: &Live) -> io::Result<Stats> {
-        let mut drain_deadline: Option<Instant> = None;
+        // Every stage of every connection has its own deadline, so the run ends by itself; this
+        // is the backstop should one be missed: nothing at all happening for a whole timeout
+        // while no session is thinking.
+        let mut last_progress = Instant::now();
+        let mut last_active = 0;
         loop {
             let now = Instant::now();
             if stop.load(Relaxed) {
@@ -323,9 +328,8 @@ impl<'a> Worker<'a> {
                 if self.active == 0 {
                     break;
                 }
-                let d = *drain_deadline.get_or_insert(now + self.cfg.timeout);
-                if now >= d {
-                    // Still open a whole timeout after the last start: timed out.
+                let quiet = self.cfg.timeout + self.cfg.think_timeout;
+                if self.thinkers.is_empty() && now >= last_progress + quiet {
                     let fds: Vec<RawFd> = self.conns.iter().flatten().map(|c| c.fd).collect();
                     for fd in fds {
                         self.stats.errors.client_timo += 1;
@@ -336,6 +340,10 @@ impl<'a> Worker<'a> {
             }
             let timeout = self.next_wakeup(now);
             self.poller.wait(&mut self.events, Some(timeout))?;
+            if !self.events.is_empty() || self.active != last_active {
+                last_progress = Instant::now();
+                last_active = self.active;
+            }
             let replies_before = self.stats.replies;
             let errors_before = self.stats.errors.total();
             for i in 0..self.events.len() {
@@ -366,8 +374,10 @@ impl<'a> Worker<'a> {
         if self.starts_left() {
             next = next.min(self.t0 + self.next_start);
         }
-        if let Some(&(d, _, _)) = self.timers.front() {
-            next = next.min(d);
+        for q in &self.timers {
+            if let Some(&(d, _, _)) = q.front() {
+                next = next.min(d);
+            }
         }
         if let Some(std::cmp::Reverse((d, _, _))) = self.thinkers.peek() {
             next = next.min(*d);
@@ -380,26 +390,42 @@ impl<'a> Worker<'a> {
             / self.cfg.sample_interval.as_secs_f64()) as usize
     }
 
-    fn arm_timer(&mut self, fd: RawFd) -> u64 {
+    /// Bounds the connection's current stage: connecting gets `timeout`; waiting for replies
+    /// `timeout + think_timeout` (httperf's `--think-timeout`: time the server may take to start
+    /// a reply, added to the timeout).
+    fn arm_timer(&mut self, fd: RawFd, stage: Stage) -> u64 {
         self.next_gen += 1;
         let g = self.next_gen;
-        self.timers
-            .push_back((Instant::now() + self.cfg.timeout, fd, g));
+        let (q, len) = match stage {
+            Stage::Connecting => (0, self.cfg.timeout),
+            _ => (1, self.cfg.timeout + self.cfg.think_timeout),
+        };
+        self.timers[q].push_back((Instant::now() + len, fd, g));
         g
     }
 
     fn expire(&mut self, now: Instant) {
-        while let Some(&(d, fd, g)) = self.timers.front() {
+        for q in 0..self.timers.len() {
+            self.expire_queue(q, now);
+        }
+        self.expire_thinkers(now);
+    }
+
+    fn expire_queue(&mut self, q: usize, now: Instant) {
+        while let Some(&(d, fd, g)) = self.timers[q].front() {
             if d > now {
                 break;
             }
-            self.timers.pop_front();
+            self.timers[q].pop_front();
             let hit = matches!(self.conns.get(fd as usize), Some(Some(c)) if c.gen == g && c.stage != Stage::Thinking);
             if hit {
                 self.stats.errors.client_timo += 1;
                 self.close(fd, false);
             }
         }
+    }
+
+    fn expire_thinkers(&mut self, now: Instant) {
         while let Some(&std::cmp::Reverse((d, fd, g))) = self.thinkers.peek() {
             if d > now {
                 break;
@@ -410,7 +436,7 @@ impl<'a> Worker<'a> {
                 if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
                     c.stage = Stage::Active;
                 }
-                let g = self.arm_timer(fd);
+                let g = self.arm_timer(fd, Stage::Active);
                 if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
                     c.gen = g;
                 }
@@ -470,7 +496,7 @@ impl<'a> Worker<'a> {
         if i >= self.conns.len() {
             self.conns.resize_with((i + 1).next_power_of_two(), || None);
         }
-        let gen = self.arm_timer(fd);
+        let gen = self.arm_timer(fd, Stage::Connecting);
         self.conns[i] = Some(Conn {
             fd,
             stage: Stage::Connecting,
@@ -553,7 +579,7 @@ impl<'a> Worker<'a> {
                     let connect_us = now.saturating_duration_since(c.started).as_micros() as u64;
                     let _ = self.stats.connect_time.record(connect_us.max(1));
                     c.stage = Stage::Active;
-                    let g = self.arm_timer(fd);
+                    let g = self.arm_timer(fd, Stage::Active);
                     if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
                         c.gen = g;
                     }
@@ -698,7 +724,7 @@ impl<'a> Worker<'a> {
                 return;
             }
             c.due = now;
-            let g = self.arm_timer(fd);
+            let g = self.arm_timer(fd, Stage::Active);
             if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
                 c.gen = g;
             }

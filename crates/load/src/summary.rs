@@ -11,7 +11,12 @@
 //!    status: {"1xx".."5xx"}}, "latency_ms": {p50, p90, p99, p999, max, mean},
 //!    "late_starts": {count, max_ms}, "cpu": {user_s, system_s, percent},
 //!    "net": {kb_per_s, bytes_in, bytes_out}, "errors": {total, client_timo, socket_timo,
-//!    connrefused, connreset, fd_unavail, addrunavail, ftab_full, other, parse} }`
+//!    connrefused, connreset, fd_unavail, addrunavail, ftab_full, other, parse},
+//!    "samples": [reply rate per interval], "syscalls": {NAME: {calls, errors, per_conn,
+//!    us_per_conn (with --profile)}} }`
+//!
+//! A syscall's `errors` include the expected ones: every non-blocking `connect` "fails" with
+//! EINPROGRESS, every drained socket's last `read` with EAGAIN.
 
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};

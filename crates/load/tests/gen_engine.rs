@@ -240,6 +240,58 @@ fn silent_server_is_client_timo() {
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
 
+/// Takes 500 ms to start each reply.
+fn slow(s: TcpStream) {
+    std::thread::sleep(Duration::from_millis(500));
+    fixed_ok(s);
+}
+
+#[test]
+fn think_timeout_extends_the_wait_for_a_reply_not_the_connect() {
+    let addr = server(slow);
+    let mut c = cfg(addr, 100.0, 5);
+    c.timeout = Duration::from_millis(300);
+    let (s, _) = go(&c, 1);
+    assert_eq!((s.errors.client_timo, s.replies), (5, 0), "300 ms < 500 ms");
+    c.think_timeout = Duration::from_millis(600);
+    let (s, _) = go(&c, 1);
+    assert_eq!(
+        (s.errors.total(), s.replies),
+        (0, 5),
+        "300 + 600 ms > 500 ms: {:?}",
+        s.errors
+    );
+}
+
+#[test]
+fn think_times_outlast_the_timeout_after_the_last_start() {
+    use evlab_load::workload::sesslog::SessLog;
+    use evlab_load::workload::Method;
+    // Three bursts 400 ms apart: the sessions end 800 ms after they start, well past the
+    // 300 ms timeout, and must not be cut off as the run drains.
+    let log = SessLog::parse(
+        "/a think=0.4\n/b think=0.4\n/c\n",
+        Duration::ZERO,
+        Method::Get,
+        std::path::Path::new("think"),
+    )
+    .unwrap();
+    let addr = server(fixed_ok);
+    let mut c = cfg(addr, 100.0, 3);
+    c.timeout = Duration::from_millis(300);
+    let stop = AtomicBool::new(false);
+    let w = move |_| Box::new(log.clone()) as Box<dyn Workload>;
+    let t0 = Instant::now();
+    let (s, _) = gen::run(&c, &w, &stop, &Live::default()).unwrap();
+    assert_eq!(
+        (s.errors.total(), s.replies, s.completed),
+        (0, 9, 3),
+        "{:?}",
+        s.errors
+    );
+    assert!(t0.elapsed() >= Duration::from_millis(800));
+}
+
 #[test]
 fn reset_is_connreset() {
     let addr = server(reset);

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{have, serve, Serve, BIN};
+use common::{have, serve, sigterm_and_wait, Serve, BIN};
 
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("evlab-loadcli-{tag}-{}", std::process::id()));
@@ -330,19 +330,7 @@ fn idle_holds_connections_until_sigterm() {
     std::thread::sleep(Duration::from_millis(200));
     let held = open_conns(&s);
     assert_eq!(held, 300, "connections the server sees open");
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(idle.id() as i32, libc::SIGTERM) };
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(st) = idle.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            t1.elapsed() < Duration::from_secs(10),
-            "idle ignored SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = sigterm_and_wait(&mut idle);
     assert!(status.success(), "{status:?}");
     let mut out = String::new();
     idle.stdout

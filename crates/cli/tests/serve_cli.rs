@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{have, serve, BIN};
+use common::{have, serve, sigterm_and_wait, BIN};
 
 fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -103,19 +103,7 @@ fn sigterm_exits_cleanly_with_summary() {
     for _ in 0..5 {
         assert!(http_get(s.addr, "/one").contains("200 OK"));
     }
-    // SAFETY: sending SIGTERM to our own child.
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = s.child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "did not exit on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = sigterm_and_wait(&mut s.child);
     assert!(status.success(), "{status:?}");
     let mut err = String::new();
     s.child

@@ -5,7 +5,8 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_evlab");
 
@@ -63,4 +64,21 @@ pub fn have(tool: &str) -> bool {
         .status()
         .map(|s| s.success())
         .unwrap_or(false)
+}
+
+/// Sends SIGTERM to `child` and waits at most 10 s for it to exit.
+pub fn sigterm_and_wait(child: &mut Child) -> ExitStatus {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "did not exit on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -203,6 +203,15 @@ struct Conn {
     errored: bool,
 }
 
+/// A closed connection's buffers, cleared.
+#[derive(Default)]
+struct Spare {
+    calls: Vec<Call>,
+    out: Vec<u8>,
+    inflight: VecDeque<Sent>,
+    parser: ResponseParser,
+}
+
 /// A call on the wire.
 #[derive(Copy, Clone, Debug)]
 struct Sent {
@@ -221,8 +230,9 @@ struct Worker<'a> {
     poller: EpollEt,
     events: Events,
     conns: Vec<Option<Conn>>,
-    free_calls: Vec<Vec<Call>>,
-    free_bufs: Vec<Vec<u8>>,
+    /// The buffers of closed connections, for the next ones: no allocation per connection
+    /// (nor per request) once the run has reached its concurrency.
+    spare: Vec<Spare>,
     stats: Stats,
     rng: Rng,
     /// Offset from t0 of this thread's next start.
@@ -265,8 +275,7 @@ impl<'a> Worker<'a> {
             poller: EpollEt::new()?,
             events: Events::with_capacity(1024),
             conns: Vec::new(),
-            free_calls: Vec::new(),
-            free_bufs: Vec::new(),
+            spare: Vec::new(),
             stats: Stats::default(),
             rng,
             next_start: first,
@@ -488,10 +497,13 @@ impl<'a> Worker<'a> {
             let _ = sys::close(fd);
             return;
         }
-        let mut calls = self.free_calls.pop().unwrap_or_default();
-        calls.clear();
+        let Spare {
+            mut calls,
+            out,
+            inflight,
+            parser,
+        } = self.spare.pop().unwrap_or_default();
         self.workload.next_session(&mut calls);
-        let out = self.free_bufs.pop().unwrap_or_default();
         let i = fd as usize;
         if i >= self.conns.len() {
             self.conns.resize_with((i + 1).next_power_of_two(), || None);
@@ -503,11 +515,11 @@ impl<'a> Worker<'a> {
             gen,
             calls,
             next: 0,
-            inflight: VecDeque::new(),
+            inflight,
             due: scheduled,
             out,
             out_pos: 0,
-            parser: ResponseParser::new(),
+            parser,
             first_byte: None,
             started: now,
             replies: 0,
@@ -752,12 +764,22 @@ impl<'a> Worker<'a> {
             let _ = self.stats.conn_time.record(us.max(1));
         }
         let Conn {
-            mut calls, mut out, ..
+            mut calls,
+            mut out,
+            mut inflight,
+            mut parser,
+            ..
         } = c;
         calls.clear();
         out.clear();
-        self.free_calls.push(calls);
-        self.free_bufs.push(out);
+        inflight.clear();
+        parser.clear();
+        self.spare.push(Spare {
+            calls,
+            out,
+            inflight,
+            parser,
+        });
     }
 }
 

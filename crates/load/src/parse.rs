@@ -74,6 +74,12 @@ impl ResponseParser {
         self.seen == 0
     }
 
+    /// Ready for a new connection, keeping its buffers' capacity.
+    pub fn clear(&mut self) {
+        self.reset();
+        self.head_request = false;
+    }
+
     fn reset(&mut self) {
         self.head.clear();
         self.line.clear();

@@ -7,8 +7,8 @@ each client pinned to CPU 1.
 2. Connection-rate ceiling on one CPU, one request per connection: the highest rate each
    sustains (every connection answered, no errors, the offered rate kept, for evlab at most 1%
    late starts) in short steps (--seconds) and in --long runs (60 s: what the issue asks). httperf
-   runs without --hog: with it, httperf binds its own ports and, once they are all in TIME_WAIT,
-   stops making progress after ~30,000 connections on loopback, whatever the rate. Long httperf
+   runs without --hog: with it, httperf binds its own ports and, with them in TIME_WAIT, stopped
+   making progress after 27,000-33,000 connections on loopback at 10,000/s and at 20,000/s. Long httperf
    runs are --pause seconds apart so that its TIME_WAIT sockets (one source address) are gone.
 3. Where the client's CPU goes at evlab's sustained rate (`evlab load --profile`): microseconds
    per connection inside each syscall. socket, connect, send, read and close are what any

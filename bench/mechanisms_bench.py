@@ -66,36 +66,31 @@ def measure(mech, kind, idle, docroot, args):
     port = free_port()
     s = Server(mech, [evlab_bin("evlab"), "serve", "--listen", f"127.0.0.1:{port}", "--root",
                       docroot, "--mechanism", mech, "--stats", "--header-timeout", "0"], port)
-    holder = None
     try:
-        if idle:
-            holder = hold_idle(port, idle)
-        before = stats(port)
-        c0 = s.cpu()
-        rps, failed = run_load(kind, port, args)
-        c1 = s.cpu()
-        if failed:
-            raise RuntimeError("the client saw failed or non-2xx replies: not a valid point")
-        after = stats(port)
-        req = after["requests"] - before["requests"] - 1  # the first stats request
-        sc = {k: v["calls"] - before["syscalls"].get(k, {}).get("calls", 0)
-              for k, v in after["syscalls"].items()}
-        ev_b, ev_a = before["events"], after["events"]
-        waits = ev_a["waits"] - ev_b["waits"]
-        mem = ev_a["waits_from_memory"] - ev_b["waits_from_memory"]
-        row = dict(mechanism=mech, load=kind, idle=idle, rps=rps, failed=failed, replies=req,
-                   us_per_reply=(c1 - c0) / max(req, 1) * 1e6,
-                   syscalls_per_reply=sum(sc.values()) / max(req, 1),
-                   epoll_ctl_per_reply=sc.get("epoll_ctl", 0) / max(req, 1),
-                   enter_per_reply=sc.get("io_uring_enter", 0) / max(req, 1),
-                   waits_per_reply=waits / max(req, 1),
-                   waits_from_memory=(mem / waits) if waits else 0.0,
-                   discarded_per_reply=(ev_a["discarded"] - ev_b["discarded"]) / max(req, 1))
-        return row
+        with hold_idle(port, idle):
+            before = stats(port)
+            c0 = s.cpu()
+            rps, failed = run_load(kind, port, args)
+            c1 = s.cpu()
+            if failed:
+                raise RuntimeError("the client saw failed or non-2xx replies: not a valid point")
+            after = stats(port)
+            req = after["requests"] - before["requests"] - 1  # the first stats request
+            sc = {k: v["calls"] - before["syscalls"].get(k, {}).get("calls", 0)
+                  for k, v in after["syscalls"].items()}
+            ev_b, ev_a = before["events"], after["events"]
+            waits = ev_a["waits"] - ev_b["waits"]
+            mem = ev_a["waits_from_memory"] - ev_b["waits_from_memory"]
+            row = dict(mechanism=mech, load=kind, idle=idle, rps=rps, failed=failed, replies=req,
+                       us_per_reply=(c1 - c0) / max(req, 1) * 1e6,
+                       syscalls_per_reply=sum(sc.values()) / max(req, 1),
+                       epoll_ctl_per_reply=sc.get("epoll_ctl", 0) / max(req, 1),
+                       enter_per_reply=sc.get("io_uring_enter", 0) / max(req, 1),
+                       waits_per_reply=waits / max(req, 1),
+                       waits_from_memory=(mem / waits) if waits else 0.0,
+                       discarded_per_reply=(ev_a["discarded"] - ev_b["discarded"]) / max(req, 1))
+            return row
     finally:
-        if holder:
-            os.killpg(holder.pid, 15)
-            holder.wait()
         s.stop()
 
 

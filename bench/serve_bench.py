@@ -12,6 +12,7 @@ Usage: bench/serve_bench.py [--rounds 5] [--duration 5] [--idle 10000] [--server
 """
 
 import argparse
+import contextlib
 import csv
 import os
 import re
@@ -215,20 +216,30 @@ def client_cpu_note():
     return "wrk runs alone on CPU 1; at ~100% of it the client, not the server, is the limit"
 
 
+@contextlib.contextmanager
 def hold_idle(port, n):
-    """Starts `evlab idle` (CPU 1) and waits until all n connections are up."""
+    """Holds n idle connections with `evlab idle` (CPU 1) for the body of a `with`; nothing
+    when n is 0. Enters once all n are up."""
+    if not n:
+        yield
+        return
     p = subprocess.Popen(["taskset", "-c", "1", evlab_bin("evlab"), "idle", "--server", "127.0.0.1",
                           "--port", str(port), str(n)],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          start_new_session=True)
-    t0 = time.time()
-    for line in p.stdout:
-        if "all" in line and "up" in line:
-            return p
-        if time.time() - t0 > 60:
-            break
-    os.killpg(p.pid, signal.SIGKILL)
-    raise RuntimeError("idle holder did not bring all connections up")
+    try:
+        t0 = time.time()
+        for line in p.stdout:
+            if "all" in line and "up" in line:
+                break
+            if time.time() - t0 > 60:
+                raise RuntimeError("idle holder did not bring all connections up")
+        else:
+            raise RuntimeError("idle holder exited before all connections were up")
+        yield
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait()
 
 
 def idle_for(name, idle, conns):
@@ -241,23 +252,18 @@ def idle_for(name, idle, conns):
 def measure(name, tmp, docroot, duration, conns, idle):
     idle = idle_for(name, idle, conns)
     s = start(name, tmp, docroot)
-    holder = None
     try:
-        if idle:
-            holder = hold_idle(s.port, idle)
-        wrk(s.port, 1, conns)  # warm-up: caches, page faults, connection setup
-        c0 = s.cpu()
-        rps, reqs, elapsed, errs, non2xx = wrk(s.port, duration, conns)
-        c1 = s.cpu()
-        if non2xx:
-            raise RuntimeError(f"{non2xx} of {reqs} replies were not 2xx/3xx: not a valid point")
-        return dict(server=name, idle=idle, rps=rps, requests=reqs,
-                    cpu_s=c1 - c0, us_per_reply=(c1 - c0) / max(reqs, 1) * 1e6,
-                    errors=errs, non2xx=non2xx)
+        with hold_idle(s.port, idle):
+            wrk(s.port, 1, conns)  # warm-up: caches, page faults, connection setup
+            c0 = s.cpu()
+            rps, reqs, elapsed, errs, non2xx = wrk(s.port, duration, conns)
+            c1 = s.cpu()
+            if non2xx:
+                raise RuntimeError(f"{non2xx} of {reqs} replies were not 2xx/3xx: not a valid point")
+            return dict(server=name, idle=idle, rps=rps, requests=reqs,
+                        cpu_s=c1 - c0, us_per_reply=(c1 - c0) / max(reqs, 1) * 1e6,
+                        errors=errs, non2xx=non2xx)
     finally:
-        if holder:
-            os.killpg(holder.pid, signal.SIGTERM)
-            holder.wait()
         s.stop()
 
 

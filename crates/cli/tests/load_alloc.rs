@@ -4,7 +4,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
 
 use evlab_load::gen::{self, Live, LoadConfig};
 use evlab_load::workload::{Fixed, Workload};
@@ -41,22 +40,7 @@ static A: Counting = Counting;
 fn no_allocation_per_connection_or_request() {
     let s = serve("alloc", &[], |_| {});
     let run = |conns: u64, calls: usize| {
-        let cfg = LoadConfig {
-            server: s.addr,
-            host: "t".into(),
-            rate: 4000.0,
-            poisson: false,
-            num_conns: Some(conns),
-            duration: None,
-            timeout: Duration::from_secs(5),
-            think_timeout: Duration::ZERO,
-            threads: 1,
-            pipeline: 1,
-            source_addrs: gen::source_pool(&s.addr, 8),
-            sample_interval: Duration::from_secs(1),
-            seed: 1,
-            profile: false,
-        };
+        let cfg = LoadConfig::new(s.addr, 4000.0, conns);
         let factory = move |_| Box::new(Fixed::new("/one", calls)) as Box<dyn Workload>;
         let stop = AtomicBool::new(false);
         let before = ALLOCS.load(Relaxed);

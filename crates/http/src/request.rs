@@ -1,4 +1,4 @@
-//! Request-head parsing. SPEC FOR THE IMPLEMENTER (replace `todo!()`s, keep signatures):
+//! Request-head parsing, by these rules:
 //!
 //! `parse_request(buf, limits)` looks at the start of `buf` (bytes received so far on a
 //! connection, possibly holding several pipelined requests) and returns:

@@ -57,6 +57,30 @@ pub struct LoadConfig {
     pub profile: bool,
 }
 
+impl LoadConfig {
+    /// `num_conns` connections at `rate` per second to `server`, otherwise as `evlab load`'s
+    /// defaults: one call each, 5 s timeout, one thread, 64 loopback source addresses, fixed
+    /// gaps, 5 s samples.
+    pub fn new(server: SocketAddr, rate: f64, num_conns: u64) -> LoadConfig {
+        LoadConfig {
+            server,
+            host: server.to_string(),
+            rate,
+            poisson: false,
+            num_conns: Some(num_conns),
+            duration: None,
+            timeout: Duration::from_secs(5),
+            think_timeout: Duration::ZERO,
+            threads: 1,
+            pipeline: 1,
+            source_addrs: source_pool(&server, 64),
+            sample_interval: Duration::from_secs(5),
+            seed: 1,
+            profile: false,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{0}")]
@@ -304,8 +328,13 @@ impl<'a> Worker<'a> {
         // while no session is thinking.
         let mut last_progress = Instant::now();
         let mut last_active = 0;
+        let mut progressed = false;
         loop {
             let now = Instant::now();
+            if progressed {
+                last_progress = now;
+                progressed = false;
+            }
             if stop.load(Relaxed) {
                 break;
             }
@@ -350,7 +379,7 @@ impl<'a> Worker<'a> {
             let timeout = self.next_wakeup(now);
             self.poller.wait(&mut self.events, Some(timeout))?;
             if !self.events.is_empty() || self.active != last_active {
-                last_progress = Instant::now();
+                progressed = true; // stamped with the next pass's clock reading
                 last_active = self.active;
             }
             let replies_before = self.stats.replies;

@@ -106,20 +106,8 @@ fn method_aware(mut s: TcpStream) {
 
 fn cfg(addr: SocketAddr, rate: f64, conns: u64) -> LoadConfig {
     LoadConfig {
-        server: addr,
-        host: "t".into(),
-        rate,
-        poisson: false,
-        num_conns: Some(conns),
-        duration: None,
-        timeout: Duration::from_secs(5),
-        think_timeout: Duration::ZERO,
-        threads: 1,
-        pipeline: 1,
-        source_addrs: gen::source_pool(&addr, 8),
         sample_interval: Duration::from_secs(1),
-        seed: 1,
-        profile: false,
+        ..LoadConfig::new(addr, rate, conns)
     }
 }
 

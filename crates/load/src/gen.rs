@@ -176,6 +176,7 @@ pub fn run(
         config,
         duration_s: end.saturating_duration_since(t0).as_secs_f64(),
         sample_interval_s: cfg.sample_interval.as_secs_f64(),
+        offered_rate: cfg.rate,
         user_s: ru1.0 - ru0.0,
         system_s: ru1.1 - ru0.1,
         syscalls,
@@ -350,6 +351,12 @@ impl<'a> Worker<'a> {
                     self.stats.late_starts += 1;
                 }
                 self.stats.max_late_us = self.stats.max_late_us.max(late.as_micros() as u64);
+                let sample = self.sample_index(at);
+                self.stats.record_start(
+                    self.next_start.as_micros() as u64,
+                    now.saturating_duration_since(self.t0).as_micros() as u64,
+                    sample,
+                );
                 self.start_conn(at, now);
                 live.started.fetch_add(1, Relaxed);
                 self.starts_done += 1;

@@ -91,6 +91,15 @@ pub struct Stats {
     pub errors: Errors,
     pub late_starts: u64,
     pub max_late_us: u64,
+    /// How late each start was (µs; on time records as 1): jitter and saturation told apart.
+    pub lateness: Histogram<u64>,
+    /// Offset from t0 of the first scheduled start, and of the last actual start (µs).
+    pub first_sched_us: Option<u64>,
+    pub last_start_us: u64,
+    /// How far behind schedule the last start was (µs): the lag at the end of the run.
+    pub end_lag_us: u64,
+    /// The largest lateness of the starts scheduled in each sample interval (µs).
+    pub lag_samples: Vec<u64>,
     pub max_concurrent: u64,
     /// Microseconds.
     pub latency: Histogram<u64>,
@@ -123,6 +132,11 @@ impl Default for Stats {
             errors: Errors::default(),
             late_starts: 0,
             max_late_us: 0,
+            lateness: hist(),
+            first_sched_us: None,
+            last_start_us: 0,
+            end_lag_us: 0,
+            lag_samples: Vec::new(),
             max_concurrent: 0,
             latency: hist(),
             conn_time: hist(),
@@ -143,6 +157,28 @@ impl Stats {
         self.samples[index] += 1;
     }
 
+    /// One connection started `late` µs behind its slot, scheduled at `sched_us` and started at
+    /// `now_us` (both from t0); `sample` is the interval its slot falls in.
+    pub fn record_start(&mut self, sched_us: u64, now_us: u64, sample: usize) {
+        let late = now_us.saturating_sub(sched_us);
+        let _ = self.lateness.record(late.max(1));
+        self.first_sched_us = Some(self.first_sched_us.map_or(sched_us, |f| f.min(sched_us)));
+        self.last_start_us = self.last_start_us.max(now_us);
+        self.end_lag_us = late;
+        if self.lag_samples.len() <= sample {
+            self.lag_samples.resize(sample + 1, 0);
+        }
+        self.lag_samples[sample] = self.lag_samples[sample].max(late);
+    }
+
+    /// Starts per second between the first slot and the last actual start: equal to the offered
+    /// rate when the generator kept its schedule, lower when it fell behind for good.
+    pub fn achieved_start_rate(&self) -> Option<f64> {
+        let first = self.first_sched_us?;
+        let span = self.last_start_us.checked_sub(first)?;
+        (self.initiated >= 2 && span > 0).then(|| (self.initiated - 1) as f64 * 1e6 / span as f64)
+    }
+
     pub fn merge(&mut self, o: &Stats) {
         self.initiated += o.initiated;
         self.completed += o.completed;
@@ -159,6 +195,21 @@ impl Stats {
         self.errors.merge(&o.errors);
         self.late_starts += o.late_starts;
         self.max_late_us = self.max_late_us.max(o.max_late_us);
+        let _ = self.lateness.add(&o.lateness);
+        self.first_sched_us = match (self.first_sched_us, o.first_sched_us) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if o.last_start_us >= self.last_start_us {
+            self.last_start_us = o.last_start_us;
+            self.end_lag_us = self.end_lag_us.max(o.end_lag_us);
+        }
+        if self.lag_samples.len() < o.lag_samples.len() {
+            self.lag_samples.resize(o.lag_samples.len(), 0);
+        }
+        for (i, l) in o.lag_samples.iter().enumerate() {
+            self.lag_samples[i] = self.lag_samples[i].max(*l);
+        }
         self.max_concurrent += o.max_concurrent;
         let _ = self.latency.add(&o.latency);
         let _ = self.conn_time.add(&o.conn_time);
@@ -181,6 +232,8 @@ pub struct RunInfo {
     pub config: Value,
     pub duration_s: f64,
     pub sample_interval_s: f64,
+    /// Connections (sessions) per second asked for.
+    pub offered_rate: f64,
     pub user_s: f64,
     pub system_s: f64,
     /// The generator's syscalls: (name, calls, errors, nanoseconds inside them). The time is
@@ -270,6 +323,16 @@ pub fn to_json(s: &Stats, info: &RunInfo) -> Value {
             "p999": pct(&s.latency, 0.999), "max": ms(s.latency.max() as f64), "mean": ms(s.latency.mean()),
         },
         "late_starts": { "count": s.late_starts, "max_ms": ms(s.max_late_us as f64) },
+        "schedule": {
+            "offered_rate": info.offered_rate,
+            "achieved_start_rate": s.achieved_start_rate(),
+            "lateness_ms": {
+                "p50": pct(&s.lateness, 0.5), "p90": pct(&s.lateness, 0.9), "p99": pct(&s.lateness, 0.99),
+                "p999": pct(&s.lateness, 0.999), "max": ms(s.max_late_us as f64),
+            },
+            "end_lag_ms": ms(s.end_lag_us as f64),
+            "lag_ms": s.lag_samples.iter().map(|&l| ms(l as f64)).collect::<Vec<f64>>(),
+        },
         "cpu": { "user_s": info.user_s, "system_s": info.system_s, "percent": 100.0 * cpu / d },
         "net": {
             "kb_per_s": (s.bytes_in + s.bytes_out) as f64 / 1024.0 / d,
@@ -427,6 +490,15 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         s.late_starts,
         ms(s.max_late_us as f64)
     ));
+    o.push_str(&format!(
+        "Schedule: lateness p50 {:.3} p99 {:.3} max {:.3} ms; lag at end {:.3} ms; starts {:.1}/s of {:.1}/s offered\n",
+        f("/schedule/lateness_ms/p50"),
+        f("/schedule/lateness_ms/p99"),
+        f("/schedule/lateness_ms/max"),
+        ms(s.end_lag_us as f64),
+        s.achieved_start_rate().unwrap_or(0.0),
+        info.offered_rate
+    ));
     if !info.syscalls.is_empty() {
         let conns = s.initiated.max(1) as f64;
         let mut line = String::from("Syscalls [per conn]:");
@@ -449,4 +521,42 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_figures_from_recorded_starts() {
+        // Thread A: starts every 1 ms from 0, on time; thread B: every 1 ms from 0.5 ms, the last
+        // 30 ms late. Merged: the lag at the end is B's (its last start was the latest).
+        let mut a = Stats::default();
+        let mut b = Stats::default();
+        for i in 0..100u64 {
+            a.record_start(i * 1000, i * 1000 + 10, (i / 50) as usize);
+            a.initiated += 1;
+            let late = if i == 99 { 30_000 } else { 20 };
+            b.record_start(i * 1000 + 500, i * 1000 + 500 + late, (i / 50) as usize);
+            b.initiated += 1;
+        }
+        assert_eq!(a.end_lag_us, 10);
+        assert!((a.achieved_start_rate().unwrap() - 99.0 * 1e6 / 99_010.0).abs() < 1e-6);
+        let mut m = Stats::default();
+        m.merge(&a);
+        m.merge(&b);
+        assert_eq!(m.first_sched_us, Some(0));
+        assert_eq!(m.last_start_us, 99_500 + 30_000);
+        assert_eq!(m.end_lag_us, 30_000);
+        assert_eq!(m.lag_samples, vec![20, 30_000]);
+        assert_eq!(m.lateness.len(), 200);
+        // 199 gaps over 129.5 ms: behind the 2,000/s schedule.
+        let r = m.achieved_start_rate().unwrap();
+        assert!((r - 199.0 * 1e6 / 129_500.0).abs() < 1e-6, "{r}");
+        // A single start has no rate.
+        let mut one = Stats::default();
+        one.record_start(0, 5, 0);
+        one.initiated = 1;
+        assert_eq!(one.achieved_start_rate(), None);
+    }
 }

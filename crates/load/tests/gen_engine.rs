@@ -151,12 +151,19 @@ fn exact_counts_and_schedule() {
         "Errors: fd-unavail 0 addrunavail 0 ftab-full 0 other 0",
         "Latency [ms]: p50",
         "Late starts:",
+        "Schedule: lateness p50",
     ] {
         assert!(text.contains(label), "missing {label:?} in:\n{text}");
     }
     let v = summary::to_json(&s, &info);
     assert_eq!(v["replies"]["total"], 400);
     assert!(v["replies"]["rate"]["avg"].as_f64().unwrap() > 100.0);
+    // Every start is in the lateness distribution; the schedule's own figures are reported.
+    assert_eq!(s.lateness.len(), 400);
+    assert_eq!(v["schedule"]["offered_rate"], 200.0);
+    assert!(v["schedule"]["achieved_start_rate"].as_f64().unwrap() > 0.0);
+    assert!(v["schedule"]["lateness_ms"]["p99"].is_number());
+    assert!(v["schedule"]["lag_ms"].as_array().unwrap().len() >= 2);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! writes the CSV and JSON; [`report`] renders Markdown and a self-contained HTML page with SVG
 //! figures drawn like the paper's.
 
+pub mod calibrate;
 pub mod findings;
 pub mod loadjson;
 pub mod machine;

@@ -26,6 +26,9 @@ pub struct LoadSummary {
     pub errors: Errors,
     pub latency_ms: Latency,
     pub late_starts: Option<u64>,
+    /// How the generator kept its schedule.
+    #[serde(default)]
+    pub schedule: Schedule,
     /// Client CPU as the generator reports it (fraction of one CPU × threads, 0..n).
     pub client_cpu: Option<f64>,
 }
@@ -70,6 +73,23 @@ pub struct Latency {
     pub p999: Option<f64>,
     pub max: Option<f64>,
     pub mean: Option<f64>,
+}
+
+/// The generator's schedule: how late its starts were and whether it kept up.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Schedule {
+    /// Connections per second asked for.
+    pub offered_rate: Option<f64>,
+    /// Connections per second between the first slot and the last actual start.
+    pub achieved_start_rate: Option<f64>,
+    pub late_p50_ms: Option<f64>,
+    pub late_p99_ms: Option<f64>,
+    pub late_max_ms: Option<f64>,
+    /// How far behind its slot the last start was.
+    pub end_lag_ms: Option<f64>,
+    /// The largest lateness in each sample interval.
+    #[serde(default)]
+    pub lag_ms: Vec<f64>,
 }
 
 /// One sample interval of a run (httperf samples the reply rate every 5 s; evlab's generator
@@ -266,6 +286,18 @@ pub fn parse_summary(v: &Value) -> LoadSummary {
                 "connections.late",
             ],
         ),
+        schedule: Schedule {
+            offered_rate: f(v, &["schedule.offered_rate", "config.rate"]),
+            achieved_start_rate: f(v, &["schedule.achieved_start_rate"]),
+            late_p50_ms: f(v, &["schedule.lateness_ms.p50"]),
+            late_p99_ms: f(v, &["schedule.lateness_ms.p99"]),
+            late_max_ms: f(v, &["schedule.lateness_ms.max", "late_starts.max_ms"]),
+            end_lag_ms: f(v, &["schedule.end_lag_ms"]),
+            lag_ms: at(v, "schedule.lag_ms")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default(),
+        },
         client_cpu: f(v, &["cpu.total", "client_cpu", "cpu.utilization"])
             .or_else(|| f(v, &["cpu.percent"]).map(|p| p / 100.0)),
     }

@@ -75,8 +75,26 @@ pub struct PointResult {
     /// Share of the client CPUs the load generator used.
     pub client_cpu_util: Option<f64>,
     pub server: Option<ServerCounters>,
-    /// Validity flags (httperf's manual: such runs do not measure the server).
+    /// Share of the client CPUs busy during the measured run, from /proc/stat: user, system,
+    /// irq and softirq. Loopback's packet processing runs in softirq on the sending CPU and is
+    /// not in the generator's own CPU time, so this is the figure that says "saturated".
+    #[serde(default)]
+    pub client_cpu_busy: Option<f64>,
+    /// The same for the server's CPU.
+    #[serde(default)]
+    pub server_cpu_busy: Option<f64>,
+    /// The largest share of time the hypervisor took (steal) on the server's or client's CPUs.
+    #[serde(default)]
+    pub steal: Option<f64>,
+    /// The server's CPU budget (cgroup CPU quota, share of one CPU), when one was set.
+    #[serde(default)]
+    pub server_cpu_budget: Option<f64>,
+    /// Validity flags: any one makes the point invalid (httperf's manual: such runs do not
+    /// measure the server). Verdicts use valid points only.
     pub flags: Vec<String>,
+    /// Observations that do not invalidate the point (isolated lateness, steal).
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// The exact commands, in start order, to reproduce this point by hand.
     pub commands: Vec<String>,
     #[serde(skip)]
@@ -124,6 +142,10 @@ pub struct Summary {
     pub machine: Machine,
     pub series: Vec<Series>,
     pub skipped: Vec<SkippedSeries>,
+    /// What `evlab run` measured of this machine before the sweep (when the experiment asks
+    /// for it): the client's ceiling, the server's CPU budget, each series' capacity.
+    #[serde(default)]
+    pub calibration: Option<crate::calibrate::Calibration>,
     pub points: Vec<PointResult>,
 }
 

@@ -185,6 +185,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         machine: machine::collect(env!("CARGO_PKG_VERSION")),
         series: series.clone(),
         skipped,
+        calibration: None,
         points: vec![],
     };
     let ncpu = procs::online_cpus();
@@ -370,7 +371,12 @@ fn run_point(
         server_cpu_util: None,
         client_cpu_util: None,
         server: None,
+        client_cpu_busy: None,
+        server_cpu_busy: None,
+        steal: None,
+        server_cpu_budget: None,
         flags: vec![],
+        notes: vec![],
         commands: vec![],
         samples: vec![],
     };

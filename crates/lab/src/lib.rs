@@ -7,6 +7,7 @@
 //! figures drawn like the paper's.
 
 pub mod calibrate;
+pub mod cgroup;
 pub mod findings;
 pub mod loadjson;
 pub mod machine;

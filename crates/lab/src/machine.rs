@@ -134,3 +134,65 @@ mod tests {
         assert!(m.tools.contains_key("nginx"));
     }
 }
+
+/// Per-CPU time from /proc/stat, in clock ticks: (busy, total, steal). Busy is user, nice,
+/// system, irq and softirq — the softirq share matters on loopback, where a sender's CPU runs
+/// the packet's whole receive path and no process is charged for it.
+pub fn cpu_ticks(cpus: &[usize]) -> Vec<(u64, u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    cpus.iter()
+        .map(|c| {
+            let tag = format!("cpu{c} ");
+            text.lines()
+                .find(|l| l.starts_with(&tag))
+                .map(|l| {
+                    let v: Vec<u64> = l
+                        .split_whitespace()
+                        .skip(1)
+                        .take(8)
+                        .map(|x| x.parse().unwrap_or(0))
+                        .collect();
+                    let g = |i: usize| v.get(i).copied().unwrap_or(0);
+                    let busy = g(0) + g(1) + g(2) + g(5) + g(6);
+                    (busy, v.iter().sum(), g(7))
+                })
+                .unwrap_or((0, 0, 0))
+        })
+        .collect()
+}
+
+/// Busy share (mean over the CPUs) and the largest steal share between two `cpu_ticks`
+/// readings; None when no time passed.
+pub fn cpu_shares(a: &[(u64, u64, u64)], b: &[(u64, u64, u64)]) -> Option<(f64, f64)> {
+    let mut busy = 0.0;
+    let mut steal: f64 = 0.0;
+    let mut n = 0;
+    for (x, y) in a.iter().zip(b) {
+        let total = y.1.saturating_sub(x.1);
+        if total == 0 {
+            continue;
+        }
+        busy += y.0.saturating_sub(x.0) as f64 / total as f64;
+        steal = steal.max(y.2.saturating_sub(x.2) as f64 / total as f64);
+        n += 1;
+    }
+    (n > 0).then(|| (busy / n as f64, steal))
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::*;
+
+    #[test]
+    fn shares_from_ticks() {
+        let a = [(100, 1000, 0), (50, 1000, 10)];
+        let b = [(190, 1100, 0), (60, 1100, 30)];
+        let (busy, steal) = cpu_shares(&a, &b).unwrap();
+        assert!((busy - (0.9 + 0.1) / 2.0).abs() < 1e-9);
+        assert!((steal - 0.2).abs() < 1e-9);
+        assert_eq!(cpu_shares(&a, &a), None);
+        // This machine's CPU 0 is in /proc/stat, and time moves.
+        let t = cpu_ticks(&[0]);
+        assert!(t[0].1 > 0 && t[0].0 <= t[0].1);
+    }
+}

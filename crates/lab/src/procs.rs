@@ -112,6 +112,18 @@ impl Child {
         cpus: &[usize],
         cwd: Option<&Path>,
     ) -> Result<Child, LabError> {
+        Child::spawn_in(name, argv, cpus, cwd, None)
+    }
+
+    /// As `spawn`, and inside `budget`'s cgroup (joined before exec, so its whole tree is in).
+    pub fn spawn_in(
+        name: &str,
+        argv: &[String],
+        cpus: &[usize],
+        cwd: Option<&Path>,
+        budget: Option<&crate::cgroup::CpuBudget>,
+    ) -> Result<Child, LabError> {
+        let cgroup_fd = budget.map(|b| b.procs_fd());
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .stdin(Stdio::null())
@@ -122,9 +134,10 @@ impl Child {
             cmd.current_dir(d);
         }
         let pin = cpus.to_vec();
-        // SAFETY: the hook runs between fork and exec and makes only getrlimit, setrlimit and
-        // sched_setaffinity, which are async-signal-safe; it allocates nothing (the Vec was
-        // moved in before the fork).
+        // SAFETY: the hook runs between fork and exec and makes only getrlimit, setrlimit,
+        // sched_setaffinity and write, which are async-signal-safe; it allocates nothing (the
+        // Vec was moved in before the fork); the cgroup descriptor is open (`budget` outlives
+        // this call).
         unsafe {
             cmd.pre_exec(move || {
                 // Every child gets the same, higher descriptor limit where we may raise it (as
@@ -142,6 +155,9 @@ impl Child {
                     && have.rlim_max < CHILD_NOFILE
                 {
                     libc::setrlimit(libc::RLIMIT_NOFILE, &want);
+                }
+                if let Some(fd) = cgroup_fd {
+                    crate::cgroup::join_raw(fd)?;
                 }
                 if !pin.is_empty() {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();

@@ -102,6 +102,44 @@ pub struct PointResult {
 }
 
 impl PointResult {
+    /// A point not yet measured.
+    pub fn new(
+        index: usize,
+        series: &crate::spec::Series,
+        idle: usize,
+        rate: f64,
+        trial: u32,
+        duration_s: f64,
+    ) -> PointResult {
+        PointResult {
+            index,
+            series: series.label.clone(),
+            kind: series.kind,
+            mechanism: series.mechanism.clone(),
+            idle,
+            rate,
+            trial,
+            duration_s,
+            status: Status::Ok,
+            reason: None,
+            wall_s: 0.0,
+            load: None,
+            server_cpu_s: None,
+            server_cpu_us_per_reply: None,
+            server_cpu_util: None,
+            client_cpu_util: None,
+            server: None,
+            client_cpu_busy: None,
+            server_cpu_busy: None,
+            steal: None,
+            server_cpu_budget: None,
+            flags: vec![],
+            notes: vec![],
+            commands: vec![],
+            samples: vec![],
+        }
+    }
+
     pub fn ok(&self) -> bool {
         self.status == Status::Ok
     }

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::calibrate;
+use crate::cgroup::CpuBudget;
 use crate::loadjson::{self, LoadArgs};
 use crate::machine;
 use crate::peers;
@@ -19,7 +21,7 @@ use crate::report;
 use crate::results::{
     self, PointResult, ServerCounters, SkippedSeries, Status, Summary, SyscallRow,
 };
-use crate::spec::{Series, ServerKind, Spec, Workload};
+use crate::spec::{Budget, Series, ServerKind, Spec, Workload};
 use crate::LabError;
 
 pub struct RunOptions {
@@ -227,9 +229,42 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         None
     };
 
-    let fixed_rates = !spec.rates.is_empty();
+    let base = PointCtx {
+        opts: &opts,
+        scratch: &scratch.0,
+        fileset: fileset.as_deref(),
+        out: &out,
+        server_cpus: &server_cpus,
+        client_cpus: &client_cpus,
+        duration,
+        budget: None,
+    };
+    // Calibration, when the experiment's rates or budget depend on this machine.
+    let mut budget = None;
+    let needs_calibration =
+        spec.rates.is_auto() || matches!(spec.server_cpu_budget, Some(Budget::Auto));
+    if needs_calibration && !series.is_empty() {
+        progress.note("evlab run: calibrating: the client's ceiling, then each series' capacity");
+        let (cal, b) = calibrate::run(&base, &series, &progress)?;
+        budget = b;
+        summary.calibration = Some(cal);
+        write_tables(&summary, &out)?;
+    } else if let Some(Budget::Share(b)) = spec.server_cpu_budget {
+        budget = Some(
+            CpuBudget::new(b).map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
+        );
+    }
+    let ctx = PointCtx {
+        budget: budget.as_ref(),
+        ..base
+    };
+    let fixed: Vec<f64> = match &summary.calibration {
+        Some(c) if spec.rates.is_auto() => c.rates.clone(),
+        _ => spec.rates.fixed().to_vec(),
+    };
+    let fixed_rates = spec.rate_search.is_none();
     let per_series_rates = if fixed_rates {
-        spec.rates.len()
+        fixed.len()
     } else {
         let rs = spec.rate_search.as_ref().expect("validated");
         ((rs.max - rs.start) / rs.step).floor() as usize + 1
@@ -240,22 +275,30 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     let mut samples_text = format!("{}\n", results::SAMPLES_HEADER);
     results::write_atomic(&samples_path, &samples_text)?;
     progress.note(&format!(
-        "evlab run: {} — {} series × {} rates × {} idle counts × {} trials, {duration} s per point; results in {}",
+        "evlab run: {} — {} series × {} rates × {} idle counts × {} trials, {duration} s per point{}; results in {}",
         spec.name,
         series.len(),
         per_series_rates,
         spec.idle.len(),
         spec.trials,
+        budget
+            .as_ref()
+            .map(|b| format!(", server budget {:.0}% of a CPU", b.share * 100.0))
+            .unwrap_or_default(),
         out.display()
     ));
 
     let mut index = 0;
     'all: for trial in 1..=spec.trials {
+        // Each trial visits the series in a rotated order, so that a drift over the run (a
+        // neighbour on the host, a warming cache) does not always favour the same series.
+        let rot = (trial as usize - 1) % series.len().max(1);
+        let order: Vec<&Series> = series[rot..].iter().chain(&series[..rot]).collect();
         for &idle in &spec.idle {
-            for s in &series {
+            for s in &order {
                 let mut below = 0;
                 let rates: Vec<f64> = if fixed_rates {
-                    spec.rates.clone()
+                    fixed.clone()
                 } else {
                     let rs = spec.rate_search.as_ref().expect("validated");
                     (0..per_series_rates)
@@ -274,15 +317,6 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
                         &format!("{} idle={idle} rate={rate}/s trial {trial}", s.label),
                         estimate,
                     );
-                    let ctx = PointCtx {
-                        opts: &opts,
-                        scratch: &scratch.0,
-                        fileset: fileset.as_deref(),
-                        out: &out,
-                        server_cpus: &server_cpus,
-                        client_cpus: &client_cpus,
-                        duration,
-                    };
                     let p = run_point(&ctx, index, s, idle, rate, trial);
                     progress.finish_point(index, total, &p);
                     if p.status == Status::Interrupted {
@@ -290,6 +324,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
                     }
                     samples_text.push_str(&results::samples_csv_rows(&p));
                     let reply = p.reply_rate();
+                    let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
                     summary.points.push(p);
                     results::write_atomic(&samples_path, &samples_text)?;
                     summary.wall_s = t0.elapsed().as_secs_f64();
@@ -298,6 +333,11 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
                         break 'all;
                     }
                     if let Some(rs) = &spec.rate_search {
+                        // A point that measured the client says nothing of the server: past
+                        // the client's limit the search for this series is over.
+                        if client_limited {
+                            break;
+                        }
                         if !matches!(reply, Some(r) if r >= rs.below * rate) {
                             below += 1;
                             if below >= rs.past {
@@ -327,21 +367,41 @@ fn write_tables(summary: &Summary, out: &Path) -> Result<(), LabError> {
     )
 }
 
-struct PointCtx<'a> {
-    opts: &'a RunOptions,
-    scratch: &'a Path,
-    fileset: Option<&'a Path>,
-    out: &'a Path,
-    server_cpus: &'a [usize],
-    client_cpus: &'a [usize],
-    duration: f64,
+#[derive(Clone, Copy)]
+pub(crate) struct PointCtx<'a> {
+    pub opts: &'a RunOptions,
+    pub scratch: &'a Path,
+    pub fileset: Option<&'a Path>,
+    pub out: &'a Path,
+    pub server_cpus: &'a [usize],
+    pub client_cpus: &'a [usize],
+    pub duration: f64,
+    /// The server's CPU budget for the sweep, if any.
+    pub budget: Option<&'a CpuBudget>,
 }
 
 /// Processes of one point, stopped in reverse order whatever happens.
 #[derive(Default)]
-struct Procs {
-    server: Option<Child>,
-    idle: Option<Child>,
+pub(crate) struct Procs {
+    pub server: Option<Child>,
+    pub idle: Option<Child>,
+}
+
+impl Procs {
+    /// Stops everything (idle holder first) and returns what outlived its stop, for a flag.
+    pub fn stop(&mut self) -> Option<String> {
+        let mut left = Vec::new();
+        for c in [self.idle.as_mut(), self.server.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            let l = c.stop(Duration::from_secs(5));
+            if !l.is_empty() {
+                left.push(format!("{} left processes {l:?} (killed)", c.name));
+            }
+        }
+        (!left.is_empty()).then(|| left.join("; "))
+    }
 }
 
 fn run_point(
@@ -353,48 +413,13 @@ fn run_point(
     trial: u32,
 ) -> PointResult {
     let t0 = Instant::now();
-    let mut p = PointResult {
-        index,
-        series: s.label.clone(),
-        kind: s.kind,
-        mechanism: s.mechanism.clone(),
-        idle,
-        rate,
-        trial,
-        duration_s: ctx.duration,
-        status: Status::Ok,
-        reason: None,
-        wall_s: 0.0,
-        load: None,
-        server_cpu_s: None,
-        server_cpu_us_per_reply: None,
-        server_cpu_util: None,
-        client_cpu_util: None,
-        server: None,
-        client_cpu_busy: None,
-        server_cpu_busy: None,
-        steal: None,
-        server_cpu_budget: None,
-        flags: vec![],
-        notes: vec![],
-        commands: vec![],
-        samples: vec![],
-    };
+    let mut p = PointResult::new(index, s, idle, rate, trial, ctx.duration);
+    p.server_cpu_budget = ctx.budget.map(|b| b.share);
     let mut procs = Procs::default();
     let r = measure(ctx, &mut p, &mut procs);
     // Stop in reverse order of start, and check that nothing of this point outlives it.
-    let mut left = Vec::new();
-    for c in [procs.idle.as_mut(), procs.server.as_mut()]
-        .into_iter()
-        .flatten()
-    {
-        let l = c.stop(Duration::from_secs(5));
-        if !l.is_empty() {
-            left.push(format!("{} left processes {l:?} (killed)", c.name));
-        }
-    }
-    if !left.is_empty() {
-        p.flags.push(left.join("; "));
+    if let Some(left) = procs.stop() {
+        p.flags.push(left);
     }
     if let Err(e) = r {
         let msg = e.to_string();
@@ -409,13 +434,10 @@ fn run_point(
     p
 }
 
-fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(), LabError> {
-    let spec = &ctx.opts.spec;
-    let evlab = ctx.opts.evlab.display().to_string();
-    let pdir = ctx.scratch.join(format!("point-{}", p.index));
-    std::fs::create_dir_all(&pdir)?;
-    // A fresh document root per point (the file set is shared: it is read-only).
-    let docroot = match ctx.fileset {
+/// A fresh document root for a point (the file set is shared: it is read-only).
+pub(crate) fn docroot(ctx: &PointCtx, pdir: &Path) -> Result<PathBuf, LabError> {
+    std::fs::create_dir_all(pdir)?;
+    Ok(match ctx.fileset {
         Some(f) => f.to_path_buf(),
         None => {
             let d = pdir.join("www");
@@ -423,36 +445,49 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
             std::fs::write(d.join("one"), b"a")?;
             d
         }
-    };
+    })
+}
 
-    // The server.
-    let (server, port) = match p.kind {
+/// Starts the series' server (inside the budget, pinned), waits until it answers, and
+/// returns its port; its command goes to `commands`.
+pub(crate) fn start_server(
+    ctx: &PointCtx,
+    s: &Series,
+    idle: usize,
+    docroot: &Path,
+    pdir: &Path,
+    procs: &mut Procs,
+    commands: &mut Vec<String>,
+) -> Result<u16, LabError> {
+    let spec = &ctx.opts.spec;
+    let evlab = ctx.opts.evlab.display().to_string();
+    let budget_note = |cmd: String| match ctx.budget {
+        Some(b) => format!(
+            "{cmd}   # in a cgroup with {:.0}% of one CPU: {}",
+            b.share * 100.0,
+            b.shell()
+        ),
+        None => cmd,
+    };
+    let (server, port) = match s.kind {
         ServerKind::Evlab => {
             let mut argv = vec![
-                evlab.clone(),
+                evlab,
                 "serve".into(),
                 "--listen".into(),
                 "127.0.0.1:0".into(),
                 "--root".into(),
                 docroot.display().to_string(),
                 "--mechanism".into(),
-                p.mechanism.clone(),
+                s.mechanism.clone(),
                 "--stats".into(),
             ];
             if spec.profile {
                 argv.push("--profile".into());
             }
             argv.extend(spec.server_flags.iter().cloned());
-            let series_flags = ctx
-                .opts
-                .spec
-                .series
-                .iter()
-                .find(|x| x.label == p.series)
-                .map(|x| x.flags.clone())
-                .unwrap_or_default();
-            argv.extend(series_flags);
-            let mut c = Child::spawn("evlab serve", &argv, ctx.server_cpus, None)?;
+            argv.extend(s.flags.iter().cloned());
+            let mut c = Child::spawn_in("evlab serve", &argv, ctx.server_cpus, None, ctx.budget)?;
             let line = c.wait_line(
                 |l| l.starts_with("listening on "),
                 Duration::from_secs(10),
@@ -461,49 +496,55 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
             let addr: SocketAddr = line["listening on ".len()..].trim().parse().map_err(|_| {
                 LabError::Point(format!("evlab serve printed a bad address: {line}"))
             })?;
-            p.commands
-                .push(c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")));
+            commands.push(budget_note(
+                c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")),
+            ));
             (c, addr.port())
         }
         ServerKind::Nginx | ServerKind::Lighttpd => {
-            if p.kind == ServerKind::Lighttpd {
+            if s.kind == ServerKind::Lighttpd {
                 // lighttpd accepts at most half its descriptor limit as connections; past that it
                 // answers nobody, which would be recorded as a server that serves nothing.
                 let cap = peers::lighttpd_max_connections();
-                if p.idle + 1000 > cap {
+                if idle + 1000 > cap {
                     return Err(LabError::Point(format!(
-                        "lighttpd accepts at most {cap} connections here (half its descriptor limit): it cannot hold {} idle connections plus the load",
-                        p.idle
+                        "lighttpd accepts at most {cap} connections here (half its descriptor limit): it cannot hold {idle} idle connections plus the load"
                     )));
                 }
             }
             let port = procs::free_port()?;
             let conf_dir = pdir.join("peer");
             std::fs::create_dir_all(&conf_dir)?;
-            let argv = if p.kind == ServerKind::Nginx {
-                peers::nginx_argv(&conf_dir, &docroot, port)?
+            let argv = if s.kind == ServerKind::Nginx {
+                peers::nginx_argv(&conf_dir, docroot, port)?
             } else {
-                peers::lighttpd_argv(&conf_dir, &docroot, port, &p.mechanism)?
+                peers::lighttpd_argv(&conf_dir, docroot, port, &s.mechanism)?
             };
-            let c = Child::spawn(&p.series, &argv, ctx.server_cpus, Some(&conf_dir))?;
-            p.commands.push(c.command.clone());
+            let c = Child::spawn_in(
+                &s.label,
+                &argv,
+                ctx.server_cpus,
+                Some(&conf_dir),
+                ctx.budget,
+            )?;
+            commands.push(budget_note(c.command.clone()));
             (c, port)
         }
     };
-    let server = procs.server.insert(server);
+    procs.server = Some(server);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
 
     // Idle connections, on the (first) client CPU: they are idle once up.
-    if p.idle > 0 {
+    if idle > 0 {
         let argv = vec![
-            evlab.clone(),
+            ctx.opts.evlab.display().to_string(),
             "idle".into(),
             "--server".into(),
             "127.0.0.1".into(),
             "--port".into(),
             port.to_string(),
-            p.idle.to_string(),
+            idle.to_string(),
         ];
         let c = Child::spawn(
             "evlab idle",
@@ -511,86 +552,170 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
             &ctx.client_cpus[..ctx.client_cpus.len().min(1)],
             None,
         )?;
-        p.commands.push(c.command.clone());
+        commands.push(c.command.clone());
         let c = procs.idle.insert(c);
-        let want = format!("idle: all {} connections up", p.idle);
+        let want = format!("idle: all {idle} connections up");
         c.wait_line(
             |l| l.starts_with(&want),
-            Duration::from_secs_f64(30.0 + p.idle as f64 / 500.0),
+            Duration::from_secs_f64(30.0 + idle as f64 / 500.0),
             "`idle: all … up` line",
         )?;
     }
+    Ok(port)
+}
 
-    let run_load =
-        |name: &str, secs: f64, tag: &str| -> Result<(Value, String, f64, f64, String), LabError> {
-            let json = pdir.join(format!("load-{tag}.json"));
-            let samples = pdir.join(format!("samples-{tag}.txt"));
-            let mut argv = vec![evlab.clone()];
-            argv.extend(loadjson::load_argv(&LoadArgs {
-                port,
-                workload: &spec.workload,
-                docroot: &docroot,
-                rate: p.rate,
-                duration_s: secs,
-                calls_per_conn: spec.calls_per_conn,
-                timeout_s: spec.timeout_s,
-                json: &json,
-                samples: &samples,
-                extra: &spec.load_flags,
-            }));
-            let ru0 = children_cpu_seconds();
-            let t = Instant::now();
-            let mut c = Child::spawn(name, &argv, ctx.client_cpus, None)?;
-            let limit = Duration::from_secs_f64(secs + spec.timeout_s + 30.0);
-            let status = c.wait_exit(limit)?;
-            let wall = t.elapsed().as_secs_f64();
-            let command = c.command.clone();
-            let Some(status) = status else {
-                c.stop(Duration::from_secs(2));
-                return Err(LabError::Point(if interrupted() {
-                    "interrupted".into()
-                } else {
-                    format!(
-                        "evlab load did not finish within {:.0} s",
-                        limit.as_secs_f64()
-                    )
-                }));
-            };
-            // The load child is reaped now: its CPU time is in RUSAGE_CHILDREN (nothing else of
-            // ours was reaped in between).
-            let cpu = children_cpu_seconds() - ru0;
-            if !status.success() {
-                return Err(LabError::Point(format!(
-                    "evlab load failed ({status}): {}",
-                    c.stderr_tail(4)
-                )));
-            }
-            let text = std::fs::read_to_string(&json).map_err(|e| {
-                LabError::Point(format!(
-                    "evlab load wrote no JSON ({}): {e}",
-                    json.display()
-                ))
-            })?;
-            let v: Value = serde_json::from_str(&text)
-                .map_err(|e| LabError::Point(format!("evlab load's JSON does not parse: {e}")))?;
-            let samples = std::fs::read_to_string(&samples).unwrap_or_default();
-            Ok((v, samples, cpu, wall, command))
-        };
+/// One finished `evlab load` run.
+pub(crate) struct LoadRun {
+    pub json: Value,
+    pub samples: String,
+    /// The generator's own CPU time (getrusage of the reaped child), seconds.
+    pub cpu_s: f64,
+    pub wall_s: f64,
+    pub command: String,
+    /// Busy share of the client CPUs and the largest steal share on the client and server
+    /// CPUs, from /proc/stat over the run.
+    pub client_busy: Option<f64>,
+    pub server_busy: Option<f64>,
+    pub steal: Option<f64>,
+}
 
+pub(crate) struct LoadAsk<'a> {
+    pub port: u16,
+    pub docroot: &'a Path,
+    pub pdir: &'a Path,
+    pub rate: f64,
+    pub secs: f64,
+    pub timeout_s: f64,
+    pub tag: &'a str,
+}
+
+pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRun, LabError> {
+    let spec = &ctx.opts.spec;
+    let json = a.pdir.join(format!("load-{}.json", a.tag));
+    let samples = a.pdir.join(format!("samples-{}.txt", a.tag));
+    let mut argv = vec![ctx.opts.evlab.display().to_string()];
+    argv.extend(loadjson::load_argv(&LoadArgs {
+        port: a.port,
+        workload: &spec.workload,
+        docroot: a.docroot,
+        rate: a.rate,
+        duration_s: a.secs,
+        calls_per_conn: spec.calls_per_conn,
+        timeout_s: a.timeout_s,
+        json: &json,
+        samples: &samples,
+        extra: &spec.load_flags,
+    }));
+    let ru0 = children_cpu_seconds();
+    let (cl0, sv0) = (
+        machine::cpu_ticks(ctx.client_cpus),
+        machine::cpu_ticks(ctx.server_cpus),
+    );
+    let t = Instant::now();
+    let mut c = Child::spawn(name, &argv, ctx.client_cpus, None)?;
+    let limit = Duration::from_secs_f64(a.secs + a.timeout_s + 30.0);
+    let status = c.wait_exit(limit)?;
+    let wall = t.elapsed().as_secs_f64();
+    let (cl1, sv1) = (
+        machine::cpu_ticks(ctx.client_cpus),
+        machine::cpu_ticks(ctx.server_cpus),
+    );
+    let command = c.command.clone();
+    let Some(status) = status else {
+        c.stop(Duration::from_secs(2));
+        return Err(LabError::Point(if interrupted() {
+            "interrupted".into()
+        } else {
+            format!(
+                "evlab load did not finish within {:.0} s",
+                limit.as_secs_f64()
+            )
+        }));
+    };
+    // The load child is reaped now: its CPU time is in RUSAGE_CHILDREN (nothing else of
+    // ours was reaped in between).
+    let cpu = children_cpu_seconds() - ru0;
+    if !status.success() {
+        return Err(LabError::Point(format!(
+            "evlab load failed ({status}): {}",
+            c.stderr_tail(4)
+        )));
+    }
+    let text = std::fs::read_to_string(&json).map_err(|e| {
+        LabError::Point(format!(
+            "evlab load wrote no JSON ({}): {e}",
+            json.display()
+        ))
+    })?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| LabError::Point(format!("evlab load's JSON does not parse: {e}")))?;
+    let samples = std::fs::read_to_string(&samples).unwrap_or_default();
+    let cl = machine::cpu_shares(&cl0, &cl1);
+    let sv = machine::cpu_shares(&sv0, &sv1);
+    Ok(LoadRun {
+        json: v,
+        samples,
+        cpu_s: cpu,
+        wall_s: wall,
+        command,
+        client_busy: cl.map(|x| x.0),
+        server_busy: sv.map(|x| x.0),
+        steal: match (cl, sv) {
+            (None, None) => None,
+            (a, b) => Some(a.map_or(0.0, |x| x.1).max(b.map_or(0.0, |x| x.1))),
+        },
+    })
+}
+
+fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(), LabError> {
+    let spec = &ctx.opts.spec;
+    let pdir = ctx.scratch.join(format!("point-{}", p.index));
+    let docroot = docroot(ctx, &pdir)?;
+    let series = Series {
+        label: p.series.clone(),
+        kind: p.kind,
+        mechanism: p.mechanism.clone(),
+        flags: spec
+            .series
+            .iter()
+            .find(|x| x.label == p.series)
+            .map(|x| x.flags.clone())
+            .unwrap_or_default(),
+    };
+    let port = start_server(
+        ctx,
+        &series,
+        p.idle,
+        &docroot,
+        &pdir,
+        procs,
+        &mut p.commands,
+    )?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let ask = |secs: f64, tag: &'static str| LoadAsk {
+        port,
+        docroot: &docroot,
+        pdir: &pdir,
+        rate: p.rate,
+        secs,
+        timeout_s: spec.timeout_s,
+        tag,
+    };
     if spec.warmup_s > 0.0 {
-        let (_, _, _, _, cmd) = run_load("evlab load (warm-up)", spec.warmup_s, "warmup")?;
-        p.commands.push(format!("{cmd}   # warm-up"));
+        let w = run_load(ctx, "evlab load (warm-up)", &ask(spec.warmup_s, "warmup"))?;
+        p.commands.push(format!("{}   # warm-up", w.command));
     }
 
+    let server = procs.server.as_mut().expect("started");
     let stats_before = if p.kind == ServerKind::Evlab {
         Some(fetch_stats(addr)?)
     } else {
         None
     };
     let cpu_before = server.cpu_seconds();
-    let (v, samples, client_cpu, wall, cmd) = run_load("evlab load", ctx.duration, "run")?;
+    let run = run_load(ctx, "evlab load", &ask(ctx.duration, "run"))?;
     let cpu_after = server.cpu_seconds();
-    p.commands.push(cmd);
+    p.commands.push(run.command.clone());
     let server_alive = server.alive();
     let stats_after = match (&stats_before, server_alive) {
         (Some(_), true) => Some(fetch_stats(addr)?),
@@ -601,40 +726,84 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let _ = std::fs::create_dir_all(&raw_dir);
     let _ = std::fs::write(
         raw_dir.join(format!("point-{:03}.json", p.index)),
-        serde_json::to_string_pretty(&v).unwrap_or_default(),
+        serde_json::to_string_pretty(&run.json).unwrap_or_default(),
     );
 
-    let load = loadjson::parse_summary(&v);
-    p.samples = loadjson::parse_samples(&samples);
+    let load = loadjson::parse_summary(&run.json);
+    p.samples = loadjson::parse_samples(&run.samples);
     let replies = load.replies.or(load.status_2xx).filter(|&r| r > 0);
     let server_cpu = (cpu_after - cpu_before).max(0.0);
+    let wall = run.wall_s.max(1e-9);
     p.server_cpu_s = Some(server_cpu);
-    p.server_cpu_util = Some(server_cpu / wall.max(1e-9));
+    p.server_cpu_util = Some(server_cpu / wall);
     p.server_cpu_us_per_reply = replies.map(|r| server_cpu * 1e6 / r as f64);
     let ncl = ctx.client_cpus.len().max(1) as f64;
-    p.client_cpu_util = Some(client_cpu / (wall.max(1e-9) * ncl));
+    p.client_cpu_util = Some(run.cpu_s / (wall * ncl));
+    p.client_cpu_busy = run.client_busy;
+    p.server_cpu_busy = run.server_busy;
+    p.steal = run.steal;
     if let (Some(a), Some(b)) = (&stats_before, &stats_after) {
         p.server = Some(counters_delta(a, b));
     }
+    p.load = Some(load);
+    judge(spec, p);
+    if !server_alive {
+        p.flags.push(format!(
+            "server exited during the run: {}",
+            server.stderr_tail(3)
+        ));
+    }
+    Ok(())
+}
 
-    // Validity (httperf's manual): a saturated client or a client out of resources measures
-    // the client, not the server.
+/// Whether the lag behind the schedule kept growing to the end: over the last three sample
+/// intervals (or more) the per-interval lag only rose, and ended at 50 ms or more. An isolated
+/// stall rises and falls. (Shorter runs are judged by their achieved start rate alone.)
+fn lag_grows(lag: &[f64]) -> bool {
+    let tail = &lag[lag.len().saturating_sub(3)..];
+    tail.len() >= 3
+        && tail.last().is_some_and(|&l| l >= 50.0)
+        && tail.windows(2).all(|w| w[1] > w[0])
+}
+
+/// The validity rule (httperf's manual: a run in which the client was the bottleneck or ran
+/// out of resources measures the client). Invalid — a flag — only when the client fell behind
+/// in a sustained way: it started connections at under `start_rate_limit` of the offered rate,
+/// or its lag grew to the end, or its CPUs were busy `client_cpu_limit` of the time; or when it
+/// ran out of descriptors or ports; or when the server did not serve the workload. Isolated
+/// lateness (a VM's scheduling jitter) and steal are notes with their size.
+pub fn judge(spec: &Spec, p: &mut PointResult) {
+    let Some(load) = p.load.clone() else {
+        return;
+    };
+    let sch = &load.schedule;
+    let offered = sch.offered_rate.unwrap_or(p.rate);
     let conns = load
         .connections
-        .unwrap_or((p.rate * ctx.duration) as u64)
+        .unwrap_or((p.rate * p.duration_s) as u64)
         .max(1);
-    if let Some(late) = load.late_starts {
-        if late as f64 > spec.late_start_limit * conns as f64 {
+    if let Some(a) = sch.achieved_start_rate {
+        if a < spec.start_rate_limit * offered {
             p.flags.push(format!(
-                "client saturated: {late} late starts ({:.1}% of {conns} connections)",
-                late as f64 * 100.0 / conns as f64
+                "client fell behind: started {a:.0} connections/s of {offered:.0} offered ({:.1}%), {:.0} ms behind at the end",
+                a * 100.0 / offered,
+                sch.end_lag_ms.unwrap_or(0.0)
             ));
         }
     }
-    let cu = p.client_cpu_util.unwrap_or(0.0);
-    if cu >= spec.client_cpu_limit {
-        p.flags
-            .push(format!("client saturated: client CPU {:.0}%", cu * 100.0));
+    if lag_grows(&sch.lag_ms) && !p.flags.iter().any(|f| f.starts_with("client fell behind")) {
+        p.flags.push(format!(
+            "client fell behind: its lag grew to {:.0} ms",
+            sch.lag_ms.last().copied().unwrap_or(0.0)
+        ));
+    }
+    let busy = p.client_cpu_busy.or(p.client_cpu_util).unwrap_or(0.0);
+    if busy >= spec.client_cpu_limit {
+        p.flags.push(format!(
+            "client saturated: its CPU busy {:.0}% (process {:.0}%, the rest softirq)",
+            busy * 100.0,
+            p.client_cpu_util.unwrap_or(0.0) * 100.0
+        ));
     }
     for (name, n) in [
         ("addrunavail", load.errors.addrunavail),
@@ -656,14 +825,23 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
             ));
         }
     }
-    if !server_alive {
-        p.flags.push(format!(
-            "server exited during the run: {}",
-            server.stderr_tail(3)
+    if let Some(late) = load.late_starts {
+        if late as f64 > spec.late_start_limit * conns as f64 {
+            p.notes.push(format!(
+                "jitter: {late} starts ({:.1}%) over 1 ms late, p99 {:.1} ms, max {:.1} ms; the schedule was kept ({:.1}% of the offered start rate)",
+                late as f64 * 100.0 / conns as f64,
+                sch.late_p99_ms.unwrap_or(0.0),
+                sch.late_max_ms.unwrap_or(0.0),
+                sch.achieved_start_rate.map_or(100.0, |a| a * 100.0 / offered)
+            ));
+        }
+    }
+    if let Some(st) = p.steal.filter(|&s| s >= 0.02) {
+        p.notes.push(format!(
+            "steal: the hypervisor took {:.0}% of a CPU",
+            st * 100.0
         ));
     }
-    p.load = Some(load);
-    Ok(())
 }
 
 fn children_cpu_seconds() -> f64 {
@@ -739,7 +917,121 @@ pub fn counters_delta(a: &Value, b: &Value) -> ServerCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loadjson::{LoadSummary, Schedule};
     use serde_json::json;
+
+    fn spec() -> Spec {
+        Spec::parse(
+            "name = \"t\"\nmechanisms = [\"poll\"]\nrates = [1000]\n",
+            "t",
+        )
+        .unwrap()
+    }
+
+    fn point(sched: Schedule, late: u64, busy: f64) -> PointResult {
+        let s = Series {
+            label: "poll".into(),
+            kind: ServerKind::Evlab,
+            mechanism: "poll".into(),
+            flags: vec![],
+        };
+        let mut p = PointResult::new(1, &s, 0, 1000.0, 1, 3.0);
+        p.load = Some(LoadSummary {
+            connections: Some(3000),
+            replies: Some(3000),
+            status_2xx: Some(3000),
+            late_starts: Some(late),
+            schedule: sched,
+            ..Default::default()
+        });
+        p.client_cpu_busy = Some(busy);
+        p
+    }
+
+    #[test]
+    fn jitter_alone_is_a_note_not_a_flag() {
+        // 5% of starts late, up to 60 ms, but the schedule was kept: a VM's scheduling jitter.
+        let mut p = point(
+            Schedule {
+                offered_rate: Some(1000.0),
+                achieved_start_rate: Some(999.8),
+                late_p99_ms: Some(40.0),
+                late_max_ms: Some(60.0),
+                end_lag_ms: Some(0.1),
+                lag_ms: vec![60.0, 40.0, 20.0],
+                ..Default::default()
+            },
+            150,
+            0.3,
+        );
+        judge(&spec(), &mut p);
+        assert!(p.valid(), "{:?}", p.flags);
+        assert_eq!(p.notes.len(), 1);
+        assert!(
+            p.notes[0].starts_with("jitter: 150 starts (5.0%)"),
+            "{:?}",
+            p.notes
+        );
+    }
+
+    #[test]
+    fn falling_behind_growing_lag_busy_cpu_and_resources_are_flags() {
+        let behind = Schedule {
+            offered_rate: Some(1000.0),
+            achieved_start_rate: Some(900.0),
+            end_lag_ms: Some(300.0),
+            ..Default::default()
+        };
+        let mut p = point(behind, 2000, 0.5);
+        judge(&spec(), &mut p);
+        assert!(
+            p.flags[0].starts_with("client fell behind: started 900"),
+            "{:?}",
+            p.flags
+        );
+
+        let growing = Schedule {
+            offered_rate: Some(1000.0),
+            achieved_start_rate: Some(995.0),
+            lag_ms: vec![1.0, 10.0, 30.0, 60.0],
+            ..Default::default()
+        };
+        let mut p = point(growing, 100, 0.5);
+        judge(&spec(), &mut p);
+        assert_eq!(
+            p.flags,
+            vec!["client fell behind: its lag grew to 60 ms".to_string()]
+        );
+
+        let kept = Schedule {
+            offered_rate: Some(1000.0),
+            achieved_start_rate: Some(1000.0),
+            ..Default::default()
+        };
+        let mut p = point(kept.clone(), 0, 0.97);
+        judge(&spec(), &mut p);
+        assert!(
+            p.flags[0].starts_with("client saturated: its CPU busy 97%"),
+            "{:?}",
+            p.flags
+        );
+
+        let mut p = point(kept, 0, 0.2);
+        p.load.as_mut().unwrap().errors.fd_unavail = Some(3);
+        judge(&spec(), &mut p);
+        assert_eq!(
+            p.flags,
+            vec!["client out of resources: 3 fd-unavail errors".to_string()]
+        );
+    }
+
+    #[test]
+    fn lag_that_rises_and_falls_is_not_growth() {
+        assert!(!lag_grows(&[60.0, 40.0, 20.0]));
+        assert!(!lag_grows(&[10.0, 80.0]));
+        assert!(!lag_grows(&[50.0, 50.0, 50.0]));
+        assert!(lag_grows(&[0.0, 5.0, 20.0, 55.0]));
+    }
 
     #[test]
     fn counter_deltas() {

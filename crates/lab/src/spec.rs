@@ -43,9 +43,23 @@ pub struct Spec {
     #[serde(default)]
     pub workload: Workload,
     /// Offered request rates (connections/s × calls per connection is not used: this is the
-    /// connection rate httperf calls `--rate`, which for one call per connection is requests/s).
+    /// connection rate httperf calls `--rate`, which for one call per connection is requests/s),
+    /// or `"auto"`: `auto_rates` × the largest capacity calibration measured, capped at the
+    /// client's clean ceiling.
     #[serde(default)]
-    pub rates: Vec<f64>,
+    pub rates: Rates,
+    /// With `rates = "auto"`: the rates as multiples of the fastest series' capacity.
+    #[serde(default = "default_auto_rates")]
+    pub auto_rates: Vec<f64>,
+    /// A CPU budget for the server (a cgroup CPU quota, as a share of one CPU), or `"auto"`:
+    /// chosen by calibration so that the fastest series saturates at `auto_target` × the
+    /// client's clean ceiling. None: the server has its whole CPU.
+    #[serde(default)]
+    pub server_cpu_budget: Option<Budget>,
+    /// With `server_cpu_budget = "auto"`: where the fastest series should saturate, as a share
+    /// of the client's clean ceiling.
+    #[serde(default = "default_auto_target")]
+    pub auto_target: f64,
     pub rate_search: Option<RateSearch>,
     #[serde(default = "one")]
     pub calls_per_conn: u32,
@@ -70,9 +84,14 @@ pub struct Spec {
     /// SPECweb99 file set size (directories of 36 files, ~4.9 MiB each).
     #[serde(default = "default_fileset_dirs")]
     pub fileset_dirs: usize,
-    /// Late starts above this share of connections make a point "client-saturated".
+    /// Late starts (> 1 ms) above this share of connections are noted as jitter, with its size.
+    /// Lateness alone does not invalidate a point: a VM's scheduling jitter makes some.
     #[serde(default = "default_late_start_limit")]
     pub late_start_limit: f64,
+    /// A point is invalid when the generator started connections at less than this share of
+    /// the offered rate (it fell behind for good, not for a moment).
+    #[serde(default = "default_start_rate_limit")]
+    pub start_rate_limit: f64,
     /// Client CPU share (of the client CPUs) at or above which a point is "client-saturated".
     #[serde(default = "default_client_cpu_limit")]
     pub client_cpu_limit: f64,
@@ -80,6 +99,99 @@ pub struct Spec {
     /// generator uses fresh source addresses instead, so the default is 0).
     #[serde(default)]
     pub pause_s: f64,
+}
+
+/// `rates`: a list, or `"auto"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "NumbersOrAuto", into = "NumbersOrAuto")]
+pub enum Rates {
+    Fixed(Vec<f64>),
+    Auto,
+}
+
+impl Default for Rates {
+    fn default() -> Self {
+        Rates::Fixed(vec![])
+    }
+}
+
+impl Rates {
+    pub fn is_auto(&self) -> bool {
+        matches!(self, Rates::Auto)
+    }
+    pub fn fixed(&self) -> &[f64] {
+        match self {
+            Rates::Fixed(v) => v,
+            Rates::Auto => &[],
+        }
+    }
+    fn is_empty(&self) -> bool {
+        matches!(self, Rates::Fixed(v) if v.is_empty())
+    }
+}
+
+/// `server_cpu_budget`: a share of one CPU, or `"auto"`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "NumbersOrAuto", into = "NumbersOrAuto")]
+pub enum Budget {
+    Share(f64),
+    Auto,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum NumbersOrAuto {
+    Word(String),
+    One(f64),
+    Many(Vec<f64>),
+}
+
+fn auto_word(w: &str) -> Result<(), String> {
+    if w == "auto" {
+        Ok(())
+    } else {
+        Err(format!("`{w}`: expected a number or \"auto\""))
+    }
+}
+
+impl TryFrom<NumbersOrAuto> for Rates {
+    type Error = String;
+    fn try_from(r: NumbersOrAuto) -> Result<Self, String> {
+        match r {
+            NumbersOrAuto::Word(w) => auto_word(&w).map(|_| Rates::Auto),
+            NumbersOrAuto::One(x) => Ok(Rates::Fixed(vec![x])),
+            NumbersOrAuto::Many(v) => Ok(Rates::Fixed(v)),
+        }
+    }
+}
+
+impl From<Rates> for NumbersOrAuto {
+    fn from(r: Rates) -> Self {
+        match r {
+            Rates::Fixed(v) => NumbersOrAuto::Many(v),
+            Rates::Auto => NumbersOrAuto::Word("auto".into()),
+        }
+    }
+}
+
+impl TryFrom<NumbersOrAuto> for Budget {
+    type Error = String;
+    fn try_from(r: NumbersOrAuto) -> Result<Self, String> {
+        match r {
+            NumbersOrAuto::Word(w) => auto_word(&w).map(|_| Budget::Auto),
+            NumbersOrAuto::One(x) => Ok(Budget::Share(x)),
+            NumbersOrAuto::Many(_) => Err("expected one number or \"auto\"".into()),
+        }
+    }
+}
+
+impl From<Budget> for NumbersOrAuto {
+    fn from(b: Budget) -> Self {
+        match b {
+            Budget::Share(x) => NumbersOrAuto::One(x),
+            Budget::Auto => NumbersOrAuto::Word("auto".into()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -190,6 +302,15 @@ fn default_client_cpus() -> Vec<usize> {
 fn default_fileset_dirs() -> usize {
     10
 }
+fn default_auto_rates() -> Vec<f64> {
+    vec![0.3, 0.6, 0.9, 1.3, 1.8]
+}
+fn default_auto_target() -> f64 {
+    0.5
+}
+fn default_start_rate_limit() -> f64 {
+    0.99
+}
 fn default_late_start_limit() -> f64 {
     0.01
 }
@@ -277,8 +398,48 @@ impl Spec {
             }
             _ => {}
         }
-        if let Some(r) = self.rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+        if self.rates.is_auto() && self.rate_search.is_some() {
+            return Err(bad(
+                "rates",
+                "give `rates` or `rate_search`, not both".into(),
+            ));
+        }
+        if let Some(r) = self
+            .rates
+            .fixed()
+            .iter()
+            .find(|r| !(r.is_finite() && **r > 0.0))
+        {
             return Err(bad("rates", format!("{r}: rates must be positive")));
+        }
+        if self.rates.is_auto() {
+            if self.auto_rates.is_empty() {
+                return Err(bad("auto_rates", "give at least one multiple".into()));
+            }
+            if let Some(r) = self
+                .auto_rates
+                .iter()
+                .find(|r| !(r.is_finite() && **r > 0.0))
+            {
+                return Err(bad(
+                    "auto_rates",
+                    format!("{r}: multiples must be positive"),
+                ));
+            }
+        }
+        if let Some(Budget::Share(b)) = self.server_cpu_budget {
+            if !(0.01..=64.0).contains(&b) {
+                return Err(bad(
+                    "server_cpu_budget",
+                    format!("{b}: a share of one CPU, from 0.01 up"),
+                ));
+            }
+        }
+        if !(self.auto_target > 0.0 && self.auto_target <= 1.0) {
+            return Err(bad("auto_target", "must be in (0, 1]".into()));
+        }
+        if !(self.start_rate_limit > 0.0 && self.start_rate_limit <= 1.0) {
+            return Err(bad("start_rate_limit", "must be in (0, 1]".into()));
         }
         if let Some(rs) = &self.rate_search {
             if !(rs.start > 0.0 && rs.step > 0.0 && rs.max >= rs.start) {
@@ -591,10 +752,15 @@ flags = ["--accept-limit", "10"]
 
     #[test]
     fn bad_type_names_key_and_line() {
-        let (line, key, _) = err("name = 'a'\nmechanisms = ['poll']\nrates = 'fast'\n");
+        let (line, key, msg) = err("name = 'a'\nmechanisms = ['poll']\nrates = 'fast'\n");
         assert_eq!((line, key.as_str()), (3, "rates"));
+        assert!(msg.contains("expected a number or \"auto\""), "{msg}");
+        // `rates` is a list or "auto": a bad element is reported at the key.
         let (line, key, _) = err("name = 'a'\nmechanisms = ['poll']\nrates = [1,\n  'x']\n");
-        assert_eq!((line, key.as_str()), (4, "rates"));
+        assert_eq!((line, key.as_str()), (3, "rates"));
+        let (line, key, _) =
+            err("name = 'a'\nmechanisms = ['poll']\nrates = 'auto'\nserver_cpu_budget = 0.001\n");
+        assert_eq!((line, key.as_str()), (4, "server_cpu_budget"));
         let (line, key, _) =
             err("name = 'a'\nmechanisms = ['poll']\nrates=[1]\nduration_s = true\n");
         assert_eq!((line, key.as_str()), (4, "duration_s"));

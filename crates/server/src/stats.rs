@@ -51,6 +51,9 @@ pub struct WorkerStats {
     pub accept_errors: Counter,
     pub header_timeouts: Counter,
     pub io_errors: Counter,
+    /// `uring` only: IORING_OP_ASYNC_CANCEL requests queued (each one a kernel lookup whose cost
+    /// grows with the number of armed requests, i.e. with idle connections).
+    pub cancels: Counter,
     // A copy of the mechanism's own counters, refreshed every loop iteration.
     pub waits: Counter,
     pub events: Counter,
@@ -79,6 +82,7 @@ impl WorkerStats {
             accept_errors: Counter::default(),
             header_timeouts: Counter::default(),
             io_errors: Counter::default(),
+            cancels: Counter::default(),
             waits: Counter::default(),
             events: Counter::default(),
             discarded: Counter::default(),
@@ -276,6 +280,7 @@ impl Shared {
                 "changes_per_batch": changes_per_batch,
                 "waits_from_memory": sum(&|w| w.waits_from_memory.get()),
                 "waits_from_kernel": sum(&|w| w.waits_from_kernel.get()),
+                "cancels": sum(&|w| w.cancels.get()),
             },
             "syscalls": syscalls,
             "syscalls_total": sys.total_calls(),

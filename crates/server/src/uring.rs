@@ -16,7 +16,11 @@
 //!   appended to that queue until the send completes; requests that arrive meanwhile wait in the
 //!   input buffer and are parsed when the send is done (pipelining keeps its order).
 //! - Closing a connection with a recv armed: the recv holds the file, so it is cancelled first;
-//!   completions that straggle in afterwards are recognised by a generation and dropped.
+//!   completions that straggle in afterwards are recognised by a generation and dropped. Only a
+//!   recv that is still armed is cancelled: one that ended (the peer's FIN, the usual way a
+//!   one-request connection ends) needs nothing. A cancel is not free: the kernel finds the
+//!   request in a hash table of every armed poll (at most 256 buckets), so with 10,000 idle
+//!   connections each cancel walks ~40 entries — and a cancel that finds nothing walks them all.
 //! - sendfile has no io_uring twin here: bodies not held in memory (and `--sendfile`) are sent
 //!   with sendfile(2) directly, with a one-shot POLLOUT request when the socket is full.
 //! - `--accept-limit` does not apply: a multishot accept takes every connection as it comes.
@@ -151,6 +155,9 @@ struct UConn {
     /// Names this connection in `user_data`, so that completions for an earlier connection on
     /// the same descriptor number are recognised (`c.gen` changes per request: timers only).
     id: u32,
+    /// The multishot recv is armed (set when queued, cleared by a completion without
+    /// IORING_CQE_F_MORE): only then must a close cancel it.
+    recv_armed: bool,
     send_inflight: bool,
     wait_pollout: bool,
     eof: bool,
@@ -273,7 +280,11 @@ impl Engine {
         let sqe = opcode::RecvMulti::new(types::Fd(fd), BGID)
             .build()
             .user_data(ud(OP_RECV, fd, gen));
-        self.push(&sqe)
+        self.push(&sqe)?;
+        if let Some(Some(uc)) = self.conns.get_mut(fd as usize) {
+            uc.recv_armed = true;
+        }
+        Ok(())
     }
 
     fn run(&mut self) -> io::Result<()> {
@@ -345,6 +356,13 @@ impl Engine {
                 let data_len = if res > 0 { res as usize } else { 0 };
                 let live = self.live(fd, gen);
                 if live {
+                    if !cqueue::more(flags) {
+                        // The multishot recv is over (EOF, error, no buffers, cancelled): a
+                        // close from here on has nothing to cancel.
+                        if let Some(Some(uc)) = self.conns.get_mut(fd as usize) {
+                            uc.recv_armed = false;
+                        }
+                    }
                     self.on_recv(fd, res, flags, buffer.map(|b| (b, data_len)))?;
                 }
                 if let Some(bid) = buffer {
@@ -449,6 +467,7 @@ impl Engine {
         self.conns[i] = Some(UConn {
             c,
             id,
+            recv_armed: false,
             send_inflight: false,
             wait_pollout: false,
             eof: false,
@@ -625,8 +644,14 @@ impl Engine {
         // Cancel what is armed on it (the recv holds the file), then close it: all in the next
         // enter, in this order. Cancels name each request by its user_data, which the kernel
         // finds by hash; cancelling "everything on this fd" walks every armed request, which
-        // with 10,000 idle connections made each close cost milliseconds.
-        let mut armed = vec![ud(OP_RECV, fd, uc.id)];
+        // with 10,000 idle connections made each close cost milliseconds. Even by user_data a
+        // cancel walks a hash bucket holding ~1/256 of all armed requests (io_poll_find), so
+        // nothing is cancelled that is not armed: after the peer's FIN the recv has already
+        // ended, and a cancel for it would walk its bucket to the end to find nothing.
+        let mut armed = Vec::new();
+        if uc.recv_armed {
+            armed.push(ud(OP_RECV, fd, uc.id));
+        }
         if uc.send_inflight {
             armed.push(ud(OP_SEND, fd, uc.id));
         }
@@ -638,6 +663,7 @@ impl Engine {
                 .build()
                 .user_data(ud(OP_CANCEL, fd, 0));
             self.push(&cancel)?;
+            self.ctx.stats.cancels.inc();
         }
         let close = opcode::Close::new(types::Fd(fd))
             .build()

@@ -135,12 +135,21 @@ mod tests {
     }
 }
 
-/// Per-CPU time from /proc/stat, in clock ticks: (busy, total, steal). Busy is user, nice,
-/// system, irq and softirq — the softirq share matters on loopback, where a sender's CPU runs
-/// the packet's whole receive path and no process is charged for it.
-pub fn cpu_ticks(cpus: &[usize]) -> Vec<(u64, u64, u64)> {
+/// A reading of the given CPUs' idle and steal time (/proc/stat, in clock ticks) and the
+/// clock. The kernel keeps idle time exactly (from its tickless idle entry and exit), but the
+/// busy columns only by sampling at each tick, which misses much of a loopback benchmark's work
+/// (softirq runs between ticks); so busy is measured as wall time minus idle.
+#[derive(Debug, Clone)]
+pub struct CpuReading {
+    pub at: std::time::Instant,
+    /// (idle + iowait, steal) per CPU, ticks.
+    pub cpus: Vec<(u64, u64)>,
+}
+
+pub fn cpu_ticks(cpus: &[usize]) -> CpuReading {
     let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    cpus.iter()
+    let cpus = cpus
+        .iter()
         .map(|c| {
             let tag = format!("cpu{c} ");
             text.lines()
@@ -153,30 +162,43 @@ pub fn cpu_ticks(cpus: &[usize]) -> Vec<(u64, u64, u64)> {
                         .map(|x| x.parse().unwrap_or(0))
                         .collect();
                     let g = |i: usize| v.get(i).copied().unwrap_or(0);
-                    let busy = g(0) + g(1) + g(2) + g(5) + g(6);
-                    (busy, v.iter().sum(), g(7))
+                    (g(3) + g(4), g(7))
                 })
-                .unwrap_or((0, 0, 0))
+                .unwrap_or((0, 0))
         })
-        .collect()
+        .collect();
+    CpuReading {
+        at: std::time::Instant::now(),
+        cpus,
+    }
 }
 
-/// Busy share (mean over the CPUs) and the largest steal share between two `cpu_ticks`
-/// readings; None when no time passed.
-pub fn cpu_shares(a: &[(u64, u64, u64)], b: &[(u64, u64, u64)]) -> Option<(f64, f64)> {
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// Busy share (mean over the CPUs: 1 − idle ÷ wall time) and the largest steal share between
+/// two readings; None when they are less than 10 ms apart.
+pub fn cpu_shares(a: &CpuReading, b: &CpuReading) -> Option<(f64, f64)> {
+    let wall = b.at.saturating_duration_since(a.at).as_secs_f64();
+    if wall < 0.01 || a.cpus.is_empty() {
+        return None;
+    }
+    let hz = ticks_per_second();
     let mut busy = 0.0;
     let mut steal: f64 = 0.0;
-    let mut n = 0;
-    for (x, y) in a.iter().zip(b) {
-        let total = y.1.saturating_sub(x.1);
-        if total == 0 {
-            continue;
-        }
-        busy += y.0.saturating_sub(x.0) as f64 / total as f64;
-        steal = steal.max(y.2.saturating_sub(x.2) as f64 / total as f64);
-        n += 1;
+    for (x, y) in a.cpus.iter().zip(&b.cpus) {
+        let idle = y.0.saturating_sub(x.0) as f64 / hz;
+        busy += (1.0 - idle / wall).clamp(0.0, 1.0);
+        steal = steal.max((y.1.saturating_sub(x.1) as f64 / hz / wall).min(1.0));
     }
-    (n > 0).then(|| (busy / n as f64, steal))
+    Some((busy / a.cpus.len() as f64, steal))
 }
 
 #[cfg(test)]
@@ -184,15 +206,27 @@ mod cpu_tests {
     use super::*;
 
     #[test]
-    fn shares_from_ticks() {
-        let a = [(100, 1000, 0), (50, 1000, 10)];
-        let b = [(190, 1100, 0), (60, 1100, 30)];
+    fn shares_from_idle_and_wall_time() {
+        let hz = ticks_per_second();
+        let t0 = std::time::Instant::now();
+        let a = CpuReading {
+            at: t0,
+            cpus: vec![(1000, 0), (1000, 10)],
+        };
+        // Two seconds later: CPU 0 idle 0.2 s (busy 90%), CPU 1 idle 1.8 s (busy 10%), and
+        // 0.4 s stolen from CPU 1.
+        let b = CpuReading {
+            at: t0 + std::time::Duration::from_secs(2),
+            cpus: vec![
+                (1000 + (0.2 * hz) as u64, 0),
+                (1000 + (1.8 * hz) as u64, 10 + (0.4 * hz) as u64),
+            ],
+        };
         let (busy, steal) = cpu_shares(&a, &b).unwrap();
-        assert!((busy - (0.9 + 0.1) / 2.0).abs() < 1e-9);
-        assert!((steal - 0.2).abs() < 1e-9);
-        assert_eq!(cpu_shares(&a, &a), None);
-        // This machine's CPU 0 is in /proc/stat, and time moves.
-        let t = cpu_ticks(&[0]);
-        assert!(t[0].1 > 0 && t[0].0 <= t[0].1);
+        assert!((busy - (0.9 + 0.1) / 2.0).abs() < 1e-9, "{busy}");
+        assert!((steal - 0.2).abs() < 1e-9, "{steal}");
+        assert!(cpu_shares(&a, &a).is_none());
+        // This machine's CPU 0 is in /proc/stat.
+        assert_eq!(cpu_ticks(&[0]).cpus.len(), 1);
     }
 }

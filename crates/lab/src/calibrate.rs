@@ -10,7 +10,7 @@
 //!    about linearly with the budget), probed again to check.
 //! 3. A short saturation probe per series (idle 0, at the budget): rising rates on one server
 //!    until one is not kept up with; its capacity is the last rate kept up with.
-//! 4. With `rates = "auto"`: `auto_rates` × the largest capacity, capped at the clean ceiling.
+//! 4. With `rates = "auto"`: `auto_rates` × the median capacity, capped at the clean ceiling.
 
 use std::path::Path;
 use std::time::Instant;
@@ -302,12 +302,11 @@ pub(crate) fn run(
 
     // 4. The rates.
     if spec.rates.is_auto() {
-        let k = cal
-            .capacities
-            .iter()
-            .map(|c| c.replies_per_s)
-            .fold(0.0, f64::max)
-            .max(100.0);
+        // The median capacity: one probe that happened to land on a quiet moment must not move
+        // every rate.
+        let mut caps: Vec<f64> = cal.capacities.iter().map(|c| c.replies_per_s).collect();
+        caps.sort_by(f64::total_cmp);
+        let k = caps.get(caps.len() / 2).copied().unwrap_or(0.0).max(100.0);
         let mut rates: Vec<f64> = spec
             .auto_rates
             .iter()

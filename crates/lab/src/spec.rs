@@ -44,11 +44,11 @@ pub struct Spec {
     pub workload: Workload,
     /// Offered request rates (connections/s × calls per connection is not used: this is the
     /// connection rate httperf calls `--rate`, which for one call per connection is requests/s),
-    /// or `"auto"`: `auto_rates` × the largest capacity calibration measured, capped at the
+    /// or `"auto"`: `auto_rates` × the median capacity calibration measured, capped at the
     /// client's clean ceiling.
     #[serde(default)]
     pub rates: Rates,
-    /// With `rates = "auto"`: the rates as multiples of the fastest series' capacity.
+    /// With `rates = "auto"`: the rates as multiples of the series' median capacity.
     #[serde(default = "default_auto_rates")]
     pub auto_rates: Vec<f64>,
     /// A CPU budget for the server (a cgroup CPU quota, as a share of one CPU), or `"auto"`:

@@ -58,7 +58,7 @@ pub struct Calibration {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Capacity {
     pub series: String,
-    /// The highest probed rate answered at ≥ 90% (replies/s).
+    /// The highest probed rate kept up with (≥ 95% answered, p99 ≤ 100 ms), replies/s.
     pub replies_per_s: f64,
     /// Whether the probe reached a rate the series could not keep up with (else the capacity
     /// is a lower bound: the probe stopped at the client's clean ceiling).

@@ -1,6 +1,6 @@
 //! The one place that knows the shape of `evlab load --json` and `--samples` output.
 //!
-//! The load generator's report is its own crate's business (`crates/load/src/report.rs`); the
+//! The load generator's report is its own crate's business (`crates/load/src/summary.rs`); the
 //! runner reads only the fields below, through lookups that accept a few spellings, so that a
 //! renamed field means editing one table here rather than the runner. A field that is missing
 //! stays `None` and shows as blank in the report rather than as a made-up zero.

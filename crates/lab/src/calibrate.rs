@@ -3,7 +3,7 @@
 //!
 //! 1. The client's ceiling: `evlab load` offered far more than it can start (against an
 //!    unconstrained epoll-et server), so the rate at which it did start connections is its
-//!    limit here. The sweep offers at most `CLEAN_SHARE` of it, where the client keeps its
+//!    limit here (the better of two tries). The sweep offers at most `CLEAN_SHARE` of it, where the client keeps its
 //!    schedule with its CPU below the validity limit (docs/methodology.md has the evidence).
 //! 2. With `server_cpu_budget = "auto"`: a probe of epoll-et at a trial budget, then the budget
 //!    scaled so that epoll-et saturates at `auto_target` × the clean ceiling (capacity grows
@@ -29,9 +29,9 @@ pub const CLEAN_SHARE: f64 = 0.55;
 /// The trial budget of the first epoll-et probe.
 const TRIAL_BUDGET: f64 = 0.1;
 /// The saturation probe's steps, as shares of the clean ceiling (×1.5 apart).
-const STEPS: [f64; 5] = [0.2, 0.3, 0.45, 0.67, 1.0];
+const STEPS: [f64; 4] = [0.3, 0.45, 0.67, 1.0];
 /// Seconds per probe step.
-const STEP_S: f64 = 0.8;
+const STEP_S: f64 = 0.7;
 
 /// What was measured of this machine before the sweep.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -208,12 +208,28 @@ pub(crate) fn run(
                 &mut procs,
                 &mut commands,
             )?;
-            // 12,000 connections offered at 60,000/s: started as fast as the client can.
-            let (mut p, _) =
-                probe_step(&unbudgeted, port, &docroot, &pdir, 60_000.0, 0.2, "ceiling")?;
-            p.what = "client ceiling".into();
-            p.series = reference.label.clone();
-            Ok::<_, LabError>(p)
+            // 12,000 connections offered at 60,000/s: started as fast as the client can. The
+            // better of two tries, so that a moment's disturbance does not halve every rate.
+            let mut best: Option<Probe> = None;
+            for t in 0..2 {
+                let (mut p, _) = probe_step(
+                    &unbudgeted,
+                    port,
+                    &docroot,
+                    &pdir,
+                    60_000.0,
+                    0.2,
+                    &format!("ceiling{t}"),
+                )?;
+                p.what = "client ceiling".into();
+                p.series = reference.label.clone();
+                if best.as_ref().is_none_or(|b| {
+                    p.achieved_start_rate.unwrap_or(0.0) > b.achieved_start_rate.unwrap_or(0.0)
+                }) {
+                    best = Some(p);
+                }
+            }
+            Ok::<_, LabError>(best.expect("two tries"))
         })();
         procs.stop();
         let p = r?;

@@ -140,6 +140,14 @@ fn max_drop(c: &Curves, series: &str, idle: usize) -> Option<Drop> {
     best
 }
 
+/// The kind of a flag or note: the words before its colon ("client fell behind").
+pub fn flag_kind(flag: &str) -> String {
+    if flag.contains("left processes") {
+        return "left processes".into();
+    }
+    flag.split(':').next().unwrap_or(flag).trim().to_string()
+}
+
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
@@ -180,8 +188,7 @@ fn range(s: &Summary, series: &[&str], idles: &[usize]) -> String {
         let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
         for p in &invalid {
             if let Some(f) = p.flags.first() {
-                let kind = f.split(':').next().unwrap_or(f).to_string();
-                *kinds.entry(kind).or_default() += 1;
+                *kinds.entry(flag_kind(f)).or_default() += 1;
             }
         }
         let common = kinds
@@ -586,13 +593,13 @@ pub fn profile_point<'a>(s: &'a Summary, series: &str) -> Option<&'a PointResult
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::loadjson::LoadSummary;
     use crate::results::Status;
     use crate::spec::{Series, ServerKind, Spec};
 
-    fn summary(points: &[(&str, usize, f64, f64, bool)]) -> Summary {
+    fn points_summary(points: &[(&str, usize, f64, f64, bool)]) -> Summary {
         let spec = Spec::parse(
             "name = \"t\"\nmechanisms = [\"all\"]\nrates = [1000]\nidle = [0, 10000]\n",
             "t",
@@ -639,6 +646,83 @@ mod tests {
         }
     }
 
+    /// A summary of `series` × `idle` × `rates` × `trials` from a TOML spec, every point ok and
+    /// valid, replying `reply(series, idle, rate, trial)` per second with the server's CPU
+    /// `util(…)` busy and `cpu_us` per reply. Tests then flag or fail points by hand.
+    pub(crate) fn summary(
+        series: &[&str],
+        idle: &[usize],
+        rates: &[f64],
+        trials: u32,
+        reply: &dyn Fn(&str, usize, f64, u32) -> f64,
+    ) -> Summary {
+        let toml = format!(
+            "name = \"t\"\nmechanisms = [{}]\nrates = [{}]\nidle = [{}]\ntrials = {trials}\nduration_s = 2\n",
+            series
+                .iter()
+                .map(|m| format!("\"{m}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+            rates
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            idle.iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let spec = Spec::parse(&toml, "test").unwrap();
+        let ser: Vec<Series> = series
+            .iter()
+            .map(|m| Series {
+                label: m.to_string(),
+                kind: ServerKind::Evlab,
+                mechanism: m.to_string(),
+                flags: vec![],
+            })
+            .collect();
+        let mut points = vec![];
+        for t in 0..trials {
+            for &i in idle {
+                for se in &ser {
+                    for &r in rates {
+                        let mut p = PointResult::new(points.len(), se, i, r, t, 2.0);
+                        let got = reply(&se.label, i, r, t);
+                        p.load = Some(LoadSummary {
+                            offered_rate: Some(r),
+                            reply_rate_avg: Some(got),
+                            ..Default::default()
+                        });
+                        p.server_cpu_util = Some((got / 10_000.0).min(1.0));
+                        let pays = se.label == "select" || se.label == "poll";
+                        p.server_cpu_us_per_reply = Some(if i > 0 && pays { 30.0 } else { 10.0 });
+                        p.client_cpu_busy = Some(r / 20_000.0);
+                        points.push(p);
+                    }
+                }
+            }
+        }
+        Summary {
+            format: crate::results::FORMAT,
+            experiment: spec,
+            spec_path: "t.toml".into(),
+            spec_text: toml,
+            command: "evlab run t.toml".into(),
+            duration_override: None,
+            started: "2026-01-01T00:00:00Z".into(),
+            finished: Some("2026-01-01T00:01:00Z".into()),
+            wall_s: 60.0,
+            interrupted: false,
+            machine: Default::default(),
+            series: ser,
+            skipped: vec![],
+            calibration: None,
+            points,
+        }
+    }
+
     fn verdict(s: &Summary, source: &str, claim_has: &str) -> (Verdict, String) {
         let f = findings(s)
             .into_iter()
@@ -656,7 +740,7 @@ mod tests {
             v.push((m, 0, 8000.0, 5000.0, true));
         }
         v.extend_from_slice(extra);
-        summary(&v)
+        points_summary(&v)
     }
 
     #[test]
@@ -699,7 +783,7 @@ mod tests {
             v.push((m, 0, 2000.0, 1000.0, false));
             v.push((m, 0, 4000.0, 1000.0, false));
         }
-        let (verdict_, ev) = verdict(&summary(&v), "Fig. 1", "select and poll");
+        let (verdict_, ev) = verdict(&points_summary(&v), "Fig. 1", "select and poll");
         assert_eq!(verdict_, Verdict::Inconclusive, "{ev}");
         assert!(ev.contains("no valid points"), "{ev}");
         // Valid, but nothing fell behind: no capacity to compare.
@@ -707,14 +791,14 @@ mod tests {
         for m in ["select", "poll", "epoll-lt"] {
             v.push((m, 0, 2000.0, 2000.0, true));
         }
-        let (verdict_, ev) = verdict(&summary(&v), "Fig. 1", "select and poll");
+        let (verdict_, ev) = verdict(&points_summary(&v), "Fig. 1", "select and poll");
         assert_eq!(verdict_, Verdict::Inconclusive, "{ev}");
         assert!(ev.contains("no series fell behind"), "{ev}");
     }
 
     #[test]
     fn idle_drops_are_taken_where_the_series_kept_up_without_idle_connections() {
-        let s = summary(&[
+        let s = points_summary(&[
             ("select", 0, 2000.0, 2000.0, true),
             ("select", 0, 4000.0, 4000.0, true),
             ("select", 0, 8000.0, 5000.0, true),

@@ -90,33 +90,57 @@ fn x_label(s: &Summary) -> String {
     }
 }
 
-/// One line per series: the mean over trials of `f` at each rate; flagged if any trial was.
+/// One line per series: at each rate the mean over its valid trials, with their min–max as an
+/// error bar when there was more than one. Invalid trials (flagged) are drawn hollow: as the
+/// line's point (mean and bar over them) where no trial was valid, else as stray markers beside
+/// the valid mean, which no verdict uses either way.
 fn lines(s: &Summary, idle: usize, f: &dyn Fn(&PointResult) -> Option<f64>) -> Vec<Line> {
+    let range = |v: &[f64]| {
+        (v.len() > 1).then(|| {
+            (
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )
+        })
+    };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut out = Vec::new();
     for series in &s.series {
-        let mut by_rate: BTreeMap<u64, (f64, usize, bool)> = BTreeMap::new();
+        // rate → (valid trials, invalid trials)
+        let mut by_rate: BTreeMap<u64, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
         for p in s
             .points
             .iter()
             .filter(|p| p.ok() && p.series == series.label && p.idle == idle)
         {
-            if let Some(v) = f(p) {
+            if let Some(v) = f(p).filter(|v| v.is_finite()) {
                 let e = by_rate.entry(p.rate.to_bits()).or_default();
-                e.0 += v;
-                e.1 += 1;
-                e.2 |= !p.flags.is_empty();
+                if p.valid() {
+                    e.0.push(v);
+                } else {
+                    e.1.push(v);
+                }
             }
         }
-        let mut pts: Vec<(f64, f64, bool)> = by_rate
-            .into_iter()
-            .map(|(r, (sum, n, fl))| (f64::from_bits(r), sum / n as f64, fl))
-            .collect();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        out.push(Line {
+        let mut line = Line {
             label: series.label.clone(),
-            points: pts.iter().map(|p| (p.0, p.1)).collect(),
-            flagged: pts.iter().map(|p| p.2).collect(),
-        });
+            points: vec![],
+            flagged: vec![],
+            ranges: vec![],
+            stray: vec![],
+        };
+        // Positive rates: their bits order as the numbers.
+        for (r, (valid, invalid)) in by_rate {
+            let rate = f64::from_bits(r);
+            let shown = if valid.is_empty() { &invalid } else { &valid };
+            line.points.push((rate, mean(shown)));
+            line.flagged.push(valid.is_empty());
+            line.ranges.push(range(shown));
+            if !valid.is_empty() {
+                line.stray.extend(invalid.iter().map(|&v| (rate, v)));
+            }
+        }
+        out.push(line);
     }
     out
 }
@@ -200,13 +224,24 @@ fn figures(s: &Summary, idle: usize) -> Vec<Block> {
     v
 }
 
-/// Rows: offered rate; columns: series; cells: `f` (mean over trials), † when flagged, ✗ when
-/// every trial failed.
+/// Which trials a table cell averages.
+#[derive(Clone, Copy, PartialEq)]
+enum Trials {
+    /// Valid trials (what verdicts use); invalid ones only where no trial was valid.
+    Valid,
+    /// Every ok trial, valid or not (a diagnosis of the points, such as the client's CPU).
+    AllOk,
+}
+
+/// Rows: offered rate; columns: series; cells: `f`, the mean over trials as `which` says. A †
+/// marks a value that rests on invalid points; "(+n†)" after a valid mean says n more trials
+/// were invalid and left out; ✗ marks a point whose every trial failed.
 fn rate_table(
     s: &Summary,
     idle: usize,
     f: &dyn Fn(&PointResult) -> Option<f64>,
     digits: usize,
+    which: Trials,
 ) -> Block {
     let mut rates: Vec<f64> = s
         .points
@@ -218,6 +253,14 @@ fn rate_table(
     rates.dedup();
     let mut header = vec!["offered".to_string()];
     header.extend(s.series.iter().map(|x| x.label.clone()));
+    let num = |m: f64| {
+        if digits == 0 {
+            thousands(m)
+        } else {
+            format!("{m:.digits$}")
+        }
+    };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let rows = rates
         .iter()
         .map(|&r| {
@@ -228,26 +271,31 @@ fn rate_table(
                     .iter()
                     .filter(|p| p.idle == idle && p.rate == r && p.series == series.label)
                     .collect();
-                let vals: Vec<f64> = ps.iter().filter(|p| p.ok()).filter_map(|p| f(p)).collect();
+                let of = |valid: bool| -> Vec<f64> {
+                    ps.iter()
+                        .filter(|p| p.ok() && p.valid() == valid)
+                        .filter_map(|p| f(p))
+                        .collect()
+                };
+                let (valid, invalid) = (of(true), of(false));
                 let cell = if ps.is_empty() {
                     String::new()
-                } else if vals.is_empty() {
+                } else if valid.is_empty() && invalid.is_empty() {
                     if ps.iter().all(|p| p.status != Status::Ok) {
                         "✗".into()
                     } else {
                         "–".into()
                     }
+                } else if valid.is_empty() {
+                    format!("{}†", num(mean(&invalid)))
+                } else if which == Trials::AllOk {
+                    let all: Vec<f64> = valid.iter().chain(&invalid).copied().collect();
+                    let mark = if invalid.is_empty() { "" } else { "†" };
+                    format!("{}{mark}", num(mean(&all)))
+                } else if invalid.is_empty() {
+                    num(mean(&valid))
                 } else {
-                    let m = vals.iter().sum::<f64>() / vals.len() as f64;
-                    let mut c = if digits == 0 {
-                        thousands(m)
-                    } else {
-                        format!("{m:.digits$}")
-                    };
-                    if ps.iter().any(|p| !p.flags.is_empty()) {
-                        c.push('†');
-                    }
-                    c
+                    format!("{} (+{}†)", num(mean(&valid)), invalid.len())
                 };
                 row.push(cell);
             }
@@ -386,6 +434,115 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
     ]
 }
 
+/// The validity of every point, compactly: per series and idle count, how many points were
+/// valid, the invalid ones grouped by the kind of their flag, and the notes by kind; then the
+/// largest lateness and steal. Each point's flags and notes are in points.csv and summary.json.
+fn validity_table(s: &Summary) -> Vec<Block> {
+    #[derive(Default)]
+    struct Group {
+        total: usize,
+        valid: usize,
+        flags: BTreeMap<String, usize>,
+        notes: BTreeMap<String, usize>,
+    }
+    let order = |label: &str| {
+        s.series
+            .iter()
+            .position(|x| x.label == label)
+            .unwrap_or(usize::MAX)
+    };
+    let mut groups: BTreeMap<(usize, usize, String), Group> = BTreeMap::new();
+    for p in &s.points {
+        let g = groups
+            .entry((p.idle, order(&p.series), p.series.clone()))
+            .or_default();
+        g.total += 1;
+        if p.valid() {
+            g.valid += 1;
+        }
+        if !p.ok() {
+            let what = if p.status == Status::Interrupted {
+                "interrupted"
+            } else {
+                "failed"
+            };
+            *g.flags.entry(what.into()).or_default() += 1;
+        }
+        let mut kinds: Vec<String> = p.flags.iter().map(|f| findings::flag_kind(f)).collect();
+        kinds.sort();
+        kinds.dedup();
+        for k in kinds {
+            *g.flags.entry(k).or_default() += 1;
+        }
+        for n in &p.notes {
+            *g.notes.entry(findings::flag_kind(n)).or_default() += 1;
+        }
+    }
+    if groups.is_empty() {
+        return vec![];
+    }
+    let counts = |m: &BTreeMap<String, usize>| {
+        m.iter()
+            .map(|(k, c)| format!("{k} ×{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = vec![Block::Table(
+        vec![
+            "series".into(),
+            "idle".into(),
+            "valid / points".into(),
+            "invalid: why (points)".into(),
+            "notes (points)".into(),
+        ],
+        groups
+            .iter()
+            .map(|((idle, _, series), g)| {
+                vec![
+                    series.clone(),
+                    thousands(*idle as f64),
+                    format!("{} / {}", g.valid, g.total),
+                    counts(&g.flags),
+                    counts(&g.notes),
+                ]
+            })
+            .collect(),
+    )];
+    let noted: Vec<&PointResult> = s.points.iter().filter(|p| !p.notes.is_empty()).collect();
+    let valid = s.points.iter().filter(|p| p.valid()).count();
+    let mut t = format!(
+        "{valid} of {} points valid; {} with notes (not invalidating).",
+        s.points.len(),
+        noted.len()
+    );
+    let worst = |f: &dyn Fn(&PointResult) -> Option<f64>| -> Option<(f64, usize)> {
+        s.points
+            .iter()
+            .filter(|p| p.ok())
+            .filter_map(|p| f(p).map(|v| (v, p.index)))
+            .filter(|v| v.0.is_finite())
+            .reduce(|a, b| if b.0 > a.0 { b } else { a })
+    };
+    let sched = |p: &PointResult| p.load.as_ref().map(|l| l.schedule.clone());
+    if let Some((v, i)) = worst(&|p| sched(p)?.late_max_ms) {
+        t.push_str(&format!(
+            " Largest lateness of a start: {v:.1} ms (point {i})"
+        ));
+        if let Some((p99, j)) = worst(&|p| sched(p)?.late_p99_ms) {
+            t.push_str(&format!("; largest p99 lateness {p99:.1} ms (point {j})"));
+        }
+        t.push('.');
+    }
+    if let Some((v, i)) = worst(&|p| p.steal) {
+        t.push_str(&format!(
+            " Largest steal: {:.1}% of a CPU (point {i}).",
+            v * 100.0
+        ));
+    }
+    out.push(Block::P(t));
+    out
+}
+
 fn document(s: &Summary) -> Vec<Block> {
     let e = &s.experiment;
     let mut d = Vec::new();
@@ -401,7 +558,7 @@ fn document(s: &Summary) -> Vec<Block> {
         .count();
     d.push(Block::P(format!(
         "{} workload{}; {} s per point{}; {}; {} trial(s); server on CPU {}, clients on CPU(s) {}; \
-         {} points ({} measured, {} flagged, {} failed) in {:.0} s, {} → {}{}.",
+         {} points ({} measured, {} invalid, {} failed) in {:.0} s, {} → {}{}.",
         e.workload.label(),
         if e.calls_per_conn > 1 {
             format!(", {} requests per connection", e.calls_per_conn)
@@ -439,6 +596,89 @@ fn document(s: &Summary) -> Vec<Block> {
             ""
         }
     )));
+    if let Some(c) = &s.calibration {
+        d.push(Block::H(2, "Calibration".into()));
+        d.push(Block::P(format!(
+            "Before the sweep ({:.0} s) this machine was measured. The client started {}/s \
+             connections flat out; the sweep offers at most {}/s (its clean ceiling, {:.0}% of \
+             that). Server CPU budget: {} — {}.{}",
+            c.wall_s,
+            thousands(c.client_ceiling),
+            thousands(c.client_clean),
+            crate::calibrate::CLEAN_SHARE * 100.0,
+            c.server_cpu_budget
+                .map(|b| format!("{:.0}% of one CPU (cgroup CPU quota)", b * 100.0))
+                .unwrap_or_else(|| "none".into()),
+            c.budget_reason,
+            if c.rates.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Rates offered: {} (the experiment's multiples of the median capacity).",
+                    c.rates
+                        .iter()
+                        .map(|r| format!("{}/s", thousands(*r)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        )));
+        if !c.capacities.is_empty() {
+            d.push(Block::P(
+                "Capacity at the budget, no idle connections (the highest probe rate kept up with; \
+                 ≥ means the probe reached the clean ceiling without the series falling behind):"
+                    .into(),
+            ));
+            d.push(Block::Table(
+                vec!["series".into(), "kept up with".into()],
+                c.capacities
+                    .iter()
+                    .map(|x| {
+                        vec![
+                            x.series.clone(),
+                            format!(
+                                "{}{}/s",
+                                if x.saturated { "" } else { "≥ " },
+                                thousands(x.replies_per_s)
+                            ),
+                        ]
+                    })
+                    .collect(),
+            ));
+        }
+        if !c.probes.is_empty() {
+            d.push(Block::P("The probes, in order:".into()));
+            d.push(Block::Table(
+                vec![
+                    "probe".into(),
+                    "series".into(),
+                    "budget".into(),
+                    "offered/s".into(),
+                    "replies/s".into(),
+                    "starts/s".into(),
+                    "client CPU busy".into(),
+                ],
+                c.probes
+                    .iter()
+                    .map(|p| {
+                        vec![
+                            p.what.clone(),
+                            p.series.clone(),
+                            p.budget
+                                .map(|b| format!("{:.0}%", b * 100.0))
+                                .unwrap_or_else(|| "–".into()),
+                            thousands(p.offered),
+                            p.replies_per_s.map(thousands).unwrap_or_default(),
+                            p.achieved_start_rate.map(thousands).unwrap_or_default(),
+                            p.client_cpu_busy
+                                .map(|b| format!("{:.0}%", b * 100.0))
+                                .unwrap_or_default(),
+                        ]
+                    })
+                    .collect(),
+            ));
+        }
+    }
     let fs = findings::findings(s);
     if !fs.is_empty() {
         d.push(Block::H(2, "What this run shows".into()));
@@ -452,49 +692,51 @@ fn document(s: &Summary) -> Vec<Block> {
         d.push(Block::H(2, format!("Reply rate, {}", idle_words(idle))));
         d.extend(figures(s, idle));
         d.push(Block::P(
-            "Replies/s (mean over trials). † marks a flagged point (see below), ✗ a failed one."
+            "Replies/s: the mean over valid trials (the figures' bars: their min–max). † marks a \
+             value from invalid points only (hollow in the figures; see Validity), (+n†) n invalid \
+             trials left out of a valid mean (hollow markers off the line), ✗ a failed point. No \
+             verdict uses an invalid point."
                 .into(),
         ));
-        d.push(rate_table(s, idle, &|p| p.reply_rate(), 0));
+        d.push(rate_table(s, idle, &|p| p.reply_rate(), 0, Trials::Valid));
         d.push(Block::P(
             "Server CPU time per reply (µs), all its processes, from /proc:".into(),
         ));
-        d.push(rate_table(s, idle, &|p| p.server_cpu_us_per_reply, 2));
+        d.push(rate_table(
+            s,
+            idle,
+            &|p| p.server_cpu_us_per_reply,
+            2,
+            Trials::Valid,
+        ));
+        d.push(Block::P(
+            "Client CPU busy (%, wall time minus the kernel's idle time on the client CPUs, so \
+             loopback softirq included), mean over every trial; † where a trial was invalid:"
+                .into(),
+        ));
+        d.push(rate_table(
+            s,
+            idle,
+            &|p| p.client_cpu_busy.map(|b| b * 100.0),
+            0,
+            Trials::AllOk,
+        ));
     }
     d.extend(syscall_table(s));
 
-    let flagged: Vec<String> = s
-        .points
-        .iter()
-        .filter(|p| p.ok() && !p.flags.is_empty())
-        .map(|p| {
-            format!(
-                "point {}: {} idle={} rate={}: {}",
-                p.index,
-                p.series,
-                p.idle,
-                thousands(p.rate),
-                p.flags.join("; ")
-            )
-        })
-        .collect();
     d.push(Block::H(2, "Validity".into()));
     d.push(Block::P(format!(
-        "A point is flagged when the client, not the server, may have been the limit — more than \
-         {:.1}% of connections started late, or the load generator used ≥ {:.0}% of its CPU(s) — or \
-         when the client ran out of resources (addrunavail, fd-unavail, ftab-full errors); httperf's \
-         manual calls such runs invalid. {}",
-        e.late_start_limit * 100.0,
+        "Verdicts use valid points only. A point is invalid when the client fell behind for good \
+         (it started connections at under {:.0}% of the offered rate, or its lag grew to the end), \
+         its CPU was busy ≥ {:.0}% of the time (softirq included), it ran out of resources \
+         (addrunavail, fd-unavail, ftab-full), or the server did not serve; httperf's manual calls \
+         such runs invalid; so is a point that failed. Isolated lateness (a VM's scheduling jitter) \
+         and steal are notes, not flags. Every point's flags and notes are in points.csv and \
+         summary.json.",
+        e.start_rate_limit * 100.0,
         e.client_cpu_limit * 100.0,
-        if flagged.is_empty() {
-            "No point was flagged."
-        } else {
-            "Flagged points:"
-        }
     )));
-    if !flagged.is_empty() {
-        d.push(Block::List(flagged));
-    }
+    d.extend(validity_table(s));
     let failed: Vec<String> = s
         .points
         .iter()
@@ -711,7 +953,7 @@ table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 0;display:inline-block}\
 h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}.verdict-reproduced{color:#176b1d}\
-.verdict-not{color:#a11}";
+.verdict-not{color:#a11}.verdict-inconclusive{color:#777}";
 
 pub fn render_html(s: &Summary) -> String {
     let mut o = String::new();
@@ -736,6 +978,8 @@ pub fn render_html(s: &Summary) -> String {
                         " class=\"verdict-reproduced\""
                     } else if i.starts_with("**not reproduced**") {
                         " class=\"verdict-not\""
+                    } else if i.starts_with("**inconclusive**") {
+                        " class=\"verdict-inconclusive\""
                     } else {
                         ""
                     };
@@ -787,4 +1031,157 @@ pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
     }
     write_atomic(&dir.join("report.md"), &render_md(s))?;
     write_atomic(&dir.join("report.html"), &render_html(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{Calibration, Capacity, Probe};
+    use crate::findings::tests::summary;
+
+    /// select, poll and epoll-lt over three trials, saturating at 5,000/s with ±2% between
+    /// trials; select's trial 2 at 6,000/s and all of poll's trials at 8,000/s flagged.
+    fn run() -> Summary {
+        let mut s = summary(
+            &["select", "poll", "epoll-lt"],
+            &[0],
+            &[2000.0, 4000.0, 6000.0, 8000.0],
+            3,
+            &|_, _, r, t| r.min(5000.0) * (1.0 + 0.02 * (t as f64 - 1.0)),
+        );
+        for p in &mut s.points {
+            let bad = (p.series == "select" && p.rate == 6000.0 && p.trial == 2)
+                || (p.series == "poll" && p.rate == 8000.0);
+            if bad {
+                p.flags.push(
+                    "client saturated: its CPU busy 97% (process 40%, the rest softirq)".into(),
+                );
+            }
+            if p.series == "epoll-lt" && p.rate == 2000.0 {
+                p.notes
+                    .push("jitter: 30 starts (0.8%) over 1 ms late".into());
+                p.load.as_mut().unwrap().schedule.late_max_ms = Some(12.5);
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn tables_mark_invalid_points_and_show_client_cpu() {
+        let md = render_md(&run());
+        // select at 6,000/s: two valid trials averaged (4,900 and 5,000 → 4,950), one left out.
+        assert!(md.contains("| 6,000 | 4,950 (+1†) |"), "{md}");
+        // poll at 8,000/s: only invalid trials, shown with a †.
+        assert!(md.contains("| 8,000 | 5,000 | 5,000† | 5,000 |"), "{md}");
+        assert!(md.contains("Client CPU busy"), "{md}");
+        // Client CPU busy over every trial, † where one was invalid: 6,000/20,000 = 30%.
+        assert!(md.contains("| 6,000 | 30† | 30 | 30 |"), "{md}");
+    }
+
+    #[test]
+    fn validity_is_a_compact_table_with_flags_and_notes_counted() {
+        let md = render_md(&run());
+        assert!(
+            md.contains("| select | 0 | 11 / 12 | client saturated ×1 |  |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| poll | 0 | 9 / 12 | client saturated ×3 |  |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| epoll-lt | 0 | 12 / 12 |  | jitter ×3 |"),
+            "{md}"
+        );
+        assert!(md.contains("32 of 36 points valid; 3 with notes"), "{md}");
+        assert!(md.contains("Largest lateness of a start: 12.5 ms"), "{md}");
+        // No line per invalid point.
+        assert!(!md.contains("point 7: select"), "{md}");
+    }
+
+    #[test]
+    fn figures_have_bars_over_trials_and_hollow_invalid_points() {
+        let s = run();
+        let figs: Vec<String> = figures(&s, 0)
+            .into_iter()
+            .filter_map(|b| match b {
+                Block::Figure { file, svg, .. } if file == "fig-replies-idle0.svg" => Some(svg),
+                _ => None,
+            })
+            .collect();
+        let svg = &figs[0];
+        assert_eq!(svg.matches("<polyline").count(), 3);
+        // Bars where trials differ (at or above 5,000/s every trial replied 4,900-5,100).
+        assert!(svg.matches("class=\"range\"").count() >= 3, "{svg}");
+        // poll's 8,000/s point is hollow; select's invalid trial at 6,000/s is a stray marker.
+        assert_eq!(svg.matches("class=\"invalid\"").count(), 2, "{svg}");
+        assert!(svg.contains("hollow: invalid point"));
+    }
+
+    #[test]
+    fn calibration_section_when_calibrated() {
+        let mut s = run();
+        assert!(!render_md(&s).contains("## Calibration"));
+        s.calibration = Some(Calibration {
+            client_ceiling: 23_456.0,
+            client_clean: 12_901.0,
+            server_cpu_budget: Some(0.25),
+            budget_reason: "chosen so that epoll-et saturates near 50% of the clean ceiling".into(),
+            capacities: vec![
+                Capacity {
+                    series: "select".into(),
+                    replies_per_s: 5_800.0,
+                    saturated: true,
+                },
+                Capacity {
+                    series: "epoll-lt".into(),
+                    replies_per_s: 12_901.0,
+                    saturated: false,
+                },
+            ],
+            rates: vec![1_700.0, 3_500.0],
+            probes: vec![Probe {
+                what: "client ceiling".into(),
+                series: "epoll-et".into(),
+                budget: None,
+                offered: 60_000.0,
+                replies_per_s: Some(23_000.0),
+                achieved_start_rate: Some(23_456.0),
+                client_cpu_busy: Some(0.99),
+                server_cpu_s: None,
+            }],
+            wall_s: 40.0,
+        });
+        let md = render_md(&s);
+        let html = render_html(&s);
+        for t in [
+            "## Calibration",
+            "23,456",
+            "12,901",
+            "25% of one CPU",
+            "chosen so that epoll-et saturates",
+            "| select | 5,800/s |",
+            "| epoll-lt | ≥ 12,901/s |",
+            "1,700/s, 3,500/s",
+            "| client ceiling | epoll-et | – | 60,000 | 23,000 | 23,456 | 99% |",
+        ] {
+            assert!(md.contains(t), "report.md lacks {t}: {md}");
+        }
+        assert!(html.contains("<h2>Calibration</h2>"));
+        assert!(html.contains("<td>23,456</td>"), "{html}");
+    }
+
+    #[test]
+    fn md_and_html_say_the_same_verdicts() {
+        let s = run();
+        let (md, html) = (render_md(&s), render_html(&s));
+        for f in findings::findings(&s) {
+            assert!(md.contains(&f.evidence), "{}", f.evidence);
+            assert!(html.contains(&html_inline(&f.evidence)), "{}", f.evidence);
+        }
+        assert_eq!(
+            md.matches("**reproduced**").count(),
+            html.matches("<strong>reproduced</strong>").count()
+        );
+    }
 }

@@ -10,6 +10,10 @@ pub struct Line {
     pub points: Vec<(f64, f64)>,
     /// Points to draw hollow (flagged as invalid measurements).
     pub flagged: Vec<bool>,
+    /// Per point, the min–max of its trials, drawn as an error bar (`None`: one trial).
+    pub ranges: Vec<Option<(f64, f64)>>,
+    /// Invalid trials at an x where other trials were valid: drawn hollow, off the line.
+    pub stray: Vec<(f64, f64)>,
 }
 
 pub struct Chart {
@@ -77,57 +81,125 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Marker outlines, centred on the origin: a polygon's vertices (the circle is drawn as such).
+/// Every shape is closed, so every one can be drawn hollow.
+const SHAPES: usize = 8;
+
+fn shape_points(i: usize) -> &'static [(f64, f64)] {
+    match i % SHAPES {
+        // square
+        1 => &[(-3.5, -3.5), (3.5, -3.5), (3.5, 3.5), (-3.5, 3.5)],
+        // triangle up
+        2 => &[(0.0, -4.5), (4.0, 3.5), (-4.0, 3.5)],
+        // diamond
+        3 => &[(0.0, -4.5), (4.5, 0.0), (0.0, 4.5), (-4.5, 0.0)],
+        // triangle down
+        4 => &[(0.0, 4.5), (4.0, -3.5), (-4.0, -3.5)],
+        // plus
+        5 => &[
+            (-1.5, -4.5),
+            (1.5, -4.5),
+            (1.5, -1.5),
+            (4.5, -1.5),
+            (4.5, 1.5),
+            (1.5, 1.5),
+            (1.5, 4.5),
+            (-1.5, 4.5),
+            (-1.5, 1.5),
+            (-4.5, 1.5),
+            (-4.5, -1.5),
+            (-1.5, -1.5),
+        ],
+        // cross (a plus turned 45°)
+        6 => &[
+            (-3.2, -5.3),
+            (0.0, -2.1),
+            (3.2, -5.3),
+            (5.3, -3.2),
+            (2.1, 0.0),
+            (5.3, 3.2),
+            (3.2, 5.3),
+            (0.0, 2.1),
+            (-3.2, 5.3),
+            (-5.3, 3.2),
+            (-2.1, 0.0),
+            (-5.3, -3.2),
+        ],
+        // hexagon
+        7 => &[
+            (-2.3, -4.0),
+            (2.3, -4.0),
+            (4.6, 0.0),
+            (2.3, 4.0),
+            (-2.3, 4.0),
+            (-4.6, 0.0),
+        ],
+        _ => &[],
+    }
+}
+
+/// Marker `i` at (x, y): filled with the line's colour, or white inside a thicker outline when
+/// `hollow` (an invalid point).
 fn marker(out: &mut String, i: usize, x: f64, y: f64, colour: &str, hollow: bool) {
-    let fill = if hollow { "white" } else { colour };
-    let _ = match i % 5 {
-        0 => write!(
-            out,
-            r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{fill}" stroke="{colour}"/>"#
-        ),
-        1 => write!(
-            out,
-            r#"<rect x="{:.1}" y="{:.1}" width="7" height="7" fill="{fill}" stroke="{colour}"/>"#,
-            x - 3.5,
-            y - 3.5
-        ),
-        2 => write!(
-            out,
-            r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{fill}" stroke="{colour}"/>"#,
-            y - 4.5,
-            x + 4.0,
-            y + 3.5,
-            x - 4.0,
-            y + 3.5
-        ),
-        3 => write!(
-            out,
-            r#"<path d="M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z" fill="{fill}" stroke="{colour}"/>"#,
-            y - 4.5,
-            x + 4.5,
-            y + 4.5,
-            x - 4.5
-        ),
-        _ => write!(
-            out,
-            r#"<path d="M{:.1},{:.1} L{:.1},{:.1} M{:.1},{:.1} L{:.1},{:.1}" stroke="{colour}" stroke-width="2"/>"#,
-            x - 4.0,
-            y - 4.0,
-            x + 4.0,
-            y + 4.0,
-            x - 4.0,
-            y + 4.0,
-            x + 4.0,
-            y - 4.0
-        ),
+    let (fill, width) = if hollow {
+        ("white", 1.6)
+    } else {
+        (colour, 1.0)
     };
+    let class = if hollow { r#" class="invalid""# } else { "" };
+    let pts = shape_points(i);
+    if pts.is_empty() {
+        let _ = write!(
+            out,
+            r#"<circle{class} cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{fill}" stroke="{colour}" stroke-width="{width}"/>"#
+        );
+        return;
+    }
+    let d: Vec<String> = pts
+        .iter()
+        .enumerate()
+        .map(|(k, (dx, dy))| {
+            format!(
+                "{}{:.1},{:.1}",
+                if k == 0 { "M" } else { "L" },
+                x + dx,
+                y + dy
+            )
+        })
+        .collect();
+    let _ = write!(
+        out,
+        r#"<path{class} d="{} Z" fill="{fill}" stroke="{colour}" stroke-width="{width}"/>"#,
+        d.join(" ")
+    );
+}
+
+/// A vertical min–max bar with caps.
+fn error_bar(out: &mut String, x: f64, y_lo: f64, y_hi: f64, colour: &str) {
+    let _ = write!(
+        out,
+        r#"<path class="range" d="M{x:.1},{y_lo:.1} L{x:.1},{y_hi:.1} M{:.1},{y_lo:.1} L{:.1},{y_lo:.1} M{:.1},{y_hi:.1} L{:.1},{y_hi:.1}" stroke="{colour}" stroke-width="1"/>"#,
+        x - 3.0,
+        x + 3.0,
+        x - 3.0,
+        x + 3.0
+    );
 }
 
 /// The chart as a standalone `<svg>` element. Each line is one `<polyline class="series">`.
 pub fn line_chart(c: &Chart) -> String {
+    // The axes hold every point and every error bar's top.
     let all: Vec<(f64, f64)> = c
         .lines
         .iter()
-        .flat_map(|l| l.points.iter().copied())
+        .flat_map(|l| {
+            l.points.iter().copied().chain(
+                l.points
+                    .iter()
+                    .zip(&l.ranges)
+                    .filter_map(|(p, r)| r.map(|r| (p.0, r.1))),
+            )
+        })
         .collect();
     let (mut x0, mut x1) = all
         .iter()
@@ -135,6 +207,13 @@ pub fn line_chart(c: &Chart) -> String {
             (a.min(p.0), b.max(p.0))
         });
     let mut y1 = all.iter().fold(0.0f64, |a, p| a.max(p.1));
+    for l in &c.lines {
+        for &(x, y) in &l.stray {
+            y1 = y1.max(y);
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+        }
+    }
     if c.diagonal {
         y1 = y1.max(x1);
     }
@@ -240,8 +319,16 @@ pub fn line_chart(c: &Chart) -> String {
             pts.join(" ")
         );
         for (k, &(x, y)) in line.points.iter().enumerate() {
+            if let Some(&Some((lo, hi))) = line.ranges.get(k) {
+                if hi > lo {
+                    error_bar(&mut s, px(x), py(lo), py(hi), colour);
+                }
+            }
             let hollow = line.flagged.get(k).copied().unwrap_or(false);
             marker(&mut s, i, px(x), py(y), colour, hollow);
+        }
+        for &(x, y) in &line.stray {
+            marker(&mut s, i, px(x), py(y), colour, true);
         }
         // Legend.
         let ly = T + 8.0 + i as f64 * 20.0;
@@ -260,11 +347,27 @@ pub fn line_chart(c: &Chart) -> String {
             esc(&line.label)
         );
     }
-    if c.lines.iter().any(|l| l.flagged.iter().any(|&f| f)) {
-        let ly = T + 8.0 + c.lines.len() as f64 * 20.0 + 6.0;
+    let mut ly = T + 8.0 + c.lines.len() as f64 * 20.0 + 6.0;
+    if c.lines
+        .iter()
+        .any(|l| l.flagged.iter().any(|&f| f) || !l.stray.is_empty())
+    {
         let _ = write!(
             s,
-            r#"<text x="{:.1}" y="{ly:.1}" font-size="10">hollow: flagged point</text>"#,
+            r#"<text x="{:.1}" y="{ly:.1}" font-size="10">hollow: invalid point</text><text x="{:.1}" y="{:.1}" font-size="10">(no verdict uses it)</text>"#,
+            L + pw + 14.0,
+            L + pw + 14.0,
+            ly + 12.0
+        );
+        ly += 28.0;
+    }
+    if c.lines
+        .iter()
+        .any(|l| l.ranges.iter().any(|b| b.is_some_and(|(lo, hi)| hi > lo)))
+    {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{ly:.1}" font-size="10">bars: min–max over trials</text>"#,
             L + pw + 14.0
         );
     }
@@ -298,11 +401,15 @@ mod tests {
                     label: "select".into(),
                     points: vec![(1000.0, 990.0), (2000.0, 1500.0)],
                     flagged: vec![false, true],
+                    ranges: vec![None, Some((1400.0, 1600.0))],
+                    stray: vec![],
                 },
                 Line {
                     label: "a&b".into(),
                     points: vec![(1000.0, 1000.0)],
                     flagged: vec![],
+                    ranges: vec![],
+                    stray: vec![],
                 },
             ],
         };
@@ -311,6 +418,54 @@ mod tests {
         assert!(s.contains("data-series=\"a&amp;b\""));
         assert!(s.contains("t &lt;1&gt;"));
         assert!(s.contains("hollow"));
+        // One error bar, for the point with more than one trial.
+        assert_eq!(s.matches("class=\"range\"").count(), 1);
         assert_eq!(line_chart(&c), s);
+    }
+
+    #[test]
+    fn every_marker_shape_can_be_hollow() {
+        for i in 0..SHAPES * 2 {
+            let (mut solid, mut hollow) = (String::new(), String::new());
+            marker(&mut solid, i, 50.0, 50.0, "#123456", false);
+            marker(&mut hollow, i, 50.0, 50.0, "#123456", true);
+            assert!(solid.contains("fill=\"#123456\""), "shape {i}: {solid}");
+            assert!(hollow.contains("fill=\"white\""), "shape {i}: {hollow}");
+            assert!(hollow.contains("stroke=\"#123456\""), "shape {i}: {hollow}");
+            assert!(hollow.contains("class=\"invalid\""), "shape {i}");
+        }
+        // The eight shapes differ (epoll2, the fifth series, used to be an unfillable cross).
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..SHAPES {
+            let mut m = String::new();
+            marker(&mut m, i, 0.0, 0.0, "red", false);
+            seen.insert(m);
+        }
+        assert_eq!(seen.len(), SHAPES);
+    }
+
+    #[test]
+    fn error_bars_and_stray_invalid_trials() {
+        let c = Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            diagonal: false,
+            lines: vec![Line {
+                label: "epoll2".into(),
+                points: vec![(1000.0, 900.0), (2000.0, 1500.0)],
+                flagged: vec![false, false],
+                ranges: vec![Some((850.0, 950.0)), None],
+                stray: vec![(2000.0, 2600.0)],
+            }],
+        };
+        let s = line_chart(&c);
+        assert_eq!(s.matches("class=\"range\"").count(), 1);
+        assert_eq!(s.matches("class=\"invalid\"").count(), 1);
+        assert!(s.contains("bars: min–max over trials"));
+        assert!(s.contains("hollow: invalid point"));
+        // The stray point (2,600) is inside the plot: the y axis reaches 3,000.
+        assert!(s.contains(">3,000<"), "{s}");
+        assert_eq!(s.matches("<polyline").count(), 1);
     }
 }

@@ -289,10 +289,10 @@ pub(crate) fn run(
                 b = next;
             }
             cal.budget_reason = format!(
-                "chosen so that {} saturates near {:.0}% of the clean ceiling ({:.0}/s): a server with a fraction of its CPU, as the paper's one server against eight clients",
+                "chosen so that {} saturates near {:.0}% of the clean ceiling ({}/s): a server with a fraction of its CPU, as the paper's one server against eight clients",
                 reference.label,
                 spec.auto_target * 100.0,
-                target
+                crate::report::thousands(target)
             );
             budget = Some(CpuBudget::new(b).map_err(|e| LabError::Io(e.to_string()))?);
         }

@@ -4,7 +4,7 @@
 use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -146,28 +146,21 @@ fn head_method_counts_no_body_bytes() {
 }
 
 /// Starts a peer server on a port chosen by binding port 0 (peers cannot report the port they
-/// picked) and waits until it accepts.
-fn start_peer(argv: &[String], port: u16) -> Option<Child> {
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
+/// picked), in a process group of its own (nginx forks its workers), and waits until it
+/// accepts.
+fn start_peer(argv: &[String], port: u16) -> evlab_lab::procs::Child {
+    let mut child = evlab_lab::procs::Child::spawn(&argv[0], argv, &[], None).unwrap();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(10) {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(child);
+            return child;
         }
-        if let Ok(Some(_)) = child.try_wait() {
-            let mut e = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut e);
-            panic!("{} exited at start: {e}", argv[0]);
+        if !child.alive() {
+            panic!("{} exited at start: {}", argv[0], child.stderr_tail(5));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = child.kill();
+    child.stop(Duration::from_secs(2));
     panic!("{} did not accept on port {port} within 10 s", argv[0]);
 }
 
@@ -198,7 +191,7 @@ fn counts_exactly_against_nginx_and_lighttpd() {
             _ => evlab_lab::peers::lighttpd_argv(&dir, &root, port, "linux-sysepoll"),
         }
         .unwrap();
-        let mut child = start_peer(&argv, port).unwrap();
+        let mut child = start_peer(&argv, port);
         let p = port.to_string();
         let o = load(&[
             "--port",
@@ -214,8 +207,10 @@ fn counts_exactly_against_nginx_and_lighttpd() {
             "--pipeline",
             "2",
         ]);
-        let _ = child.kill();
-        let _ = child.wait();
+        // The whole group (nginx's master and its worker) stops, and nothing of it is left.
+        let left = child.stop(Duration::from_secs(5));
+        assert!(left.is_empty(), "{peer} left processes {left:?}");
+        assert!(evlab_lab::procs::group_members(child.pid).is_empty());
         let (out, err) = text(&o);
         assert!(o.status.success(), "{peer}: {out}\n{err}");
         assert!(

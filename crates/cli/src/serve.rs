@@ -26,8 +26,10 @@ pub struct Args {
     /// Worker threads, each with its own event loop
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
-    /// How workers share the port: shared (one listener, every worker woken) or reuseport
-    #[arg(long, default_value = "reuseport", value_parser = AcceptMode::from_name)]
+    /// How workers share the port: shared (one listener, every worker woken) or reuseport (a
+    /// listener per worker with SO_REUSEPORT; then another process of the same user can bind the
+    /// same port and share its traffic, so it is only used when asked)
+    #[arg(long, default_value = "shared", value_parser = AcceptMode::from_name)]
     pub accept_mode: AcceptMode,
     /// Connections accepted per listener notification: a number or `inf` (paper §5.2)
     #[arg(long, default_value = "inf", value_parser = parse_accept_limit)]

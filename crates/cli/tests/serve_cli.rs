@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -29,6 +29,42 @@ fn prints_listening_line_and_serves() {
     let r = http_get(s.addr, "/one");
     assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
     assert!(r.ends_with("\r\n\r\na"), "{r}");
+}
+
+#[test]
+fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
+    let s = serve("busy", &["--mechanism", "epoll-et"], |_| {});
+    let mut second = Command::new(BIN)
+        .args(["serve", "--listen", &s.addr.to_string(), "--root"])
+        .arg(&s.dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while second.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = second.kill();
+            let _ = second.wait();
+            panic!("a second server started on {} and kept running", s.addr);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = second.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a second server started on {}",
+        s.addr
+    );
+    assert!(err.contains(&s.addr.to_string()), "{err}");
+    assert!(
+        err.contains("Address already in use") || err.contains("EADDRINUSE"),
+        "{err}"
+    );
+    // The first still serves.
+    assert!(http_get(s.addr, "/one").starts_with("HTTP/1.1 200 OK\r\n"));
 }
 
 #[test]

@@ -98,7 +98,7 @@ impl Config {
             root: root.into(),
             mechanism,
             workers: 1,
-            accept_mode: AcceptMode::Reuseport,
+            accept_mode: AcceptMode::Shared,
             accept_limit: None,
             sendfile: false,
             cork: false,

@@ -68,6 +68,58 @@ fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
 }
 
 #[test]
+fn no_descriptors_left_is_503_not_404() {
+    // A hard limit of 32 descriptors, then connections until the server has none left: an
+    // uncached file cannot be opened, which is the server's trouble (503), not a missing file.
+    let s = serve(
+        "nofd503",
+        &["--mechanism", "epoll-et", "--header-timeout", "0"],
+        |cmd| {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe and touches only the child.
+            unsafe {
+                cmd.pre_exec(|| {
+                    let lim = libc::rlimit {
+                        rlim_cur: 32,
+                        rlim_max: 32,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        },
+    );
+    let mut conns = Vec::new();
+    for _ in 0..40 {
+        conns.push(TcpStream::connect(s.addr).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // The first connection was accepted before the table filled.
+    let c = &mut conns[0];
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = c.read(&mut buf).unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{head}"
+    );
+    // With descriptors back, the same file is served (the 503 was not cached).
+    conns.drain(1..);
+    std::thread::sleep(Duration::from_millis(200));
+    let c = &mut conns[0];
+    c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+}
+
+#[test]
 fn unknown_mechanism_lists_valid_ones() {
     let out = Command::new(BIN)
         .args(["serve", "--root", "/tmp", "--mechanism", "kqueue"])

@@ -84,6 +84,9 @@ pub enum Lookup {
     Found(Rc<Entry>),
     NotFound,
     Forbidden,
+    /// The file could not be read for a reason that may clear by itself (no descriptors left,
+    /// EIO): 503, and nothing cached.
+    Unavailable,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -185,7 +188,7 @@ impl ContentCache {
         }
         let ident = probe(&cfg.root, path);
         let (ident, lookup) = load(cfg, path, ident);
-        if ident == Ident::Retry && matches!(lookup, Lookup::NotFound) {
+        if ident == Ident::Retry && matches!(lookup, Lookup::NotFound | Lookup::Unavailable) {
             return lookup;
         }
         if self.map.len() >= self.cfg.max_entries {
@@ -274,7 +277,7 @@ fn load(cfg: &CacheConfig, path: &str, ident: Ident) -> (Ident, Lookup) {
         Ok(entry) => (ident, Lookup::Found(Rc::new(entry))),
         Err(Miss::NotFound) => (ident, Lookup::NotFound),
         Err(Miss::Forbidden) => (ident, Lookup::Forbidden),
-        Err(Miss::Transient) => (Ident::Retry, Lookup::NotFound),
+        Err(Miss::Transient) => (Ident::Retry, Lookup::Unavailable),
     }
 }
 

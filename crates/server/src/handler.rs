@@ -213,11 +213,11 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {
             }
             ctx.stats.record_status(200);
         }
-        Lookup::NotFound | Lookup::Forbidden => {
-            let status = if matches!(found, Lookup::NotFound) {
-                Status::NotFound
-            } else {
-                Status::Forbidden
+        Lookup::NotFound | Lookup::Forbidden | Lookup::Unavailable => {
+            let status = match found {
+                Lookup::NotFound => Status::NotFound,
+                Lookup::Forbidden => Status::Forbidden,
+                _ => Status::ServiceUnavailable,
             };
             write_error(out.buf(), status, minor, ctx.date.get(), ka, head_only);
             out.commit_buf();

@@ -772,10 +772,12 @@ impl<'a> Worker<'a> {
                 return;
             }
             c.due = now;
-            let g = self.arm_timer(fd, Stage::Active);
-            if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
-                c.gen = g;
-            }
+        }
+        // Every reply re-arms the deadline: `timeout` bounds the wait for each reply (httperf's
+        // --timeout), also while others are still in flight behind it.
+        let g = self.arm_timer(fd, Stage::Active);
+        if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
+            c.gen = g;
         }
         self.queue_requests(fd, now);
     }

@@ -241,6 +241,41 @@ fn slow(s: TcpStream) {
     fixed_ok(s);
 }
 
+/// Answers each request 150 ms after reading it, one at a time.
+fn slow_each(mut s: TcpStream) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..p + 4);
+            std::thread::sleep(Duration::from_millis(150));
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na")
+                .is_err()
+            {
+                return;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+#[test]
+fn the_timeout_bounds_each_reply_not_the_session_when_pipelining() {
+    // 8 calls, 2 in flight, each answered 150 ms after the last: the session takes 1.2 s, no
+    // reply waits more than 300 ms. A 600 ms timeout must bound each reply (httperf's
+    // --timeout), not the whole session.
+    let addr = server(slow_each);
+    let mut c = cfg(addr, 10.0, 3);
+    c.pipeline = 2;
+    c.timeout = Duration::from_millis(600);
+    let (s, _) = go(&c, 8);
+    assert_eq!((s.replies, s.errors.total()), (24, 0), "{:?}", s.errors);
+}
+
 #[test]
 fn think_timeout_extends_the_wait_for_a_reply_not_the_connect() {
     let addr = server(slow);

@@ -67,6 +67,24 @@ fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
     assert!(http_get(s.addr, "/one").starts_with("HTTP/1.1 200 OK\r\n"));
 }
 
+/// A hard descriptor limit of 32 for the server (so it cannot raise it).
+fn limit_descriptors_to_32(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 32,
+                rlim_max: 32,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 #[test]
 fn no_descriptors_left_is_503_not_404() {
     // A hard limit of 32 descriptors, then connections until the server has none left: an
@@ -74,22 +92,7 @@ fn no_descriptors_left_is_503_not_404() {
     let s = serve(
         "nofd503",
         &["--mechanism", "epoll-et", "--header-timeout", "0"],
-        |cmd| {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe and touches only the child.
-            unsafe {
-                cmd.pre_exec(|| {
-                    let lim = libc::rlimit {
-                        rlim_cur: 32,
-                        rlim_max: 32,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        },
+        limit_descriptors_to_32,
     );
     let mut conns = Vec::new();
     for _ in 0..40 {
@@ -302,22 +305,7 @@ fn emfile_pauses_accept_without_spinning() {
     let s = serve(
         "emfile",
         &["--mechanism", "epoll-lt", "--header-timeout", "0"],
-        |cmd| {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe and touches only the child.
-            unsafe {
-                cmd.pre_exec(|| {
-                    let lim = libc::rlimit {
-                        rlim_cur: 32,
-                        rlim_max: 32,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        },
+        limit_descriptors_to_32,
     );
     let mut conns = Vec::new();
     for _ in 0..40 {

@@ -74,7 +74,6 @@ pub struct Probe {
     pub replies_per_s: Option<f64>,
     pub achieved_start_rate: Option<f64>,
     pub client_cpu_busy: Option<f64>,
-    pub server_cpu_s: Option<f64>,
 }
 
 /// What one probe step saw.
@@ -119,7 +118,6 @@ fn probe_step(
             replies_per_s: Some(replies as f64 / run.wall_s.max(1e-9)),
             achieved_start_rate: l.schedule.achieved_start_rate,
             client_cpu_busy: run.client_busy,
-            server_cpu_s: None,
         },
         kept,
     ))

@@ -131,11 +131,6 @@ impl CpuBudget {
         })
     }
 
-    /// Whether budgets can be made here, and if not, why.
-    pub fn available() -> Result<(), String> {
-        CpuBudget::new(0.5).map(drop)
-    }
-
     /// The descriptor a child writes `0` to (between fork and exec) to join the group.
     pub fn procs_fd(&self) -> RawFd {
         self.procs.as_raw_fd()
@@ -143,23 +138,6 @@ impl CpuBudget {
 
     pub fn path(&self) -> &Path {
         &self.dir
-    }
-
-    /// Times the group was throttled and for how long (µs), from `cpu.stat`.
-    pub fn throttled(&self) -> (u64, u64) {
-        let text = std::fs::read_to_string(self.dir.join("cpu.stat")).unwrap_or_default();
-        let mut n = 0;
-        let mut us = 0;
-        for line in text.lines() {
-            let mut it = line.split_whitespace();
-            match (it.next(), it.next().and_then(|v| v.parse::<u64>().ok())) {
-                (Some("nr_throttled"), Some(v)) => n = v,
-                (Some("throttled_usec"), Some(v)) => us = v,
-                (Some("throttled_time"), Some(v)) => us = v / 1000, // v1: nanoseconds
-                _ => {}
-            }
-        }
-        (n, us)
     }
 
     /// The equivalent shell commands, for the report's reproduction section.

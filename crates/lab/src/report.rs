@@ -1148,7 +1148,6 @@ mod tests {
                 replies_per_s: Some(23_000.0),
                 achieved_start_rate: Some(23_456.0),
                 client_cpu_busy: Some(0.99),
-                server_cpu_s: None,
             }],
             wall_s: 40.0,
         });

@@ -800,7 +800,7 @@ pub fn judge(spec: &Spec, p: &mut PointResult) {
     let busy = p.client_cpu_busy.or(p.client_cpu_util).unwrap_or(0.0);
     if busy >= spec.client_cpu_limit {
         p.flags.push(format!(
-            "client saturated: its CPU busy {:.0}% (process {:.0}%, the rest softirq)",
+            "client saturated: its CPU busy {:.0}% (the generator itself {:.0}%; the rest softirq or other processes)",
             busy * 100.0,
             p.client_cpu_util.unwrap_or(0.0) * 100.0
         ));

@@ -24,13 +24,19 @@ fn server(handle: fn(TcpStream)) -> SocketAddr {
 }
 
 /// Reads requests (up to each blank line) and answers each with `reply`.
-fn answer_each(mut s: TcpStream, reply: &[u8]) {
+fn answer_each(s: TcpStream, reply: &[u8]) {
+    answer_each_after(s, reply, Duration::ZERO);
+}
+
+/// As `answer_each`, waiting `delay` before each answer.
+fn answer_each_after(mut s: TcpStream, reply: &[u8], delay: Duration) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
         while let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             buf.drain(..p + 4);
+            std::thread::sleep(delay);
             if s.write_all(reply).is_err() {
                 return;
             }
@@ -242,25 +248,12 @@ fn slow(s: TcpStream) {
 }
 
 /// Answers each request 150 ms after reading it, one at a time.
-fn slow_each(mut s: TcpStream) {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        while let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            buf.drain(..p + 4);
-            std::thread::sleep(Duration::from_millis(150));
-            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na")
-                .is_err()
-            {
-                return;
-            }
-        }
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
+fn slow_each(s: TcpStream) {
+    answer_each_after(
+        s,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na",
+        Duration::from_millis(150),
+    );
 }
 
 #[test]

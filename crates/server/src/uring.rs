@@ -19,8 +19,8 @@
 //!   completions that straggle in afterwards are recognised by a generation and dropped. Only a
 //!   recv that is still armed is cancelled: one that ended (the peer's FIN, the usual way a
 //!   one-request connection ends) needs nothing. A cancel is not free: the kernel finds the
-//!   request in a hash table of every armed poll (at most 256 buckets), so with 10,000 idle
-//!   connections each cancel walks ~40 entries — and a cancel that finds nothing walks them all.
+//!   request in a hash table of every armed poll, so with 10,000 idle connections each cancel
+//!   walks a long bucket — and a cancel that finds nothing walks all of it.
 //! - sendfile has no io_uring twin here: bodies not held in memory (and `--sendfile`) are sent
 //!   with sendfile(2) directly, with a one-shot POLLOUT request when the socket is full.
 //! - `--accept-limit` does not apply: a multishot accept takes every connection as it comes.
@@ -645,7 +645,7 @@ impl Engine {
         // enter, in this order. Cancels name each request by its user_data, which the kernel
         // finds by hash; cancelling "everything on this fd" walks every armed request, which
         // with 10,000 idle connections made each close cost milliseconds. Even by user_data a
-        // cancel walks a hash bucket holding ~1/256 of all armed requests (io_poll_find), so
+        // cancel walks a hash bucket shared with other armed requests (io_poll_find), so
         // nothing is cancelled that is not armed: after the peer's FIN the recv has already
         // ended, and a cancel for it would walk its bucket to the end to find nothing.
         let mut armed = Vec::new();

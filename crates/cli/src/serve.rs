@@ -60,6 +60,10 @@ pub struct Args {
     /// Seconds a connection may take to send a complete request head (0 = no limit)
     #[arg(long, default_value_t = 60.0)]
     pub header_timeout: f64,
+    /// Seconds a reply may wait with the peer taking none of it before the connection is
+    /// closed, restarted by every write that makes progress (nginx's send_timeout; 0 = no limit)
+    #[arg(long, default_value_t = 60.0)]
+    pub send_timeout: f64,
     /// Serve GET /.evlab/stats (JSON counters, syscalls)
     #[arg(long)]
     pub stats: bool,
@@ -125,12 +129,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let Some(root) = a.root else {
         anyhow::bail!("--root DIR is required");
     };
-    if !a.header_timeout.is_finite() || a.header_timeout < 0.0 {
-        anyhow::bail!(
-            "--header-timeout must be a number of seconds >= 0, not {}",
-            a.header_timeout
-        );
-    }
+    let seconds = |flag: &str, v: f64| -> anyhow::Result<Option<Duration>> {
+        if !v.is_finite() || v < 0.0 {
+            anyhow::bail!("--{flag} must be a number of seconds >= 0, not {v}");
+        }
+        Ok((v > 0.0).then(|| Duration::from_secs_f64(v)))
+    };
+    let header_timeout = seconds("header-timeout", a.header_timeout)?;
+    let send_timeout = seconds("send-timeout", a.send_timeout)?;
     let mut cfg = Config::new(a.listen, root, a.mechanism);
     cfg.workers = a.workers;
     cfg.accept_mode = a.accept_mode;
@@ -142,11 +148,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.max_conns = a.max_conns;
     cfg.limits.max_head = a.max_header_bytes;
     cfg.limits.max_request_line = a.max_request_line;
-    cfg.header_timeout = if a.header_timeout == 0.0 {
-        None
-    } else {
-        Some(Duration::from_secs_f64(a.header_timeout))
-    };
+    cfg.header_timeout = header_timeout;
+    cfg.send_timeout = send_timeout;
     cfg.stats = a.stats;
     cfg.profile = a.profile;
     cfg.backlog = a.backlog;

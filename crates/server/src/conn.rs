@@ -4,9 +4,10 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
+use std::time::Instant;
 
 use evlab_http::Entry;
-use evlab_poll::{sys, Interest};
+use evlab_poll::sys;
 
 /// Bodies up to this size are copied behind their head so that both leave in one write; larger
 /// ones are referenced in place (no copy) and leave in the same writev.
@@ -18,9 +19,10 @@ pub const OUT_HIGH_WATER: usize = 256 * 1024;
 
 const MAX_IOV: usize = 16;
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum State {
     /// Waiting for (more of) a request.
+    #[default]
     Reading,
     /// Responses queued; waiting to write them.
     Writing,
@@ -72,6 +74,24 @@ pub enum WriteResult {
 }
 
 impl Out {
+    /// Empties the queue for a new connection; the chunk queue keeps a small capacity.
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.pos = 0;
+        self.committed = 0;
+        self.pending = 0;
+        self.chunks.clear();
+        if self.chunks.capacity() > 64 {
+            self.chunks = VecDeque::new();
+        }
+    }
+
+    /// The head buffer, for the worker's pool to lend to or reclaim from.
+    #[inline]
+    pub fn buf_slot(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.chunks.is_empty()
@@ -293,46 +313,94 @@ impl Out {
     }
 }
 
-/// A connection.
-#[derive(Debug)]
+/// A connection: what every engine keeps for it. Engine-specific state (readiness flags, armed
+/// io_uring requests) lives beside it in the engine's `Extra`.
+///
+/// A `Conn` is a recycled shell: when a connection closes, its slot goes back to the worker's
+/// spares with its small allocations (the chunk queue) intact, and its buffers go back to the
+/// worker's [`BufPool`], so accepting and serving allocate nothing once a worker has warmed up.
+#[derive(Debug, Default)]
 pub struct Conn {
     pub fd: RawFd,
+    /// Names this connection among all that have used the descriptor number: timers and
+    /// io_uring completions for an earlier connection on the same descriptor are recognised.
+    pub id: u32,
     pub state: State,
-    /// The interest registered with the mechanism.
-    pub interest: Interest,
-    /// Readiness as the connection knows it: set by events; cleared by EAGAIN or a short
-    /// transfer (edge-triggered), or after each event's work (level-triggered).
-    pub readable: bool,
-    pub writable: bool,
+    /// Input not yet answered: part of a request head, or pipelined requests waiting behind a
+    /// full output queue. Empty (capacity 0) while the connection waits between requests.
     pub rbuf: Vec<u8>,
     pub out: Out,
     /// Close once the output drains.
     pub close_after: bool,
     /// ... and do it as a lingering close.
     pub linger: bool,
-    /// Identifies the current request cycle, for the header timer.
-    pub gen: u64,
-    /// Queued in the worker's flush list.
-    pub flush_queued: bool,
-    /// The peer shut down its side: read on to EOF, a short read proves nothing.
-    pub peer_closed: bool,
+    /// The peer shut down its side: nothing more will arrive; close once every complete
+    /// request received has been answered.
+    pub peer_eof: bool,
+    /// When the connection times out in its current state (see `timers.rs`).
+    pub deadline: Option<Instant>,
+    /// The deadline of this connection's entry in the timer queue.
+    pub armed_at: Option<Instant>,
 }
 
 impl Conn {
-    pub fn new(fd: RawFd, gen: u64) -> Conn {
-        Conn {
-            fd,
-            state: State::Reading,
-            interest: Interest::READABLE,
-            readable: false,
-            writable: false,
-            rbuf: Vec::new(),
-            out: Out::default(),
-            close_after: false,
-            linger: false,
-            gen,
-            flush_queued: false,
-            peer_closed: false,
+    /// Makes a (recycled) shell stand for a new connection.
+    pub fn reset(&mut self, fd: RawFd, id: u32) {
+        self.fd = fd;
+        self.id = id;
+        self.state = State::Reading;
+        self.rbuf.clear();
+        self.out.reset();
+        self.close_after = false;
+        self.linger = false;
+        self.peer_eof = false;
+        self.deadline = None;
+        self.armed_at = None;
+    }
+}
+
+/// Buffers lent to connections while they have bytes to hold, so that a connection waiting
+/// between requests holds none, and a busy worker reuses the same few buffers instead of
+/// allocating per request or per connection. Bounded in bytes; a buffer that grew past
+/// [`BufPool::KEEP_MAX`] (a large pipelined burst) is freed, not pooled.
+#[derive(Debug, Default)]
+pub struct BufPool {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl BufPool {
+    /// A new buffer's capacity: a request head, or a head plus a small body.
+    pub const NEW_CAPACITY: usize = 8 * 1024;
+    /// Larger buffers are freed when returned.
+    pub const KEEP_MAX: usize = 64 * 1024;
+    /// What the pool may hold at most.
+    pub const POOL_BYTES: usize = 8 << 20;
+
+    /// Gives `v` a buffer if it has none.
+    #[inline]
+    pub fn lend(&mut self, v: &mut Vec<u8>) {
+        if v.capacity() == 0 {
+            *v = match self.bufs.pop() {
+                Some(b) => {
+                    self.bytes -= b.capacity();
+                    b
+                }
+                None => Vec::with_capacity(Self::NEW_CAPACITY),
+            };
+        }
+    }
+
+    /// Takes `v`'s buffer back if it holds nothing.
+    #[inline]
+    pub fn reclaim(&mut self, v: &mut Vec<u8>) {
+        if v.is_empty() && v.capacity() > 0 {
+            let b = std::mem::take(v);
+            let cap = b.capacity();
+            if cap <= Self::KEEP_MAX && self.bytes + cap <= Self::POOL_BYTES {
+                self.bytes += cap;
+                self.bufs.push(b);
+            }
         }
     }
 }

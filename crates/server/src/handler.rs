@@ -4,53 +4,63 @@
 //! come in and go out.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use evlab_http::{
     parse_request, write_error, write_head, ContentCache, DateCache, Lookup, Method, Parse,
     Request, Status,
 };
 
-use crate::conn::{Conn, Out, State, COPY_BODY_MAX, OUT_HIGH_WATER};
+use evlab_poll::sys;
+
+use crate::conn::{BufPool, Conn, Out, State, COPY_BODY_MAX, OUT_HIGH_WATER};
 use crate::stats::{Shared, WorkerStats};
-use crate::timers::TimerQueue;
+use crate::timers::Deadlines;
 use crate::Config;
 
 pub const STATS_PATH: &str = "/.evlab/stats";
 
-/// Everything a connection's handling needs besides the connection and the mechanism.
+/// Everything a connection's handling needs besides the connection and the engine.
 pub struct Ctx {
     pub cfg: Arc<Config>,
     pub shared: Arc<Shared>,
     pub stats: Arc<WorkerStats>,
     pub cache: ContentCache,
     pub date: DateCache,
+    /// The time of this turn of the loop.
     pub now: Instant,
-    pub header_timers: Option<TimerQueue>,
-    pub linger_timers: TimerQueue,
-    pub next_gen: u64,
-    pub edge: bool,
+    pub timers: Deadlines,
+    pub pool: BufPool,
+    /// Read and discarded here: lingering input.
     pub scratch: Vec<u8>,
-    /// Connections whose replies wait for the end of this sweep (see `Config::batch_writes`).
-    pub flush: Vec<i32>,
-    /// Replies are being deferred to the end of the sweep.
-    pub deferring: bool,
+}
+
+/// What a connection does once its output has drained.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Drained {
+    /// Close it now.
+    Close,
+    /// It was told to close gently: our side is shut, its input is read and discarded.
+    Lingering,
+    /// Requests already buffered produced more output.
+    Busy,
+    /// It waits for the next request.
+    Idle,
 }
 
 impl Ctx {
-    /// How long the loop may sleep: until the first of its timers, `other` (accept retry) and
-    /// the shutdown deadline; while shutting down, at most 100 ms, to re-check the exit.
+    /// How long the loop may sleep: until the first of its deadlines, `other` (accept retry)
+    /// and the shutdown deadline; while shutting down, at most 100 ms, to re-check the exit.
     pub fn wait_timeout(
         &self,
         other: Option<Instant>,
         shutting_down: Option<Instant>,
-    ) -> Option<std::time::Duration> {
+    ) -> Option<Duration> {
         let candidates = [
             other,
-            self.header_timers.as_ref().and_then(|t| t.next_deadline()),
-            self.linger_timers.next_deadline(),
+            self.timers.next(),
             shutting_down,
-            shutting_down.map(|_| self.now + std::time::Duration::from_millis(100)),
+            shutting_down.map(|_| self.now + Duration::from_millis(100)),
         ];
         candidates
             .into_iter()
@@ -59,15 +69,75 @@ impl Ctx {
             .map(|n| n.saturating_duration_since(Instant::now()))
     }
 
-    pub fn next_gen(&mut self) -> u64 {
-        self.next_gen += 1;
-        self.next_gen
+    /// The connection waits for a request head: the header timeout runs.
+    #[inline]
+    pub fn await_request(&mut self, c: &mut Conn) {
+        let at = self.cfg.header_timeout.map(|t| self.now + t);
+        self.timers.set(c, at);
+    }
+
+    /// The connection has output for the peer: the send timeout runs, restarted by progress.
+    #[inline]
+    pub fn await_send(&mut self, c: &mut Conn) {
+        let at = self.cfg.send_timeout.map(|t| self.now + t);
+        self.timers.set(c, at);
+    }
+
+    /// Starts a lingering close: shut our side, discard input until the peer closes or the
+    /// linger time passes.
+    pub fn start_linger(&mut self, c: &mut Conn) {
+        let _ = sys::shutdown(c.fd, libc::SHUT_WR);
+        c.state = State::Lingering;
+        c.close_after = true;
+        c.rbuf.clear();
+        self.pool.reclaim(&mut c.rbuf);
+        let at = self.now + self.cfg.linger;
+        self.timers.set(c, Some(at));
+    }
+
+    /// Answers what the input buffer holds; if that queued output, the connection is writing.
+    #[inline]
+    pub fn answer(&mut self, c: &mut Conn) -> bool {
+        process_input(self, c);
+        if c.out.is_empty() {
+            return false;
+        }
+        if c.state != State::Writing {
+            c.state = State::Writing;
+            self.await_send(c);
+        }
+        true
+    }
+
+    /// Every queued byte has left: the one place that decides what a connection does next,
+    /// for every engine.
+    pub fn drained(&mut self, c: &mut Conn) -> Drained {
+        self.pool.reclaim(c.out.buf_slot());
+        if c.close_after {
+            if c.linger && !c.peer_eof {
+                self.start_linger(c);
+                return Drained::Lingering;
+            }
+            return Drained::Close;
+        }
+        c.state = State::Reading;
+        // Requests already buffered are answered without waiting for more input.
+        if !c.rbuf.is_empty() && self.answer(c) {
+            return Drained::Busy;
+        }
+        if c.peer_eof {
+            // Every complete request has been answered and nothing more can come.
+            return Drained::Close;
+        }
+        self.await_request(c);
+        Drained::Idle
     }
 }
 
 /// Parses and answers every complete request in the buffer (pipelining), up to the output
 /// high-water mark.
 pub fn process_input(ctx: &mut Ctx, c: &mut Conn) {
+    ctx.pool.lend(c.out.buf_slot());
     let mut consumed = 0;
     while !c.close_after && c.out.pending() < OUT_HIGH_WATER && consumed < c.rbuf.len() {
         match parse_request(&c.rbuf[consumed..], &ctx.cfg.limits) {
@@ -77,7 +147,6 @@ pub fn process_input(ctx: &mut Ctx, c: &mut Conn) {
                 let keep = req.keep_alive;
                 respond(ctx, &mut c.out, &req);
                 consumed += len;
-                c.gen = ctx.next_gen();
                 if !keep {
                     c.close_after = true;
                 }
@@ -95,7 +164,6 @@ pub fn process_input(ctx: &mut Ctx, c: &mut Conn) {
                 out.commit_buf();
                 ctx.stats.requests.inc();
                 ctx.stats.record_status(e.status.code());
-                c.gen = ctx.next_gen();
                 if e.keep_alive {
                     consumed += e.consumed;
                 } else {
@@ -107,6 +175,7 @@ pub fn process_input(ctx: &mut Ctx, c: &mut Conn) {
     }
     if consumed == c.rbuf.len() {
         c.rbuf.clear();
+        ctx.pool.reclaim(&mut c.rbuf);
     } else if consumed > 0 {
         c.rbuf.drain(..consumed);
     }
@@ -125,6 +194,7 @@ pub fn respond_error(
     keep_alive: bool,
     head_only: bool,
 ) {
+    ctx.pool.lend(c.out.buf_slot());
     write_error(
         c.out.buf(),
         status,
@@ -139,6 +209,7 @@ pub fn respond_error(
         c.close_after = true;
     }
     c.state = State::Writing;
+    ctx.await_send(c);
 }
 
 fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {

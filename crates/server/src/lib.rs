@@ -9,14 +9,15 @@
 //! caller (the `evlab serve` command, or a test) then waits with [`Server::wait`] or stops it with
 //! [`Server::shutdown`]: stop accepting, finish responses in flight, exit.
 
+mod completion;
 mod conn;
+mod core;
 mod handler;
 mod listener;
+mod readiness;
 pub mod signals;
 mod stats;
 mod timers;
-mod uring;
-mod worker;
 
 use std::io;
 use std::net::SocketAddr;
@@ -78,6 +79,9 @@ pub struct Config {
     /// A connection that does not complete a request head within this time is closed (408 if it
     /// sent part of one). `None` turns it off, as experiments with idle connections need.
     pub header_timeout: Option<Duration>,
+    /// A connection whose peer takes none of its reply for this long is closed (nginx's
+    /// `send_timeout`): restarted by every write that makes progress. `None` turns it off.
+    pub send_timeout: Option<Duration>,
     /// Serve `GET /.evlab/stats`.
     pub stats: bool,
     /// Time every syscall (slower; for the Table 1 profile).
@@ -107,6 +111,7 @@ impl Config {
             max_conns: 100_000,
             limits: Limits::default(),
             header_timeout: Some(Duration::from_secs(60)),
+            send_timeout: Some(Duration::from_secs(60)),
             stats: false,
             profile: false,
             backlog: 4096,
@@ -212,7 +217,7 @@ impl Server {
             let ready = ready_tx.clone();
             let t = std::thread::Builder::new()
                 .name(format!("evlab-worker-{w}"))
-                .spawn(move || worker::run(w, lfd, cfg, shared, ready))
+                .spawn(move || run_worker(w, lfd, cfg, shared, ready))
                 .map_err(|e| ServerError::Worker {
                     worker: w,
                     source: e,
@@ -301,6 +306,86 @@ impl Server {
             let _ = sys::close(fd);
         }
         result
+    }
+}
+
+/// A worker thread: the mechanism's engine on the shared core. The one place where a mechanism
+/// becomes a type.
+fn run_worker(
+    worker: usize,
+    listen_fd: RawFd,
+    cfg: Arc<Config>,
+    shared: Arc<Shared>,
+    ready: core::Ready,
+) -> io::Result<()> {
+    use core::run_worker as run;
+    use evlab_poll::{Epoll2, EpollCtlv, EpollEt, EpollLt, Poll, Select, UringPoll};
+    use readiness::Readiness;
+    match cfg.mechanism {
+        Mechanism::Select => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            Readiness::<Select>::new,
+        ),
+        Mechanism::Poll => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            Readiness::<Poll>::new,
+        ),
+        Mechanism::EpollLt => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            Readiness::<EpollLt>::new,
+        ),
+        Mechanism::EpollEt => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            Readiness::<EpollEt>::new,
+        ),
+        Mechanism::Epoll2 => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            Readiness::<Epoll2>::new,
+        ),
+        Mechanism::EpollCtlv => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            Readiness::<EpollCtlv>::new,
+        ),
+        Mechanism::UringPoll => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            Readiness::<UringPoll>::new,
+        ),
+        Mechanism::Uring => run(
+            worker,
+            listen_fd,
+            cfg,
+            shared,
+            ready,
+            completion::Completion::new,
+        ),
     }
 }
 

@@ -50,6 +50,11 @@ pub struct WorkerStats {
     pub accept_pauses: Counter,
     pub accept_errors: Counter,
     pub header_timeouts: Counter,
+    /// Connections closed because the peer took none of a reply for `--send-timeout`.
+    pub send_timeouts: Counter,
+    /// Entries in the deadline queue now, and at most so far (bounded by the connections).
+    pub timer_entries: Counter,
+    pub max_timer_entries: Counter,
     pub io_errors: Counter,
     /// `uring` only: IORING_OP_ASYNC_CANCEL requests queued (each one a kernel lookup whose cost
     /// grows with the number of armed requests, i.e. with idle connections).
@@ -81,6 +86,9 @@ impl WorkerStats {
             accept_pauses: Counter::default(),
             accept_errors: Counter::default(),
             header_timeouts: Counter::default(),
+            send_timeouts: Counter::default(),
+            timer_entries: Counter::default(),
+            max_timer_entries: Counter::default(),
             io_errors: Counter::default(),
             cancels: Counter::default(),
             waits: Counter::default(),
@@ -258,7 +266,12 @@ impl Shared {
                 "accept_pauses": sum(&|w| w.accept_pauses.get()),
                 "accept_errors": sum(&|w| w.accept_errors.get()),
                 "header_timeouts": sum(&|w| w.header_timeouts.get()),
+                "send_timeouts": sum(&|w| w.send_timeouts.get()),
                 "io_errors": sum(&|w| w.io_errors.get()),
+            },
+            "timers": {
+                "entries": sum(&|w| w.timer_entries.get()),
+                "max_entries": sum(&|w| w.max_timer_entries.get()),
             },
             "requests": requests,
             "responses": {

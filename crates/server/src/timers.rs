@@ -1,78 +1,186 @@
-//! Deadlines for connections.
+//! Deadlines for connections: one per connection, re-armed lazily.
 //!
-//! Every timeout of a kind has the same length, so deadlines are pushed in increasing order and
-//! a FIFO is a complete timer queue: push and expire are O(1), and 10,000 idle connections cost
-//! nothing between their deadlines. An entry that no longer applies (the connection moved on or
-//! was closed, told by its generation) is simply dropped when it reaches the front.
+//! A connection has at most one deadline at a time — the end of its wait for a request head,
+//! of its wait for the peer to take a reply, or of its lingering close — kept in the connection
+//! itself (`Conn::deadline`) and changed with a store, nothing else, on every request. The queue
+//! holds one entry per connection, at the deadline that was current when it was queued
+//! (`Conn::armed_at`). When an entry comes due, the connection's deadline is looked at again:
+//! if it moved later meanwhile (the connection did something), the entry is queued again at the
+//! new deadline; otherwise the deadline has passed and the connection expires.
+//!
+//! So a keep-alive connection answering 100,000 requests a second costs one queue operation per
+//! timeout length, not one per request, and the queue's size is bounded by the number of
+//! connections, not by the request rate times the timeout. Only a deadline that moves *earlier*
+//! (a lingering close after a long header wait) queues a second entry; the earlier one becomes
+//! stale, is recognised by `armed_at`, and is dropped when it comes due or when the queue is
+//! compacted.
 
-use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::os::fd::RawFd;
+use std::time::Instant;
 
-#[derive(Copy, Clone, Debug)]
-pub struct Timer {
-    pub deadline: Instant,
-    pub fd: i32,
-    /// The connection's generation when the timer was set.
-    pub gen: u64,
+use crate::conn::Conn;
+
+/// One queued deadline: when, and which connection (descriptor and identity, since descriptor
+/// numbers are reused).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Due {
+    pub at: Instant,
+    pub fd: RawFd,
+    pub id: u32,
 }
 
-#[derive(Debug)]
-pub struct TimerQueue {
-    pub length: Duration,
-    q: VecDeque<Timer>,
+#[derive(Debug, Default)]
+pub struct Deadlines {
+    heap: BinaryHeap<Reverse<Due>>,
+    /// The most entries ever queued at once.
+    max_len: usize,
 }
 
-impl TimerQueue {
-    pub fn new(length: Duration) -> TimerQueue {
-        TimerQueue {
-            length,
-            q: VecDeque::new(),
+impl Deadlines {
+    pub fn new() -> Deadlines {
+        Deadlines::default()
+    }
+
+    /// Sets (or clears, with `None`) the connection's deadline. Queues an entry only when the
+    /// connection has none queued at or before `at`.
+    #[inline]
+    pub fn set(&mut self, c: &mut Conn, at: Option<Instant>) {
+        c.deadline = at;
+        if let Some(at) = at {
+            if c.armed_at.is_none_or(|queued| at < queued) {
+                self.queue(c, at);
+            }
         }
     }
 
-    #[inline]
-    pub fn push(&mut self, now: Instant, fd: i32, gen: u64) {
-        self.q.push_back(Timer {
-            deadline: now + self.length,
-            fd,
-            gen,
-        });
+    fn queue(&mut self, c: &mut Conn, at: Instant) {
+        c.armed_at = Some(at);
+        self.heap.push(Reverse(Due {
+            at,
+            fd: c.fd,
+            id: c.id,
+        }));
+        self.max_len = self.max_len.max(self.heap.len());
     }
 
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.q.front().map(|t| t.deadline)
+    /// The earliest queued deadline (perhaps stale, which only wakes the loop early).
+    pub fn next(&self) -> Option<Instant> {
+        self.heap.peek().map(|r| r.0.at)
     }
 
-    /// Pops the first timer that is due.
+    /// Removes and returns the first entry due at `now`.
     #[inline]
-    pub fn pop_due(&mut self, now: Instant) -> Option<Timer> {
-        match self.q.front() {
-            Some(t) if t.deadline <= now => self.q.pop_front(),
+    pub fn pop_due(&mut self, now: Instant) -> Option<Due> {
+        match self.heap.peek() {
+            Some(r) if r.0.at <= now => self.heap.pop().map(|r| r.0),
             _ => None,
         }
     }
 
-    #[cfg(test)]
+    /// Handles an entry popped for `c` (already matched by descriptor and identity): returns
+    /// true when the connection's deadline has passed; otherwise re-queues it at its current
+    /// deadline, if any.
+    pub fn expired(&mut self, c: &mut Conn, due: Due, now: Instant) -> bool {
+        if c.armed_at != Some(due.at) {
+            return false; // stale: a later entry (or an earlier one) stands for this connection
+        }
+        c.armed_at = None;
+        match c.deadline {
+            Some(at) if at <= now => true,
+            Some(at) => {
+                self.queue(c, at);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Drops stale entries once they outnumber the live connections, keeping the queue
+    /// within twice the connection count. `live` tells whether an entry still stands.
+    pub fn compact(&mut self, connections: usize, live: impl Fn(&Due) -> bool) {
+        if self.heap.len() > 2 * connections + 64 {
+            self.heap.retain(|r| live(&r.0));
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.q.len()
+        self.heap.len()
+    }
+
+    pub fn max_len(&self) -> usize {
+        self.max_len
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    fn conn(fd: RawFd, id: u32) -> Conn {
+        let mut c = Conn::default();
+        c.reset(fd, id);
+        c
+    }
 
     #[test]
-    fn fifo_expiry() {
+    fn moving_a_deadline_later_costs_no_entry() {
         let t0 = Instant::now();
-        let mut q = TimerQueue::new(Duration::from_secs(1));
-        q.push(t0, 5, 1);
-        q.push(t0 + Duration::from_millis(10), 6, 2);
-        assert!(q.pop_due(t0).is_none());
-        let t = q.pop_due(t0 + Duration::from_secs(1)).unwrap();
-        assert_eq!((t.fd, t.gen), (5, 1));
-        assert!(q.pop_due(t0 + Duration::from_secs(1)).is_none());
-        assert_eq!(q.len(), 1);
-        assert_eq!(q.next_deadline(), Some(t0 + Duration::from_millis(1010)));
+        let s = Duration::from_secs(1);
+        let mut d = Deadlines::new();
+        let mut c = conn(5, 1);
+        d.set(&mut c, Some(t0 + s));
+        for i in 1..1000 {
+            d.set(&mut c, Some(t0 + s + Duration::from_millis(i)));
+        }
+        assert_eq!(d.len(), 1);
+        // Due at the first deadline: not expired, re-queued at the current one.
+        let due = d.pop_due(t0 + s).unwrap();
+        assert!(!d.expired(&mut c, due, t0 + s));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d.next(), Some(t0 + s + Duration::from_millis(999)));
+        let at = t0 + 2 * s;
+        let due = d.pop_due(at).unwrap();
+        assert!(d.expired(&mut c, due, at));
+        assert_eq!(d.len(), 0);
+    }
+
+    #[test]
+    fn an_earlier_deadline_is_queued_and_the_old_entry_is_stale() {
+        let t0 = Instant::now();
+        let mut d = Deadlines::new();
+        let mut c = conn(7, 3);
+        d.set(&mut c, Some(t0 + Duration::from_secs(60)));
+        d.set(&mut c, Some(t0 + Duration::from_secs(2)));
+        assert_eq!(d.len(), 2);
+        let due = d.pop_due(t0 + Duration::from_secs(2)).unwrap();
+        assert!(d.expired(&mut c, due, t0 + Duration::from_secs(2)));
+        // The 60 s entry no longer stands for anything.
+        let late = t0 + Duration::from_secs(61);
+        let due = d.pop_due(late).unwrap();
+        assert!(!d.expired(&mut c, due, late));
+        assert!(d.pop_due(late).is_none());
+    }
+
+    #[test]
+    fn cleared_deadline_never_expires_and_compaction_bounds_the_queue() {
+        let t0 = Instant::now();
+        let mut d = Deadlines::new();
+        let mut c = conn(9, 1);
+        d.set(&mut c, Some(t0));
+        d.set(&mut c, None);
+        let due = d.pop_due(t0).unwrap();
+        assert!(!d.expired(&mut c, due, t0));
+        // Many earlier-moving deadlines leave stale entries; compaction keeps only live ones.
+        let mut c = conn(10, 2);
+        for i in (0..500).rev() {
+            d.set(&mut c, Some(t0 + Duration::from_secs(i + 1)));
+        }
+        assert_eq!(d.len(), 500);
+        let armed = c.armed_at;
+        d.compact(1, |e| Some(e.at) == armed);
+        assert_eq!(d.len(), 1);
     }
 }

@@ -16,6 +16,14 @@
 //! edge-triggered epoll loop through `evlab-poll` (every syscall counted), and binds its
 //! sockets to a pool of 127.0.0.0/8 source addresses so that TIME_WAIT never exhausts the
 //! ephemeral ports of one address.
+//!
+//! Nothing is allocated per connection or per request. A connection's buffers (its session's
+//! calls, its output, its in-flight queue, its parser) make a *shell*, returned to a free list
+//! when it closes and taken by the next connection; a shell is made only when every shell is in
+//! use, so a thread makes exactly as many as it holds connections open at once. Deadlines are
+//! kept in lists linked through the connection table. What grows with the run is the table
+//! indexed by descriptor, doubled as the highest descriptor grows, and with it the lists bounded
+//! by its length. [`run_pooled`] reports both counts ([`Pools`]).
 
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
@@ -37,6 +45,13 @@ const LATE: Duration = Duration::from_millis(1);
 /// Connections started per loop iteration at most, so a thread that fell behind still serves
 /// the connections it has.
 const MAX_STARTS_PER_ROUND: usize = 256;
+/// A shell's output buffer, per request of the pipeline depth (up to 16): requests are a line
+/// and two short headers, so this is made once and does not grow.
+const OUT_CAPACITY: usize = 512;
+/// A shell's response-head buffer: a head larger than this grows it (once per shell, kept).
+const HEAD_CAPACITY: usize = 1024;
+/// No connection (an end of a deadline list).
+const NIL: RawFd = -1;
 
 #[derive(Clone, Debug)]
 pub struct LoadConfig {
@@ -112,6 +127,21 @@ pub struct Live {
 
 pub type WorkloadFactory<'a> = dyn Fn(usize) -> Box<dyn Workload> + Sync + 'a;
 
+/// What a run's threads made for their pools, summed over threads: the only allocations of the
+/// hot path, counted exactly so that a test can tell them from an allocation per connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pools {
+    /// Connection shells made: one connection's calls, output, in-flight queue and parser head,
+    /// each its own buffer. A shell is made only when every one is in use, so this equals
+    /// `Stats::max_concurrent` (both summed over threads).
+    pub shells: u64,
+    /// Times a thread's descriptor-indexed table doubled. Each doubling reallocates four
+    /// buffers once: the connection table, the poller's registration table (which grows at the
+    /// same descriptors by the same rule), the free list of shells and the heap of thinking
+    /// sessions (both reserved to the table's length, which bounds them).
+    pub table_grows: u64,
+}
+
 /// Runs the load; returns the merged measurements.
 pub fn run(
     cfg: &LoadConfig,
@@ -119,6 +149,16 @@ pub fn run(
     stop: &AtomicBool,
     live: &Live,
 ) -> Result<(Stats, RunInfo), LoadError> {
+    run_pooled(cfg, workload, stop, live).map(|(stats, info, _)| (stats, info))
+}
+
+/// [`run`], also returning what the threads made for their pools.
+pub fn run_pooled(
+    cfg: &LoadConfig,
+    workload: &WorkloadFactory<'_>,
+    stop: &AtomicBool,
+    live: &Live,
+) -> Result<(Stats, RunInfo, Pools), LoadError> {
     if !(cfg.rate > 0.0 && cfg.rate.is_finite()) {
         return Err(LoadError::Config(format!(
             "--rate must be a positive number of connections per second, not {}",
@@ -137,13 +177,13 @@ pub fn run(
     }
     let sys0 = sys::snapshot_all();
     let ru0 = rusage();
-    let results: Vec<Result<Stats, LoadError>> = std::thread::scope(|sc| {
+    let results: Vec<Result<(Stats, Pools), LoadError>> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..threads)
             .map(|tid| {
                 let w = workload(tid);
                 sc.spawn(move || {
                     Worker::new(cfg, tid, threads, t0, w)
-                        .and_then(|mut wk| wk.run(stop, live))
+                        .and_then(|wk| wk.run(stop, live))
                         .map_err(|e| LoadError::Thread(tid, e))
                 })
             })
@@ -157,8 +197,12 @@ pub fn run(
     let ru1 = rusage();
     let syscalls = sys::snapshot_all().since(&sys0).rows();
     let mut total = Stats::default();
+    let mut pools = Pools::default();
     for r in results {
-        total.merge(&r?);
+        let (stats, p) = r?;
+        total.merge(&stats);
+        pools.shells += p.shells;
+        pools.table_grows += p.table_grows;
     }
     let config = serde_json::json!({
         "server": cfg.server.ip().to_string(),
@@ -182,7 +226,7 @@ pub fn run(
         syscalls,
         profiled: cfg.profile,
     };
-    Ok((total, info))
+    Ok((total, info, pools))
 }
 
 fn rusage() -> (f64, f64) {
@@ -204,9 +248,15 @@ enum Stage {
 }
 
 struct Conn {
-    fd: RawFd,
     stage: Stage,
+    /// Tells this connection's think-time entry from a stale one for the same descriptor.
     gen: u64,
+    /// When the current stage times out, while in a deadline list.
+    deadline: Instant,
+    /// The deadline list it is in (none while thinking), and its neighbours there.
+    list: Option<usize>,
+    prev: RawFd,
+    next_fd: RawFd,
     calls: Vec<Call>,
     /// Next call to send.
     next: usize,
@@ -228,13 +278,36 @@ struct Conn {
     errored: bool,
 }
 
-/// A closed connection's buffers, cleared.
-#[derive(Default)]
+/// A closed connection's buffers, cleared: a shell.
 struct Spare {
     calls: Vec<Call>,
     out: Vec<u8>,
     inflight: VecDeque<Sent>,
     parser: ResponseParser,
+}
+
+impl Spare {
+    /// A new shell: its buffers made at their working size (the calls' by the workload's first
+    /// session), so that its first connections do not grow them piece by piece.
+    fn new(pipeline: usize) -> Spare {
+        let depth = pipeline.max(1);
+        Spare {
+            calls: Vec::new(),
+            out: Vec::with_capacity(OUT_CAPACITY * depth.min(16)),
+            inflight: VecDeque::with_capacity(depth),
+            parser: ResponseParser::with_head_capacity(HEAD_CAPACITY),
+        }
+    }
+}
+
+/// A deadline list: the connections whose current stage has the same length of deadline, in
+/// the order they were armed, hence by deadline; linked through the connection table, so that
+/// arming, re-arming and cancelling allocate nothing and a closed connection leaves nothing
+/// behind.
+#[derive(Clone, Copy, Debug)]
+struct TimerList {
+    head: RawFd,
+    tail: RawFd,
 }
 
 /// A call on the wire.
@@ -254,18 +327,22 @@ struct Worker<'a> {
     workload: Box<dyn Workload>,
     poller: EpollEt,
     events: Events,
+    /// Indexed by descriptor.
     conns: Vec<Option<Conn>>,
-    /// The buffers of closed connections, for the next ones: no allocation per connection
-    /// (nor per request) once the run has reached its concurrency.
+    /// The shells of closed connections, for the next ones: no allocation per connection (nor
+    /// per request) once the run has reached its concurrency. Reserved to the table's length.
     spare: Vec<Spare>,
+    pools: Pools,
     stats: Stats,
     rng: Rng,
     /// Offset from t0 of this thread's next start.
     next_start: Duration,
     starts_done: u64,
     starts_total: Option<u64>,
-    /// Stage deadlines, one FIFO per length so each stays sorted: [connect, reply].
-    timers: [VecDeque<(Instant, RawFd, u64)>; 2],
+    /// Stage deadlines, one list per length so each stays sorted: [connect, reply].
+    timers: [TimerList; 2],
+    /// Sessions thinking, by when they resume; one entry per thinking connection, so bounded by
+    /// (and reserved to) the table's length.
     thinkers: BinaryHeap<std::cmp::Reverse<(Instant, RawFd, u64)>>,
     next_gen: u64,
     active: u64,
@@ -292,6 +369,19 @@ impl<'a> Worker<'a> {
         } else {
             Duration::from_secs_f64(tid as f64 / cfg.rate)
         };
+        // Room for the samples of the whole schedule and its last deadline, so that recording
+        // them does not grow the vectors during the run.
+        let span = match (starts_total, cfg.duration) {
+            (Some(n), _) => n as f64 * gap,
+            (None, Some(d)) => d.as_secs_f64(),
+            (None, None) => 0.0,
+        } + (cfg.timeout + cfg.think_timeout).as_secs_f64();
+        let intervals = (span / cfg.sample_interval.as_secs_f64())
+            .ceil()
+            .min(65_536.0) as usize;
+        let mut stats = Stats::default();
+        stats.samples.reserve_exact(intervals + 2);
+        stats.lag_samples.reserve_exact(intervals + 2);
         Ok(Worker {
             cfg,
             threads,
@@ -301,12 +391,16 @@ impl<'a> Worker<'a> {
             events: Events::with_capacity(1024),
             conns: Vec::new(),
             spare: Vec::new(),
-            stats: Stats::default(),
+            pools: Pools::default(),
+            stats,
             rng,
             next_start: first,
             starts_done: 0,
             starts_total,
-            timers: [VecDeque::new(), VecDeque::new()],
+            timers: [TimerList {
+                head: NIL,
+                tail: NIL,
+            }; 2],
             thinkers: BinaryHeap::new(),
             next_gen: 0,
             active: 0,
@@ -323,7 +417,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn run(&mut self, stop: &AtomicBool, live: &Live) -> io::Result<Stats> {
+    fn run(mut self, stop: &AtomicBool, live: &Live) -> io::Result<(Stats, Pools)> {
         // Every stage of every connection has its own deadline, so the run ends by itself; this
         // is the backstop should one be missed: nothing at all happening for a whole timeout
         // while no session is thinking.
@@ -375,10 +469,11 @@ impl<'a> Worker<'a> {
                 }
                 let quiet = self.cfg.timeout + self.cfg.think_timeout;
                 if self.thinkers.is_empty() && now >= last_progress + quiet {
-                    let fds: Vec<RawFd> = self.conns.iter().flatten().map(|c| c.fd).collect();
-                    for fd in fds {
-                        self.stats.errors.client_timo += 1;
-                        self.close(fd, false);
+                    for fd in 0..self.conns.len() {
+                        if self.conns[fd].is_some() {
+                            self.stats.errors.client_timo += 1;
+                            self.close(fd as RawFd, false);
+                        }
                     }
                     break;
                 }
@@ -407,11 +502,12 @@ impl<'a> Worker<'a> {
             live.errors
                 .fetch_add(self.stats.errors.total() - errors_before, Relaxed);
         }
-        let fds: Vec<RawFd> = self.conns.iter().flatten().map(|c| c.fd).collect();
-        for fd in fds {
-            self.close(fd, false);
+        for fd in 0..self.conns.len() {
+            if self.conns[fd].is_some() {
+                self.close(fd as RawFd, false);
+            }
         }
-        Ok(std::mem::take(&mut self.stats))
+        Ok((self.stats, self.pools))
     }
 
     fn next_wakeup(&self, now: Instant) -> Duration {
@@ -420,8 +516,8 @@ impl<'a> Worker<'a> {
             next = next.min(self.t0 + self.next_start);
         }
         for q in &self.timers {
-            if let Some(&(d, _, _)) = q.front() {
-                next = next.min(d);
+            if let Some(Some(c)) = self.conn(q.head) {
+                next = next.min(c.deadline);
             }
         }
         if let Some(std::cmp::Reverse((d, _, _))) = self.thinkers.peek() {
@@ -435,18 +531,61 @@ impl<'a> Worker<'a> {
             / self.cfg.sample_interval.as_secs_f64()) as usize
     }
 
+    /// The table's slot for `fd` (none for [`NIL`] or past the end).
+    fn conn(&self, fd: RawFd) -> Option<&Option<Conn>> {
+        usize::try_from(fd).ok().and_then(|i| self.conns.get(i))
+    }
+
+    fn conn_mut(&mut self, fd: RawFd) -> Option<&mut Conn> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.conns.get_mut(i))
+            .and_then(Option::as_mut)
+    }
+
     /// Bounds the connection's current stage: connecting gets `timeout`; waiting for replies
     /// `timeout + think_timeout` (httperf's `--think-timeout`: time the server may take to start
-    /// a reply, added to the timeout).
-    fn arm_timer(&mut self, fd: RawFd, stage: Stage) -> u64 {
-        self.next_gen += 1;
-        let g = self.next_gen;
+    /// a reply, added to the timeout). Replaces the deadline it had.
+    fn arm_timer(&mut self, fd: RawFd, stage: Stage) {
+        self.unlink(fd);
         let (q, len) = match stage {
             Stage::Connecting => (0, self.cfg.timeout),
             _ => (1, self.cfg.timeout + self.cfg.think_timeout),
         };
-        self.timers[q].push_back((Instant::now() + len, fd, g));
-        g
+        let tail = self.timers[q].tail;
+        let Some(c) = self.conn_mut(fd) else {
+            return;
+        };
+        c.deadline = Instant::now() + len;
+        c.list = Some(q);
+        c.prev = tail;
+        c.next_fd = NIL;
+        match self.conn_mut(tail) {
+            Some(t) => t.next_fd = fd,
+            None => self.timers[q].head = fd,
+        }
+        self.timers[q].tail = fd;
+    }
+
+    /// Takes the connection out of its deadline list, if it is in one.
+    fn unlink(&mut self, fd: RawFd) {
+        let Some(c) = self.conn_mut(fd) else {
+            return;
+        };
+        let Some(q) = c.list.take() else {
+            return;
+        };
+        let (prev, next) = (c.prev, c.next_fd);
+        c.prev = NIL;
+        c.next_fd = NIL;
+        match self.conn_mut(prev) {
+            Some(p) => p.next_fd = next,
+            None => self.timers[q].head = next,
+        }
+        match self.conn_mut(next) {
+            Some(n) => n.prev = prev,
+            None => self.timers[q].tail = prev,
+        }
     }
 
     fn expire(&mut self, now: Instant) {
@@ -457,16 +596,14 @@ impl<'a> Worker<'a> {
     }
 
     fn expire_queue(&mut self, q: usize, now: Instant) {
-        while let Some(&(d, fd, g)) = self.timers[q].front() {
-            if d > now {
-                break;
+        loop {
+            let fd = self.timers[q].head;
+            match self.conn(fd) {
+                Some(Some(c)) if c.deadline <= now => {}
+                _ => break,
             }
-            self.timers[q].pop_front();
-            let hit = matches!(self.conns.get(fd as usize), Some(Some(c)) if c.gen == g && c.stage != Stage::Thinking);
-            if hit {
-                self.stats.errors.client_timo += 1;
-                self.close(fd, false);
-            }
+            self.stats.errors.client_timo += 1;
+            self.close(fd, false); // which unlinks it
         }
     }
 
@@ -481,10 +618,7 @@ impl<'a> Worker<'a> {
                 if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
                     c.stage = Stage::Active;
                 }
-                let g = self.arm_timer(fd, Stage::Active);
-                if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
-                    c.gen = g;
-                }
+                self.arm_timer(fd, Stage::Active);
                 self.queue_requests(fd, now);
                 self.advance(fd);
             }
@@ -533,22 +667,31 @@ impl<'a> Worker<'a> {
             let _ = sys::close(fd);
             return;
         }
+        let i = fd as usize;
+        if i >= self.conns.len() {
+            self.grow_table(i);
+        }
         let Spare {
             mut calls,
             out,
             inflight,
             parser,
-        } = self.spare.pop().unwrap_or_default();
+        } = match self.spare.pop() {
+            Some(shell) => shell,
+            None => {
+                self.pools.shells += 1;
+                Spare::new(self.cfg.pipeline)
+            }
+        };
         self.workload.next_session(&mut calls);
-        let i = fd as usize;
-        if i >= self.conns.len() {
-            self.conns.resize_with((i + 1).next_power_of_two(), || None);
-        }
-        let gen = self.arm_timer(fd, Stage::Connecting);
+        self.next_gen += 1;
         self.conns[i] = Some(Conn {
-            fd,
             stage: Stage::Connecting,
-            gen,
+            gen: self.next_gen,
+            deadline: now,
+            list: None,
+            prev: NIL,
+            next_fd: NIL,
             calls,
             next: 0,
             inflight,
@@ -564,8 +707,22 @@ impl<'a> Worker<'a> {
             peer_closed: false,
             errored: false,
         });
+        self.arm_timer(fd, Stage::Connecting);
         self.active += 1;
         self.stats.max_concurrent = self.stats.max_concurrent.max(self.active);
+    }
+
+    /// Makes room for descriptor `i`: the table doubles to the next power of two above it (as
+    /// the poller's own table does, for the same descriptor), and the free list of shells and
+    /// the heap of thinking sessions, which never hold more than the table's length, are
+    /// reserved to it: one reallocation of each per doubling, counted.
+    fn grow_table(&mut self, i: usize) {
+        let len = (i + 1).next_power_of_two();
+        self.conns.reserve_exact(len - self.conns.len());
+        self.conns.resize_with(len, || None);
+        self.spare.reserve_exact(len - self.spare.len());
+        self.thinkers.reserve_exact(len - self.thinkers.len());
+        self.pools.table_grows += 1;
     }
 
     /// Appends the requests that may be sent now (one, or up to the pipeline depth).
@@ -627,10 +784,7 @@ impl<'a> Worker<'a> {
                     let connect_us = now.saturating_duration_since(c.started).as_micros() as u64;
                     let _ = self.stats.connect_time.record(connect_us.max(1));
                     c.stage = Stage::Active;
-                    let g = self.arm_timer(fd, Stage::Active);
-                    if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
-                        c.gen = g;
-                    }
+                    self.arm_timer(fd, Stage::Active);
                     self.queue_requests(fd, now);
                 }
                 Stage::Thinking => return,
@@ -769,20 +923,19 @@ impl<'a> Worker<'a> {
                 c.gen = self.next_gen;
                 self.thinkers
                     .push(std::cmp::Reverse((now + think, fd, self.next_gen)));
+                self.unlink(fd); // no deadline while thinking
                 return;
             }
             c.due = now;
         }
         // Every reply re-arms the deadline: `timeout` bounds the wait for each reply (httperf's
         // --timeout), also while others are still in flight behind it.
-        let g = self.arm_timer(fd, Stage::Active);
-        if let Some(Some(c)) = self.conns.get_mut(fd as usize) {
-            c.gen = g;
-        }
+        self.arm_timer(fd, Stage::Active);
         self.queue_requests(fd, now);
     }
 
     fn close(&mut self, fd: RawFd, success: bool) {
+        self.unlink(fd);
         let Some(slot) = self.conns.get_mut(fd as usize) else {
             return;
         };

@@ -64,6 +64,15 @@ impl ResponseParser {
         ResponseParser::default()
     }
 
+    /// A parser whose head buffer takes `head` bytes before it must grow (made once, so that
+    /// replies do not grow it one by one).
+    pub fn with_head_capacity(head: usize) -> ResponseParser {
+        ResponseParser {
+            head: Vec::with_capacity(head),
+            ..ResponseParser::default()
+        }
+    }
+
     /// True once the status line and headers are complete.
     pub fn in_body(&self) -> bool {
         self.reply.is_some()

@@ -37,10 +37,10 @@
 //!   seen too.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -144,6 +144,8 @@ struct Slot {
 pub struct ContentCache {
     cfg: CacheConfig,
     map: HashMap<Box<str>, Slot>,
+    /// Where revalidation builds a path, so that checking a cached entry allocates nothing.
+    scratch: Vec<u8>,
 }
 
 impl ContentCache {
@@ -158,6 +160,7 @@ impl ContentCache {
         Ok(ContentCache {
             cfg: CacheConfig { root, ..cfg },
             map: HashMap::new(),
+            scratch: Vec::new(),
         })
     }
     pub fn root(&self) -> &std::path::Path {
@@ -169,7 +172,7 @@ impl ContentCache {
             if now.saturating_duration_since(slot.checked) <= cfg.revalidate {
                 return slot.lookup.clone();
             }
-            let ident = probe(&cfg.root, path);
+            let ident = probe_with(&mut self.scratch, &cfg.root, path);
             if ident == slot.ident && ident != Ident::Retry {
                 slot.checked = now;
                 return slot.lookup.clone();
@@ -232,6 +235,19 @@ fn ident_of_error(e: &io::Error) -> Ident {
         Some(libc::EACCES) | Some(libc::EPERM) => Ident::Denied,
         Some(errno) => Ident::Error(errno),
         None => Ident::Retry,
+    }
+}
+
+/// [`probe`] with the path built in `buf` (std passes a short path to the kernel from the
+/// stack): revalidating a cached entry makes no allocation.
+fn probe_with(buf: &mut Vec<u8>, root: &Path, path: &str) -> Ident {
+    buf.clear();
+    buf.extend_from_slice(root.as_os_str().as_bytes());
+    buf.extend_from_slice(path.as_bytes());
+    match std::fs::metadata(OsStr::from_bytes(buf)) {
+        Ok(md) if md.is_dir() => probe(root, path),
+        Ok(md) => Ident::File(Stamp::of(&md)),
+        Err(e) => ident_of_error(&e),
     }
 }
 

@@ -518,6 +518,32 @@ pub fn eventfd(init: u32, flags: i32) -> io::Result<RawFd> {
     .map(|r| r as RawFd)
 }
 
+/// A non-blocking, close-on-exec pipe: (read end, write end). Not counted: set-up only.
+pub fn pipe() -> io::Result<(RawFd, RawFd)> {
+    let mut fds = [-1 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2(2) to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// A blocking TCP connection whose receive buffer is set before it connects, so that the
+/// window it advertises stays that small (a slow reader, for tests and the lab).
+pub fn connect_with_rcvbuf(addr: &SocketAddr, rcvbuf: i32) -> io::Result<std::net::TcpStream> {
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    let fd = socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)?;
+    // SAFETY: `fd` is a socket just created here and owned by nobody else.
+    let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, rcvbuf)?;
+    connect(fd, addr)?;
+    Ok(std::net::TcpStream::from(owned))
+}
+
 pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     // SAFETY: all-zero is a valid stat; the kernel fills it.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };

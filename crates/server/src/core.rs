@@ -91,8 +91,11 @@ pub(crate) struct Core<X> {
     pub accepting: bool,
     pub accept_retry_at: Option<Instant>,
     pub shutting_down: Option<Instant>,
-    /// An eventfd that `Shared::request_shutdown` writes to wake this worker.
+    /// The read end of a pipe that `Shared::request_shutdown` (and the signal handler) writes
+    /// to, to wake this worker. A pipe's read end is never writable, so mechanisms that watch
+    /// for both directions at once (epoll2) are not woken by it for nothing.
     pub waker_fd: RawFd,
+    waker_tx: RawFd,
 }
 
 /// Starts a worker: builds its core and engine, tells `Server::start` whether it came up, runs
@@ -111,11 +114,12 @@ pub(crate) fn run_worker<E: Engine>(
                 // Before announcing: whoever waits for the workers may then take the list of
                 // wakers (the signal handler does).
                 let ctx = &core.ctx;
-                ctx.shared.add_worker(ctx.stats.clone(), core.waker_fd);
+                ctx.shared.add_worker(ctx.stats.clone(), core.waker_tx);
                 Ok((core, engine))
             }
             Err(e) => {
                 let _ = sys::close(core.waker_fd);
+                let _ = sys::close(core.waker_tx);
                 Err(e)
             }
         });
@@ -133,7 +137,7 @@ impl<X: Default> Core<X> {
     fn new(worker: usize, cfg: Arc<Config>, shared: Arc<Shared>) -> io::Result<Core<X>> {
         let cache = ContentCache::new(cfg.cache_config())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        let waker_fd = sys::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC)?;
+        let (waker_fd, waker_tx) = sys::pipe()?;
         let stats = Arc::new(WorkerStats::for_this_thread(worker));
         let mut date = DateCache::new();
         date.refresh(SystemTime::now());
@@ -157,6 +161,7 @@ impl<X: Default> Core<X> {
             accept_retry_at: None,
             shutting_down: None,
             waker_fd,
+            waker_tx,
         })
     }
 
@@ -353,7 +358,8 @@ impl<X: Default> Core<X> {
             }
         }
         engine.finish(self);
-        self.ctx.shared.remove_waker(self.waker_fd);
+        self.ctx.shared.remove_waker(self.waker_tx);
+        let _ = sys::close(self.waker_tx);
         let _ = sys::close(self.waker_fd);
         self.ctx.stats.set_poller(&engine.poller_stats());
     }

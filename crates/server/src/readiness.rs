@@ -221,8 +221,7 @@ impl<P: Poller> Engine for Readiness<P> {
             if fd == self.listen_fd {
                 accept_now |= ev.readable();
             } else if fd == self.waker_fd {
-                // Registered once for IN|OUT by some mechanisms: an eventfd is always
-                // writable, so only a value actually written means "stop".
+                // Only bytes actually written mean "stop".
                 let mut b = [0u8; 8];
                 let woken = ev.readable() && sys::read(self.waker_fd, &mut b).is_ok();
                 if woken || core.ctx.shared.shutdown_requested() {

@@ -179,6 +179,143 @@ mod cases {
         assert_eq!(o.body, b"a");
     }
 
+    /// Every complete request received is answered before the close that follows the peer's
+    /// FIN, even when the requests wait behind a large reply (uring answered 1 of 2 before:
+    /// its EOF closed the connection with the second request still buffered).
+    pub fn half_close_answers_all(m: &str) {
+        let Some(t) = start(m, |_| {}) else { return };
+        let want = big_content();
+        for _ in 0..3 {
+            let mut s = connect(t.addr);
+            s.write_all(
+                b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /one HTTP/1.1\r\nHost: t\r\n\r\n",
+            )
+            .unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+            let mut buf = Vec::new();
+            let big = read_response(&mut s, &mut buf, false).expect("the big reply");
+            assert_eq!(big.status, 200);
+            assert!(big.body == want, "4 MiB body differs");
+            let one = read_response(&mut s, &mut buf, false).expect("the second reply");
+            assert_eq!((one.status, one.body.as_slice()), (200, &b"a"[..]));
+            assert!(closed_by_server(&mut s));
+        }
+        // 300 pipelined requests and the FIN in one go: 300 answers, then the close.
+        let mut s = connect(t.addr);
+        let req = b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n".repeat(300);
+        s.write_all(&req).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut buf = Vec::new();
+        let mut n = 0;
+        while let Some(r) = read_response(&mut s, &mut buf, false) {
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"a"[..]), "reply {n}");
+            n += 1;
+        }
+        assert_eq!(n, 300);
+    }
+
+    fn stats_of(t: &TestServer) -> serde_json::Value {
+        serde_json::from_str(&t.server.as_ref().unwrap().stats_json()).unwrap()
+    }
+
+    /// Polls the stats until `done` holds; the deadline only turns a hang into a failure.
+    fn wait_stats(t: &TestServer, what: &str, done: impl Fn(&serde_json::Value) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let v = stats_of(t);
+            if done(&v) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what} never happened: {v}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A client that asks for a large file and stops reading is cut off after `send_timeout`;
+    /// one that reads steadily is not, since every write that makes progress restarts the
+    /// timer (nginx's send_timeout).
+    pub fn send_timeout(m: &str) {
+        let Some(t) = start(m, |c| {
+            c.send_timeout = Some(Duration::from_secs(1));
+            c.header_timeout = None;
+            c.max_in_memory = 1 << 20;
+        }) else {
+            return;
+        };
+        // Far larger than any socket buffer (sparse: no disk, no memory).
+        let huge: u64 = 256 << 20;
+        std::fs::File::create(t.docroot().join("huge.bin"))
+            .unwrap()
+            .set_len(huge)
+            .unwrap();
+        let mut s = evlab_poll::sys::connect_with_rcvbuf(&t.addr, 64 * 1024).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        // Read 2 MiB every 100 ms for 1.5 s: the server never goes 1 s without progress.
+        let mut b = vec![0u8; 256 * 1024];
+        let mut got = 0u64;
+        for _ in 0..15 {
+            let mut chunk = 0;
+            while chunk < 2 << 20 {
+                chunk += s.read(&mut b).unwrap() as u64;
+            }
+            got += chunk;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let v = stats_of(&t);
+        assert_eq!(v["connections"]["send_timeouts"], 0, "{v}");
+        // Now stop reading: the server gives up on the reply and closes.
+        wait_stats(&t, "a send timeout", |v| {
+            v["connections"]["send_timeouts"] == 1 && v["connections"]["active"] == 0
+        });
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest); // what was in flight, then EOF or a reset
+        assert!(got + (rest.len() as u64) < huge, "the whole reply arrived");
+    }
+
+    /// Pipelined requests behind a reply the client reads slowly: the server stops taking
+    /// input until the reply leaves, then answers every one (uring read on, copied 1 MiB of
+    /// input and reset the client before: 0 answers).
+    pub fn input_back_pressure(m: &str) {
+        let Some(t) = start(m, |c| c.max_in_memory = 1 << 20) else {
+            return;
+        };
+        // A reply larger than the socket buffers can hold (sparse: no disk, no memory).
+        let len: u64 = 32 << 20;
+        std::fs::File::create(t.docroot().join("large.bin"))
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+        let mut s = evlab_poll::sys::connect_with_rcvbuf(&t.addr, 64 * 1024).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // 200 requests of ~7 KiB each (a padding header under the 8 KiB head limit): 1.4 MB.
+        let pad = "x".repeat(7000);
+        let mut req = b"GET /large.bin HTTP/1.1\r\nHost: t\r\n\r\n".to_vec();
+        for _ in 0..200 {
+            req.extend_from_slice(
+                format!("GET /one HTTP/1.1\r\nHost: t\r\nX-Pad: {pad}\r\n\r\n").as_bytes(),
+            );
+        }
+        let mut w = s.try_clone().unwrap();
+        let writer = std::thread::spawn(move || w.write_all(&req).is_ok());
+        // Let the requests pile up behind the reply, then read everything.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut buf = Vec::new();
+        let large = read_response(&mut s, &mut buf, false).expect("the large reply");
+        assert_eq!((large.status, large.body.len() as u64), (200, len));
+        for i in 0..200 {
+            let r = read_response(&mut s, &mut buf, false).unwrap_or_else(|| panic!("reply {i}"));
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"a"[..]), "reply {i}");
+        }
+        assert!(
+            writer.join().unwrap(),
+            "the server stopped taking the requests"
+        );
+        let v = stats_of(&t);
+        assert_eq!(v["connections"]["io_errors"], 0, "{v}");
+    }
+
     pub fn big_file_writev(m: &str) {
         let Some(t) = start(m, |_| {}) else { return };
         fetch_big(&t);
@@ -648,6 +785,9 @@ macro_rules! mechanism_tests {
             #[test] fn eager_write() { super::cases::eager_write(M) }
             #[test] fn batch_writes() { super::cases::batch_writes(M) }
             #[test] fn half_close() { super::cases::half_close(M) }
+            #[test] fn half_close_answers_all() { super::cases::half_close_answers_all(M) }
+            #[test] fn send_timeout() { super::cases::send_timeout(M) }
+            #[test] fn input_back_pressure() { super::cases::input_back_pressure(M) }
             #[test] fn hostile_requests() { super::cases::hostile_requests(M) }
             #[test] fn many_connections() { super::cases::many_connections(M) }
             #[test] fn reset_mid_response() { super::cases::reset_mid_response(M) }

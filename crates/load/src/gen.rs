@@ -29,7 +29,7 @@ use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
-use crate::summary::{RunInfo, Stats};
+use crate::summary::{RunConfig, RunInfo, Stats};
 use crate::workload::{Call, Method, Workload};
 
 /// Late by more than this counts as a late start.
@@ -160,18 +160,19 @@ pub fn run(
     for r in results {
         total.merge(&r?);
     }
-    let config = serde_json::json!({
-        "server": cfg.server.ip().to_string(),
-        "port": cfg.server.port(),
-        "rate": cfg.rate,
-        "poisson": cfg.poisson,
-        "num_conns": cfg.num_conns,
-        "duration_s": cfg.duration.map(|d| d.as_secs_f64()),
-        "timeout_s": cfg.timeout.as_secs_f64(),
-        "threads": threads,
-        "pipeline": cfg.pipeline,
-        "source_addrs": cfg.source_addrs.len(),
-    });
+    let config = RunConfig {
+        server: cfg.server.ip().to_string(),
+        port: cfg.server.port(),
+        rate: cfg.rate,
+        poisson: cfg.poisson,
+        num_conns: cfg.num_conns,
+        duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+        timeout_s: cfg.timeout.as_secs_f64(),
+        threads,
+        pipeline: cfg.pipeline,
+        source_addrs: cfg.source_addrs.len(),
+        workload: None,
+    };
     let info = RunInfo {
         config,
         duration_s: end.saturating_duration_since(t0).as_secs_f64(),

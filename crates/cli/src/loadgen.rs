@@ -223,34 +223,24 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         runner.join().unwrap_or(Err(gen::LoadError::Panicked))
     })?;
     if let Some(p) = &a.json {
-        let mut v = summary::to_json(&stats, &info);
-        v["config"]["workload"] = serde_json::json!(a
-            .specweb
-            .as_ref()
-            .map(|d| format!("specweb:{}", d.display()))
-            .or(a.wsesslog.clone().map(|s| format!("wsesslog:{s}")))
-            .or(a
-                .uri_list
+        let mut r = summary::report(&stats, &info);
+        r.config.workload = Some(
+            a.specweb
                 .as_ref()
-                .map(|p| format!("uri-list:{}", p.display())))
-            .unwrap_or_else(|| format!("{} x {}", a.uri, a.num_calls)));
-        std::fs::write(p, serde_json::to_string_pretty(&v)? + "\n")
+                .map(|d| format!("specweb:{}", d.display()))
+                .or(a.wsesslog.clone().map(|s| format!("wsesslog:{s}")))
+                .or(a
+                    .uri_list
+                    .as_ref()
+                    .map(|p| format!("uri-list:{}", p.display())))
+                .unwrap_or_else(|| format!("{} x {}", a.uri, a.num_calls)),
+        );
+        std::fs::write(p, serde_json::to_string_pretty(&r)? + "\n")
             .with_context(|| format!("writing --json {}", p.display()))?;
     }
     if let Some(p) = &a.samples {
-        let mut out = String::from("sample,start_s,end_s,replies,reply_rate\n");
-        let iv = info.sample_interval_s;
-        for (i, c) in stats.samples.iter().enumerate() {
-            out.push_str(&format!(
-                "{},{:.3},{:.3},{},{:.3}\n",
-                i,
-                i as f64 * iv,
-                (i + 1) as f64 * iv,
-                c,
-                *c as f64 / iv
-            ));
-        }
-        std::fs::write(p, out).with_context(|| format!("writing --samples {}", p.display()))?;
+        let csv = summary::samples_csv(&summary::samples(&stats, &info));
+        std::fs::write(p, csv).with_context(|| format!("writing --samples {}", p.display()))?;
     }
     if !a.quiet {
         let mut o = std::io::stdout().lock();

@@ -110,6 +110,12 @@ fn report_json_and_samples_against_evlab_serve() {
     let rows: Vec<&str> = csv.lines().collect();
     assert!(rows.len() >= 3, "a 0.5 s run in 0.1 s samples: {csv}");
     assert!(rows[0].contains("replies"), "header row: {csv}");
+    // The file is a LoadReport: its sample intervals are the CSV's rows.
+    let r: evlab_load::summary::LoadReport =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r.samples.len(), rows.len() - 1, "{csv}");
+    assert_eq!(r.samples.iter().map(|x| x.replies).sum::<u64>(), 600);
+    assert_eq!(r.config.workload.as_deref(), Some("/one x 3"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -56,9 +56,8 @@ fn load_argv(port: u16, rate: u32, conns: u32, json: &Path) -> Vec<String> {
 /// Judges a finished run as the lab does. The client's CPU is its own share (the test cannot
 /// own a CPU while other tests run beside it, so /proc/stat's per-CPU figure would be theirs).
 fn judged(json: &Path, rate: f64, duration: f64) -> PointResult {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap())
-        .expect("evlab load wrote its JSON");
-    let load = loadjson::parse_summary(&v);
+    let (report, _) = loadjson::read_report(json).expect("evlab load wrote its report");
+    let load = loadjson::LoadSummary::from(&report);
     let series = Series {
         label: "epoll-et".into(),
         kind: ServerKind::Evlab,

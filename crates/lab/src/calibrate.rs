@@ -18,7 +18,6 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::CpuBudget;
-use crate::loadjson;
 use crate::progress::Progress;
 use crate::runner::{self, LoadAsk, PointCtx, Procs};
 use crate::spec::{Budget, Series, ServerKind};
@@ -99,13 +98,13 @@ fn probe_step(
             tag,
         },
     )?;
-    let l = loadjson::parse_summary(&run.json);
-    let conns = l.connections.unwrap_or(0).max(1);
-    let replies = l.status_2xx.or(l.replies).unwrap_or(0);
+    let l = &run.report;
+    let conns = l.connections.initiated.max(1);
+    let replies = l.replies.status.s2xx;
     // Kept up: nearly every connection answered, and not after a queue that grew through the
     // step (a throttled server stalls for one quota period, 10 ms, at most).
     let kept = replies as f64 >= 0.95 * conns as f64
-        && l.latency_ms.p99.is_some_and(|p| p <= 100.0)
+        && l.latency_ms.p99 <= 100.0
         && l.schedule
             .achieved_start_rate
             .is_none_or(|a| a >= 0.97 * rate);

@@ -1,17 +1,51 @@
-//! The one place that knows the shape of `evlab load --json` and `--samples` output.
+//! The lab's side of `evlab load --json` and `GET /.evlab/stats`: both are read into the types
+//! their producers serialize ([`LoadReport`] from `evlab-load`, [`ServerStats`] from
+//! `evlab-server`), so a field that is renamed or missing is an error naming it, not a guess or a
+//! made-up zero. The processes stay separate; only the types are shared.
 //!
-//! The load generator's report is its own crate's business (`crates/load/src/summary.rs`); the
-//! runner reads only the fields below, through lookups that accept a few spellings, so that a
-//! renamed field means editing one table here rather than the runner. A field that is missing
-//! stays `None` and shows as blank in the report rather than as a made-up zero.
+//! [`LoadSummary`] is what a point keeps of the generator's report in `summary.json`. Its fields
+//! are optional because `evlab report` also reads results written before every field existed;
+//! from a [`LoadReport`] each is filled, but for the achieved start rate, which a run of fewer
+//! than two starts does not have.
+
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+pub use evlab_load::summary::LoadReport;
+pub use evlab_server::ServerStats;
+
+use crate::LabError;
+
+/// Reads the report `evlab load --json` wrote. `what` names it in the error, as does the
+/// missing or malformed field.
+pub fn parse_report(text: &str, what: &str) -> Result<LoadReport, LabError> {
+    serde_json::from_str(text)
+        .map_err(|e| LabError::Point(format!("{what} is not a report of evlab load: {e}")))
+}
+
+/// Reads the document `GET /.evlab/stats` answered.
+pub fn parse_server_stats(text: &str) -> Result<ServerStats, LabError> {
+    serde_json::from_str(text)
+        .map_err(|e| LabError::Point(format!("/.evlab/stats is not evlab serve's stats: {e}")))
+}
+
+/// Reads the report file `path`.
+pub fn read_report(path: &Path) -> Result<(LoadReport, String), LabError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        LabError::Point(format!(
+            "evlab load wrote no JSON ({}): {e}",
+            path.display()
+        ))
+    })?;
+    let r = parse_report(&text, &format!("{}", path.display()))?;
+    Ok((r, text))
+}
 
 /// What the runner needs from one `evlab load` run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct LoadSummary {
-    /// Offered request rate (requests/s), as the generator scheduled it.
+    /// Offered rate (connections/s, `--rate`), as the generator scheduled it.
     pub offered_rate: Option<f64>,
     pub conn_rate: Option<f64>,
     pub reply_rate_avg: Option<f64>,
@@ -104,6 +138,67 @@ pub struct Sample {
     pub p99_ms: Option<f64>,
 }
 
+impl From<&LoadReport> for LoadSummary {
+    fn from(r: &LoadReport) -> LoadSummary {
+        let e = &r.errors.by_cause;
+        LoadSummary {
+            offered_rate: Some(r.config.rate),
+            conn_rate: Some(r.connections.rate),
+            reply_rate_avg: Some(r.replies.rate.avg),
+            reply_rate_min: Some(r.replies.rate.min),
+            reply_rate_max: Some(r.replies.rate.max),
+            reply_rate_stddev: Some(r.replies.rate.stddev),
+            replies: Some(r.replies.total),
+            requests: Some(r.requests.sent),
+            connections: Some(r.connections.initiated),
+            status_2xx: Some(r.replies.status.s2xx),
+            duration_s: Some(r.duration_s),
+            errors: Errors {
+                total: Some(r.errors.total),
+                client_timo: Some(e.client_timo),
+                connrefused: Some(e.connrefused),
+                connreset: Some(e.connreset),
+                fd_unavail: Some(e.fd_unavail),
+                addrunavail: Some(e.addrunavail),
+                ftab_full: Some(e.ftab_full),
+                other: Some(e.other),
+            },
+            latency_ms: Latency {
+                p50: Some(r.latency_ms.p50),
+                p90: Some(r.latency_ms.p90),
+                p99: Some(r.latency_ms.p99),
+                p999: Some(r.latency_ms.p999),
+                max: Some(r.latency_ms.max),
+                mean: Some(r.latency_ms.mean),
+            },
+            late_starts: Some(r.late_starts.count),
+            schedule: Schedule {
+                offered_rate: Some(r.schedule.offered_rate),
+                achieved_start_rate: r.schedule.achieved_start_rate,
+                late_p50_ms: Some(r.schedule.lateness_ms.p50),
+                late_p99_ms: Some(r.schedule.lateness_ms.p99),
+                late_max_ms: Some(r.schedule.lateness_ms.max),
+                end_lag_ms: Some(r.schedule.end_lag_ms),
+                lag_ms: r.schedule.lag_ms.clone(),
+            },
+            client_cpu: Some(r.cpu.percent / 100.0),
+        }
+    }
+}
+
+/// The report's sample intervals, as a point keeps them (the generator reports the reply rate
+/// only; the other columns of `samples.csv` stay empty).
+pub fn samples(r: &LoadReport) -> Vec<Sample> {
+    r.samples
+        .iter()
+        .map(|x| Sample {
+            t_s: x.end_s,
+            reply_rate: Some(x.reply_rate),
+            ..Sample::default()
+        })
+        .collect()
+}
+
 /// What one measured run of `evlab load` is asked to do.
 pub struct LoadArgs<'a> {
     pub port: u16,
@@ -115,7 +210,6 @@ pub struct LoadArgs<'a> {
     pub calls_per_conn: u32,
     pub timeout_s: f64,
     pub json: &'a std::path::Path,
-    pub samples: &'a std::path::Path,
     pub extra: &'a [String],
 }
 
@@ -158,8 +252,6 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         fmt_num(a.timeout_s),
         "--json".into(),
         a.json.display().to_string(),
-        "--samples".into(),
-        a.samples.display().to_string(),
     ]);
     v.extend(a.extra.iter().cloned());
     v
@@ -173,226 +265,116 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
-fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(v, |v, k| v.get(k))
-}
-
-fn f(v: &Value, paths: &[&str]) -> Option<f64> {
-    paths.iter().find_map(|p| at(v, p).and_then(Value::as_f64))
-}
-
-fn u(v: &Value, paths: &[&str]) -> Option<u64> {
-    paths.iter().find_map(|p| {
-        at(v, p).and_then(|x| x.as_u64().or_else(|| x.as_f64().map(|f| f.round() as u64)))
-    })
-}
-
-/// Latency in milliseconds; the generator may report µs, ms or s (the key says which).
-fn lat(v: &Value, names: &[&str]) -> Option<f64> {
-    for base in ["latency", "reply_time", "latency_ms", "latency_us"] {
-        for n in names {
-            let Some(x) = at(v, &format!("{base}.{n}")).and_then(Value::as_f64) else {
-                continue;
-            };
-            return Some(match base {
-                "latency_us" => x / 1000.0,
-                _ => x,
-            });
-        }
-        for n in names {
-            for (suffix, scale) in [("_ms", 1.0), ("_us", 1e-3), ("_s", 1e3)] {
-                if let Some(x) = at(v, &format!("{base}.{n}{suffix}")).and_then(Value::as_f64) {
-                    return Some(x * scale);
-                }
-            }
-        }
-    }
-    None
-}
-
-pub fn parse_summary(v: &Value) -> LoadSummary {
-    let e = |names: &[&str]| {
-        let paths: Vec<String> = names
-            .iter()
-            .flat_map(|n| {
-                [
-                    format!("errors.{n}"),
-                    format!("errors.{}", n.replace('-', "_")),
-                ]
-            })
-            .collect();
-        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-        u(v, &refs)
-    };
-    LoadSummary {
-        offered_rate: f(
-            v,
-            &[
-                "offered_rate",
-                "request_rate.offered",
-                "rate.offered",
-                "config.rate",
-                "rate",
-            ],
-        ),
-        conn_rate: f(v, &["connection_rate.avg", "conn_rate", "connections.rate"]),
-        reply_rate_avg: f(
-            v,
-            &["reply_rate.avg", "reply_rate.mean", "replies.rate.avg"],
-        ),
-        reply_rate_min: f(v, &["reply_rate.min", "replies.rate.min"]),
-        reply_rate_max: f(v, &["reply_rate.max", "replies.rate.max"]),
-        reply_rate_stddev: f(
-            v,
-            &["reply_rate.stddev", "reply_rate.sd", "replies.rate.stddev"],
-        ),
-        replies: u(v, &["replies.total", "replies", "responses.total"]),
-        requests: u(v, &["requests.sent", "requests.total", "requests"]),
-        connections: u(
-            v,
-            &[
-                "connections.initiated",
-                "connections.total",
-                "connections",
-                "conns",
-            ],
-        ),
-        status_2xx: u(v, &["replies.2xx", "status.2xx", "replies.status.2xx"]),
-        duration_s: f(v, &["duration_s", "elapsed_s", "test_duration_s"]),
-        errors: Errors {
-            total: e(&["total"]),
-            client_timo: e(&["client-timo", "timeout"]),
-            connrefused: e(&["connrefused"]),
-            connreset: e(&["connreset"]),
-            fd_unavail: e(&["fd-unavail"]),
-            addrunavail: e(&["addrunavail"]),
-            ftab_full: e(&["ftab-full"]),
-            other: e(&["other"]),
-        },
-        latency_ms: Latency {
-            p50: lat(v, &["p50", "median"]),
-            p90: lat(v, &["p90"]),
-            p99: lat(v, &["p99"]),
-            p999: lat(v, &["p999", "p99_9"]),
-            max: lat(v, &["max"]),
-            mean: lat(v, &["mean", "avg"]),
-        },
-        late_starts: u(
-            v,
-            &[
-                "late_starts.count",
-                "late_starts",
-                "schedule.late_starts",
-                "connections.late",
-            ],
-        ),
-        schedule: Schedule {
-            offered_rate: f(v, &["schedule.offered_rate", "config.rate"]),
-            achieved_start_rate: f(v, &["schedule.achieved_start_rate"]),
-            late_p50_ms: f(v, &["schedule.lateness_ms.p50"]),
-            late_p99_ms: f(v, &["schedule.lateness_ms.p99"]),
-            late_max_ms: f(v, &["schedule.lateness_ms.max", "late_starts.max_ms"]),
-            end_lag_ms: f(v, &["schedule.end_lag_ms"]),
-            lag_ms: at(v, "schedule.lag_ms")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_f64).collect())
-                .unwrap_or_default(),
-        },
-        client_cpu: f(v, &["cpu.total", "client_cpu", "cpu.utilization"])
-            .or_else(|| f(v, &["cpu.percent"]).map(|p| p / 100.0)),
-    }
-}
-
-/// Reads `--samples FILE`: CSV with a header row, or JSON (an array, or one object a line).
-pub fn parse_samples(text: &str) -> Vec<Sample> {
-    let t = text.trim_start();
-    if t.starts_with('[') {
-        if let Ok(Value::Array(a)) = serde_json::from_str::<Value>(t) {
-            return a.iter().map(sample_from_json).collect();
-        }
-    }
-    if t.starts_with('{') {
-        return t
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .map(|v| sample_from_json(&v))
-            .collect();
-    }
-    let mut lines = t
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
-    let Some(header) = lines.next() else {
-        return vec![];
-    };
-    let cols: Vec<String> = header.split(',').map(|c| c.trim().to_lowercase()).collect();
-    let find = |names: &[&str]| names.iter().find_map(|n| cols.iter().position(|c| c == n));
-    let ti = find(&["t_s", "t", "time_s", "time", "end_s"]);
-    let ri = find(&["reply_rate", "replies_per_s", "replies/s"]);
-    let ci = find(&["conn_rate", "connection_rate"]);
-    let ei = find(&["errors"]);
-    let pi = find(&["p99_ms", "p99"]);
-    lines
-        .map(|l| {
-            let cells: Vec<&str> = l.split(',').map(str::trim).collect();
-            let num = |i: Option<usize>| i.and_then(|i| cells.get(i)).and_then(|c| c.parse().ok());
-            Sample {
-                t_s: num(ti).unwrap_or(0.0),
-                reply_rate: num(ri),
-                conn_rate: num(ci),
-                errors: num(ei),
-                p99_ms: num(pi),
-            }
-        })
-        .collect()
-}
-
-fn sample_from_json(v: &Value) -> Sample {
-    Sample {
-        t_s: f(v, &["t_s", "t", "time_s", "end_s"]).unwrap_or(0.0),
-        reply_rate: f(v, &["reply_rate", "replies_per_s"]),
-        conn_rate: f(v, &["conn_rate", "connection_rate"]),
-        errors: f(v, &["errors"]),
-        p99_ms: f(v, &["p99_ms", "latency.p99_ms"]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use evlab_load::summary::{self, RunConfig, RunInfo, Stats};
 
-    #[test]
-    fn reads_nested_fields_and_error_spellings() {
-        let v = json!({
-            "offered_rate": 1000.0,
-            "reply_rate": {"avg": 990.5, "min": 980.0, "max": 1000.0, "stddev": 3.0},
-            "replies": {"total": 9905, "2xx": 9905},
-            "errors": {"client_timo": 3, "fd-unavail": 1, "total": 4},
-            "latency": {"p99_ms": 1.5, "p50_us": 200.0},
-            "late_starts": 7
-        });
-        let s = parse_summary(&v);
-        assert_eq!(s.offered_rate, Some(1000.0));
-        assert_eq!(s.reply_rate_avg, Some(990.5));
-        assert_eq!(s.replies, Some(9905));
-        assert_eq!(s.errors.client_timo, Some(3));
-        assert_eq!(s.errors.fd_unavail, Some(1));
-        assert_eq!(s.errors.sum(), 4);
-        assert_eq!(s.latency_ms.p99, Some(1.5));
-        assert_eq!(s.latency_ms.p50, Some(0.2));
-        assert_eq!(s.late_starts, Some(7));
-        assert_eq!(s.latency_ms.max, None);
+    /// A report as `evlab load` builds it, from measurements made up for the test.
+    fn report() -> LoadReport {
+        let mut s = Stats::default();
+        for i in 0..3000u64 {
+            s.record_start(
+                i * 1000,
+                i * 1000 + if i == 1500 { 40_000 } else { 20 },
+                (i / 1000) as usize,
+            );
+            s.initiated += 1;
+            s.sample((i / 1000) as usize);
+            let _ = s.latency.record(300 + i % 700);
+        }
+        s.completed = 3000;
+        s.requests = 3000;
+        s.replies = 3000;
+        s.status[2] = 2990;
+        s.status[5] = 10;
+        s.late_starts = 1;
+        s.max_late_us = 40_000;
+        s.errors.client_timo = 2;
+        s.errors.fd_unavail = 1;
+        let info = RunInfo {
+            config: RunConfig {
+                server: "127.0.0.1".into(),
+                port: 8080,
+                rate: 1000.0,
+                poisson: false,
+                num_conns: Some(3000),
+                duration_s: None,
+                timeout_s: 5.0,
+                threads: 1,
+                pipeline: 1,
+                source_addrs: 64,
+                workload: Some("/one x 1".into()),
+            },
+            duration_s: 3.0,
+            sample_interval_s: 1.0,
+            offered_rate: 1000.0,
+            user_s: 0.3,
+            system_s: 0.6,
+            syscalls: vec![("connect", 3000, 3000, 0), ("read", 6000, 3000, 0)],
+            profiled: false,
+        };
+        summary::report(&s, &info)
     }
 
     #[test]
-    fn samples_csv_and_json_lines() {
-        let csv = "t_s,reply_rate,conn_rate,errors\n1,100,100,0\n2,98.5,100,1\n";
-        let s = parse_samples(csv);
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[1].reply_rate, Some(98.5));
-        let jl = "{\"t_s\":1,\"reply_rate\":5}\n{\"t_s\":2,\"reply_rate\":6}\n";
-        let s = parse_samples(jl);
-        assert_eq!(s[1].t_s, 2.0);
-        assert_eq!(s[1].reply_rate, Some(6.0));
+    fn a_report_round_trips_and_sums_up() {
+        let r = report();
+        let text = serde_json::to_string_pretty(&r).unwrap();
+        let back = parse_report(&text, "test").unwrap();
+        assert_eq!(back, r);
+        let s = LoadSummary::from(&back);
+        assert_eq!(s.offered_rate, Some(1000.0));
+        assert_eq!(s.replies, Some(3000));
+        assert_eq!(s.status_2xx, Some(2990));
+        assert_eq!(s.connections, Some(3000));
+        assert_eq!(s.errors.client_timo, Some(2));
+        assert_eq!(s.errors.fd_unavail, Some(1));
+        assert_eq!(s.errors.sum(), 3);
+        assert_eq!(s.reply_rate_avg, Some(1000.0));
+        assert!((s.client_cpu.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(s.late_starts, Some(1));
+        assert_eq!(s.schedule.late_max_ms, Some(40.0));
+        assert_eq!(s.schedule.lag_ms, vec![0.02, 40.0, 0.02]);
+        assert!(s.schedule.achieved_start_rate.unwrap() > 990.0);
+        let p99 = s.latency_ms.p99.unwrap();
+        assert!((0.9..=1.0).contains(&p99), "{p99}");
+        let x = samples(&back);
+        assert_eq!(x.len(), 3);
+        assert_eq!((x[2].t_s, x[2].reply_rate), (3.0, Some(1000.0)));
+    }
+
+    /// Removes `path` (dot-separated) from the JSON text of a report.
+    fn without(r: &LoadReport, path: &str) -> String {
+        let mut v = serde_json::to_value(r).unwrap();
+        let (parent, last) = path.rsplit_once('.').unwrap_or(("", path));
+        let mut o = &mut v;
+        for k in parent.split('.').filter(|k| !k.is_empty()) {
+            o = &mut o[k];
+        }
+        assert!(o.as_object_mut().unwrap().remove(last).is_some(), "{path}");
+        v.to_string()
+    }
+
+    #[test]
+    fn a_missing_field_is_an_error_that_names_it() {
+        let r = report();
+        for (path, field) in [
+            ("schedule.end_lag_ms", "end_lag_ms"),
+            ("replies.status.2xx", "2xx"),
+            ("errors.fd_unavail", "fd_unavail"),
+            ("latency_ms", "latency_ms"),
+        ] {
+            let e = parse_report(&without(&r, path), "load-run.json").unwrap_err();
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("missing field `{field}`")),
+                "{path}: {msg}"
+            );
+            assert!(msg.contains("load-run.json"), "{msg}");
+        }
+        // An achieved start rate is legitimately absent (fewer than two starts).
+        let back = parse_report(&without(&r, "schedule.achieved_start_rate"), "x").unwrap();
+        assert_eq!(back.schedule.achieved_start_rate, None);
     }
 }

@@ -8,11 +8,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::calibrate;
 use crate::cgroup::CpuBudget;
-use crate::loadjson::{self, LoadArgs};
+use crate::loadjson::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
 use crate::machine;
 use crate::peers;
 use crate::procs::{self, interrupted, Child};
@@ -566,8 +564,9 @@ pub(crate) fn start_server(
 
 /// One finished `evlab load` run.
 pub(crate) struct LoadRun {
-    pub json: Value,
-    pub samples: String,
+    pub report: LoadReport,
+    /// The report as the generator wrote it.
+    pub json: String,
     /// The generator's own CPU time (getrusage of the reaped child), seconds.
     pub cpu_s: f64,
     pub wall_s: f64,
@@ -592,7 +591,6 @@ pub(crate) struct LoadAsk<'a> {
 pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRun, LabError> {
     let spec = &ctx.opts.spec;
     let json = a.pdir.join(format!("load-{}.json", a.tag));
-    let samples = a.pdir.join(format!("samples-{}.txt", a.tag));
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
     argv.extend(loadjson::load_argv(&LoadArgs {
         port: a.port,
@@ -603,7 +601,6 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         calls_per_conn: spec.calls_per_conn,
         timeout_s: a.timeout_s,
         json: &json,
-        samples: &samples,
         extra: &spec.load_flags,
     }));
     let ru0 = children_cpu_seconds();
@@ -641,20 +638,12 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
             c.stderr_tail(4)
         )));
     }
-    let text = std::fs::read_to_string(&json).map_err(|e| {
-        LabError::Point(format!(
-            "evlab load wrote no JSON ({}): {e}",
-            json.display()
-        ))
-    })?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| LabError::Point(format!("evlab load's JSON does not parse: {e}")))?;
-    let samples = std::fs::read_to_string(&samples).unwrap_or_default();
+    let (report, text) = loadjson::read_report(&json)?;
     let cl = machine::cpu_shares(&cl0, &cl1);
     let sv = machine::cpu_shares(&sv0, &sv1);
     Ok(LoadRun {
-        json: v,
-        samples,
+        report,
+        json: text,
         cpu_s: cpu,
         wall_s: wall,
         command,
@@ -721,16 +710,16 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         (Some(_), true) => Some(fetch_stats(addr)?),
         _ => None,
     };
-    // Keep the raw generator report beside the summary, for anyone who doubts the adapter.
+    // Keep the generator's report as it wrote it, beside the summary.
     let raw_dir = ctx.out.join("load");
     let _ = std::fs::create_dir_all(&raw_dir);
     let _ = std::fs::write(
         raw_dir.join(format!("point-{:03}.json", p.index)),
-        serde_json::to_string_pretty(&run.json).unwrap_or_default(),
+        &run.json,
     );
 
-    let load = loadjson::parse_summary(&run.json);
-    p.samples = loadjson::parse_samples(&run.samples);
+    let load = LoadSummary::from(&run.report);
+    p.samples = loadjson::samples(&run.report);
     let replies = load.replies.or(load.status_2xx).filter(|&r| r > 0);
     let server_cpu = (cpu_after - cpu_before).max(0.0);
     let wall = run.wall_s.max(1e-9);
@@ -855,7 +844,7 @@ fn children_cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn fetch_stats(addr: SocketAddr) -> Result<Value, LabError> {
+fn fetch_stats(addr: SocketAddr) -> Result<ServerStats, LabError> {
     let (code, body) = procs::http_get(addr, "/.evlab/stats", Duration::from_secs(5))
         .map_err(|e| LabError::Point(format!("GET /.evlab/stats: {e}")))?;
     if code != 200 {
@@ -863,53 +852,41 @@ fn fetch_stats(addr: SocketAddr) -> Result<Value, LabError> {
             "GET /.evlab/stats answered {code} (was the server started with --stats?)"
         )));
     }
-    serde_json::from_str(&body)
-        .map_err(|e| LabError::Point(format!("/.evlab/stats is not JSON: {e}")))
-}
-
-fn num(v: &Value, path: &str) -> u64 {
-    path.split('.')
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
+    loadjson::parse_server_stats(&body)
 }
 
 /// The server's counters over the measured run: after − before (the stats requests themselves
-/// are one request each, negligible against thousands).
-pub fn counters_delta(a: &Value, b: &Value) -> ServerCounters {
-    let d = |k: &str| num(b, k).saturating_sub(num(a, k));
+/// are one request each, negligible against thousands). A syscall first made during the run
+/// has no row before it.
+pub fn counters_delta(a: &ServerStats, b: &ServerStats) -> ServerCounters {
     let mut syscalls = BTreeMap::new();
-    if let Some(m) = b.get("syscalls").and_then(Value::as_object) {
-        for (name, row) in m {
-            let before = a.get("syscalls").and_then(|s| s.get(name));
-            let f = |k: &str| {
-                row.get(k).and_then(Value::as_u64).map(|x| {
-                    x.saturating_sub(
-                        before
-                            .and_then(|r| r.get(k))
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0),
-                    )
-                })
-            };
-            let r = SyscallRow {
-                calls: f("calls").unwrap_or(0),
-                errors: f("errors").unwrap_or(0),
-                ns: f("ns"),
-            };
-            if r.calls > 0 {
-                syscalls.insert(name.clone(), r);
-            }
+    for (name, row) in &b.syscalls {
+        let before = a.syscalls.get(name);
+        let r = SyscallRow {
+            calls: row.calls.saturating_sub(before.map_or(0, |r| r.calls)),
+            errors: row.errors.saturating_sub(before.map_or(0, |r| r.errors)),
+            ns: row
+                .ns
+                .map(|ns| ns.saturating_sub(before.and_then(|r| r.ns).unwrap_or(0))),
+        };
+        if r.calls > 0 {
+            syscalls.insert(name.clone(), r);
         }
     }
     ServerCounters {
-        requests: d("requests"),
-        accepted: d("connections.accepted"),
-        waits: d("events.waits"),
-        events: d("events.events"),
-        discarded: d("events.discarded"),
-        interest_changes: d("events.interest_changes"),
-        max_active: num(b, "connections.max_active"),
+        requests: b.requests.saturating_sub(a.requests),
+        accepted: b
+            .connections
+            .accepted
+            .saturating_sub(a.connections.accepted),
+        waits: b.events.waits.saturating_sub(a.events.waits),
+        events: b.events.events.saturating_sub(a.events.events),
+        discarded: b.events.discarded.saturating_sub(a.events.discarded),
+        interest_changes: b
+            .events
+            .interest_changes
+            .saturating_sub(a.events.interest_changes),
+        max_active: b.connections.max_active,
         syscalls,
     }
 }
@@ -917,8 +894,7 @@ pub fn counters_delta(a: &Value, b: &Value) -> ServerCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadjson::{LoadSummary, Schedule};
-    use serde_json::json;
+    use crate::loadjson::Schedule;
 
     fn spec() -> Spec {
         Spec::parse(
@@ -1033,22 +1009,66 @@ mod tests {
         assert!(lag_grows(&[0.0, 5.0, 20.0, 55.0]));
     }
 
+    /// Stats as `evlab serve --profile` builds them (a server with no workers yet), with the
+    /// counters the test sets, read back as the lab reads them.
+    fn stats(
+        requests: u64,
+        waits: u64,
+        events: u64,
+        rows: &[(&str, u64, u64, u64)],
+    ) -> ServerStats {
+        let mut s = evlab_server::Shared::new(evlab_poll::Mechanism::Poll, 1, true).stats();
+        s.requests = requests;
+        s.events.waits = waits;
+        s.events.events = events;
+        s.connections.max_active = 7;
+        s.syscalls = rows
+            .iter()
+            .map(|&(name, calls, errors, ns)| {
+                let row = evlab_server::SyscallCount {
+                    calls,
+                    errors,
+                    ns: Some(ns),
+                    share: Some(0.5),
+                };
+                (name.to_string(), row)
+            })
+            .collect();
+        loadjson::parse_server_stats(&serde_json::to_string(&s).unwrap()).unwrap()
+    }
+
     #[test]
     fn counter_deltas() {
-        let a = json!({"requests": 10, "events": {"waits": 5, "events": 9},
-            "syscalls": {"read": {"calls": 10, "errors": 0, "ns": 100}, "open": {"calls": 3, "errors": 0}}});
-        let b = json!({"requests": 110, "events": {"waits": 55, "events": 109},
-            "connections": {"max_active": 7},
-            "syscalls": {"read": {"calls": 110, "errors": 1, "ns": 1100}, "open": {"calls": 3, "errors": 0},
-                         "close": {"calls": 100, "errors": 0, "ns": 50}}});
+        let a = stats(10, 5, 9, &[("read", 10, 0, 100), ("open", 3, 0, 30)]);
+        let b = stats(
+            110,
+            55,
+            109,
+            &[
+                ("read", 110, 1, 1100),
+                ("open", 3, 0, 30),
+                ("close", 100, 0, 50),
+            ],
+        );
         let c = counters_delta(&a, &b);
         assert_eq!(c.requests, 100);
         assert_eq!(c.waits, 50);
+        assert_eq!(c.events, 100);
         assert_eq!(c.max_active, 7);
         assert_eq!(c.syscalls["read"].calls, 100);
+        assert_eq!(c.syscalls["read"].errors, 1);
         assert_eq!(c.syscalls["read"].ns, Some(1000));
         assert_eq!(c.syscalls["close"].ns, Some(50));
         assert!(!c.syscalls.contains_key("open"));
         assert_eq!(c.syscalls_total(), 200);
+    }
+
+    #[test]
+    fn stats_missing_a_field_are_an_error_that_names_it() {
+        let s = stats(1, 1, 1, &[]);
+        let mut v = serde_json::to_value(&s).unwrap();
+        v["events"].as_object_mut().unwrap().remove("waits");
+        let e = loadjson::parse_server_stats(&v.to_string()).unwrap_err();
+        assert!(e.to_string().contains("missing field `waits`"), "{e}");
     }
 }

@@ -37,7 +37,7 @@ use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
-use crate::summary::{RunInfo, Stats};
+use crate::summary::{RunConfig, RunInfo, Stats};
 use crate::workload::{Call, Method, Workload};
 
 /// Late by more than this counts as a late start.
@@ -204,18 +204,19 @@ pub fn run_pooled(
         pools.shells += p.shells;
         pools.table_grows += p.table_grows;
     }
-    let config = serde_json::json!({
-        "server": cfg.server.ip().to_string(),
-        "port": cfg.server.port(),
-        "rate": cfg.rate,
-        "poisson": cfg.poisson,
-        "num_conns": cfg.num_conns,
-        "duration_s": cfg.duration.map(|d| d.as_secs_f64()),
-        "timeout_s": cfg.timeout.as_secs_f64(),
-        "threads": threads,
-        "pipeline": cfg.pipeline,
-        "source_addrs": cfg.source_addrs.len(),
-    });
+    let config = RunConfig {
+        server: cfg.server.ip().to_string(),
+        port: cfg.server.port(),
+        rate: cfg.rate,
+        poisson: cfg.poisson,
+        num_conns: cfg.num_conns,
+        duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+        timeout_s: cfg.timeout.as_secs_f64(),
+        threads,
+        pipeline: cfg.pipeline,
+        source_addrs: cfg.source_addrs.len(),
+        workload: None,
+    };
     let info = RunInfo {
         config,
         duration_s: end.saturating_duration_since(t0).as_secs_f64(),

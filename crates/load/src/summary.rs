@@ -1,28 +1,33 @@
 //! What a run measured, merged over threads, and the report: httperf's lines and labels (so
 //! scripts that read httperf's output keep working), plus latency percentiles and late starts.
 //!
-//! JSON schema (`--json FILE`, one object), all times in milliseconds unless named `_s`:
-//! `{ "tool", "version", "config": {server, port, rate, poisson, num_conns, num_calls, duration_s,
-//!    timeout_s, threads, pipeline, workload, source_addrs},
+//! `--json FILE` writes one [`LoadReport`], serialized as is: those types are the schema, and
+//! `evlab run` reads the file back into them. All times are in milliseconds unless named `_s`:
+//! `{ "tool", "version", "config": {server, port, rate, poisson, num_conns, duration_s, timeout_s,
+//!    threads, pipeline, source_addrs, workload},
 //!    "duration_s", "connections": {initiated, completed, max_concurrent, rate, conn_time_ms:
-//!    {min, avg, max, median, stddev}, connect_ms: {avg, median, ...}},
+//!    {min, avg, max, median, stddev}, connect_ms: {same}, replies_per_conn},
 //!    "requests": {sent, rate}, "replies": {total, rate: {min, avg, max, stddev, samples},
 //!    response_ms: {avg}, transfer_ms: {avg}, size: {header, content, footer, total},
 //!    status: {"1xx".."5xx"}}, "latency_ms": {p50, p90, p99, p999, max, mean},
-//!    "late_starts": {count, max_ms}, "cpu": {user_s, system_s, percent},
-//!    "net": {kb_per_s, bytes_in, bytes_out}, "errors": {total, client_timo, socket_timo,
-//!    connrefused, connreset, fd_unavail, addrunavail, ftab_full, other, parse},
-//!    "samples": [reply rate per interval], "syscalls": {NAME: {calls, errors, per_conn,
-//!    us_per_conn (with --profile)}} }`
+//!    "late_starts": {count, max_ms}, "schedule": {offered_rate, achieved_start_rate,
+//!    lateness_ms: {p50, p90, p99, p999, max}, end_lag_ms, lag_ms: [per interval]},
+//!    "cpu": {user_s, system_s, percent}, "net": {kb_per_s, bytes_in, bytes_out},
+//!    "errors": {total, client_timo, socket_timo, connrefused, connreset, fd_unavail,
+//!    addrunavail, ftab_full, other, parse},
+//!    "samples": [{start_s, end_s, replies, reply_rate} per interval],
+//!    "syscalls": {NAME: {calls, errors, per_conn, us_per_conn (with --profile)}} }`
 //!
 //! A syscall's `errors` include the expected ones: every non-blocking `connect` "fails" with
 //! EINPROGRESS, every drained socket's last `read` with EAGAIN.
 
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 /// Errors by cause, as httperf counts them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Errors {
     pub client_timo: u64,
     pub socket_timo: u64,
@@ -229,7 +234,7 @@ impl Stats {
 /// Everything the report needs besides the measurements.
 #[derive(Clone, Debug)]
 pub struct RunInfo {
-    pub config: Value,
+    pub config: RunConfig,
     pub duration_s: f64,
     pub sample_interval_s: f64,
     /// Connections (sessions) per second asked for.
@@ -269,7 +274,252 @@ pub fn reply_rate(s: &Stats, info: &RunInfo) -> (f64, f64, f64, f64, usize) {
     (min, avg, max, var.sqrt(), v.len())
 }
 
-pub fn to_json(s: &Stats, info: &RunInfo) -> Value {
+/// The whole `--json` document: what [`report`] builds and `evlab run` reads back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// "evlab load".
+    pub tool: String,
+    pub version: String,
+    pub config: RunConfig,
+    /// Seconds from the first scheduled start to the end of the run.
+    pub duration_s: f64,
+    pub connections: Connections,
+    pub requests: Requests,
+    pub replies: Replies,
+    /// Each call's time from its scheduled start to the end of its reply.
+    pub latency_ms: Latency,
+    pub late_starts: LateStarts,
+    pub schedule: Schedule,
+    pub cpu: Cpu,
+    pub net: Net,
+    pub errors: ErrorCounts,
+    /// One per sample interval, the last one possibly partial.
+    pub samples: Vec<Sample>,
+    /// Per syscall the generator made, by name.
+    pub syscalls: BTreeMap<String, SyscallUse>,
+}
+
+/// What the run was asked to do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub server: String,
+    pub port: u16,
+    /// Connections (sessions) per second.
+    pub rate: f64,
+    pub poisson: bool,
+    /// `--num-conns`, when the run was sized by connections.
+    pub num_conns: Option<u64>,
+    /// `--duration`, when the run was sized by time.
+    pub duration_s: Option<f64>,
+    pub timeout_s: f64,
+    pub threads: usize,
+    pub pipeline: usize,
+    /// Source addresses connections were spread over.
+    pub source_addrs: usize,
+    /// What each connection asks for (`/one x 1`, `specweb:DIR`, …), as the command line said;
+    /// absent when the generator ran as a library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Connections {
+    pub initiated: u64,
+    pub completed: u64,
+    pub max_concurrent: u64,
+    /// Starts per second over the run.
+    pub rate: f64,
+    /// Open to close of completed connections.
+    pub conn_time_ms: TimeSummary,
+    pub connect_ms: TimeSummary,
+    pub replies_per_conn: f64,
+}
+
+/// A distribution of times, milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeSummary {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+    pub median: f64,
+    pub stddev: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    pub sent: u64,
+    pub rate: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Replies {
+    pub total: u64,
+    pub rate: ReplyRate,
+    pub response_ms: Mean,
+    pub transfer_ms: Mean,
+    /// Bytes per reply, by part.
+    pub size: ReplySize,
+    pub status: StatusClasses,
+}
+
+/// Replies per second over whole sample intervals (as httperf).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplyRate {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+    pub stddev: f64,
+    /// Whole sample intervals counted (0: the run was shorter than one; the figures are then
+    /// the average over the run).
+    pub samples: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mean {
+    pub avg: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplySize {
+    pub header: f64,
+    pub content: f64,
+    pub footer: f64,
+    pub total: f64,
+}
+
+/// Replies per status class.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusClasses {
+    #[serde(rename = "1xx")]
+    pub s1xx: u64,
+    #[serde(rename = "2xx")]
+    pub s2xx: u64,
+    #[serde(rename = "3xx")]
+    pub s3xx: u64,
+    #[serde(rename = "4xx")]
+    pub s4xx: u64,
+    #[serde(rename = "5xx")]
+    pub s5xx: u64,
+}
+
+/// Percentiles, maximum and mean, milliseconds (0 when nothing was recorded).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+/// Starts more than 1 ms behind their slot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LateStarts {
+    pub count: u64,
+    pub max_ms: f64,
+}
+
+/// How the generator kept its schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// Connections per second asked for.
+    pub offered_rate: f64,
+    /// Starts per second between the first slot and the last actual start; `null` with fewer
+    /// than two starts.
+    pub achieved_start_rate: Option<f64>,
+    /// How late each start was.
+    pub lateness_ms: Lateness,
+    /// How far behind its slot the last start was.
+    pub end_lag_ms: f64,
+    /// The largest lateness of the starts scheduled in each sample interval.
+    pub lag_ms: Vec<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lateness {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// The generator's own CPU time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// User plus system over the run's duration, percent of one CPU.
+    pub percent: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Net {
+    pub kb_per_s: f64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// Errors by cause, and their total.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    pub total: u64,
+    #[serde(flatten)]
+    pub by_cause: Errors,
+}
+
+/// One sample interval: replies completed between `start_s` and `end_s` (seconds from the
+/// first scheduled start).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub replies: u64,
+    pub reply_rate: f64,
+}
+
+/// One syscall's use by the generator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyscallUse {
+    /// Calls, including those that failed.
+    pub calls: u64,
+    pub errors: u64,
+    pub per_conn: f64,
+    /// Microseconds per connection spent inside the call (with `--profile` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us_per_conn: Option<f64>,
+}
+
+/// The samples of a run, one per interval.
+pub fn samples(s: &Stats, info: &RunInfo) -> Vec<Sample> {
+    let iv = info.sample_interval_s;
+    s.samples
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| Sample {
+            start_s: i as f64 * iv,
+            end_s: (i + 1) as f64 * iv,
+            replies: c,
+            reply_rate: c as f64 / iv,
+        })
+        .collect()
+}
+
+/// The `--samples` CSV: a header row, then one row per sample interval.
+pub fn samples_csv(samples: &[Sample]) -> String {
+    let mut out = String::from("sample,start_s,end_s,replies,reply_rate\n");
+    for (i, x) in samples.iter().enumerate() {
+        out.push_str(&format!(
+            "{},{:.3},{:.3},{},{:.3}\n",
+            i, x.start_s, x.end_s, x.replies, x.reply_rate
+        ));
+    }
+    out
+}
+
+/// The report of a finished run.
+pub fn report(s: &Stats, info: &RunInfo) -> LoadReport {
     let d = info.duration_s.max(1e-9);
     let (rmin, ravg, rmax, rsd, rn) = reply_rate(s, info);
     let pct = |h: &Histogram<u64>, q: f64| {
@@ -279,96 +529,130 @@ pub fn to_json(s: &Stats, info: &RunInfo) -> Value {
             ms(h.value_at_quantile(q) as f64)
         }
     };
-    let summary = |h: &Histogram<u64>| {
-        json!({
-            "min": if h.is_empty() { 0.0 } else { ms(h.min() as f64) },
-            "avg": ms(h.mean()),
-            "max": ms(h.max() as f64),
-            "median": pct(h, 0.5),
-            "stddev": ms(h.stdev()),
-        })
+    let summary = |h: &Histogram<u64>| TimeSummary {
+        min: if h.is_empty() {
+            0.0
+        } else {
+            ms(h.min() as f64)
+        },
+        avg: ms(h.mean()),
+        max: ms(h.max() as f64),
+        median: pct(h, 0.5),
+        stddev: ms(h.stdev()),
     };
     let replies = s.replies.max(1) as f64;
     let cpu = info.user_s + info.system_s;
-    json!({
-        "tool": "evlab load",
-        "version": env!("CARGO_PKG_VERSION"),
-        "config": info.config,
-        "duration_s": info.duration_s,
-        "connections": {
-            "initiated": s.initiated,
-            "completed": s.completed,
-            "max_concurrent": s.max_concurrent,
-            "rate": s.initiated as f64 / d,
-            "conn_time_ms": summary(&s.conn_time),
-            "connect_ms": summary(&s.connect_time),
-            "replies_per_conn": if s.completed > 0 { s.replies_per_conn_sum as f64 / s.completed as f64 } else { 0.0 },
-        },
-        "requests": { "sent": s.requests, "rate": s.requests as f64 / d },
-        "replies": {
-            "total": s.replies,
-            "rate": { "min": rmin, "avg": ravg, "max": rmax, "stddev": rsd, "samples": rn },
-            "response_ms": { "avg": ms(s.response_time_sum_us as f64 / replies) },
-            "transfer_ms": { "avg": ms(s.transfer_time_sum_us as f64 / replies) },
-            "size": {
-                "header": s.header_bytes as f64 / replies,
-                "content": s.body_bytes as f64 / replies,
-                "footer": s.footer_bytes as f64 / replies,
-                "total": (s.header_bytes + s.body_bytes + s.footer_bytes) as f64 / replies,
-            },
-            "status": { "1xx": s.status[1], "2xx": s.status[2], "3xx": s.status[3], "4xx": s.status[4], "5xx": s.status[5] },
-        },
-        "latency_ms": {
-            "p50": pct(&s.latency, 0.5), "p90": pct(&s.latency, 0.9), "p99": pct(&s.latency, 0.99),
-            "p999": pct(&s.latency, 0.999), "max": ms(s.latency.max() as f64), "mean": ms(s.latency.mean()),
-        },
-        "late_starts": { "count": s.late_starts, "max_ms": ms(s.max_late_us as f64) },
-        "schedule": {
-            "offered_rate": info.offered_rate,
-            "achieved_start_rate": s.achieved_start_rate(),
-            "lateness_ms": {
-                "p50": pct(&s.lateness, 0.5), "p90": pct(&s.lateness, 0.9), "p99": pct(&s.lateness, 0.99),
-                "p999": pct(&s.lateness, 0.999), "max": ms(s.max_late_us as f64),
-            },
-            "end_lag_ms": ms(s.end_lag_us as f64),
-            "lag_ms": s.lag_samples.iter().map(|&l| ms(l as f64)).collect::<Vec<f64>>(),
-        },
-        "cpu": { "user_s": info.user_s, "system_s": info.system_s, "percent": 100.0 * cpu / d },
-        "net": {
-            "kb_per_s": (s.bytes_in + s.bytes_out) as f64 / 1024.0 / d,
-            "bytes_in": s.bytes_in, "bytes_out": s.bytes_out,
-        },
-        "errors": {
-            "total": s.errors.total(), "client_timo": s.errors.client_timo,
-            "socket_timo": s.errors.socket_timo, "connrefused": s.errors.connrefused,
-            "connreset": s.errors.connreset, "fd_unavail": s.errors.fd_unavail,
-            "addrunavail": s.errors.addrunavail, "ftab_full": s.errors.ftab_full,
-            "other": s.errors.other, "parse": s.errors.parse,
-        },
-        "samples": s.samples.iter().map(|&c| c as f64 / info.sample_interval_s).collect::<Vec<f64>>(),
-        "syscalls": syscalls_json(s, info),
-    })
-}
-
-/// Per syscall: calls, errors, calls per connection and, when profiled, microseconds per
-/// connection spent inside it.
-fn syscalls_json(s: &Stats, info: &RunInfo) -> Value {
     let conns = s.initiated.max(1) as f64;
-    let mut m = serde_json::Map::new();
-    for &(name, calls, errors, ns) in &info.syscalls {
-        let mut row = json!({ "calls": calls, "errors": errors, "per_conn": calls as f64 / conns });
-        if info.profiled {
-            row["us_per_conn"] = json!(ns as f64 / 1e3 / conns);
-        }
-        m.insert(name.to_string(), row);
+    LoadReport {
+        tool: "evlab load".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        config: info.config.clone(),
+        duration_s: info.duration_s,
+        connections: Connections {
+            initiated: s.initiated,
+            completed: s.completed,
+            max_concurrent: s.max_concurrent,
+            rate: s.initiated as f64 / d,
+            conn_time_ms: summary(&s.conn_time),
+            connect_ms: summary(&s.connect_time),
+            replies_per_conn: if s.completed > 0 {
+                s.replies_per_conn_sum as f64 / s.completed as f64
+            } else {
+                0.0
+            },
+        },
+        requests: Requests {
+            sent: s.requests,
+            rate: s.requests as f64 / d,
+        },
+        replies: Replies {
+            total: s.replies,
+            rate: ReplyRate {
+                min: rmin,
+                avg: ravg,
+                max: rmax,
+                stddev: rsd,
+                samples: rn,
+            },
+            response_ms: Mean {
+                avg: ms(s.response_time_sum_us as f64 / replies),
+            },
+            transfer_ms: Mean {
+                avg: ms(s.transfer_time_sum_us as f64 / replies),
+            },
+            size: ReplySize {
+                header: s.header_bytes as f64 / replies,
+                content: s.body_bytes as f64 / replies,
+                footer: s.footer_bytes as f64 / replies,
+                total: (s.header_bytes + s.body_bytes + s.footer_bytes) as f64 / replies,
+            },
+            status: StatusClasses {
+                s1xx: s.status[1],
+                s2xx: s.status[2],
+                s3xx: s.status[3],
+                s4xx: s.status[4],
+                s5xx: s.status[5],
+            },
+        },
+        latency_ms: Latency {
+            p50: pct(&s.latency, 0.5),
+            p90: pct(&s.latency, 0.9),
+            p99: pct(&s.latency, 0.99),
+            p999: pct(&s.latency, 0.999),
+            max: ms(s.latency.max() as f64),
+            mean: ms(s.latency.mean()),
+        },
+        late_starts: LateStarts {
+            count: s.late_starts,
+            max_ms: ms(s.max_late_us as f64),
+        },
+        schedule: Schedule {
+            offered_rate: info.offered_rate,
+            achieved_start_rate: s.achieved_start_rate(),
+            lateness_ms: Lateness {
+                p50: pct(&s.lateness, 0.5),
+                p90: pct(&s.lateness, 0.9),
+                p99: pct(&s.lateness, 0.99),
+                p999: pct(&s.lateness, 0.999),
+                max: ms(s.max_late_us as f64),
+            },
+            end_lag_ms: ms(s.end_lag_us as f64),
+            lag_ms: s.lag_samples.iter().map(|&l| ms(l as f64)).collect(),
+        },
+        cpu: Cpu {
+            user_s: info.user_s,
+            system_s: info.system_s,
+            percent: 100.0 * cpu / d,
+        },
+        net: Net {
+            kb_per_s: (s.bytes_in + s.bytes_out) as f64 / 1024.0 / d,
+            bytes_in: s.bytes_in,
+            bytes_out: s.bytes_out,
+        },
+        errors: ErrorCounts {
+            total: s.errors.total(),
+            by_cause: s.errors.clone(),
+        },
+        samples: samples(s, info),
+        syscalls: info
+            .syscalls
+            .iter()
+            .map(|&(name, calls, errors, ns)| {
+                let row = SyscallUse {
+                    calls,
+                    errors,
+                    per_conn: calls as f64 / conns,
+                    us_per_conn: info.profiled.then(|| ns as f64 / 1e3 / conns),
+                };
+                (name.to_string(), row)
+            })
+            .collect(),
     }
-    Value::Object(m)
 }
 
 /// httperf's report, line for line where the meaning is the same.
 pub fn to_text(s: &Stats, info: &RunInfo) -> String {
-    let v = to_json(s, info);
-    let f = |p: &str| -> f64 { v.pointer(p).and_then(|x| x.as_f64()).unwrap_or(0.0) };
+    let r = report(s, info);
     let d = info.duration_s.max(1e-9);
     let conn_rate = s.initiated as f64 / d;
     let req_rate = s.requests as f64 / d;
@@ -389,19 +673,19 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
     ));
     o.push_str(&format!(
         "Connection time [ms]: min {:.1} avg {:.1} max {:.1} median {:.1} stddev {:.1}\n",
-        f("/connections/conn_time_ms/min"),
-        f("/connections/conn_time_ms/avg"),
-        f("/connections/conn_time_ms/max"),
-        f("/connections/conn_time_ms/median"),
-        f("/connections/conn_time_ms/stddev")
+        r.connections.conn_time_ms.min,
+        r.connections.conn_time_ms.avg,
+        r.connections.conn_time_ms.max,
+        r.connections.conn_time_ms.median,
+        r.connections.conn_time_ms.stddev
     ));
     o.push_str(&format!(
         "Connection time [ms]: connect {:.1}\n",
-        f("/connections/connect_ms/avg")
+        r.connections.connect_ms.avg
     ));
     o.push_str(&format!(
         "Connection length [replies/conn]: {:.3}\n\n",
-        f("/connections/replies_per_conn")
+        r.connections.replies_per_conn
     ));
     o.push_str(&format!(
         "Request rate: {:.1} req/s ({:.1} ms/req)\n",
@@ -422,25 +706,19 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
     ));
     o.push_str(&format!(
         "Reply rate [replies/s]: min {:.1} avg {:.1} max {:.1} stddev {:.1} ({} samples)\n",
-        f("/replies/rate/min"),
-        f("/replies/rate/avg"),
-        f("/replies/rate/max"),
-        f("/replies/rate/stddev"),
-        v.pointer("/replies/rate/samples")
-            .and_then(|x| x.as_u64())
-            .unwrap_or(0)
+        r.replies.rate.min,
+        r.replies.rate.avg,
+        r.replies.rate.max,
+        r.replies.rate.stddev,
+        r.replies.rate.samples
     ));
     o.push_str(&format!(
         "Reply time [ms]: response {:.1} transfer {:.1}\n",
-        f("/replies/response_ms/avg"),
-        f("/replies/transfer_ms/avg")
+        r.replies.response_ms.avg, r.replies.transfer_ms.avg
     ));
     o.push_str(&format!(
         "Reply size [B]: header {:.1} content {:.1} footer {:.1} (total {:.1})\n",
-        f("/replies/size/header"),
-        f("/replies/size/content"),
-        f("/replies/size/footer"),
-        f("/replies/size/total")
+        r.replies.size.header, r.replies.size.content, r.replies.size.footer, r.replies.size.total
     ));
     o.push_str(&format!(
         "Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}\n\n",
@@ -479,11 +757,11 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
     ));
     o.push_str(&format!(
         "Latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} (from each call's scheduled start)\n",
-        f("/latency_ms/p50"),
-        f("/latency_ms/p90"),
-        f("/latency_ms/p99"),
-        f("/latency_ms/p999"),
-        f("/latency_ms/max")
+        r.latency_ms.p50,
+        r.latency_ms.p90,
+        r.latency_ms.p99,
+        r.latency_ms.p999,
+        r.latency_ms.max
     ));
     o.push_str(&format!(
         "Late starts: {} (max {:.3} ms behind schedule)\n",
@@ -492,9 +770,9 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
     ));
     o.push_str(&format!(
         "Schedule: lateness p50 {:.3} p99 {:.3} max {:.3} ms; lag at end {:.3} ms; starts {:.1}/s of {:.1}/s offered\n",
-        f("/schedule/lateness_ms/p50"),
-        f("/schedule/lateness_ms/p99"),
-        f("/schedule/lateness_ms/max"),
+        r.schedule.lateness_ms.p50,
+        r.schedule.lateness_ms.p99,
+        r.schedule.lateness_ms.max,
         ms(s.end_lag_us as f64),
         s.achieved_start_rate().unwrap_or(0.0),
         info.offered_rate

@@ -161,15 +161,31 @@ fn exact_counts_and_schedule() {
     ] {
         assert!(text.contains(label), "missing {label:?} in:\n{text}");
     }
-    let v = summary::to_json(&s, &info);
-    assert_eq!(v["replies"]["total"], 400);
-    assert!(v["replies"]["rate"]["avg"].as_f64().unwrap() > 100.0);
+    let r = summary::report(&s, &info);
+    assert_eq!(r.replies.total, 400);
+    assert!(r.replies.rate.avg > 100.0);
     // Every start is in the lateness distribution; the schedule's own figures are reported.
     assert_eq!(s.lateness.len(), 400);
-    assert_eq!(v["schedule"]["offered_rate"], 200.0);
-    assert!(v["schedule"]["achieved_start_rate"].as_f64().unwrap() > 0.0);
+    assert_eq!(r.schedule.offered_rate, 200.0);
+    assert!(r.schedule.achieved_start_rate.unwrap() > 0.0);
+    assert!(r.schedule.lag_ms.len() >= 2);
+    // One sample per second of the run, the replies of all of them adding up.
+    assert!(r.samples.len() >= 2, "{:?}", r.samples);
+    assert_eq!(r.samples.iter().map(|x| x.replies).sum::<u64>(), 400);
+    assert_eq!((r.samples[1].start_s, r.samples[1].end_s), (1.0, 2.0));
+
+    // The report survives the trip through its JSON, and keeps the field names scripts read.
+    let text = serde_json::to_string_pretty(&r).unwrap();
+    let back: summary::LoadReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, r);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["replies"]["total"], 400);
+    assert_eq!(v["replies"]["status"]["2xx"], 400);
+    assert_eq!(v["errors"]["client_timo"], 0);
+    assert_eq!(v["late_starts"]["count"], s.late_starts);
     assert!(v["schedule"]["lateness_ms"]["p99"].is_number());
-    assert!(v["schedule"]["lag_ms"].as_array().unwrap().len() >= 2);
+    assert!(v["syscalls"]["connect"]["calls"].as_u64().unwrap() >= 400);
+    assert!(v["syscalls"]["connect"].get("us_per_conn").is_none());
 }
 
 #[test]

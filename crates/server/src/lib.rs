@@ -30,7 +30,10 @@ use std::time::Duration;
 use evlab_http::{CacheConfig, Limits};
 use evlab_poll::{sys, Mechanism, Support};
 
-pub use stats::{Shared, WorkerStats};
+pub use stats::{
+    ConnectionCounts, EventCounts, ServerStats, Shared, StatusCounts, SyscallCount, TimerCounts,
+    WorkerCounts, WorkerStats,
+};
 
 /// How several workers share the listening port.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

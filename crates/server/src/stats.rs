@@ -5,6 +5,7 @@
 //! relaxed load and store, not a locked read-modify-write: counting must not perturb what it
 //! measures.
 
+use std::collections::BTreeMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -12,7 +13,114 @@ use std::time::Instant;
 
 use evlab_poll::sys::{self, Snapshot, ThreadCounters};
 use evlab_poll::{Mechanism, PollerStats};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+
+/// The document `GET /.evlab/stats` answers: the server's counters since start, summed over its
+/// workers (syscalls since start or since [`Shared::reset_syscalls`]). `evlab run` reads it back
+/// into this type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerStats {
+    /// "evlab".
+    pub server: String,
+    pub version: String,
+    pub mechanism: String,
+    pub workers: usize,
+    pub uptime_s: f64,
+    /// Whether syscalls are timed (`--profile`): then each has `ns` and `share`.
+    pub profile: bool,
+    pub connections: ConnectionCounts,
+    pub timers: TimerCounts,
+    pub requests: u64,
+    /// Responses per status class.
+    pub responses: StatusCounts,
+    pub bytes_sent: u64,
+    pub events: EventCounts,
+    /// Per syscall the workers made, by name (those made at least once).
+    pub syscalls: BTreeMap<String, SyscallCount>,
+    pub syscalls_total: u64,
+    pub syscalls_per_request: f64,
+    pub per_worker: Vec<WorkerCounts>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionCounts {
+    pub accepted: u64,
+    pub closed: u64,
+    pub active: u64,
+    /// The sum of each worker's largest number of connections open at once.
+    pub max_active: u64,
+    pub accept_pauses: u64,
+    pub accept_errors: u64,
+    pub header_timeouts: u64,
+    /// Closed because the peer took none of a reply for `--send-timeout`.
+    pub send_timeouts: u64,
+    pub io_errors: u64,
+}
+
+/// The deadline queue (one entry per connection, re-armed lazily; see `timers.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerCounts {
+    /// Entries queued now, summed over workers.
+    pub entries: u64,
+    /// The sum of each worker's largest queue.
+    pub max_entries: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    #[serde(rename = "1xx")]
+    pub s1xx: u64,
+    #[serde(rename = "2xx")]
+    pub s2xx: u64,
+    #[serde(rename = "3xx")]
+    pub s3xx: u64,
+    #[serde(rename = "4xx")]
+    pub s4xx: u64,
+    #[serde(rename = "5xx")]
+    pub s5xx: u64,
+}
+
+/// The event mechanisms' own counters, summed over the workers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventCounts {
+    pub waits: u64,
+    pub events: u64,
+    /// Events per wait (0 before the first).
+    pub per_wait: f64,
+    pub discarded: u64,
+    /// Interest changes that cost a syscall of their own.
+    pub interest_changes: u64,
+    /// Interest changes that cost none (batched, or free in the mechanism).
+    pub interest_changes_free: u64,
+    pub batches: u64,
+    pub changes_per_batch: f64,
+    pub waits_from_memory: u64,
+    pub waits_from_kernel: u64,
+    /// `uring` only: IORING_OP_ASYNC_CANCEL requests queued.
+    pub cancels: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyscallCount {
+    pub calls: u64,
+    pub errors: u64,
+    /// Nanoseconds inside the call (with `--profile` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ns: Option<u64>,
+    /// Share of all syscall time (with `--profile` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
+}
+
+/// One worker's main counters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerCounts {
+    pub worker: usize,
+    pub accepted: u64,
+    pub requests: u64,
+    pub active: u64,
+    pub waits: u64,
+}
 
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -212,7 +320,8 @@ impl Shared {
         *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = s;
     }
 
-    pub fn to_value(&self) -> Value {
+    /// The counters now, as `GET /.evlab/stats` reports them.
+    pub fn stats(&self) -> ServerStats {
         let workers = self.workers();
         let sum = |f: &dyn Fn(&WorkerStats) -> u64| workers.iter().map(|w| f(w)).sum::<u64>();
         let sys = self.syscalls();
@@ -221,116 +330,110 @@ impl Shared {
         let events = sum(&|w| w.events.get());
         let total_ns = sys.total_nanos();
         let batches = sum(&|w| w.batches.get());
-        let changes_per_batch = if batches > 0 {
-            sum(&|w| w.interest_changes.get()) as f64 / batches as f64
-        } else {
-            0.0
-        };
-        let mut syscalls = serde_json::Map::new();
-        for (name, calls, errors, ns) in sys.rows() {
-            let mut row = json!({ "calls": calls, "errors": errors });
-            if self.profile {
-                row["ns"] = json!(ns);
-                row["share"] = json!(if total_ns > 0 {
-                    ns as f64 / total_ns as f64
-                } else {
-                    0.0
-                });
-            }
-            syscalls.insert(name.to_string(), row);
-        }
-        let per_worker: Vec<Value> = workers
-            .iter()
-            .map(|w| {
-                json!({
-                    "worker": w.worker,
-                    "accepted": w.accepted.get(),
-                    "requests": w.requests.get(),
-                    "active": w.active.get(),
-                    "waits": w.waits.get(),
-                })
+        let interest_changes = sum(&|w| w.interest_changes.get());
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let syscalls = sys
+            .rows()
+            .into_iter()
+            .map(|(name, calls, errors, ns)| {
+                let row = SyscallCount {
+                    calls,
+                    errors,
+                    ns: self.profile.then_some(ns),
+                    share: self.profile.then(|| ratio(ns, total_ns)),
+                };
+                (name.to_string(), row)
             })
             .collect();
-        json!({
-            "server": "evlab",
-            "version": env!("CARGO_PKG_VERSION"),
-            "mechanism": self.mechanism.name(),
-            "workers": workers.len(),
-            "uptime_s": self.started.elapsed().as_secs_f64(),
-            "profile": self.profile,
-            "connections": {
-                "accepted": sum(&|w| w.accepted.get()),
-                "closed": sum(&|w| w.closed.get()),
-                "active": sum(&|w| w.active.get()),
-                "max_active": sum(&|w| w.max_active.get()),
-                "accept_pauses": sum(&|w| w.accept_pauses.get()),
-                "accept_errors": sum(&|w| w.accept_errors.get()),
-                "header_timeouts": sum(&|w| w.header_timeouts.get()),
-                "send_timeouts": sum(&|w| w.send_timeouts.get()),
-                "io_errors": sum(&|w| w.io_errors.get()),
+        ServerStats {
+            server: "evlab".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            mechanism: self.mechanism.name().into(),
+            workers: workers.len(),
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            profile: self.profile,
+            connections: ConnectionCounts {
+                accepted: sum(&|w| w.accepted.get()),
+                closed: sum(&|w| w.closed.get()),
+                active: sum(&|w| w.active.get()),
+                max_active: sum(&|w| w.max_active.get()),
+                accept_pauses: sum(&|w| w.accept_pauses.get()),
+                accept_errors: sum(&|w| w.accept_errors.get()),
+                header_timeouts: sum(&|w| w.header_timeouts.get()),
+                send_timeouts: sum(&|w| w.send_timeouts.get()),
+                io_errors: sum(&|w| w.io_errors.get()),
             },
-            "timers": {
-                "entries": sum(&|w| w.timer_entries.get()),
-                "max_entries": sum(&|w| w.max_timer_entries.get()),
+            timers: TimerCounts {
+                entries: sum(&|w| w.timer_entries.get()),
+                max_entries: sum(&|w| w.max_timer_entries.get()),
             },
-            "requests": requests,
-            "responses": {
-                "1xx": sum(&|w| w.status[1].get()),
-                "2xx": sum(&|w| w.status[2].get()),
-                "3xx": sum(&|w| w.status[3].get()),
-                "4xx": sum(&|w| w.status[4].get()),
-                "5xx": sum(&|w| w.status[5].get()),
+            requests,
+            responses: StatusCounts {
+                s1xx: sum(&|w| w.status[1].get()),
+                s2xx: sum(&|w| w.status[2].get()),
+                s3xx: sum(&|w| w.status[3].get()),
+                s4xx: sum(&|w| w.status[4].get()),
+                s5xx: sum(&|w| w.status[5].get()),
             },
-            "bytes_sent": sum(&|w| w.bytes_sent.get()),
-            "events": {
-                "waits": waits,
-                "events": events,
-                "per_wait": if waits > 0 { events as f64 / waits as f64 } else { 0.0 },
-                "discarded": sum(&|w| w.discarded.get()),
-                "interest_changes": sum(&|w| w.interest_changes.get()),
-                "interest_changes_free": sum(&|w| w.interest_changes_free.get()),
-                "batches": sum(&|w| w.batches.get()),
-                "changes_per_batch": changes_per_batch,
-                "waits_from_memory": sum(&|w| w.waits_from_memory.get()),
-                "waits_from_kernel": sum(&|w| w.waits_from_kernel.get()),
-                "cancels": sum(&|w| w.cancels.get()),
+            bytes_sent: sum(&|w| w.bytes_sent.get()),
+            events: EventCounts {
+                waits,
+                events,
+                per_wait: ratio(events, waits),
+                discarded: sum(&|w| w.discarded.get()),
+                interest_changes,
+                interest_changes_free: sum(&|w| w.interest_changes_free.get()),
+                batches,
+                changes_per_batch: ratio(interest_changes, batches),
+                waits_from_memory: sum(&|w| w.waits_from_memory.get()),
+                waits_from_kernel: sum(&|w| w.waits_from_kernel.get()),
+                cancels: sum(&|w| w.cancels.get()),
             },
-            "syscalls": syscalls,
-            "syscalls_total": sys.total_calls(),
-            "syscalls_per_request": if requests > 0 { sys.total_calls() as f64 / requests as f64 } else { 0.0 },
-            "per_worker": per_worker,
-        })
+            syscalls,
+            syscalls_total: sys.total_calls(),
+            syscalls_per_request: ratio(sys.total_calls(), requests),
+            per_worker: workers
+                .iter()
+                .map(|w| WorkerCounts {
+                    worker: w.worker,
+                    accepted: w.accepted.get(),
+                    requests: w.requests.get(),
+                    active: w.active.get(),
+                    waits: w.waits.get(),
+                })
+                .collect(),
+        }
     }
 
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(&self.to_value()).unwrap_or_default();
+        let mut s = serde_json::to_string_pretty(&self.stats()).unwrap_or_default();
         s.push('\n');
         s
     }
 
     /// A human summary for stderr at exit.
     pub fn summary(&self) -> String {
-        let v = self.to_value();
+        let v = self.stats();
         let mut out = format!(
             "evlab serve: {} ({} worker(s)), up {:.1} s\n  connections: accepted {} closed {} max active {}\n  requests: {}  responses: 2xx {} 3xx {} 4xx {} 5xx {}\n  events: {} waits, {:.2} events/wait, {} discarded, {} interest changes by syscall, {} free\n  syscalls ({} total, {:.2} per request):\n",
-            v["mechanism"].as_str().unwrap_or(""),
-            v["workers"],
-            v["uptime_s"].as_f64().unwrap_or(0.0),
-            v["connections"]["accepted"],
-            v["connections"]["closed"],
-            v["connections"]["max_active"],
-            v["requests"],
-            v["responses"]["2xx"],
-            v["responses"]["3xx"],
-            v["responses"]["4xx"],
-            v["responses"]["5xx"],
-            v["events"]["waits"],
-            v["events"]["per_wait"].as_f64().unwrap_or(0.0),
-            v["events"]["discarded"],
-            v["events"]["interest_changes"],
-            v["events"]["interest_changes_free"],
-            v["syscalls_total"],
-            v["syscalls_per_request"].as_f64().unwrap_or(0.0),
+            v.mechanism,
+            v.workers,
+            v.uptime_s,
+            v.connections.accepted,
+            v.connections.closed,
+            v.connections.max_active,
+            v.requests,
+            v.responses.s2xx,
+            v.responses.s3xx,
+            v.responses.s4xx,
+            v.responses.s5xx,
+            v.events.waits,
+            v.events.per_wait,
+            v.events.discarded,
+            v.events.interest_changes,
+            v.events.interest_changes_free,
+            v.syscalls_total,
+            v.syscalls_per_request,
         );
         let sys = self.syscalls();
         let total_ns = sys.total_nanos().max(1);

@@ -612,6 +612,11 @@ mod cases {
         assert_eq!(r.status, 200);
         assert_eq!(r.header("content-type"), Some("application/json"));
         let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        // The document is a `ServerStats`, field for field: read into the type and written
+        // out again, nothing is lost or added.
+        let typed: evlab_server::ServerStats = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(serde_json::to_value(&typed).unwrap(), v);
+        assert_eq!(typed.requests, v["requests"].as_u64().unwrap());
         assert_eq!(v["mechanism"], m);
         assert!(v["requests"].as_u64().unwrap() >= 11);
         assert!(v["responses"]["2xx"].as_u64().unwrap() >= 10);

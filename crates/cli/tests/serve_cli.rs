@@ -131,16 +131,7 @@ fn unknown_mechanism_lists_valid_ones() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kqueue"), "{err}");
-    for m in [
-        "select",
-        "poll",
-        "epoll-lt",
-        "epoll-et",
-        "epoll2",
-        "epoll-ctlv",
-        "uring-poll",
-        "uring",
-    ] {
+    for m in evlab_poll::Mechanism::NAMES {
         assert!(err.contains(m), "missing {m} in: {err}");
     }
 }
@@ -153,7 +144,10 @@ fn list_mechanisms() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 8, "{text}");
+    assert_eq!(text.lines().count(), evlab_poll::Mechanism::COUNT, "{text}");
+    for (line, name) in text.lines().zip(evlab_poll::Mechanism::NAMES) {
+        assert_eq!(line.split_whitespace().next(), Some(name), "{text}");
+    }
     assert!(text
         .lines()
         .any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));

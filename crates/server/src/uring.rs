@@ -203,7 +203,7 @@ impl Engine {
     ) -> io::Result<Engine> {
         let cache = ContentCache::new(cfg.cache_config())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        let ring = evlab_poll::uring::new_engine_ring(RING_ENTRIES, CQ_ENTRIES)?;
+        let ring = evlab_poll::uring_probe::new_engine_ring(RING_ENTRIES, CQ_ENTRIES)?;
         let bufs = BufRing::new(&ring)?;
         let waker_fd = sys::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC)?;
         let stats = Arc::new(WorkerStats::for_this_thread(worker));

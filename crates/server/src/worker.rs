@@ -14,10 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use evlab_http::{ContentCache, DateCache, Status};
-use evlab_poll::{
-    sys, Epoll2, EpollCtlv, EpollEt, EpollLt, Events, Interest, Mechanism, Poll, Poller, Select,
-    Token, UringPoll,
-};
+use evlab_poll::{sys, Events, Interest, Mechanism, Poller, Token};
 
 use crate::conn::{Conn, State, WriteResult};
 use crate::handler::{process_input, respond_error, Ctx};
@@ -50,16 +47,18 @@ pub fn run(
     shared: Arc<Shared>,
     ready: Ready,
 ) -> io::Result<()> {
-    match cfg.mechanism {
-        Mechanism::Select => run_with::<Select>(worker, listen_fd, cfg, shared, ready),
-        Mechanism::Poll => run_with::<Poll>(worker, listen_fd, cfg, shared, ready),
-        Mechanism::EpollLt => run_with::<EpollLt>(worker, listen_fd, cfg, shared, ready),
-        Mechanism::EpollEt => run_with::<EpollEt>(worker, listen_fd, cfg, shared, ready),
-        Mechanism::Epoll2 => run_with::<Epoll2>(worker, listen_fd, cfg, shared, ready),
-        Mechanism::EpollCtlv => run_with::<EpollCtlv>(worker, listen_fd, cfg, shared, ready),
-        Mechanism::UringPoll => run_with::<UringPoll>(worker, listen_fd, cfg, shared, ready),
-        Mechanism::Uring => crate::uring::run(worker, listen_fd, cfg, shared, ready),
+    // One arm per mechanism of the registry: a readiness mechanism runs the generic loop over
+    // its Poller type, the completion engine runs its own loop.
+    macro_rules! dispatch {
+        ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
+            match cfg.mechanism {
+                $(Mechanism::$v => dispatch!(@run $kind $args),)*
+            }
+        };
+        (@run readiness ($ty:ty)) => { run_with::<$ty>(worker, listen_fd, cfg, shared, ready) };
+        (@run completion $args:tt) => { crate::uring::run(worker, listen_fd, cfg, shared, ready) };
     }
+    evlab_poll::for_each_mechanism!(dispatch)
 }
 
 fn run_with<P: Poller>(

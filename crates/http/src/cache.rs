@@ -383,9 +383,7 @@ fn headers(ctype: &str, len: u64, mtime: SystemTime) -> Box<[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::CString;
     use std::fs;
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{symlink, PermissionsExt};
     use std::time::UNIX_EPOCH;
 
@@ -539,19 +537,13 @@ mod tests {
     fn non_regular_files_are_not_found() {
         let t = TempDir::new("fifo");
         let fifo = t.root().join("pipe");
-        let cpath = CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: `cpath` is a valid NUL-terminated string that outlives the call.
-        let rc = unsafe { libc::mkfifo(cpath.as_ptr(), 0o644) };
-        assert_eq!(rc, 0, "mkfifo: {}", io::Error::last_os_error());
+        evlab_poll::sys::mkfifo(&fifo, 0o644).expect("mkfifo");
         let mut c = t.cache();
         // Would block forever if the cache opened the fifo without O_NONBLOCK or stat first.
         assert!(is_not_found(&c.lookup("/pipe", Instant::now())));
         // A directory whose index.html is a fifo.
         fs::create_dir_all(t.root().join("d")).unwrap();
-        let cidx = CString::new(t.root().join("d/index.html").as_os_str().as_bytes()).unwrap();
-        // SAFETY: as above.
-        let rc = unsafe { libc::mkfifo(cidx.as_ptr(), 0o644) };
-        assert_eq!(rc, 0, "mkfifo: {}", io::Error::last_os_error());
+        evlab_poll::sys::mkfifo(&t.root().join("d/index.html"), 0o644).expect("mkfifo");
         assert!(is_not_found(&c.lookup("/d/", Instant::now())));
     }
 

@@ -30,6 +30,7 @@ pub use epoll_ctlv::EpollCtlv;
 pub use poll::Poll;
 pub use registry::{Kind, Mechanism, Support, UnknownMechanism};
 pub use select::Select;
+pub use sys::raise_fd_limit;
 pub use uring_poll::UringPoll;
 
 /// Caller's name for a registered descriptor, returned with its events.
@@ -262,26 +263,6 @@ pub(crate) fn timeout_ms(timeout: Option<Duration>) -> i32 {
             ms.min(i32::MAX as u128) as i32
         }
     }
-}
-
-/// Raises the soft open-file limit to the hard limit; returns the new soft limit.
-pub fn raise_fd_limit() -> io::Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid, writable rlimit struct.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        lim.rlim_cur = lim.rlim_max;
-        // SAFETY: `lim` is a valid rlimit struct with cur <= max.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(lim.rlim_cur)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what evlab's tests and experiments use on a fresh Debian machine: the peer servers and
-# clients (nginx, lighttpd, wrk, httperf, ab, curl), cargo-nextest, rustfmt and clippy.
+# clients (nginx, lighttpd, wrk, httperf, ab, curl), cargo-nextest, cargo-machete, rustfmt and
+# clippy.
 # Idempotent and non-interactive; safe to run again.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -22,4 +23,8 @@ fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
+fi
+# Unused dependencies fail CI (.ci/run); about a minute to build from crates.io.
+if ! cargo machete --version >/dev/null 2>&1; then
+  cargo install cargo-machete --locked
 fi

@@ -155,7 +155,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.backlog = a.backlog;
     cfg.events_per_wait = a.events_per_wait.max(1);
     cfg.max_in_memory = a.max_in_memory;
-    evlab_poll::uring::set_max_pass(a.max_pass);
+    evlab_poll::uring_poll::set_max_pass(a.max_pass);
     signals::ignore_sigpipe();
     let server = Server::start(cfg).context("evlab serve")?;
     signals::install(&server.shared().wakers()).context("installing signal handlers")?;

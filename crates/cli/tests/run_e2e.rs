@@ -218,10 +218,7 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(800));
-    // SAFETY: signalling our own child.
-    unsafe {
-        libc::kill(c.id() as i32, libc::SIGINT);
-    }
+    evlab_poll::sys::kill(c.id(), libc::SIGINT).unwrap();
     let status = c.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(t.elapsed() < Duration::from_secs(40));

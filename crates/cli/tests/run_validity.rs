@@ -113,11 +113,10 @@ fn a_client_with_jitter_only_is_not_flagged() {
     let mut c = Child::spawn("evlab load", &argv, &[], None).unwrap();
     for (at_ms, stall_ms) in [(500, 60), (1000, 40), (1000, 20)] {
         std::thread::sleep(Duration::from_millis(at_ms));
-        // SAFETY: signals to our own child, which is alive until we reap it below.
-        unsafe { libc::kill(c.pid as i32, libc::SIGSTOP) };
+        // Our own child, alive until we reap it below.
+        evlab_poll::sys::kill(c.pid, libc::SIGSTOP).unwrap();
         std::thread::sleep(Duration::from_millis(stall_ms));
-        // SAFETY: as above.
-        unsafe { libc::kill(c.pid as i32, libc::SIGCONT) };
+        evlab_poll::sys::kill(c.pid, libc::SIGCONT).unwrap();
     }
     let st = c
         .wait_exit(Duration::from_secs(60))

@@ -69,20 +69,11 @@ fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
 
 /// A hard descriptor limit of 32 for the server (so it cannot raise it).
 fn limit_descriptors_to_32(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit is async-signal-safe and touches only the child.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 32,
-                rlim_max: 32,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    evlab_poll::sys::ChildSetup {
+        nofile_cap: Some(32),
+        ..Default::default()
     }
+    .apply_to(cmd);
 }
 
 #[test]
@@ -131,16 +122,7 @@ fn unknown_mechanism_lists_valid_ones() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kqueue"), "{err}");
-    for m in [
-        "select",
-        "poll",
-        "epoll-lt",
-        "epoll-et",
-        "epoll2",
-        "epoll-ctlv",
-        "uring-poll",
-        "uring",
-    ] {
+    for m in evlab_poll::Mechanism::NAMES {
         assert!(err.contains(m), "missing {m} in: {err}");
     }
 }
@@ -153,7 +135,10 @@ fn list_mechanisms() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 8, "{text}");
+    assert_eq!(text.lines().count(), evlab_poll::Mechanism::COUNT, "{text}");
+    for (line, name) in text.lines().zip(evlab_poll::Mechanism::NAMES) {
+        assert_eq!(line.split_whitespace().next(), Some(name), "{text}");
+    }
     assert!(text
         .lines()
         .any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));
@@ -294,8 +279,7 @@ fn cpu_seconds(pid: u32) -> f64 {
     let after = &stat[stat.rfind(')').unwrap() + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
     let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    // SAFETY: sysconf with a valid name.
-    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    ticks / evlab_poll::sys::clock_ticks_per_second().unwrap() as f64
 }
 
 #[test]

@@ -1,25 +1,29 @@
-//! The content cache. SPEC FOR THE IMPLEMENTER (keep the public API; add private helpers freely).
+//! The content cache: the files of the document root, opened (and, when small, read) once and
+//! served from memory, as the paper's file set fits in the server's cache.
 //!
-//! One cache per worker thread (`Rc`, no locks). `ContentCache::new(cfg)` canonicalises the root
-//! (error naming the path if it is missing or not a directory). `lookup(path, now)` takes a
-//! normalised path from `request::parse_request` and returns:
-//! - `Lookup::Found(Rc<Entry>)` for a regular file under the root. A path ending in '/' or naming
-//!   a directory serves `index.html` inside it (`/dir` without slash also serves `dir/index.html`),
-//!   or NotFound if there is none: no listings.
-//! - `Lookup::NotFound` for missing files, non-regular files (fifo, socket, device), and symlinks
-//!   whose canonical target is outside the canonical root (check with canonicalize on load).
-//! - `Lookup::Forbidden` when open fails with EACCES/EPERM.
+//! There is one cache per worker thread (entries are `Rc`, no locks). [`ContentCache::new`]
+//! canonicalises the root and fails, naming the path, when it is missing or not a directory.
+//! [`ContentCache::lookup`] takes a normalised path from `request::parse_request` and answers:
+//! - [`Lookup::Found`] for a regular file under the root. A path naming a directory (with or
+//!   without a trailing `/`) is served by the `index.html` inside it, or is NotFound when there
+//!   is none: no listings.
+//! - [`Lookup::NotFound`] for a missing file, anything that is not a regular file (fifo, socket,
+//!   device), and a path whose canonical target lies outside the canonical root.
+//! - [`Lookup::Forbidden`] when opening fails with `EACCES` or `EPERM`.
+//! - [`Lookup::Unavailable`] when the file could not be opened or read for a reason that may
+//!   clear by itself (no descriptors left, `EIO`): the server answers 503. Such an answer is
+//!   not cached for a new path, and for a cached one lasts only until its next revalidation,
+//!   which always retries.
 //!
-//! Entries are cached by path. A cached entry (found or not found) is revalidated when more than
-//! `cfg.revalidate` has passed since it was last checked: stat the path again; if inode, size or
-//! mtime changed (or it vanished/appeared), reload. So at most one stat per path per second.
-//! Files up to `cfg.max_in_memory` bytes are read into `Entry::body`; larger ones have an empty
-//! body and are served from `Entry::file` only (sendfile). `Entry::file` is always kept open.
-//! `Entry::headers` is precomputed: `Content-Type: T\r\nContent-Length: N\r\nLast-Modified:
-//! <IMF-fixdate>\r\n` (exactly these, this order), ready for `response::write_head`'s `extra`.
-//! `Entry::mtime` is truncated to whole seconds (for If-Modified-Since: 304 when mtime <= ims).
-//! `max_entries` bounds the map (when full, drop everything and start over: simple and safe).
-
+//! Answers, found or not, are cached by path and trusted for `revalidate` (1 s by default);
+//! after that the next lookup `stat`s the path again and reloads only if the file changed, so
+//! a busy path costs at most one `stat` per interval. Files up to `max_in_memory` bytes are read
+//! into [`Entry::body`]; larger ones keep an empty body and are sent from [`Entry::file`] (which
+//! is always kept open) by `sendfile`. [`Entry::headers`] holds the precomputed
+//! `Content-Type`, `Content-Length` and `Last-Modified` lines, in that order, ready for
+//! `response::write_head`'s `extra`. [`Entry::mtime`] is truncated to whole seconds, as
+//! If-Modified-Since compares it. `max_entries` bounds the map: when it is full the map is
+//! emptied and starts over, which is simple and cannot be gamed into unbounded memory.
 //!
 //! How a file is resolved, and why:
 //! - The root is canonical, and every load canonicalises `root + path` and checks that the
@@ -399,9 +403,7 @@ fn headers(ctype: &str, len: u64, mtime: SystemTime) -> Box<[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::CString;
     use std::fs;
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{symlink, PermissionsExt};
     use std::time::UNIX_EPOCH;
 
@@ -555,19 +557,13 @@ mod tests {
     fn non_regular_files_are_not_found() {
         let t = TempDir::new("fifo");
         let fifo = t.root().join("pipe");
-        let cpath = CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: `cpath` is a valid NUL-terminated string that outlives the call.
-        let rc = unsafe { libc::mkfifo(cpath.as_ptr(), 0o644) };
-        assert_eq!(rc, 0, "mkfifo: {}", io::Error::last_os_error());
+        evlab_poll::sys::mkfifo(&fifo, 0o644).expect("mkfifo");
         let mut c = t.cache();
         // Would block forever if the cache opened the fifo without O_NONBLOCK or stat first.
         assert!(is_not_found(&c.lookup("/pipe", Instant::now())));
         // A directory whose index.html is a fifo.
         fs::create_dir_all(t.root().join("d")).unwrap();
-        let cidx = CString::new(t.root().join("d/index.html").as_os_str().as_bytes()).unwrap();
-        // SAFETY: as above.
-        let rc = unsafe { libc::mkfifo(cidx.as_ptr(), 0o644) };
-        assert_eq!(rc, 0, "mkfifo: {}", io::Error::last_os_error());
+        evlab_poll::sys::mkfifo(&t.root().join("d/index.html"), 0o644).expect("mkfifo");
         assert!(is_not_found(&c.lookup("/d/", Instant::now())));
     }
 

@@ -1,6 +1,10 @@
-//! The `Date` header value, formatted at most once per second. SPEC: `DateCache::new()` formats
-//! now; `refresh(now)` reformats only when the whole second changed (compare unix seconds);
-//! `get()` returns the 29-byte IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`). Use httpdate.
+//! HTTP dates: the `Date` header value, formatted at most once per second, and the
+//! `Last-Modified` / If-Modified-Since conversions.
+//!
+//! [`DateCache`] holds the 29-byte IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) of the current
+//! second; `refresh(now)` reformats it only when the whole second changed, so a busy worker
+//! formats once per second, not once per response. Formatting goes through `httpdate` into a
+//! fixed buffer, without allocating.
 //!
 //! httpdate panics on times before 1970 or after 9999 (its `From<SystemTime>` expects them in
 //! range); a file's mtime can be anything, so every conversion here clamps first.

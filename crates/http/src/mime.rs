@@ -1,6 +1,6 @@
-//! Content types by file extension. SPEC: case-insensitive extension match over a table of the
-//! common web types (html htm css js mjs json txt xml svg png jpg jpeg gif webp ico pdf wasm woff
-//! woff2 ttf mp4 webm mp3 ogg zip gz tar csv md); text types carry `; charset=utf-8`; unknown →
+//! Content types by file extension: [`content_type`] matches the extension of a path's last
+//! segment, ignoring case, against a table of the common web types; text types carry
+//! `; charset=utf-8`, and anything else (no extension, an unknown one, a dotfile's name) is
 //! `application/octet-stream`.
 //!
 //! Only `text/*` types carry a charset: `application/json` is UTF-8 by definition (RFC 8259)

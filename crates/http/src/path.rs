@@ -1,9 +1,12 @@
-//! Request paths. SPEC: `normalize(raw)` takes the raw target path (starts with '/', no query),
-//! percent-decodes it (`%xx` hex, either case; `+` stays `+`), rejects invalid escapes and encoded
-//! NUL (and a raw NUL) with `PathError::Invalid`, rejects decoded bytes that are not valid UTF-8
-//! with Invalid, then resolves `.` and `..` segments and collapses repeated slashes; a `..` that
-//! would climb above `/` → `PathError::Escapes`. A trailing slash is kept (directories). Returns
-//! `Cow::Borrowed(raw)` when nothing changed (the common case: no '%', no "//", no dot segment).
+//! Request paths: [`normalize`] turns a request target's path (from '/', query removed) into
+//! the path the content cache looks up.
+//!
+//! It percent-decodes (`%xx`, hex digits of either case; `+` stays `+`), then resolves `.` and
+//! `..` segments and collapses repeated slashes, keeping a trailing slash (a directory). A path
+//! that does not start with '/', has an invalid escape, contains NUL (raw or encoded) or decodes
+//! to bytes that are not UTF-8 is [`PathError::Invalid`]; a `..` that would climb above `/` is
+//! [`PathError::Escapes`]. The common path — no '%', no "//", no dot segment — comes back
+//! borrowed, unchanged and unallocated.
 //!
 //! Decoding happens before dot-segment resolution on purpose: the file system sees the decoded
 //! bytes, so `%2e%2e` and `%2F` must act as `..` and `/` here, or they would slip past.

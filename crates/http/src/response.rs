@@ -1,16 +1,18 @@
-//! Response heads and error responses. SPEC FOR THE IMPLEMENTER (keep signatures).
+//! Response heads and error responses, written straight into a connection's output buffer.
 //!
-//! `write_head` appends a status line and the common headers to `out`:
-//!   `HTTP/1.<minor> <code> <reason>\r\nServer: evlab\r\nDate: <date>\r\n` then
-//!   `Connection: keep-alive\r\n` when keep_alive and minor == 0, `Connection: close\r\n` when
-//!   !keep_alive, nothing when keep_alive and minor == 1; then `extra` verbatim (the entry's
-//!   precomputed `Content-Type/Content-Length/Last-Modified/...` lines), then the final `\r\n`.
-//!   No allocation beyond growing `out`; use itoa-free manual formatting (it is hot).
-//! `write_error` appends a complete error response: head as above plus
-//!   `Content-Type: text/html; charset=utf-8\r\nContent-Length: N\r\n` (+ `Allow: GET, HEAD\r\n`
-//!   for 405) and a tiny HTML body (`<html><head><title>404 Not Found</title></head><body><h1>404
-//!   Not Found</h1></body></html>\n`) unless head_only (the Content-Length still says N).
-//!   304 Not Modified has no body and no Content-Length/Content-Type: write it with `write_head`.
+//! [`write_head`] appends the status line and the headers every response carries —
+//! `HTTP/1.<minor> <code> <reason>`, `Server: evlab`, `Date` — then the `Connection` header the
+//! request's version calls for (`keep-alive` for a kept HTTP/1.0 connection, `close` for any
+//! connection about to close, nothing for a kept HTTP/1.1 one), then the caller's `extra` lines
+//! verbatim (a cache entry's precomputed `Content-Type`, `Content-Length` and `Last-Modified`)
+//! and the blank line. It is on the hot path of every reply: it reserves once and formats
+//! numbers by hand, allocating nothing beyond growing `out`.
+//!
+//! [`write_error`] appends a whole error response: the same head, `Content-Type: text/html;
+//! charset=utf-8`, its `Content-Length` (and `Allow: GET, HEAD` for 405), and a small HTML body
+//! naming the status, which is left out for a HEAD request while `Content-Length` still gives
+//! its size. 304 Not Modified has neither body nor content headers and is written with
+//! `write_head`.
 //!
 //! A `minor_version` other than 0 is written as 1: evlab speaks HTTP/1.1, and 0 is the only
 //! peer version it answers in kind.

@@ -165,20 +165,6 @@ impl Drop for CpuBudget {
     }
 }
 
-/// Joins the calling process to the group behind `fd` (a `cgroup.procs` opened for writing).
-/// Async-signal-safe: for use between fork and exec.
-///
-/// # Safety
-/// `fd` must be a descriptor open for writing.
-pub unsafe fn join_raw(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: the caller guarantees `fd` is open; the buffer is a static byte string.
-    if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } == 1 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

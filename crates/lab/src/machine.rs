@@ -33,40 +33,17 @@ fn read_trim(p: &str) -> String {
 }
 
 fn uname() -> (String, String) {
-    // SAFETY: uname fills the zeroed struct we own; the strings are NUL-terminated by the kernel.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return ("?".into(), "?".into());
-        }
-        let s = |p: &[libc::c_char]| {
-            std::ffi::CStr::from_ptr(p.as_ptr())
-                .to_string_lossy()
-                .into_owned()
-        };
-        (
-            s(&u.nodename),
-            format!(
-                "{} {} {} {}",
-                s(&u.sysname),
-                s(&u.release),
-                s(&u.version),
-                s(&u.machine)
-            ),
-        )
+    match evlab_poll::sys::uname() {
+        Ok(u) => (
+            u.nodename,
+            format!("{} {} {} {}", u.sysname, u.release, u.version, u.machine),
+        ),
+        Err(_) => ("?".into(), "?".into()),
     }
 }
 
 fn fd_limits() -> (u64, u64) {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-        return (0, 0);
-    }
-    (r.rlim_cur, r.rlim_max)
+    evlab_poll::sys::nofile_limit().unwrap_or((0, 0))
 }
 
 /// First line of `prog -v`-style output mentioning a version, or "not installed".
@@ -174,13 +151,7 @@ pub fn cpu_ticks(cpus: &[usize]) -> CpuReading {
 }
 
 fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    evlab_poll::sys::clock_ticks_per_second().map_or(100.0, |t| t as f64)
 }
 
 /// Busy share (mean over the CPUs: 1 − idle ÷ wall time) and the largest steal share between

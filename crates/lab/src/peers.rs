@@ -121,16 +121,11 @@ server.listen-backlog = 4096\n",
 /// The most connections lighttpd will accept when started by the runner: half its descriptor
 /// limit (lighttpd's own rule), which is the runner's children's hard limit.
 pub fn lighttpd_max_connections() -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is valid for writing.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+    let Ok((_, hard)) = evlab_poll::sys::nofile_limit() else {
         return usize::MAX;
-    }
+    };
     // Children get a higher limit where the runner may raise it (see procs.rs).
-    let hard = (lim.rlim_max as usize).max(crate::procs::child_nofile_if_raisable());
+    let hard = (hard as usize).max(crate::procs::child_nofile_if_raisable());
     hard / 2
 }
 

@@ -16,14 +16,12 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use evlab_poll::sys;
+
 use crate::LabError;
 
 /// Set by SIGINT/SIGTERM once [`install_interrupt_handler`] ran.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
 
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
@@ -31,11 +29,8 @@ pub fn interrupted() -> bool {
 
 /// Ctrl-C sets a flag; the runner stops the current point's children and writes what is done.
 pub fn install_interrupt_handler() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
+    if let Err(e) = sys::route_signals(&[libc::SIGINT, libc::SIGTERM], &INTERRUPTED, &[]) {
+        eprintln!("evlab: cannot catch SIGINT/SIGTERM ({e}); Ctrl-C will stop the run at once");
     }
 }
 
@@ -73,32 +68,20 @@ pub struct Child {
 }
 
 /// The descriptor limit children are given where the runner may raise it.
-const CHILD_NOFILE: libc::rlim_t = 65536;
+const CHILD_NOFILE: u64 = 65536;
 
 /// `CHILD_NOFILE` if this process may raise its hard limit that far (then children get it), else 0.
 pub fn child_nofile_if_raisable() -> usize {
-    let mut have = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `have` is valid for writing.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut have) } != 0 {
+    let Ok((soft, hard)) = sys::nofile_limit() else {
         return 0;
-    }
-    if have.rlim_max >= CHILD_NOFILE {
+    };
+    if hard >= CHILD_NOFILE {
         return CHILD_NOFILE as usize;
     }
     // Try on ourselves, then put the old limit back (lowering a hard limit is always allowed).
-    let want = libc::rlimit {
-        rlim_cur: have.rlim_cur,
-        rlim_max: CHILD_NOFILE,
-    };
-    // SAFETY: valid rlimit structs; raising then restoring our own hard limit.
-    unsafe {
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
-            libc::setrlimit(libc::RLIMIT_NOFILE, &have);
-            return CHILD_NOFILE as usize;
-        }
+    if sys::set_nofile_limit(soft, CHILD_NOFILE).is_ok() {
+        let _ = sys::set_nofile_limit(soft, hard);
+        return CHILD_NOFILE as usize;
     }
     0
 }
@@ -133,45 +116,17 @@ impl Child {
         if let Some(d) = cwd {
             cmd.current_dir(d);
         }
-        let pin = cpus.to_vec();
-        // SAFETY: the hook runs between fork and exec and makes only getrlimit, setrlimit,
-        // sched_setaffinity and write, which are async-signal-safe; it allocates nothing (the
-        // Vec was moved in before the fork); the cgroup descriptor is open (`budget` outlives
-        // this call).
-        unsafe {
-            cmd.pre_exec(move || {
-                // Every child gets the same, higher descriptor limit where we may raise it (as
-                // root): 10,000 idle connections plus the load must fit, and lighttpd accepts at
-                // most half its limit as connections. Where we may not, the limit stays as it is.
-                let want = libc::rlimit {
-                    rlim_cur: CHILD_NOFILE,
-                    rlim_max: CHILD_NOFILE,
-                };
-                let mut have = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                if libc::getrlimit(libc::RLIMIT_NOFILE, &mut have) == 0
-                    && have.rlim_max < CHILD_NOFILE
-                {
-                    libc::setrlimit(libc::RLIMIT_NOFILE, &want);
-                }
-                if let Some(fd) = cgroup_fd {
-                    crate::cgroup::join_raw(fd)?;
-                }
-                if !pin.is_empty() {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    for &c in &pin {
-                        libc::CPU_SET(c, &mut set);
-                    }
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
+        // Every child gets the same, higher descriptor limit where we may raise it (as root):
+        // 10,000 idle connections plus the load must fit, and lighttpd accepts at most half its
+        // limit as connections. Where we may not, the limit stays as it is. The cgroup's
+        // descriptor stays open while the child starts: `budget` outlives this call.
+        sys::ChildSetup {
+            nofile: Some(CHILD_NOFILE),
+            nofile_cap: None,
+            cgroup_procs: cgroup_fd,
+            cpus: cpus.to_vec(),
         }
+        .apply_to(&mut cmd);
         let mut inner = cmd
             .spawn()
             .map_err(|e| LabError::Point(format!("cannot start {name} ({}): {e}", argv[0])))?;
@@ -342,10 +297,8 @@ impl Drop for Child {
 }
 
 fn signal_group(pgid: u32, sig: libc::c_int) {
-    // SAFETY: kill(2) with a negative pid signals the process group; no memory is involved.
-    unsafe {
-        libc::kill(-(pgid as libc::pid_t), sig);
-    }
+    // The group may be gone already (ESRCH): nothing left to stop.
+    let _ = sys::kill_process_group(pgid, sig);
 }
 
 struct ProcStat {
@@ -407,13 +360,7 @@ pub fn process_tree(pid: u32) -> Vec<u32> {
 }
 
 fn clock_ticks() -> f64 {
-    // SAFETY: sysconf reads a constant; no memory is involved.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    sys::clock_ticks_per_second().map_or(100.0, |t| t as f64)
 }
 
 /// Nanoseconds on CPU of every thread of `pid` from schedstat (finer than the tick counts of

@@ -16,8 +16,7 @@ pub struct Progress {
 }
 
 fn is_tty() -> bool {
-    // SAFETY: isatty only inspects the descriptor.
-    unsafe { libc::isatty(2) == 1 }
+    std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
 fn hms(s: f64) -> String {

@@ -9,17 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::LabError;
 
-/// Readiness mechanisms the μserver offers (the `quick` default sweeps all supported ones).
-pub const EVLAB_MECHANISMS: &[&str] = &[
-    "select",
-    "poll",
-    "epoll-lt",
-    "epoll-et",
-    "epoll2",
-    "epoll-ctlv",
-    "uring-poll",
-    "uring",
-];
+/// The names of every mechanism the μserver offers, readiness and completion, from the registry
+/// in `evlab-poll` (the `quick` default sweeps all supported ones). Specs name mechanisms
+/// exactly, without the command line's aliases, so that a results directory reads the same as
+/// the figure it makes.
+pub const EVLAB_MECHANISMS: &[&str] = &evlab_poll::Mechanism::NAMES;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -231,12 +231,8 @@ pub fn run_pooled(
 }
 
 fn rusage() -> (f64, f64) {
-    // SAFETY: a zeroed rusage is valid; getrusage fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is valid for writing.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(ru.ru_utime), t(ru.ru_stime))
+    let t = sys::getrusage_self().unwrap_or_default();
+    (t.user.as_secs_f64(), t.system.as_secs_f64())
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -14,18 +14,23 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-pub mod ctlv;
+#[macro_use]
+mod registry;
+
 pub mod epoll;
+pub mod epoll_ctlv;
 pub mod poll;
 pub mod select;
 pub mod sys;
-pub mod uring;
 pub mod uring_poll;
+pub mod uring_probe;
 
-pub use ctlv::EpollCtlv;
 pub use epoll::{Epoll2, EpollEt, EpollLt};
+pub use epoll_ctlv::EpollCtlv;
 pub use poll::Poll;
+pub use registry::{Kind, Mechanism, Support, UnknownMechanism};
 pub use select::Select;
+pub use sys::raise_fd_limit;
 pub use uring_poll::UringPoll;
 
 /// Caller's name for a registered descriptor, returned with its events.
@@ -217,6 +222,13 @@ pub trait Poller: Sized {
     /// Which mechanism this is.
     const MECHANISM: Mechanism;
 
+    /// Whether this kernel allows the mechanism, and if not, why. Probed before [`Poller::new`]
+    /// by tests and `--list-mechanisms`; most mechanisms need nothing beyond the syscalls
+    /// every Linux has.
+    fn support() -> Support {
+        Support::Yes
+    }
+
     /// Creates the mechanism; fails with a clear error when the kernel refuses it.
     fn new() -> io::Result<Self>;
 
@@ -253,200 +265,9 @@ pub(crate) fn timeout_ms(timeout: Option<Duration>) -> i32 {
     }
 }
 
-/// The run-time name table of mechanisms (lighttpd's fdevent table, as an enum).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Mechanism {
-    Select,
-    Poll,
-    EpollLt,
-    EpollEt,
-    Epoll2,
-    EpollCtlv,
-    UringPoll,
-    Uring,
-}
-
-/// Whether this build and kernel can run a mechanism, and if not, why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Support {
-    Yes,
-    No(String),
-}
-
-impl Mechanism {
-    /// Every mechanism evlab knows, in the order they are listed and plotted.
-    pub const ALL: [Mechanism; 8] = [
-        Mechanism::Select,
-        Mechanism::Poll,
-        Mechanism::EpollLt,
-        Mechanism::EpollEt,
-        Mechanism::Epoll2,
-        Mechanism::EpollCtlv,
-        Mechanism::UringPoll,
-        Mechanism::Uring,
-    ];
-
-    /// The readiness mechanisms the paper compared (select, poll and the epoll family as built here).
-    pub const READINESS: [Mechanism; 5] = [
-        Mechanism::Select,
-        Mechanism::Poll,
-        Mechanism::EpollLt,
-        Mechanism::EpollEt,
-        Mechanism::Epoll2,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mechanism::Select => "select",
-            Mechanism::Poll => "poll",
-            Mechanism::EpollLt => "epoll-lt",
-            Mechanism::EpollEt => "epoll-et",
-            Mechanism::Epoll2 => "epoll2",
-            Mechanism::EpollCtlv => "epoll-ctlv",
-            Mechanism::UringPoll => "uring-poll",
-            Mechanism::Uring => "uring",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Mechanism::Select => "select(2) over growable fd bitmaps, copied and scanned every call",
-            Mechanism::Poll => "poll(2) over a pollfd array, copied and scanned every call",
-            Mechanism::EpollLt => "level-triggered epoll, epoll_ctl(MOD) on every change of interest",
-            Mechanism::EpollEt => "edge-triggered epoll, registered once, drained to EAGAIN",
-            Mechanism::Epoll2 => {
-                "level-triggered epoll, IN|OUT registered once, unwanted events dropped in user space"
-            }
-            Mechanism::EpollCtlv => {
-                "level-triggered epoll, interest changes batched into one io_uring_enter"
-            }
-            Mechanism::UringPoll => "multishot io_uring poll, readiness harvested from shared memory",
-            Mechanism::Uring => "io_uring completion engine: multishot accept and recv, send",
-        }
-    }
-
-    /// Looks a name up; the error lists every valid name.
-    pub fn from_name(name: &str) -> Result<Mechanism, UnknownMechanism> {
-        let lower = name.trim().to_ascii_lowercase();
-        let alias = match lower.as_str() {
-            "epoll" | "epoll_lt" | "epoll-level" => "epoll-lt",
-            "epoll_et" | "epoll-edge" => "epoll-et",
-            "epoll_ctlv" => "epoll-ctlv",
-            "uring_poll" | "uselect" => "uring-poll",
-            "io_uring" | "io-uring" => "uring",
-            other => other,
-        };
-        Mechanism::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == alias)
-            .ok_or_else(|| UnknownMechanism(name.to_string()))
-    }
-
-    /// Whether this build implements the mechanism and this kernel allows it.
-    pub fn support(self) -> Support {
-        match self {
-            Mechanism::Select
-            | Mechanism::Poll
-            | Mechanism::EpollLt
-            | Mechanism::EpollEt
-            | Mechanism::Epoll2 => Support::Yes,
-            Mechanism::EpollCtlv => {
-                let s = uring::support();
-                match s.missing(&[("IORING_OP_EPOLL_CTL", s.epoll_ctl)]) {
-                    None => Support::Yes,
-                    Some(why) => Support::No(why),
-                }
-            }
-            Mechanism::UringPoll => {
-                let s = uring::support();
-                match s.missing(&[("IORING_OP_POLL_ADD", s.poll_add)]) {
-                    None => Support::Yes,
-                    Some(why) => Support::No(why),
-                }
-            }
-            Mechanism::Uring => {
-                let s = uring::support();
-                match s.missing(&[
-                    ("multishot IORING_OP_ACCEPT", s.accept),
-                    ("IORING_OP_RECV", s.recv),
-                    ("IORING_OP_POLL_ADD", s.poll_add),
-                ]) {
-                    None => Support::Yes,
-                    Some(why) => Support::No(why),
-                }
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Mechanism {
-    type Err = UnknownMechanism;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Mechanism::from_name(s)
-    }
-}
-
-/// An unknown mechanism name; its message lists the valid ones.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownMechanism(pub String);
-
-impl std::fmt::Display for UnknownMechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = Mechanism::ALL.iter().map(|m| m.name()).collect();
-        write!(
-            f,
-            "unknown mechanism '{}'; valid mechanisms: {}",
-            self.0,
-            names.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownMechanism {}
-
-/// Raises the soft open-file limit to the hard limit; returns the new soft limit.
-pub fn raise_fd_limit() -> io::Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid, writable rlimit struct.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        lim.rlim_cur = lim.rlim_max;
-        // SAFETY: `lim` is a valid rlimit struct with cur <= max.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(lim.rlim_cur)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip_and_unknown_lists_all() {
-        for m in Mechanism::ALL {
-            assert_eq!(Mechanism::from_name(m.name()).unwrap(), m);
-        }
-        assert_eq!(Mechanism::from_name("EPOLL").unwrap(), Mechanism::EpollLt);
-        let err = Mechanism::from_name("kqueue").unwrap_err().to_string();
-        assert!(err.contains("kqueue"), "{err}");
-        for m in Mechanism::ALL {
-            assert!(err.contains(m.name()), "{err}");
-        }
-    }
 
     #[test]
     fn timeout_rounds_up() {

@@ -5,6 +5,9 @@
 //! the hot path); any thread may read every block through [`ThreadCounters`] handles or
 //! [`snapshot_all`]. With profiling on ([`set_profiling`]) each call is also timed with the vDSO
 //! clock, which is how evlab prints the paper's Table 1 (share of time per syscall) without gprof.
+//!
+//! It also has the uncounted, safe wrappers for process-level calls (limits, usage, signals,
+//! `uname`, fork-to-exec setup) that the other crates need, so that `unsafe` stays in this crate.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -13,6 +16,9 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+mod process;
+pub use process::*;
 
 macro_rules! syscalls {
     ($($variant:ident => $name:literal),* $(,)?) => {

@@ -22,12 +22,13 @@
 
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::sys::{self, Syscall};
-use crate::{Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
+use crate::{uring_probe, Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
 
 const TAG_REMOVE: u64 = 1 << 63;
 const RING_ENTRIES: u32 = 4096;
@@ -176,25 +177,36 @@ impl UringPoll {
     }
 }
 
+static MAX_PASS: AtomicU32 = AtomicU32::new(8);
+
+/// uselect's MaxPass: how many consecutive waits uring-poll may answer from memory before it
+/// enters the kernel anyway (to run deferred work and flush overflowed completions).
+pub fn set_max_pass(n: u32) {
+    MAX_PASS.store(n.max(1), Relaxed);
+}
+
+pub fn max_pass() -> u32 {
+    MAX_PASS.load(Relaxed)
+}
+
 impl Poller for UringPoll {
     const MECHANISM: Mechanism = Mechanism::UringPoll;
 
+    fn support() -> Support {
+        let s = uring_probe::support();
+        Support::unless(s.missing(&[("IORING_OP_POLL_ADD", s.poll_add)]))
+    }
+
     fn new() -> io::Result<Self> {
-        let s = crate::uring::support();
-        if let Some(why) = s.missing(&[("IORING_OP_POLL_ADD", s.poll_add)]) {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("uring-poll unavailable: {why}"),
-            ));
-        }
-        let ring = crate::uring::new_ring(RING_ENTRIES, CQ_ENTRIES, true)?;
+        Self::support().require(Self::MECHANISM.name())?;
+        let ring = uring_probe::new_ring(RING_ENTRIES, CQ_ENTRIES, true)?;
         Ok(UringPoll {
             ring,
             slots: Vec::new(),
             next_gen: 1,
             queued: 0,
             passes: 0,
-            max_pass: crate::uring::max_pass(),
+            max_pass: max_pass(),
             rearmed: 0,
             stats: PollerStats::default(),
         })

@@ -202,7 +202,7 @@ type C = Core<Armed>;
 
 impl Completion {
     pub fn new(core: &mut C, listen_fd: RawFd) -> io::Result<Completion> {
-        let ring = evlab_poll::uring::new_engine_ring(RING_ENTRIES, CQ_ENTRIES)?;
+        let ring = evlab_poll::uring_probe::new_engine_ring(RING_ENTRIES, CQ_ENTRIES)?;
         let bufs = BufRing::new(&ring)?;
         let mut e = Completion {
             ring,

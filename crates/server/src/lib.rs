@@ -322,74 +322,21 @@ fn run_worker(
     ready: core::Ready,
 ) -> io::Result<()> {
     use core::run_worker as run;
-    use evlab_poll::{Epoll2, EpollCtlv, EpollEt, EpollLt, Poll, Select, UringPoll};
     use readiness::Readiness;
-    match cfg.mechanism {
-        Mechanism::Select => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            Readiness::<Select>::new,
-        ),
-        Mechanism::Poll => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            Readiness::<Poll>::new,
-        ),
-        Mechanism::EpollLt => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            Readiness::<EpollLt>::new,
-        ),
-        Mechanism::EpollEt => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            Readiness::<EpollEt>::new,
-        ),
-        Mechanism::Epoll2 => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            Readiness::<Epoll2>::new,
-        ),
-        Mechanism::EpollCtlv => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            Readiness::<EpollCtlv>::new,
-        ),
-        Mechanism::UringPoll => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            Readiness::<UringPoll>::new,
-        ),
-        Mechanism::Uring => run(
-            worker,
-            listen_fd,
-            cfg,
-            shared,
-            ready,
-            completion::Completion::new,
-        ),
+    macro_rules! dispatch {
+        ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
+            match cfg.mechanism {
+                $(Mechanism::$v => dispatch!(@run $kind $args),)*
+            }
+        };
+        (@run readiness ($ty:ty)) => {
+            run(worker, listen_fd, cfg, shared, ready, Readiness::<$ty>::new)
+        };
+        (@run completion $args:tt) => {
+            run(worker, listen_fd, cfg, shared, ready, completion::Completion::new)
+        };
     }
+    evlab_poll::for_each_mechanism!(dispatch)
 }
 
 impl Drop for Server {

@@ -1,60 +1,29 @@
 //! SIGINT/SIGTERM → graceful shutdown.
 //!
-//! A signal handler may only do async-signal-safe things: it sets a flag and writes to each
-//! worker's eventfd, which every worker has registered in its own event mechanism. The worker
-//! then stops accepting and finishes the responses in flight.
+//! A signal handler may only do async-signal-safe things: the one evlab-poll installs
+//! (`sys::route_signals`) sets a flag and writes to each worker's waker pipe, which every worker has
+//! registered in its own event mechanism. The worker then stops accepting and finishes the
+//! responses in flight.
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
-const MAX_WAKERS: usize = 1024;
+use evlab_poll::sys;
 
-static WAKERS: [AtomicI32; MAX_WAKERS] = [const { AtomicI32::new(-1) }; MAX_WAKERS];
-static NWAKERS: AtomicUsize = AtomicUsize::new(0);
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    SIGNALLED.store(true, SeqCst);
-    let n = NWAKERS.load(SeqCst).min(MAX_WAKERS);
-    let one = 1u64.to_ne_bytes();
-    for w in WAKERS.iter().take(n) {
-        let fd = w.load(SeqCst);
-        if fd >= 0 {
-            // SAFETY: write(2) is async-signal-safe; `one` is 8 valid bytes.
-            unsafe { libc::write(fd, one.as_ptr() as *const libc::c_void, 8) };
-        }
-    }
-}
 
 /// Whether SIGINT or SIGTERM arrived.
 pub fn signalled() -> bool {
     SIGNALLED.load(SeqCst)
 }
 
-/// Routes SIGINT and SIGTERM to these wakers (each worker's eventfd).
+/// Routes SIGINT and SIGTERM to these wakers (each worker's waker pipe), at most 1,024 of them.
 pub fn install(wakers: &[RawFd]) -> std::io::Result<()> {
-    let n = wakers.len().min(MAX_WAKERS);
-    for (slot, &fd) in WAKERS.iter().zip(wakers.iter().take(n)) {
-        slot.store(fd, SeqCst);
-    }
-    NWAKERS.store(n, SeqCst);
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction is valid; we set the handler and an empty mask.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        // SAFETY: `sa.sa_mask` is a valid sigset to initialise.
-        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-        // SAFETY: installing a handler that only calls async-signal-safe functions.
-        if unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    sys::route_signals(&[libc::SIGINT, libc::SIGTERM], &SIGNALLED, wakers)
 }
 
 /// SIGPIPE would kill the process when a peer resets mid-writev; errors come back as EPIPE instead.
 pub fn ignore_sigpipe() {
-    // SAFETY: setting SIGPIPE's disposition to SIG_IGN is always valid.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // Cannot fail for SIGPIPE.
+    let _ = sys::ignore_signal(libc::SIGPIPE);
 }

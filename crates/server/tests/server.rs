@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
+use evlab_poll::{Kind, Mechanism};
 
 /// Tests that hold thousands of descriptors take turns, so that `cargo test` (many tests in one
 /// process) stays under the open-file limit.
@@ -621,7 +622,8 @@ mod cases {
         assert!(v["requests"].as_u64().unwrap() >= 11);
         assert!(v["responses"]["2xx"].as_u64().unwrap() >= 10);
         assert!(v["connections"]["accepted"].as_u64().unwrap() >= 11);
-        if m == "uring" {
+        let mech = Mechanism::from_name(m).unwrap();
+        if mech.kind() == Kind::Completion {
             // Multishot accept and recv: connections and requests arrive without syscalls.
             assert!(v["syscalls"]["accept4"].is_null(), "{v}");
             assert!(v["syscalls"]["read"].is_null(), "{v}");
@@ -630,24 +632,19 @@ mod cases {
             assert!(v["syscalls"]["accept4"]["calls"].as_u64().unwrap() >= 11);
             assert!(v["syscalls"]["accept4"]["ns"].as_u64().is_some());
         }
-        let wait_call = match m {
-            "select" => "select",
-            "poll" => "poll",
-            "epoll-ctlv" | "uring-poll" | "uring" => "io_uring_enter",
-            _ => "epoll_wait",
-        };
+        let wait_call = mech.wait_syscall().name();
         assert!(
             v["syscalls"][wait_call]["calls"].as_u64().unwrap() >= 1,
             "{v}"
         );
-        if m == "epoll-lt" {
+        if mech == Mechanism::EpollLt {
             // ADD + MOD to write + MOD back to read (+ DEL) per one-request connection.
             assert!(
                 v["syscalls"]["epoll_ctl"]["calls"].as_u64().unwrap() >= 30,
                 "{v}"
             );
         }
-        if m == "epoll-ctlv" {
+        if mech == Mechanism::EpollCtlv {
             assert!(v["events"]["batches"].as_u64().unwrap() >= 1, "{v}");
             assert!(
                 v["events"]["changes_per_batch"].as_f64().unwrap() >= 1.0,
@@ -658,12 +655,12 @@ mod cases {
                 "only DEL is immediate: {v}"
             );
         }
-        if m == "uring-poll" {
+        if mech == Mechanism::UringPoll {
             let mem = v["events"]["waits_from_memory"].as_u64().unwrap();
             let kern = v["events"]["waits_from_kernel"].as_u64().unwrap();
             assert_eq!(mem + kern, v["events"]["waits"].as_u64().unwrap(), "{v}");
         }
-        if m == "epoll2" || m == "epoll-et" {
+        if mech == Mechanism::Epoll2 || mech == Mechanism::EpollEt {
             assert!(v["events"]["interest_changes_free"].as_u64().is_some());
         }
         // Disabled unless asked.
@@ -774,49 +771,44 @@ mod cases {
     }
 }
 
+/// One module of every case per mechanism of the registry (`each::EpollLt::get_one`).
 macro_rules! mechanism_tests {
-    ($($m:ident => $name:literal),* $(,)?) => {$(
-        mod $m {
+    ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
+        mod each {$(
+        #[allow(non_snake_case)]
+        mod $v {
             const M: &str = $name;
-            #[test] fn get_one() { super::cases::get_one(M) }
-            #[test] fn head() { super::cases::head(M) }
-            #[test] fn not_found() { super::cases::not_found(M) }
-            #[test] fn not_modified() { super::cases::not_modified(M) }
-            #[test] fn keep_alive() { super::cases::keep_alive(M) }
-            #[test] fn pipelining() { super::cases::pipelining(M) }
-            #[test] fn big_file_writev() { super::cases::big_file_writev(M) }
-            #[test] fn big_file_sendfile_cork() { super::cases::big_file_sendfile_cork(M) }
-            #[test] fn big_file_sendfile_not_in_memory() { super::cases::big_file_sendfile_not_in_memory(M) }
-            #[test] fn eager_write() { super::cases::eager_write(M) }
-            #[test] fn batch_writes() { super::cases::batch_writes(M) }
-            #[test] fn half_close() { super::cases::half_close(M) }
-            #[test] fn half_close_answers_all() { super::cases::half_close_answers_all(M) }
-            #[test] fn send_timeout() { super::cases::send_timeout(M) }
-            #[test] fn input_back_pressure() { super::cases::input_back_pressure(M) }
-            #[test] fn hostile_requests() { super::cases::hostile_requests(M) }
-            #[test] fn many_connections() { super::cases::many_connections(M) }
-            #[test] fn reset_mid_response() { super::cases::reset_mid_response(M) }
-            #[test] fn header_timeout() { super::cases::header_timeout(M) }
-            #[test] fn no_header_timeout() { super::cases::no_header_timeout(M) }
-            #[test] fn stats_endpoint() { super::cases::stats_endpoint(M) }
-            #[test] fn graceful_shutdown() { super::cases::graceful_shutdown(M) }
-            #[test] fn accept_limit_one() { super::cases::accept_limit_one(M) }
-            #[test] fn max_conns_pauses_accept() { super::cases::max_conns_pauses_accept(M) }
-            #[test] fn workers_share_port() { super::cases::workers_share_port(M) }
+            #[test] fn get_one() { crate::cases::get_one(M) }
+            #[test] fn head() { crate::cases::head(M) }
+            #[test] fn not_found() { crate::cases::not_found(M) }
+            #[test] fn not_modified() { crate::cases::not_modified(M) }
+            #[test] fn keep_alive() { crate::cases::keep_alive(M) }
+            #[test] fn pipelining() { crate::cases::pipelining(M) }
+            #[test] fn big_file_writev() { crate::cases::big_file_writev(M) }
+            #[test] fn big_file_sendfile_cork() { crate::cases::big_file_sendfile_cork(M) }
+            #[test] fn big_file_sendfile_not_in_memory() { crate::cases::big_file_sendfile_not_in_memory(M) }
+            #[test] fn eager_write() { crate::cases::eager_write(M) }
+            #[test] fn batch_writes() { crate::cases::batch_writes(M) }
+            #[test] fn half_close() { crate::cases::half_close(M) }
+            #[test] fn half_close_answers_all() { crate::cases::half_close_answers_all(M) }
+            #[test] fn send_timeout() { crate::cases::send_timeout(M) }
+            #[test] fn input_back_pressure() { crate::cases::input_back_pressure(M) }
+            #[test] fn hostile_requests() { crate::cases::hostile_requests(M) }
+            #[test] fn many_connections() { crate::cases::many_connections(M) }
+            #[test] fn reset_mid_response() { crate::cases::reset_mid_response(M) }
+            #[test] fn header_timeout() { crate::cases::header_timeout(M) }
+            #[test] fn no_header_timeout() { crate::cases::no_header_timeout(M) }
+            #[test] fn stats_endpoint() { crate::cases::stats_endpoint(M) }
+            #[test] fn graceful_shutdown() { crate::cases::graceful_shutdown(M) }
+            #[test] fn accept_limit_one() { crate::cases::accept_limit_one(M) }
+            #[test] fn max_conns_pauses_accept() { crate::cases::max_conns_pauses_accept(M) }
+            #[test] fn workers_share_port() { crate::cases::workers_share_port(M) }
         }
-    )*};
+        )*}
+    };
 }
 
-mechanism_tests! {
-    select => "select",
-    poll => "poll",
-    epoll_lt => "epoll-lt",
-    epoll_et => "epoll-et",
-    epoll2 => "epoll2",
-    epoll_ctlv => "epoll-ctlv",
-    uring_poll => "uring-poll",
-    uring => "uring",
-}
+evlab_poll::for_each_mechanism!(mechanism_tests);
 
 /// `uring`: a connection the peer closed has no recv left to cancel (a multishot recv ends with
 /// the FIN), so closing it must queue no IORING_OP_ASYNC_CANCEL. A cancel is a kernel hash

@@ -68,8 +68,8 @@ pub fn have(tool: &str) -> bool {
 
 /// Sends SIGTERM to `child` and waits at most 10 s for it to exit.
 pub fn sigterm_and_wait(child: &mut Child) -> ExitStatus {
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    // It may have exited already.
+    let _ = evlab_poll::sys::kill(child.id(), libc::SIGTERM);
     let t0 = Instant::now();
     loop {
         if let Some(st) = child.try_wait().unwrap() {

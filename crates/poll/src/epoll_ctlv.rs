@@ -25,7 +25,10 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::epoll::{from_epoll, to_epoll};
 use crate::sys::{self, OwnedFd, Syscall};
-use crate::{timeout_ms, Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
+use crate::{
+    timeout_ms, uring_probe, Event, Events, Interest, Mechanism, Poller, PollerStats, Support,
+    Token,
+};
 
 const TAG_CTL: u64 = 1;
 const TAG_WAIT: u64 = 2;
@@ -161,16 +164,16 @@ impl EpollCtlv {
 impl Poller for EpollCtlv {
     const MECHANISM: Mechanism = Mechanism::EpollCtlv;
 
+    fn support() -> Support {
+        let s = uring_probe::support();
+        Support::unless(s.missing(&[("IORING_OP_EPOLL_CTL", s.epoll_ctl)]))
+    }
+
     fn new() -> io::Result<Self> {
-        let s = crate::uring::support();
-        if let Some(why) = s.missing(&[("IORING_OP_EPOLL_CTL", s.epoll_ctl)]) {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("epoll-ctlv unavailable: {why}"),
-            ));
-        }
+        Self::support().require(Self::MECHANISM.name())?;
+        let s = uring_probe::support();
         let epfd = OwnedFd(sys::epoll_create1(libc::EPOLL_CLOEXEC)?);
-        let ring = crate::uring::new_ring(RING_ENTRIES, RING_ENTRIES * 4, true)?;
+        let ring = uring_probe::new_ring(RING_ENTRIES, RING_ENTRIES * 4, true)?;
         Ok(EpollCtlv {
             epfd,
             ring,

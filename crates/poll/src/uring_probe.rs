@@ -1,13 +1,15 @@
-//! What the io_uring mechanisms share: creating a ring (counted), probing what this kernel
-//! supports, and saying clearly why when it does not.
+//! What the io_uring mechanisms share: probing once what this kernel's io_uring supports (and
+//! saying clearly why when it does not), and creating rings with the setup syscall counted —
+//! small rings for the readiness mechanisms (`epoll-ctlv`, `uring-poll`) and the server's
+//! completion engine's ring (`uring`), whose support probe also lives here.
 
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use io_uring::{opcode, IoUring, Probe};
 
 use crate::sys::{self, Syscall};
+use crate::Support;
 
 /// What this kernel's io_uring offers, probed once per process.
 #[derive(Clone, Debug)]
@@ -39,6 +41,17 @@ impl UringSupport {
             ))
         }
     }
+}
+
+/// Whether the server's completion engine (`uring`) can run: it needs multishot accept, recv
+/// and poll.
+pub fn engine_support() -> Support {
+    let s = support();
+    Support::unless(s.missing(&[
+        ("multishot IORING_OP_ACCEPT", s.accept),
+        ("IORING_OP_RECV", s.recv),
+        ("IORING_OP_POLL_ADD", s.poll_add),
+    ]))
 }
 
 /// Probes io_uring once and remembers the answer.
@@ -133,18 +146,6 @@ fn build_ring(
             Err(e) => Err(e),
         }
     })
-}
-
-static MAX_PASS: AtomicU32 = AtomicU32::new(8);
-
-/// uselect's MaxPass: how many consecutive waits uring-poll may answer from memory before it
-/// enters the kernel anyway (to run deferred work and flush overflowed completions).
-pub fn set_max_pass(n: u32) {
-    MAX_PASS.store(n.max(1), Relaxed);
-}
-
-pub fn max_pass() -> u32 {
-    MAX_PASS.load(Relaxed)
 }
 
 /// Creates the completion engine's ring: one per thread, submitted to only by that thread

@@ -152,27 +152,15 @@ impl Out {
                 Front::Blocked => return Ok((WriteResult::Blocked, total)),
                 Front::Memory => {}
             }
-            let mut iov = [libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0,
-            }; MAX_IOV];
-            let (n_iov, want) = self.gather(&mut iov);
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let (n_iov, want) = self.slices(&mut iov);
             if n_iov == 0 {
                 continue;
             }
             let r = if n_iov == 1 {
-                // SAFETY: the iovec points into `buf` or an entry body, alive and unmoved here.
-                let s = unsafe {
-                    std::slice::from_raw_parts(iov[0].iov_base as *const u8, iov[0].iov_len)
-                };
-                sys::write(fd, s)
+                sys::write(fd, &iov[0])
             } else {
-                // SAFETY: IoSlice is ABI-compatible with iovec, and every iovec points into
-                // memory `self` keeps alive and unmoved for this call.
-                let slices = unsafe {
-                    std::slice::from_raw_parts(iov.as_ptr() as *const IoSlice<'_>, n_iov)
-                };
-                sys::writev(fd, slices)
+                sys::writev(fd, &iov[..n_iov])
             };
             match r {
                 Ok(n) => {
@@ -242,15 +230,15 @@ impl Out {
         }
     }
 
-    /// Fills `iov` with the run of memory chunks at the front; returns (iovecs, bytes). The
-    /// pointers stay valid until the queue is advanced or appended to.
-    pub fn gather(&mut self, iov: &mut [libc::iovec]) -> (usize, usize) {
-        let mut n_iov = 0;
+    /// Fills `out` with the run of memory chunks at the front; returns (slices, bytes).
+    fn slices<'a>(&'a mut self, out: &mut [IoSlice<'a>]) -> (usize, usize) {
+        // Chunks emptied by earlier writes go first, so that an empty front never hides data.
+        self.advance(0);
+        let mut n = 0;
         let mut want = 0;
         let mut start = self.pos;
-        let mut empty_front = 0;
         for c in self.chunks.iter() {
-            if n_iov == iov.len() {
+            if n == out.len() {
                 break;
             }
             let s: &[u8] = match c {
@@ -263,22 +251,29 @@ impl Out {
                 _ => break,
             };
             if s.is_empty() {
-                if n_iov == 0 {
-                    empty_front += 1;
-                }
                 continue;
             }
-            iov[n_iov] = libc::iovec {
+            out[n] = IoSlice::new(s);
+            n += 1;
+            want += s.len();
+        }
+        (n, want)
+    }
+
+    /// Fills `iov` with the run of memory chunks at the front, for a request the kernel reads
+    /// later (io_uring); returns (iovecs, bytes). The pointers stay valid until the queue is
+    /// advanced or appended to.
+    pub fn gather(&mut self, iov: &mut [libc::iovec]) -> (usize, usize) {
+        let mut slices = [IoSlice::new(&[]); MAX_IOV];
+        let max = iov.len().min(MAX_IOV);
+        let (n, want) = self.slices(&mut slices[..max]);
+        for (v, s) in iov.iter_mut().zip(&slices[..n]) {
+            *v = libc::iovec {
                 iov_base: s.as_ptr() as *mut libc::c_void,
                 iov_len: s.len(),
             };
-            n_iov += 1;
-            want += s.len();
         }
-        if n_iov == 0 && empty_front > 0 {
-            self.advance(0);
-        }
-        (n_iov, want)
+        (n, want)
     }
 
     /// Consumes `n` written bytes from the front memory chunks (and drops empty ones).

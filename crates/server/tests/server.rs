@@ -810,6 +810,71 @@ macro_rules! mechanism_tests {
 
 evlab_poll::for_each_mechanism!(mechanism_tests);
 
+/// A million keep-alive requests with the default (60 s) header and send timeouts: the timer
+/// queue holds one entry per connection, re-armed lazily, not one per request for as long as
+/// the timeout (which grew the server to ~200 MB per worker at 100k requests/s). One engine of
+/// each kind: readiness (epoll-et) and completion (uring).
+fn timers_stay_bounded(m: &str) {
+    const CONNS: usize = 8;
+    const BATCH: usize = 100;
+    const TOTAL: usize = 1_000_000;
+    let Some(t) = start(m, |_| {}) else { return };
+    let req = b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n".repeat(BATCH);
+    // One response's length (all are equal: the Date header has a fixed width).
+    let one = {
+        let mut s = connect(t.addr);
+        s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut buf = Vec::new();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.body, b"a");
+        let v: serde_json::Value =
+            serde_json::from_str(&t.server.as_ref().unwrap().stats_json()).unwrap();
+        v["bytes_sent"].as_u64().unwrap() as usize
+    };
+    let mut conns: Vec<TcpStream> = (0..CONNS).map(|_| connect(t.addr)).collect();
+    let mut b = vec![0u8; 256 * 1024];
+    for _ in 0..TOTAL / (CONNS * BATCH) {
+        for s in conns.iter_mut() {
+            s.write_all(&req).unwrap();
+        }
+        for s in conns.iter_mut() {
+            let mut left = one * BATCH;
+            while left > 0 {
+                let n = s.read(&mut b[..left.min(256 * 1024)]).unwrap();
+                assert!(n > 0, "closed early");
+                left -= n;
+            }
+        }
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&t.server.as_ref().unwrap().stats_json()).unwrap();
+    assert_eq!(v["requests"].as_u64().unwrap(), TOTAL as u64 + 1, "{v}");
+    assert_eq!(v["connections"]["header_timeouts"], 0, "{v}");
+    let max = v["timers"]["max_entries"].as_u64().unwrap();
+    // One entry per connection (the 8, the one that measured the length), plus at most as many
+    // again from deadlines that moved earlier.
+    let bound = 2 * (CONNS as u64 + 1);
+    println!(
+        "{m}: at most {max} timer entries over {TOTAL} requests on {} connections",
+        CONNS + 1
+    );
+    assert!(
+        max <= bound,
+        "{m}: {max} timer entries (bound {bound}): {v}"
+    );
+}
+
+#[test]
+fn timers_stay_bounded_readiness() {
+    timers_stay_bounded("epoll-et");
+}
+
+#[test]
+fn timers_stay_bounded_completion() {
+    timers_stay_bounded("uring");
+}
+
 /// `uring`: a connection the peer closed has no recv left to cancel (a multishot recv ends with
 /// the FIN), so closing it must queue no IORING_OP_ASYNC_CANCEL. A cancel is a kernel hash
 /// lookup among every armed request; with 10,000 idle connections one per closed connection

@@ -1,0 +1,140 @@
+//! The server allocates nothing per connection or per request once a worker has warmed up:
+//! counted with a counting global allocator, for every mechanism, with the default timeouts.
+//!
+//! The client runs in this process too, so it is written to allocate nothing itself (std's
+//! `TcpStream` connect, read, write and drop do not allocate; buffers are fixed arrays). What
+//! the server may still allocate after the warm-up does not depend on how many requests or
+//! connections it serves, only on how many connections were open at once — buffers lent to a
+//! connection come from a per-worker pool that fills up to the number of connections holding
+//! bytes at the same moment, which the warm-up reaches in the same way but not necessarily
+//! to the byte — so the bound is a multiple of that number, far below the count of requests
+//! and connections served: one allocation per request or per connection would exceed it many
+//! times over, on any machine.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+mod common;
+use common::*;
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator, only counting.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        // SAFETY: the caller's contract is System's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+/// Connections held open (keep-alive) at once.
+const HELD: usize = 16;
+/// Requests per held connection per round, sent 4 at a time (pipelined).
+const CALLS: usize = 160;
+/// Connections opened, used for one request and closed, per round.
+const CHURN: usize = 200;
+
+const REQ: &[u8] = b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n";
+
+/// Reads exactly `n` bytes (whole responses of known length), into a fixed buffer.
+fn read_exact_count(s: &mut TcpStream, mut n: usize) {
+    let mut b = [0u8; 8192];
+    while n > 0 {
+        let want = n.min(b.len());
+        let got = s.read(&mut b[..want]).expect("read");
+        assert!(got > 0, "the server closed early");
+        n -= got;
+    }
+}
+
+/// The length of one `/one` response (the Date header has a fixed width, so all are equal).
+fn response_len(addr: SocketAddr) -> usize {
+    let mut s = connect(addr);
+    s.write_all(REQ).unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 4096];
+    loop {
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0, "closed before a response");
+        got.extend_from_slice(&b[..n]);
+        if let Some(p) = find(&got, b"\r\n\r\n") {
+            if got.len() > p + 4 {
+                assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+                assert_eq!(&got[p + 4..], b"a", "one response of body 'a'");
+                return got.len();
+            }
+        }
+    }
+}
+
+/// One round: HELD keep-alive connections answering CALLS requests each, then CHURN
+/// connections of one request each.
+fn round(addr: SocketAddr, len: usize) -> usize {
+    let mut held: [Option<TcpStream>; HELD] = Default::default();
+    for h in held.iter_mut() {
+        *h = Some(connect(addr));
+    }
+    let mut four = [0u8; 4 * REQ.len()];
+    for (i, b) in four.iter_mut().enumerate() {
+        *b = REQ[i % REQ.len()];
+    }
+    for _ in 0..CALLS / 4 {
+        for s in held.iter_mut().flatten() {
+            s.write_all(&four).unwrap();
+        }
+        for s in held.iter_mut().flatten() {
+            read_exact_count(s, 4 * len);
+        }
+    }
+    for _ in 0..CHURN {
+        let mut s = connect(addr);
+        s.write_all(REQ).unwrap();
+        read_exact_count(&mut s, len);
+    }
+    HELD * CALLS + CHURN
+}
+
+#[test]
+fn no_allocation_per_connection_or_request_in_steady_state() {
+    let _ = evlab_poll::raise_fd_limit();
+    for m in evlab_poll::Mechanism::ALL {
+        // Default flags: the header and send timeouts run, as nobody's benchmark turns them off.
+        let Some(t) = start(m.name(), |c| c.stats = false) else {
+            continue;
+        };
+        let len = response_len(t.addr);
+        // Warm-up: the same pattern twice, so that every table, pool and queue has grown to
+        // what the pattern needs.
+        round(t.addr, len);
+        round(t.addr, len);
+        let before = ALLOCS.load(Relaxed);
+        let served = round(t.addr, len);
+        let n = ALLOCS.load(Relaxed) - before;
+        // At most two pooled buffers per connection open at once (input and output), and a
+        // few reallocations of the pool's own list.
+        let bound = 2 * (HELD + 1) + 8;
+        println!("{m}: {n} allocations while serving {served} requests on {} connections (bound {bound})", HELD + CHURN);
+        assert!(
+            n as usize <= bound,
+            "{m}: {n} allocations for {served} requests on {} connections",
+            HELD + CHURN
+        );
+    }
+}

@@ -110,7 +110,7 @@ def main():
         def server():
             port = free_port()
             return Server("evlab", [evlab_bin("evlab"), "serve", "--listen", f"127.0.0.1:{port}",
-                                    "--root", docroot, "--header-timeout", "0"], port)
+                                    "--root", docroot], port)
 
         # 1. accuracy
         s = server()

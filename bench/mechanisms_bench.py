@@ -65,7 +65,7 @@ def run_load(kind, port, args):
 def measure(mech, kind, idle, docroot, args):
     port = free_port()
     s = Server(mech, [evlab_bin("evlab"), "serve", "--listen", f"127.0.0.1:{port}", "--root",
-                      docroot, "--mechanism", mech, "--stats", "--header-timeout", "0"], port)
+                      docroot, "--mechanism", mech, "--stats"], port)
     try:
         with hold_idle(port, idle):
             before = stats(port)

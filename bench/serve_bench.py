@@ -182,14 +182,23 @@ def evlab_bin(name):
     return os.path.join(ROOT, "target", "release", name)
 
 
+# `--evlab PATH`: an evlab binary built from another revision, run as `evlab-before-<mechanism>`
+# beside this tree's in the same interleaved rounds (a before/after comparison in one run).
+EVLAB_BEFORE = None
+
+
 def start(name, tmp, docroot):
     port = free_port()
     if name == "floor":
         return Server(name, [evlab_bin("examples/floor"), f"127.0.0.1:{port}"], port)
+    if name.startswith("evlab-before-"):
+        mech = name[len("evlab-before-"):]
+        return Server(name, [EVLAB_BEFORE, "serve", "--listen", f"127.0.0.1:{port}",
+                             "--root", docroot, "--mechanism", mech], port)
     if name.startswith("evlab-"):
         mech = name[len("evlab-"):]
         return Server(name, [evlab_bin("evlab"), "serve", "--listen", f"127.0.0.1:{port}",
-                             "--root", docroot, "--mechanism", mech, "--header-timeout", "0"], port)
+                             "--root", docroot, "--mechanism", mech], port)
     if name == "nginx":
         return Server(name, nginx_argv(tmp, docroot, port), port, cwd=tmp)
     if name.startswith("lighttpd"):
@@ -274,8 +283,15 @@ def main():
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--idle", type=int, default=10000)
     ap.add_argument("--servers", default="floor,evlab-epoll-et,nginx,lighttpd")
+    ap.add_argument("--evlab", default=None,
+                    help="another evlab binary to measure beside this tree's, as server 'evlab-before-epoll-et'")
     ap.add_argument("--idle-servers", default="evlab-epoll-et,evlab-select,evlab-poll,nginx,lighttpd")
     args = ap.parse_args()
+    global EVLAB_BEFORE
+    if args.evlab:
+        EVLAB_BEFORE = os.path.abspath(args.evlab)
+        if not os.access(EVLAB_BEFORE, os.X_OK):
+            sys.exit(f"--evlab {args.evlab}: not an executable file")
 
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "evlab",
                     "-p", "evlab-server", "--examples", "--bins"], cwd=ROOT, check=True)
@@ -339,6 +355,9 @@ def main():
     lines.append("")
     if "floor" in servers and "evlab-epoll-et" in servers:
         lines.append(f"- evlab epoll-et / floor (req/s): {med('evlab-epoll-et', 0, 'rps') / med('floor', 0, 'rps'):.3f}")
+        lines.append(f"- evlab epoll-et / floor (CPU per reply): {med('evlab-epoll-et', 0, 'us_per_reply') / med('floor', 0, 'us_per_reply'):.3f}")
+    if "evlab-before-epoll-et" in servers and "evlab-epoll-et" in servers:
+        lines.append(f"- evlab epoll-et / the --evlab binary's (CPU per reply): {med('evlab-epoll-et', 0, 'us_per_reply') / med('evlab-before-epoll-et', 0, 'us_per_reply'):.3f}")
     if "nginx" in servers and "evlab-epoll-et" in servers:
         lines.append(f"- evlab epoll-et / nginx (req/s): {med('evlab-epoll-et', 0, 'rps') / med('nginx', 0, 'rps'):.3f}")
         lines.append(f"- evlab epoll-et / nginx (CPU per reply): {med('evlab-epoll-et', 0, 'us_per_reply') / med('nginx', 0, 'us_per_reply'):.3f}")

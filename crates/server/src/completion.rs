@@ -451,6 +451,15 @@ impl Completion {
             return Ok(());
         };
         slot.x.send_inflight = false;
+        if res == -libc::EAGAIN {
+            // The socket is non-blocking, and a kernel may answer a full one with EAGAIN rather
+            // than wait: wait for room, then send again.
+            slot.x.wait_pollout = true;
+            let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
+                .build()
+                .user_data(ud(OP_POLLOUT, fd, slot.c.id));
+            return self.push(&sqe);
+        }
         if res < 0 {
             core.ctx.stats.io_errors.inc();
             return core.close(self, fd);

@@ -305,6 +305,14 @@ impl Out {
                 _ => return,
             }
         }
+        if self.chunks.is_empty() {
+            // Everything sent: the head buffer starts over (the io_uring engine learns of the
+            // end from a send's completion, not from `write_front_special`).
+            self.buf.clear();
+            self.pos = 0;
+            self.committed = 0;
+            self.pending = 0;
+        }
     }
 }
 

@@ -825,12 +825,17 @@ fn timers_stay_bounded(m: &str) {
         let mut s = connect(t.addr);
         s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
-        let mut buf = Vec::new();
-        let r = read_response(&mut s, &mut buf, false).unwrap();
-        assert_eq!(r.body, b"a");
-        let v: serde_json::Value =
-            serde_json::from_str(&t.server.as_ref().unwrap().stats_json()).unwrap();
-        v["bytes_sent"].as_u64().unwrap() as usize
+        let mut got = Vec::new();
+        let mut b = [0u8; 4096];
+        loop {
+            let n = s.read(&mut b).unwrap();
+            assert!(n > 0, "closed before a response");
+            got.extend_from_slice(&b[..n]);
+            match find(&got, b"\r\n\r\n") {
+                Some(p) if got.len() > p + 4 => break got.len(),
+                _ => {}
+            }
+        }
     };
     let mut conns: Vec<TcpStream> = (0..CONNS).map(|_| connect(t.addr)).collect();
     let mut b = vec![0u8; 256 * 1024];

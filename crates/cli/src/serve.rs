@@ -79,6 +79,15 @@ pub struct Args {
     /// Files larger than this many bytes are not cached in memory (always sendfile)
     #[arg(long, default_value_t = 64 << 20)]
     pub max_in_memory: u64,
+    /// Bytes of file bodies each worker's content cache holds in memory; beyond it the least
+    /// recently used are dropped and read again when next asked for. A number with an optional
+    /// K, M or G suffix (powers of 1,024), e.g. 64M. HEAD and 304 answers read no body
+    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    pub cache_bytes: u64,
+    /// Files each worker's content cache keeps open (those whose body it holds, or sends by
+    /// sendfile)
+    #[arg(long, default_value_t = 1024, value_parser = parse_cache_files)]
+    pub cache_files: usize,
     /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
     /// (uselect's MaxPass)
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
@@ -98,6 +107,34 @@ fn parse_accept_limit(s: &str) -> Result<AcceptLimit, String> {
         )),
         Ok(n) => Ok(AcceptLimit(Some(n))),
     }
+}
+
+/// A byte count: digits with an optional K, M or G (KiB, MiB, GiB) suffix.
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "'{s}' is not a valid byte count: give a whole number of bytes, optionally with a \
+             K, M or G suffix (powers of 1,024), e.g. 67108864 or 64M"
+        )
+    };
+    let t = s.trim();
+    let (digits, shift) = match t.as_bytes().last().map(|b| b.to_ascii_uppercase()) {
+        Some(b'K') => (&t[..t.len() - 1], 10),
+        Some(b'M') => (&t[..t.len() - 1], 20),
+        Some(b'G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    n.checked_mul(1 << shift).ok_or_else(bad)
+}
+
+fn parse_cache_files(s: &str) -> Result<usize, String> {
+    s.trim().parse::<usize>().map_err(|_| {
+        format!("'{s}' is not a valid number of files: give a whole number (0 keeps none open)")
+    })
 }
 
 fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
@@ -155,6 +192,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.backlog = a.backlog;
     cfg.events_per_wait = a.events_per_wait.max(1);
     cfg.max_in_memory = a.max_in_memory;
+    cfg.cache_bytes = a.cache_bytes;
+    cfg.cache_files = a.cache_files;
     evlab_poll::uring_poll::set_max_pass(a.max_pass);
     signals::ignore_sigpipe();
     let server = Server::start(cfg).context("evlab serve")?;

@@ -9,10 +9,11 @@
 //! It also has the uncounted, safe wrappers for process-level calls (limits, usage, signals,
 //! `uname`, fork-to-exec setup) that the other crates need, so that `unsafe` stays in this crate.
 
+use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd as StdOwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -558,6 +559,46 @@ pub fn fstat(fd: RawFd) -> io::Result<libc::stat> {
         libc::fstat(fd, &mut st) as libc::c_long
     })?;
     Ok(st)
+}
+
+/// openat2(2) with `how` = {`flags`, mode 0, `resolve`}: `path` is resolved from `dir` under
+/// the `RESOLVE_*` rules (RESOLVE_BENEATH: never above `dir`, no absolute paths or symlinks).
+/// Counted as `open`. ENOSYS before Linux 5.6; seccomp filters may answer EPERM or ENOSYS.
+pub fn openat2(
+    dir: BorrowedFd<'_>,
+    path: &CStr,
+    flags: i32,
+    resolve: u64,
+) -> io::Result<StdOwnedFd> {
+    // SAFETY: open_how is plain integers, for which all-zero is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.resolve = resolve;
+    let fd = dir.as_raw_fd();
+    // SAFETY: `path` is NUL-terminated and `how` a valid open_how of the size passed; both
+    // outlive the call. A descriptor returned is new and owned by nobody else.
+    let r = counted(Syscall::Open, || unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            fd,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    })?;
+    // SAFETY: `r` is a descriptor the kernel just opened for this call alone.
+    Ok(unsafe { StdOwnedFd::from_raw_fd(r as RawFd) })
+}
+
+/// openat(2) of `path` relative to `dir` (mode 0: never creates). Counted as `open`.
+pub fn openat(dir: BorrowedFd<'_>, path: &CStr, flags: i32) -> io::Result<StdOwnedFd> {
+    let fd = dir.as_raw_fd();
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    let r = counted(Syscall::Open, || unsafe {
+        libc::openat(fd, path.as_ptr(), flags, 0 as libc::c_uint) as libc::c_long
+    })?;
+    // SAFETY: `r` is a descriptor the kernel just opened for this call alone.
+    Ok(unsafe { StdOwnedFd::from_raw_fd(r as RawFd) })
 }
 
 // ---- event mechanisms ----

@@ -238,24 +238,24 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {
         ctx.stats.record_status(200);
         return;
     }
-    let found = ctx.cache.lookup(&req.path, ctx.now);
+    // HEAD and 304 answers need no body: the cache then reads none and keeps no descriptor.
+    let ims = req.if_modified_since;
+    let not_modified = |mtime| ims.is_some_and(|ims| mtime <= ims);
+    let found = ctx.cache.lookup_with(&req.path, ctx.now, |meta| {
+        !head_only && !not_modified(meta.mtime)
+    });
     match found {
+        Lookup::Head(meta) => {
+            let (status, extra) = if not_modified(meta.mtime) {
+                (Status::NotModified, &b""[..])
+            } else {
+                (Status::Ok, &meta.headers[..])
+            };
+            write_head(out.buf(), status, minor, ctx.date.get(), ka, extra);
+            out.commit_buf();
+            ctx.stats.record_status(status.code());
+        }
         Lookup::Found(entry) => {
-            if let Some(ims) = req.if_modified_since {
-                if entry.mtime <= ims {
-                    write_head(
-                        out.buf(),
-                        Status::NotModified,
-                        minor,
-                        ctx.date.get(),
-                        ka,
-                        b"",
-                    );
-                    out.commit_buf();
-                    ctx.stats.record_status(304);
-                    return;
-                }
-            }
             let cfg = &ctx.cfg;
             let by_sendfile = !head_only && entry.len > 0 && (cfg.sendfile || !entry.in_memory);
             if by_sendfile && cfg.cork {

@@ -94,6 +94,11 @@ pub struct Config {
     pub events_per_wait: usize,
     /// Files larger than this are not held in memory (always sendfile).
     pub max_in_memory: u64,
+    /// Bytes of file bodies each worker's content cache holds in memory (least recently used
+    /// bodies are dropped beyond it; a file larger than this is sent by sendfile).
+    pub cache_bytes: u64,
+    /// Files each worker's content cache keeps open (those whose body it holds).
+    pub cache_files: usize,
     /// How long to keep reading and discarding after an error response before closing.
     pub linger: Duration,
 }
@@ -120,6 +125,8 @@ impl Config {
             backlog: 4096,
             events_per_wait: 512,
             max_in_memory: 64 << 20,
+            cache_bytes: CacheConfig::DEFAULT_MAX_BYTES,
+            cache_files: CacheConfig::DEFAULT_MAX_FILES,
             linger: Duration::from_secs(2),
         }
     }
@@ -127,9 +134,11 @@ impl Config {
     pub(crate) fn cache_config(&self) -> CacheConfig {
         let mut c = CacheConfig::new(self.root.clone());
         c.max_in_memory = self.max_in_memory;
-        // Each cached file keeps its descriptor open (for sendfile); with 10,000 idle
-        // connections the descriptor limit matters more than a larger cache would.
-        c.max_entries = 4096;
+        c.max_bytes = self.cache_bytes;
+        // Only files whose body is held keep a descriptor open; with 10,000 idle connections
+        // the descriptor limit matters more than a larger cache would.
+        c.max_files = self.cache_files;
+        c.max_entries = 16_384;
         c
     }
 }

@@ -4,9 +4,9 @@
 //! None of these is on a hot path, so none is counted. They live here because evlab keeps
 //! `unsafe` in this crate: every other crate calls these instead of `libc` directly.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -143,6 +143,55 @@ pub fn mkfifo(path: &Path, mode: u32) -> io::Result<()> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
     // SAFETY: `c` is a NUL-terminated string that outlives the call.
     check(unsafe { libc::mkfifo(c.as_ptr(), mode as libc::mode_t) })
+}
+
+/// readlinkat(2): the target of the symlink `path` relative to `dir` (an empty `path` with an
+/// `O_PATH | O_NOFOLLOW` descriptor of the link itself reads that link), into `buf`. A target
+/// that fills `buf` entirely may have been cut: ENAMETOOLONG.
+pub fn readlinkat(dir: BorrowedFd<'_>, path: &CStr, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `path` is NUL-terminated; `buf` is valid for writing `buf.len()` bytes.
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            path.as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_char,
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    if n >= buf.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    Ok(n)
+}
+
+/// Swaps two paths atomically (renameat2 with RENAME_EXCHANGE): both must exist; either may be
+/// a directory or a symlink.
+pub fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
+    let cstr = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
+    };
+    let (a, b) = (cstr(a)?, cstr(b)?);
+    // SAFETY: `a` and `b` are NUL-terminated strings that outlive the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 // ---- signals ----

@@ -18,7 +18,7 @@ fn response_corpus_and_mutations() {
         &dir,
         response::TOKENS,
         0x5eed_0003,
-        100_000,
+        8_000,
         Duration::from_secs(6),
         4096,
         &response::check,

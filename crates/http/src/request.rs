@@ -263,10 +263,11 @@ fn bad_version<'a>(
     limits: &Limits,
     who: Who,
 ) -> Parse<'a> {
-    let (_, line_end) = request_line(buf);
-    if line_end.is_some_and(|len| len > limits.max_request_line) {
-        return who.fail(Status::UriTooLong, "request line too long");
-    }
+    // A version already known to be wrong (400) or another HTTP version (505) is judged before
+    // the line's length, as syntax comes before 414 in the order of judgement, so the answer
+    // does not depend on where the reads split the line (fuzzing found a prefix answered 400
+    // while the whole line got 414); an undecided version waits in `incomplete`, which refuses
+    // a line over the limit with 414 as soon as it is.
     // httparse accepted the method and the target, each followed by exactly one space, so the
     // version starts one byte after the target (which borrows from `buf`).
     let version = req.path.and_then(|target| {
@@ -1024,6 +1025,33 @@ mod tests {
                 "request line too long, complete, head partial",
                 format!("GET /{} HTTP/1.1\r\n", "a".repeat(100)),
                 lim(8192, 64),
+                close(UriTooLong),
+            ),
+            // Found by fuzzing (fuzz/corpus/request/regress-414-bad-version): a long line whose
+            // version is already garbage got 400 while incomplete but 414 once whole. Syntax
+            // comes first, so it is 400 both ways; 414 stays for a line still undecided.
+            row_lim(
+                "request line too long, bad version, line incomplete",
+                format!("GET /{} junk", "a".repeat(60)),
+                lim(8192, 40),
+                close(BadRequest),
+            ),
+            row_lim(
+                "request line too long, bad version, line complete",
+                format!("GET /{} junk HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(60)),
+                lim(8192, 40),
+                close(BadRequest),
+            ),
+            row_lim(
+                "request line too long, HTTP/2.0: 505 before 414",
+                format!("GET /{} HTTP/2.0\r\n\r\n", "a".repeat(60)),
+                lim(8192, 40),
+                close(VersionNotSupported),
+            ),
+            row_lim(
+                "request line too long, version undecided: 414 at once",
+                format!("GET /{} HTTP/2", "a".repeat(60)),
+                lim(8192, 40),
                 close(UriTooLong),
             ),
             row_lim(

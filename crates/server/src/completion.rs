@@ -263,6 +263,15 @@ impl Completion {
         self.push(&sqe)
     }
 
+    /// Waits (one-shot) for room in the socket: a full socket under sendfile, or a send
+    /// answered EAGAIN.
+    fn arm_pollout(&mut self, fd: RawFd, id: u32) -> io::Result<()> {
+        let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
+            .build()
+            .user_data(ud(OP_POLLOUT, fd, id));
+        self.push(&sqe)
+    }
+
     fn cancel(&mut self, ctx: &mut Ctx, target: u64, fd: RawFd) -> io::Result<()> {
         let cancel = opcode::AsyncCancel::new(target)
             .build()
@@ -421,10 +430,7 @@ impl Completion {
                         core.ctx.await_send(c);
                     }
                     x.wait_pollout = true;
-                    let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
-                        .build()
-                        .user_data(ud(OP_POLLOUT, fd, c.id));
-                    return self.push(&sqe);
+                    return self.arm_pollout(fd, c.id);
                 }
                 Ok((Front::Memory, n)) => {
                     core.ctx.stats.bytes_sent.add(n as u64);
@@ -455,10 +461,7 @@ impl Completion {
             // The socket is non-blocking, and a kernel may answer a full one with EAGAIN rather
             // than wait: wait for room, then send again.
             slot.x.wait_pollout = true;
-            let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
-                .build()
-                .user_data(ud(OP_POLLOUT, fd, slot.c.id));
-            return self.push(&sqe);
+            return self.arm_pollout(fd, slot.c.id);
         }
         if res < 0 {
             core.ctx.stats.io_errors.inc();

@@ -216,7 +216,6 @@ impl<X: Default> Core<X> {
         self.ctx.pool.reclaim(&mut slot.c.rbuf);
         slot.c.out.reset();
         self.ctx.pool.reclaim(slot.c.out.buf_slot());
-        slot.c.deadline = None;
         if self.spares.len() < SPARES_MAX {
             self.spares.push(slot);
         }

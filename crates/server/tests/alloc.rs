@@ -64,26 +64,6 @@ fn read_exact_count(s: &mut TcpStream, mut n: usize) {
     }
 }
 
-/// The length of one `/one` response (the Date header has a fixed width, so all are equal).
-fn response_len(addr: SocketAddr) -> usize {
-    let mut s = connect(addr);
-    s.write_all(REQ).unwrap();
-    let mut got = Vec::new();
-    let mut b = [0u8; 4096];
-    loop {
-        let n = s.read(&mut b).unwrap();
-        assert!(n > 0, "closed before a response");
-        got.extend_from_slice(&b[..n]);
-        if let Some(p) = find(&got, b"\r\n\r\n") {
-            if got.len() > p + 4 {
-                assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
-                assert_eq!(&got[p + 4..], b"a", "one response of body 'a'");
-                return got.len();
-            }
-        }
-    }
-}
-
 /// One round: HELD keep-alive connections answering CALLS requests each, then CHURN
 /// connections of one request each.
 fn round(addr: SocketAddr, len: usize) -> usize {
@@ -119,7 +99,7 @@ fn no_allocation_per_connection_or_request_in_steady_state() {
         let Some(t) = start(m.name(), |c| c.stats = false) else {
             continue;
         };
-        let len = response_len(t.addr);
+        let len = one_response_len(t.addr);
         // Warm-up: the same pattern twice, so that every table, pool and queue has grown to
         // what the pattern needs.
         round(t.addr, len);

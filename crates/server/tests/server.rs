@@ -820,23 +820,7 @@ fn timers_stay_bounded(m: &str) {
     const TOTAL: usize = 1_000_000;
     let Some(t) = start(m, |_| {}) else { return };
     let req = b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n".repeat(BATCH);
-    // One response's length (all are equal: the Date header has a fixed width).
-    let one = {
-        let mut s = connect(t.addr);
-        s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
-            .unwrap();
-        let mut got = Vec::new();
-        let mut b = [0u8; 4096];
-        loop {
-            let n = s.read(&mut b).unwrap();
-            assert!(n > 0, "closed before a response");
-            got.extend_from_slice(&b[..n]);
-            match find(&got, b"\r\n\r\n") {
-                Some(p) if got.len() > p + 4 => break got.len(),
-                _ => {}
-            }
-        }
-    };
+    let one = one_response_len(t.addr);
     let mut conns: Vec<TcpStream> = (0..CONNS).map(|_| connect(t.addr)).collect();
     let mut b = vec![0u8; 256 * 1024];
     for _ in 0..TOTAL / (CONNS * BATCH) {

@@ -225,3 +225,25 @@ pub fn closed_by_server(s: &mut TcpStream) -> bool {
 pub fn docroot_file(root: &Path, name: &str) -> Vec<u8> {
     std::fs::read(root.join(name)).unwrap()
 }
+
+/// The length in bytes of one `GET /one` response on this server, read raw: every such response
+/// has the same length (the Date header has a fixed width), so a client can count replies by bytes.
+pub fn one_response_len(addr: SocketAddr) -> usize {
+    let mut s = connect(addr);
+    s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 4096];
+    loop {
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0, "closed before a response");
+        got.extend_from_slice(&b[..n]);
+        if let Some(p) = find(&got, b"\r\n\r\n") {
+            if got.len() > p + 4 {
+                assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "{got:?}");
+                assert_eq!(&got[p + 4..], b"a", "one response of body 'a'");
+                return got.len();
+            }
+        }
+    }
+}

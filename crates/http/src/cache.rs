@@ -216,7 +216,9 @@ const NIL: u32 = u32::MAX;
 
 #[derive(Debug)]
 struct Slot {
-    checked: Instant,
+    /// When the file was last checked, plus `revalidate`: after this instant it is checked
+    /// again (kept as an instant so that a hit compares, rather than subtracts, times).
+    fresh_until: Instant,
     ident: Ident,
     answer: Answer,
     /// The list of loaded slots, most recently used first.
@@ -227,7 +229,9 @@ struct Slot {
 pub struct ContentCache {
     cfg: CacheConfig,
     beneath: Beneath,
-    map: HashMap<Box<str>, u32>,
+    /// foldhash, seeded per process: SipHash cost more than the rest of a lookup, and the
+    /// map is bounded (`max_entries`), so a seeded fast hash is enough against flooding.
+    map: HashMap<Box<str>, u32, foldhash::fast::RandomState>,
     slots: Vec<Slot>,
     /// Most and least recently used loaded slots.
     head: u32,
@@ -255,7 +259,7 @@ impl ContentCache {
         Ok(ContentCache {
             cfg: CacheConfig { root, ..cfg },
             beneath,
-            map: HashMap::new(),
+            map: HashMap::default(),
             slots: Vec::new(),
             head: NIL,
             tail: NIL,
@@ -290,7 +294,7 @@ impl ContentCache {
         let i = match self.map.get(path) {
             Some(&i) => {
                 let slot = &self.slots[i as usize];
-                if now.saturating_duration_since(slot.checked) > self.cfg.revalidate {
+                if now > slot.fresh_until {
                     self.revalidate(i, path, now);
                 }
                 i
@@ -310,7 +314,7 @@ impl ContentCache {
                 }
                 let i = self.slots.len() as u32;
                 self.slots.push(Slot {
-                    checked: now,
+                    fresh_until: self.fresh_until(now),
                     ident,
                     answer,
                     prev: NIL,
@@ -363,26 +367,33 @@ impl ContentCache {
         self.files = 0;
     }
 
+    /// Until when a file checked at `now` is served without a new check.
+    fn fresh_until(&self, now: Instant) -> Instant {
+        now.checked_add(self.cfg.revalidate)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+    }
+
     /// Checks a cached path again; reloads its answer if the file changed.
     fn revalidate(&mut self, i: u32, path: &str, now: Instant) {
+        let fresh_until = self.fresh_until(now);
         let probe = self.probe(path);
         let slot = &mut self.slots[i as usize];
         if probe.ident == slot.ident && probe.ident != Ident::Retry {
-            slot.checked = now;
+            slot.fresh_until = fresh_until;
             return;
         }
         if let Ident::Error(e) = probe.ident {
             if matches!(classify(e), Miss::Transient) && matches!(slot.answer, Answer::File { .. })
             {
                 // The check could not be made (no descriptors left): what was served stands.
-                slot.checked = now;
+                slot.fresh_until = fresh_until;
                 return;
             }
         }
         self.unload(i);
         let (ident, answer) = self.derive(path, probe);
         let slot = &mut self.slots[i as usize];
-        slot.checked = now;
+        slot.fresh_until = fresh_until;
         slot.ident = ident;
         slot.answer = answer;
     }

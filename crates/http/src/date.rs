@@ -10,7 +10,7 @@
 //! range); a file's mtime can be anything, so every conversion here clamps first.
 
 use std::io::Write;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// 9999-12-31T23:59:59Z, the last second an IMF-fixdate (4-digit year) can express.
 const MAX_SECS: u64 = 253_402_300_799;
@@ -50,6 +50,9 @@ fn format_secs(secs: u64) -> [u8; 29] {
 pub struct DateCache {
     secs: u64,
     text: [u8; 29],
+    /// When [`DateCache::tick`] next reads the wall clock: the next second boundary, as
+    /// measured on the monotonic clock when the wall clock was last read.
+    next_read: Option<Instant>,
     /// How many times the text was formatted, so tests can see the once-per-second rule.
     #[cfg(test)]
     formats: u32,
@@ -61,6 +64,7 @@ impl DateCache {
         DateCache {
             secs,
             text: format_secs(secs),
+            next_read: None,
             #[cfg(test)]
             formats: 1,
         }
@@ -77,6 +81,21 @@ impl DateCache {
             }
         }
     }
+    /// The event loop's refresh, given the monotonic time of its turn: reads the wall clock
+    /// only once the second it last saw has ended, so most turns compare two instants and do
+    /// nothing else. A step of the wall clock shows at the next boundary, within a second.
+    pub fn tick(&mut self, now: Instant) {
+        if self.next_read.is_some_and(|at| now < at) {
+            return;
+        }
+        let wall = SystemTime::now();
+        self.refresh(wall);
+        let into_second = wall
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        self.next_read = Some(now + Duration::from_nanos(u64::from(1_000_000_000 - into_second)));
+    }
+
     pub fn get(&self) -> &[u8] {
         &self.text
     }
@@ -93,6 +112,27 @@ mod tests {
     use super::*;
 
     const RFC_EXAMPLE: u64 = 784_111_777; // Sun, 06 Nov 1994 08:49:37 GMT
+
+    #[test]
+    fn tick_reads_the_wall_clock_once_per_second() {
+        let mut d = DateCache::new();
+        let t0 = Instant::now();
+        d.tick(t0);
+        let at = d.next_read.expect("a boundary after the first tick");
+        assert!(
+            at > t0 && at <= t0 + Duration::from_secs(1),
+            "{:?}",
+            at - t0
+        );
+        // Before the boundary nothing is read again, whatever the wall clock says.
+        d.secs = 0;
+        d.tick(at - Duration::from_nanos(1));
+        assert_eq!(d.secs, 0);
+        // At the boundary the wall clock is read and the text follows it.
+        d.tick(at);
+        assert_ne!(d.secs, 0);
+        assert!(d.next_read.unwrap() > at);
+    }
 
     #[test]
     fn formats_imf_fixdate() {

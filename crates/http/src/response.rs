@@ -102,6 +102,13 @@ fn push_common(
     date: &[u8],
     keep_alive: bool,
 ) {
+    if status == Status::Ok && keep_alive && minor_version != 0 {
+        // Nearly every reply: one copy for the status line and the fixed header.
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\nServer: evlab\r\nDate: ");
+        out.extend_from_slice(date);
+        out.extend_from_slice(b"\r\n");
+        return;
+    }
     out.extend_from_slice(if minor_version == 0 {
         b"HTTP/1.0 "
     } else {

@@ -143,6 +143,11 @@ impl Out {
 
     /// Writes as much as the socket takes. Returns bytes written alongside.
     pub fn write_to(&mut self, fd: RawFd) -> io::Result<(WriteResult, usize)> {
+        // The common case, one run of head (and small body) bytes, goes out in one write with
+        // none of the general queue walk.
+        if let (1, Some(&Chunk::Buf { end })) = (self.chunks.len(), self.chunks.front()) {
+            return self.write_buf_only(fd, end);
+        }
         let mut total = 0;
         loop {
             let (front, n) = self.write_front_special(fd)?;
@@ -172,6 +177,31 @@ impl Out {
                     }
                 }
                 Err(e) if sys::would_block(&e) => return Ok((WriteResult::Blocked, total)),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// [`Out::write_to`] when the queue is one `Buf` chunk ending at `end`.
+    fn write_buf_only(&mut self, fd: RawFd, end: usize) -> io::Result<(WriteResult, usize)> {
+        loop {
+            match sys::write(fd, &self.buf[self.pos..end]) {
+                Ok(n) if self.pos + n == end => {
+                    self.chunks.pop_front();
+                    self.buf.clear();
+                    self.pos = 0;
+                    self.committed = 0;
+                    self.pending = 0;
+                    return Ok((WriteResult::Done, n));
+                }
+                Ok(n) => {
+                    // A short write: the socket buffer is full now.
+                    self.pos += n;
+                    self.pending = self.pending.saturating_sub(n);
+                    return Ok((WriteResult::Blocked, n));
+                }
+                Err(e) if sys::would_block(&e) => return Ok((WriteResult::Blocked, 0)),
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(e) => return Err(e),
             }

@@ -17,7 +17,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use evlab_http::{ContentCache, DateCache, Status};
 use evlab_poll::{sys, PollerStats};
@@ -140,7 +140,7 @@ impl<X: Default> Core<X> {
         let (waker_fd, waker_tx) = sys::pipe()?;
         let stats = Arc::new(WorkerStats::for_this_thread(worker));
         let mut date = DateCache::new();
-        date.refresh(SystemTime::now());
+        date.tick(Instant::now());
         Ok(Core {
             ctx: Ctx {
                 cfg,
@@ -169,7 +169,7 @@ impl<X: Default> Core<X> {
     #[inline]
     pub fn tick(&mut self) {
         self.ctx.now = Instant::now();
-        self.ctx.date.refresh(SystemTime::now());
+        self.ctx.date.tick(self.ctx.now);
     }
 
     /// The connection on `fd`, if open.

@@ -10,36 +10,14 @@
 //! a shell or a doubling costs a known number of allocations, and anything made per connection
 //! or per request (4,000 connections, 8,000 requests here) is left over beyond the constant.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use evlab_poll::alloc_count::{allocations, Counting};
+use std::sync::atomic::AtomicBool;
 
 use evlab_load::gen::{self, Live, LoadConfig};
 use evlab_load::workload::{Fixed, Workload};
 
 mod common;
 use common::serve;
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator, only counting.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        // SAFETY: the caller's contract is System's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
 
 #[global_allocator]
 static A: Counting = Counting;
@@ -66,9 +44,9 @@ fn no_allocation_per_connection_or_request() {
         let cfg = LoadConfig::new(s.addr, 4000.0, conns);
         let factory = move |_| Box::new(Fixed::new("/one", calls)) as Box<dyn Workload>;
         let stop = AtomicBool::new(false);
-        let before = ALLOCS.load(Relaxed);
+        let before = allocations();
         let (st, _, pools) = gen::run_pooled(&cfg, &factory, &stop, &Live::default()).unwrap();
-        let n = ALLOCS.load(Relaxed) - before;
+        let n = allocations() - before;
         assert_eq!(
             (st.replies, st.errors.total()),
             (conns * calls as u64, 0),

@@ -17,6 +17,7 @@ use std::time::Duration;
 #[macro_use]
 mod registry;
 
+pub mod alloc_count;
 pub mod epoll;
 pub mod epoll_ctlv;
 pub mod poll;

@@ -11,35 +11,12 @@
 //! and connections served: one allocation per request or per connection would exceed it many
 //! times over, on any machine.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use evlab_poll::alloc_count::{allocations, Counting};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 mod common;
 use common::*;
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator, only counting.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        // SAFETY: the caller's contract is System's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
 
 #[global_allocator]
 static A: Counting = Counting;
@@ -104,9 +81,9 @@ fn no_allocation_per_connection_or_request_in_steady_state() {
         // what the pattern needs.
         round(t.addr, len);
         round(t.addr, len);
-        let before = ALLOCS.load(Relaxed);
+        let before = allocations();
         let served = round(t.addr, len);
-        let n = ALLOCS.load(Relaxed) - before;
+        let n = allocations() - before;
         // At most two pooled buffers per connection open at once (input and output), and a
         // few reallocations of the pool's own list.
         let bound = 2 * (HELD + 1) + 8;

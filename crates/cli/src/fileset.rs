@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use evlab_load::fileset;
 
 #[derive(clap::Args, Debug)]
@@ -18,8 +17,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // The error names the path at fault (which may be below DIR): not repeated here.
     let s = fileset::create(&args.dir, args.dirs, args.force)
-        .with_context(|| format!("cannot create the file set in {}", args.dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot create the file set: {e}"))?;
     println!(
         "fileset: {}: {} directories, {} files, {} bytes ({:.1} MiB){}",
         args.dir.display(),

@@ -59,9 +59,10 @@ fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
         s.addr
     );
     assert!(err.contains(&s.addr.to_string()), "{err}");
-    assert!(
-        err.contains("Address already in use") || err.contains("EADDRINUSE"),
-        "{err}"
+    assert_eq!(
+        err.matches("Address already in use").count(),
+        1,
+        "the cause once, not repeated: {err}"
     );
     // The first still serves.
     assert!(http_get(s.addr, "/one").starts_with("HTTP/1.1 200 OK\r\n"));
@@ -144,6 +145,24 @@ fn list_mechanisms() {
         .any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));
 }
 
+/// An error names each thing once: the path below the file set directory is not repeated.
+#[test]
+fn fileset_errors_name_the_path_once() {
+    let file = std::env::temp_dir().join(format!("evlab-cli-notadir-{}", std::process::id()));
+    std::fs::write(&file, "x").unwrap();
+    let target = file.join("set");
+    let out = Command::new(BIN)
+        .arg("fileset")
+        .arg(&target)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches(&*file.to_string_lossy()).count(), 1, "{err}");
+    assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
+    let _ = std::fs::remove_file(&file);
+}
+
 #[test]
 fn bad_root_and_bad_flags_name_the_problem() {
     let out = Command::new(BIN)
@@ -158,7 +177,13 @@ fn bad_root_and_bad_flags_name_the_problem() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("/definitely/not/here"), "{err}");
+    // The path and the cause, each once (an io error that is both a variant's message and its
+    // source() would print twice in a `{:#}` chain).
+    assert_eq!(
+        err.trim_end(),
+        "evlab: error: evlab serve: document root /definitely/not/here: No such file or \
+         directory (os error 2)"
+    );
     let out = Command::new(BIN)
         .args(["serve", "--root", "/tmp", "--accept-limit", "zero"])
         .output()

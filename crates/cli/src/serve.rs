@@ -141,18 +141,27 @@ fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
     Mechanism::from_name(s).map_err(|e| e.to_string())
 }
 
+/// One line per mechanism: name, description and `supported: yes` or `supported: no: WHY`, in
+/// columns as wide as their widest entry. The support column comes last so that its reason may
+/// run on (`evlab run` and the benchmarks read the line's first word and what follows
+/// `supported: `).
 pub fn list_mechanisms() -> String {
+    let rows: Vec<(&str, &str, String)> = Mechanism::ALL
+        .iter()
+        .map(|m| {
+            let status = match m.support() {
+                Support::Yes => "yes".to_string(),
+                Support::No(why) => format!("no: {why}"),
+            };
+            (m.name(), m.describe(), status)
+        })
+        .collect();
+    let w_name = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let w_desc = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
     let mut out = String::new();
-    for m in Mechanism::ALL {
-        let status = match m.support() {
-            Support::Yes => "yes".to_string(),
-            Support::No(why) => format!("no: {why}"),
-        };
+    for (name, desc, status) in &rows {
         out.push_str(&format!(
-            "{:<11} {:<60} supported: {}\n",
-            m.name(),
-            m.describe(),
-            status
+            "{name:<w_name$}  {desc:<w_desc$}  supported: {status}\n"
         ));
     }
     out

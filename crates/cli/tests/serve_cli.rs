@@ -143,6 +143,38 @@ fn list_mechanisms() {
     assert!(text
         .lines()
         .any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));
+    // Columns: each starts at the same place on every line, two spaces after the widest entry
+    // of the column before it.
+    let col = |l: &str, i: usize| l[..i].chars().count();
+    let desc: Vec<usize> = text
+        .lines()
+        .map(|l| {
+            let after_name = l.find(char::is_whitespace).unwrap();
+            let gap = l[after_name..].find(|c: char| !c.is_whitespace()).unwrap();
+            col(l, after_name + gap)
+        })
+        .collect();
+    let support: Vec<usize> = text
+        .lines()
+        .map(|l| col(l, l.find("supported: ").expect(l)))
+        .collect();
+    assert!(desc.iter().all(|&c| c == desc[0]), "{text}");
+    assert!(support.iter().all(|&c| c == support[0]), "{text}");
+    let widest = |f: &dyn Fn(&str) -> usize| text.lines().map(f).max().unwrap();
+    assert_eq!(
+        desc[0],
+        widest(&|l| l.split_whitespace().next().unwrap().chars().count()) + 2,
+        "{text}"
+    );
+    assert_eq!(
+        support[0],
+        widest(&|l| l[..l.find("supported: ").unwrap()]
+            .trim_end()
+            .chars()
+            .count())
+            + 2,
+        "{text}"
+    );
 }
 
 /// An error names each thing once: the path below the file set directory is not repeated.

@@ -18,8 +18,8 @@ pub struct Args {
     /// Server host name or address
     #[arg(long, default_value = "127.0.0.1")]
     pub server: String,
-    /// Server port
-    #[arg(long, default_value_t = 8080)]
+    /// Server port (`evlab serve` listens on the same one by default)
+    #[arg(long, default_value_t = crate::DEFAULT_PORT)]
     pub port: u16,
     /// Stop after this many seconds (default: until SIGINT or SIGTERM)
     #[arg(long)]
@@ -114,5 +114,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = out.flush();
     })?;
     println!("{summary}");
+    if summary.all_up_after.is_none() {
+        let s = &summary.last;
+        bail!(
+            "not all connections came up: at most {} of {} were up at once ({} at the end; \
+             {} connection attempts failed, by cause above)",
+            summary.peak_up,
+            s.target,
+            s.up,
+            s.failed.total()
+        );
+    }
     Ok(())
 }

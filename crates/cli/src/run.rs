@@ -7,6 +7,8 @@ use evlab_lab::runner::{self, RunOptions};
 use evlab_lab::spec::Spec;
 use evlab_lab::{procs, report, results::Summary};
 
+use crate::output;
+
 /// The shipped experiments, built in so that `evlab run quick` works from any directory.
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../../../experiments/quick.toml")),
@@ -120,6 +122,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         );
     }
     let (spec, spec_path, spec_text) = load_spec(&a)?;
+    // Where the results go must be writable before the first point runs, not after the last.
+    match &a.out {
+        Some(d) => output::writable_dir("--out", d)?,
+        None => output::writable_dir("--results", &a.results)?,
+    }
     let evlab = match a.evlab {
         Some(p) => p,
         None => std::env::current_exe().context("cannot find the evlab binary")?,
@@ -158,6 +165,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
 
 pub fn report(a: ReportArgs) -> anyhow::Result<()> {
     let s = Summary::read_json(&a.dir)?;
+    output::writable_dir("evlab report", &a.dir)?;
     report::write(&s, &a.dir)?;
     println!("evlab report: {}", a.dir.join("report.html").display());
     Ok(())

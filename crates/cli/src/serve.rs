@@ -11,8 +11,9 @@ use evlab_server::{signals, AcceptMode, Config, Server};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`)
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`).
+    /// `evlab load` and `evlab idle` connect to the same port by default
+    #[arg(long, default_value_t = SocketAddr::from(([127, 0, 0, 1], crate::DEFAULT_PORT)))]
     pub listen: SocketAddr,
     /// Document root
     #[arg(long, required_unless_present = "list_mechanisms")]

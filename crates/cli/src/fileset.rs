@@ -16,6 +16,14 @@ pub struct Args {
     pub force: bool,
 }
 
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab fileset /tmp/specweb --dirs 10
+      10 directories of 36 files (about 49 MiB)
+  evlab serve --root /tmp/specweb
+      serve it; then, in another terminal, load it with the SPECweb99 request mix:
+  evlab load --specweb /tmp/specweb --rate 200 --num-conns 2000";
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     // The error names the path at fault (which may be below DIR): not repeated here.
     let s = fileset::create(&args.dir, args.dirs, args.force)

@@ -42,6 +42,18 @@ pub struct Args {
     pub fin_on_exit: bool,
 }
 
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab idle 10000
+      hold 10,000 idle connections to 127.0.0.1:8080 until Ctrl-C
+  evlab idle 1000 --port 8081 --duration 60 --rate 500
+      1,000 connections to port 8081, opened at 500 per second, held for a minute
+
+It prints `idle: all N connections up` on stdout each time all are up.
+
+Exit status: 0 when all the connections were up at once at some point; 1 when they never were
+(the summary and the error say how many were), or on an error; 2 on a usage error.";
+
 fn secs(name: &str, v: f64) -> anyhow::Result<Duration> {
     if !(v.is_finite() && v > 0.0) {
         bail!("--{name} {v}: must be a positive number of seconds");

@@ -111,6 +111,24 @@ pub struct Args {
     pub allow_no_replies: bool,
 }
 
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab load --uri /one --rate 100 --num-conns 500
+      500 connections, 100 per second, one GET /one each, against 127.0.0.1:8080
+  evlab load --uri /one --rate 1000 --duration 60 --num-calls 10 --json run.json
+      a minute of 1,000 connections/s with 10 requests each; the report also as JSON
+  evlab load --uri /one --rate 200 --duration 30 --json - --quiet | jq .replies.rate
+      JSON only, on stdout
+  evlab load --specweb /srv/fileset --rate 300 --num-conns 9000 --max-error-rate 1%
+      the SPECweb99 workload; exit status 1 if more than 1% of connections fail
+
+Ctrl-C (SIGINT) or SIGTERM stops the run early: the report and --json cover what was done
+until then, and the exit status is 130; a second Ctrl-C ends the process at once.
+
+Exit status: 0 when replies arrived and --max-error-rate (if given) held; 1 when no reply
+arrived (unless --allow-no-replies), when the error share exceeded --max-error-rate, or on an
+error; 2 on a usage error; 130 when interrupted.";
+
 /// A share in [0, 1]: a fraction (0.05) or a percentage (5%).
 fn parse_share(s: &str) -> Result<f64, String> {
     let t = s.trim();

@@ -1,7 +1,8 @@
 //! evlab: one binary, one thin module per subcommand; all logic lives in the library crates.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
+mod docs;
 mod fileset;
 mod idle;
 mod loadgen;
@@ -17,27 +18,51 @@ pub const DEFAULT_PORT: u16 = 8080;
 #[command(
     name = "evlab",
     version,
-    about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel"
+    about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel",
+    after_help = EXAMPLES
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+const EXAMPLES: &str = "\
+Examples:
+  evlab serve --root /tmp/www                         serve /tmp/www on 127.0.0.1:8080
+  evlab load --uri /one --rate 100 --num-conns 500    load it: 100 connections per second
+  evlab run                                           the default experiment (quick) and its report
+  evlab completions bash > ~/.local/share/bash-completion/completions/evlab
+  evlab man | man -l -                                read the manual page
+
+Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 130 when
+stopped by SIGINT or SIGTERM (`load` and `run` still write what they measured).";
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve static files over HTTP/1.1 with a chosen event mechanism
+    #[command(after_help = serve::EXAMPLES)]
     Serve(serve::Args),
     /// Open-loop HTTP load generator (httperf-compatible flags)
+    #[command(after_help = loadgen::EXAMPLES)]
     Load(loadgen::Args),
     /// Hold N idle connections open, re-opening any the server closes
+    #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
     /// Create the SPECweb99-like file set
+    #[command(after_help = fileset::EXAMPLES)]
     Fileset(fileset::Args),
     /// Run an experiment (default: quick) and write a report
+    #[command(after_help = run::RUN_EXAMPLES)]
     Run(run::RunArgs),
     /// Re-render a report from saved results
+    #[command(after_help = run::REPORT_EXAMPLES)]
     Report(run::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = docs::COMPLETIONS_EXAMPLES)]
+    Completions(docs::CompletionsArgs),
+    /// Print a manual page (roff) for evlab or one of its subcommands
+    #[command(after_help = docs::MAN_EXAMPLES)]
+    Man(docs::ManArgs),
 }
 
 /// Ends the process with this exit status, printing nothing more: for an outcome that is not a
@@ -66,6 +91,8 @@ fn main() {
         Command::Fileset(a) => fileset::run(a),
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
+        Command::Completions(a) => docs::completions(a, Cli::command()),
+        Command::Man(a) => docs::man(a, Cli::command()),
     };
     if let Err(e) = result {
         if let Some(Exit(code)) = e.downcast_ref::<Exit>() {
@@ -79,7 +106,6 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_cli_is_well_formed() {

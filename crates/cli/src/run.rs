@@ -43,6 +43,25 @@ const BUILTIN: &[(&str, &str)] = &[
     ("peers", include_str!("../../../experiments/peers.toml")),
 ];
 
+pub const RUN_EXAMPLES: &str = "\
+Examples:
+  evlab run
+      the default experiment (quick); prints where its report is
+  evlab run --list
+      the shipped experiments
+  evlab run fig5-one-byte-idle --duration 10
+      the paper's Fig. 5 with 10 s points instead of 120 s
+  evlab run my-experiment.toml --out /tmp/my-run
+      an experiment of your own, into exactly that directory
+
+The results directory is checked (created, written to) before anything runs. Ctrl-C stops the
+run; the report of the points finished is still written (exit status 130).";
+
+pub const REPORT_EXAMPLES: &str = "\
+Examples:
+  evlab report results/quick/20261123-101500
+      write report.md, report.html and the figures again from its summary.json";
+
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Experiment: a name (quick, fig1-one-byte, …; see --list) or a TOML file

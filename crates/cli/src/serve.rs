@@ -95,6 +95,20 @@ pub struct Args {
     pub max_pass: u32,
 }
 
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab serve --root /tmp/www
+      serve /tmp/www on 127.0.0.1:8080 with edge-triggered epoll
+  evlab serve --root /tmp/www --mechanism select --listen 127.0.0.1:0 --stats
+      select(2) on a free port (printed); counters at GET /.evlab/stats
+  evlab serve --root /tmp/www --mechanism epoll-lt --sendfile --cork --accept-limit 10
+      the paper's configuration with a limit on accepts per notification
+  evlab serve --list-mechanisms
+      the mechanisms and whether this kernel supports each
+
+Ctrl-C (SIGINT) or SIGTERM stops accepting, finishes the replies in flight and prints a
+summary on stderr.";
+
 #[derive(Copy, Clone, Debug)]
 pub struct AcceptLimit(pub Option<usize>);
 

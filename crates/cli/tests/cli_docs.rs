@@ -1,7 +1,9 @@
 //! The command line's own documentation and promises, checked on the real binary: one default
 //! port, examples in every `--help`, shell completions that a shell accepts, manual pages that
-//! render, results directories checked before a run.
+//! render, results directories checked before a run, and a README whose links stay inside the
+//! repository.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -30,6 +32,10 @@ fn evlab(args: &[&str]) -> Output {
 fn stdout(o: &Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 #[test]
@@ -164,4 +170,73 @@ fn run_checks_its_results_directory_first() {
         assert!(err.contains(&want), "stderr lacks '{want}': {err}");
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Markdown links `[text](target)` in `text`, without anchors-only links.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("](") {
+        let tail = &rest[i + 2..];
+        let Some(j) = tail.find(')') else { break };
+        let target = tail[..j].trim();
+        if !target.starts_with('#') {
+            out.push(target.split('#').next().unwrap().to_string());
+        }
+        rest = &tail[j..];
+    }
+    out
+}
+
+#[test]
+fn readme_links_stay_in_the_repository_and_name_what_is_shipped() {
+    let root = repo().canonicalize().unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut docs = vec![(root.join("README.md"), readme.clone())];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            docs.push((p.clone(), std::fs::read_to_string(&p).unwrap()));
+        }
+    }
+    for (file, text) in &docs {
+        for l in links(text) {
+            assert!(
+                !l.contains("://") && !l.starts_with("mailto:"),
+                "{}: a link outside the repository: {l}",
+                file.display()
+            );
+            let target = file.parent().unwrap().join(&l);
+            let resolved = target
+                .canonicalize()
+                .unwrap_or_else(|e| panic!("{}: link {l} does not resolve: {e}", file.display()));
+            assert!(
+                resolved.starts_with(&root),
+                "{}: link {l} leads out of the repository",
+                file.display()
+            );
+        }
+    }
+    assert!(!readme.contains("working session"), "internal jargon");
+    assert!(
+        !readme.contains("/work/"),
+        "a path of the machine it was written on"
+    );
+    assert!(readme.contains("cargo install --path crates/cli"));
+    // The usage block names every subcommand.
+    let usage = readme.split("```").nth(1).unwrap();
+    for sub in SUBCOMMANDS {
+        assert!(
+            usage.contains(&format!("evlab {sub}")),
+            "usage lacks {sub}:\n{usage}"
+        );
+    }
+    // The license files the license field promises.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));
+    let mit = std::fs::read_to_string(root.join("LICENSE-MIT")).unwrap();
+    assert!(mit.contains("Copyright (c) the evlab authors") && mit.contains("MIT License"));
+    let apache = std::fs::read_to_string(root.join("LICENSE-APACHE")).unwrap();
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
 }

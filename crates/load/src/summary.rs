@@ -16,7 +16,8 @@
 //!    "errors": {total, client_timo, socket_timo, connrefused, connreset, fd_unavail,
 //!    addrunavail, ftab_full, other, parse},
 //!    "samples": [{start_s, end_s, replies, reply_rate} per interval],
-//!    "syscalls": {NAME: {calls, errors, per_conn, us_per_conn (with --profile)}} }`
+//!    "syscalls": {NAME: {calls, errors, per_conn, us_per_conn (with --profile)}},
+//!    "interrupted" (stopped by SIGINT or SIGTERM: the figures cover what was done until then) }`
 //!
 //! A syscall's `errors` include the expected ones: every non-blocking `connect` "fails" with
 //! EINPROGRESS, every drained socket's last `read` with EAGAIN.

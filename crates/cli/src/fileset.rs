@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use evlab_load::fileset;
 
 #[derive(clap::Args, Debug)]
@@ -17,9 +16,18 @@ pub struct Args {
     pub force: bool,
 }
 
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab fileset /tmp/specweb --dirs 10
+      10 directories of 36 files (about 49 MiB)
+  evlab serve --root /tmp/specweb
+      serve it; then, in another terminal, load it with the SPECweb99 request mix:
+  evlab load --specweb /tmp/specweb --rate 200 --num-conns 2000";
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // The error names the path at fault (which may be below DIR): not repeated here.
     let s = fileset::create(&args.dir, args.dirs, args.force)
-        .with_context(|| format!("cannot create the file set in {}", args.dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot create the file set: {e}"))?;
     println!(
         "fileset: {}: {} directories, {} files, {} bytes ({:.1} MiB){}",
         args.dir.display(),

@@ -18,8 +18,8 @@ pub struct Args {
     /// Server host name or address
     #[arg(long, default_value = "127.0.0.1")]
     pub server: String,
-    /// Server port
-    #[arg(long, default_value_t = 8080)]
+    /// Server port (`evlab serve` listens on the same one by default)
+    #[arg(long, default_value_t = crate::DEFAULT_PORT)]
     pub port: u16,
     /// Stop after this many seconds (default: until SIGINT or SIGTERM)
     #[arg(long)]
@@ -41,6 +41,18 @@ pub struct Args {
     #[arg(long)]
     pub fin_on_exit: bool,
 }
+
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab idle 10000
+      hold 10,000 idle connections to 127.0.0.1:8080 until Ctrl-C
+  evlab idle 1000 --port 8081 --duration 60 --rate 500
+      1,000 connections to port 8081, opened at 500 per second, held for a minute
+
+It prints `idle: all N connections up` on stdout each time all are up.
+
+Exit status: 0 when all the connections were up at once at some point; 1 when they never were
+(the summary and the error say how many were), or on an error; 2 on a usage error.";
 
 fn secs(name: &str, v: f64) -> anyhow::Result<Duration> {
     if !(v.is_finite() && v > 0.0) {
@@ -114,5 +126,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = out.flush();
     })?;
     println!("{summary}");
+    if summary.all_up_after.is_none() {
+        let s = &summary.last;
+        bail!(
+            "not all connections came up: at most {} of {} were up at once ({} at the end; \
+             {} connection attempts failed, by cause above)",
+            summary.peak_up,
+            s.target,
+            s.up,
+            s.failed.total()
+        );
+    }
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -14,13 +14,16 @@ use evlab_load::workload::specweb::{CallsPerConn, SpecWeb, SpecWebConfig};
 use evlab_load::workload::urilist::UriList;
 use evlab_load::workload::{Fixed, Method, Workload};
 
+use crate::output::Sink;
+use crate::Exit;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Server host name or address
     #[arg(long, default_value = "127.0.0.1")]
     pub server: String,
-    /// Server port
-    #[arg(long, default_value_t = 80)]
+    /// Server port (`evlab serve` listens on the same one by default)
+    #[arg(long, default_value_t = crate::DEFAULT_PORT)]
     pub port: u16,
     /// URI requested by every call (the one-byte workload is /one)
     #[arg(long, default_value = "/")]
@@ -76,11 +79,12 @@ pub struct Args {
     /// URI prefix of the file set below the server's root (SPECweb99 workload)
     #[arg(long, default_value = "")]
     pub specweb_prefix: String,
-    /// Write the results as JSON
-    #[arg(long)]
+    /// Write the results as JSON to this file, or to stdout with `-` (the text report then goes
+    /// to stderr). The file is checked before the run, and written on Ctrl-C too
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write one CSV row per sample interval
-    #[arg(long)]
+    /// Write one CSV row per sample interval to this file (`-`: stdout, as for --json)
+    #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
     /// Seconds per reply-rate sample (httperf uses 5)
     #[arg(long, default_value_t = 5.0)]
@@ -91,9 +95,54 @@ pub struct Args {
     /// Time every syscall the generator makes and report microseconds per connection in each
     #[arg(long)]
     pub profile: bool,
-    /// No report on stdout (with --json)
-    #[arg(long)]
+    /// No text report and no progress line: only --json and --samples are written (one of them
+    /// is required)
+    #[arg(long, short)]
     pub quiet: bool,
+    /// Exit with status 1 when more than this share of the connections started ended in an
+    /// error (errors as httperf counts them, over connections started): a fraction such as
+    /// 0.01 or a percentage such as 1%. Off unless given; 4xx and 5xx replies are replies,
+    /// not errors
+    #[arg(long, value_name = "SHARE", value_parser = parse_share)]
+    pub max_error_rate: Option<f64>,
+    /// Exit with status 0 even when no reply arrived (by default that is a failure, status 1);
+    /// for callers that judge the report themselves, such as `evlab run`
+    #[arg(long)]
+    pub allow_no_replies: bool,
+}
+
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab load --uri /one --rate 100 --num-conns 500
+      500 connections, 100 per second, one GET /one each, against 127.0.0.1:8080
+  evlab load --uri /one --rate 1000 --duration 60 --num-calls 10 --json run.json
+      a minute of 1,000 connections/s with 10 requests each; the report also as JSON
+  evlab load --uri /one --rate 200 --duration 30 --json - --quiet | jq .replies.rate
+      JSON only, on stdout
+  evlab load --specweb /srv/fileset --rate 300 --num-conns 9000 --max-error-rate 1%
+      the SPECweb99 workload; exit status 1 if more than 1% of connections fail
+
+Ctrl-C (SIGINT) or SIGTERM stops the run early: the report and --json cover what was done
+until then, and the exit status is 130; a second Ctrl-C ends the process at once.
+
+Exit status: 0 when replies arrived and --max-error-rate (if given) held; 1 when no reply
+arrived (unless --allow-no-replies), when the error share exceeded --max-error-rate, or on an
+error; 2 on a usage error; 130 when interrupted.";
+
+/// A share in [0, 1]: a fraction (0.05) or a percentage (5%).
+fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a share of connections: give a fraction from 0 to 1 (0.01) or a \
+             percentage from 0% to 100% (1%)"
+        )),
+    }
 }
 
 fn positive(name: &str, v: f64) -> anyhow::Result<Duration> {
@@ -194,59 +243,105 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         seed: a.seed,
         profile: a.profile,
     };
+    if num_conns.is_none() && duration.is_none() {
+        bail!("give --num-conns or --duration: every run must end by itself");
+    }
+    // The outputs, checked (opened) before the run, not found unwritable at its end.
+    if a.quiet && a.json.is_none() && a.samples.is_none() {
+        bail!(
+            "--quiet without --json or --samples would write nothing: drop --quiet, or add \
+             --json FILE (or --json - for stdout)"
+        );
+    }
+    if a.json.as_deref() == Some(Path::new("-")) && a.samples.as_deref() == Some(Path::new("-")) {
+        bail!("--json - and --samples - cannot both go to stdout: give one of them a file");
+    }
+    let mut json = a
+        .json
+        .as_deref()
+        .map(|p| Sink::open("--json", p))
+        .transpose()?;
+    let mut samples_out = a
+        .samples
+        .as_deref()
+        .map(|p| Sink::open("--samples", p))
+        .transpose()?;
+    // With an output on stdout, the text report goes to stderr.
+    let report_to_stderr = json.as_ref().is_some_and(Sink::is_stdout)
+        || samples_out.as_ref().is_some_and(Sink::is_stdout);
+
+    // SIGINT and SIGTERM stop the run; the report covers what was done until then.
+    evlab_server::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
     let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
     let live = Live::default();
-    let tty = std::io::stderr().is_terminal();
+    let progress = !a.quiet && std::io::stderr().is_terminal();
+    let mut interrupted = false;
     let (stats, info) = std::thread::scope(|sc| {
         let runner = sc.spawn(|| {
             let r = gen::run(&cfg, &*factory, &stop, &live);
-            stop.store(true, Relaxed);
+            done.store(true, Relaxed);
             r
         });
         let t0 = Instant::now();
-        while tty && !stop.load(Relaxed) {
-            std::thread::sleep(Duration::from_millis(200));
-            let secs = t0.elapsed().as_secs_f64();
-            let replies = live.replies.load(Relaxed);
-            eprint!(
-                "\r{:6.1} s  started {:>9}  replies {:>9} ({:>8.0}/s)  errors {:>6}   ",
-                secs,
-                live.started.load(Relaxed),
-                replies,
-                replies as f64 / secs.max(1e-3),
-                live.errors.load(Relaxed)
-            );
+        let mut shown = t0;
+        while !done.load(Relaxed) {
+            // Wakes 20 times a second (its CPU time is the generator's, and counted): a
+            // Ctrl-C is seen within 50 ms, and the workers stop within their 100 ms wait.
+            std::thread::sleep(Duration::from_millis(50));
+            if !interrupted && evlab_server::signals::signalled() {
+                interrupted = true;
+                stop.store(true, Relaxed);
+                // A second Ctrl-C ends the process at once.
+                evlab_server::signals::restore_default();
+                eprintln!(
+                    "{}evlab load: interrupted after {:.1} s; finishing the report of what was \
+                     done (Ctrl-C again to quit at once)",
+                    if progress { "\n" } else { "" },
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+            if progress && !interrupted && shown.elapsed() >= Duration::from_millis(200) {
+                shown = Instant::now();
+                let secs = t0.elapsed().as_secs_f64();
+                let replies = live.replies.load(Relaxed);
+                eprint!(
+                    "\r{:6.1} s  started {:>9}  replies {:>9} ({:>8.0}/s)  errors {:>6}   ",
+                    secs,
+                    live.started.load(Relaxed),
+                    replies,
+                    replies as f64 / secs.max(1e-3),
+                    live.errors.load(Relaxed)
+                );
+            }
         }
-        if tty {
+        if progress && !interrupted {
             eprintln!();
         }
         runner.join().unwrap_or(Err(gen::LoadError::Panicked))
     })?;
-    if let Some(p) = &a.json {
-        let mut r = summary::report(&stats, &info);
-        r.config.workload = Some(
-            a.specweb
+    let mut r = summary::report(&stats, &info);
+    r.interrupted = interrupted;
+    r.config.workload = Some(
+        a.specweb
+            .as_ref()
+            .map(|d| format!("specweb:{}", d.display()))
+            .or(a.wsesslog.clone().map(|s| format!("wsesslog:{s}")))
+            .or(a
+                .uri_list
                 .as_ref()
-                .map(|d| format!("specweb:{}", d.display()))
-                .or(a.wsesslog.clone().map(|s| format!("wsesslog:{s}")))
-                .or(a
-                    .uri_list
-                    .as_ref()
-                    .map(|p| format!("uri-list:{}", p.display())))
-                .unwrap_or_else(|| format!("{} x {}", a.uri, a.num_calls)),
-        );
-        std::fs::write(p, serde_json::to_string_pretty(&r)? + "\n")
-            .with_context(|| format!("writing --json {}", p.display()))?;
+                .map(|p| format!("uri-list:{}", p.display())))
+            .unwrap_or_else(|| format!("{} x {}", a.uri, a.num_calls)),
+    );
+    if let Some(out) = &mut json {
+        out.write((serde_json::to_string_pretty(&r)? + "\n").as_bytes())?;
     }
-    if let Some(p) = &a.samples {
-        let csv = summary::samples_csv(&summary::samples(&stats, &info));
-        std::fs::write(p, csv).with_context(|| format!("writing --samples {}", p.display()))?;
+    if let Some(out) = &mut samples_out {
+        out.write(summary::samples_csv(&r.samples).as_bytes())?;
     }
     if !a.quiet {
-        let mut o = std::io::stdout().lock();
-        writeln!(
-            o,
-            "evlab load --server {} --port {} --rate {} {}",
+        let mut text = format!(
+            "evlab load --server {} --port {} --rate {} {}\n",
             a.server,
             a.port,
             a.rate,
@@ -255,8 +350,58 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 (None, Some(d)) => format!("--duration {}", d.as_secs_f64()),
                 _ => String::new(),
             }
-        )?;
-        write!(o, "{}", summary::to_text(&stats, &info))?;
+        );
+        text.push_str(&summary::to_text(&stats, &info));
+        if report_to_stderr {
+            eprint!("{text}");
+        } else {
+            let mut o = std::io::stdout().lock();
+            o.write_all(text.as_bytes())?;
+            o.flush()?;
+        }
+    }
+    verdict(&a, &stats, target, interrupted)
+}
+
+/// The exit status the run earns, once its report is out: a warning when every connection was
+/// refused (most likely nothing listens there), 130 when interrupted, 1 when no reply arrived
+/// or the errors exceeded `--max-error-rate`.
+fn verdict(
+    a: &Args,
+    stats: &summary::Stats,
+    target: SocketAddr,
+    interrupted: bool,
+) -> anyhow::Result<()> {
+    let e = &stats.errors;
+    if stats.initiated > 0 && e.connrefused == stats.initiated {
+        eprintln!(
+            "evlab load: warning: every connection ({}) was refused: is a server listening on \
+             {target}? (`evlab serve` listens on port {} unless given --listen)",
+            stats.initiated,
+            crate::DEFAULT_PORT
+        );
+    }
+    if interrupted {
+        return Err(Exit(130).into());
+    }
+    if stats.replies == 0 && !a.allow_no_replies {
+        bail!(
+            "no reply arrived: {} connections started, {} errors (--allow-no-replies accepts \
+             this)",
+            stats.initiated,
+            e.total()
+        );
+    }
+    if let (Some(max), Some(share)) = (a.max_error_rate, summary::error_share(stats)) {
+        if share > max {
+            bail!(
+                "{} errors in {} connections ({:.2}%) exceed --max-error-rate {}%",
+                e.total(),
+                stats.initiated,
+                100.0 * share,
+                100.0 * max
+            );
+        }
     }
     Ok(())
 }

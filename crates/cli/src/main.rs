@@ -1,39 +1,82 @@
 //! evlab: one binary, one thin module per subcommand; all logic lives in the library crates.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
+mod docs;
 mod fileset;
 mod idle;
 mod loadgen;
+mod output;
 mod run;
 mod serve;
+
+/// The port `serve` listens on and `load` and `idle` connect to unless told otherwise, so that
+/// `evlab serve` in one terminal and `evlab load --rate 10 --num-conns 5` in another meet.
+pub const DEFAULT_PORT: u16 = 8080;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "evlab",
     version,
-    about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel"
+    about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel",
+    after_help = EXAMPLES
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+const EXAMPLES: &str = "\
+Examples:
+  evlab serve --root /tmp/www                         serve /tmp/www on 127.0.0.1:8080
+  evlab load --uri /one --rate 100 --num-conns 500    load it: 100 connections per second
+  evlab run                                           the default experiment (quick) and its report
+  evlab completions bash > ~/.local/share/bash-completion/completions/evlab
+  evlab man | man -l -                                read the manual page
+
+Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 130 when
+stopped by SIGINT or SIGTERM (`load` and `run` still write what they measured).";
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve static files over HTTP/1.1 with a chosen event mechanism
+    #[command(after_help = serve::EXAMPLES)]
     Serve(serve::Args),
     /// Open-loop HTTP load generator (httperf-compatible flags)
+    #[command(after_help = loadgen::EXAMPLES)]
     Load(loadgen::Args),
     /// Hold N idle connections open, re-opening any the server closes
+    #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
     /// Create the SPECweb99-like file set
+    #[command(after_help = fileset::EXAMPLES)]
     Fileset(fileset::Args),
     /// Run an experiment (default: quick) and write a report
+    #[command(after_help = run::RUN_EXAMPLES)]
     Run(run::RunArgs),
     /// Re-render a report from saved results
+    #[command(after_help = run::REPORT_EXAMPLES)]
     Report(run::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = docs::COMPLETIONS_EXAMPLES)]
+    Completions(docs::CompletionsArgs),
+    /// Print a manual page (roff) for evlab or one of its subcommands
+    #[command(after_help = docs::MAN_EXAMPLES)]
+    Man(docs::ManArgs),
 }
+
+/// Ends the process with this exit status, printing nothing more: for an outcome that is not a
+/// malfunction and that the subcommand has already reported (a run stopped by Ctrl-C).
+#[derive(Debug)]
+pub struct Exit(pub i32);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
 
 fn main() {
     let cli = Cli::parse();
@@ -48,9 +91,41 @@ fn main() {
         Command::Fileset(a) => fileset::run(a),
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
+        Command::Completions(a) => docs::completions(a, Cli::command()),
+        Command::Man(a) => docs::man(a, Cli::command()),
     };
     if let Err(e) = result {
+        if let Some(Exit(code)) = e.downcast_ref::<Exit>() {
+            std::process::exit(*code);
+        }
         eprintln!("evlab: error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_load_and_idle_default_to_one_port() {
+        let parse = |argv: &[&str]| Cli::try_parse_from(argv).unwrap().command;
+        let Command::Serve(s) = parse(&["evlab", "serve", "--root", "/tmp"]) else {
+            panic!()
+        };
+        let Command::Load(l) = parse(&["evlab", "load", "--rate", "1"]) else {
+            panic!()
+        };
+        let Command::Idle(i) = parse(&["evlab", "idle", "1"]) else {
+            panic!()
+        };
+        assert_eq!(s.listen.port(), DEFAULT_PORT);
+        assert_eq!(l.port, DEFAULT_PORT);
+        assert_eq!(i.port, DEFAULT_PORT);
     }
 }

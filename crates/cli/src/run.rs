@@ -7,6 +7,8 @@ use evlab_lab::runner::{self, RunOptions};
 use evlab_lab::spec::Spec;
 use evlab_lab::{procs, report, results::Summary};
 
+use crate::output;
+
 /// The shipped experiments, built in so that `evlab run quick` works from any directory.
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../../../experiments/quick.toml")),
@@ -40,6 +42,25 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("peers", include_str!("../../../experiments/peers.toml")),
 ];
+
+pub const RUN_EXAMPLES: &str = "\
+Examples:
+  evlab run
+      the default experiment (quick); prints where its report is
+  evlab run --list
+      the shipped experiments
+  evlab run fig5-one-byte-idle --duration 10
+      the paper's Fig. 5 with 10 s points instead of 120 s
+  evlab run my-experiment.toml --out /tmp/my-run
+      an experiment of your own, into exactly that directory
+
+The results directory is checked (created, written to) before anything runs. Ctrl-C stops the
+run; the report of the points finished is still written (exit status 130).";
+
+pub const REPORT_EXAMPLES: &str = "\
+Examples:
+  evlab report results/quick/20261123-101500
+      write report.md, report.html and the figures again from its summary.json";
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -120,6 +141,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         );
     }
     let (spec, spec_path, spec_text) = load_spec(&a)?;
+    // Where the results go must be writable before the first point runs, not after the last.
+    match &a.out {
+        Some(d) => output::writable_dir("--out", d)?,
+        None => output::writable_dir("--results", &a.results)?,
+    }
     let evlab = match a.evlab {
         Some(p) => p,
         None => std::env::current_exe().context("cannot find the evlab binary")?,
@@ -158,6 +184,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
 
 pub fn report(a: ReportArgs) -> anyhow::Result<()> {
     let s = Summary::read_json(&a.dir)?;
+    output::writable_dir("evlab report", &a.dir)?;
     report::write(&s, &a.dir)?;
     println!("evlab report: {}", a.dir.join("report.html").display());
     Ok(())

@@ -11,8 +11,9 @@ use evlab_server::{signals, AcceptMode, Config, Server};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`)
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`).
+    /// `evlab load` and `evlab idle` connect to the same port by default
+    #[arg(long, default_value_t = SocketAddr::from(([127, 0, 0, 1], crate::DEFAULT_PORT)))]
     pub listen: SocketAddr,
     /// Document root
     #[arg(long, required_unless_present = "list_mechanisms")]
@@ -94,6 +95,20 @@ pub struct Args {
     pub max_pass: u32,
 }
 
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab serve --root /tmp/www
+      serve /tmp/www on 127.0.0.1:8080 with edge-triggered epoll
+  evlab serve --root /tmp/www --mechanism select --listen 127.0.0.1:0 --stats
+      select(2) on a free port (printed); counters at GET /.evlab/stats
+  evlab serve --root /tmp/www --mechanism epoll-lt --sendfile --cork --accept-limit 10
+      the paper's configuration with a limit on accepts per notification
+  evlab serve --list-mechanisms
+      the mechanisms and whether this kernel supports each
+
+Ctrl-C (SIGINT) or SIGTERM stops accepting, finishes the replies in flight and prints a
+summary on stderr.";
+
 #[derive(Copy, Clone, Debug)]
 pub struct AcceptLimit(pub Option<usize>);
 
@@ -141,18 +156,27 @@ fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
     Mechanism::from_name(s).map_err(|e| e.to_string())
 }
 
+/// One line per mechanism: name, description and `supported: yes` or `supported: no: WHY`, in
+/// columns as wide as their widest entry. The support column comes last so that its reason may
+/// run on (`evlab run` and the benchmarks read the line's first word and what follows
+/// `supported: `).
 pub fn list_mechanisms() -> String {
+    let rows: Vec<(&str, &str, String)> = Mechanism::ALL
+        .iter()
+        .map(|m| {
+            let status = match m.support() {
+                Support::Yes => "yes".to_string(),
+                Support::No(why) => format!("no: {why}"),
+            };
+            (m.name(), m.describe(), status)
+        })
+        .collect();
+    let w_name = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let w_desc = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
     let mut out = String::new();
-    for m in Mechanism::ALL {
-        let status = match m.support() {
-            Support::Yes => "yes".to_string(),
-            Support::No(why) => format!("no: {why}"),
-        };
+    for (name, desc, status) in &rows {
         out.push_str(&format!(
-            "{:<11} {:<60} supported: {}\n",
-            m.name(),
-            m.describe(),
-            status
+            "{name:<w_name$}  {desc:<w_desc$}  supported: {status}\n"
         ));
     }
     out

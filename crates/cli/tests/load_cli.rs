@@ -288,7 +288,6 @@ fn refused_connections_are_counted_and_the_run_ends() {
     let t0 = Instant::now();
     let o = load(&["--port", &port, "--rate", "100", "--num-conns", "20"]);
     let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
     assert!(
         t0.elapsed() < Duration::from_secs(10),
         "took {:?}",
@@ -297,20 +296,280 @@ fn refused_connections_are_counted_and_the_run_ends() {
     assert_eq!(field(&out, "connrefused "), 20.0, "{out}");
     assert_eq!(field(&out, "Errors: total "), 20.0, "{out}");
     assert!(out.contains("replies 0 "), "{out}");
+    // No reply is a failure, and every connection refused is said to be the likely cause.
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("warning: every connection (20) was refused")
+            && err.contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(err.contains("error: no reply arrived"), "{err}");
+    // Distributions of nothing are not printed as zeros.
+    assert!(
+        out.contains("Connection time [ms]: no connection completed"),
+        "{out}"
+    );
+    assert!(out.contains("Latency [ms]: no replies"), "{out}");
+    // --allow-no-replies: the same warning, exit status 0.
+    let o = load(&[
+        "--port",
+        &port,
+        "--rate",
+        "100",
+        "--num-conns",
+        "3",
+        "--allow-no-replies",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(err.contains("every connection (3) was refused"), "{err}");
 }
 
-/// The server's open-connection count from its stats page.
-fn open_conns(s: &Serve) -> u64 {
+/// The reply-rate line gives sample statistics only when there were samples, and counts them
+/// in the right number.
+#[test]
+fn reply_rate_statistics_only_with_samples() {
+    let mut s = serve("load-samples", &[], |_| {});
+    let port = s.addr.port().to_string();
+    let run = |interval: &str| {
+        let o = load(&[
+            "--port",
+            &port,
+            "--uri",
+            "/one",
+            "--rate",
+            "100",
+            "--num-conns",
+            "10",
+            "--sample-interval",
+            interval,
+        ]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}\n{err}");
+        out
+    };
+    // 10 starts at 100/s: about 0.1 s, far shorter than a 1000 s interval.
+    let out = run("1000");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("Reply rate [replies/s]:"))
+        .unwrap();
+    assert!(
+        line.contains("no samples") && !line.contains("min ") && !line.contains("max "),
+        "{line}"
+    );
+    // 0.05 s intervals: at least one whole one, and the count agrees in number.
+    let out = run("0.05");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("Reply rate [replies/s]:"))
+        .unwrap();
+    assert!(
+        line.contains(" min ") && line.contains(" stddev "),
+        "{line}"
+    );
+    let n = field(line, "(") as u64;
+    assert!(n >= 1, "{line}");
+    assert!(
+        line.ends_with(if n == 1 { "(1 sample)" } else { "samples)" }),
+        "{line}"
+    );
+    common::stop_serve(&mut s);
+}
+
+/// Ctrl-C on a long run: the report of what was done so far on stdout, the JSON written and
+/// marked interrupted, exit status 130.
+#[test]
+fn sigint_prints_the_summary_and_writes_the_json() {
+    let mut s = serve("load-sigint", &["--stats"], |_| {});
+    let dir = scratch("sigint");
+    let json = dir.join("run.json");
+    let mut child = Command::new(BIN)
+        .args(["load", "--port", &s.addr.port().to_string()])
+        .args(["--uri", "/one", "--rate", "100", "--duration", "3600"])
+        // 20 replies take 0.2 s of schedule at least: whole sample intervals, so every line.
+        .args(["--sample-interval", "0.05"])
+        .arg("--json")
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Progress: the server has answered 20 of its requests (our own stats requests aside).
+    let t0 = Instant::now();
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        let served = stats(&s)["requests"].as_u64().unwrap();
+        if served >= 20 + polls {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "evlab load made no progress: {served} requests served"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "evlab load exited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    evlab_poll::sys::kill(child.id(), libc::SIGINT).unwrap();
+    let st = common::wait_within(&mut child, Duration::from_secs(30), "evlab load");
+    common::assert_gone(child.id());
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(st.code(), Some(130), "{out}\n{err}");
+    assert!(err.contains("interrupted after"), "{err}");
+    for l in HTTPERF_LABELS {
+        assert!(out.contains(l), "the summary lacks '{l}':\n{out}");
+    }
+    let replies = field(&out, " replies ") as u64;
+    assert!(replies >= 1, "{out}");
+    let r: evlab_load::summary::LoadReport =
+        serde_json::from_slice(&std::fs::read(&json).expect("the JSON was written")).unwrap();
+    assert!(r.interrupted);
+    assert_eq!(r.replies.total, replies, "the JSON and the text agree");
+    assert_eq!(r.config.duration_s, Some(3600.0));
+    assert!(r.duration_s < 3600.0, "{}", r.duration_s);
+    common::stop_serve(&mut s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server's stats page.
+fn stats(s: &Serve) -> serde_json::Value {
     let mut c = TcpStream::connect(s.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     std::io::Write::write_all(&mut c, b"GET /.evlab/stats HTTP/1.0\r\nHost: t\r\n\r\n").unwrap();
     let mut body = String::new();
     c.read_to_string(&mut body).unwrap();
-    let json = &body[body.find("\r\n\r\n").unwrap() + 4..];
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    serde_json::from_str(&body[body.find("\r\n\r\n").unwrap() + 4..]).unwrap()
+}
+
+/// `--json -`: the JSON alone on stdout, the text report on stderr; with --quiet, no report.
+#[test]
+fn json_to_stdout_moves_the_report_to_stderr() {
+    let mut s = serve("load-stdout", &[], |_| {});
+    let port = s.addr.port().to_string();
+    let args = ["--port", &port, "--uri", "/one", "--rate", "200"];
+    let o = load(&[&args[..], &["--num-conns", "10", "--json", "-"]].concat());
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let r: evlab_load::summary::LoadReport = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{out}"));
+    assert_eq!(r.replies.total, 10);
+    assert!(
+        err.contains("Total: connections 10 requests 10 replies 10 "),
+        "{err}"
+    );
+    assert!(!std::path::Path::new("-").exists(), "no file named -");
+    let o = load(&[&args[..], &["--num-conns", "5", "--json", "-", "--quiet"]].concat());
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&out).is_ok(),
+        "{out}"
+    );
+    assert!(!err.contains("Total:"), "--quiet prints no report: {err}");
+    common::stop_serve(&mut s);
+}
+
+/// Outputs are checked before the run: a long run against a server that is there still fails
+/// at once when its --json or --samples cannot be written, naming the path and why; --quiet
+/// with nothing to write is refused.
+#[test]
+fn outputs_are_checked_before_the_run() {
+    let mut s = serve("load-outputs", &["--stats"], |_| {});
+    let dir = scratch("outputs");
+    std::fs::write(dir.join("file"), "x").unwrap();
+    let port = s.addr.port().to_string();
+    let long = [
+        "--port",
+        &port,
+        "--uri",
+        "/one",
+        "--rate",
+        "1",
+        "--num-conns",
+        "3600",
+    ];
+    let missing = dir.join("missing").join("x.json");
+    let under_file = dir.join("file").join("s.csv");
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--json", missing.to_str().unwrap()],
+            format!(
+                "--json {}: the directory {} does not exist",
+                missing.display(),
+                dir.join("missing").display()
+            ),
+        ),
+        (
+            vec!["--samples", under_file.to_str().unwrap()],
+            format!("--samples {}: ", under_file.display()),
+        ),
+        (
+            vec!["--json", dir.to_str().unwrap()],
+            format!("--json {}: is a directory", dir.display()),
+        ),
+        (
+            vec!["--quiet"],
+            "--quiet without --json or --samples would write nothing".into(),
+        ),
+        (
+            vec!["--json", "-", "--samples", "-"],
+            "cannot both go to stdout".into(),
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut child = Command::new(BIN)
+            .arg("load")
+            .args(long)
+            .args(&extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The run would take an hour; the check takes no time at all.
+        let st = common::wait_within(&mut child, Duration::from_secs(30), "evlab load");
+        common::assert_gone(child.id());
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(st.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains(&want),
+            "{extra:?}: stderr lacks '{want}': {err}"
+        );
+    }
+    assert!(!missing.exists() && !dir.join("missing").exists());
+    // No run started: the only connection the server ever accepted is this stats request's.
+    assert_eq!(stats(&s)["connections"]["accepted"], 1);
+    common::stop_serve(&mut s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server's open-connection count from its stats page.
+fn open_conns(s: &Serve) -> u64 {
+    let v = stats(s);
     let active = v["connections"]["active"]
         .as_u64()
-        .unwrap_or_else(|| panic!("no connections.active in {json}"));
+        .unwrap_or_else(|| panic!("no connections.active in {v}"));
     active - 1 // this one
 }
 
@@ -386,4 +645,97 @@ fn walk(d: &Path, f: &mut dyn FnMut(&Path)) {
             f(&p);
         }
     }
+}
+
+/// A server of the test's own on a real socket that answers every other connection and closes
+/// the others unanswered: exactly half the connections end in an error.
+fn half_failing_server(conns: usize) -> (u16, std::thread::JoinHandle<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t = std::thread::spawn(move || {
+        for i in 0..conns {
+            let (mut c, _) = l.accept().unwrap();
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            if i % 2 == 0 {
+                let _ = std::io::Write::write_all(
+                    &mut c,
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\na",
+                );
+            }
+            // Dropped: closed, answered or not.
+        }
+    });
+    (port, t)
+}
+
+/// --max-error-rate: exit status 1 when the share of connections in error exceeds it, with
+/// the figures; 0 when within it, or when not given (the default is off).
+#[test]
+fn max_error_rate_decides_the_exit_status() {
+    for (limit, want_ok) in [(None, true), (Some("60%"), true), (Some("0.1"), false)] {
+        let (port, server) = half_failing_server(10);
+        let port = port.to_string();
+        let mut args = vec!["--port", &port, "--uri", "/one", "--rate", "100"];
+        args.extend(["--num-conns", "10"]);
+        if let Some(l) = limit {
+            args.extend(["--max-error-rate", l]);
+        }
+        let o = load(&args);
+        server.join().unwrap();
+        let (out, err) = text(&o);
+        assert!(out.contains("replies 5 "), "{limit:?}: {out}");
+        assert_eq!(field(&out, "Errors: total "), 5.0, "{limit:?}: {out}");
+        if want_ok {
+            assert!(o.status.success(), "{limit:?}: {err}");
+        } else {
+            assert_eq!(o.status.code(), Some(1), "{limit:?}: {err}");
+            assert!(
+                err.contains("5 errors in 10 connections (50.00%) exceed --max-error-rate 10%"),
+                "{err}"
+            );
+        }
+    }
+    let o = load(&["--rate", "1", "--num-conns", "1", "--max-error-rate", "2"]);
+    assert_eq!(o.status.code(), Some(2), "a share above 1 is a usage error");
+    assert!(text(&o).1.contains("not a share of connections"));
+}
+
+/// `evlab idle` whose connections never all come up exits with status 1 and says how many did.
+#[test]
+fn idle_fails_when_not_all_connections_come_up() {
+    // A port that nobody listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let mut child = Command::new(BIN)
+        .args(["idle", "--port", &port, "--duration", "0.5", "5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let st = common::wait_within(&mut child, Duration::from_secs(30), "evlab idle");
+    common::assert_gone(child.id());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not all connections came up: at most 0 of 5 were up at once"),
+        "{err}"
+    );
 }

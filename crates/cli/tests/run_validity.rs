@@ -45,6 +45,7 @@ fn load_argv(port: u16, rate: u32, conns: u32, json: &Path) -> Vec<String> {
         "--sample-interval",
         "1",
         "--quiet",
+        "--allow-no-replies",
         "--json",
         &json.display().to_string(),
     ]

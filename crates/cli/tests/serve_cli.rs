@@ -59,9 +59,10 @@ fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
         s.addr
     );
     assert!(err.contains(&s.addr.to_string()), "{err}");
-    assert!(
-        err.contains("Address already in use") || err.contains("EADDRINUSE"),
-        "{err}"
+    assert_eq!(
+        err.matches("Address already in use").count(),
+        1,
+        "the cause once, not repeated: {err}"
     );
     // The first still serves.
     assert!(http_get(s.addr, "/one").starts_with("HTTP/1.1 200 OK\r\n"));
@@ -142,6 +143,56 @@ fn list_mechanisms() {
     assert!(text
         .lines()
         .any(|l| l.starts_with("epoll-et") && l.contains("supported: yes")));
+    // Columns: each starts at the same place on every line, two spaces after the widest entry
+    // of the column before it.
+    let col = |l: &str, i: usize| l[..i].chars().count();
+    let desc: Vec<usize> = text
+        .lines()
+        .map(|l| {
+            let after_name = l.find(char::is_whitespace).unwrap();
+            let gap = l[after_name..].find(|c: char| !c.is_whitespace()).unwrap();
+            col(l, after_name + gap)
+        })
+        .collect();
+    let support: Vec<usize> = text
+        .lines()
+        .map(|l| col(l, l.find("supported: ").expect(l)))
+        .collect();
+    assert!(desc.iter().all(|&c| c == desc[0]), "{text}");
+    assert!(support.iter().all(|&c| c == support[0]), "{text}");
+    let widest = |f: &dyn Fn(&str) -> usize| text.lines().map(f).max().unwrap();
+    assert_eq!(
+        desc[0],
+        widest(&|l| l.split_whitespace().next().unwrap().chars().count()) + 2,
+        "{text}"
+    );
+    assert_eq!(
+        support[0],
+        widest(&|l| l[..l.find("supported: ").unwrap()]
+            .trim_end()
+            .chars()
+            .count())
+            + 2,
+        "{text}"
+    );
+}
+
+/// An error names each thing once: the path below the file set directory is not repeated.
+#[test]
+fn fileset_errors_name_the_path_once() {
+    let file = std::env::temp_dir().join(format!("evlab-cli-notadir-{}", std::process::id()));
+    std::fs::write(&file, "x").unwrap();
+    let target = file.join("set");
+    let out = Command::new(BIN)
+        .arg("fileset")
+        .arg(&target)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches(&*file.to_string_lossy()).count(), 1, "{err}");
+    assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
+    let _ = std::fs::remove_file(&file);
 }
 
 #[test]
@@ -158,7 +209,13 @@ fn bad_root_and_bad_flags_name_the_problem() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("/definitely/not/here"), "{err}");
+    // The path and the cause, each once (an io error that is both a variant's message and its
+    // source() would print twice in a `{:#}` chain).
+    assert_eq!(
+        err.trim_end(),
+        "evlab: error: evlab serve: document root /definitely/not/here: No such file or \
+         directory (os error 2)"
+    );
     let out = Command::new(BIN)
         .args(["serve", "--root", "/tmp", "--accept-limit", "zero"])
         .output()

@@ -138,12 +138,14 @@ pub enum Lookup {
     Unavailable,
 }
 
+/// The io error is part of the message, not a `source`, so that `{:#}` chains (anyhow) do not
+/// print it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
-    #[error("document root {path}: {source}")]
+    #[error("document root {}: {error}", path.display())]
     Root {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("document root {0} is not a directory")]
     NotADirectory(PathBuf),
@@ -245,16 +247,16 @@ pub struct ContentCache {
 
 impl ContentCache {
     pub fn new(cfg: CacheConfig) -> Result<ContentCache, CacheError> {
-        let root = std::fs::canonicalize(&cfg.root).map_err(|source| CacheError::Root {
+        let root = std::fs::canonicalize(&cfg.root).map_err(|error| CacheError::Root {
             path: cfg.root.clone(),
-            source,
+            error,
         })?;
         if !root.is_dir() {
             return Err(CacheError::NotADirectory(cfg.root));
         }
-        let beneath = Beneath::new(&root, cfg.openat2).map_err(|source| CacheError::Root {
+        let beneath = Beneath::new(&root, cfg.openat2).map_err(|error| CacheError::Root {
             path: cfg.root.clone(),
-            source,
+            error,
         })?;
         Ok(ContentCache {
             cfg: CacheConfig { root, ..cfg },

@@ -16,7 +16,8 @@
 //!    "errors": {total, client_timo, socket_timo, connrefused, connreset, fd_unavail,
 //!    addrunavail, ftab_full, other, parse},
 //!    "samples": [{start_s, end_s, replies, reply_rate} per interval],
-//!    "syscalls": {NAME: {calls, errors, per_conn, us_per_conn (with --profile)}} }`
+//!    "syscalls": {NAME: {calls, errors, per_conn, us_per_conn (with --profile)}},
+//!    "interrupted" (stopped by SIGINT or SIGTERM: the figures cover what was done until then) }`
 //!
 //! A syscall's `errors` include the expected ones: every non-blocking `connect` "fails" with
 //! EINPROGRESS, every drained socket's last `read` with EAGAIN.
@@ -297,6 +298,10 @@ pub struct LoadReport {
     pub samples: Vec<Sample>,
     /// Per syscall the generator made, by name.
     pub syscalls: BTreeMap<String, SyscallUse>,
+    /// The run was stopped by SIGINT or SIGTERM before it was done: the figures cover what was
+    /// done until then. (Absent in reports written before the field existed: false.)
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// What the run was asked to do.
@@ -647,7 +652,35 @@ pub fn report(s: &Stats, info: &RunInfo) -> LoadReport {
                 (name.to_string(), row)
             })
             .collect(),
+        interrupted: false,
     }
+}
+
+/// The reply-rate line: httperf's statistics over whole sample intervals when there are any; a
+/// run shorter than one interval has none, and then only its average is given, said as such.
+fn reply_rate_line(r: &ReplyRate, info: &RunInfo) -> String {
+    if r.samples == 0 {
+        return format!(
+            "Reply rate [replies/s]: avg {:.1} over the whole run (no samples: it was shorter \
+             than one {} s sample interval)\n",
+            r.avg, info.sample_interval_s
+        );
+    }
+    format!(
+        "Reply rate [replies/s]: min {:.1} avg {:.1} max {:.1} stddev {:.1} ({} sample{})\n",
+        r.min,
+        r.avg,
+        r.max,
+        r.stddev,
+        r.samples,
+        if r.samples == 1 { "" } else { "s" }
+    )
+}
+
+/// Errors (as httperf counts them) per connection started: the share `--max-error-rate`
+/// bounds; `None` before any connection started.
+pub fn error_share(s: &Stats) -> Option<f64> {
+    (s.initiated > 0).then(|| s.errors.total() as f64 / s.initiated as f64)
 }
 
 /// httperf's report, line for line where the meaning is the same.
@@ -671,18 +704,27 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         },
         s.max_concurrent
     ));
-    o.push_str(&format!(
-        "Connection time [ms]: min {:.1} avg {:.1} max {:.1} median {:.1} stddev {:.1}\n",
-        r.connections.conn_time_ms.min,
-        r.connections.conn_time_ms.avg,
-        r.connections.conn_time_ms.max,
-        r.connections.conn_time_ms.median,
-        r.connections.conn_time_ms.stddev
-    ));
-    o.push_str(&format!(
-        "Connection time [ms]: connect {:.1}\n",
-        r.connections.connect_ms.avg
-    ));
+    // A distribution with nothing in it says so rather than print zeros as if measured.
+    if s.conn_time.is_empty() {
+        o.push_str("Connection time [ms]: no connection completed\n");
+    } else {
+        o.push_str(&format!(
+            "Connection time [ms]: min {:.1} avg {:.1} max {:.1} median {:.1} stddev {:.1}\n",
+            r.connections.conn_time_ms.min,
+            r.connections.conn_time_ms.avg,
+            r.connections.conn_time_ms.max,
+            r.connections.conn_time_ms.median,
+            r.connections.conn_time_ms.stddev
+        ));
+    }
+    if s.connect_time.is_empty() {
+        o.push_str("Connection time [ms]: no connection was established\n");
+    } else {
+        o.push_str(&format!(
+            "Connection time [ms]: connect {:.1}\n",
+            r.connections.connect_ms.avg
+        ));
+    }
     o.push_str(&format!(
         "Connection length [replies/conn]: {:.3}\n\n",
         r.connections.replies_per_conn
@@ -704,22 +746,22 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
             0.0
         }
     ));
-    o.push_str(&format!(
-        "Reply rate [replies/s]: min {:.1} avg {:.1} max {:.1} stddev {:.1} ({} samples)\n",
-        r.replies.rate.min,
-        r.replies.rate.avg,
-        r.replies.rate.max,
-        r.replies.rate.stddev,
-        r.replies.rate.samples
-    ));
-    o.push_str(&format!(
-        "Reply time [ms]: response {:.1} transfer {:.1}\n",
-        r.replies.response_ms.avg, r.replies.transfer_ms.avg
-    ));
-    o.push_str(&format!(
-        "Reply size [B]: header {:.1} content {:.1} footer {:.1} (total {:.1})\n",
-        r.replies.size.header, r.replies.size.content, r.replies.size.footer, r.replies.size.total
-    ));
+    o.push_str(&reply_rate_line(&r.replies.rate, info));
+    if s.replies == 0 {
+        o.push_str("Reply time [ms]: no replies\nReply size [B]: no replies\n");
+    } else {
+        o.push_str(&format!(
+            "Reply time [ms]: response {:.1} transfer {:.1}\n",
+            r.replies.response_ms.avg, r.replies.transfer_ms.avg
+        ));
+        o.push_str(&format!(
+            "Reply size [B]: header {:.1} content {:.1} footer {:.1} (total {:.1})\n",
+            r.replies.size.header,
+            r.replies.size.content,
+            r.replies.size.footer,
+            r.replies.size.total
+        ));
+    }
     o.push_str(&format!(
         "Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}\n\n",
         s.status[1], s.status[2], s.status[3], s.status[4], s.status[5]
@@ -755,27 +797,36 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         e.ftab_full,
         e.other + e.parse
     ));
+    if s.latency.is_empty() {
+        o.push_str("Latency [ms]: no replies\n");
+    } else {
+        o.push_str(&format!(
+            "Latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} (from each call's scheduled start)\n",
+            r.latency_ms.p50,
+            r.latency_ms.p90,
+            r.latency_ms.p99,
+            r.latency_ms.p999,
+            r.latency_ms.max
+        ));
+    }
     o.push_str(&format!(
-        "Latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} (from each call's scheduled start)\n",
-        r.latency_ms.p50,
-        r.latency_ms.p90,
-        r.latency_ms.p99,
-        r.latency_ms.p999,
-        r.latency_ms.max
-    ));
-    o.push_str(&format!(
-        "Late starts: {} (max {:.3} ms behind schedule)\n",
+        "Late starts: {} more than 1 ms behind schedule (the latest start: {:.3} ms behind)\n",
         s.late_starts,
         ms(s.max_late_us as f64)
     ));
     o.push_str(&format!(
-        "Schedule: lateness p50 {:.3} p99 {:.3} max {:.3} ms; lag at end {:.3} ms; starts {:.1}/s of {:.1}/s offered\n",
+        "Schedule: lateness p50 {:.3} p99 {:.3} max {:.3} ms; lag at end {:.3} ms; {}\n",
         r.schedule.lateness_ms.p50,
         r.schedule.lateness_ms.p99,
         r.schedule.lateness_ms.max,
         ms(s.end_lag_us as f64),
-        s.achieved_start_rate().unwrap_or(0.0),
-        info.offered_rate
+        match s.achieved_start_rate() {
+            Some(rate) => format!("starts {rate:.1}/s of {:.1}/s offered", info.offered_rate),
+            None => format!(
+                "{:.1}/s offered (too few starts for a start rate)",
+                info.offered_rate
+            ),
+        }
     ));
     if !info.syscalls.is_empty() {
         let conns = s.initiated.max(1) as f64;

@@ -143,6 +143,8 @@ impl Config {
     }
 }
 
+/// Why the server could not start or stopped. An io error is part of its variant's message and
+/// not also its `source()`, so that a `{:#}` chain (anyhow) prints it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("mechanism {mechanism} is not available: {reason}")]
@@ -150,14 +152,14 @@ pub enum ServerError {
         mechanism: Mechanism,
         reason: String,
     },
-    #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: io::Error },
+    #[error("cannot listen on {addr}: {error}")]
+    Listen { addr: SocketAddr, error: io::Error },
     #[error(transparent)]
     Cache(#[from] evlab_http::cache::CacheError),
     #[error("{0}")]
     Config(String),
-    #[error("worker {worker}: {source}")]
-    Worker { worker: usize, source: io::Error },
+    #[error("worker {worker}: {error}")]
+    Worker { worker: usize, error: io::Error },
     #[error("worker {0} panicked")]
     Panicked(usize),
 }
@@ -191,9 +193,9 @@ impl Server {
         // Fail early, in the caller's thread, on a bad document root.
         evlab_http::ContentCache::new(cfg.cache_config())?;
 
-        let listen_err = |source| ServerError::Listen {
+        let listen_err = |error| ServerError::Listen {
             addr: cfg.listen,
-            source,
+            error,
         };
         let mut listeners = Vec::new();
         let first = listener::open(
@@ -232,7 +234,7 @@ impl Server {
                 .spawn(move || run_worker(w, lfd, cfg, shared, ready))
                 .map_err(|e| ServerError::Worker {
                     worker: w,
-                    source: e,
+                    error: e,
                 })?;
             threads.push(t);
         }
@@ -250,7 +252,7 @@ impl Server {
                     server.stop_threads();
                     return Err(ServerError::Worker {
                         worker: w,
-                        source: e,
+                        error: e,
                     });
                 }
                 Err(_) => {
@@ -307,7 +309,7 @@ impl Server {
                     if result.is_ok() {
                         result = Err(ServerError::Worker {
                             worker: w,
-                            source: e,
+                            error: e,
                         })
                     }
                 }

@@ -22,6 +22,14 @@ pub fn install(wakers: &[RawFd]) -> std::io::Result<()> {
     sys::route_signals(&[libc::SIGINT, libc::SIGTERM], &SIGNALLED, wakers)
 }
 
+/// Gives SIGINT and SIGTERM their default action again: after a first signal has started a
+/// graceful stop, a second one ends the process at once.
+pub fn restore_default() {
+    // Cannot fail for SIGINT and SIGTERM.
+    let _ = sys::default_signal(libc::SIGINT);
+    let _ = sys::default_signal(libc::SIGTERM);
+}
+
 /// SIGPIPE would kill the process when a peer resets mid-writev; errors come back as EPIPE instead.
 pub fn ignore_sigpipe() {
     // Cannot fail for SIGPIPE.

@@ -82,3 +82,32 @@ pub fn sigterm_and_wait(child: &mut Child) -> ExitStatus {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Waits at most `limit` for `child` to exit; kills it and fails if it does not.
+pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t0.elapsed() >= limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Checks that the process `pid`, already reaped, is gone: signal 0 finds no such process.
+pub fn assert_gone(pid: u32) {
+    let e = evlab_poll::sys::kill(pid, 0).expect_err("the process is still there");
+    assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "pid {pid}: {e}");
+}
+
+/// Stops `evlab serve` with SIGTERM, checks it exited cleanly and is gone.
+pub fn stop_serve(s: &mut Serve) {
+    let st = sigterm_and_wait(&mut s.child);
+    assert!(st.success(), "evlab serve exited with {st:?}");
+    assert_gone(s.child.id());
+}

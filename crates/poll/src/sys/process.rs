@@ -249,6 +249,16 @@ extern "C" fn notify(_sig: libc::c_int) {
     }
 }
 
+/// Sets `sig`'s disposition back to the default (for SIGINT: end the process), so that a second
+/// Ctrl-C stops a program that caught the first one to wind down.
+pub fn default_signal(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: SIG_DFL is a valid disposition for any signal.
+    if unsafe { libc::signal(sig, libc::SIG_DFL) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Routes the signals `sigs` to `flag` and `wakers`: when one arrives, the handler sets `flag`
 /// and writes an 8-byte 1 to each waker — an eventfd, or the write end of a pipe — so that loops
 /// sleeping in their event mechanism wake up. The handler is this crate's and only does

@@ -1,0 +1,242 @@
+//! The command line's own documentation and promises, checked on the real binary: one default
+//! port, examples in every `--help`, shell completions that a shell accepts, manual pages that
+//! render, results directories checked before a run, and a README whose links stay inside the
+//! repository.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+mod common;
+use common::BIN;
+
+const SUBCOMMANDS: &[&str] = &[
+    "serve",
+    "load",
+    "idle",
+    "fileset",
+    "run",
+    "report",
+    "completions",
+    "man",
+];
+
+fn evlab(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn every_help_has_examples_of_its_own_subcommand() {
+    let top = stdout(&evlab(&["--help"]));
+    assert!(top.contains("Examples:"), "{top}");
+    for sub in SUBCOMMANDS {
+        assert!(top.contains(sub), "`evlab --help` lacks {sub}: {top}");
+        for flag in ["--help", "-h"] {
+            let help = stdout(&evlab(&[sub, flag]));
+            let at = help
+                .find("Examples:")
+                .unwrap_or_else(|| panic!("evlab {sub} {flag} has no examples:\n{help}"));
+            assert!(
+                help[at..].contains(&format!("evlab {sub}")),
+                "evlab {sub} {flag}: the examples do not run it:\n{help}"
+            );
+        }
+    }
+}
+
+#[test]
+fn serve_load_and_idle_show_one_default_port() {
+    let serve = stdout(&evlab(&["serve", "--help"]));
+    assert!(serve.contains("[default: 127.0.0.1:8080]"), "{serve}");
+    for sub in ["load", "idle"] {
+        let help = stdout(&evlab(&[sub, "--help"]));
+        assert!(help.contains("[default: 8080]"), "evlab {sub}: {help}");
+    }
+}
+
+#[test]
+fn bash_accepts_the_completions_and_completes_subcommands() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = stdout(&evlab(&["completions", shell]));
+        assert!(script.contains("evlab"), "{shell}: {script}");
+        for sub in SUBCOMMANDS {
+            assert!(script.contains(sub), "{shell} completions lack {sub}");
+        }
+    }
+    // bash loads the script and completes `evlab lo` to `load`.
+    let script = stdout(&evlab(&["completions", "bash"]));
+    let dir = std::env::temp_dir().join(format!("evlab-completions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("evlab.bash");
+    std::fs::write(&file, script).unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source '{}' && complete -p evlab && COMP_WORDS=(evlab lo) COMP_CWORD=1 \
+             COMP_LINE='evlab lo' COMP_POINT=8 && _evlab evlab lo evlab && echo \"${{COMPREPLY[@]}}\"",
+            file.display()
+        ))
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(out.lines().last() == Some("load"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+    // An unknown shell is a usage error that names the valid ones.
+    let o = evlab(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bash"));
+}
+
+#[test]
+fn man_pages_render_for_evlab_and_each_subcommand() {
+    let page = stdout(&evlab(&["man"]));
+    assert!(page.contains(".TH evlab 1"), "{page}");
+    for sub in SUBCOMMANDS {
+        let page = stdout(&evlab(&["man", sub]));
+        assert!(
+            page.contains(&format!(".TH evlab-{sub} 1")),
+            "{sub}: {page}"
+        );
+    }
+    let load = stdout(&evlab(&["man", "load"]));
+    assert!(load.contains("max\\-error\\-rate"), "{load}");
+    // groff renders it without a warning, where installed.
+    if common::have("groff") {
+        let mut g = Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww", "-z"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(g.stdin.as_mut().unwrap(), load.as_bytes()).unwrap();
+        drop(g.stdin.take());
+        let o = g.wait_with_output().unwrap();
+        assert!(o.status.success());
+        assert_eq!(String::from_utf8_lossy(&o.stderr), "", "groff warnings");
+    } else {
+        println!("skipped rendering: groff is not installed");
+    }
+    let o = evlab(&["man", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no subcommand `nope`") && err.contains("load"),
+        "{err}"
+    );
+}
+
+/// `evlab run --out` and `--results` are checked before anything runs.
+#[test]
+fn run_checks_its_results_directory_first() {
+    let d = std::env::temp_dir().join(format!("evlab-cli-docs-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let file = d.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    for (flag, path, want) in [
+        ("--out", file.clone(), "not a directory"),
+        ("--out", file.join("sub"), "cannot create the directory"),
+        ("--results", file.join("sub"), "cannot create the directory"),
+    ] {
+        let mut c = Command::new(BIN)
+            .args(["run", "quick", flag])
+            .arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The quick experiment takes minutes; the check, none.
+        let st = common::wait_within(&mut c, Duration::from_secs(30), "evlab run");
+        common::assert_gone(c.id());
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut c.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(st.code(), Some(1), "{flag} {}: {err}", path.display());
+        let want = format!("{flag} {}: {want}", path.display());
+        assert!(err.contains(&want), "stderr lacks '{want}': {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Markdown links `[text](target)` in `text`, without anchors-only links.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("](") {
+        let tail = &rest[i + 2..];
+        let Some(j) = tail.find(')') else { break };
+        let target = tail[..j].trim();
+        if !target.starts_with('#') {
+            out.push(target.split('#').next().unwrap().to_string());
+        }
+        rest = &tail[j..];
+    }
+    out
+}
+
+#[test]
+fn readme_links_stay_in_the_repository_and_name_what_is_shipped() {
+    let root = repo().canonicalize().unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut docs = vec![(root.join("README.md"), readme.clone())];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            docs.push((p.clone(), std::fs::read_to_string(&p).unwrap()));
+        }
+    }
+    for (file, text) in &docs {
+        for l in links(text) {
+            assert!(
+                !l.contains("://") && !l.starts_with("mailto:"),
+                "{}: a link outside the repository: {l}",
+                file.display()
+            );
+            let target = file.parent().unwrap().join(&l);
+            let resolved = target
+                .canonicalize()
+                .unwrap_or_else(|e| panic!("{}: link {l} does not resolve: {e}", file.display()));
+            assert!(
+                resolved.starts_with(&root),
+                "{}: link {l} leads out of the repository",
+                file.display()
+            );
+        }
+    }
+    assert!(!readme.contains("working session"), "internal jargon");
+    assert!(
+        !readme.contains("/work/"),
+        "a path of the machine it was written on"
+    );
+    assert!(readme.contains("cargo install --path crates/cli"));
+    // The usage block names every subcommand.
+    let usage = readme.split("```").nth(1).unwrap();
+    for sub in SUBCOMMANDS {
+        assert!(
+            usage.contains(&format!("evlab {sub}")),
+            "usage lacks {sub}:\n{usage}"
+        );
+    }
+    // The license files the license field promises.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));
+    let mit = std::fs::read_to_string(root.join("LICENSE-MIT")).unwrap();
+    assert!(mit.contains("Copyright (c) the evlab authors") && mit.contains("MIT License"));
+    let apache = std::fs::read_to_string(root.join("LICENSE-APACHE")).unwrap();
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+}

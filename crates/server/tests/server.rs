@@ -554,7 +554,7 @@ mod cases {
     }
 
     pub fn header_timeout(m: &str) {
-        let Some(t) = start(m, |c| c.header_timeout = Some(Duration::from_millis(300))) else {
+        let Some(t) = start(m, |c| c.header_timeout = Some(Duration::from_millis(1000))) else {
             return;
         };
         // Part of a head, then silence: 408 and close.

@@ -863,8 +863,12 @@ fn document(s: &Summary) -> Vec<Block> {
 
     d.push(Block::H(2, "How to reproduce".into()));
     d.push(Block::P(format!(
-        "The whole run: `{}` (spec `{}`, below). Every point's commands follow, in start order; \
-         `PORT` is the port the server printed.",
+        "The whole run: `{}` (spec `{}`, below). Then each point by hand, in start order: its \
+         commands make its document root again (the run's scratch directory is removed when \
+         it ends), start the server (and the idle holder) in the background, wait until they \
+         answer, run the load and stop them; pasted into a shell (sh or bash, with curl) they \
+         measure the point again, on the port the run used. A CPU budget is given as the \
+         commands that make its cgroup (as root), in a comment.",
         s.command, s.spec_path
     )));
     d.push(Block::Code(
@@ -876,6 +880,18 @@ fn document(s: &Summary) -> Vec<Block> {
             "# point {}: {} idle={} rate={} trial {}",
             p.index, p.series, p.idle, p.rate, p.trial
         ));
+        // Results from before the commands made the document root (evlab 0.1.0 until issue
+        // 12) name a directory that is gone.
+        if p.commands
+            .first()
+            .is_some_and(|c| !c.starts_with("mkdir -p "))
+        {
+            cmds.push(
+                "# (recorded without its setup: first make the --root directory, holding a \
+                 one-byte file `one`, and run the server in the background)"
+                    .into(),
+            );
+        }
         cmds.extend(p.commands.iter().cloned());
     }
     d.push(Block::Code(cmds));

@@ -489,8 +489,49 @@ pub(crate) fn docroot(ctx: &PointCtx, pdir: &Path) -> Result<PathBuf, LabError> 
     })
 }
 
+fn sh(path: &Path) -> String {
+    procs::shell_line(&[path.display().to_string()])
+}
+
+/// Shell commands that make a point's directory and document root as `docroot` made them: a
+/// fresh root holding `one` (one byte), or the run's file set, made by `evlab fileset` if it is
+/// not there.
+fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path) -> Vec<String> {
+    match ctx.fileset {
+        Some(f) => vec![format!(
+            "mkdir -p {} && {{ test -d {} || {} fileset {} --dirs {} > /dev/null; }}",
+            sh(pdir),
+            sh(f),
+            sh(&ctx.opts.evlab),
+            sh(f),
+            ctx.opts.spec.fileset_dirs
+        )],
+        None => vec![format!(
+            "mkdir -p {} && printf a > {}",
+            sh(docroot),
+            sh(&docroot.join("one"))
+        )],
+    }
+}
+
+/// Waits, in the shell, until the server at `port` answers `GET /one` with a 200 (what the
+/// runner waits for).
+fn wait_answers_command(port: u16) -> String {
+    format!("until curl -sf -o /dev/null http://127.0.0.1:{port}/one; do sleep 0.1; done")
+}
+
+/// Stops what the point's commands started in the background.
+fn stop_command(idle: bool) -> String {
+    if idle {
+        "kill $idle $server; wait $idle $server".into()
+    } else {
+        "kill $server; wait $server".into()
+    }
+}
+
 /// Starts the series' server (inside the budget, pinned), waits until it answers, and
-/// returns its port; its command goes to `commands`.
+/// returns its port; its commands (as a shell runs them: in the background, then a wait until
+/// it answers) go to `commands`.
 pub(crate) fn start_server(
     ctx: &PointCtx,
     s: &Series,
@@ -502,13 +543,25 @@ pub(crate) fn start_server(
 ) -> Result<u16, LabError> {
     let spec = &ctx.opts.spec;
     let evlab = ctx.opts.evlab.display().to_string();
-    let budget_note = |cmd: String| match ctx.budget {
-        Some(b) => format!(
-            "{cmd}   # in a cgroup with {:.0}% of one CPU: {}",
-            b.share * 100.0,
-            b.shell()
-        ),
-        None => cmd,
+    // The server in the background, from `cwd` if given, inside the budget's cgroup (made
+    // first) if any.
+    let background = |commands: &mut Vec<String>, cwd: Option<&Path>, cmd: String| {
+        let script = match cwd {
+            Some(d) => format!("cd {} && exec {cmd}", sh(d)),
+            None => format!("exec {cmd}"),
+        };
+        match (ctx.budget, cwd) {
+            (Some(b), _) => {
+                commands.push(format!(
+                    "{}   # as root: the server's CPU budget, {:.0}% of one CPU",
+                    b.setup_shell(),
+                    b.share * 100.0
+                ));
+                commands.push(format!("{} & server=$!", b.join_shell(&script)));
+            }
+            (None, Some(_)) => commands.push(format!("({script}) & server=$!")),
+            (None, None) => commands.push(format!("{cmd} & server=$!")),
+        }
     };
     let (server, port) = match s.kind {
         ServerKind::Evlab => {
@@ -537,9 +590,11 @@ pub(crate) fn start_server(
             let addr: SocketAddr = line["listening on ".len()..].trim().parse().map_err(|_| {
                 LabError::Point(format!("evlab serve printed a bad address: {line}"))
             })?;
-            commands.push(budget_note(
+            background(
+                commands,
+                None,
                 c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")),
-            ));
+            );
             (c, addr.port())
         }
         ServerKind::Nginx | ServerKind::Lighttpd => {
@@ -568,12 +623,23 @@ pub(crate) fn start_server(
                 Some(&conf_dir),
                 ctx.budget,
             )?;
-            commands.push(budget_note(c.command.clone()));
+            // The generated config, written again (it was in the scratch directory).
+            if let Some(conf) = peers::config_file(&argv) {
+                let text = std::fs::read_to_string(conf)?;
+                commands.push(format!(
+                    "mkdir -p {} && cat > {} <<'EOF'\n{}EOF",
+                    sh(&conf_dir),
+                    sh(Path::new(conf)),
+                    text
+                ));
+            }
+            background(commands, Some(&conf_dir), c.command.clone());
             (c, port)
         }
     };
     procs.server = Some(server);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    commands.push(wait_answers_command(port));
     procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
 
     // Idle connections, on the (first) client CPU: they are idle once up.
@@ -593,7 +659,12 @@ pub(crate) fn start_server(
             &ctx.client_cpus[..ctx.client_cpus.len().min(1)],
             None,
         )?;
-        commands.push(c.command.clone());
+        let out = pdir.join("idle.out");
+        commands.push(format!("{} > {} & idle=$!", c.command, sh(&out)));
+        commands.push(format!(
+            "until grep -q 'connections up' {}; do sleep 0.2; done",
+            sh(&out)
+        ));
         let c = procs.idle.insert(c);
         let want = format!("idle: all {idle} connections up");
         c.wait_line(
@@ -703,6 +774,9 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let spec = &ctx.opts.spec;
     let pdir = ctx.scratch.join(format!("point-{}", p.index));
     let docroot = docroot(ctx, &pdir)?;
+    // The scratch directory goes when the run ends: the point's commands begin by making
+    // what it held again, so that they work after the run.
+    p.commands.extend(docroot_commands(ctx, &pdir, &docroot));
     let series = Series {
         label: p.series.clone(),
         kind: p.kind,
@@ -748,6 +822,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let run = run_load(ctx, "evlab load", &ask(ctx.duration, "run"))?;
     let cpu_after = server.cpu_seconds();
     p.commands.push(run.command.clone());
+    p.commands.push(stop_command(p.idle > 0));
     let server_alive = server.alive();
     let stats_after = match (&stats_before, server_alive) {
         (Some(_), true) => Some(fetch_stats(addr)?),

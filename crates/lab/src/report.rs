@@ -867,8 +867,8 @@ fn document(s: &Summary) -> Vec<Block> {
          commands make its document root again (the run's scratch directory is removed when \
          it ends), start the server (and the idle holder) in the background, wait until they \
          answer, run the load and stop them; pasted into a shell (sh or bash, with curl) they \
-         measure the point again, on the port the run used. A CPU budget is given as the \
-         commands that make its cgroup (as root), in a comment.",
+         measure the point again, on the port the run used. A CPU budget is made as the run \
+         made it: a cgroup with a CPU quota (as root), which the server joins.",
         s.command, s.spec_path
     )));
     d.push(Block::Code(
@@ -909,7 +909,8 @@ fn numeric_column(rows: &[Vec<String>], i: usize) -> bool {
     i > 0
         && rows.iter().all(|r| {
             r.get(i).is_none_or(|c| {
-                c.is_empty() || c.starts_with(|ch: char| ch.is_ascii_digit() || "-–✗+".contains(ch))
+                c.is_empty()
+                    || c.starts_with(|ch: char| ch.is_ascii_digit() || "-–✗+≥".contains(ch))
             })
         })
 }
@@ -997,10 +998,12 @@ fn html_inline(s: &str) -> String {
     out
 }
 
-const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+// Wide enough for two figures side by side (640 px each); text keeps a readable measure.
+const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1320px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+p,ul{max-width:72em}figure svg{max-width:100%;height:auto}\
 table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
-pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 0;display:inline-block}\
+pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 8px 0.8em 0;display:inline-block;vertical-align:top}\
 h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}.verdict-reproduced{color:#176b1d}\
 .verdict-not{color:#a11}.verdict-inconclusive{color:#777}";
 
@@ -1037,14 +1040,20 @@ pub fn render_html(s: &Summary) -> String {
                 o.push_str("</ul>\n");
             }
             Block::Table(h, rows) => {
-                o.push_str("<table><thead><tr>");
-                for c in h {
-                    let _ = write!(o, "<th>{}</th>", html_inline(&c));
-                }
-                o.push_str("</tr></thead><tbody>\n");
                 let align: Vec<bool> = (0..rows.first().map_or(0, |r| r.len()))
                     .map(|i| numeric_column(&rows, i))
                     .collect();
+                // Headings align with their column: numbers right, words left.
+                o.push_str("<table><thead><tr>");
+                for (i, c) in h.iter().enumerate() {
+                    let style = if align.get(i) == Some(&false) && i > 0 {
+                        " style=\"text-align:left\""
+                    } else {
+                        ""
+                    };
+                    let _ = write!(o, "<th{style}>{}</th>", html_inline(c));
+                }
+                o.push_str("</tr></thead><tbody>\n");
                 for r in rows {
                     o.push_str("<tr>");
                     for (i, c) in r.iter().enumerate() {
@@ -1211,8 +1220,8 @@ mod tests {
         );
         let p99 = figure(&s, "fig-p99-idle0.svg");
         assert!(p99.contains("p99 reply time (ms) (log scale)"), "{p99}");
-        // From 0.5 ms to 1,000 ms in decades.
-        for t in [">0.5<", ">1<", ">10<", ">100<", ">1,000<"] {
+        // From 0.8 ms to 900 ms, in decades.
+        for t in ["end\">1<", "end\">10<", "end\">100<", "end\">1,000<"] {
             assert!(p99.contains(t), "{t}: {p99}");
         }
     }

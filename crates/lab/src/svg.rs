@@ -126,7 +126,7 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
     let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
     let all = b - a <= 2 || hi / lo <= 100.0 * (1.0 + 1e-9);
     let mults: &[f64] = if all { &[1.0, 2.0, 5.0] } else { &[1.0] };
-    let mut vs = vec![lo];
+    let mut vs = vec![];
     for e in a..=b {
         for &m in mults {
             let v = m * 10f64.powi(e);
@@ -135,7 +135,15 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
             }
         }
     }
-    vs.push(hi);
+    // The ends, unless a label sits within a third of a decade of them (5 under 10, 2,000
+    // over 1,000: crowded).
+    let far = |v: f64, from: Option<&f64>| from.is_none_or(|&w| (v / w).log10().abs() > 0.35);
+    if all || far(lo, vs.first()) {
+        vs.insert(0, lo);
+    }
+    if all || far(hi, vs.last()) {
+        vs.push(hi);
+    }
     vs.into_iter()
         .map(|v| (v, fmt_tick(v, decimals(v))))
         .collect()
@@ -345,7 +353,16 @@ pub fn line_chart(c: &Chart) -> String {
         x1 = x0 + 1.0;
     }
     let xs = nice_step(x1 - x0, 6.0);
-    let x1 = (x1 / xs).ceil() * xs;
+    // A point on the frame would have its marker cut in half (and markers set side by side
+    // spill out): the axis goes a step further then.
+    let x1 = {
+        let end = (x1 / xs).ceil() * xs;
+        if x1 > end - 0.04 * (end - x0) {
+            end + xs
+        } else {
+            end
+        }
+    };
     let pw = W - L - R;
     let ph = H - T - B;
     let px = |x: f64| L + (x - x0) / (x1 - x0) * pw;
@@ -357,16 +374,27 @@ pub fn line_chart(c: &Chart) -> String {
         } else {
             (1.0, 10.0)
         };
-        let y0 = one_two_five(lo, false);
-        let mut y1 = one_two_five(hi, true);
+        // A little room beyond the extremes, so that no marker sits on the frame.
+        let y0 = one_two_five(lo / 1.15, false);
+        let mut y1 = one_two_five(hi * 1.15, true);
         if y1 <= y0 {
             y1 = one_two_five(y0 * 1.5, true);
         }
         (y0, y1, log_ticks(y0, y1))
     } else {
-        let y_max = if y_max > 0.0 { y_max } else { 1.0 };
+        // Nothing above zero (no errors at all): an axis to 1.
+        let (y_max, room) = if y_max > 0.0 {
+            (y_max, true)
+        } else {
+            (1.0, false)
+        };
         let ys = nice_step(y_max, 6.0);
-        let y1 = (y_max / ys).ceil() * ys;
+        let end = (y_max / ys).ceil() * ys;
+        let y1 = if room && y_max > end * 0.97 {
+            end + ys
+        } else {
+            end
+        };
         let d = decimals(ys);
         let ticks = (0..)
             .map(|k| k as f64 * ys)
@@ -592,6 +620,73 @@ pub fn line_chart(c: &Chart) -> String {
 mod tests {
     use super::*;
 
+    /// Whether `svg` is well-formed XML as far as a chart uses it: every element closed in
+    /// order, attributes quoted, `&` only in entities (a browser renders nothing of an SVG that
+    /// is not).
+    fn well_formed(svg: &str) -> Result<(), String> {
+        let mut open: Vec<&str> = Vec::new();
+        let mut rest = svg;
+        while let Some(i) = rest.find('<') {
+            let text = &rest[..i];
+            for (k, _) in text.match_indices('&') {
+                let ent = &text[k..];
+                if !["&amp;", "&lt;", "&gt;", "&quot;"]
+                    .iter()
+                    .any(|e| ent.starts_with(e))
+                {
+                    return Err(format!("bare & in {text:?}"));
+                }
+            }
+            let end = rest[i..].find('>').ok_or("unclosed tag")? + i;
+            let tag = &rest[i + 1..end];
+            if tag.matches('"').count() % 2 == 1 {
+                return Err(format!("unbalanced quotes in <{tag}>"));
+            }
+            if let Some(name) = tag.strip_prefix('/') {
+                if open.pop() != Some(name) {
+                    return Err(format!("</{name}> closes nothing open"));
+                }
+            } else if !tag.ends_with('/') {
+                open.push(tag.split_whitespace().next().unwrap_or(""));
+            }
+            rest = &rest[end + 1..];
+        }
+        if open.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("left open: {open:?}"))
+        }
+    }
+
+    #[test]
+    fn charts_are_well_formed() {
+        let mut a = line(
+            "a&b <c>",
+            vec![(1000.0, 0.5), (2000.0, 40.0), (3000.0, 0.0)],
+        );
+        a.flagged = vec![false, true, false];
+        a.ranges = vec![None, Some((30.0, 50.0)), None];
+        a.stray = vec![(2000.0, 70.0)];
+        for scale in [Scale::Linear, Scale::Log] {
+            let s = line_chart(&chart(vec![a.clone_line(), line("\"q\"", vec![])], scale));
+            well_formed(&s).unwrap_or_else(|e| panic!("{scale:?}: {e}: {s}"));
+        }
+        assert!(well_formed("<svg><g></svg>").is_err());
+        assert!(well_formed("<svg>a & b</svg>").is_err());
+    }
+
+    impl Line {
+        fn clone_line(&self) -> Line {
+            Line {
+                label: self.label.clone(),
+                points: self.points.clone(),
+                flagged: self.flagged.clone(),
+                ranges: self.ranges.clone(),
+                stray: self.stray.clone(),
+            }
+        }
+    }
+
     #[test]
     fn steps_and_ticks() {
         assert_eq!(nice_step(30000.0, 6.0), 5000.0);
@@ -612,7 +707,9 @@ mod tests {
         let t: Vec<String> = log_ticks(1.0, 100.0).into_iter().map(|t| t.1).collect();
         assert_eq!(t, ["1", "2", "5", "10", "20", "50", "100"]);
         let t: Vec<String> = log_ticks(0.2, 2000.0).into_iter().map(|t| t.1).collect();
-        assert_eq!(t, ["0.2", "1", "10", "100", "1,000", "2,000"]);
+        assert_eq!(t, ["0.2", "1", "10", "100", "1,000"]);
+        let t: Vec<String> = log_ticks(5.0, 5000.0).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["10", "100", "1,000", "5,000"]);
         assert_eq!(one_two_five(1003.0, true), 2000.0);
         assert_eq!(one_two_five(0.27, false), 0.2);
         assert_eq!(one_two_five(1000.0, true), 1000.0);
@@ -679,11 +776,12 @@ mod tests {
                 assert!(l.contains(','), "{l} lacks its separator");
             }
         }
-        // A fractional step: every label with the same decimals.
+        // A fractional step: every label with the same decimals (and a step of room above the
+        // highest point, which would sit on the frame).
         let c = chart(vec![line("a", vec![(1.0, 0.1), (2.0, 1.2)])], Scale::Linear);
         assert_eq!(
             y_labels(&line_chart(&c)),
-            ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0", "1.2"]
+            ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0", "1.2", "1.4"]
         );
     }
 
@@ -697,6 +795,7 @@ mod tests {
             Scale::Log,
         );
         let s = line_chart(&c);
+        // 0.4 to 950: room beyond both, to 0.2 and 2,000 (unlabelled: 1,000 is near).
         assert_eq!(y_labels(&s), ["0.2", "1", "10", "100", "1,000"], "{s}");
         assert!(s.contains("y (log scale)"));
         assert!(s.contains("class=\"minor\""));

@@ -194,7 +194,9 @@ fn a_rate_search_eta_is_an_estimate_at_the_knee_refined_as_series_finish() {
         "{err}"
     );
     assert!(err.contains("an estimate"), "{err}");
-    // Once poll's search stopped after 2 points, epoll-et's is expected to be as long.
+    // poll's search stops at its second point: that point's line counts the points as they
+    // now stand, and epoll-et's search is expected to be as long.
+    assert!(err.contains("  2/~4 poll idle=0 rate=200: FAILED"), "{err}");
     assert!(
         err.contains("point 3/~4: epoll-et idle=0 rate=100/s"),
         "{err}"

@@ -344,13 +344,25 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             );
             let p = run_point(&ctx, index, s, idle, rate, trial);
             forecast.point_done(leg, rate, p.wall_s);
-            progress.finish_point(&forecast, index, &p);
             if p.status == Status::Interrupted {
                 summary.interrupted = true;
             }
+            // Whether this point ends the series' search, decided before its line is printed,
+            // so that the line counts the points as they now stand.
+            let search_over = spec.rate_search.as_ref().is_some_and(|rs| {
+                // A point that measured the client says nothing of the server: past the
+                // client's limit the search for this series is over.
+                let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
+                if !matches!(p.reply_rate(), Some(r) if r >= rs.below * rate) {
+                    below += 1;
+                }
+                client_limited || below >= rs.past
+            });
+            if search_over {
+                forecast.leg_over(leg);
+            }
+            progress.finish_point(&forecast, index, &p);
             samples_text.push_str(&results::samples_csv_rows(&p));
-            let reply = p.reply_rate();
-            let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
             summary.points.push(p);
             results::write_atomic(&samples_path, &samples_text)?;
             summary.wall_s = t0.elapsed().as_secs_f64();
@@ -358,18 +370,8 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             if summary.interrupted {
                 break 'all;
             }
-            if let Some(rs) = &spec.rate_search {
-                // A point that measured the client says nothing of the server: past
-                // the client's limit the search for this series is over.
-                if client_limited {
-                    break;
-                }
-                if !matches!(reply, Some(r) if r >= rs.below * rate) {
-                    below += 1;
-                    if below >= rs.past {
-                        break;
-                    }
-                }
+            if search_over {
+                break;
             }
             if spec.pause_s > 0.0 {
                 std::thread::sleep(Duration::from_secs_f64(spec.pause_s));

@@ -170,7 +170,8 @@ fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
             "point {} replayed: {replies} replies",
             p["index"]
         );
-        let _ = std::fs::remove_dir_all(Path::new(&json).parent().unwrap());
+        // The replay made the run's scratch directory again: remove it, as the run did.
+        let _ = std::fs::remove_dir_all(Path::new(&json).parent().unwrap().parent().unwrap());
     }
 }
 

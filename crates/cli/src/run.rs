@@ -79,10 +79,11 @@ pub struct RunArgs {
     /// Directory of experiment files (names are looked up here before the built-in copies)
     #[arg(long, default_value = "experiments")]
     pub experiments_dir: PathBuf,
-    /// List the experiments and exit
+    /// List the experiments, each with its points and estimated time here, and exit
     #[arg(long)]
     pub list: bool,
-    /// Only the result lines, no progress
+    /// One line per finished point and the last line (where the report is); no progress bar,
+    /// ETA or notes
     #[arg(long, short)]
     pub quiet: bool,
     /// The evlab binary that runs the servers, idle holders and load (default: this one; another
@@ -125,20 +126,19 @@ fn load_spec(a: &RunArgs) -> anyhow::Result<(Spec, String, String)> {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<()> {
-    if a.list {
-        for (name, text) in BUILTIN {
-            let d = Spec::parse(text, name)
-                .map(|s| s.description.lines().next().unwrap_or("").to_string())
-                .unwrap_or_default();
-            println!("{name:<22} {d}");
-        }
-        return Ok(());
-    }
     if let Some(d) = a.duration {
         anyhow::ensure!(
             d.is_finite() && d > 0.0,
             "--duration {d}: must be a positive number of seconds"
         );
+    }
+    if a.list {
+        let evlab = match &a.evlab {
+            Some(p) => p.clone(),
+            None => std::env::current_exe().context("cannot find the evlab binary")?,
+        };
+        print!("{}", evlab_lab::estimate::list(BUILTIN, &evlab, a.duration));
+        return Ok(());
     }
     let (spec, spec_path, spec_text) = load_spec(&a)?;
     // Where the results go must be writable before the first point runs, not after the last.

@@ -140,20 +140,32 @@ impl CpuBudget {
         &self.dir
     }
 
-    /// The equivalent shell commands, for the report's reproduction section.
-    pub fn shell(&self) -> String {
+    /// The shell command that makes the group again, for the report's reproduction section
+    /// (as root; `mkdir -p`, so it may be run twice).
+    pub fn setup_shell(&self) -> String {
         let period = self.period;
         let quota = (self.share * period as f64).round() as u64;
-        let d = self.dir.display();
+        let d = crate::procs::shell_line(&[self.dir.display().to_string()]);
         if self.dir.join("cpu.max").exists() {
-            format!(
-                "mkdir {d} && echo '{quota} {period}' > {d}/cpu.max && echo $$ > {d}/cgroup.procs"
-            )
+            format!("mkdir -p {d} && echo '{quota} {period}' > {d}/cpu.max")
         } else {
             format!(
-                "mkdir {d} && echo {period} > {d}/cpu.cfs_period_us && echo {quota} > {d}/cpu.cfs_quota_us && echo $$ > {d}/cgroup.procs"
+                "mkdir -p {d} && echo {period} > {d}/cpu.cfs_period_us && echo {quota} > {d}/cpu.cfs_quota_us"
             )
         }
+    }
+
+    /// `script` (shell commands ending in an `exec`) run inside the group: a shell that joins
+    /// it first, so the command it execs and all that starts are in the group, nothing else.
+    pub fn join_shell(&self, script: &str) -> String {
+        crate::procs::shell_line(&[
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "echo $$ > {}/cgroup.procs && {script}",
+                crate::procs::shell_line(&[self.dir.display().to_string()])
+            ),
+        ])
     }
 }
 
@@ -180,7 +192,10 @@ mod tests {
                 assert!((b.share - 0.25).abs() < 1e-9);
                 assert!(b.path().exists());
                 let dir = b.path().to_path_buf();
-                assert!(b.shell().contains("cgroup.procs"));
+                assert!(b.setup_shell().starts_with("mkdir -p "));
+                assert!(b
+                    .join_shell("exec true")
+                    .contains("/cgroup.procs && exec true"));
                 drop(b);
                 assert!(!dir.exists(), "the group is removed when dropped");
             }

@@ -173,6 +173,15 @@ pub fn flag_kind(flag: &str) -> String {
     flag.split(':').next().unwrap_or(flag).trim().to_string()
 }
 
+/// A list in evidence, or "none measured" (no valid point to take it from), never a blank.
+fn none_if_empty(list: String) -> String {
+    if list.is_empty() {
+        "none measured".into()
+    } else {
+        list
+    }
+}
+
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
@@ -293,7 +302,7 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
             evidence: format!(
                 "highest rate kept up with (≥ 95% answered): {}; peak replies/s {}; {}{}",
                 all.iter().map(|m| show_sus(m, 0)).collect::<Vec<_>>().join(", "),
-                peaks.join(", "),
+                none_if_empty(peaks.join(", ")),
                 range(s, &all, &[0]),
                 if saturated { "" } else { "; no series fell behind on valid points" }
             ),
@@ -407,7 +416,12 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
                 },
                 evidence: format!(
                     "largest drop: {}; {}{}",
-                    sp.iter().map(|(m, d)| show(m, *d)).collect::<Vec<_>>().join("; "),
+                    none_if_empty(
+                        sp.iter()
+                            .map(|(m, d)| show(m, *d))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
                     range(s, &["select", "poll"], &[0, idle]),
                     why.map(|w| format!("; {w}")).unwrap_or_default()
                 ),

@@ -8,6 +8,7 @@
 
 pub mod calibrate;
 pub mod cgroup;
+pub mod estimate;
 pub mod findings;
 pub mod loadjson;
 pub mod machine;

@@ -118,6 +118,13 @@ server.listen-backlog = 4096\n",
     ])
 }
 
+/// The config file a peer's argv names (nginx `-c FILE`, lighttpd `-f FILE`).
+pub fn config_file(argv: &[String]) -> Option<&str> {
+    argv.windows(2)
+        .find(|w| w[0] == "-c" || w[0] == "-f")
+        .map(|w| w[1].as_str())
+}
+
 /// The most connections lighttpd will accept when started by the runner: half its descriptor
 /// limit (lighttpd's own rule), which is the runner's children's hard limit.
 pub fn lighttpd_max_connections() -> usize {

@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::findings::{self, Verdict};
 use crate::results::{write_atomic, PointResult, Status, Summary};
 use crate::spec::Workload;
-use crate::svg::{self, esc, Chart, Line};
+use crate::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
 
 enum Block {
@@ -169,16 +169,21 @@ pub fn thousands(v: f64) -> String {
     }
 }
 
+/// The figures of one idle count: reply rate (with y = x), p99 reply time on a log scale (from
+/// under a millisecond below saturation to the timeout above it: a linear axis shows only the
+/// blow-up and flattens every difference below the knee into zero), errors as a share of the
+/// connections started (comparable across rates, as counts are not), server CPU per reply.
 fn figures(s: &Summary, idle: usize) -> Vec<Block> {
     let xl = x_label(s);
     let wl = s.experiment.workload.label();
     let mut v = Vec::new();
-    let specs: [(&str, String, &str, bool, Metric); 4] = [
+    let specs: [(&str, String, &str, bool, Scale, Metric); 4] = [
         (
             "replies",
             format!("evlab, {wl} workload, {}", idle_words(idle)),
             "replies/s",
             true,
+            Scale::Linear,
             Box::new(|p: &PointResult| p.reply_rate()),
         ),
         (
@@ -186,24 +191,27 @@ fn figures(s: &Summary, idle: usize) -> Vec<Block> {
             format!("99th percentile reply time, {}", idle_words(idle)),
             "p99 reply time (ms)",
             false,
+            Scale::Log,
             Box::new(|p: &PointResult| p.p99_ms()),
         ),
         (
             "errors",
             format!("client errors, {}", idle_words(idle)),
-            "errors (all causes)",
+            "errors (% of connections)",
             false,
-            Box::new(|p: &PointResult| p.errors().map(|e| e as f64)),
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.error_share().map(|e| e * 100.0)),
         ),
         (
             "cpu",
             format!("server CPU per reply, {}", idle_words(idle)),
             "server CPU µs per reply",
             false,
+            Scale::Linear,
             Box::new(|p: &PointResult| p.server_cpu_us_per_reply),
         ),
     ];
-    for (tag, title, yl, diagonal, f) in specs {
+    for (tag, title, yl, diagonal, y_scale, f) in specs {
         let ls = lines(s, idle, f.as_ref());
         if ls.iter().all(|l| l.points.is_empty()) {
             continue;
@@ -214,6 +222,7 @@ fn figures(s: &Summary, idle: usize) -> Vec<Block> {
             y_label: yl.into(),
             lines: ls,
             diagonal,
+            y_scale,
         };
         v.push(Block::Figure {
             file: format!("fig-{tag}-idle{idle}.svg"),
@@ -434,16 +443,30 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
     ]
 }
 
-/// The validity of every point, compactly: per series and idle count, how many points were
-/// valid, the invalid ones grouped by the kind of their flag, and the notes by kind; then the
-/// largest lateness and steal. Each point's flags and notes are in points.csv and summary.json.
+/// The checks of the validity rule as the Validity table's columns: (flag or note kind, as
+/// `findings::flag_kind` names it, column heading). Every check has its column whether it fired
+/// or not, so the table says what was checked.
+const CHECKS: &[(&str, &str)] = &[
+    ("client fell behind", "client fell behind"),
+    ("client saturated", "client CPU saturated"),
+    ("client out of resources", "client out of resources"),
+    ("not serving", "non-2xx replies"),
+    ("server exited during the run", "server exited"),
+    ("left processes", "processes left"),
+    ("failed", "failed"),
+];
+const NOTES: &[(&str, &str)] = &[("jitter", "note: jitter"), ("steal", "note: steal")];
+
+/// The validity of every point, compactly: one row per series and idle count, one column per
+/// check (how many of its points each made invalid) and per kind of note; a last row for the
+/// whole run; then the largest lateness and steal. Each point's flags and notes, in words, are
+/// in points.csv and summary.json.
 fn validity_table(s: &Summary) -> Vec<Block> {
     #[derive(Default)]
     struct Group {
         total: usize,
         valid: usize,
-        flags: BTreeMap<String, usize>,
-        notes: BTreeMap<String, usize>,
+        kinds: BTreeMap<String, usize>,
     }
     let order = |label: &str| {
         s.series
@@ -452,62 +475,72 @@ fn validity_table(s: &Summary) -> Vec<Block> {
             .unwrap_or(usize::MAX)
     };
     let mut groups: BTreeMap<(usize, usize, String), Group> = BTreeMap::new();
+    let mut all = Group::default();
     for p in &s.points {
-        let g = groups
-            .entry((p.idle, order(&p.series), p.series.clone()))
-            .or_default();
-        g.total += 1;
-        if p.valid() {
-            g.valid += 1;
-        }
-        if !p.ok() {
-            let what = if p.status == Status::Interrupted {
-                "interrupted"
-            } else {
-                "failed"
-            };
-            *g.flags.entry(what.into()).or_default() += 1;
-        }
         let mut kinds: Vec<String> = p.flags.iter().map(|f| findings::flag_kind(f)).collect();
+        match p.status {
+            Status::Ok => {}
+            Status::Failed => kinds.push("failed".into()),
+            Status::Interrupted => kinds.push("interrupted".into()),
+        }
+        kinds.extend(p.notes.iter().map(|n| findings::flag_kind(n)));
         kinds.sort();
         kinds.dedup();
-        for k in kinds {
-            *g.flags.entry(k).or_default() += 1;
-        }
-        for n in &p.notes {
-            *g.notes.entry(findings::flag_kind(n)).or_default() += 1;
+        for g in [
+            groups
+                .entry((p.idle, order(&p.series), p.series.clone()))
+                .or_default(),
+            &mut all,
+        ] {
+            g.total += 1;
+            if p.valid() {
+                g.valid += 1;
+            }
+            for k in &kinds {
+                *g.kinds.entry(k.clone()).or_default() += 1;
+            }
         }
     }
     if groups.is_empty() {
         return vec![];
     }
-    let counts = |m: &BTreeMap<String, usize>| {
-        m.iter()
-            .map(|(k, c)| format!("{k} ×{c}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+    // Kinds no column names (a future check, an interrupted point) get columns of their own.
+    let known: Vec<&str> = CHECKS.iter().chain(NOTES).map(|c| c.0).collect();
+    let extra: Vec<String> = all
+        .kinds
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    let mut columns: Vec<(String, String)> = CHECKS
+        .iter()
+        .map(|(k, h)| (k.to_string(), h.to_string()))
+        .collect();
+    columns.extend(extra.iter().map(|k| (k.clone(), k.clone())));
+    columns.extend(NOTES.iter().map(|(k, h)| (k.to_string(), h.to_string())));
+    let mut header: Vec<String> = vec!["series".into(), "idle".into(), "valid / points".into()];
+    header.extend(columns.iter().map(|c| c.1.clone()));
+    let row = |series: String, idle: String, g: &Group| {
+        let mut r = vec![series, idle, format!("{} / {}", g.valid, g.total)];
+        r.extend(columns.iter().map(|(k, _)| match g.kinds.get(k) {
+            Some(n) => n.to_string(),
+            None => "–".into(),
+        }));
+        r
     };
-    let mut out = vec![Block::Table(
-        vec![
-            "series".into(),
-            "idle".into(),
-            "valid / points".into(),
-            "invalid: why (points)".into(),
-            "notes (points)".into(),
-        ],
-        groups
-            .iter()
-            .map(|((idle, _, series), g)| {
-                vec![
-                    series.clone(),
-                    thousands(*idle as f64),
-                    format!("{} / {}", g.valid, g.total),
-                    counts(&g.flags),
-                    counts(&g.notes),
-                ]
-            })
-            .collect(),
-    )];
+    let mut rows: Vec<Vec<String>> = groups
+        .iter()
+        .map(|((idle, _, series), g)| row(series.clone(), thousands(*idle as f64), g))
+        .collect();
+    rows.push(row("all".into(), String::new(), &all));
+    let mut out = vec![
+        Block::P(
+            "Points per series and idle count, and how many of them each check made invalid (a \
+             point may fail more than one); the notes do not invalidate:"
+                .into(),
+        ),
+        Block::Table(header, rows),
+    ];
     let noted: Vec<&PointResult> = s.points.iter().filter(|p| !p.notes.is_empty()).collect();
     let valid = s.points.iter().filter(|p| p.valid()).count();
     let mut t = format!(
@@ -830,8 +863,12 @@ fn document(s: &Summary) -> Vec<Block> {
 
     d.push(Block::H(2, "How to reproduce".into()));
     d.push(Block::P(format!(
-        "The whole run: `{}` (spec `{}`, below). Every point's commands follow, in start order; \
-         `PORT` is the port the server printed.",
+        "The whole run: `{}` (spec `{}`, below). Then each point by hand, in start order: its \
+         commands make its document root again (the run's scratch directory is removed when \
+         it ends), start the server (and the idle holder) in the background, wait until they \
+         answer, run the load and stop them; pasted into a shell (sh or bash, with curl) they \
+         measure the point again, on the port the run used. A CPU budget is made as the run \
+         made it: a cgroup with a CPU quota (as root), which the server joins.",
         s.command, s.spec_path
     )));
     d.push(Block::Code(
@@ -843,6 +880,18 @@ fn document(s: &Summary) -> Vec<Block> {
             "# point {}: {} idle={} rate={} trial {}",
             p.index, p.series, p.idle, p.rate, p.trial
         ));
+        // Results from before the commands made the document root (evlab 0.1.0 until issue
+        // 12) name a directory that is gone.
+        if p.commands
+            .first()
+            .is_some_and(|c| !c.starts_with("mkdir -p "))
+        {
+            cmds.push(
+                "# (recorded without its setup: first make the --root directory, holding a \
+                 one-byte file `one`, and run the server in the background)"
+                    .into(),
+            );
+        }
         cmds.extend(p.commands.iter().cloned());
     }
     d.push(Block::Code(cmds));
@@ -860,7 +909,8 @@ fn numeric_column(rows: &[Vec<String>], i: usize) -> bool {
     i > 0
         && rows.iter().all(|r| {
             r.get(i).is_none_or(|c| {
-                c.is_empty() || c.starts_with(|ch: char| ch.is_ascii_digit() || "-–✗+".contains(ch))
+                c.is_empty()
+                    || c.starts_with(|ch: char| ch.is_ascii_digit() || "-–✗+≥".contains(ch))
             })
         })
 }
@@ -948,10 +998,12 @@ fn html_inline(s: &str) -> String {
     out
 }
 
-const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+// Wide enough for two figures side by side (640 px each); text keeps a readable measure.
+const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1320px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+p,ul{max-width:72em}figure svg{max-width:100%;height:auto}\
 table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
-pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 0;display:inline-block}\
+pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 8px 0.8em 0;display:inline-block;vertical-align:top}\
 h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}.verdict-reproduced{color:#176b1d}\
 .verdict-not{color:#a11}.verdict-inconclusive{color:#777}";
 
@@ -988,14 +1040,20 @@ pub fn render_html(s: &Summary) -> String {
                 o.push_str("</ul>\n");
             }
             Block::Table(h, rows) => {
-                o.push_str("<table><thead><tr>");
-                for c in h {
-                    let _ = write!(o, "<th>{}</th>", html_inline(&c));
-                }
-                o.push_str("</tr></thead><tbody>\n");
                 let align: Vec<bool> = (0..rows.first().map_or(0, |r| r.len()))
                     .map(|i| numeric_column(&rows, i))
                     .collect();
+                // Headings align with their column: numbers right, words left.
+                o.push_str("<table><thead><tr>");
+                for (i, c) in h.iter().enumerate() {
+                    let style = if align.get(i) == Some(&false) && i > 0 {
+                        " style=\"text-align:left\""
+                    } else {
+                        ""
+                    };
+                    let _ = write!(o, "<th{style}>{}</th>", html_inline(c));
+                }
+                o.push_str("</tr></thead><tbody>\n");
                 for r in rows {
                     o.push_str("<tr>");
                     for (i, c) in r.iter().enumerate() {
@@ -1081,16 +1139,29 @@ mod tests {
     #[test]
     fn validity_is_a_compact_table_with_flags_and_notes_counted() {
         let md = render_md(&run());
+        // One column per check, fired or not, and per kind of note.
         assert!(
-            md.contains("| select | 0 | 11 / 12 | client saturated ×1 |  |"),
+            md.contains(
+                "| series | idle | valid / points | client fell behind | client CPU saturated | \
+                 client out of resources | non-2xx replies | server exited | processes left | \
+                 failed | note: jitter | note: steal |"
+            ),
             "{md}"
         );
         assert!(
-            md.contains("| poll | 0 | 9 / 12 | client saturated ×3 |  |"),
+            md.contains("| select | 0 | 11 / 12 | – | 1 | – | – | – | – | – | – | – |"),
             "{md}"
         );
         assert!(
-            md.contains("| epoll-lt | 0 | 12 / 12 |  | jitter ×3 |"),
+            md.contains("| poll | 0 | 9 / 12 | – | 3 | – | – | – | – | – | – | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| epoll-lt | 0 | 12 / 12 | – | – | – | – | – | – | – | 3 | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| all |  | 32 / 36 | – | 4 | – | – | – | – | – | 3 | – |"),
             "{md}"
         );
         assert!(md.contains("32 of 36 points valid; 3 with notes"), "{md}");
@@ -1116,6 +1187,43 @@ mod tests {
         // poll's 8,000/s point is hollow; select's invalid trial at 6,000/s is a stray marker.
         assert_eq!(svg.matches("class=\"invalid\"").count(), 2, "{svg}");
         assert!(svg.contains("hollow: invalid point"));
+    }
+
+    fn figure(s: &Summary, name: &str) -> String {
+        figures(s, 0)
+            .into_iter()
+            .find_map(|b| match b {
+                Block::Figure { file, svg, .. } if file == name => Some(svg),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
+    #[test]
+    fn errors_are_a_share_of_connections_and_p99_is_on_a_log_scale() {
+        let mut s = run();
+        for p in &mut s.points {
+            let l = p.load.as_mut().unwrap();
+            // 2 s at the rate: connections started; past 5,000/s the excess fails.
+            let conns = (p.rate * 2.0) as u64;
+            l.connections = Some(conns);
+            l.errors.total = Some(((p.rate - 5000.0).max(0.0) * 2.0) as u64);
+            l.latency_ms.p99 = Some(if p.rate > 5000.0 { 900.0 } else { 0.8 });
+        }
+        let e = figure(&s, "fig-errors-idle0.svg");
+        assert!(e.contains("errors (% of connections)"), "{e}");
+        // At 8,000/s 3,000 of 8,000 per second failed: 37.5%; the axis ends at 40, not at
+        // the 6,000 errors a count would show.
+        assert!(
+            e.contains("end\">40<") && !e.contains("end\">6,000<"),
+            "{e}"
+        );
+        let p99 = figure(&s, "fig-p99-idle0.svg");
+        assert!(p99.contains("p99 reply time (ms) (log scale)"), "{p99}");
+        // From 0.8 ms to 900 ms, in decades.
+        for t in ["end\">1<", "end\">10<", "end\">100<", "end\">1,000<"] {
+            assert!(p99.contains(t), "{t}: {p99}");
+        }
     }
 
     #[test]

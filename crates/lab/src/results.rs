@@ -152,6 +152,13 @@ impl PointResult {
     pub fn errors(&self) -> Option<u64> {
         self.load.as_ref().map(|l| l.errors.sum())
     }
+    /// Errors as a share of the connections the client started (an error ends its
+    /// connection, so this is the share of connections that failed), 0..1.
+    pub fn error_share(&self) -> Option<f64> {
+        let l = self.load.as_ref()?;
+        let conns = l.connections.filter(|&c| c > 0)?;
+        Some(l.errors.sum() as f64 / conns as f64)
+    }
     pub fn valid(&self) -> bool {
         self.ok() && self.flags.is_empty()
     }

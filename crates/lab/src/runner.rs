@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::calibrate;
 use crate::cgroup::CpuBudget;
+use crate::estimate::{self, Forecast};
 use crate::loadjson::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
 use crate::machine;
 use crate::peers;
@@ -95,24 +96,40 @@ impl Drop for Scratch {
     }
 }
 
-struct Plan {
-    series: Vec<Series>,
-    skipped: Vec<SkippedSeries>,
+/// The series a run measures on this machine, and those it skips with the reason.
+pub struct Plan {
+    pub series: Vec<Series>,
+    pub skipped: Vec<SkippedSeries>,
 }
 
-fn plan(opts: &RunOptions) -> Plan {
-    let support = mechanism_support(&opts.evlab);
-    let needs_lighttpd = opts
-        .spec
-        .mechanisms
+fn needs_lighttpd(spec: &Spec) -> bool {
+    spec.mechanisms
         .iter()
-        .chain(opts.spec.series.iter().map(|s| &s.mechanism))
-        .any(|m| m.starts_with("lighttpd"));
-    let handlers = if needs_lighttpd && peers::installed("lighttpd") {
+        .chain(spec.series.iter().map(|s| &s.mechanism))
+        .any(|m| m.starts_with("lighttpd"))
+}
+
+/// lighttpd's event handlers, when the experiment needs lighttpd and it is installed.
+pub fn lighttpd_handlers(spec: &Spec) -> Vec<String> {
+    if needs_lighttpd(spec) && peers::installed("lighttpd") {
         peers::lighttpd_handlers()
     } else {
         vec![]
-    };
+    }
+}
+
+/// Plans a run of `spec` with the mechanisms `evlab` supports here and the peers installed.
+pub fn plan(evlab: &Path, spec: &Spec) -> Plan {
+    plan_with(spec, &mechanism_support(evlab), &lighttpd_handlers(spec))
+}
+
+/// Plans a run of `spec` given which evlab mechanisms this kernel supports and lighttpd's
+/// event handlers (empty: lighttpd is missing or offers none).
+pub fn plan_with(
+    spec: &Spec,
+    support: &BTreeMap<String, Result<(), String>>,
+    handlers: &[String],
+) -> Plan {
     let supported = |m: &str| matches!(support.get(m), Some(Ok(())));
     let mut series = Vec::new();
     let mut skipped = Vec::new();
@@ -122,7 +139,7 @@ fn plan(opts: &RunOptions) -> Plan {
             reason,
         })
     };
-    if needs_lighttpd && handlers.is_empty() {
+    if needs_lighttpd(spec) && handlers.is_empty() {
         skip(
             "lighttpd",
             if peers::installed("lighttpd") {
@@ -132,7 +149,7 @@ fn plan(opts: &RunOptions) -> Plan {
             },
         );
     }
-    for s in opts.spec.series_list(&supported, &handlers) {
+    for s in spec.series_list(&supported, handlers) {
         match s.kind {
             ServerKind::Evlab => match support.get(&s.mechanism) {
                 Some(Ok(())) => series.push(s),
@@ -166,10 +183,10 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     };
     std::fs::create_dir_all(&out)
         .map_err(|e| LabError::Io(format!("cannot create {}: {e}", out.display())))?;
-    let mut progress = Progress::new(opts.quiet);
-    let Plan { series, skipped } = plan(&opts);
+    let progress = Progress::new(opts.quiet);
+    let Plan { series, skipped } = plan(&opts.evlab, &opts.spec);
     for s in &skipped {
-        progress.note(&format!("evlab run: skipping {}: {}", s.series, s.reason));
+        progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
     }
     let mut summary = Summary {
         format: results::FORMAT,
@@ -194,7 +211,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     let server_cpus = pin(&[spec.server_cpu]);
     let client_cpus = pin(&spec.client_cpus);
     if server_cpus.is_empty() || client_cpus.is_empty() {
-        progress.note(&format!(
+        progress.warn(&format!(
             "evlab run: warning: this machine has {ncpu} CPU(s); server_cpu {} / client_cpus {:?} \
              are not all available, so those processes are not pinned",
             spec.server_cpu, spec.client_cpus
@@ -261,100 +278,128 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         _ => spec.rates.fixed().to_vec(),
     };
     let fixed_rates = spec.rate_search.is_none();
-    let per_series_rates = if fixed_rates {
-        fixed.len()
-    } else {
-        let rs = spec.rate_search.as_ref().expect("validated");
-        ((rs.max - rs.start) / rs.step).floor() as usize + 1
-    };
-    let total = spec.trials as usize * spec.idle.len() * series.len() * per_series_rates;
-    let estimate = duration + spec.warmup_s + spec.pause_s + 1.5;
+    let search_rates = spec.rate_search.as_ref().map(estimate::search_rates);
+    let legs = sweep_order(spec, &series);
+    let capacity = summary
+        .calibration
+        .iter()
+        .flat_map(|c| &c.capacities)
+        .map(|c| (c.series.clone(), c.replies_per_s))
+        .collect();
+    let mut forecast = Forecast::new(
+        spec,
+        duration,
+        &legs
+            .iter()
+            .map(|(t, i, s)| (s.label.clone(), *i, *t))
+            .collect::<Vec<_>>(),
+        fixed.len(),
+        capacity,
+    );
     let samples_path = out.join("samples.csv");
     let mut samples_text = format!("{}\n", results::SAMPLES_HEADER);
     results::write_atomic(&samples_path, &samples_text)?;
+    let rates_words = match (&spec.rate_search, search_rates) {
+        (Some(rs), Some(n)) => format!(
+            "a rate search ({}/s up by {}/s, at most {n} rates; it stops at each series' knee)",
+            rs.start, rs.step
+        ),
+        _ => format!("{} rates", fixed.len()),
+    };
     progress.note(&format!(
-        "evlab run: {} — {} series × {} rates × {} idle counts × {} trials, {duration} s per point{}; results in {}",
+        "evlab run: {} — {} series × {rates_words} × {} idle counts × {} trials, {duration} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
         spec.name,
         series.len(),
-        per_series_rates,
         spec.idle.len(),
         spec.trials,
         budget
             .as_ref()
             .map(|b| format!(", server budget {:.0}% of a CPU", b.share * 100.0))
             .unwrap_or_default(),
+        if fixed_rates { "" } else { "~" },
+        forecast.total().ceil(),
+        if fixed_rates { String::new() } else { " expected".into() },
+        estimate::hms(forecast.remaining_s()),
         out.display()
     ));
 
     let mut index = 0;
-    'all: for trial in 1..=spec.trials {
-        // Each trial visits the series in a rotated order, so that a drift over the run (a
-        // neighbour on the host, a warming cache) does not always favour the same series.
-        let rot = (trial as usize - 1) % series.len().max(1);
-        let order: Vec<&Series> = series[rot..].iter().chain(&series[..rot]).collect();
-        for &idle in &spec.idle {
-            for s in &order {
-                let mut below = 0;
-                let rates: Vec<f64> = if fixed_rates {
-                    fixed.clone()
-                } else {
-                    let rs = spec.rate_search.as_ref().expect("validated");
-                    (0..per_series_rates)
-                        .map(|i| rs.start + rs.step * i as f64)
-                        .collect()
-                };
-                for rate in rates {
-                    if interrupted() {
-                        summary.interrupted = true;
-                        break 'all;
-                    }
-                    index += 1;
-                    progress.start_point(
-                        index,
-                        total,
-                        &format!("{} idle={idle} rate={rate}/s trial {trial}", s.label),
-                        estimate,
-                    );
-                    let p = run_point(&ctx, index, s, idle, rate, trial);
-                    progress.finish_point(index, total, &p);
-                    if p.status == Status::Interrupted {
-                        summary.interrupted = true;
-                    }
-                    samples_text.push_str(&results::samples_csv_rows(&p));
-                    let reply = p.reply_rate();
-                    let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
-                    summary.points.push(p);
-                    results::write_atomic(&samples_path, &samples_text)?;
-                    summary.wall_s = t0.elapsed().as_secs_f64();
-                    write_tables(&summary, &out)?;
-                    if summary.interrupted {
-                        break 'all;
-                    }
-                    if let Some(rs) = &spec.rate_search {
-                        // A point that measured the client says nothing of the server: past
-                        // the client's limit the search for this series is over.
-                        if client_limited {
-                            break;
-                        }
-                        if !matches!(reply, Some(r) if r >= rs.below * rate) {
-                            below += 1;
-                            if below >= rs.past {
-                                break;
-                            }
-                        }
-                    }
-                    if spec.pause_s > 0.0 {
-                        std::thread::sleep(Duration::from_secs_f64(spec.pause_s));
-                    }
+    'all: for (leg, (trial, idle, s)) in legs.iter().enumerate() {
+        let (trial, idle) = (*trial, *idle);
+        let mut below = 0;
+        let rates: Vec<f64> = match (&spec.rate_search, search_rates) {
+            (Some(rs), Some(n)) => (0..n).map(|i| rs.start + rs.step * i as f64).collect(),
+            _ => fixed.clone(),
+        };
+        for rate in rates {
+            if interrupted() {
+                summary.interrupted = true;
+                break 'all;
+            }
+            index += 1;
+            progress.start_point(
+                &forecast,
+                index,
+                &format!("{} idle={idle} rate={rate}/s trial {trial}", s.label),
+            );
+            let p = run_point(&ctx, index, s, idle, rate, trial);
+            forecast.point_done(leg, rate, p.wall_s);
+            if p.status == Status::Interrupted {
+                summary.interrupted = true;
+            }
+            // Whether this point ends the series' search, decided before its line is printed,
+            // so that the line counts the points as they now stand.
+            let search_over = spec.rate_search.as_ref().is_some_and(|rs| {
+                // A point that measured the client says nothing of the server: past the
+                // client's limit the search for this series is over.
+                let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
+                if !matches!(p.reply_rate(), Some(r) if r >= rs.below * rate) {
+                    below += 1;
                 }
+                client_limited || below >= rs.past
+            });
+            if search_over {
+                forecast.leg_over(leg);
+            }
+            progress.finish_point(&forecast, index, &p);
+            samples_text.push_str(&results::samples_csv_rows(&p));
+            summary.points.push(p);
+            results::write_atomic(&samples_path, &samples_text)?;
+            summary.wall_s = t0.elapsed().as_secs_f64();
+            write_tables(&summary, &out)?;
+            if summary.interrupted {
+                break 'all;
+            }
+            if search_over {
+                break;
+            }
+            if spec.pause_s > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(spec.pause_s));
             }
         }
+        forecast.leg_over(leg);
     }
     summary.finished = Some(results::utc(results::now_secs()));
     summary.wall_s = t0.elapsed().as_secs_f64();
     write_tables(&summary, &out)?;
     report::write(&summary, &out)?;
     Ok((out, summary))
+}
+
+/// The sweep's legs in the order they run: trial → idle count → series, each trial visiting the
+/// series in a rotated order, so that a drift over the run (a neighbour on the host, a warming
+/// cache) does not always favour the same series. Each leg runs its series' rates.
+pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<(u32, usize, &'a Series)> {
+    let mut out = Vec::new();
+    for trial in 1..=spec.trials {
+        let rot = (trial as usize - 1) % series.len().max(1);
+        for &idle in &spec.idle {
+            for s in series[rot..].iter().chain(&series[..rot]) {
+                out.push((trial, idle, s));
+            }
+        }
+    }
+    out
 }
 
 fn write_tables(summary: &Summary, out: &Path) -> Result<(), LabError> {
@@ -446,8 +491,49 @@ pub(crate) fn docroot(ctx: &PointCtx, pdir: &Path) -> Result<PathBuf, LabError> 
     })
 }
 
+fn sh(path: &Path) -> String {
+    procs::shell_line(&[path.display().to_string()])
+}
+
+/// Shell commands that make a point's directory and document root as `docroot` made them: a
+/// fresh root holding `one` (one byte), or the run's file set, made by `evlab fileset` if it is
+/// not there.
+fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path) -> Vec<String> {
+    match ctx.fileset {
+        Some(f) => vec![format!(
+            "mkdir -p {} && {{ test -d {} || {} fileset {} --dirs {} > /dev/null; }}",
+            sh(pdir),
+            sh(f),
+            sh(&ctx.opts.evlab),
+            sh(f),
+            ctx.opts.spec.fileset_dirs
+        )],
+        None => vec![format!(
+            "mkdir -p {} && printf a > {}",
+            sh(docroot),
+            sh(&docroot.join("one"))
+        )],
+    }
+}
+
+/// Waits, in the shell, until the server at `port` answers `GET /one` with a 200 (what the
+/// runner waits for).
+fn wait_answers_command(port: u16) -> String {
+    format!("until curl -sf -o /dev/null http://127.0.0.1:{port}/one; do sleep 0.1; done")
+}
+
+/// Stops what the point's commands started in the background.
+fn stop_command(idle: bool) -> String {
+    if idle {
+        "kill $idle $server; wait $idle $server".into()
+    } else {
+        "kill $server; wait $server".into()
+    }
+}
+
 /// Starts the series' server (inside the budget, pinned), waits until it answers, and
-/// returns its port; its command goes to `commands`.
+/// returns its port; its commands (as a shell runs them: in the background, then a wait until
+/// it answers) go to `commands`.
 pub(crate) fn start_server(
     ctx: &PointCtx,
     s: &Series,
@@ -459,13 +545,25 @@ pub(crate) fn start_server(
 ) -> Result<u16, LabError> {
     let spec = &ctx.opts.spec;
     let evlab = ctx.opts.evlab.display().to_string();
-    let budget_note = |cmd: String| match ctx.budget {
-        Some(b) => format!(
-            "{cmd}   # in a cgroup with {:.0}% of one CPU: {}",
-            b.share * 100.0,
-            b.shell()
-        ),
-        None => cmd,
+    // The server in the background, from `cwd` if given, inside the budget's cgroup (made
+    // first) if any.
+    let background = |commands: &mut Vec<String>, cwd: Option<&Path>, cmd: String| {
+        let script = match cwd {
+            Some(d) => format!("cd {} && exec {cmd}", sh(d)),
+            None => format!("exec {cmd}"),
+        };
+        match (ctx.budget, cwd) {
+            (Some(b), _) => {
+                commands.push(format!(
+                    "{}   # as root: the server's CPU budget, {:.0}% of one CPU",
+                    b.setup_shell(),
+                    b.share * 100.0
+                ));
+                commands.push(format!("{} & server=$!", b.join_shell(&script)));
+            }
+            (None, Some(_)) => commands.push(format!("({script}) & server=$!")),
+            (None, None) => commands.push(format!("{cmd} & server=$!")),
+        }
     };
     let (server, port) = match s.kind {
         ServerKind::Evlab => {
@@ -494,9 +592,11 @@ pub(crate) fn start_server(
             let addr: SocketAddr = line["listening on ".len()..].trim().parse().map_err(|_| {
                 LabError::Point(format!("evlab serve printed a bad address: {line}"))
             })?;
-            commands.push(budget_note(
+            background(
+                commands,
+                None,
                 c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")),
-            ));
+            );
             (c, addr.port())
         }
         ServerKind::Nginx | ServerKind::Lighttpd => {
@@ -525,12 +625,23 @@ pub(crate) fn start_server(
                 Some(&conf_dir),
                 ctx.budget,
             )?;
-            commands.push(budget_note(c.command.clone()));
+            // The generated config, written again (it was in the scratch directory).
+            if let Some(conf) = peers::config_file(&argv) {
+                let text = std::fs::read_to_string(conf)?;
+                commands.push(format!(
+                    "mkdir -p {} && cat > {} <<'EOF'\n{}EOF",
+                    sh(&conf_dir),
+                    sh(Path::new(conf)),
+                    text
+                ));
+            }
+            background(commands, Some(&conf_dir), c.command.clone());
             (c, port)
         }
     };
     procs.server = Some(server);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    commands.push(wait_answers_command(port));
     procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
 
     // Idle connections, on the (first) client CPU: they are idle once up.
@@ -550,7 +661,12 @@ pub(crate) fn start_server(
             &ctx.client_cpus[..ctx.client_cpus.len().min(1)],
             None,
         )?;
-        commands.push(c.command.clone());
+        let out = pdir.join("idle.out");
+        commands.push(format!("{} > {} & idle=$!", c.command, sh(&out)));
+        commands.push(format!(
+            "until grep -q 'connections up' {}; do sleep 0.2; done",
+            sh(&out)
+        ));
         let c = procs.idle.insert(c);
         let want = format!("idle: all {idle} connections up");
         c.wait_line(
@@ -660,6 +776,9 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let spec = &ctx.opts.spec;
     let pdir = ctx.scratch.join(format!("point-{}", p.index));
     let docroot = docroot(ctx, &pdir)?;
+    // The scratch directory goes when the run ends: the point's commands begin by making
+    // what it held again, so that they work after the run.
+    p.commands.extend(docroot_commands(ctx, &pdir, &docroot));
     let series = Series {
         label: p.series.clone(),
         kind: p.kind,
@@ -705,6 +824,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let run = run_load(ctx, "evlab load", &ask(ctx.duration, "run"))?;
     let cpu_after = server.cpu_seconds();
     p.commands.push(run.command.clone());
+    p.commands.push(stop_command(p.idle > 0));
     let server_alive = server.alive();
     let stats_after = match (&stats_before, server_alive) {
         (Some(_), true) => Some(fetch_stats(addr)?),

@@ -23,6 +23,17 @@ pub struct Chart {
     pub lines: Vec<Line>,
     /// Draw y = x (replies = requests), the ideal a server tracks until it saturates.
     pub diagonal: bool,
+    pub y_scale: Scale,
+}
+
+/// How the y axis maps values. The x axis (the offered rate) is always linear from zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// From zero, ticks 1, 2 or 5 × 10^k apart.
+    Linear,
+    /// Decades; for values spanning orders of magnitude (reply times from under a millisecond
+    /// to the timeout). Values ≤ 0 cannot be drawn and are left out.
+    Log,
 }
 
 const W: f64 = 640.0;
@@ -57,21 +68,85 @@ pub fn nice_step(span: f64, n: f64) -> f64 {
     m * mag
 }
 
-fn fmt_tick(v: f64) -> String {
-    if v.abs() >= 1000.0 && (v / 1000.0).fract() == 0.0 {
-        let k = (v / 1000.0) as i64;
-        // Thousands separators like the paper's axes (20,000).
-        if k >= 1000 {
-            format!("{},{:03},000", k / 1000, k % 1000)
-        } else {
-            format!("{k},000")
+/// Decimals that show every multiple of `step` exactly (0.25 → 2, 500 → 0).
+pub fn decimals(step: f64) -> usize {
+    (0..6)
+        .find(|&d| {
+            let x = step * 10f64.powi(d as i32);
+            (x - x.round()).abs() < 1e-6 * x.abs().max(1.0)
+        })
+        .unwrap_or(6)
+}
+
+/// A tick label: `decimals` places, thousands separated by commas as in the report's tables
+/// (1,600 and 20,000, never 1600 beside 1,000). One axis uses one number of decimals.
+pub fn fmt_tick(v: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i).is_multiple_of(3) {
+            out.push(',');
         }
-    } else if v.fract() == 0.0 {
-        format!("{}", v as i64)
-    } else {
-        let s = format!("{v:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
+        out.push(c);
     }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    if v < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// The 1-2-5 value at or below (`up` false) or at or above `v` (> 0): a log axis's ends.
+pub fn one_two_five(v: f64, up: bool) -> f64 {
+    let d = 10f64.powf(v.log10().floor());
+    let m = v / d;
+    let pick = if up {
+        [1.0, 2.0, 5.0, 10.0]
+            .into_iter()
+            .find(|&k| k >= m * (1.0 - 1e-9))
+            .unwrap_or(10.0)
+    } else {
+        [5.0, 2.0, 1.0]
+            .into_iter()
+            .find(|&k| k <= m * (1.0 + 1e-9))
+            .unwrap_or(1.0)
+    };
+    pick * d
+}
+
+/// The ticks of a log axis from `lo` to `hi` (1-2-5 values): every decade and both ends, and 2
+/// and 5 × each decade when the axis spans at most two decades. Each is labelled with the
+/// decimals it needs (0.5, 1, 20, 1,000): one rule, the shortest exact form with thousands
+/// separators, for every label.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let all = b - a <= 2 || hi / lo <= 100.0 * (1.0 + 1e-9);
+    let mults: &[f64] = if all { &[1.0, 2.0, 5.0] } else { &[1.0] };
+    let mut vs = vec![];
+    for e in a..=b {
+        for &m in mults {
+            let v = m * 10f64.powi(e);
+            if v > lo * (1.0 + 1e-9) && v < hi * (1.0 - 1e-9) {
+                vs.push(v);
+            }
+        }
+    }
+    // The ends, unless a label sits within a third of a decade of them (5 under 10, 2,000
+    // over 1,000: crowded).
+    let far = |v: f64, from: Option<&f64>| from.is_none_or(|&w| (v / w).log10().abs() > 0.35);
+    if all || far(lo, vs.first()) {
+        vs.insert(0, lo);
+    }
+    if all || far(hi, vs.last()) {
+        vs.push(hi);
+    }
+    vs.into_iter()
+        .map(|v| (v, fmt_tick(v, decimals(v))))
+        .collect()
 }
 
 pub fn esc(s: &str) -> String {
@@ -186,36 +261,88 @@ fn error_bar(out: &mut String, x: f64, y_lo: f64, y_hi: f64, colour: &str) {
     );
 }
 
+/// Horizontal distance between markers set side by side.
+const DODGE: f64 = 8.5;
+/// Markers closer than this (pixels, both ways) would hide one another.
+const OVERLAP: f64 = 7.0;
+
+/// One marker to draw: its series (shape and colour), where, and whether hollow.
+struct Mark {
+    series: usize,
+    x: f64,
+    y: f64,
+    hollow: bool,
+    bar: Option<(f64, f64)>,
+}
+
+/// Sets markers that would overlap side by side: at one x, markers whose y lie within `OVERLAP`
+/// of the next form a group, spread horizontally in series order around the true x (the lines
+/// still pass through the true points). Without this the last series drawn hides the others
+/// where they coincide — below saturation every mechanism answers what it is offered — and
+/// with them their hollow (invalid) markers.
+fn dodge(marks: &mut [Mark]) -> bool {
+    let mut moved = false;
+    let mut order: Vec<usize> = (0..marks.len()).collect();
+    order.sort_by(|&a, &b| {
+        (marks[a].x, marks[a].y, marks[a].series)
+            .partial_cmp(&(marks[b].x, marks[b].y, marks[b].series))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i + 1;
+        while j < order.len()
+            && (marks[order[j]].x - marks[order[i]].x).abs() < 0.5
+            && marks[order[j]].y - marks[order[j - 1]].y < OVERLAP
+        {
+            j += 1;
+        }
+        if j - i > 1 {
+            let mut group: Vec<usize> = order[i..j].to_vec();
+            group.sort_by_key(|&k| (marks[k].series, marks[k].hollow));
+            let mid = (group.len() - 1) as f64 / 2.0;
+            for (n, &k) in group.iter().enumerate() {
+                marks[k].x += (n as f64 - mid) * DODGE;
+            }
+            moved = true;
+        }
+        i = j;
+    }
+    moved
+}
+
 /// The chart as a standalone `<svg>` element. Each line is one `<polyline class="series">`.
 pub fn line_chart(c: &Chart) -> String {
-    // The axes hold every point and every error bar's top.
-    let all: Vec<(f64, f64)> = c
-        .lines
-        .iter()
-        .flat_map(|l| {
-            l.points.iter().copied().chain(
-                l.points
-                    .iter()
-                    .zip(&l.ranges)
-                    .filter_map(|(p, r)| r.map(|r| (p.0, r.1))),
-            )
-        })
-        .collect();
-    let (mut x0, mut x1) = all
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-            (a.min(p.0), b.max(p.0))
-        });
-    let mut y1 = all.iter().fold(0.0f64, |a, p| a.max(p.1));
+    let log = c.y_scale == Scale::Log;
+    // A log axis cannot show zero or less: such values are left out.
+    let shown = |y: f64| !log || y > 0.0;
+    // The axes hold every point and every error bar.
+    let mut xs_all = Vec::new();
+    let mut ys_all = Vec::new();
     for l in &c.lines {
-        for &(x, y) in &l.stray {
-            y1 = y1.max(y);
-            x0 = x0.min(x);
-            x1 = x1.max(x);
+        for (k, &(x, y)) in l.points.iter().enumerate() {
+            if !shown(y) {
+                continue;
+            }
+            xs_all.push(x);
+            ys_all.push(y);
+            if let Some(&Some((lo, hi))) = l.ranges.get(k) {
+                ys_all.extend([lo, hi].into_iter().filter(|&v| shown(v)));
+            }
+        }
+        for &(x, y) in l.stray.iter().filter(|p| shown(p.1)) {
+            xs_all.push(x);
+            ys_all.push(y);
         }
     }
+    let (mut x0, mut x1) = xs_all
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    let mut y_max = ys_all.iter().fold(0.0f64, |a, &y| a.max(y));
     if c.diagonal {
-        y1 = y1.max(x1);
+        y_max = y_max.max(x1);
     }
     if !x0.is_finite() {
         (x0, x1) = (0.0, 1.0);
@@ -225,17 +352,65 @@ pub fn line_chart(c: &Chart) -> String {
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    if y1 <= 0.0 {
-        y1 = 1.0;
-    }
     let xs = nice_step(x1 - x0, 6.0);
-    let ys = nice_step(y1, 6.0);
-    let x1 = (x1 / xs).ceil() * xs;
-    let y1 = (y1 / ys).ceil() * ys;
+    // A point on the frame would have its marker cut in half (and markers set side by side
+    // spill out): the axis goes a step further then.
+    let x1 = {
+        let end = (x1 / xs).ceil() * xs;
+        if x1 > end - 0.04 * (end - x0) {
+            end + xs
+        } else {
+            end
+        }
+    };
     let pw = W - L - R;
     let ph = H - T - B;
     let px = |x: f64| L + (x - x0) / (x1 - x0) * pw;
-    let py = |y: f64| T + ph - y / y1 * ph;
+    // y: (lowest, highest, ticks with labels).
+    let (y0, y1, y_ticks) = if log {
+        let lo = ys_all.iter().copied().fold(f64::INFINITY, f64::min);
+        let (lo, hi) = if lo.is_finite() {
+            (lo, y_max)
+        } else {
+            (1.0, 10.0)
+        };
+        // A little room beyond the extremes, so that no marker sits on the frame.
+        let y0 = one_two_five(lo / 1.15, false);
+        let mut y1 = one_two_five(hi * 1.15, true);
+        if y1 <= y0 {
+            y1 = one_two_five(y0 * 1.5, true);
+        }
+        (y0, y1, log_ticks(y0, y1))
+    } else {
+        // Nothing above zero (no errors at all): an axis to 1.
+        let (y_max, room) = if y_max > 0.0 {
+            (y_max, true)
+        } else {
+            (1.0, false)
+        };
+        let ys = nice_step(y_max, 6.0);
+        let end = (y_max / ys).ceil() * ys;
+        let y1 = if room && y_max > end * 0.97 {
+            end + ys
+        } else {
+            end
+        };
+        let d = decimals(ys);
+        let ticks = (0..)
+            .map(|k| k as f64 * ys)
+            .take_while(|&v| v <= y1 + ys / 2.0)
+            .map(|v| (v, fmt_tick(v, d)))
+            .collect();
+        (0.0, y1, ticks)
+    };
+    let py = |y: f64| {
+        let f = if log {
+            (y.max(y0).log10() - y0.log10()) / (y1.log10() - y0.log10())
+        } else {
+            y / y1
+        };
+        T + ph - f * ph
+    };
 
     let mut s = String::new();
     let _ = write!(
@@ -251,6 +426,7 @@ pub fn line_chart(c: &Chart) -> String {
         esc(&c.title)
     );
     // Grid and ticks.
+    let xd = decimals(xs);
     let mut v = x0;
     while v <= x1 + xs / 2.0 {
         let x = px(v);
@@ -259,22 +435,38 @@ pub fn line_chart(c: &Chart) -> String {
             r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e5e5e5"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             T + ph,
             T + ph + 16.0,
-            fmt_tick(v)
+            fmt_tick(v, xd)
         );
         v += xs;
     }
-    let mut v = 0.0;
-    while v <= y1 + ys / 2.0 {
-        let y = py(v);
+    if log {
+        // Faint lines at 2…9 × each decade, so a log axis reads as one.
+        let mut d = 10f64.powf(y0.log10().floor());
+        while d < y1 * 0.999 {
+            for m in 2..10 {
+                let v = d * m as f64;
+                if v <= y0 || v >= y1 {
+                    continue;
+                }
+                let y = py(v);
+                let _ = write!(
+                    s,
+                    r##"<line class="minor" x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#f2f2f2"/>"##,
+                    L + pw
+                );
+            }
+            d *= 10.0;
+        }
+    }
+    for (v, label) in &y_ticks {
+        let y = py(*v);
         let _ = write!(
             s,
-            r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
             L + pw,
             L - 6.0,
             y + 4.0,
-            fmt_tick(v)
         );
-        v += ys;
     }
     let _ = write!(
         s,
@@ -287,14 +479,19 @@ pub fn line_chart(c: &Chart) -> String {
         H - 10.0,
         esc(&c.x_label)
     );
+    let y_label = if log {
+        format!("{} (log scale)", c.y_label)
+    } else {
+        c.y_label.clone()
+    };
     let _ = write!(
         s,
         r#"<text x="16" y="{:.1}" text-anchor="middle" transform="rotate(-90 16 {:.1})">{}</text>"#,
         T + ph / 2.0,
         T + ph / 2.0,
-        esc(&c.y_label)
+        esc(&y_label)
     );
-    if c.diagonal {
+    if c.diagonal && !log {
         let top = x1.min(y1);
         let _ = write!(
             s,
@@ -305,11 +502,15 @@ pub fn line_chart(c: &Chart) -> String {
             py(top)
         );
     }
+    // Lines first, then every marker above every line: solid ones, then hollow ones, so that an
+    // invalid point is never hidden under a valid one.
+    let mut marks = Vec::new();
     for (i, line) in c.lines.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let pts: Vec<String> = line
             .points
             .iter()
+            .filter(|p| shown(p.1))
             .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
             .collect();
         let _ = write!(
@@ -319,18 +520,52 @@ pub fn line_chart(c: &Chart) -> String {
             pts.join(" ")
         );
         for (k, &(x, y)) in line.points.iter().enumerate() {
-            if let Some(&Some((lo, hi))) = line.ranges.get(k) {
-                if hi > lo {
-                    error_bar(&mut s, px(x), py(lo), py(hi), colour);
-                }
+            if !shown(y) {
+                continue;
             }
-            let hollow = line.flagged.get(k).copied().unwrap_or(false);
-            marker(&mut s, i, px(x), py(y), colour, hollow);
+            let bar = match line.ranges.get(k) {
+                Some(&Some((lo, hi))) if hi > lo => Some((py(lo), py(hi))),
+                _ => None,
+            };
+            marks.push(Mark {
+                series: i,
+                x: px(x),
+                y: py(y),
+                hollow: line.flagged.get(k).copied().unwrap_or(false),
+                bar,
+            });
         }
-        for &(x, y) in &line.stray {
-            marker(&mut s, i, px(x), py(y), colour, true);
+        for &(x, y) in line.stray.iter().filter(|p| shown(p.1)) {
+            marks.push(Mark {
+                series: i,
+                x: px(x),
+                y: py(y),
+                hollow: true,
+                bar: None,
+            });
         }
-        // Legend.
+    }
+    let dodged = dodge(&mut marks);
+    for m in &marks {
+        if let Some((lo, hi)) = m.bar {
+            error_bar(&mut s, m.x, lo, hi, COLOURS[m.series % COLOURS.len()]);
+        }
+    }
+    for hollow in [false, true] {
+        for m in marks.iter().filter(|m| m.hollow == hollow) {
+            marker(
+                &mut s,
+                m.series,
+                m.x,
+                m.y,
+                COLOURS[m.series % COLOURS.len()],
+                hollow,
+            );
+        }
+    }
+    // Legend.
+    for (i, line) in c.lines.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
         let ly = T + 8.0 + i as f64 * 20.0;
         let lx = L + pw + 14.0;
         let _ = write!(
@@ -347,29 +582,35 @@ pub fn line_chart(c: &Chart) -> String {
             esc(&line.label)
         );
     }
-    let mut ly = T + 8.0 + c.lines.len() as f64 * 20.0 + 6.0;
-    if c.lines
-        .iter()
-        .any(|l| l.flagged.iter().any(|&f| f) || !l.stray.is_empty())
-    {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{ly:.1}" font-size="10">hollow: invalid point</text><text x="{:.1}" y="{:.1}" font-size="10">(no verdict uses it)</text>"#,
-            L + pw + 14.0,
-            L + pw + 14.0,
-            ly + 12.0
-        );
-        ly += 28.0;
+    // Notes under the legend, in groups.
+    let mut notes: Vec<Vec<&str>> = Vec::new();
+    if marks.iter().any(|m| m.hollow) {
+        notes.push(vec!["hollow: invalid point", "(no verdict uses it)"]);
+    }
+    if marks.iter().any(|m| m.bar.is_some()) {
+        notes.push(vec!["bars: min–max over trials"]);
+    }
+    if dodged {
+        notes.push(vec!["markers that coincide:", "side by side"]);
     }
     if c.lines
         .iter()
-        .any(|l| l.ranges.iter().any(|b| b.is_some_and(|(lo, hi)| hi > lo)))
+        .any(|l| l.points.iter().any(|p| !shown(p.1)) || l.stray.iter().any(|p| !shown(p.1)))
     {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{ly:.1}" font-size="10">bars: min–max over trials</text>"#,
-            L + pw + 14.0
-        );
+        notes.push(vec!["values ≤ 0 not shown"]);
+    }
+    let lx = L + pw + 14.0;
+    let mut ly = T + 8.0 + c.lines.len() as f64 * 20.0 + 6.0;
+    for group in notes {
+        for text in group {
+            let _ = write!(
+                s,
+                r#"<text x="{lx:.1}" y="{ly:.1}" font-size="10">{}</text>"#,
+                esc(text)
+            );
+            ly += 12.0;
+        }
+        ly += 4.0;
     }
     s.push_str("</svg>");
     s
@@ -379,14 +620,274 @@ pub fn line_chart(c: &Chart) -> String {
 mod tests {
     use super::*;
 
+    /// Whether `svg` is well-formed XML as far as a chart uses it: every element closed in
+    /// order, attributes quoted, `&` only in entities (a browser renders nothing of an SVG that
+    /// is not).
+    fn well_formed(svg: &str) -> Result<(), String> {
+        let mut open: Vec<&str> = Vec::new();
+        let mut rest = svg;
+        while let Some(i) = rest.find('<') {
+            let text = &rest[..i];
+            for (k, _) in text.match_indices('&') {
+                let ent = &text[k..];
+                if !["&amp;", "&lt;", "&gt;", "&quot;"]
+                    .iter()
+                    .any(|e| ent.starts_with(e))
+                {
+                    return Err(format!("bare & in {text:?}"));
+                }
+            }
+            let end = rest[i..].find('>').ok_or("unclosed tag")? + i;
+            let tag = &rest[i + 1..end];
+            if tag.matches('"').count() % 2 == 1 {
+                return Err(format!("unbalanced quotes in <{tag}>"));
+            }
+            if let Some(name) = tag.strip_prefix('/') {
+                if open.pop() != Some(name) {
+                    return Err(format!("</{name}> closes nothing open"));
+                }
+            } else if !tag.ends_with('/') {
+                open.push(tag.split_whitespace().next().unwrap_or(""));
+            }
+            rest = &rest[end + 1..];
+        }
+        if open.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("left open: {open:?}"))
+        }
+    }
+
+    #[test]
+    fn charts_are_well_formed() {
+        let mut a = line(
+            "a&b <c>",
+            vec![(1000.0, 0.5), (2000.0, 40.0), (3000.0, 0.0)],
+        );
+        a.flagged = vec![false, true, false];
+        a.ranges = vec![None, Some((30.0, 50.0)), None];
+        a.stray = vec![(2000.0, 70.0)];
+        for scale in [Scale::Linear, Scale::Log] {
+            let s = line_chart(&chart(vec![a.clone_line(), line("\"q\"", vec![])], scale));
+            well_formed(&s).unwrap_or_else(|e| panic!("{scale:?}: {e}: {s}"));
+        }
+        assert!(well_formed("<svg><g></svg>").is_err());
+        assert!(well_formed("<svg>a & b</svg>").is_err());
+    }
+
+    impl Line {
+        fn clone_line(&self) -> Line {
+            Line {
+                label: self.label.clone(),
+                points: self.points.clone(),
+                flagged: self.flagged.clone(),
+                ranges: self.ranges.clone(),
+                stray: self.stray.clone(),
+            }
+        }
+    }
+
     #[test]
     fn steps_and_ticks() {
         assert_eq!(nice_step(30000.0, 6.0), 5000.0);
         assert_eq!(nice_step(7.0, 6.0), 1.0);
-        assert_eq!(fmt_tick(20000.0), "20,000");
-        assert_eq!(fmt_tick(1_500_000.0), "1,500,000");
-        assert_eq!(fmt_tick(2_000_000.0), "2,000,000");
-        assert_eq!(fmt_tick(0.25), "0.25");
+        assert_eq!(fmt_tick(20000.0, 0), "20,000");
+        assert_eq!(fmt_tick(1_500_000.0, 0), "1,500,000");
+        assert_eq!(fmt_tick(1600.0, 0), "1,600");
+        assert_eq!(fmt_tick(999.0, 0), "999");
+        assert_eq!(fmt_tick(0.25, 2), "0.25");
+        assert_eq!(fmt_tick(0.5, 2), "0.50");
+        assert_eq!(fmt_tick(1200.5, 1), "1,200.5");
+        assert_eq!(fmt_tick(-2000.0, 0), "-2,000");
+        assert_eq!(decimals(0.25), 2);
+        assert_eq!(decimals(0.2), 1);
+        assert_eq!(decimals(500.0), 0);
+        let t: Vec<String> = log_ticks(0.1, 1000.0).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["0.1", "1", "10", "100", "1,000"]);
+        let t: Vec<String> = log_ticks(1.0, 100.0).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["1", "2", "5", "10", "20", "50", "100"]);
+        let t: Vec<String> = log_ticks(0.2, 2000.0).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["0.2", "1", "10", "100", "1,000"]);
+        let t: Vec<String> = log_ticks(5.0, 5000.0).into_iter().map(|t| t.1).collect();
+        assert_eq!(t, ["10", "100", "1,000", "5,000"]);
+        assert_eq!(one_two_five(1003.0, true), 2000.0);
+        assert_eq!(one_two_five(0.27, false), 0.2);
+        assert_eq!(one_two_five(1000.0, true), 1000.0);
+        assert_eq!(one_two_five(4.0, false), 2.0);
+    }
+
+    /// The y tick labels of a chart, in order.
+    fn y_labels(svg: &str) -> Vec<String> {
+        svg.split(r#"text-anchor="end">"#)
+            .skip(1)
+            .map(|t| t.split('<').next().unwrap().to_string())
+            .collect()
+    }
+
+    fn x_labels(svg: &str) -> Vec<String> {
+        svg.split(r#"text-anchor="middle">"#)
+            .skip(1)
+            .map(|t| t.split('<').next().unwrap().to_string())
+            .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+            .collect()
+    }
+
+    fn line(label: &str, points: Vec<(f64, f64)>) -> Line {
+        let n = points.len();
+        Line {
+            label: label.into(),
+            points,
+            flagged: vec![false; n],
+            ranges: vec![None; n],
+            stray: vec![],
+        }
+    }
+
+    fn chart(lines: Vec<Line>, y_scale: Scale) -> Chart {
+        Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            diagonal: false,
+            lines,
+            y_scale,
+        }
+    }
+
+    #[test]
+    fn tick_labels_follow_one_rule_per_axis() {
+        // p99 up to 1,150 ms: ticks 0, 200, …, 1,200 — never "1200" beside "1,000".
+        let c = chart(
+            vec![line("a", vec![(2200.0, 1.0), (13000.0, 1150.0)])],
+            Scale::Linear,
+        );
+        let s = line_chart(&c);
+        let y = y_labels(&s);
+        assert_eq!(
+            y,
+            ["0", "200", "400", "600", "800", "1,000", "1,200"],
+            "{s}"
+        );
+        let x = x_labels(&s);
+        assert!(x.contains(&"12,000".to_string()), "{x:?}");
+        for l in y.iter().chain(&x) {
+            let digits: String = l.chars().filter(|c| c.is_ascii_digit()).collect();
+            if digits.len() >= 4 {
+                assert!(l.contains(','), "{l} lacks its separator");
+            }
+        }
+        // A fractional step: every label with the same decimals (and a step of room above the
+        // highest point, which would sit on the frame).
+        let c = chart(vec![line("a", vec![(1.0, 0.1), (2.0, 1.2)])], Scale::Linear);
+        assert_eq!(
+            y_labels(&line_chart(&c)),
+            ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0", "1.2", "1.4"]
+        );
+    }
+
+    #[test]
+    fn log_scale_spans_decades_and_leaves_out_what_it_cannot_draw() {
+        let c = chart(
+            vec![
+                line("a", vec![(1000.0, 0.4), (2000.0, 3.0), (3000.0, 950.0)]),
+                line("b", vec![(1000.0, 0.0), (2000.0, 2.0)]),
+            ],
+            Scale::Log,
+        );
+        let s = line_chart(&c);
+        // 0.4 to 950: room beyond both, to 0.2 and 2,000 (unlabelled: 1,000 is near).
+        assert_eq!(y_labels(&s), ["0.2", "1", "10", "100", "1,000"], "{s}");
+        assert!(s.contains("y (log scale)"));
+        assert!(s.contains("class=\"minor\""));
+        assert!(s.contains("values ≤ 0 not shown"));
+        // b's zero is left out of its line.
+        let b = s.split("data-series=\"b\" points=\"").nth(1).unwrap();
+        assert_eq!(b.split('"').next().unwrap().split(' ').count(), 1);
+    }
+
+    /// The markers of a chart in drawing order: (x of the first vertex or centre, y, hollow).
+    fn markers(svg: &str) -> Vec<(f64, f64, bool)> {
+        let mut out = Vec::new();
+        let mut rest = svg;
+        while let Some(i) = rest.find(['<']) {
+            rest = &rest[i + 1..];
+            let el = &rest[..rest.find('>').unwrap()];
+            let num = |key: &str| -> Option<f64> {
+                el.split(key)
+                    .nth(1)?
+                    .split(['"', ',', ' '])
+                    .next()?
+                    .parse()
+                    .ok()
+            };
+            let hollow = el.contains("class=\"invalid\"");
+            if el.starts_with("circle") {
+                out.push((num("cx=\"").unwrap(), num("cy=\"").unwrap(), hollow));
+            } else if el.starts_with("path") && !el.contains("class=\"range\"") {
+                let d = el.split("d=\"M").nth(1).unwrap();
+                let mut xy = d.split([',', ' ']);
+                let x: f64 = xy.next().unwrap().parse().unwrap();
+                let y: f64 = xy.next().unwrap().parse().unwrap();
+                out.push((x, y, hollow));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn coinciding_markers_are_set_side_by_side_and_hollow_ones_drawn_last() {
+        // Eight series answering exactly what they are offered, three of them flagged at
+        // 2,000/s: every marker must stay visible, the hollow ones above the solid ones.
+        let mut lines = Vec::new();
+        for i in 0..8 {
+            let mut l = line(&format!("s{i}"), vec![(2000.0, 2000.0), (4000.0, 4000.0)]);
+            l.flagged = vec![[2, 3, 4].contains(&i), false];
+            lines.push(l);
+        }
+        let s = line_chart(&chart(lines, Scale::Linear));
+        let all = markers(&s);
+        // 16 in the plot, then 8 in the legend.
+        assert_eq!(all.len(), 24, "{s}");
+        let plot = &all[..16];
+        assert_eq!(plot.iter().filter(|m| m.2).count(), 3);
+        // Hollow markers come after every solid one.
+        let first_hollow = plot.iter().position(|m| m.2).unwrap();
+        assert!(plot[first_hollow..].iter().all(|m| m.2), "{plot:?}");
+        // No two plot markers share a place: each at least DODGE - 1 px from the others
+        // (shapes' first vertices differ, so compare groups at one height).
+        for y in [plot[0].1, plot[1].1] {
+            let mut xs: Vec<f64> = plot
+                .iter()
+                .filter(|m| (m.1 - y).abs() < 6.0)
+                .map(|m| m.0)
+                .collect();
+            assert_eq!(xs.len(), 8, "{plot:?}");
+            xs.sort_by(f64::total_cmp);
+            let spread = xs[7] - xs[0];
+            assert!(spread >= 6.0 * DODGE, "{xs:?}");
+        }
+        // Apart, markers stay where their points are.
+        let apart = line_chart(&chart(
+            vec![
+                line("a", vec![(1000.0, 1000.0)]),
+                line("b", vec![(1000.0, 5000.0)]),
+            ],
+            Scale::Linear,
+        ));
+        let m = markers(&apart);
+        let poly = |label: &str| -> f64 {
+            apart
+                .split(&format!("data-series=\"{label}\" points=\""))
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!((m[0].0 - poly("a")).abs() < 0.1, "{m:?}");
+        assert!((m[1].0 - poly("b")).abs() < 6.0, "{m:?}");
     }
 
     #[test]
@@ -396,6 +897,7 @@ mod tests {
             x_label: "x".into(),
             y_label: "y".into(),
             diagonal: true,
+            y_scale: Scale::Linear,
             lines: vec![
                 Line {
                     label: "select".into(),
@@ -451,6 +953,7 @@ mod tests {
             x_label: "x".into(),
             y_label: "y".into(),
             diagonal: false,
+            y_scale: Scale::Linear,
             lines: vec![Line {
                 label: "epoll2".into(),
                 points: vec![(1000.0, 900.0), (2000.0, 1500.0)],

@@ -1,0 +1,267 @@
+//! `evlab run` as issue 12 asks, with the real binary: `-q` keeps one line per point, a rate
+//! search's ETA is an estimate at its knee (not every possible rate), `--list` gives points and
+//! times, and the report's figures, validity table and reproduction commands — those replayed
+//! after the run, when its scratch directory is gone.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn evlab() -> &'static str {
+    env!("CARGO_BIN_EXE_evlab")
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("evlab-run-report-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(spec: &str, dir: &Path, extra: &[&str]) -> Output {
+    let f = dir.join("spec.toml");
+    std::fs::write(&f, spec).unwrap();
+    let t = Instant::now();
+    let out = Command::new(evlab())
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "a test run must stay short"
+    );
+    out
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn read(dir: &Path, f: &str) -> String {
+    std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+fn have(prog: &str) -> bool {
+    let ok = Command::new("sh")
+        .args(["-c", &format!("command -v {prog}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: `{prog}` is not installed (scripts/setup.sh installs it)");
+    }
+    ok
+}
+
+/// Tick labels (`text-anchor="end"`: y; `"middle"` numbers: x) of an SVG figure.
+fn tick_labels(svg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for anchor in [r#"text-anchor="end">"#, r#"text-anchor="middle">"#] {
+        out.extend(
+            svg.split(anchor)
+                .skip(1)
+                .map(|t| t.split('<').next().unwrap().to_string())
+                .filter(|t| {
+                    !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || ",.-".contains(c))
+                }),
+        );
+    }
+    out
+}
+
+#[test]
+fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
+    if !have("curl") {
+        return;
+    }
+    let d = scratch("replay");
+    let spec = "name = \"replay\"\nmechanisms = [\"epoll-et\"]\nrates = [100]\nidle = [0, 20]\n\
+                duration_s = 1\ntimeout_s = 1\n";
+    let o = run(spec, &d, &["-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = d.join("out");
+
+    // 1. -q: one line per point, nothing else on stderr (no bar, no ETA, no notes).
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("  1/2 epoll-et idle=0 rate=100: "),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("  2/2 epoll-et idle=20 rate=100: "),
+        "{err}"
+    );
+    assert!(!err.contains("ETA") && !err.contains("evlab run:"), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("report:"));
+
+    // 2. The report: ticks with one rule (thousands separated), errors as a share, p99 on a
+    // log scale, validity with a column per check.
+    for f in std::fs::read_dir(&out).unwrap() {
+        let name = f.unwrap().file_name().to_string_lossy().to_string();
+        if !name.ends_with(".svg") {
+            continue;
+        }
+        let svg = read(&out, &name);
+        for t in tick_labels(&svg) {
+            let digits = t.split('.').next().unwrap().replace([',', '-'], "");
+            assert!(
+                digits.len() < 4 || t.contains(','),
+                "{name}: tick {t} without its thousands separator"
+            );
+        }
+    }
+    assert!(read(&out, "fig-errors-idle0.svg").contains("errors (% of connections)"));
+    assert!(read(&out, "fig-p99-idle0.svg").contains("(log scale)"));
+    let md = read(&out, "report.md");
+    assert!(
+        md.contains(
+            "| series | idle | valid / points | client fell behind | client CPU saturated |"
+        ),
+        "{md}"
+    );
+
+    // 3. Every point's commands, run after the run (its scratch directory removed), measure
+    // the point again.
+    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    for p in summary["points"].as_array().unwrap() {
+        let cmds: Vec<&str> = p["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        assert!(cmds[0].starts_with("mkdir -p "), "{cmds:?}");
+        let root = cmds[0]
+            .trim_start_matches("mkdir -p ")
+            .split(' ')
+            .next()
+            .unwrap();
+        assert!(
+            !Path::new(root).exists(),
+            "{root} should be gone after the run"
+        );
+        let json = cmds
+            .iter()
+            .find(|c| c.contains(" load "))
+            .and_then(|c| c.split("--json ").nth(1))
+            .and_then(|c| c.split(' ').next())
+            .unwrap()
+            .to_string();
+        let script = format!("set -e\n{}\n", cmds.join("\n"));
+        let t = Instant::now();
+        let r = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(30));
+        assert!(
+            r.status.success(),
+            "replaying point {}: {}\n{script}",
+            p["index"],
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let replies = report["replies"]["total"].as_u64().unwrap_or(0);
+        assert!(
+            replies >= 50,
+            "point {} replayed: {replies} replies",
+            p["index"]
+        );
+        // The replay made the run's scratch directory again: remove it, as the run did.
+        let _ = std::fs::remove_dir_all(Path::new(&json).parent().unwrap().parent().unwrap());
+    }
+}
+
+#[test]
+fn a_rate_search_eta_is_an_estimate_at_the_knee_refined_as_series_finish() {
+    let d = scratch("search");
+    // The issue's search: 348 possible rates. Every point fails (a flag evlab serve refuses),
+    // so each series' search ends after `past` = 2 points below the offered rate.
+    let spec = "name = \"search\"\nmechanisms = [\"poll\", \"epoll-et\"]\n\
+                rate_search = { start = 100, step = 100, max = 34800 }\n\
+                server_flags = [\"--no-such-flag\"]\nduration_s = 1\n";
+    let o = run(spec, &d, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains("/348") && !err.contains("/696"), "{err}");
+    // Before anything is measured: the knee expected under a log-uniform prior, ~61 points
+    // per series, said to be an estimate.
+    assert!(err.contains("~122 points expected"), "{err}");
+    assert!(
+        err.contains("point 1/~122: poll idle=0 rate=100/s trial 1 (ETA ~"),
+        "{err}"
+    );
+    assert!(err.contains("an estimate"), "{err}");
+    // poll's search stops at its second point: that point's line counts the points as they
+    // now stand, and epoll-et's search is expected to be as long.
+    assert!(err.contains("  2/~4 poll idle=0 rate=200: FAILED"), "{err}");
+    assert!(
+        err.contains("point 3/~4: epoll-et idle=0 rate=100/s"),
+        "{err}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&d.join("out"), "summary.json")).unwrap();
+    assert_eq!(summary["points"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn list_gives_points_and_estimated_times() {
+    let o = Command::new(evlab())
+        .args(["run", "--list"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    let row = |name: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name}: {text}"))
+            .split_whitespace()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    assert_eq!(row("experiment")[1..3], ["points", "time"]);
+    // quick: every supported mechanism × 5 calibrated rates × 2 idle counts (at most).
+    let quick = row("quick");
+    let n: usize = quick[1].trim_start_matches('≤').parse().unwrap();
+    assert!(
+        quick[1].starts_with('≤') && n.is_multiple_of(10) && n > 0,
+        "{quick:?}"
+    );
+    assert!(
+        quick[2].starts_with('~') && quick[2].ends_with('s'),
+        "{quick:?}"
+    );
+    // peers: fixed rates, an exact count; fig1: 120 s points, hours.
+    assert!(row("peers")[1].parse::<usize>().is_ok(), "{text}");
+    assert!(row("fig1-one-byte")[2].contains('h'), "{text}");
+    assert!(text.contains("Times are estimates"), "{text}");
+    // --duration changes the estimates.
+    let o = Command::new(evlab())
+        .args(["run", "--list", "--duration", "1"])
+        .output()
+        .unwrap();
+    let short = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(short.contains("--duration 1 s per point"), "{short}");
+    let fig1 = short
+        .lines()
+        .find(|l| l.starts_with("fig1-one-byte"))
+        .unwrap();
+    assert!(
+        !fig1.split_whitespace().nth(2).unwrap().contains('h'),
+        "{fig1}"
+    );
+}
+
+#[test]
+fn quiet_is_documented_as_it_behaves() {
+    let o = Command::new(evlab())
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(help.contains("One line per finished point"), "{help}");
+}

@@ -24,7 +24,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_bench import ROOT, Server, free_port, evlab_bin, hold_idle, make_docroot  # noqa: E402
+from _common import ROOT, Server, free_port, evlab_bin, hold_idle, make_docroot  # noqa: E402
 
 MECHS = ["select", "poll", "epoll-lt", "epoll-ctlv", "epoll2", "epoll-et", "uring-poll", "uring"]
 

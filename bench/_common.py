@@ -9,13 +9,16 @@ script started, or descended from it, that is still alive.
 """
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK = os.sysconf("SC_CLK_TCK")
@@ -36,6 +39,26 @@ def free_port():
 
 def evlab_bin(name):
     return os.path.join(ROOT, "target", "release", name)
+
+
+def supported(binary=None):
+    """The mechanisms `evlab serve` supports on this kernel; prints why for the others."""
+    out = subprocess.run([binary or evlab_bin("evlab"), "serve", "--list-mechanisms"],
+                         capture_output=True, text=True, check=True).stdout
+    ok = set()
+    for line in out.splitlines():
+        name = line.split()[0]
+        if "supported: yes" in line:
+            ok.add(name)
+        else:
+            print(f"note: {line.strip()}", file=sys.stderr)
+    return ok
+
+
+def stats(port, timeout=10):
+    """`GET /.evlab/stats` of an `evlab serve --stats`, as a dict."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/.evlab/stats", timeout=timeout) as r:
+        return json.load(r)
 
 
 def make_docroot(tmp):
@@ -165,11 +188,13 @@ def stop_group(p, grace=10.0):
     return left
 
 
-def stop_all_groups(grace=5.0):
-    """Stops every group still running, latest first; returns the pids that outlived their stop."""
+def stop_all_groups(grace=5.0, except_=()):
+    """Stops every group still running (but those of `except_`), latest first; returns the pids
+    that outlived their stop."""
     left = []
     for p in reversed(list(_RUNNING)):
-        left += stop_group(p, grace)
+        if p not in except_:
+            left += stop_group(p, grace)
     return left
 
 
@@ -233,13 +258,14 @@ class Idle:
 
 
 @contextlib.contextmanager
-def hold_idle(port, n, extra=(), timeout=60):
-    """Holds n idle connections with `evlab idle` (CPU 1) for the body of a `with`, which gets
-    the `Idle`; nothing (None) when n is 0. Enters once all n are up."""
+def hold_idle(port, n, extra=(), timeout=60, binary=None):
+    """Holds n idle connections with `evlab idle` (CPU 1; `binary`, or this tree's build) for
+    the body of a `with`, which gets the `Idle`; nothing (None) when n is 0. Enters once all n
+    are up, within `timeout` seconds."""
     if not n:
         yield None
         return
-    idle = Idle(["taskset", "-c", "1", evlab_bin("evlab"), "idle", "--server", "127.0.0.1",
+    idle = Idle(["taskset", "-c", "1", binary or evlab_bin("evlab"), "idle", "--server", "127.0.0.1",
                  "--port", str(port), *extra, str(n)], n)
     try:
         t0 = time.time()

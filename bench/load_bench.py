@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_bench import ROOT, Server, evlab_bin, free_port, make_docroot  # noqa: E402
+from _common import ROOT, Server, evlab_bin, free_port, make_docroot  # noqa: E402
 
 
 def httperf(port, rate, conns, timeout=2):

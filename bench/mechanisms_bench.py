@@ -13,7 +13,6 @@ results/bench/mechanisms-<timestamp>/{raw.csv,summary.md}.
 
 import argparse
 import csv
-import json
 import os
 import re
 import statistics
@@ -21,30 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_bench import ROOT, Server, free_port, evlab_bin, hold_idle, make_docroot  # noqa: E402
+from _common import (ROOT, Server, evlab_bin, free_port, hold_idle, make_docroot,  # noqa: E402
+                     stats, supported)
 
 MECHS = ["select", "poll", "epoll-lt", "epoll-ctlv", "epoll2", "epoll-et", "uring-poll", "uring"]
 
-
-def stats(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/.evlab/stats", timeout=10) as r:
-        return json.load(r)
-
-
-def supported():
-    out = subprocess.run([evlab_bin("evlab"), "serve", "--list-mechanisms"], capture_output=True,
-                         text=True, check=True).stdout
-    ok = set()
-    for line in out.splitlines():
-        name = line.split()[0]
-        if "supported: yes" in line:
-            ok.add(name)
-        else:
-            print(f"note: {line.strip()}", file=sys.stderr)
-    return ok
 
 
 def run_load(kind, port, args):

@@ -27,15 +27,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_bench import ROOT, Server, evlab_bin, free_port, make_docroot  # noqa: E402
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+from _common import (ROOT, Server, evlab_bin, free_port, make_docroot, rss_kib,  # noqa: E402
+                     spawn_group, stop_group)
 
 
 def start(mech, docroot, extra=()):
@@ -47,12 +40,15 @@ def start(mech, docroot, extra=()):
 def steady(mech, docroot, duration):
     s = start(mech, docroot)
     try:
-        wrk = subprocess.Popen(["taskset", "-c", "1", "wrk", "-t1", "-c50", f"-d{duration}s",
-                                f"http://127.0.0.1:{s.port}/one"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        time.sleep(5)
-        at5 = rss_kib(s.proc.pid)
-        out, _ = wrk.communicate(timeout=duration + 60)
+        wrk = spawn_group(["taskset", "-c", "1", "wrk", "-t1", "-c50", f"-d{duration}s",
+                           f"http://127.0.0.1:{s.port}/one"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            time.sleep(5)
+            at5 = rss_kib(s.proc.pid)
+            out, _ = wrk.communicate(timeout=duration + 60)
+        finally:
+            stop_group(wrk)
         end = rss_kib(s.proc.pid)
         rps = next((line.split()[-1] for line in out.splitlines() if "Requests/sec" in line), "?")
         return at5, end, rps

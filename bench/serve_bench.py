@@ -12,125 +12,23 @@ Usage: bench/serve_bench.py [--rounds 5] [--duration 5] [--idle 10000] [--server
 """
 
 import argparse
-import contextlib
 import csv
 import os
 import re
 import resource
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLK = os.sysconf("SC_CLK_TCK")
-NOFILE = 65536
-PRLIMIT = [f"--nofile={NOFILE}:{NOFILE}"]
-PRLIMIT = ["prlimit"] + PRLIMIT
-if not shutil.which("prlimit") or subprocess.run(PRLIMIT + ["true"], capture_output=True).returncode:
-    PRLIMIT = []  # not permitted here: every server keeps the inherited limit
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (NOFILE, PRLIMIT, ROOT, Server, evlab_bin, free_port,  # noqa: E402
+                     hold_idle, make_docroot)
+
 # lighttpd accepts at most half its descriptor limit as connections.
 LIGHTTPD_MAX_CONNS = (resource.getrlimit(resource.RLIMIT_NOFILE)[1] if not PRLIMIT else NOFILE) // 2
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def proc_tree(pid):
-    """pid and all its descendants."""
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    st = f.read()
-                ppid = int(st[st.rfind(")") + 2:].split()[1])
-                kids.setdefault(ppid, []).append(int(d))
-            except OSError:
-                pass
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
-
-
-def cpu_seconds(pid):
-    total = 0
-    for p in proc_tree(pid):
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                st = f.read()
-            f2 = st[st.rfind(")") + 2:].split()
-            total += int(f2[11]) + int(f2[12])
-        except OSError:
-            pass
-    return total / CLK
-
-
-def wait_port(port, timeout=10):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
-class Server:
-    def __init__(self, name, argv, port, cwd=None):
-        self.name, self.argv, self.port = name, argv, port
-        # Every server gets the same descriptor limit, high enough for 10,000 idle connections
-        # plus the load (lighttpd allows at most half its limit as connections).
-        self.proc = subprocess.Popen(
-            PRLIMIT + ["taskset", "-c", "0"] + argv,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=cwd,
-            start_new_session=True,
-        )
-        if not wait_port(port):
-            self.stop()
-            raise RuntimeError(f"{name} did not start: {' '.join(argv)}")
-
-    def cpu(self):
-        return cpu_seconds(self.proc.pid)
-
-    def stop(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-
-def make_docroot(tmp):
-    # nginx's workers run as an unprivileged user: the whole path must be world-readable, or
-    # every reply is a 403 (which would be measured as if it were the real thing).
-    os.chmod(tmp, 0o755)
-    d = os.path.join(tmp, "www")
-    os.makedirs(d, exist_ok=True)
-    os.chmod(d, 0o755)
-    with open(os.path.join(d, "one"), "wb") as f:
-        f.write(b"a")
-    os.chmod(os.path.join(d, "one"), 0o644)
-    return d
 
 
 def nginx_argv(tmp, docroot, port):
@@ -178,10 +76,6 @@ server.listen-backlog = 4096
     return ["lighttpd", "-D", "-f", conf]
 
 
-def evlab_bin(name):
-    return os.path.join(ROOT, "target", "release", name)
-
-
 # `--evlab PATH`: an evlab binary built from another revision, run as `evlab-before-<mechanism>`
 # beside this tree's in the same interleaved rounds (a before/after comparison in one run).
 EVLAB_BEFORE = None
@@ -223,32 +117,6 @@ def wrk(port, duration, conns):
 
 def client_cpu_note():
     return "wrk runs alone on CPU 1; at ~100% of it the client, not the server, is the limit"
-
-
-@contextlib.contextmanager
-def hold_idle(port, n):
-    """Holds n idle connections with `evlab idle` (CPU 1) for the body of a `with`; nothing
-    when n is 0. Enters once all n are up."""
-    if not n:
-        yield
-        return
-    p = subprocess.Popen(["taskset", "-c", "1", evlab_bin("evlab"), "idle", "--server", "127.0.0.1",
-                          "--port", str(port), str(n)],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         start_new_session=True)
-    try:
-        t0 = time.time()
-        for line in p.stdout:
-            if "all" in line and "up" in line:
-                break
-            if time.time() - t0 > 60:
-                raise RuntimeError("idle holder did not bring all connections up")
-        else:
-            raise RuntimeError("idle holder exited before all connections were up")
-        yield
-    finally:
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait()
 
 
 def idle_for(name, idle, conns):

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{have, serve, sigterm_and_wait, Serve, BIN};
+use common::{have, serve, sigterm_and_wait, spawn, Serve, BIN};
 
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("evlab-loadcli-{tag}-{}", std::process::id()));
@@ -576,13 +576,13 @@ fn open_conns(s: &Serve) -> u64 {
 #[test]
 fn idle_holds_connections_until_sigterm() {
     let s = serve("idle", &["--stats", "--header-timeout", "0"], |_| {});
-    let mut idle = Command::new(BIN)
-        .args(["idle", "--port", &s.addr.port().to_string(), "300"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut idle = spawn(
+        Command::new(BIN)
+            .args(["idle", "--port", &s.addr.port().to_string(), "300"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(10) && open_conns(&s) < 300 {
         std::thread::sleep(Duration::from_millis(50));
@@ -608,6 +608,8 @@ fn idle_holds_connections_until_sigterm() {
         format!("{out}{err}").contains("300"),
         "no count of 300 in the output: {out}\n{err}"
     );
+    let left = idle.stop(Duration::from_secs(2));
+    assert!(left.is_empty(), "evlab idle left {left:?}");
 }
 
 #[test]

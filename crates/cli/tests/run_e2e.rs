@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use evlab_lab::procs::{tree_snapshot, ProcessGroup};
+
 fn evlab() -> &'static str {
     env!("CARGO_BIN_EXE_evlab")
 }
@@ -202,26 +204,41 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
          idle = [50]\nduration_s = 2\n",
     )
     .unwrap();
-    let mut c = Command::new(evlab())
-        .arg("run")
-        .arg(&f)
-        .arg("--out")
-        .arg(d.join("out"))
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
+    // A process group of its own, stopped with it if an assertion fails.
+    let mut c = ProcessGroup::spawn(
+        Command::new(evlab())
+            .arg("run")
+            .arg(&f)
+            .arg("--out")
+            .arg(d.join("out"))
+            .arg("--quiet"),
+    )
+    .unwrap();
     let summary = d.join("out/summary.json");
     let t = Instant::now();
-    // Wait for the first point to be written, then interrupt the second.
+    // Wait for the first point to be written, then interrupt the second while its server
+    // and clients run.
     while !std::fs::read_to_string(&summary).is_ok_and(|s| s.contains("\"index\": 1")) {
         assert!(t.elapsed() < Duration::from_secs(30), "no point finished");
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(800));
-    evlab_poll::sys::kill(c.id(), libc::SIGINT).unwrap();
+    let tree = loop {
+        let tree = tree_snapshot(c.pid());
+        if tree.len() >= 3 {
+            break tree; // evlab run, its server, its idle holder (and maybe its load)
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no point running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    evlab_poll::sys::kill(c.pid(), libc::SIGINT).unwrap();
     let status = c.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(t.elapsed() < Duration::from_secs(40));
+    // The lab stopped every process it started (each is in a group of its own, out of ours).
+    let left: Vec<u32> = tree.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
+    assert!(left.is_empty(), "evlab run left {left:?} after Ctrl-C");
+    assert!(c.stop(Duration::from_secs(1)).is_empty());
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert_eq!(s["interrupted"], true);

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{have, serve, sigterm_and_wait, BIN};
+use common::{have, serve, sigterm_and_wait, spawn, BIN};
 
 fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -34,30 +34,35 @@ fn prints_listening_line_and_serves() {
 #[test]
 fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
     let s = serve("busy", &["--mechanism", "epoll-et"], |_| {});
-    let mut second = Command::new(BIN)
-        .args(["serve", "--listen", &s.addr.to_string(), "--root"])
-        .arg(&s.dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while second.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(10) {
-            let _ = second.kill();
-            let _ = second.wait();
-            panic!("a second server started on {} and kept running", s.addr);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = second.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "a second server started on {}",
-        s.addr
+    // If it did start, the guard stops it (and checks its group is gone) when the test fails.
+    let mut second = spawn(
+        Command::new(BIN)
+            .args(["serve", "--listen", &s.addr.to_string(), "--root"])
+            .arg(&s.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
     );
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = second.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "a second server started on {} and kept running",
+            s.addr
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    second
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!status.success(), "a second server started on {}", s.addr);
     assert!(err.contains(&s.addr.to_string()), "{err}");
     assert_eq!(
         err.matches("Address already in use").count(),

@@ -3,10 +3,12 @@
 //!
 //! Every child gets its own process group so that (a) a terminal's Ctrl-C reaches only the
 //! runner, which then stops the children in order and still writes its results, and (b) a
-//! peer's worker processes are stopped and accounted with it.
+//! peer's worker processes are stopped and accounted with it. [`ProcessGroup`] is the one way
+//! a long-lived child is run, here and in the tests: started as a group, stopped as a group,
+//! checked gone, on every path (a guard stops it when dropped).
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -61,10 +63,9 @@ pub struct Child {
     pub name: String,
     pub pid: u32,
     pub command: String,
-    inner: std::process::Child,
+    inner: ProcessGroup,
     lines: Receiver<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    stopped: bool,
 }
 
 /// The descriptor limit children are given where the runner may raise it.
@@ -111,8 +112,7 @@ impl Child {
         cmd.args(&argv[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         if let Some(d) = cwd {
             cmd.current_dir(d);
         }
@@ -125,12 +125,12 @@ impl Child {
             nofile_cap: None,
             cgroup_procs: cgroup_fd,
             cpus: cpus.to_vec(),
+            parent_death_signal: None, // ProcessGroup::spawn sets it
         }
         .apply_to(&mut cmd);
-        let mut inner = cmd
-            .spawn()
+        let mut inner = ProcessGroup::spawn(&mut cmd)
             .map_err(|e| LabError::Point(format!("cannot start {name} ({}): {e}", argv[0])))?;
-        let pid = inner.id();
+        let pid = inner.pid();
         let (tx, lines) = mpsc::channel();
         let out = inner.stdout.take().expect("piped");
         std::thread::spawn(move || {
@@ -170,7 +170,6 @@ impl Child {
             inner,
             lines,
             stderr_tail,
-            stopped: false,
         })
     }
 
@@ -232,7 +231,6 @@ impl Child {
         let end = Instant::now() + timeout;
         loop {
             if let Some(s) = self.inner.try_wait()? {
-                self.stopped = true;
                 return Ok(Some(s));
             }
             if Instant::now() >= end || interrupted() {
@@ -243,7 +241,7 @@ impl Child {
     }
 
     pub fn alive(&mut self) -> bool {
-        matches!(self.inner.try_wait(), Ok(None))
+        !self.inner.exited()
     }
 
     /// CPU time of the child and all its descendants, in seconds.
@@ -251,49 +249,166 @@ impl Child {
         tree_cpu_seconds(self.pid)
     }
 
-    /// SIGTERM to the group, SIGKILL after `grace`; returns the processes of the group that were
-    /// still present afterwards (should be none).
+    /// Stops the child's group; see [`ProcessGroup::stop`]. (Dropping a `Child` stops it too.)
     pub fn stop(&mut self, grace: Duration) -> Vec<u32> {
-        if !self.stopped {
-            self.stopped = true;
-            signal_group(self.pid, libc::SIGTERM);
+        self.inner.stop(grace)
+    }
+}
+
+/// A child process leading a process group of its own, stopped as a group and checked gone.
+///
+/// - [`ProcessGroup::spawn`] starts the command with `process_group(0)`, so that a terminal's
+///   Ctrl-C reaches only the parent and the child's own children (a peer's workers) are
+///   signalled with it, and with SIGKILL as its parent-death signal, so that a parent killed
+///   outright (a test past its timeout) takes it along.
+/// - [`ProcessGroup::stop`] sends SIGTERM to the group, SIGKILL after a bounded wait, and then
+///   checks that no process of the group is alive, nor any descendant seen while it ran (one
+///   that made a group or session of its own).
+/// - Dropped unstopped (a failed assertion, a panic, an early return), it stops itself with a
+///   short grace: no path leaves a process behind.
+///
+/// It dereferences to the `std::process::Child` for its pipes and exit status.
+pub struct ProcessGroup {
+    child: std::process::Child,
+    stopped: bool,
+}
+
+impl ProcessGroup {
+    /// Spawns `cmd` as the leader of a new process group. The parent-death signal is tied to
+    /// the spawning thread: spawn from a thread that outlives the child (a test's own thread).
+    pub fn spawn(cmd: &mut Command) -> io::Result<ProcessGroup> {
+        cmd.process_group(0);
+        sys::ChildSetup {
+            parent_death_signal: Some(libc::SIGKILL),
+            ..Default::default()
+        }
+        .apply_to(cmd);
+        Ok(ProcessGroup {
+            child: cmd.spawn()?,
+            stopped: false,
+        })
+    }
+
+    /// The leader's pid, which is also the group's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the leader has exited (then it is reaped).
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// SIGTERM to the group, SIGKILL to it if the leader has not exited after `grace`; then
+    /// waits, at most `grace` again, until no process of the group and no descendant seen
+    /// during the stop is alive. Returns the pids still alive after that (they are then
+    /// killed): empty for a clean stop. A leader that exited by itself gets no signal, but its
+    /// group is checked all the same.
+    pub fn stop(&mut self, grace: Duration) -> Vec<u32> {
+        self.stopped = true;
+        let pgid = self.pid();
+        let mut seen: HashSet<Seen> = tree_snapshot(pgid).into_iter().collect();
+        if !self.exited() {
+            signal_group(pgid, libc::SIGTERM);
             let end = Instant::now() + grace;
-            loop {
-                if let Ok(Some(_)) = self.inner.try_wait() {
-                    break;
-                }
+            while !self.exited() {
                 if Instant::now() >= end {
-                    signal_group(self.pid, libc::SIGKILL);
-                    let _ = self.inner.wait();
+                    seen.extend(tree_snapshot(pgid));
+                    signal_group(pgid, libc::SIGKILL);
+                    let _ = self.child.wait();
                     break;
                 }
+                // Children it forks while stopping are watched too.
+                seen.extend(tree_snapshot(pgid));
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
-        // The leader is reaped; its group's other members (a peer's workers) must be gone too.
+        // The leader is reaped; the rest of its group, and any descendant that left the group,
+        // must be gone too.
         let end = Instant::now() + grace;
         loop {
-            let left = group_members(self.pid);
+            let left = remaining(pgid, &seen);
             if left.is_empty() {
                 return left;
             }
             if Instant::now() >= end {
-                signal_group(self.pid, libc::SIGKILL);
-                std::thread::sleep(Duration::from_millis(50));
-                return group_members(self.pid);
+                signal_group(pgid, libc::SIGKILL);
+                for s in seen.iter().filter(|s| s.alive()) {
+                    let _ = sys::kill(s.pid, libc::SIGKILL);
+                }
+                let t = Instant::now();
+                while !remaining(pgid, &seen).is_empty() && t.elapsed() < Duration::from_secs(2) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                return left;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
 
-impl Drop for Child {
+/// Live members of the group `pgid` and live processes of `seen`, sorted.
+fn remaining(pgid: u32, seen: &HashSet<Seen>) -> Vec<u32> {
+    let mut left = group_members(pgid);
+    left.extend(seen.iter().filter(|s| s.alive()).map(|s| s.pid));
+    left.sort_unstable();
+    left.dedup();
+    left
+}
+
+impl std::ops::Deref for ProcessGroup {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for ProcessGroup {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.child
+    }
+}
+
+impl Drop for ProcessGroup {
     fn drop(&mut self) {
         if !self.stopped {
-            signal_group(self.pid, libc::SIGKILL);
-            let _ = self.inner.wait();
+            let left = self.stop(Duration::from_secs(2));
+            if !left.is_empty() {
+                eprintln!(
+                    "process group {}: {left:?} outlived the stop and were killed",
+                    self.pid()
+                );
+            }
         }
     }
+}
+
+/// A process seen at one moment: its pid and start time, so that a pid the kernel has since
+/// given to another process is not mistaken for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Seen {
+    pub pid: u32,
+    start: u64,
+}
+
+impl Seen {
+    /// `pid` as it is now, if it is alive.
+    pub fn of(pid: u32) -> Option<Seen> {
+        read_stat(pid).filter(|s| !s.dead()).map(|s| Seen {
+            pid,
+            start: s.start,
+        })
+    }
+
+    /// Whether that same process is still alive (a zombie is not: it has exited, unreaped).
+    pub fn alive(&self) -> bool {
+        read_stat(self.pid).is_some_and(|s| s.start == self.start && !s.dead())
+    }
+}
+
+/// `pid` and its descendants alive now.
+pub fn tree_snapshot(pid: u32) -> Vec<Seen> {
+    process_tree(pid).into_iter().filter_map(Seen::of).collect()
 }
 
 fn signal_group(pgid: u32, sig: libc::c_int) {
@@ -306,6 +421,15 @@ struct ProcStat {
     pgrp: u32,
     state: char,
     ticks: u64,
+    /// Clock ticks from boot to the process's start.
+    start: u64,
+}
+
+impl ProcStat {
+    /// A zombie (exited, not reaped yet) or dead process.
+    fn dead(&self) -> bool {
+        self.state == 'Z' || self.state == 'X'
+    }
 }
 
 fn read_stat(pid: u32) -> Option<ProcStat> {
@@ -318,6 +442,7 @@ fn read_stat(pid: u32) -> Option<ProcStat> {
         ppid: f.get(1)?.parse().ok()?,
         pgrp: f.get(2)?.parse().ok()?,
         ticks: f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
+        start: f.get(19)?.parse().ok()?,
     })
 }
 
@@ -334,9 +459,7 @@ fn all_pids() -> Vec<u32> {
 pub fn group_members(pgid: u32) -> Vec<u32> {
     all_pids()
         .into_iter()
-        .filter(|&p| {
-            read_stat(p).is_some_and(|s| s.pgrp == pgid && s.state != 'Z' && s.state != 'X')
-        })
+        .filter(|&p| read_stat(p).is_some_and(|s| s.pgrp == pgid && !s.dead()))
         .collect()
 }
 
@@ -502,5 +625,127 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("exited before listening"), "{e}");
+    }
+
+    /// `sh -c script` with its stdout piped, started through the helper.
+    fn group(script: &str) -> ProcessGroup {
+        ProcessGroup::spawn(
+            Command::new("sh")
+                .args(["-c", script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped()),
+        )
+        .unwrap()
+    }
+
+    /// The pid the script printed first (`echo $!`: its background child), as now.
+    fn printed_pid(g: &mut ProcessGroup) -> Seen {
+        let mut line = String::new();
+        BufReader::new(g.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let pid = line.trim().parse().unwrap();
+        Seen::of(pid).unwrap_or_else(|| panic!("grandchild {pid} is not running"))
+    }
+
+    /// Waits up to 2 s for `s` to be gone (an orphan is reaped by whoever adopts it).
+    fn gone(s: Seen) -> bool {
+        let t = Instant::now();
+        while s.alive() && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        !s.alive()
+    }
+
+    #[test]
+    fn stop_ends_the_grandchildren_too() {
+        let mut g = group("sleep 300 & echo $!; wait");
+        let grandchild = printed_pid(&mut g);
+        let left = g.stop(Duration::from_secs(2));
+        assert!(left.is_empty(), "left running: {left:?}");
+        assert!(gone(grandchild), "grandchild {} survived", grandchild.pid);
+        assert!(group_members(g.pid()).is_empty());
+    }
+
+    #[test]
+    fn a_grandchild_orphaned_by_a_killed_leader_is_found_and_stopped() {
+        // What the issue saw: nginx's master SIGKILLed, its worker living on. Killing the
+        // leader alone leaves the grandchild; stopping the group does not.
+        let mut g = group("sleep 300 & echo $!; wait");
+        let grandchild = printed_pid(&mut g);
+        g.kill().unwrap();
+        g.wait().unwrap();
+        assert!(grandchild.alive(), "the grandchild died with its parent");
+        assert_eq!(group_members(g.pid()), vec![grandchild.pid]);
+        let left = g.stop(Duration::from_millis(500));
+        assert_eq!(left, vec![grandchild.pid], "it outlived the stop: reported");
+        assert!(gone(grandchild), "grandchild {} survived", grandchild.pid);
+    }
+
+    #[test]
+    fn a_grandchild_ignoring_sigterm_is_killed_and_reported() {
+        let mut g = group("(trap '' TERM; exec sleep 300) & echo $!; wait");
+        let grandchild = printed_pid(&mut g);
+        let t = Instant::now();
+        let left = g.stop(Duration::from_millis(500));
+        assert_eq!(left, vec![grandchild.pid]);
+        assert!(gone(grandchild), "grandchild {} survived", grandchild.pid);
+        assert!(t.elapsed() < Duration::from_secs(5), "the stop is bounded");
+    }
+
+    #[test]
+    fn a_descendant_that_left_the_group_is_stopped_too() {
+        let mut g = group("setsid sleep 300 & echo $!; wait");
+        let escaped = printed_pid(&mut g);
+        let t = Instant::now();
+        while read_stat(escaped.pid).is_some_and(|s| s.pgrp == g.pid()) {
+            assert!(t.elapsed() < Duration::from_secs(5), "setsid did not run");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let left = g.stop(Duration::from_millis(500));
+        assert_eq!(left, vec![escaped.pid]);
+        assert!(gone(escaped), "descendant {} survived", escaped.pid);
+    }
+
+    #[test]
+    fn a_panic_stops_the_group_through_the_guard() {
+        let grandchild = std::sync::Mutex::new(None);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut g = group("sleep 300 & echo $!; wait");
+            *grandchild.lock().unwrap() = Some(printed_pid(&mut g));
+            panic!("a failed assertion while the group runs");
+        }));
+        assert!(r.is_err());
+        let grandchild = grandchild.into_inner().unwrap().unwrap();
+        assert!(gone(grandchild), "grandchild {} survived", grandchild.pid);
+    }
+
+    #[test]
+    fn a_child_dies_with_the_thread_that_spawned_it() {
+        // A parent killed outright runs no destructor: the parent-death signal still ends the
+        // child. (Forgotten here, which is what SIGKILL amounts to for the guard.)
+        let child = std::thread::spawn(|| {
+            let g = ProcessGroup::spawn(Command::new("sleep").arg("300")).unwrap();
+            let s = Seen::of(g.pid()).unwrap();
+            std::mem::forget(g);
+            s
+        })
+        .join()
+        .unwrap();
+        assert!(
+            gone(child),
+            "child {} outlived its parent thread",
+            child.pid
+        );
+    }
+
+    #[test]
+    fn a_child_that_exited_by_itself_still_has_its_group_checked() {
+        let mut g = group("sleep 300 & echo $!; exit 0");
+        let grandchild = printed_pid(&mut g);
+        g.wait().unwrap();
+        let left = g.stop(Duration::from_millis(200));
+        assert_eq!(left, vec![grandchild.pid]);
+        assert!(gone(grandchild), "grandchild {} survived", grandchild.pid);
     }
 }

@@ -1,5 +1,9 @@
 //! What the CLI tests share: the real `evlab` binary, a docroot, `evlab serve` started on port 0
 //! with its address read back from the first line, and whether a Debian tool is installed.
+//!
+//! Every long-running child is a [`ProcessGroup`] (see `evlab_lab::procs`): a process group of
+//! its own, stopped as a group and checked gone, also when a test fails or panics (the guard's
+//! drop) or its process is killed past the timeout (the parent-death signal).
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::io::{BufRead, BufReader};
@@ -8,20 +12,30 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub use evlab_lab::procs::ProcessGroup;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_evlab");
 
 pub struct Serve {
-    pub child: Child,
+    pub child: ProcessGroup,
     pub addr: SocketAddr,
     pub dir: PathBuf,
 }
 
 impl Drop for Serve {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let left = self.child.stop(Duration::from_secs(5));
         let _ = std::fs::remove_dir_all(&self.dir);
+        // Not while unwinding from a failed assertion: that would abort and hide it.
+        if !std::thread::panicking() {
+            assert!(left.is_empty(), "evlab serve left {left:?} running");
+        }
     }
+}
+
+/// Spawns `cmd` in a process group of its own; stopped as a group when dropped.
+pub fn spawn(cmd: &mut Command) -> ProcessGroup {
+    ProcessGroup::spawn(cmd).unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
 }
 
 pub fn docroot(tag: &str) -> PathBuf {
@@ -43,7 +57,7 @@ pub fn serve(tag: &str, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Ser
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     setup(&mut cmd);
-    let mut child = cmd.spawn().expect("spawn evlab serve");
+    let mut child = spawn(&mut cmd);
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)

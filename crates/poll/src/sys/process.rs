@@ -305,6 +305,11 @@ pub struct ChildSetup {
     pub cgroup_procs: Option<RawFd>,
     /// CPUs to pin the child to; empty: not pinned.
     pub cpus: Vec<usize>,
+    /// A signal the child gets when the thread that spawned it ends (`PR_SET_PDEATHSIG`), so
+    /// that a parent killed outright (a test process past its timeout) takes the child along.
+    /// It is tied to the spawning thread, not the process: spawn from a thread that outlives
+    /// the child. Spawning fails if the parent is already gone when the child sets it.
+    pub parent_death_signal: Option<libc::c_int>,
 }
 
 impl ChildSetup {
@@ -316,8 +321,20 @@ impl ChildSetup {
             nofile_cap,
             cgroup_procs,
             cpus,
+            parent_death_signal,
         } = self;
+        let parent = std::process::id() as libc::pid_t;
         let hook = move || -> io::Result<()> {
+            if let Some(sig) = parent_death_signal {
+                // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers; async-signal-safe.
+                check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong) })?;
+                // The parent may have died between fork and prctl: then nobody would signal.
+                // (ESRCH: an error that needs no allocation, which is not allowed here.)
+                // SAFETY: getppid takes nothing and cannot fail; async-signal-safe.
+                if unsafe { libc::getppid() } != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+            }
             if let Some(want) = nofile {
                 let mut have = libc::rlimit {
                     rlim_cur: 0,
@@ -368,9 +385,10 @@ impl ChildSetup {
             }
             Ok(())
         };
-        // SAFETY: the hook runs between fork and exec and makes only getrlimit, setrlimit,
-        // write and sched_setaffinity, which are async-signal-safe; it allocates nothing (the
-        // CPU list was moved in before the fork) and takes no lock.
+        // SAFETY: the hook runs between fork and exec and makes only prctl, getppid,
+        // getrlimit, setrlimit, write and sched_setaffinity, which are async-signal-safe; it
+        // allocates nothing (the CPU list was moved in before the fork; its errors are raw OS
+        // errors) and takes no lock.
         unsafe {
             cmd.pre_exec(hook);
         }

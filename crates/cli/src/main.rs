@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod fileset;
 mod idle;
 mod loadgen;
+mod pipetest;
 mod run;
 mod serve;
 
@@ -33,6 +34,8 @@ enum Command {
     Run(run::RunArgs),
     /// Re-render a report from saved results
     Report(run::ReportArgs),
+    /// Ben LaHaise's pipetest: passes per second against the number of pipes, per mechanism
+    Pipetest(pipetest::Args),
 }
 
 fn main() {
@@ -48,6 +51,7 @@ fn main() {
         Command::Fileset(a) => fileset::run(a),
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
+        Command::Pipetest(a) => pipetest::run(a),
     };
     if let Err(e) = result {
         eprintln!("evlab: error: {e:#}");

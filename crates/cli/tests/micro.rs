@@ -1,0 +1,194 @@
+//! The micro-benchmark subcommands (`pipetest`, `herd`, `micro fdalloc`, `micro malloc`), each
+//! run by the real binary in a tiny configuration. Only what does not depend on speed is
+//! checked: the structure of the JSON and the benchmark's invariants (pass counts, accept
+//! counts, descriptor numbers). Every run is in a process group of its own, which is killed and
+//! checked gone afterwards, forked workers included.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use evlab_poll::{Kind, Mechanism};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_evlab");
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `evlab ARGS` in a new process group; kills the group after `limit`, and in any case
+/// once the command has ended, then waits until no process of the group is left.
+fn evlab(args: &[&str], limit: Duration) -> Out {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn evlab");
+    let pgid = child.id();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(limit).is_err() {
+            let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGKILL);
+            return true;
+        }
+        false
+    });
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let errs = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let _ = so.read_to_string(&mut stdout);
+    stderr.push_str(&errs.join().unwrap());
+    let status = child.wait().expect("wait evlab");
+    let _ = done_tx.send(());
+    let timed_out = watchdog.join().unwrap();
+    stop_group(pgid);
+    assert!(!timed_out, "evlab {args:?} ran over {limit:?}\n{stderr}");
+    Out {
+        ok: status.success(),
+        stdout,
+        stderr,
+    }
+}
+
+/// Kills every process left in the group `pgid` and waits until none is.
+fn stop_group(pgid: u32) {
+    let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGKILL);
+    let t0 = Instant::now();
+    loop {
+        match evlab_poll::sys::kill_process_group(pgid, 0) {
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return,
+            _ => {}
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "processes of group {pgid} are still alive"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = evlab(args, Duration::from_secs(120));
+    assert!(out.ok, "evlab {args:?} failed:\n{}", out.stderr);
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("evlab {args:?}: not JSON ({e}):\n{}", out.stdout))
+}
+
+fn readiness_names() -> Vec<&'static str> {
+    Mechanism::ALL
+        .into_iter()
+        .filter(|m| m.kind() == Kind::Readiness)
+        .map(|m| m.name())
+        .collect()
+}
+
+// ---- pipetest ----
+
+#[test]
+fn pipetest_passes_every_token_on_every_readiness_mechanism() {
+    for route in ["stride17", "last"] {
+        let v = json(&[
+            "pipetest",
+            "--pipes",
+            "2,5",
+            "--message-threads",
+            "3",
+            "--generations",
+            "7",
+            "--repeat",
+            "2",
+            "--route",
+            route,
+            "--json",
+            "-",
+        ]);
+        assert_eq!(v["benchmark"], "pipetest");
+        assert_eq!(v["route"], route);
+        let names: Vec<&str> = v["mechanisms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            readiness_names(),
+            "all = the registry's readiness mechanisms"
+        );
+        let points = v["points"].as_array().unwrap();
+        assert_eq!(points.len(), 2 * names.len());
+        for p in points {
+            let what = format!("{} {}", p["mechanism"], p["pipes"]);
+            match p["status"].as_str().unwrap() {
+                "ok" => {
+                    let runs = p["runs"].as_array().unwrap();
+                    assert_eq!(runs.len(), 2, "{what}");
+                    for r in runs {
+                        assert_eq!(r["passes"], 3 * 7, "{what}: message_threads × generations");
+                        assert!(r["waits"].as_u64().unwrap() >= 1, "{what}");
+                        assert!(r["syscalls"].is_object(), "{what}");
+                    }
+                    assert!(p["passes_per_sec"].as_f64().unwrap() > 0.0, "{what}");
+                }
+                "skipped" => {
+                    let why = p["reason"].as_str().unwrap();
+                    assert!(why.contains("unavailable"), "{what}: {why}");
+                    eprintln!("skipped: {what}: {why}");
+                }
+                s => panic!("{what}: {s}: {}", p["reason"]),
+            }
+        }
+    }
+}
+
+#[test]
+fn pipetest_table_and_limits() {
+    let out = evlab(
+        &[
+            "pipetest",
+            "--mechanism",
+            "poll,epoll",
+            "--pipes",
+            "3,600000",
+            "--generations",
+            "5",
+            "--repeat",
+            "1",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.ok, "{}", out.stderr);
+    assert!(out.stdout.contains("passes per second"), "{}", out.stdout);
+    assert!(out.stdout.contains("epoll-lt"), "{}", out.stdout);
+    // 600,000 pipes need 1.2 million descriptors: more than any limit allows.
+    assert!(out.stdout.contains("skipped"), "{}", out.stdout);
+    assert!(out.stdout.contains("descriptors"), "{}", out.stdout);
+
+    let bad = evlab(&["pipetest", "--pipes", "1"], Duration::from_secs(30));
+    assert!(!bad.ok);
+    assert!(bad.stderr.contains("at least 2"), "{}", bad.stderr);
+    let bad = evlab(
+        &["pipetest", "--mechanism", "uring"],
+        Duration::from_secs(30),
+    );
+    assert!(!bad.ok);
+    assert!(
+        bad.stderr.contains("not a readiness mechanism"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod fileset;
 mod idle;
 mod loadgen;
+mod micro;
 mod pipetest;
 mod run;
 mod serve;
@@ -36,6 +37,8 @@ enum Command {
     Report(run::ReportArgs),
     /// Ben LaHaise's pipetest: passes per second against the number of pipes, per mechanism
     Pipetest(pipetest::Args),
+    /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc
+    Micro(micro::Args),
 }
 
 fn main() {
@@ -52,6 +55,7 @@ fn main() {
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
         Command::Pipetest(a) => pipetest::run(a),
+        Command::Micro(a) => micro::run(a),
     };
     if let Err(e) = result {
         eprintln!("evlab: error: {e:#}");

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use evlab_micro::pipetest::{self, Config, Route, Status};
 
 #[derive(clap::Args, Debug)]
@@ -57,13 +56,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         };
         eprintln!("pipetest: {} {} pipes: {what}", p.mechanism, p.pipes);
     })?;
-    let to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    if let Some(p) = &a.json {
-        evlab_micro::write_json(&report, p)
-            .with_context(|| format!("writing --json {}", p.display()))?;
-    }
-    if !to_stdout {
-        print!("{}", pipetest::render(&report));
-    }
-    Ok(())
+    Ok(evlab_micro::emit(&report, a.json.as_deref(), || {
+        pipetest::render(&report)
+    })?)
 }

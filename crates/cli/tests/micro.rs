@@ -192,3 +192,124 @@ fn pipetest_table_and_limits() {
         bad.stderr
     );
 }
+
+// ---- micro fdalloc ----
+
+#[test]
+fn fdalloc_gets_the_first_descriptor_then_n() {
+    for op in ["open", "dup"] {
+        let v = json(&[
+            "micro",
+            "fdalloc",
+            "--total",
+            "300",
+            "--at",
+            "100,200,250",
+            "--repeat",
+            "3",
+            "--op",
+            op,
+            "--json",
+            "-",
+        ]);
+        assert_eq!(v["benchmark"], "fdalloc");
+        assert_eq!(v["op"], op);
+        assert_eq!(v["total"], 300);
+        let first = v["first"].as_u64().unwrap();
+        assert!(first >= 3, "0, 1 and 2 are stdio");
+        assert!(v["highest"].as_u64().unwrap() >= first + 299);
+        let points = v["points"].as_array().unwrap();
+        let ns: Vec<u64> = points.iter().map(|p| p["n"].as_u64().unwrap()).collect();
+        assert_eq!(ns, [100, 200, 250]);
+        for p in points {
+            // The lowest free descriptor: first the first one closed, then n.
+            assert_eq!(p["first_fd"].as_u64().unwrap(), first, "{p}");
+            assert_eq!(p["second_fd"], p["n"], "{p}");
+            for k in ["first_open_ns", "second_open_ns", "both_ns"] {
+                assert!(p[k].as_f64().unwrap() > 0.0, "{k}: {p}");
+            }
+        }
+    }
+    // Spread over the table by default, the last at the highest descriptor.
+    let v = json(&[
+        "micro", "fdalloc", "--total", "500", "--points", "4", "--repeat", "1", "--json", "-",
+    ]);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    assert_eq!(points[3]["n"], v["highest"]);
+}
+
+#[test]
+fn fdalloc_refuses_what_it_cannot_do() {
+    let out = evlab(
+        &["micro", "fdalloc", "--total", "100000000"],
+        Duration::from_secs(30),
+    );
+    assert!(!out.ok);
+    assert!(out.stderr.contains("limit"), "{}", out.stderr);
+    let out = evlab(
+        &["micro", "fdalloc", "--total", "50", "--at", "2"],
+        Duration::from_secs(30),
+    );
+    assert!(!out.ok);
+    assert!(out.stderr.contains("descriptor 2"), "{}", out.stderr);
+}
+
+// ---- micro malloc ----
+
+#[test]
+fn malloc_makes_every_pair_in_threads_and_processes() {
+    let v = json(&[
+        "micro",
+        "malloc",
+        "--workers",
+        "1,3",
+        "--iterations",
+        "2000",
+        "--repeat",
+        "2",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(v["benchmark"], "malloc");
+    assert!(v["allocator"].as_str().unwrap().contains("glibc"));
+    assert_eq!(v["iterations"], 2000);
+    assert_eq!(v["size"], 512);
+    let points = v["points"].as_array().unwrap();
+    let seen: Vec<(String, u64)> = points
+        .iter()
+        .map(|p| {
+            (
+                p["mode"].as_str().unwrap().to_string(),
+                p["workers"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("threads".into(), 1),
+            ("threads".into(), 3),
+            ("processes".into(), 1),
+            ("processes".into(), 3)
+        ]
+    );
+    for p in points {
+        assert_eq!(
+            p["pairs"].as_u64().unwrap(),
+            2000 * p["workers"].as_u64().unwrap(),
+            "{p}"
+        );
+        assert!(
+            p["worker_seconds_max"].as_f64().unwrap() >= p["worker_seconds_mean"].as_f64().unwrap(),
+            "{p}"
+        );
+        assert!(p["wall_seconds"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    let out = evlab(
+        &["micro", "malloc", "--workers", "0"],
+        Duration::from_secs(30),
+    );
+    assert!(!out.ok);
+    assert!(out.stderr.contains("at least 1"), "{}", out.stderr);
+}

@@ -20,6 +20,8 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
+pub mod fdalloc;
+pub mod malloc;
 pub mod pipetest;
 pub mod stats;
 pub mod table;
@@ -132,6 +134,27 @@ pub fn write_json<T: Serialize>(report: &T, path: &std::path::Path) -> io::Resul
     } else {
         std::fs::write(path, text)
     }
+}
+
+/// A subcommand's output: the report as JSON to `json` if given (`-`: stdout), and the table
+/// on stdout unless the JSON went there.
+pub fn emit<T: Serialize>(
+    report: &T,
+    json: Option<&std::path::Path>,
+    table: impl FnOnce() -> String,
+) -> io::Result<()> {
+    if let Some(p) = json {
+        write_json(report, p).map_err(|e| {
+            io::Error::new(e.kind(), format!("writing --json {}: {e}", p.display()))
+        })?;
+    }
+    if json.is_none_or(|p| p.as_os_str() != "-") {
+        use std::io::Write;
+        let mut out = io::stdout().lock();
+        out.write_all(table().as_bytes())?;
+        out.flush()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod fileset;
+mod herd;
 mod idle;
 mod loadgen;
 mod micro;
@@ -37,6 +38,8 @@ enum Command {
     Report(run::ReportArgs),
     /// Ben LaHaise's pipetest: passes per second against the number of pipes, per mechanism
     Pipetest(pipetest::Args),
+    /// The thundering herd in accept: wake-ups and time per accept against workers, per mode
+    Herd(herd::Args),
     /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc
     Micro(micro::Args),
 }
@@ -55,6 +58,7 @@ fn main() {
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
         Command::Pipetest(a) => pipetest::run(a),
+        Command::Herd(a) => herd::run(a),
         Command::Micro(a) => micro::run(a),
     };
     if let Err(e) = result {

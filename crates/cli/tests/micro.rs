@@ -313,3 +313,96 @@ fn malloc_makes_every_pair_in_threads_and_processes() {
     assert!(!out.ok);
     assert!(out.stderr.contains("at least 1"), "{}", out.stderr);
 }
+
+// ---- herd ----
+
+#[test]
+fn herd_accepts_every_connection_once_in_every_mode() {
+    let v = json(&[
+        "herd",
+        "--workers",
+        "1,3",
+        "--conns",
+        "12",
+        "--as",
+        "both",
+        "--settle-ms",
+        "5",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(v["benchmark"], "herd");
+    assert_eq!(v["conns"], 12);
+    let points = v["points"].as_array().unwrap();
+    let modes = ["accept", "poll", "epoll", "exclusive", "reuseport", "uring"];
+    assert_eq!(points.len(), 2 * modes.len() * 2);
+    for as_ in ["threads", "processes"] {
+        for mode in modes {
+            for n in [1u64, 3] {
+                let p = points
+                    .iter()
+                    .find(|p| p["as"] == as_ && p["mode"] == mode && p["workers"] == n)
+                    .unwrap_or_else(|| panic!("no point {as_} {mode} {n}"));
+                let what = format!("{as_} {mode} N={n}");
+                match p["status"].as_str().unwrap() {
+                    "ok" => {}
+                    "skipped" if mode == "uring" => {
+                        eprintln!("skipped: {what}: {}", p["reason"]);
+                        continue;
+                    }
+                    s => panic!("{what}: {s}: {}", p["reason"]),
+                }
+                assert_eq!(p["connections"], 12, "{what}");
+                assert_eq!(p["client_errors"], 0, "{what}");
+                let per: Vec<u64> = p["per_worker"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap())
+                    .collect();
+                assert_eq!(per.len() as u64, n, "{what}");
+                // Every connection made was accepted by exactly one worker.
+                assert_eq!(per.iter().sum::<u64>(), 12, "{what}");
+                assert_eq!(p["accepted"], 12, "{what}");
+                assert_eq!(p["latency"]["count"], 12, "{what}");
+                assert_eq!(
+                    p["worker_stats"].as_array().unwrap().len() as u64,
+                    n,
+                    "{what}"
+                );
+                assert!(p["wakeups_per_accept"].as_f64().unwrap() >= 0.0, "{what}");
+                assert!(p["cpu_us_per_accept"].as_f64().unwrap() >= 0.0, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn herd_table_and_bad_modes() {
+    let out = evlab(
+        &[
+            "herd",
+            "--mode",
+            "accept,exclusive",
+            "--workers",
+            "2",
+            "--conns",
+            "4",
+            "--as",
+            "threads",
+            "--settle-ms",
+            "1",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.ok, "{}", out.stderr);
+    assert!(out.stdout.contains("wakeups/acc"), "{}", out.stdout);
+    assert!(out.stdout.contains("exclusive"), "{}", out.stdout);
+    let bad = evlab(&["herd", "--mode", "kqueue"], Duration::from_secs(30));
+    assert!(!bad.ok);
+    assert!(
+        bad.stderr.contains("unknown mode 'kqueue'"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -21,6 +21,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 pub mod fdalloc;
+pub mod herd;
 pub mod malloc;
 pub mod pipetest;
 pub mod stats;

@@ -88,6 +88,22 @@ fn json(args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("evlab {args:?}: not JSON ({e}):\n{}", out.stdout))
 }
 
+/// Every benchmark judges the seed's findings; which way depends on the machine, so only the
+/// shape is checked.
+fn check_findings(v: &Value, count: usize) {
+    let f = v["findings"].as_array().expect("findings");
+    assert_eq!(f.len(), count, "{f:?}");
+    for x in f {
+        assert!(!x["claim"].as_str().unwrap().is_empty());
+        assert!(!x["evidence"].as_str().unwrap().is_empty());
+        let verdict = x["verdict"].as_str().unwrap();
+        assert!(
+            ["holds", "does-not-hold", "not-measured"].contains(&verdict),
+            "{verdict}"
+        );
+    }
+}
+
 fn readiness_names() -> Vec<&'static str> {
     Mechanism::ALL
         .into_iter()
@@ -118,6 +134,7 @@ fn pipetest_passes_every_token_on_every_readiness_mechanism() {
         ]);
         assert_eq!(v["benchmark"], "pipetest");
         assert_eq!(v["route"], route);
+        check_findings(&v, 3);
         let names: Vec<&str> = v["mechanisms"]
             .as_array()
             .unwrap()
@@ -173,6 +190,7 @@ fn pipetest_table_and_limits() {
     );
     assert!(out.ok, "{}", out.stderr);
     assert!(out.stdout.contains("passes per second"), "{}", out.stdout);
+    assert!(out.stdout.contains("the seed's findings"), "{}", out.stdout);
     assert!(out.stdout.contains("epoll-lt"), "{}", out.stdout);
     // 600,000 pipes need 1.2 million descriptors: more than any limit allows.
     assert!(out.stdout.contains("skipped"), "{}", out.stdout);
@@ -213,6 +231,7 @@ fn fdalloc_gets_the_first_descriptor_then_n() {
             "-",
         ]);
         assert_eq!(v["benchmark"], "fdalloc");
+        check_findings(&v, 1);
         assert_eq!(v["op"], op);
         assert_eq!(v["total"], 300);
         let first = v["first"].as_u64().unwrap();
@@ -272,6 +291,7 @@ fn malloc_makes_every_pair_in_threads_and_processes() {
         "-",
     ]);
     assert_eq!(v["benchmark"], "malloc");
+    check_findings(&v, 2);
     assert!(v["allocator"].as_str().unwrap().contains("glibc"));
     assert_eq!(v["iterations"], 2000);
     assert_eq!(v["size"], 512);
@@ -332,6 +352,7 @@ fn herd_accepts_every_connection_once_in_every_mode() {
         "-",
     ]);
     assert_eq!(v["benchmark"], "herd");
+    check_findings(&v, 4);
     assert_eq!(v["conns"], 12);
     let points = v["points"].as_array().unwrap();
     let modes = ["accept", "poll", "epoll", "exclusive", "reuseport", "uring"];

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
 use crate::table::{num, Table};
-use crate::{Machine, MicroError};
+use crate::{render_findings, Finding, Machine, MicroError};
 
 /// Descriptors left free below the limit for everything else the process holds.
 pub const FD_SLOP: u64 = 64;
@@ -94,6 +94,9 @@ pub struct Report {
     /// The highest descriptor held.
     pub highest: u64,
     pub points: Vec<Point>,
+    /// The seed's finding judged on this run.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 /// One n.
@@ -229,7 +232,7 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
         });
     }
     drop(held);
-    Ok(Report {
+    let mut r = Report {
         benchmark: "fdalloc".into(),
         machine,
         op: cfg.op,
@@ -238,7 +241,35 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
         first,
         highest,
         points,
-    })
+        findings: Vec::new(),
+    };
+    r.findings = findings(&r);
+    Ok(r)
+}
+
+/// The LSP's finding: with a two-level bitmap the search for n does not grow with n (with one
+/// bitmap it grew linearly).
+pub fn findings(r: &Report) -> Vec<Finding> {
+    let lo = r.points.iter().min_by_key(|p| p.n);
+    let hi = r.points.iter().max_by_key(|p| p.n);
+    let pair = lo
+        .zip(hi)
+        .filter(|(a, b)| b.n > a.n && a.second_open_ns > 0.0);
+    vec![Finding::new(
+        "the second open does not grow with n (a two-level bitmap, as the seed proposed)",
+        pair.map(|(a, b)| b.second_open_ns <= 1.5 * a.second_open_ns),
+        match pair {
+            Some((a, b)) => format!(
+                "{} ns at n = {}, {} ns at n = {} (x{:.2})",
+                num(a.second_open_ns, 0),
+                a.n,
+                num(b.second_open_ns, 0),
+                b.n,
+                b.second_open_ns / a.second_open_ns
+            ),
+            None => "fewer than two values of n were measured".into(),
+        },
+    )]
 }
 
 /// The seed's figure as a table: the time of the two opens against n.
@@ -272,5 +303,6 @@ pub fn render(r: &Report) -> String {
         ]);
     }
     out.push_str(&t.render());
+    out.push_str(&render_findings(&r.findings));
     out
 }

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::Percentiles;
 use crate::table::{num, Table};
-use crate::{Machine, MicroError};
+use crate::{render_findings, Finding, Machine, MicroError};
 
 /// How the workers wait for a connection.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -195,6 +195,9 @@ pub struct Report {
     pub conns: usize,
     pub clients: usize,
     pub points: Vec<Point>,
+    /// The seed's findings judged on this run.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 /// Runs every point, calling `progress` after each; a failed point is reported and the sweep
@@ -224,13 +227,16 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
             }
         }
     }
-    Ok(Report {
+    let mut r = Report {
         benchmark: "herd".into(),
         machine,
         conns: cfg.conns,
         clients: cfg.clients,
         points,
-    })
+        findings: Vec::new(),
+    };
+    r.findings = findings(&r);
+    Ok(r)
 }
 
 fn point(cfg: &Config, mode: Mode, as_: As, n: usize) -> Point {
@@ -768,6 +774,56 @@ fn drive(dst: SocketAddr, cfg: &Config) -> ClientOut {
 
 // ---- output ----
 
+/// The LSP's finding on today's ways of waiting: judged at the largest N of 4 or more that was
+/// measured (threads first), by the wake-ups per accepted connection.
+pub fn findings(r: &Report) -> Vec<Finding> {
+    let top = |mode: Mode| {
+        r.points
+            .iter()
+            .filter(|p| p.mode == mode && p.status == Status::Ok && p.workers >= 4)
+            .filter(|p| p.accepted > 0)
+            .max_by_key(|p| (p.as_ == As::Threads, p.workers))
+    };
+    let judge = |claim: &str, mode: Mode, herd: bool| {
+        let p = top(mode);
+        Finding::new(
+            claim,
+            p.map(|p| {
+                if herd {
+                    p.wakeups_per_accept >= 2.0
+                } else {
+                    p.wakeups_per_accept <= 1.5
+                }
+            }),
+            match p {
+                Some(p) => format!(
+                    "{}: {:.2} wake-ups and {:.1} us CPU per accept with {} {}",
+                    mode.name(),
+                    p.wakeups_per_accept,
+                    p.cpu_us_per_accept,
+                    p.workers,
+                    p.as_.name()
+                ),
+                None => format!("{} was not measured with 4 or more workers", mode.name()),
+            },
+        )
+    };
+    vec![
+        judge(
+            "blocking accept wakes one worker per connection (the herd is gone)",
+            Mode::Accept,
+            false,
+        ),
+        judge("poll on a shared listener wakes a herd", Mode::Poll, true),
+        judge("epoll on a shared listener wakes a herd", Mode::Epoll, true),
+        judge(
+            "EPOLLEXCLUSIVE wakes one worker per connection",
+            Mode::Exclusive,
+            false,
+        ),
+    ]
+}
+
 /// The seed's figures as a table: per mode and N, wake-ups and time per accept, balance and
 /// latency.
 pub fn render(r: &Report) -> String {
@@ -835,6 +891,7 @@ pub fn render(r: &Report) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&render_findings(&r.findings));
     out
 }
 

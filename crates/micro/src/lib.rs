@@ -89,6 +89,55 @@ impl Machine {
     }
 }
 
+/// Whether a seed's finding holds on this run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Holds,
+    DoesNotHold,
+    /// The run lacks the points the finding needs.
+    NotMeasured,
+}
+
+/// One of the seed's findings, judged on a run, with the numbers that decided it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub claim: String,
+    pub verdict: Verdict,
+    pub evidence: String,
+}
+
+impl Finding {
+    pub fn new(claim: &str, holds: Option<bool>, evidence: String) -> Finding {
+        Finding {
+            claim: claim.to_string(),
+            verdict: match holds {
+                Some(true) => Verdict::Holds,
+                Some(false) => Verdict::DoesNotHold,
+                None => Verdict::NotMeasured,
+            },
+            evidence,
+        }
+    }
+}
+
+/// The findings as lines under a table.
+pub fn render_findings(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nthe seed's findings on this run:\n");
+    for f in findings {
+        let v = match f.verdict {
+            Verdict::Holds => "holds",
+            Verdict::DoesNotHold => "does not hold",
+            Verdict::NotMeasured => "not measured",
+        };
+        out.push_str(&format!("  {}: {v} — {}\n", f.claim, f.evidence));
+    }
+    out
+}
+
 /// Parses a comma-separated list of counts (`10,100,1000`); `_` may group digits.
 pub fn parse_counts(s: &str) -> Result<Vec<usize>, String> {
     let v: Result<Vec<usize>, String> = s

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
 use crate::table::{num, Table};
-use crate::{Machine, MicroError};
+use crate::{render_findings, Finding, Machine, MicroError};
 
 /// Threads of one process, or processes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +88,9 @@ pub struct Report {
     pub size: usize,
     pub repeat: usize,
     pub points: Vec<Point>,
+    /// The seed's findings judged on this run.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 /// One mode at one number of workers (medians over the runs).
@@ -180,7 +183,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
             points.push(p);
         }
     }
-    Ok(Report {
+    let mut r = Report {
         benchmark: "malloc".into(),
         machine,
         allocator: allocator(),
@@ -188,7 +191,10 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
         size: cfg.size,
         repeat: cfg.repeat,
         points,
-    })
+        findings: Vec::new(),
+    };
+    r.findings = findings(&r);
+    Ok(r)
 }
 
 struct RunTimes {
@@ -364,6 +370,65 @@ fn in_processes(n: usize, cfg: &Config) -> Result<RunTimes, MicroError> {
     Ok(RunTimes { wall, workers })
 }
 
+/// The LSP's findings: threads do about as well as processes (they lost about 10%), and past
+/// the CPUs the elapsed time grows linearly with the workers.
+pub fn findings(r: &Report) -> Vec<Finding> {
+    let wall = |mode: Mode, n: usize| {
+        r.points
+            .iter()
+            .find(|p| p.mode == mode && p.workers == n && p.wall_seconds > 0.0)
+            .map(|p| p.wall_seconds)
+    };
+    let worst = r
+        .points
+        .iter()
+        .filter(|p| p.mode == Mode::Threads)
+        .filter_map(|p| {
+            let t = wall(Mode::Threads, p.workers)?;
+            let q = wall(Mode::Processes, p.workers)?;
+            Some((p.workers, t / q))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let cpus = r.machine.cpus.max(1);
+    let past: Vec<(usize, f64)> = r
+        .points
+        .iter()
+        .filter(|p| p.mode == Mode::Threads && p.workers >= cpus && p.wall_seconds > 0.0)
+        .map(|p| (p.workers, p.wall_seconds / p.workers as f64))
+        .collect();
+    let spread = (past.len() >= 2).then(|| {
+        let lo = past.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let hi = past.iter().map(|p| p.1).fold(0.0, f64::max);
+        (lo, hi)
+    });
+    vec![
+        Finding::new(
+            "threads do about as well as processes (within 25%; the seed lost about 10%)",
+            worst.map(|w| w.1 <= 1.25),
+            match worst {
+                Some((n, x)) => format!(
+                    "the threads' wall time is at worst x{x:.2} the processes' (at {n} workers)"
+                ),
+                None => "threads and processes were not both measured".into(),
+            },
+        ),
+        Finding::new(
+            "past the CPUs, the elapsed time grows linearly with the threads",
+            spread.map(|(lo, hi)| hi <= 2.0 * lo),
+            match spread {
+                Some((lo, hi)) => format!(
+                    "wall time per thread from {:.2} to {:.2} ms for {} to {} threads ({cpus} CPUs)",
+                    lo * 1e3,
+                    hi * 1e3,
+                    past.iter().map(|p| p.0).min().unwrap_or(0),
+                    past.iter().map(|p| p.0).max().unwrap_or(0),
+                ),
+                None => format!("fewer than two thread counts of {cpus} or more were measured"),
+            },
+        ),
+    ]
+}
+
 /// The seed's figure as a table: elapsed times against workers, per mode.
 pub fn render(r: &Report) -> String {
     let mut out = format!(
@@ -395,6 +460,7 @@ pub fn render(r: &Report) -> String {
         ]);
     }
     out.push_str(&t.render());
+    out.push_str(&render_findings(&r.findings));
     out
 }
 

@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::median;
 use crate::table::{num, Table};
-use crate::{Machine, MicroError};
+use crate::{render_findings, Finding, Machine, MicroError};
 
 /// A token's bytes: generation (i64), the read end it was sent to (i32), its thread (i32), as
 /// C's `struct token`.
@@ -146,6 +146,9 @@ pub struct Report {
     pub mechanisms: Vec<String>,
     pub pipes: Vec<usize>,
     pub points: Vec<Point>,
+    /// The seed's findings judged on this run.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 /// The outcome of one point.
@@ -205,7 +208,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
             points.push(p);
         }
     }
-    Ok(Report {
+    let mut r = Report {
         benchmark: "pipetest".into(),
         machine,
         message_threads: cfg.message_threads,
@@ -219,7 +222,10 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
             .collect(),
         pipes: cfg.pipes.clone(),
         points,
-    })
+        findings: Vec::new(),
+    };
+    r.findings = findings(&r);
+    Ok(r)
 }
 
 fn validate(cfg: &Config) -> Result<(), MicroError> {
@@ -505,6 +511,53 @@ pub fn run_once<P: Poller>(cfg: &Config, npipes: usize) -> io::Result<Run> {
     })
 }
 
+/// The LSE page's findings: poll falls as the pipes grow, sys_epoll (level-triggered) does not.
+pub fn findings(r: &Report) -> Vec<Finding> {
+    // A mechanism's rate at the fewest and at the most pipes it was measured with.
+    let ends = |m: &str| -> Option<((usize, f64), (usize, f64))> {
+        let mut pts: Vec<(usize, f64)> = r
+            .points
+            .iter()
+            .filter(|p| p.mechanism == m)
+            .filter_map(|p| p.passes_per_sec.map(|v| (p.pipes, v)))
+            .filter(|p| p.1 > 0.0)
+            .collect();
+        pts.sort_by_key(|p| p.0);
+        let (a, b) = (*pts.first()?, *pts.last()?);
+        (b.0 > a.0).then_some((a, b))
+    };
+    let ratio = |e: ((usize, f64), (usize, f64))| e.1 .1 / e.0 .1;
+    let say = |m: &str, e: Option<((usize, f64), (usize, f64))>| match e {
+        Some((a, b)) => format!(
+            "{m}: {} passes/s at {} pipes, {} at {} (x{:.3})",
+            num(a.1, 0),
+            a.0,
+            num(b.1, 0),
+            b.0,
+            b.1 / a.1
+        ),
+        None => format!("{m} was not measured at two numbers of pipes"),
+    };
+    let (poll, ep) = (ends("poll"), ends("epoll-lt"));
+    vec![
+        Finding::new(
+            "poll falls as the pipes grow",
+            poll.map(|e| ratio(e) <= 0.5),
+            say("poll", poll),
+        ),
+        Finding::new(
+            "epoll falls far less than poll (at least 4 times less)",
+            poll.zip(ep).map(|(p, e)| ratio(e) >= 4.0 * ratio(p)),
+            format!("{}; {}", say("epoll-lt", ep), say("poll", poll)),
+        ),
+        Finding::new(
+            "epoll stays flat (keeps half its rate or more)",
+            ep.map(|e| ratio(e) >= 0.5),
+            say("epoll-lt", ep),
+        ),
+    ]
+}
+
 /// The seed's figure as a table: one row per number of pipes, one column of passes per second
 /// per mechanism.
 pub fn render(r: &Report) -> String {
@@ -558,12 +611,14 @@ pub fn render(r: &Report) -> String {
             }
         }
     }
+    out.push_str(&render_findings(&r.findings));
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Verdict;
 
     #[test]
     fn routes_follow_the_c_program() {
@@ -612,6 +667,53 @@ mod tests {
             let r = run_once::<evlab_poll::EpollEt>(&cfg, 7).unwrap();
             assert_eq!(r.passes, 60);
         }
+    }
+
+    #[test]
+    fn findings_compare_the_ends_of_each_line() {
+        let pt = |m: &str, pipes: usize, v: Option<f64>| Point {
+            mechanism: m.into(),
+            pipes,
+            status: if v.is_some() {
+                Status::Ok
+            } else {
+                Status::Skipped
+            },
+            reason: None,
+            passes_per_sec: v,
+            runs: vec![],
+        };
+        let mut r = Report {
+            benchmark: "pipetest".into(),
+            machine: Machine::here(),
+            message_threads: 1,
+            max_generation: 300,
+            route: Route::Stride17,
+            repeat: 1,
+            mechanisms: vec!["poll".into(), "epoll-lt".into()],
+            pipes: vec![10, 1000, 16000],
+            points: vec![
+                pt("poll", 10, Some(100_000.0)),
+                pt("poll", 1000, Some(5_000.0)),
+                pt("poll", 16000, None),
+                pt("epoll-lt", 10, Some(100_000.0)),
+                pt("epoll-lt", 1000, Some(90_000.0)),
+            ],
+            findings: vec![],
+        };
+        let v: Vec<Verdict> = findings(&r).iter().map(|f| f.verdict).collect();
+        assert_eq!(v, [Verdict::Holds; 3]);
+        r.points[4].passes_per_sec = Some(30_000.0);
+        let f = findings(&r);
+        assert_eq!(
+            f.iter().map(|f| f.verdict).collect::<Vec<_>>(),
+            [Verdict::Holds, Verdict::Holds, Verdict::DoesNotHold]
+        );
+        assert!(f[2].evidence.contains("x0.300"), "{}", f[2].evidence);
+        r.points.retain(|p| p.mechanism == "poll" && p.pipes == 10);
+        assert!(findings(&r)
+            .iter()
+            .all(|f| f.verdict == Verdict::NotMeasured));
     }
 
     #[test]

@@ -427,3 +427,48 @@ fn herd_table_and_bad_modes() {
         bad.stderr
     );
 }
+
+// ---- evlab run with a [micro] experiment ----
+
+#[test]
+fn run_a_micro_experiment_writes_the_table_and_the_findings() {
+    let dir = std::env::temp_dir().join(format!("evlab-micro-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("tiny-pipetest.toml");
+    std::fs::write(
+        &spec,
+        "name = \"tiny-pipetest\"\ndescription = \"a test\"\n[micro]\nbenchmark = \"pipetest\"\n\
+         args = [\"--mechanism\", \"poll,epoll-lt\", \"--pipes\", \"2,6\", \"--generations\", \
+         \"4\", \"--repeat\", \"1\"]\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let r = evlab(
+        &[
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(r.ok, "{}", r.stderr);
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("pipetest.json")).unwrap()).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 4);
+    check_findings(&v, 3);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("The seed's findings on this run"), "{md}");
+    assert!(md.contains("passes per second"), "{md}");
+    assert!(out.join("report.html").is_file());
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "name = \"bad\"\n[micro]\nbenchmark = \"nope\"\n").unwrap();
+    let r = evlab(&["run", bad.to_str().unwrap()], Duration::from_secs(30));
+    assert!(!r.ok);
+    assert!(r.stderr.contains("key `benchmark`"), "{}", r.stderr);
+    assert!(r.stderr.contains("unknown micro-benchmark"), "{}", r.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}

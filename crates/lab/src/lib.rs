@@ -11,6 +11,7 @@ pub mod cgroup;
 pub mod findings;
 pub mod loadjson;
 pub mod machine;
+pub mod micro;
 pub mod peers;
 pub mod procs;
 pub mod progress;

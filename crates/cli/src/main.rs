@@ -4,9 +4,12 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 mod docs;
 mod fileset;
+mod herd;
 mod idle;
 mod loadgen;
+mod micro;
 mod output;
+mod pipetest;
 mod run;
 mod serve;
 
@@ -63,6 +66,15 @@ enum Command {
     /// Print a manual page (roff) for evlab or one of its subcommands
     #[command(after_help = docs::MAN_EXAMPLES)]
     Man(docs::ManArgs),
+    /// Ben LaHaise's pipetest: passes per second against the number of pipes, per mechanism
+    #[command(after_help = pipetest::EXAMPLES)]
+    Pipetest(pipetest::Args),
+    /// The thundering herd in accept: wake-ups and time per accept against workers, per mode
+    #[command(after_help = herd::EXAMPLES)]
+    Herd(herd::Args),
+    /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc
+    #[command(after_help = micro::EXAMPLES)]
+    Micro(micro::Args),
 }
 
 /// Ends the process with this exit status, printing nothing more: for an outcome that is not a
@@ -93,6 +105,9 @@ fn main() {
         Command::Report(a) => run::report(a),
         Command::Completions(a) => docs::completions(a, Cli::command()),
         Command::Man(a) => docs::man(a, Cli::command()),
+        Command::Pipetest(a) => pipetest::run(a),
+        Command::Herd(a) => herd::run(a),
+        Command::Micro(a) => micro::run(a),
     };
     if let Err(e) = result {
         if let Some(Exit(code)) = e.downcast_ref::<Exit>() {

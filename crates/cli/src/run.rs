@@ -41,6 +41,13 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../experiments/table1-syscalls.toml"),
     ),
     ("peers", include_str!("../../../experiments/peers.toml")),
+    (
+        "pipetest",
+        include_str!("../../../experiments/pipetest.toml"),
+    ),
+    ("herd", include_str!("../../../experiments/herd.toml")),
+    ("fdalloc", include_str!("../../../experiments/fdalloc.toml")),
+    ("malloc", include_str!("../../../experiments/malloc.toml")),
 ];
 
 pub const RUN_EXAMPLES: &str = "\

@@ -19,6 +19,9 @@ const SUBCOMMANDS: &[&str] = &[
     "report",
     "completions",
     "man",
+    "pipetest",
+    "herd",
+    "micro",
 ];
 
 fn evlab(args: &[&str]) -> Output {

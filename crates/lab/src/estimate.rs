@@ -167,6 +167,11 @@ pub fn hms(s: f64) -> String {
 /// estimated time on this machine — the series `evlab` (the binary that would run them)
 /// supports here and the peers installed — at `duration_override` seconds per point, or at each
 /// experiment's own `duration_s`.
+fn first_line(description: &str) -> String {
+    let d = description.lines().next().unwrap_or("");
+    d.trim_end_matches('\\').trim().to_string()
+}
+
 pub fn list(experiments: &[(&str, &str)], evlab: &Path, duration_override: Option<f64>) -> String {
     let support = crate::runner::mechanism_support(evlab);
     let mut handlers: Option<Vec<String>> = None;
@@ -184,6 +189,16 @@ pub fn list(experiments: &[(&str, &str)], evlab: &Path, duration_override: Optio
                 continue;
             }
         };
+        if let Some(m) = &spec.micro {
+            // One run of a micro-benchmark, not a sweep of load points: its time is its own.
+            rows.push([
+                name.to_string(),
+                "-".into(),
+                format!("({})", m.benchmark),
+                first_line(&spec.description),
+            ]);
+            continue;
+        }
         let h = if spec
             .mechanisms
             .iter()
@@ -202,17 +217,11 @@ pub fn list(experiments: &[(&str, &str)], evlab: &Path, duration_override: Optio
             plan.series.len(),
             duration_override.unwrap_or(spec.duration_s),
         );
-        let d = spec
-            .description
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_end_matches('\\');
         rows.push([
             name.to_string(),
             e.points.to_string(),
             format!("~{}", hms(e.seconds)),
-            d.trim().to_string(),
+            first_line(&spec.description),
         ]);
     }
     let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
@@ -235,7 +244,8 @@ pub fn list(experiments: &[(&str, &str)], evlab: &Path, duration_override: Optio
          Times are estimates: points × (duration + ~{POINT_OVERHEAD_S} s; ~{:.1} s more with 10,000 idle \
          connections) + calibration.\n\
          ≤N: calibrated rates that coincide are measured once. ~N (≤M): a rate search stops at each \
-         series' knee: N points expected, M at most.\n",
+         series' knee: N points expected, M at most. - (NAME): a micro-benchmark, one run of \
+         `evlab NAME` whose time depends on the machine (docs/micro.md).\n",
         match duration_override {
             Some(d) => format!("--duration {d} s per point"),
             None => "each experiment's duration_s".into(),

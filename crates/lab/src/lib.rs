@@ -12,6 +12,7 @@ pub mod estimate;
 pub mod findings;
 pub mod loadjson;
 pub mod machine;
+pub mod micro;
 pub mod peers;
 pub mod procs;
 pub mod progress;

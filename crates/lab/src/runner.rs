@@ -174,6 +174,9 @@ pub fn plan_with(
 
 /// Runs the experiment; returns the results directory and what was measured.
 pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
+    if let Some(m) = opts.spec.micro.clone() {
+        return crate::micro::run(&opts, &m, stamp());
+    }
     let t0 = Instant::now();
     let spec = &opts.spec;
     let duration = opts.duration_override.unwrap_or(spec.duration_s);

@@ -93,6 +93,25 @@ pub struct Spec {
     /// generator uses fresh source addresses instead, so the default is 0).
     #[serde(default)]
     pub pause_s: f64,
+    /// A micro-benchmark (`[micro]`) instead of a server sweep: the lab runs it once and
+    /// reports its table and the seed's findings (see `docs/micro.md`). The sweep's keys do not
+    /// apply.
+    #[serde(default)]
+    pub micro: Option<MicroSpec>,
+}
+
+/// The micro-benchmarks an experiment may run.
+pub const MICRO_BENCHMARKS: &[&str] = &["pipetest", "herd", "fdalloc", "malloc"];
+
+/// `[micro]`: which benchmark, with which flags.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MicroSpec {
+    /// `pipetest`, `herd`, `fdalloc` or `malloc`.
+    pub benchmark: String,
+    /// Flags for its subcommand (`evlab pipetest …`); `--json` is the lab's.
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 /// `rates`: a list, or `"auto"`.
@@ -369,6 +388,22 @@ impl Spec {
         };
         if self.name.trim().is_empty() || self.name.contains(['/', '\\']) {
             return Err(bad("name", "must be a non-empty name without `/`".into()));
+        }
+        if let Some(m) = &self.micro {
+            if !MICRO_BENCHMARKS.contains(&m.benchmark.as_str()) {
+                return Err(bad(
+                    "benchmark",
+                    format!(
+                        "unknown micro-benchmark `{}`; valid: {}",
+                        m.benchmark,
+                        MICRO_BENCHMARKS.join(", ")
+                    ),
+                ));
+            }
+            if m.args.iter().any(|a| a.starts_with("--json")) {
+                return Err(bad("args", "`--json` is set by `evlab run`".into()));
+            }
+            return Ok(());
         }
         if self.mechanisms.is_empty() && self.series.is_empty() {
             return Err(bad(

@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+mod micro;
 mod process;
+pub use micro::*;
 pub use process::*;
 
 macro_rules! syscalls {

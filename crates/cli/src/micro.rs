@@ -1,0 +1,132 @@
+//! `evlab micro`: the Linux Scalability Project's micro-benchmarks, descriptor allocation and
+//! malloc (see `docs/micro.md`, `evlab_micro::fdalloc` and `evlab_micro::malloc`).
+
+use std::path::PathBuf;
+
+use evlab_micro::{fdalloc, malloc};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub bench: Bench,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Bench {
+    /// Hold many descriptors, close the first and the n-th, time the next two opens
+    Fdalloc(FdallocArgs),
+    /// Balanced malloc/free pairs across threads and processes (glibc's allocator)
+    Malloc(MallocArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct FdallocArgs {
+    /// Descriptors to hold (default: 100,000, or the limit less 64 if lower)
+    #[arg(long)]
+    pub total: Option<usize>,
+    /// Descriptors n to close, comma-separated (default: --points spread over the table)
+    #[arg(long, value_parser = parse_fds)]
+    pub at: Option<std::vec::Vec<u64>>,
+    /// How many n to spread over the table when --at is not given
+    #[arg(long, default_value_t = 20)]
+    pub points: usize,
+    /// Measurements per n; the table shows medians
+    #[arg(long, default_value_t = 11)]
+    pub repeat: usize,
+    /// The call timed: open (/dev/null, as the seed) or dup (the allocation alone)
+    #[arg(long, default_value = "open", value_parser = parse_op)]
+    pub op: fdalloc::Op,
+    /// Write the report as JSON to this file (`-`: stdout, instead of the table)
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MallocArgs {
+    /// Numbers of workers, comma-separated
+    #[arg(long, default_value = "1,2,4,8,16,32,64", value_parser = evlab_micro::parse_counts)]
+    pub workers: std::vec::Vec<usize>,
+    /// Workers as threads, processes (forked), or both
+    #[arg(long, default_value = "both", value_parser = ["threads", "processes", "both"])]
+    pub mode: String,
+    /// malloc/free pairs per worker
+    #[arg(long, default_value_t = 10_000_000)]
+    pub iterations: u64,
+    /// Bytes per allocation
+    #[arg(long, default_value_t = 512)]
+    pub size: usize,
+    /// Runs per point; the table shows medians
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Write the report as JSON to this file (`-`: stdout, instead of the table)
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+fn parse_fds(s: &str) -> Result<std::vec::Vec<u64>, String> {
+    Ok(evlab_micro::parse_counts(s)?
+        .into_iter()
+        .map(|n| n as u64)
+        .collect())
+}
+
+fn parse_op(s: &str) -> Result<fdalloc::Op, String> {
+    fdalloc::Op::from_name(s).ok_or_else(|| format!("unknown op '{s}'; valid: open, dup"))
+}
+
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab micro fdalloc
+      the cost of the next two opens after closing the n-th of many descriptors
+  evlab micro malloc --json malloc.json
+      balanced malloc/free pairs across threads and processes, the report as JSON too
+
+Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    match a.bench {
+        Bench::Fdalloc(a) => run_fdalloc(a),
+        Bench::Malloc(a) => run_malloc(a),
+    }
+}
+
+fn run_fdalloc(a: FdallocArgs) -> anyhow::Result<()> {
+    let cfg = fdalloc::Config {
+        total: a.total,
+        at: a.at,
+        points: a.points,
+        repeat: a.repeat,
+        op: a.op,
+    };
+    let r = fdalloc::run(&cfg)?;
+    Ok(evlab_micro::emit(&r, a.json.as_deref(), || {
+        fdalloc::render(&r)
+    })?)
+}
+
+fn run_malloc(a: MallocArgs) -> anyhow::Result<()> {
+    let modes = match a.mode.as_str() {
+        "threads" => vec![malloc::Mode::Threads],
+        "processes" => vec![malloc::Mode::Processes],
+        _ => vec![malloc::Mode::Threads, malloc::Mode::Processes],
+    };
+    let cfg = malloc::Config {
+        modes,
+        workers: a.workers,
+        iterations: a.iterations,
+        size: a.size,
+        repeat: a.repeat,
+    };
+    let r = malloc::run(&cfg, |p| {
+        eprintln!(
+            "malloc: {} {}: {:.3} s wall, {:.1} ns/pair",
+            p.workers,
+            p.mode.name(),
+            p.wall_seconds,
+            p.ns_per_pair
+        );
+    })?;
+    Ok(evlab_micro::emit(&r, a.json.as_deref(), || {
+        malloc::render(&r)
+    })?)
+}

@@ -1,0 +1,229 @@
+//! evlab-micro: the seeds' micro-benchmarks, as library code behind thin `evlab` subcommands.
+//!
+//! - [`pipetest`]: Ben LaHaise's pipetest from the LSE epoll page — tokens passed between
+//!   pipes, the passes per second against the number of pipes, for every readiness mechanism
+//!   of the registry.
+//! - [`herd`]: the Linux Scalability Project's thundering herd in `accept`, for blocking accept,
+//!   poll, epoll on a shared listener, EPOLLEXCLUSIVE, SO_REUSEPORT and io_uring accept.
+//! - [`fdalloc`]: the LSP's descriptor-allocation micro-benchmark (close the first and the n-th
+//!   descriptor, time the next two opens).
+//! - [`malloc`]: the LSP's malloc-test, balanced `malloc`/`free` across threads and processes.
+//!
+//! Each benchmark returns a serde report (the `--json` of its subcommand) and renders a text
+//! table. No benchmark asserts anything about speed; the invariants that do not depend on it
+//! (pass counts, accept counts, descriptor numbers) are checked by the tests.
+//!
+//! `unsafe` stays in `evlab-poll`: process-level calls (fork, getrusage, pipes, io_uring accept)
+//! go through its safe wrappers in `evlab_poll::sys`.
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+pub mod fdalloc;
+pub mod herd;
+pub mod malloc;
+pub mod pipetest;
+pub mod stats;
+pub mod table;
+
+/// What a benchmark could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum MicroError {
+    /// A configuration that cannot run; the message says which value and why.
+    #[error("{0}")]
+    Config(String),
+    /// A system call failed; `what` says what was being done.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl MicroError {
+    pub fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> MicroError {
+        let what = what.into();
+        move |source| MicroError::Io { what, source }
+    }
+}
+
+/// The machine a report was measured on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// `uname -r`.
+    pub kernel: String,
+    /// CPUs this process may run on.
+    pub cpus: usize,
+    /// The GNU C library's version (whose `malloc` the Rust `System` allocator calls).
+    pub glibc: String,
+    /// The open-descriptor limit (soft) after raising it to the hard limit.
+    pub nofile: u64,
+}
+
+impl Machine {
+    /// Describes this machine; raises the soft descriptor limit to the hard one first.
+    pub fn here() -> Machine {
+        let _ = evlab_poll::raise_fd_limit();
+        Machine {
+            kernel: evlab_poll::sys::uname()
+                .map(|u| u.release)
+                .unwrap_or_default(),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            glibc: evlab_poll::sys::glibc_version(),
+            nofile: evlab_poll::sys::nofile_limit()
+                .map(|(soft, _)| soft)
+                .unwrap_or(0),
+        }
+    }
+
+    /// One line for the head of a table.
+    pub fn line(&self) -> String {
+        format!(
+            "Linux {}, {} CPUs, glibc {}, {} descriptors",
+            self.kernel, self.cpus, self.glibc, self.nofile
+        )
+    }
+}
+
+/// Whether a seed's finding holds on this run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Holds,
+    DoesNotHold,
+    /// The run lacks the points the finding needs.
+    NotMeasured,
+}
+
+/// One of the seed's findings, judged on a run, with the numbers that decided it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub claim: String,
+    pub verdict: Verdict,
+    pub evidence: String,
+}
+
+impl Finding {
+    pub fn new(claim: &str, holds: Option<bool>, evidence: String) -> Finding {
+        Finding {
+            claim: claim.to_string(),
+            verdict: match holds {
+                Some(true) => Verdict::Holds,
+                Some(false) => Verdict::DoesNotHold,
+                None => Verdict::NotMeasured,
+            },
+            evidence,
+        }
+    }
+}
+
+/// The findings as lines under a table.
+pub fn render_findings(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nthe seed's findings on this run:\n");
+    for f in findings {
+        let v = match f.verdict {
+            Verdict::Holds => "holds",
+            Verdict::DoesNotHold => "does not hold",
+            Verdict::NotMeasured => "not measured",
+        };
+        out.push_str(&format!("  {}: {v} — {}\n", f.claim, f.evidence));
+    }
+    out
+}
+
+/// Parses a comma-separated list of counts (`10,100,1000`); `_` may group digits.
+pub fn parse_counts(s: &str) -> Result<Vec<usize>, String> {
+    let v: Result<Vec<usize>, String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.replace('_', "")
+                .parse::<usize>()
+                .map_err(|_| format!("'{p}' is not a count"))
+        })
+        .collect();
+    match v {
+        Ok(v) if v.is_empty() => Err(format!("'{s}': no count given")),
+        v => v,
+    }
+}
+
+/// Parses `all` (every readiness mechanism) or a comma-separated list of mechanism names.
+pub fn parse_mechanisms(s: &str) -> Result<Vec<evlab_poll::Mechanism>, String> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(pipetest::readiness_mechanisms());
+    }
+    let v: Result<Vec<_>, String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| evlab_poll::Mechanism::from_name(p).map_err(|e| e.to_string()))
+        .collect();
+    match v {
+        Ok(v) if v.is_empty() => Err(format!("'{s}': no mechanism given")),
+        v => v,
+    }
+}
+
+/// Writes a report as pretty JSON to `path`, or to stdout when `path` is `-`.
+pub fn write_json<T: Serialize>(report: &T, path: &std::path::Path) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(report).map_err(io::Error::other)? + "\n";
+    if path.as_os_str() == "-" {
+        use std::io::Write;
+        let mut out = io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()
+    } else {
+        std::fs::write(path, text)
+    }
+}
+
+/// A subcommand's output: the report as JSON to `json` if given (`-`: stdout), and the table
+/// on stdout unless the JSON went there.
+pub fn emit<T: Serialize>(
+    report: &T,
+    json: Option<&std::path::Path>,
+    table: impl FnOnce() -> String,
+) -> io::Result<()> {
+    if let Some(p) = json {
+        write_json(report, p).map_err(|e| {
+            io::Error::new(e.kind(), format!("writing --json {}: {e}", p.display()))
+        })?;
+    }
+    if json.is_none_or(|p| p.as_os_str() != "-") {
+        use std::io::Write;
+        let mut out = io::stdout().lock();
+        out.write_all(table().as_bytes())?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_and_errors_name_the_culprit() {
+        assert_eq!(parse_counts("10, 100,1_000").unwrap(), vec![10, 100, 1000]);
+        assert!(parse_counts("10,x").unwrap_err().contains("'x'"));
+        assert!(parse_counts(" , ").is_err());
+        assert_eq!(
+            parse_mechanisms("all").unwrap(),
+            pipetest::readiness_mechanisms()
+        );
+        assert_eq!(
+            parse_mechanisms("poll,epoll").unwrap(),
+            vec![evlab_poll::Mechanism::Poll, evlab_poll::Mechanism::EpollLt]
+        );
+        assert!(parse_mechanisms("kqueue").unwrap_err().contains("kqueue"));
+    }
+}

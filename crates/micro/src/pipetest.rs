@@ -1,0 +1,739 @@
+//! pipetest: Ben LaHaise's scalability test of readiness on pipes (the LSE epoll page).
+//!
+//! `num_pipes` non-blocking pipes are made and the read end of every one is registered for
+//! readability. `message_threads` tokens — not OS threads: one thread runs everything — start
+//! at generation 0. Each time a token is read from a pipe it counts as a pass, its generation
+//! goes up, and unless it reached `max_generation` it is written to its next pipe. The writes
+//! wait in a queue and go out just before the next wait, as in the C program. The clock runs
+//! from seeding the tokens (the pipes are made and registered before) to the last token's last
+//! pass, and the figure is passes per second, against the number of pipes.
+//!
+//! With one message thread at most one pipe holds data at any time while all the others are
+//! registered and idle: poll and select copy and scan every one of them at every wait, epoll
+//! only hands back the one that is ready. That is the seed's figure: poll falling as the pipes
+//! grow, epoll flat.
+//!
+//! Where the next pipe is ([`Route`]): the surviving pipetest.c (Red Hat's 2006 revision)
+//! writes a token back to the same pipe, `num_pipes - thread - 1`, and keeps the rule it
+//! replaced under `#if 0`: pipe `(generation × 17 + thread + thread × (num_pipes /
+//! message_threads)) mod num_pipes`, which passes the token round the pipes. The 2002 program
+//! the seed ran is not available; evlab takes the older rule as the default (`stride17`) and
+//! offers the other as `last`. For poll and select the two cost the same; for epoll only the
+//! ready descriptor is touched either way.
+//!
+//! Deviations from the C program, none of which changes the work per pass:
+//! - a read takes up to 256 tokens (the C program asked for one token's bytes). With one
+//!   message thread a pipe never holds more than one token, so this is the same single read;
+//!   with several it lets an edge-triggered mechanism drain the pipe in one read (a read
+//!   shorter than the buffer proves it empty), where the C program only ran level-triggered;
+//! - every mechanism waits with a 100 ms timeout (the C program's epoll did; its poll waited
+//!   forever), so that a stalled run ends with an error instead of hanging;
+//! - the clock is `Instant` (CLOCK_MONOTONIC), not `gettimeofday`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use evlab_poll::sys::{self, Syscall};
+use evlab_poll::{Events, Interest, Kind, Mechanism, Poller, Support, Token};
+use serde::{Deserialize, Serialize};
+
+use crate::stats::median;
+use crate::table::{num, Table};
+use crate::{render_findings, Finding, Machine, MicroError};
+
+/// A token's bytes: generation (i64), the read end it was sent to (i32), its thread (i32), as
+/// C's `struct token`.
+pub const TOKEN_BYTES: usize = 16;
+/// Tokens one read may take.
+const READ_TOKENS: usize = 256;
+/// Descriptors kept free beside the pipes (the mechanism's own, stdio, the ring of io_uring).
+pub const FD_SLOP: u64 = 64;
+
+/// How a token's next pipe is chosen.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Route {
+    /// `(generation × 17 + thread + thread × (num_pipes / message_threads)) mod num_pipes`: the
+    /// rule the 2006 revision kept under `#if 0`; the token goes round the pipes.
+    #[default]
+    Stride17,
+    /// `num_pipes - thread - 1`: the 2006 revision's rule; each token stays on one pipe.
+    Last,
+}
+
+impl Route {
+    pub const NAMES: [&'static str; 2] = ["stride17", "last"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Stride17 => "stride17",
+            Route::Last => "last",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Route> {
+        match s {
+            "stride17" => Some(Route::Stride17),
+            "last" => Some(Route::Last),
+            _ => None,
+        }
+    }
+
+    /// The pipe a token of `thread` at `generation` is written to.
+    pub fn pipe(self, generation: u64, thread: usize, pipes: usize, threads: usize) -> usize {
+        match self {
+            Route::Stride17 => {
+                let spread = (pipes / threads.max(1)) as u64;
+                let t = thread as u64;
+                ((generation.wrapping_mul(17) + t + t * spread) % pipes as u64) as usize
+            }
+            Route::Last => pipes - (thread % pipes) - 1,
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub mechanisms: Vec<Mechanism>,
+    /// The numbers of pipes, one point each.
+    pub pipes: Vec<usize>,
+    /// Tokens in flight (the C program's `message_threads`).
+    pub message_threads: usize,
+    /// Passes each token makes (the C program's `max_generation`).
+    pub max_generation: u64,
+    pub route: Route,
+    /// Runs per point; the point's figure is their median.
+    pub repeat: usize,
+    /// A run that passes no token for this long fails.
+    pub stall_timeout: Duration,
+}
+
+impl Default for Config {
+    /// The seed's configuration: one message thread, 300 generations.
+    fn default() -> Config {
+        Config {
+            mechanisms: readiness_mechanisms(),
+            pipes: vec![10, 100, 1000, 10000, 16000],
+            message_threads: 1,
+            max_generation: 300,
+            route: Route::default(),
+            repeat: 3,
+            stall_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Every readiness mechanism of the registry, in its order: the ones pipetest can run.
+pub fn readiness_mechanisms() -> Vec<Mechanism> {
+    Mechanism::ALL
+        .into_iter()
+        .filter(|m| m.kind() == Kind::Readiness)
+        .collect()
+}
+
+/// The report (`evlab pipetest --json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub benchmark: String,
+    pub machine: Machine,
+    pub message_threads: usize,
+    pub max_generation: u64,
+    pub route: Route,
+    pub repeat: usize,
+    pub mechanisms: Vec<String>,
+    pub pipes: Vec<usize>,
+    pub points: Vec<Point>,
+    /// The seed's findings judged on this run.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+}
+
+/// The outcome of one point.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    /// Not run: the mechanism is unavailable or the descriptors do not fit; see `reason`.
+    Skipped,
+    /// A run failed; see `reason`.
+    Failed,
+}
+
+/// One mechanism at one number of pipes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub mechanism: String,
+    pub pipes: usize,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The median over the runs of passes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes_per_sec: Option<f64>,
+    pub runs: Vec<Run>,
+}
+
+/// One run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Tokens read: always message_threads × max_generation.
+    pub passes: u64,
+    pub seconds: f64,
+    pub passes_per_sec: f64,
+    /// Time to register the pipes' read ends (not in `seconds`).
+    pub setup_seconds: f64,
+    /// Calls to the mechanism's wait.
+    pub waits: u64,
+    /// Events the mechanism returned.
+    pub events: u64,
+    /// Reads that found the pipe empty (events that were stale or spurious).
+    pub empty_reads: u64,
+    /// Counted syscalls made while the clock ran, by name.
+    pub syscalls: BTreeMap<String, u64>,
+}
+
+/// Runs every point, calling `progress` after each; a failed point is reported and the sweep
+/// goes on.
+pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, MicroError> {
+    validate(cfg)?;
+    let machine = Machine::here();
+    let mut points = Vec::new();
+    for &pipes in &cfg.pipes {
+        for &m in &cfg.mechanisms {
+            let p = point(cfg, m, pipes, machine.nofile);
+            progress(&p);
+            points.push(p);
+        }
+    }
+    let mut r = Report {
+        benchmark: "pipetest".into(),
+        machine,
+        message_threads: cfg.message_threads,
+        max_generation: cfg.max_generation,
+        route: cfg.route,
+        repeat: cfg.repeat,
+        mechanisms: cfg
+            .mechanisms
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect(),
+        pipes: cfg.pipes.clone(),
+        points,
+        findings: Vec::new(),
+    };
+    r.findings = findings(&r);
+    Ok(r)
+}
+
+fn validate(cfg: &Config) -> Result<(), MicroError> {
+    let bad = |s: String| Err(MicroError::Config(s));
+    if cfg.mechanisms.is_empty() {
+        return bad("no mechanism to run".into());
+    }
+    if let Some(m) = cfg.mechanisms.iter().find(|m| m.kind() != Kind::Readiness) {
+        return bad(format!(
+            "{m} is not a readiness mechanism; pipetest runs {}",
+            readiness_mechanisms()
+                .iter()
+                .map(|m| m.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if cfg.pipes.is_empty() {
+        return bad("no number of pipes given".into());
+    }
+    if let Some(p) = cfg.pipes.iter().find(|&&p| p < 2) {
+        return bad(format!("{p} pipes: pipetest needs at least 2"));
+    }
+    if cfg.message_threads == 0 {
+        return bad("message threads must be at least 1".into());
+    }
+    if cfg.max_generation == 0 {
+        return bad("max generation must be at least 1".into());
+    }
+    if cfg.repeat == 0 {
+        return bad("repeat must be at least 1".into());
+    }
+    // A pipe holds 64 KiB: at most 4,096 tokens may wait in one.
+    if cfg.message_threads > 4096 {
+        return bad(format!(
+            "{} message threads: at most 4,096 (a pipe's 64 KiB of tokens)",
+            cfg.message_threads
+        ));
+    }
+    Ok(())
+}
+
+fn point(cfg: &Config, m: Mechanism, pipes: usize, nofile: u64) -> Point {
+    let mut p = Point {
+        mechanism: m.name().to_string(),
+        pipes,
+        status: Status::Ok,
+        reason: None,
+        passes_per_sec: None,
+        runs: Vec::new(),
+    };
+    if let Support::No(why) = m.support() {
+        p.status = Status::Skipped;
+        p.reason = Some(format!("{m} unavailable: {why}"));
+        return p;
+    }
+    let need = 2 * pipes as u64 + FD_SLOP;
+    if need > nofile {
+        p.status = Status::Skipped;
+        p.reason = Some(format!(
+            "{pipes} pipes need {need} descriptors; the limit is {nofile} (raise the hard \
+             RLIMIT_NOFILE)"
+        ));
+        return p;
+    }
+    for _ in 0..cfg.repeat {
+        match run_dyn(m, cfg, pipes) {
+            Ok(r) => p.runs.push(r),
+            Err(e) => {
+                p.status = Status::Failed;
+                p.reason = Some(format!("{m} with {pipes} pipes: {e}"));
+                return p;
+            }
+        }
+    }
+    let rates: Vec<f64> = p.runs.iter().map(|r| r.passes_per_sec).collect();
+    p.passes_per_sec = median(&rates);
+    p
+}
+
+/// Runs once with the mechanism `m`, dispatched to its type through the registry.
+pub fn run_dyn(m: Mechanism, cfg: &Config, pipes: usize) -> io::Result<Run> {
+    macro_rules! dispatch {
+        ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
+            match m {
+                $(Mechanism::$v => dispatch!(@run $kind $args),)*
+            }
+        };
+        (@run readiness ($ty:ty)) => { run_once::<$ty>(cfg, pipes) };
+        (@run completion $args:tt) => {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{m} is not a readiness mechanism"),
+            ))
+        };
+    }
+    evlab_poll::for_each_mechanism!(dispatch)
+}
+
+/// The pipes of one run; closed when dropped.
+struct Pipes(Vec<(RawFd, RawFd)>);
+
+impl Pipes {
+    fn make(n: usize) -> io::Result<Pipes> {
+        let mut p = Pipes(Vec::with_capacity(n));
+        for _ in 0..n {
+            p.0.push(sys::pipe()?);
+        }
+        Ok(p)
+    }
+}
+
+impl Drop for Pipes {
+    fn drop(&mut self) {
+        for &(r, w) in &self.0 {
+            let _ = sys::close(r);
+            let _ = sys::close(w);
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Toke {
+    generation: i64,
+    tofd: i32,
+    thread: i32,
+}
+
+impl Toke {
+    fn bytes(&self) -> [u8; TOKEN_BYTES] {
+        let mut b = [0u8; TOKEN_BYTES];
+        b[..8].copy_from_slice(&self.generation.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.tofd.to_ne_bytes());
+        b[12..].copy_from_slice(&self.thread.to_ne_bytes());
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> Toke {
+        let word = |at: usize| -> [u8; 4] { b[at..at + 4].try_into().unwrap() };
+        Toke {
+            generation: i64::from_ne_bytes(b[..8].try_into().unwrap()),
+            tofd: i32::from_ne_bytes(word(8)),
+            thread: i32::from_ne_bytes(word(12)),
+        }
+    }
+}
+
+/// One run with the mechanism `P`: make and register the pipes, seed the tokens, pass them
+/// until every one reached `max_generation`.
+pub fn run_once<P: Poller>(cfg: &Config, npipes: usize) -> io::Result<Run> {
+    let pipes = Pipes::make(npipes)?;
+    let mut poller = P::new()?;
+    let t_setup = Instant::now();
+    for (i, &(r, _)) in pipes.0.iter().enumerate() {
+        poller.register(r, Token(i), Interest::READABLE)?;
+    }
+    let setup_seconds = t_setup.elapsed().as_secs_f64();
+
+    let threads = cfg.message_threads;
+    let max_gen = cfg.max_generation as i64;
+    let mut events = Events::with_capacity(npipes.min(1024));
+    let mut pending: Vec<(usize, Toke)> = Vec::with_capacity(threads);
+    let mut buf = vec![0u8; READ_TOKENS * TOKEN_BYTES];
+    let send = |pending: &mut Vec<(usize, Toke)>, mut t: Toke| {
+        let idx = cfg
+            .route
+            .pipe(t.generation as u64, t.thread as usize, npipes, threads);
+        t.tofd = pipes.0[idx].0;
+        pending.push((idx, t));
+    };
+    let (mut passes, mut complete, mut waits, mut nevents, mut empty_reads) =
+        (0u64, 0usize, 0u64, 0u64, 0u64);
+
+    let counters = sys::thread_counters();
+    let before = counters.snapshot();
+    let start = Instant::now();
+    for thread in 0..threads {
+        send(
+            &mut pending,
+            Toke {
+                generation: 0,
+                tofd: -1,
+                thread: thread as i32,
+            },
+        );
+    }
+    let mut last_pass = Instant::now();
+    while complete < threads {
+        for (idx, t) in pending.drain(..) {
+            let n = sys::write(pipes.0[idx].1, &t.bytes())?;
+            if n != TOKEN_BYTES {
+                return Err(io::Error::other(format!(
+                    "short write of a token: {n} of {TOKEN_BYTES} bytes"
+                )));
+            }
+        }
+        let n = poller.wait(&mut events, Some(Duration::from_millis(100)))?;
+        waits += 1;
+        nevents += n as u64;
+        if n == 0 {
+            if last_pass.elapsed() > cfg.stall_timeout {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "no token passed for {:?} ({passes} passes done, {} tokens left)",
+                        cfg.stall_timeout,
+                        threads - complete
+                    ),
+                ));
+            }
+            continue;
+        }
+        for ev in events.iter() {
+            if !ev.readable() {
+                continue;
+            }
+            let idx = ev.token.0;
+            let r = pipes.0[idx].0;
+            let mut first = true;
+            loop {
+                let got = match sys::read(r, &mut buf) {
+                    Ok(0) => return Err(io::Error::other(format!("EOF on pipe {idx}"))),
+                    Ok(k) => k,
+                    Err(e) if sys::would_block(&e) => {
+                        if first {
+                            empty_reads += 1;
+                        }
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
+                first = false;
+                if got % TOKEN_BYTES != 0 {
+                    return Err(io::Error::other(format!(
+                        "read {got} bytes from pipe {idx}: not whole tokens"
+                    )));
+                }
+                for chunk in buf[..got].chunks_exact(TOKEN_BYTES) {
+                    let mut t = Toke::from_bytes(chunk);
+                    if t.tofd != r {
+                        return Err(io::Error::other(format!(
+                            "a token for descriptor {} arrived on {r}",
+                            t.tofd
+                        )));
+                    }
+                    passes += 1;
+                    t.generation += 1;
+                    if t.generation < max_gen {
+                        send(&mut pending, t);
+                    } else {
+                        complete += 1;
+                    }
+                }
+                last_pass = Instant::now();
+                if got < buf.len() {
+                    break;
+                }
+            }
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let d = counters.snapshot().since(&before);
+    let syscalls = Syscall::ALL
+        .iter()
+        .filter(|s| d.calls(**s) > 0)
+        .map(|s| (s.name().to_string(), d.calls(*s)))
+        .collect();
+    drop(poller);
+    drop(pipes);
+    Ok(Run {
+        passes,
+        seconds,
+        passes_per_sec: if seconds > 0.0 {
+            passes as f64 / seconds
+        } else {
+            0.0
+        },
+        setup_seconds,
+        waits,
+        events: nevents,
+        empty_reads,
+        syscalls,
+    })
+}
+
+/// The LSE page's findings: poll falls as the pipes grow, sys_epoll (level-triggered) does not.
+pub fn findings(r: &Report) -> Vec<Finding> {
+    // A mechanism's rate at the fewest and at the most pipes it was measured with.
+    let ends = |m: &str| -> Option<((usize, f64), (usize, f64))> {
+        let mut pts: Vec<(usize, f64)> = r
+            .points
+            .iter()
+            .filter(|p| p.mechanism == m)
+            .filter_map(|p| p.passes_per_sec.map(|v| (p.pipes, v)))
+            .filter(|p| p.1 > 0.0)
+            .collect();
+        pts.sort_by_key(|p| p.0);
+        let (a, b) = (*pts.first()?, *pts.last()?);
+        (b.0 > a.0).then_some((a, b))
+    };
+    let ratio = |e: ((usize, f64), (usize, f64))| e.1 .1 / e.0 .1;
+    let say = |m: &str, e: Option<((usize, f64), (usize, f64))>| match e {
+        Some((a, b)) => format!(
+            "{m}: {} passes/s at {} pipes, {} at {} (x{:.3})",
+            num(a.1, 0),
+            a.0,
+            num(b.1, 0),
+            b.0,
+            b.1 / a.1
+        ),
+        None => format!("{m} was not measured at two numbers of pipes"),
+    };
+    let (poll, ep) = (ends("poll"), ends("epoll-lt"));
+    vec![
+        Finding::new(
+            "poll falls as the pipes grow",
+            poll.map(|e| ratio(e) <= 0.5),
+            say("poll", poll),
+        ),
+        Finding::new(
+            "epoll falls far less than poll (at least 4 times less)",
+            poll.zip(ep).map(|(p, e)| ratio(e) >= 4.0 * ratio(p)),
+            format!("{}; {}", say("epoll-lt", ep), say("poll", poll)),
+        ),
+        Finding::new(
+            "epoll stays flat (keeps half its rate or more)",
+            ep.map(|e| ratio(e) >= 0.5),
+            say("epoll-lt", ep),
+        ),
+    ]
+}
+
+/// The seed's figure as a table: one row per number of pipes, one column of passes per second
+/// per mechanism.
+pub fn render(r: &Report) -> String {
+    let mut out = format!(
+        "pipetest: {} message thread(s), {} generations, route {}, median of {} run(s)\n{}\n\n",
+        r.message_threads,
+        r.max_generation,
+        r.route.name(),
+        r.repeat,
+        r.machine.line()
+    );
+    let mut t = Table::new(std::iter::once("pipes".to_string()).chain(r.mechanisms.clone()));
+    for &pipes in &r.pipes {
+        let cells = r.mechanisms.iter().map(|m| {
+            match r
+                .points
+                .iter()
+                .find(|p| p.pipes == pipes && &p.mechanism == m)
+            {
+                Some(Point {
+                    passes_per_sec: Some(v),
+                    ..
+                }) => num(*v, 0),
+                Some(p) => match p.status {
+                    Status::Skipped => "skipped".into(),
+                    _ => "failed".into(),
+                },
+                None => "-".into(),
+            }
+        });
+        t.row(std::iter::once(pipes.to_string()).chain(cells));
+    }
+    out.push_str("passes per second\n");
+    out.push_str(&t.render());
+    let notes: Vec<String> = r
+        .points
+        .iter()
+        .filter_map(|p| {
+            p.reason
+                .as_ref()
+                .map(|why| format!("  {}: {why}", p.mechanism))
+        })
+        .collect();
+    if !notes.is_empty() {
+        out.push_str("\nnot measured:\n");
+        let mut seen = std::collections::HashSet::new();
+        for n in notes {
+            if seen.insert(n.clone()) {
+                out.push_str(&n);
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str(&render_findings(&r.findings));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Verdict;
+
+    #[test]
+    fn routes_follow_the_c_program() {
+        // 2006: every token of thread t stays on pipe n - t - 1.
+        assert_eq!(Route::Last.pipe(0, 0, 10, 1), 9);
+        assert_eq!(Route::Last.pipe(99, 2, 10, 3), 7);
+        // The older rule: generation × 17 + thread + thread × (n / threads), mod n.
+        assert_eq!(Route::Stride17.pipe(0, 0, 10, 1), 0);
+        assert_eq!(Route::Stride17.pipe(1, 0, 10, 1), 7);
+        assert_eq!(Route::Stride17.pipe(5, 1, 100, 2), (85 + 1 + 50) % 100);
+        // It goes round every pipe when 17 and the count are coprime.
+        let seen: std::collections::HashSet<usize> =
+            (0..10).map(|g| Route::Stride17.pipe(g, 0, 10, 1)).collect();
+        assert_eq!(seen.len(), 10);
+        for n in Route::NAMES {
+            assert_eq!(Route::from_name(n).unwrap().name(), n);
+        }
+    }
+
+    #[test]
+    fn token_bytes_round_trip() {
+        let t = Toke {
+            generation: 299,
+            tofd: 17,
+            thread: 3,
+        };
+        let u = Toke::from_bytes(&t.bytes());
+        assert_eq!((u.generation, u.tofd, u.thread), (299, 17, 3));
+    }
+
+    #[test]
+    fn every_pass_is_counted_for_poll_and_epoll() {
+        let cfg = Config {
+            message_threads: 3,
+            max_generation: 20,
+            ..Config::default()
+        };
+        for route in [Route::Stride17, Route::Last] {
+            let cfg = Config {
+                route,
+                ..cfg.clone()
+            };
+            let r = run_once::<evlab_poll::Poll>(&cfg, 5).unwrap();
+            assert_eq!(r.passes, 60);
+            assert!(r.syscalls["poll"] >= 1, "{:?}", r.syscalls);
+            let r = run_once::<evlab_poll::EpollEt>(&cfg, 7).unwrap();
+            assert_eq!(r.passes, 60);
+        }
+    }
+
+    #[test]
+    fn findings_compare_the_ends_of_each_line() {
+        let pt = |m: &str, pipes: usize, v: Option<f64>| Point {
+            mechanism: m.into(),
+            pipes,
+            status: if v.is_some() {
+                Status::Ok
+            } else {
+                Status::Skipped
+            },
+            reason: None,
+            passes_per_sec: v,
+            runs: vec![],
+        };
+        let mut r = Report {
+            benchmark: "pipetest".into(),
+            machine: Machine::here(),
+            message_threads: 1,
+            max_generation: 300,
+            route: Route::Stride17,
+            repeat: 1,
+            mechanisms: vec!["poll".into(), "epoll-lt".into()],
+            pipes: vec![10, 1000, 16000],
+            points: vec![
+                pt("poll", 10, Some(100_000.0)),
+                pt("poll", 1000, Some(5_000.0)),
+                pt("poll", 16000, None),
+                pt("epoll-lt", 10, Some(100_000.0)),
+                pt("epoll-lt", 1000, Some(90_000.0)),
+            ],
+            findings: vec![],
+        };
+        let v: Vec<Verdict> = findings(&r).iter().map(|f| f.verdict).collect();
+        assert_eq!(v, [Verdict::Holds; 3]);
+        r.points[4].passes_per_sec = Some(30_000.0);
+        let f = findings(&r);
+        assert_eq!(
+            f.iter().map(|f| f.verdict).collect::<Vec<_>>(),
+            [Verdict::Holds, Verdict::Holds, Verdict::DoesNotHold]
+        );
+        assert!(f[2].evidence.contains("x0.300"), "{}", f[2].evidence);
+        r.points.retain(|p| p.mechanism == "poll" && p.pipes == 10);
+        assert!(findings(&r)
+            .iter()
+            .all(|f| f.verdict == Verdict::NotMeasured));
+    }
+
+    #[test]
+    fn bad_configurations_say_what_is_wrong() {
+        let e = |c: Config| validate(&c).unwrap_err().to_string();
+        let d = Config::default();
+        assert!(e(Config {
+            pipes: vec![1],
+            ..d.clone()
+        })
+        .contains("at least 2"));
+        assert!(e(Config {
+            mechanisms: vec![Mechanism::Uring],
+            ..d.clone()
+        })
+        .contains("not a readiness mechanism"));
+        assert!(e(Config {
+            message_threads: 0,
+            ..d.clone()
+        })
+        .contains("message threads"));
+    }
+}

@@ -1,0 +1,341 @@
+//! Safe wrappers for the micro-benchmarks (`crates/micro`): resource usage with context
+//! switches, forking a worker process, blocking pipes, a connect from a chosen source address, a
+//! single io_uring accept, and the C library's version.
+//!
+//! None of these is on a server's hot path, so none is counted except where a counted wrapper is
+//! reused (`socket`, `bind`, `connect`, `io_uring_enter`).
+
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{FromRawFd, OwnedFd as StdOwnedFd, RawFd};
+use std::time::Duration;
+
+use super::{count_io, Syscall};
+use crate::sys::CpuTime;
+
+// ---- usage ----
+
+/// What `getrusage` says about a thread or a process: CPU time and context switches.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub cpu: CpuTime,
+    /// Voluntary context switches: each time the thread slept (blocked in a wait).
+    pub voluntary: u64,
+    /// Involuntary context switches: each time the scheduler took the CPU away.
+    pub involuntary: u64,
+}
+
+impl Usage {
+    /// `self - earlier`, saturating.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            cpu: CpuTime {
+                user: self.cpu.user.saturating_sub(earlier.cpu.user),
+                system: self.cpu.system.saturating_sub(earlier.cpu.system),
+            },
+            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+        }
+    }
+}
+
+fn usage(who: libc::c_int) -> io::Result<Usage> {
+    // SAFETY: rusage is plain integers, for which all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is valid for writing.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let d = |tv: libc::timeval| {
+        Duration::from_secs(tv.tv_sec.max(0) as u64)
+            + Duration::from_micros(tv.tv_usec.max(0) as u64)
+    };
+    Ok(Usage {
+        cpu: CpuTime {
+            user: d(ru.ru_utime),
+            system: d(ru.ru_stime),
+        },
+        voluntary: ru.ru_nvcsw.max(0) as u64,
+        involuntary: ru.ru_nivcsw.max(0) as u64,
+    })
+}
+
+/// The calling thread's usage (RUSAGE_THREAD).
+pub fn usage_thread() -> io::Result<Usage> {
+    usage(libc::RUSAGE_THREAD)
+}
+
+/// The whole process's usage, every thread (RUSAGE_SELF).
+pub fn usage_process() -> io::Result<Usage> {
+    usage(libc::RUSAGE_SELF)
+}
+
+/// How many threads this process runs (the `Threads:` line of `/proc/self/status`).
+pub fn threads_in_process() -> io::Result<usize> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no Threads: line in /proc/self/status"))
+}
+
+// ---- worker processes ----
+
+/// Forks a child that runs `f` and exits with the code it returns (101 if it panics); returns
+/// the child's pid to the parent. The child is killed if the parent dies (PR_SET_PDEATHSIG).
+///
+/// Refused unless the process runs a single thread: a child of a threaded process inherits
+/// every lock another thread held at the fork (an allocator's, stdout's) with no one to release
+/// it. So fork the workers first, then start threads. `f` should not print through Rust's
+/// buffered stdout: the child leaves with `_exit`, which flushes nothing.
+pub fn fork_run<F: FnOnce() -> i32>(f: F) -> io::Result<u32> {
+    let threads = threads_in_process()?;
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "cannot fork a worker: {threads} threads are running, and the child would inherit \
+             their locks"
+        )));
+    }
+    // SAFETY: the process has one thread (checked above; only this thread could start another),
+    // so the child inherits no lock held by a thread it lacks. The child never returns from this
+    // function: it runs `f` and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            // SAFETY: prctl with PR_SET_PDEATHSIG takes plain integers.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(101);
+            // SAFETY: _exit ends the child at once: no destructor or atexit handler of the
+            // parent's state runs twice.
+            unsafe { libc::_exit(code) }
+        }
+        pid => Ok(pid as u32),
+    }
+}
+
+/// How a child process ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ChildExit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ChildExit {
+    pub fn success(self) -> bool {
+        self == ChildExit::Code(0)
+    }
+}
+
+impl std::fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChildExit::Code(c) => write!(f, "exit code {c}"),
+            ChildExit::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+/// Waits for the child `pid` to end (retrying on EINTR).
+pub fn wait_child(pid: u32) -> io::Result<ChildExit> {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `status` is valid for writing.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(if libc::WIFSIGNALED(status) {
+            ChildExit::Signal(libc::WTERMSIG(status))
+        } else {
+            ChildExit::Code(libc::WEXITSTATUS(status))
+        });
+    }
+}
+
+/// A blocking, close-on-exec pipe: (read end, write end).
+pub fn pipe_blocking() -> io::Result<(StdOwnedFd, StdOwnedFd)> {
+    let mut fds = [-1 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2(2) to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created for this call and are owned by nobody else.
+    Ok(unsafe {
+        (
+            StdOwnedFd::from_raw_fd(fds[0]),
+            StdOwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+// ---- sockets ----
+
+/// A blocking TCP connection to `dst` from the address `src` (port 0: the kernel picks the
+/// port at connect time, with IP_BIND_ADDRESS_NO_PORT, so that one address serves as many
+/// destinations as it has ports).
+pub fn connect_from(src: &SocketAddr, dst: &SocketAddr) -> io::Result<TcpStream> {
+    let domain = if dst.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    let fd = super::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)?;
+    // SAFETY: `fd` is a socket just created here and owned by nobody else.
+    let owned = unsafe { StdOwnedFd::from_raw_fd(fd) };
+    if src.port() == 0 {
+        super::setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+    }
+    super::bind(fd, src)?;
+    super::connect(fd, dst)?;
+    Ok(TcpStream::from(owned))
+}
+
+// ---- io_uring accept ----
+
+/// One `IORING_OP_ACCEPT` at a time on a listening socket, from a ring of the caller's own: the
+/// io_uring way of waiting for a connection. The kernel arms an exclusive poll on the listener
+/// for it, so one completion is posted per connection.
+pub struct UringAcceptor {
+    ring: io_uring::IoUring,
+    listener: RawFd,
+}
+
+impl std::fmt::Debug for UringAcceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UringAcceptor")
+            .field("listener", &self.listener)
+            .finish()
+    }
+}
+
+impl UringAcceptor {
+    /// Whether this kernel can do it, and if not, why.
+    pub fn support() -> crate::Support {
+        let s = crate::uring_probe::support();
+        crate::Support::unless(s.missing(&[("IORING_OP_ACCEPT", s.accept)]))
+    }
+
+    /// A ring for accepting on `listener` (which must stay open while this lives).
+    pub fn new(listener: RawFd) -> io::Result<UringAcceptor> {
+        Self::support().require("io_uring accept")?;
+        let ring = count_io(Syscall::IoUringSetup, || io_uring::IoUring::new(4))?;
+        Ok(UringAcceptor { ring, listener })
+    }
+
+    /// Submits one accept and sleeps until it completes; the new descriptor is close-on-exec
+    /// and blocking. An error the accept met (EINVAL once the listener is shut down) is returned.
+    pub fn accept(&mut self) -> io::Result<RawFd> {
+        let sqe = io_uring::opcode::Accept::new(
+            io_uring::types::Fd(self.listener),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+        .flags(libc::SOCK_CLOEXEC)
+        .build()
+        .user_data(1);
+        // SAFETY: the entry carries no pointer (null address and length are allowed), and the
+        // listener is a plain descriptor number.
+        unsafe { self.ring.submission().push(&sqe) }
+            .map_err(|_| io::Error::other("io_uring submission queue full"))?;
+        loop {
+            if let Some(cqe) = self.ring.completion().next() {
+                let r = cqe.result();
+                return if r < 0 {
+                    Err(io::Error::from_raw_os_error(-r))
+                } else {
+                    Ok(r as RawFd)
+                };
+            }
+            match count_io(Syscall::IoUringEnter, || self.ring.submit_and_wait(1)) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+// ---- the C library ----
+
+/// The version of the GNU C library this process runs with (`gnu_get_libc_version`).
+pub fn glibc_version() -> String {
+    // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
+    let p = unsafe { libc::gnu_get_libc_version() };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: `p` is a valid, static, NUL-terminated string (checked non-null above).
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn usage_counts_a_sleep_as_a_voluntary_switch() {
+        let before = usage_thread().unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let d = usage_thread().unwrap().since(&before);
+        assert!(d.voluntary >= 1, "{d:?}");
+        assert!(usage_process().unwrap().voluntary >= d.voluntary);
+        assert!(threads_in_process().unwrap() >= 1);
+        assert!(glibc_version().starts_with("2."), "{}", glibc_version());
+    }
+
+    #[test]
+    fn fork_is_refused_in_a_threaded_process() {
+        // The test harness runs threads, so this process is not single-threaded.
+        let _t = std::thread::spawn(|| std::thread::sleep(Duration::from_millis(200)));
+        let e = fork_run(|| 0).unwrap_err();
+        assert!(e.to_string().contains("threads are running"), "{e}");
+    }
+
+    #[test]
+    fn blocking_pipe_and_connect_from_a_chosen_source() {
+        let (r, w) = pipe_blocking().unwrap();
+        let mut w = std::fs::File::from(w);
+        w.write_all(b"x").unwrap();
+        let mut b = [0u8; 1];
+        std::fs::File::from(r).read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"x");
+
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let src: SocketAddr = "127.3.0.7:0".parse().unwrap();
+        let c = connect_from(&src, &l.local_addr().unwrap()).unwrap();
+        assert_eq!(c.local_addr().unwrap().ip(), src.ip());
+        let (_s, peer) = l.accept().unwrap();
+        assert_eq!(peer.ip(), src.ip());
+    }
+
+    #[test]
+    fn uring_accept_takes_a_connection_or_says_why_not() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+        let mut a = match UringAcceptor::new(fd) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || TcpStream::connect(addr).unwrap());
+        let c = a.accept().unwrap();
+        assert!(c >= 0);
+        super::super::close(c).unwrap();
+        drop(t.join().unwrap());
+    }
+}

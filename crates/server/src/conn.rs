@@ -424,6 +424,16 @@ impl BufPool {
         }
     }
 
+    /// Bytes of the buffers held for lending.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Buffers held for lending.
+    pub fn buffers(&self) -> usize {
+        self.bufs.len()
+    }
+
     /// Takes `v`'s buffer back if it holds nothing.
     #[inline]
     pub fn reclaim(&mut self, v: &mut Vec<u8>) {

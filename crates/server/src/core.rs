@@ -276,6 +276,10 @@ impl<X: Default> Core<X> {
             st.set_poller(&engine.poller_stats());
             st.timer_entries.set(self.ctx.timers.len() as u64);
             st.max_timer_entries.set(self.ctx.timers.max_len() as u64);
+            st.pool_bytes.set(self.ctx.pool.bytes() as u64);
+            st.pool_buffers.set(self.ctx.pool.buffers() as u64);
+            st.spare_shells.set(self.spares.len() as u64);
+            st.table_slots.set(self.conns.capacity() as u64);
         }
     }
 

@@ -31,7 +31,7 @@ use evlab_http::{CacheConfig, Limits};
 use evlab_poll::{sys, Mechanism, Support};
 
 pub use stats::{
-    ConnectionCounts, EventCounts, ServerStats, Shared, StatusCounts, SyscallCount, TimerCounts,
+    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, Shared, StatusCounts, SyscallCount, TimerCounts,
     WorkerCounts, WorkerStats,
 };
 

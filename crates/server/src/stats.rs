@@ -30,6 +30,9 @@ pub struct ServerStats {
     pub profile: bool,
     pub connections: ConnectionCounts,
     pub timers: TimerCounts,
+    /// What the workers keep for reuse (absent in reports written before it existed).
+    #[serde(default)]
+    pub memory: MemoryCounts,
     pub requests: u64,
     /// Responses per status class.
     pub responses: StatusCounts,
@@ -64,6 +67,20 @@ pub struct TimerCounts {
     pub entries: u64,
     /// The sum of each worker's largest queue.
     pub max_entries: u64,
+}
+
+/// What the workers hold for reuse, summed over workers: memory that follows the most
+/// connections open at once (shells, the descriptor-indexed table, pooled buffers), not the
+/// number served.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryCounts {
+    /// Bytes of buffers in the pools, lent to no connection.
+    pub pool_bytes: u64,
+    pub pool_buffers: u64,
+    /// Closed connections' shells kept for the next connections.
+    pub spare_shells: u64,
+    /// Slots of the descriptor-indexed connection tables (their capacity).
+    pub table_slots: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +180,11 @@ pub struct WorkerStats {
     /// Entries in the deadline queue now, and at most so far (bounded by the connections).
     pub timer_entries: Counter,
     pub max_timer_entries: Counter,
+    /// What the worker keeps for reuse now (see [`MemoryCounts`]).
+    pub pool_bytes: Counter,
+    pub pool_buffers: Counter,
+    pub spare_shells: Counter,
+    pub table_slots: Counter,
     pub io_errors: Counter,
     /// `uring` only: IORING_OP_ASYNC_CANCEL requests queued (each one a kernel lookup whose cost
     /// grows with the number of armed requests, i.e. with idle connections).
@@ -197,6 +219,10 @@ impl WorkerStats {
             send_timeouts: Counter::default(),
             timer_entries: Counter::default(),
             max_timer_entries: Counter::default(),
+            pool_bytes: Counter::default(),
+            pool_buffers: Counter::default(),
+            spare_shells: Counter::default(),
+            table_slots: Counter::default(),
             io_errors: Counter::default(),
             cancels: Counter::default(),
             waits: Counter::default(),
@@ -366,6 +392,12 @@ impl Shared {
             timers: TimerCounts {
                 entries: sum(&|w| w.timer_entries.get()),
                 max_entries: sum(&|w| w.max_timer_entries.get()),
+            },
+            memory: MemoryCounts {
+                pool_bytes: sum(&|w| w.pool_bytes.get()),
+                pool_buffers: sum(&|w| w.pool_buffers.get()),
+                spare_shells: sum(&|w| w.spare_shells.get()),
+                table_slots: sum(&|w| w.table_slots.get()),
             },
             requests,
             responses: StatusCounts {

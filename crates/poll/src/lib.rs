@@ -201,6 +201,10 @@ pub struct PollerStats {
     pub waits_from_memory: u64,
     /// Waits that entered the kernel.
     pub waits_from_kernel: u64,
+    /// Full rescans of every registered descriptor because the kernel's queue of events lost
+    /// some (rtsig: SIGIO after the signal queue overflowed, then one poll(2) sweep; also when
+    /// a file shared with another thread is handed over to this one).
+    pub overflows: u64,
 }
 
 impl PollerStats {
@@ -213,6 +217,7 @@ impl PollerStats {
         self.batches += o.batches;
         self.waits_from_memory += o.waits_from_memory;
         self.waits_from_kernel += o.waits_from_kernel;
+        self.overflows += o.overflows;
     }
 }
 

@@ -10,7 +10,8 @@
 //!
 //! Adding a readiness mechanism is its file in `crates/poll/src/` (a type implementing
 //! [`Poller`](crate::Poller), overriding [`Poller::support`](crate::Poller::support) if the kernel
-//! may refuse it), a `pub mod` line in `lib.rs`, and one line in the list.
+//! may refuse it) and one line in the list, which also declares the file's module (`lib.rs`
+//! expands the list into `pub mod name;` for each `readiness($crate::name::Type)`).
 
 /// Calls `$callback! { … }` with the registry: one entry per mechanism, in listing order.
 ///

@@ -70,6 +70,9 @@ macro_rules! for_each_mechanism {
             UringPoll => "uring-poll", aliases ["uring_poll", "uselect"], waits IoUringEnter,
                 readiness($crate::uring_poll::UringPoll),
                 "multishot io_uring poll, readiness harvested from shared memory";
+            RtSig => "rtsig", aliases ["rt-signals", "sigio"], waits SigTimedWait,
+                readiness($crate::rtsig::RtSig),
+                "POSIX real-time signals (O_ASYNC, F_SETSIG) taken by sigtimedwait; a poll sweep after queue overflow";
             Uring => "uring", aliases ["io_uring", "io-uring"], waits IoUringEnter,
                 completion($crate::uring_probe::engine_support),
                 "io_uring completion engine: multishot accept and recv, send";

@@ -90,12 +90,38 @@ struct Owner {
     id: u64,
 }
 
+/// Who has one descriptor registered. Almost always a single poller, kept inline so that a
+/// new descriptor number costs no allocation; `others` is used only by a file several workers
+/// share (a listener).
 #[derive(Debug, Default)]
 struct FileOwners {
-    /// Every poller that has this descriptor registered.
-    registered: Vec<Owner>,
+    first: Option<Owner>,
+    others: Vec<Owner>,
     /// The one the kernel signals.
     current: Option<Owner>,
+}
+
+impl FileOwners {
+    fn add(&mut self, o: Owner) {
+        if self.first.is_none() {
+            self.first = Some(o);
+        } else {
+            self.others.push(o);
+        }
+    }
+
+    fn remove(&mut self, o: Owner) {
+        if self.first == Some(o) {
+            self.first = self.others.pop();
+        } else {
+            self.others.retain(|x| *x != o);
+        }
+    }
+
+    /// The most recent registrant still there.
+    fn last(&self) -> Option<Owner> {
+        self.others.last().copied().or(self.first)
+    }
 }
 
 /// Striped by descriptor, so that two workers registering their own connections rarely meet.
@@ -110,6 +136,20 @@ fn stripe(fd: RawFd) -> (MutexGuard<'static, Vec<FileOwners>>, usize) {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     (guard, i / STRIPES)
+}
+
+/// Sizes every stripe for the first 1,024 descriptors, once, so that a descriptor number the
+/// process has not used before costs no allocation on a hot path.
+fn presize_stripes() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        for s in &OWNERS {
+            let mut tab = s.lock().unwrap_or_else(|e| e.into_inner());
+            if tab.len() < 1024 / STRIPES {
+                tab.resize_with(1024 / STRIPES, FileOwners::default);
+            }
+        }
+    });
 }
 
 /// Points `fd`'s signals at `owner`, then turns them on.
@@ -151,7 +191,7 @@ fn take_ownership(fd: RawFd, me: Owner) -> io::Result<()> {
         }
         return Err(e);
     }
-    entry.registered.push(me);
+    entry.add(me);
     entry.current = Some(me);
     Ok(())
 }
@@ -161,11 +201,11 @@ fn release_ownership(fd: RawFd, me: Owner) -> io::Result<()> {
     let Some(entry) = tab.get_mut(i) else {
         return disown(fd);
     };
-    entry.registered.retain(|o| *o != me);
+    entry.remove(me);
     if entry.current.is_some() && entry.current != Some(me) {
         return Ok(()); // another poller owns the file; it keeps it
     }
-    match entry.registered.last().copied() {
+    match entry.last() {
         None => {
             entry.current = None;
             disown(fd)
@@ -497,6 +537,7 @@ impl Poller for RtSig {
             )));
         };
         let sig = min + SIG_OFFSET + i as i32;
+        presize_stripes();
         let set = SigSet::of(&[sig, libc::SIGIO])?;
         let own_sig = SigSet::of(&[sig])?;
         sys::block_signals_in_this_thread(&set)?;
@@ -536,6 +577,12 @@ impl Poller for RtSig {
         if i >= self.slots.len() {
             self.slots
                 .resize((i + 1).next_power_of_two(), Slot::default());
+            // Each descriptor is in these at most once: sized with the table, they never grow
+            // while serving.
+            let n = self.slots.len();
+            self.fds.reserve(n.saturating_sub(self.fds.len()));
+            self.pending.reserve(n.saturating_sub(self.pending.len()));
+            self.sweep.reserve(n.saturating_sub(self.sweep.len()));
         }
         let s = &mut self.slots[i];
         s.token = token.0;

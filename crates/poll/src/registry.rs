@@ -73,6 +73,9 @@ macro_rules! for_each_mechanism {
             RtSig => "rtsig", aliases ["rt-signals", "sigio"], waits SigTimedWait,
                 readiness($crate::rtsig::RtSig),
                 "POSIX real-time signals (O_ASYNC, F_SETSIG) taken by sigtimedwait; a poll sweep after queue overflow";
+            AioPoll => "aio-poll", aliases ["aio_poll", "aio"], waits IoGetevents,
+                readiness($crate::aio_poll::AioPoll),
+                "Linux AIO one-shot polls (IOCB_CMD_POLL), re-armed in one io_submit per wait, reaped by io_getevents";
             Uring => "uring", aliases ["io_uring", "io-uring"], waits IoUringEnter,
                 completion($crate::uring_probe::engine_support),
                 "io_uring completion engine: multishot accept and recv, send";

@@ -10,7 +10,8 @@
 //!
 //! Adding a readiness mechanism is its file in `crates/poll/src/` (a type implementing
 //! [`Poller`](crate::Poller), overriding [`Poller::support`](crate::Poller::support) if the kernel
-//! may refuse it), a `pub mod` line in `lib.rs`, and one line in the list.
+//! may refuse it) and one line in the list, which also declares the file's module (`lib.rs`
+//! expands the list into `pub mod name;` for each `readiness($crate::name::Type)`).
 
 /// Calls `$callback! { … }` with the registry: one entry per mechanism, in listing order.
 ///
@@ -69,6 +70,12 @@ macro_rules! for_each_mechanism {
             UringPoll => "uring-poll", aliases ["uring_poll", "uselect"], waits IoUringEnter,
                 readiness($crate::uring_poll::UringPoll),
                 "multishot io_uring poll, readiness harvested from shared memory";
+            RtSig => "rtsig", aliases ["rt-signals", "sigio"], waits SigTimedWait,
+                readiness($crate::rtsig::RtSig),
+                "POSIX real-time signals (O_ASYNC, F_SETSIG) taken by sigtimedwait; a poll sweep after queue overflow";
+            AioPoll => "aio-poll", aliases ["aio_poll", "aio"], waits IoGetevents,
+                readiness($crate::aio_poll::AioPoll),
+                "Linux AIO one-shot polls (IOCB_CMD_POLL), re-armed in one io_submit per wait, reaped by io_getevents";
             Uring => "uring", aliases ["io_uring", "io-uring"], waits IoUringEnter,
                 completion($crate::uring_probe::engine_support),
                 "io_uring completion engine: multishot accept and recv, send";

@@ -67,6 +67,14 @@ syscalls! {
     Open => "open",
     Fstat => "fstat",
     Eventfd => "eventfd",
+    Fcntl => "fcntl",
+    SigTimedWait => "sigtimedwait",
+    Tgkill => "tgkill",
+    IoSetup => "io_setup",
+    IoDestroy => "io_destroy",
+    IoSubmit => "io_submit",
+    IoGetevents => "io_getevents",
+    IoCancel => "io_cancel",
 }
 
 /// Number of counted syscalls.
@@ -708,6 +716,317 @@ pub unsafe fn select_raw(
         libc::syscall(libc::SYS_select, nfds, read, write, except, tvp)
     })
     .map(|n| n as usize)
+}
+
+// ---- descriptor flags and signal-driven I/O (rtsig) ----
+
+/// fcntl(2) commands and values the libc crate does not define for every target
+/// (`<linux/fcntl.h>`, `<asm-generic/siginfo.h>`).
+pub const F_SETSIG: i32 = 10;
+pub const F_GETSIG: i32 = 11;
+pub const F_SETOWN_EX: i32 = 15;
+pub const F_GETOWN_EX: i32 = 16;
+pub const F_OWNER_TID: i32 = 0;
+pub const F_OWNER_PID: i32 = 1;
+/// `si_code` of a signal raised for I/O readiness (`POLL_IN` … `POLL_HUP`); `si_band` holds the
+/// poll bits.
+pub const POLL_IN: i32 = 1;
+pub const POLL_OUT: i32 = 2;
+pub const POLL_MSG: i32 = 3;
+pub const POLL_ERR: i32 = 4;
+pub const POLL_PRI: i32 = 5;
+pub const POLL_HUP: i32 = 6;
+
+/// fcntl(2) with an integer argument (F_GETFL, F_SETFL, F_SETSIG, F_GETSIG, …).
+#[inline]
+pub fn fcntl_int(fd: RawFd, cmd: i32, arg: i32) -> io::Result<i32> {
+    // SAFETY: the commands taken here read an integer argument, never a pointer.
+    counted(Syscall::Fcntl, || unsafe {
+        libc::fcntl(fd, cmd, arg) as libc::c_long
+    })
+    .map(|r| r as i32)
+}
+
+/// `struct f_owner_ex` of `<linux/fcntl.h>`.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FOwnerEx {
+    pub kind: i32,
+    pub pid: libc::pid_t,
+}
+
+/// F_SETOWN_EX: who receives the signals of `fd`'s file (`F_OWNER_TID`: that one thread).
+#[inline]
+pub fn fcntl_set_owner(fd: RawFd, owner: FOwnerEx) -> io::Result<()> {
+    // SAFETY: `owner` is a valid f_owner_ex, read by the call.
+    counted(Syscall::Fcntl, || unsafe {
+        libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) as libc::c_long
+    })
+    .map(drop)
+}
+
+/// F_GETOWN_EX: who receives the signals of `fd`'s file.
+pub fn fcntl_get_owner(fd: RawFd) -> io::Result<FOwnerEx> {
+    let mut owner = FOwnerEx::default();
+    // SAFETY: `owner` is a valid, writable f_owner_ex.
+    counted(Syscall::Fcntl, || unsafe {
+        libc::fcntl(fd, F_GETOWN_EX, &mut owner as *mut FOwnerEx) as libc::c_long
+    })?;
+    Ok(owner)
+}
+
+/// The calling thread's id (what F_OWNER_TID and tgkill name). Not counted: the result is
+/// cached per thread by callers.
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: gettid takes no argument and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
+/// A set of signals.
+#[derive(Copy, Clone)]
+pub struct SigSet(libc::sigset_t);
+
+impl SigSet {
+    pub fn of(sigs: &[i32]) -> io::Result<SigSet> {
+        // SAFETY: sigset_t is plain data; sigemptyset initialises it.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid sigset_t.
+        if unsafe { libc::sigemptyset(&mut set) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for &s in sigs {
+            // SAFETY: `set` is a valid, initialised sigset_t.
+            if unsafe { libc::sigaddset(&mut set, s) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(SigSet(set))
+    }
+}
+
+impl std::fmt::Debug for SigSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigSet")
+    }
+}
+
+/// Blocks `set` in the calling thread only (pthread_sigmask; the mask is per thread). Not
+/// counted: set-up only.
+pub fn block_signals_in_this_thread(set: &SigSet) -> io::Result<()> {
+    // SAFETY: `set` is a valid sigset_t; the old mask is not asked for.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set.0, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// The first and last real-time signal numbers this libc leaves to applications.
+pub fn sigrt_range() -> (i32, i32) {
+    (libc::SIGRTMIN(), libc::SIGRTMAX())
+}
+
+/// What `sigtimedwait` returned: the signal and, for a signal raised by I/O readiness
+/// (F_SETSIG), the descriptor and its poll bits.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SigPoll {
+    pub signo: i32,
+    pub code: i32,
+    /// `si_band`: POLLIN, POLLOUT, … for `code` in `POLL_IN..=POLL_HUP`.
+    pub band: i64,
+    /// `si_fd`, for `code` in `POLL_IN..=POLL_HUP`.
+    pub fd: RawFd,
+}
+
+/// The x86_64/aarch64 layout of `siginfo_t` for SIGPOLL (`<asm-generic/siginfo.h>`): three
+/// ints, the union aligned to 8, `si_band` (a long) then `si_fd`; 128 bytes in all.
+#[cfg(target_pointer_width = "64")]
+#[repr(C)]
+struct SigInfoPoll {
+    signo: i32,
+    errno: i32,
+    code: i32,
+    _pad: i32,
+    band: i64,
+    fd: i32,
+    _rest: [u8; 100],
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<SigInfoPoll>() == std::mem::size_of::<libc::siginfo_t>());
+
+/// sigtimedwait(2): takes one pending signal of `set` (the calling thread's own queue first,
+/// then the process's), waiting up to `timeout` (`None`: for ever; zero: just look). EAGAIN
+/// when none came in time, EINTR when a handler ran.
+#[cfg(target_pointer_width = "64")]
+#[inline]
+pub fn sigtimedwait(set: &SigSet, timeout: Option<std::time::Duration>) -> io::Result<SigPoll> {
+    // SAFETY: all-zero is a valid siginfo.
+    let mut info: SigInfoPoll = unsafe { std::mem::zeroed() };
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `set` is valid; `info` has the size and alignment of siginfo_t; `tsp` is null or
+    // a valid timespec.
+    let signo = counted(Syscall::SigTimedWait, || unsafe {
+        libc::sigtimedwait(
+            &set.0,
+            &mut info as *mut SigInfoPoll as *mut libc::siginfo_t,
+            tsp,
+        ) as libc::c_long
+    })?;
+    let poll = (POLL_IN..=POLL_HUP).contains(&info.code);
+    Ok(SigPoll {
+        signo: signo as i32,
+        code: info.code,
+        band: if poll { info.band } else { 0 },
+        fd: if poll { info.fd } else { -1 },
+    })
+}
+
+/// tgkill(2): sends `sig` to one thread of this process.
+pub fn tgkill(tid: libc::pid_t, sig: i32) -> io::Result<()> {
+    let pid = std::process::id() as libc::pid_t;
+    // SAFETY: tgkill takes plain integers; the target is a thread of this process.
+    counted(Syscall::Tgkill, || unsafe {
+        libc::syscall(libc::SYS_tgkill, pid, tid, sig)
+    })
+    .map(drop)
+}
+
+// ---- Linux AIO (aio-poll) ----
+
+/// `IOCB_CMD_POLL` of `<linux/aio_abi.h>` (Linux 4.18).
+pub const IOCB_CMD_POLL: u16 = 5;
+
+/// `struct iocb` of `<linux/aio_abi.h>`, little-endian field order (`aio_key` before
+/// `aio_rw_flags`). 64 bytes.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Iocb {
+    /// Returned in `IoEvent::data`.
+    pub aio_data: u64,
+    /// Written by the kernel at submission (KIOCB_KEY, 0); io_cancel checks it.
+    pub aio_key: u32,
+    pub aio_rw_flags: i32,
+    pub aio_lio_opcode: u16,
+    pub aio_reqprio: i16,
+    pub aio_fildes: u32,
+    /// For IOCB_CMD_POLL: the poll events asked for.
+    pub aio_buf: u64,
+    pub aio_nbytes: u64,
+    pub aio_offset: i64,
+    pub aio_reserved2: u64,
+    pub aio_flags: u32,
+    pub aio_resfd: u32,
+}
+
+/// `struct io_event` of `<linux/aio_abi.h>`. 32 bytes.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct IoEvent {
+    /// The iocb's `aio_data`.
+    pub data: u64,
+    /// The address of the iocb submitted.
+    pub obj: u64,
+    /// For IOCB_CMD_POLL: the poll bits that were ready, or `-errno`.
+    pub res: i64,
+    pub res2: i64,
+}
+
+#[cfg(target_endian = "little")]
+const _: () = assert!(std::mem::size_of::<Iocb>() == 64 && std::mem::size_of::<IoEvent>() == 32);
+
+/// An AIO context (`aio_context_t`).
+pub type AioContext = u64;
+
+/// io_setup(2): a context for up to `nr_events` requests in flight. The kernel counts
+/// `nr_events` against the system-wide `fs.aio-max-nr` until io_destroy.
+pub fn io_setup(nr_events: u32) -> io::Result<AioContext> {
+    let mut ctx: AioContext = 0;
+    // SAFETY: `ctx` is a valid, writable aio_context_t, zero as io_setup requires.
+    counted(Syscall::IoSetup, || unsafe {
+        libc::syscall(libc::SYS_io_setup, nr_events, &mut ctx as *mut AioContext)
+    })?;
+    Ok(ctx)
+}
+
+/// io_destroy(2): cancels every request of `ctx`, waits for them, and frees it.
+pub fn io_destroy(ctx: AioContext) -> io::Result<()> {
+    // SAFETY: io_destroy takes the context by value.
+    counted(Syscall::IoDestroy, || unsafe {
+        libc::syscall(libc::SYS_io_destroy, ctx)
+    })
+    .map(drop)
+}
+
+/// io_submit(2): submits `iocbs` in order; returns how many were taken (fewer when one fails:
+/// its error is the call's only if it is the first).
+///
+/// # Safety
+/// Each pointer must be valid for reads and writes of an [`Iocb`] for the duration of the call
+/// (the kernel copies each and writes its `aio_key`), and, to be cancelled later with
+/// [`io_cancel`], stay valid at the same address until its completion is reaped.
+pub unsafe fn io_submit(ctx: AioContext, iocbs: &[*mut Iocb]) -> io::Result<usize> {
+    // SAFETY: the caller guarantees the pointers; the array itself is valid for its length.
+    counted(Syscall::IoSubmit, || unsafe {
+        libc::syscall(
+            libc::SYS_io_submit,
+            ctx,
+            iocbs.len() as libc::c_long,
+            iocbs.as_ptr(),
+        )
+    })
+    .map(|n| n as usize)
+}
+
+/// io_getevents(2): waits until at least `min_nr` completions are there (or `timeout` passes)
+/// and takes up to `events.len()` of them.
+pub fn io_getevents(
+    ctx: AioContext,
+    min_nr: usize,
+    events: &mut [IoEvent],
+    timeout: Option<std::time::Duration>,
+) -> io::Result<usize> {
+    let mut ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_mut()
+        .map_or(std::ptr::null_mut(), |t| t as *mut libc::timespec);
+    let max = events.len().min(i32::MAX as usize) as libc::c_long;
+    // SAFETY: `events` is valid for writing `max` entries; `tsp` is null or a valid timespec.
+    counted(Syscall::IoGetevents, || unsafe {
+        libc::syscall(
+            libc::SYS_io_getevents,
+            ctx,
+            min_nr.min(max as usize) as libc::c_long,
+            max,
+            events.as_mut_ptr(),
+            tsp,
+        )
+    })
+    .map(|n| n as usize)
+}
+
+/// io_cancel(2) of the request submitted from `iocb`. A poll being cancelled answers
+/// EINPROGRESS and still posts a completion; a request already completed answers EINVAL.
+///
+/// # Safety
+/// `iocb` must be valid for reads of an [`Iocb`] (the kernel reads its `aio_key`).
+pub unsafe fn io_cancel(ctx: AioContext, iocb: *mut Iocb) -> io::Result<()> {
+    let mut result = IoEvent::default();
+    // SAFETY: the caller guarantees `iocb`; `result` is a valid, writable io_event.
+    counted(Syscall::IoCancel, || unsafe {
+        libc::syscall(libc::SYS_io_cancel, ctx, iocb, &mut result as *mut IoEvent)
+    })
+    .map(drop)
 }
 
 /// Closes a descriptor when dropped (for descriptors owned by a mechanism).

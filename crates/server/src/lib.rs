@@ -31,8 +31,8 @@ use evlab_http::{CacheConfig, Limits};
 use evlab_poll::{sys, Mechanism, Support};
 
 pub use stats::{
-    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, Shared, StatusCounts, SyscallCount, TimerCounts,
-    WorkerCounts, WorkerStats,
+    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, Shared, StatusCounts, SyscallCount,
+    TimerCounts, WorkerCounts, WorkerStats,
 };
 
 /// How several workers share the listening port.

@@ -115,6 +115,10 @@ pub struct EventCounts {
     pub waits_from_kernel: u64,
     /// `uring` only: IORING_OP_ASYNC_CANCEL requests queued.
     pub cancels: u64,
+    /// Full rescans because the mechanism's event queue lost events (`rtsig`: SIGIO after the
+    /// signal queue overflowed, then one poll sweep).
+    #[serde(default)]
+    pub overflows: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -198,6 +202,7 @@ pub struct WorkerStats {
     pub batches: Counter,
     pub waits_from_memory: Counter,
     pub waits_from_kernel: Counter,
+    pub overflows: Counter,
     pub syscalls: Arc<ThreadCounters>,
 }
 
@@ -233,6 +238,7 @@ impl WorkerStats {
             batches: Counter::default(),
             waits_from_memory: Counter::default(),
             waits_from_kernel: Counter::default(),
+            overflows: Counter::default(),
             syscalls: sys::thread_counters(),
         }
     }
@@ -254,6 +260,7 @@ impl WorkerStats {
         self.batches.set(p.batches);
         self.waits_from_memory.set(p.waits_from_memory);
         self.waits_from_kernel.set(p.waits_from_kernel);
+        self.overflows.set(p.overflows);
     }
 }
 
@@ -420,6 +427,7 @@ impl Shared {
                 waits_from_memory: sum(&|w| w.waits_from_memory.get()),
                 waits_from_kernel: sum(&|w| w.waits_from_kernel.get()),
                 cancels: sum(&|w| w.cancels.get()),
+                overflows: sum(&|w| w.overflows.get()),
             },
             syscalls,
             syscalls_total: sys.total_calls(),

@@ -10,10 +10,20 @@
 //! to the byte — so the bound is a multiple of that number, far below the count of requests
 //! and connections served: one allocation per request or per connection would exceed it many
 //! times over, on any machine.
+//!
+//! So that the number of connections open at once is the same in every round, whatever the
+//! mechanism's latency, the client waits for the server to close each connection it drops
+//! before it opens the next: aio-poll learns of a peer's FIN through a kworker (a wakeup
+//! without poll bits), which on a busy machine lets a round's 200 short connections pile up
+//! open in the server, to a different height in each round.
 
 use evlab_poll::alloc_count::{allocations, Counting};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use evlab_server::WorkerStats;
 
 mod common;
 use common::*;
@@ -41,9 +51,19 @@ fn read_exact_count(s: &mut TcpStream, mut n: usize) {
     }
 }
 
+/// Waits until the server has at most `open` connections (it has closed those the client
+/// dropped). Allocates nothing.
+fn settle(workers: &[Arc<WorkerStats>], open: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while workers.iter().map(|w| w.active.get()).sum::<u64>() > open {
+        assert!(Instant::now() < deadline, "the server never closed them");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
 /// One round: HELD keep-alive connections answering CALLS requests each, then CHURN
-/// connections of one request each.
-fn round(addr: SocketAddr, len: usize) -> usize {
+/// connections of one request each, each closed by the server before the next opens.
+fn round(addr: SocketAddr, len: usize, workers: &[Arc<WorkerStats>]) -> usize {
     let mut held: [Option<TcpStream>; HELD] = Default::default();
     for h in held.iter_mut() {
         *h = Some(connect(addr));
@@ -64,7 +84,11 @@ fn round(addr: SocketAddr, len: usize) -> usize {
         let mut s = connect(addr);
         s.write_all(REQ).unwrap();
         read_exact_count(&mut s, len);
+        drop(s);
+        settle(workers, HELD as u64);
     }
+    drop(held);
+    settle(workers, 0);
     HELD * CALLS + CHURN
 }
 
@@ -77,12 +101,14 @@ fn no_allocation_per_connection_or_request_in_steady_state() {
             continue;
         };
         let len = one_response_len(t.addr);
+        let workers = t.server.as_ref().unwrap().shared().workers();
+        settle(&workers, 0);
         // Warm-up: the same pattern twice, so that every table, pool and queue has grown to
         // what the pattern needs.
-        round(t.addr, len);
-        round(t.addr, len);
+        round(t.addr, len, &workers);
+        round(t.addr, len, &workers);
         let before = allocations();
-        let served = round(t.addr, len);
+        let served = round(t.addr, len, &workers);
         let n = allocations() - before;
         // At most two pooled buffers per connection open at once (input and output), and a
         // few reallocations of the pool's own list.

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod fileset;
 mod idle;
 mod loadgen;
+mod proxy;
 mod run;
 mod serve;
 
@@ -27,6 +28,8 @@ enum Command {
     Load(loadgen::Args),
     /// Hold N idle connections open, re-opening any the server closes
     Idle(idle::Args),
+    /// Reverse caching HTTP/1.1 proxy: copy, splice or splice-keep forwarding
+    Proxy(proxy::Args),
     /// Create the SPECweb99-like file set
     Fileset(fileset::Args),
     /// Run an experiment (default: quick) and write a report
@@ -45,6 +48,7 @@ fn main() {
         Command::Serve(a) => serve::run(a),
         Command::Load(a) => loadgen::run(a),
         Command::Idle(a) => idle::run(a),
+        Command::Proxy(a) => proxy::run(a),
         Command::Fileset(a) => fileset::run(a),
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),

@@ -440,8 +440,15 @@ pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 /// read(2) into the spare capacity of `buf`, extending its length by what was read.
 #[inline]
 pub fn read_into(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    read_into_max(fd, buf, usize::MAX)
+}
+
+/// read(2) of at most `max` bytes into the spare capacity of `buf`, extending its length by
+/// what was read.
+#[inline]
+pub fn read_into_max(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
     let spare: &mut [MaybeUninit<u8>] = buf.spare_capacity_mut();
-    let (ptr, cap) = (spare.as_mut_ptr(), spare.len());
+    let (ptr, cap) = (spare.as_mut_ptr(), spare.len().min(max));
     // SAFETY: the spare capacity is valid for writing `cap` bytes.
     let n = counted(Syscall::Read, || unsafe {
         libc::read(fd, ptr as *mut libc::c_void, cap) as libc::c_long

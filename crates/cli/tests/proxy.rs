@@ -761,6 +761,11 @@ impl FakeOrigin {
                     let _ = evlab_poll::sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&s), Some(0));
                     return;
                 }
+                "/silent" => {
+                    // Never answers; returns when the proxy gives up and closes.
+                    while !matches!(read_some(&mut s, &mut chunk), Ok(0) | Err(_)) {}
+                    return;
+                }
                 "/garbage" => {
                     let _ = s.write_all(b"NOT HTTP AT ALL\r\n\r\n");
                     return;
@@ -839,4 +844,160 @@ fn refuses_bad_flags_with_reasons() {
     assert!(e.contains("uring-poll") || e.contains("unavailable"), "{e}");
     let e = run(&["proxy", "--origin", "no-such-host.invalid:80"]);
     assert!(e.contains("--origin"), "{e}");
+}
+
+/// nginx as a reverse proxy (`proxy_pass` with kept upstream connections) in front of the same
+/// origin: every size, HEAD, 304 and 404 come out of both proxies with the same status, the
+/// same Content-Length and the same body bytes. Skipped with a reason without nginx.
+#[test]
+fn same_bytes_as_nginx_proxy_pass() {
+    let Some(nginx_bin) = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+    else {
+        eprintln!("skipped: nginx is not installed (scripts/setup.sh installs nginx-light)");
+        return;
+    };
+    let o = origin();
+    let p = proxy(o.addr, "epoll-et", "splice", &[]);
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-proxy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let t = dir.display();
+    // Workers run as nobody when the master is root: no temporary files, buffers only.
+    let conf = format!(
+        "worker_processes 1;\ndaemon off;\npid {t}/nginx.pid;\nerror_log {t}/error.log error;\n\
+         events {{ worker_connections 1024; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {t}/nb; proxy_temp_path {t}/np;\n\
+           fastcgi_temp_path {t}/nf; uwsgi_temp_path {t}/nu; scgi_temp_path {t}/ns;\n\
+           upstream origin {{ server {origin}; keepalive 8; }}\n\
+           server {{\n    listen 127.0.0.1:{port};\n    location / {{\n\
+               proxy_pass http://origin;\n      proxy_http_version 1.1;\n\
+               proxy_set_header Connection \"\";\n      proxy_max_temp_file_size 0;\n    }}\n  }}\n}}\n",
+        origin = o.addr
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut nginx = Command::new(nginx_bin)
+        .args(["-p", &t.to_string(), "-e", &format!("{t}/error.log"), "-c"])
+        .arg(dir.join("nginx.conf"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn nginx");
+    let pgid = nginx.id();
+    // A failing assertion below must not leave nginx running.
+    struct KillGroup(u32);
+    impl Drop for KillGroup {
+        fn drop(&mut self) {
+            let _ = evlab_poll::sys::kill_process_group(self.0, libc::SIGKILL);
+        }
+    }
+    let guard = KillGroup(pgid);
+    let nginx_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let t0 = Instant::now();
+    while TcpStream::connect(nginx_addr).is_err() {
+        if let Some(st) = nginx.try_wait().unwrap() {
+            let mut err = String::new();
+            let _ = nginx.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("nginx exited at start: {st}: {err}");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "nginx did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let fetch = |addr: SocketAddr, req: &str, head: bool| {
+        let mut s = connect(addr);
+        let mut buf = Vec::new();
+        s.write_all(req.as_bytes()).unwrap();
+        read_response(&mut s, &mut buf, head)
+    };
+    let mut reqs: Vec<(String, bool)> = SIZES
+        .iter()
+        .map(|l| (format!("GET /b{l} HTTP/1.1\r\nHost: t\r\n\r\n"), false))
+        .collect();
+    reqs.push(("HEAD /b1048583 HTTP/1.1\r\nHost: t\r\n\r\n".into(), true));
+    reqs.push((
+        "GET /b4097 HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Thu, 01 Jan 2099 00:00:00 GMT\r\n\r\n"
+            .into(),
+        false,
+    ));
+    reqs.push(("GET /nope HTTP/1.1\r\nHost: t\r\n\r\n".into(), false));
+    reqs.push(("GET /hello.txt HTTP/1.0\r\n\r\n".into(), false));
+    for (req, head) in &reqs {
+        let a = fetch(nginx_addr, req, *head);
+        let b = fetch(p.addr, req, *head);
+        let line = req.lines().next().unwrap();
+        assert_eq!(a.status, b.status, "{line}");
+        assert_eq!(
+            a.header("content-length"),
+            b.header("content-length"),
+            "{line}"
+        );
+        assert_eq!(
+            a.header("last-modified"),
+            b.header("last-modified"),
+            "{line}"
+        );
+        assert!(a.body == b.body, "{line}: the bodies differ");
+    }
+    // Stop nginx with its process group and check nothing is left.
+    evlab_poll::sys::kill_process_group(pgid, libc::SIGTERM).unwrap();
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = nginx.try_wait().unwrap() {
+            assert!(st.success(), "nginx: {st}");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "nginx did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The master waits for its workers, but give a straggler a moment to be reaped by init.
+    let t0 = Instant::now();
+    while evlab_poll::sys::kill_process_group(pgid, 0).is_ok() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "nginx processes left"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_gone(pgid, "nginx");
+    std::mem::forget(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+    p.stop();
+    o.stop();
+}
+
+/// `--timeout`: an origin that never answers gets the client a 504, a client that stops in
+/// the middle of a request head gets a 408, and both connections close. (The deadlines are
+/// the same code for every mechanism; one is enough.)
+#[test]
+fn timeouts_answer_504_and_408() {
+    let fake = FakeOrigin::start();
+    let p = proxy(fake.addr, "poll", "copy", &["--timeout", "0.5"]);
+    let mut s = connect(p.addr);
+    let mut buf = Vec::new();
+    let r = get(&mut s, &mut buf, "/silent");
+    assert_eq!((r.status, r.header("connection")), (504, Some("close")));
+    assert!(closed(&mut s));
+    let mut s = connect(p.addr);
+    s.write_all(b"GET /ok HTTP/1.1\r\nHost:").unwrap();
+    let r = read_response(&mut s, &mut buf, false);
+    assert_eq!((r.status, r.header("connection")), (408, Some("close")));
+    assert!(closed(&mut s));
+    let st = stats(p.addr);
+    assert_eq!(
+        (st.origin.gateway_timeout, st.connections.timeouts),
+        (1, 2),
+        "{st:?}"
+    );
+    p.stop();
 }

@@ -911,7 +911,14 @@ impl<P: Poller> Worker<P> {
                         }
                     }
                 }
-                Phase::Fetch => progress |= self.fetch(c)?,
+                Phase::Fetch => {
+                    progress |= self.fetch(c)?;
+                    if c.phase == Phase::Body && self.copy_in_progress(c) {
+                        // The head just arrived and more of a copied body may already be
+                        // readable: read it first, so head and body leave in one writev.
+                        continue;
+                    }
+                }
                 Phase::Body => progress |= self.fill(c)?,
             }
             progress |= self.write_client(c)?;
@@ -933,6 +940,17 @@ impl<P: Poller> Worker<P> {
             }
         }
         Ok(true)
+    }
+
+    /// A copied body has more to receive and its origin is known readable.
+    fn copy_in_progress(&self, c: &Client) -> bool {
+        let Some(x) = c.x.as_ref() else {
+            return false;
+        };
+        let readable = x.origin.as_ref().is_some_and(|o| o.f.readable);
+        x.body
+            .as_ref()
+            .is_some_and(|b| b.mode == Mode::Copy && !b.in_done && !b.failed && readable)
     }
 
     fn wants_input(&self, c: &Client) -> bool {

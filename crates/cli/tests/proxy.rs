@@ -605,6 +605,13 @@ mod cases {
         assert_eq!(r.body, b"5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n");
         let r = get(&mut s, &mut buf, "/ok");
         assert_eq!(r.body, b"fine\n");
+        s.write_all(b"HEAD /head-with-body HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let h = read_response(&mut s, &mut buf, true);
+        assert_eq!((h.status, h.header("content-length")), (200, Some("5")));
+        let r = get(&mut s, &mut buf, "/ok");
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"fine\n"[..]));
+        assert!(buf.is_empty(), "nothing but the answers reached the client");
         let r = get(&mut s, &mut buf, "/until-close");
         assert_eq!(r.header("connection"), Some("close"));
         assert_eq!(r.body, content(50_000));
@@ -765,6 +772,11 @@ impl FakeOrigin {
                     // Never answers; returns when the proxy gives up and closes.
                     while !matches!(read_some(&mut s, &mut chunk), Ok(0) | Err(_)) {}
                     return;
+                }
+                "/head-with-body" => {
+                    // A body after a HEAD's head: not the client's, and the connection is
+                    // unusable afterwards.
+                    s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
                 }
                 "/garbage" => {
                     let _ = s.write_all(b"NOT HTTP AT ALL\r\n\r\n");

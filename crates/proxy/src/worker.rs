@@ -1306,7 +1306,12 @@ impl<P: Poller> Worker<P> {
         };
         let mut take = prefix.len();
         match h.framing {
-            Framing::None => b.in_done = true,
+            Framing::None => {
+                // Bytes after a bodiless response are not the client's (and make the
+                // connection unusable; see below).
+                take = 0;
+                b.in_done = true;
+            }
             Framing::Length(total) => {
                 take = take.min(total as usize);
                 b.left = total - take as u64;
@@ -1425,6 +1430,13 @@ impl<P: Poller> Worker<P> {
             progress |= tee_into_keep(b, &self.stats)?;
         }
         if b.in_done || b.failed {
+            if x.origin.as_ref().is_some_and(|o| o.f.hup) {
+                // Hung up after the body: it cannot be reused, and a level-triggered
+                // mechanism would report the hang-up on every wait while the client drains.
+                b.reusable = false;
+                let o = x.origin.take().expect("an origin");
+                self.close_origin(o);
+            }
             return Ok(progress);
         }
         let Some(o) = x.origin.as_mut() else {

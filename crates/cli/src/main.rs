@@ -10,6 +10,7 @@ mod loadgen;
 mod micro;
 mod output;
 mod pipetest;
+mod proxy;
 mod run;
 mod serve;
 
@@ -51,6 +52,9 @@ enum Command {
     /// Hold N idle connections open, re-opening any the server closes
     #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
+    /// Reverse caching HTTP/1.1 proxy: copy, splice or splice-keep forwarding
+    #[command(after_help = proxy::EXAMPLES)]
+    Proxy(proxy::Args),
     /// Create the SPECweb99-like file set
     #[command(after_help = fileset::EXAMPLES)]
     Fileset(fileset::Args),
@@ -100,6 +104,7 @@ fn main() {
         Command::Serve(a) => serve::run(a),
         Command::Load(a) => loadgen::run(a),
         Command::Idle(a) => idle::run(a),
+        Command::Proxy(a) => proxy::run(a),
         Command::Fileset(a) => fileset::run(a),
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),

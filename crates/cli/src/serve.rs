@@ -125,7 +125,7 @@ fn parse_accept_limit(s: &str) -> Result<AcceptLimit, String> {
 }
 
 /// A byte count: digits with an optional K, M or G (KiB, MiB, GiB) suffix.
-fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let bad = || {
         format!(
             "'{s}' is not a valid byte count: give a whole number of bytes, optionally with a \
@@ -152,7 +152,7 @@ fn parse_cache_files(s: &str) -> Result<usize, String> {
     })
 }
 
-fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
+pub(crate) fn parse_mechanism(s: &str) -> Result<Mechanism, String> {
     Mechanism::from_name(s).map_err(|e| e.to_string())
 }
 

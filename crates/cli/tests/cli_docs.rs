@@ -14,6 +14,7 @@ const SUBCOMMANDS: &[&str] = &[
     "serve",
     "load",
     "idle",
+    "proxy",
     "fileset",
     "run",
     "report",

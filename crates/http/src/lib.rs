@@ -8,15 +8,22 @@
 //! - [`cache`]: the content cache: files under the document root served from memory,
 //!   revalidated by stat at most once a second.
 //! - [`mime`]: content types by extension.
+//! - [`proxy`]: what the reverse proxy needs: request heads rewritten for the origin, origin
+//!   response heads parsed (framing, reuse, cacheability) and rewritten, chunked framing found.
 
 pub mod cache;
 pub mod date;
 pub mod mime;
 pub mod path;
+pub mod proxy;
 pub mod request;
 pub mod response;
 
 pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
 pub use date::DateCache;
+pub use proxy::{
+    parse_response_head, write_forward_request, CacheInfo, ChunkedScanner, Forward, Framing,
+    ResponseHead, ResponseParse,
+};
 pub use request::{parse_request, Limits, Method, Parse, Request, RequestError};
 pub use response::{write_error, write_head, Status};

@@ -17,7 +17,7 @@
 //! A `minor_version` other than 0 is written as 1: evlab speaks HTTP/1.1, and 0 is the only
 //! peer version it answers in kind.
 
-/// Every status evlab's server sends.
+/// Every status evlab's server (and proxy) sends.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
     Ok,
@@ -33,7 +33,11 @@ pub enum Status {
     HeaderFieldsTooLarge,
     InternalServerError,
     NotImplemented,
+    /// A proxy's origin answered with something that is not a response, or not at all.
+    BadGateway,
     ServiceUnavailable,
+    /// A proxy's origin did not answer in time.
+    GatewayTimeout,
     VersionNotSupported,
 }
 
@@ -53,7 +57,9 @@ impl Status {
             Status::HeaderFieldsTooLarge => 431,
             Status::InternalServerError => 500,
             Status::NotImplemented => 501,
+            Status::BadGateway => 502,
             Status::ServiceUnavailable => 503,
+            Status::GatewayTimeout => 504,
             Status::VersionNotSupported => 505,
         }
     }
@@ -73,7 +79,9 @@ impl Status {
             Status::HeaderFieldsTooLarge => "Request Header Fields Too Large",
             Status::InternalServerError => "Internal Server Error",
             Status::NotImplemented => "Not Implemented",
+            Status::BadGateway => "Bad Gateway",
             Status::ServiceUnavailable => "Service Unavailable",
+            Status::GatewayTimeout => "Gateway Timeout",
             Status::VersionNotSupported => "HTTP Version Not Supported",
         }
     }
@@ -306,7 +314,9 @@ mod tests {
             Status::HeaderFieldsTooLarge,
             Status::InternalServerError,
             Status::NotImplemented,
+            Status::BadGateway,
             Status::ServiceUnavailable,
+            Status::GatewayTimeout,
             Status::VersionNotSupported,
         ];
         for s in all {

@@ -1,0 +1,136 @@
+//! `evlab proxy`: the reverse caching proxy from the command line.
+
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::Context;
+use evlab_poll::Mechanism;
+use evlab_proxy::{signals, Config, ForwardMode, Proxy};
+
+use crate::serve::{parse_bytes, parse_mechanism};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`)
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub listen: SocketAddr,
+    /// The origin server, HOST:PORT (every request goes there)
+    #[arg(long)]
+    pub origin: String,
+    /// Event mechanism (see `evlab serve --list-mechanisms`; every readiness mechanism, not
+    /// the uring completion engine yet)
+    #[arg(long, short = 'm', default_value = "epoll-et", value_parser = parse_mechanism)]
+    pub mechanism: Mechanism,
+    /// How bodies travel: copy (read/write), splice (socket → pipe → socket), splice-keep
+    /// (splice, with a tee'd copy of cacheable bodies for the cache)
+    #[arg(long, default_value = "copy", value_parser = ForwardMode::from_name)]
+    pub forward: ForwardMode,
+    /// Worker threads, each with its own event loop, cache and pools
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Bodies with fewer bytes than this left after the head's read are copied, not spliced
+    #[arg(long, default_value = "4096", value_parser = parse_bytes)]
+    pub splice_min: u64,
+    /// Pipes each worker may have open (idle and in use); beyond, bodies are copied
+    #[arg(long, default_value_t = 256)]
+    pub pipes: usize,
+    /// Pipe capacity asked for with F_SETPIPE_SZ (0: the kernel's default, 64K)
+    #[arg(long, default_value = "0", value_parser = parse_bytes)]
+    pub pipe_size: u64,
+    /// User-space buffer per copied body (the most one read takes)
+    #[arg(long, default_value = "64K", value_parser = parse_bytes)]
+    pub buffer_size: u64,
+    /// Bytes of objects each worker's cache holds (0: no cache); K, M or G suffix
+    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    pub cache_bytes: u64,
+    /// Largest body the cache stores
+    #[arg(long, default_value = "16M", value_parser = parse_bytes)]
+    pub cache_max_object: u64,
+    /// Seconds an object without max-age stays fresh
+    #[arg(long, default_value_t = 60.0)]
+    pub cache_ttl: f64,
+    /// Idle origin connections each worker keeps for reuse
+    #[arg(long, default_value_t = 64)]
+    pub origin_idle: usize,
+    /// Seconds a client connection may make no progress before it is closed (408 with part of
+    /// a request head, 504 while waiting for the origin; 0 = no limit)
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Maximum simultaneous client connections; accepting pauses at the limit
+    #[arg(long, default_value_t = 100_000)]
+    pub max_conns: usize,
+    /// Answer GET /.evlab/stats with the proxy's counters (not forwarded)
+    #[arg(long)]
+    pub stats: bool,
+    /// Time every syscall
+    #[arg(long)]
+    pub profile: bool,
+    /// listen(2) backlog
+    #[arg(long, default_value_t = 4096)]
+    pub backlog: i32,
+    /// Events asked for per wait
+    #[arg(long, default_value_t = 512)]
+    pub events_per_wait: usize,
+    /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pass: u32,
+}
+
+pub const EXAMPLES: &str = "\
+Examples:
+  evlab serve --root /tmp/www &
+  evlab proxy --origin 127.0.0.1:8080
+      proxy 127.0.0.1:8081 to the server on 8080, copying bodies through user space
+  evlab proxy --origin 127.0.0.1:8080 --forward splice --mechanism epoll-et --workers 2
+      splice bodies of known length socket -> pipe -> socket, two workers
+  evlab load --port 8081 --uri /one --rate 100 --num-conns 100
+      load through the proxy
+
+Exit status: 0 after a clean stop (SIGINT or SIGTERM); 1 on an error; 2 on a usage error.";
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let origin = a
+        .origin
+        .to_socket_addrs()
+        .with_context(|| format!("--origin {}: not a HOST:PORT that resolves", a.origin))?
+        .next()
+        .with_context(|| format!("--origin {}: no address", a.origin))?;
+    let seconds = |flag: &str, v: f64| -> anyhow::Result<Option<Duration>> {
+        if !v.is_finite() || v < 0.0 {
+            anyhow::bail!("--{flag} must be a number of seconds >= 0, not {v}");
+        }
+        Ok((v > 0.0).then(|| Duration::from_secs_f64(v)))
+    };
+    let mut cfg = Config::new(a.listen, origin, a.mechanism);
+    cfg.forward = a.forward;
+    cfg.workers = a.workers;
+    cfg.splice_min = a.splice_min;
+    cfg.pipes = a.pipes;
+    cfg.pipe_size = usize::try_from(a.pipe_size).context("--pipe-size")?;
+    cfg.buffer_size = usize::try_from(a.buffer_size).context("--buffer-size")?;
+    cfg.cache_bytes = a.cache_bytes;
+    cfg.cache_max_object = a.cache_max_object;
+    cfg.cache_ttl = seconds("cache-ttl", a.cache_ttl)?.unwrap_or(Duration::ZERO);
+    cfg.origin_idle = a.origin_idle;
+    cfg.timeout = seconds("timeout", a.timeout)?;
+    cfg.max_conns = a.max_conns;
+    cfg.stats = a.stats;
+    cfg.profile = a.profile;
+    cfg.backlog = a.backlog;
+    cfg.events_per_wait = a.events_per_wait.max(1);
+    evlab_poll::uring_poll::set_max_pass(a.max_pass);
+    signals::ignore_sigpipe();
+    let proxy = Proxy::start(cfg).context("evlab proxy")?;
+    signals::install(&proxy.shared().wakers()).context("installing signal handlers")?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {}", proxy.local_addr())?;
+        out.flush()?;
+    }
+    let shared = proxy.shared().clone();
+    let result = proxy.wait();
+    eprint!("{}", shared.summary());
+    result.context("evlab proxy")?;
+    Ok(())
+}

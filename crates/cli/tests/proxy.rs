@@ -1,0 +1,1015 @@
+//! `evlab proxy` end to end: the real binary as proxy, a real `evlab serve` as origin (or a
+//! scripted origin in this process for the failure cases), real sockets on port 0. Every case
+//! runs for every mechanism of the registry (`proxy_tests!`), and the body cases for every
+//! forwarding mode. Each process a test starts runs in its own process group, is stopped with
+//! SIGTERM to the group, and is checked gone.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use evlab_poll::{Kind, Mechanism, Support};
+use evlab_proxy::ProxyStats;
+
+const BIN: &str = env!("CARGO_BIN_EXE_evlab");
+
+/// Body sizes served: the edges of a page, of the splice threshold (4,096) and of the first
+/// read in the splice modes, a pipe's default capacity, and large bodies up to 64 MiB.
+const SIZES: [usize; 11] = [
+    0,
+    1,
+    100,
+    4095,
+    4096,
+    4097,
+    65536,
+    70_000,
+    (1 << 20) + 7,
+    16 << 20,
+    64 << 20,
+];
+
+// ---- fixtures ----
+
+fn content(len: usize) -> Vec<u8> {
+    let seed = len as u32;
+    (0..len as u32)
+        .map(|i| {
+            (i.wrapping_mul(2_654_435_761) ^ seed)
+                .rotate_left(i % 13)
+                .to_le_bytes()[1]
+        })
+        .collect()
+}
+
+/// The origin's document root, made once and kept in cargo's test scratch directory (each
+/// file written under a temporary name and renamed, so concurrent test processes agree).
+fn docroot() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("proxy-docroot-v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    for len in SIZES {
+        let path = dir.join(format!("b{len}"));
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == len as u64) {
+            continue;
+        }
+        let tmp = dir.join(format!(".b{len}.{}", std::process::id()));
+        std::fs::write(&tmp, content(len)).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+    let hello = dir.join("hello.txt");
+    if !hello.exists() {
+        let tmp = dir.join(format!(".hello.{}", std::process::id()));
+        std::fs::write(&tmp, b"hello, world\n").unwrap();
+        std::fs::rename(&tmp, &hello).unwrap();
+    }
+    dir
+}
+
+/// A child process in its own process group.
+struct Proc {
+    child: Option<Child>,
+    addr: SocketAddr,
+    what: String,
+}
+
+impl Proc {
+    fn spawn(what: &str, args: &[String]) -> Proc {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("spawn evlab");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let Some(addr) = line.trim().strip_prefix("listening on ") else {
+            let mut err = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: first line {line:?}, stderr {err}");
+        };
+        Proc {
+            addr: addr.parse().unwrap(),
+            child: Some(child),
+            what: what.to_string(),
+        }
+    }
+
+    /// SIGTERM to the group, waits for a clean exit, and checks that no process is left.
+    /// Returns what the process wrote on stderr.
+    fn stop(mut self) -> String {
+        let mut child = self.child.take().unwrap();
+        let pgid = child.id();
+        let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGTERM);
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > Duration::from_secs(15) {
+                let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGKILL);
+                let _ = child.wait();
+                panic!("{}: did not exit within 15 s of SIGTERM", self.what);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        assert!(status.success(), "{}: exit {status}: {err}", self.what);
+        assert_gone(pgid, &self.what);
+        err
+    }
+}
+
+fn assert_gone(pgid: u32, what: &str) {
+    let e = evlab_poll::sys::kill_process_group(pgid, 0).expect_err("the group is gone");
+    assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "{what}: {e}");
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // A test that failed before `stop`: leave nothing behind.
+        if let Some(mut c) = self.child.take() {
+            let _ = evlab_poll::sys::kill_process_group(c.id(), libc::SIGKILL);
+            let _ = c.wait();
+        }
+    }
+}
+
+fn origin() -> Proc {
+    let root = docroot();
+    Proc::spawn(
+        "evlab serve",
+        &[
+            "serve".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--root".into(),
+            root.display().to_string(),
+        ],
+    )
+}
+
+/// Whether the proxy can run `m` here; prints why not.
+fn runs(m: &str) -> bool {
+    let mech = Mechanism::from_name(m).unwrap();
+    if mech.kind() == Kind::Completion {
+        eprintln!("skipped: the proxy has no io_uring completion engine yet ({m})");
+        return false;
+    }
+    if let Support::No(why) = mech.support() {
+        eprintln!("skipped: mechanism {m} unavailable: {why}");
+        return false;
+    }
+    true
+}
+
+fn proxy(origin: SocketAddr, m: &str, mode: &str, extra: &[&str]) -> Proc {
+    let mut args: Vec<String> = [
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--origin",
+        &origin.to_string(),
+        "--mechanism",
+        m,
+        "--forward",
+        mode,
+        "--stats",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Proc::spawn(&format!("evlab proxy {m} {mode}"), &args)
+}
+
+// ---- a small exact HTTP client ----
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+#[derive(Debug)]
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    fn cache(&self) -> Option<&str> {
+        self.header("x-cache")
+    }
+}
+
+/// read(2), retried on EINTR: a blocking socket read with a timeout fails with EINTR when
+/// the thread is interrupted (io_uring task work counts, and the support probes of the
+/// io_uring mechanisms run in the test's thread).
+fn read_some(s: &mut TcpStream, chunk: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match s.read(chunk) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Reads one response: by Content-Length, none for HEAD and 304, chunked up to its last
+/// chunk (the framing kept in `body`), else to EOF. `Ok(None)` on EOF before any byte;
+/// `Err(got)` on EOF inside a body (a response cut short), with what arrived.
+fn try_read(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    head_only: bool,
+) -> Result<Option<Response>, usize> {
+    let mut chunk = vec![0u8; 1 << 20];
+    let head_end = loop {
+        if let Some(p) = find(buf, b"\r\n\r\n") {
+            break p + 4;
+        }
+        match read_some(s, &mut chunk) {
+            Ok(0) if buf.is_empty() => return Ok(None),
+            Ok(0) => panic!("EOF inside a head: {:?}", String::from_utf8_lossy(buf)),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) => panic!(
+                "reading a head: {e} (have {:?})",
+                String::from_utf8_lossy(buf)
+            ),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    assert!(
+        head.starts_with("HTTP/1."),
+        "not a response head: {:.200}",
+        head
+    );
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.split_once(':').expect("a colon");
+            (k.trim().to_string(), v.trim().to_string())
+        })
+        .collect();
+    let mut r = Response {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    buf.drain(..head_end);
+    let chunked = r
+        .header("transfer-encoding")
+        .is_some_and(|v| v.contains("chunked"));
+    let length: Option<usize> = r.header("content-length").map(|v| v.parse().unwrap());
+    let want = if head_only || status == 304 || status == 204 {
+        Some(0)
+    } else if chunked {
+        None
+    } else {
+        length
+    };
+    loop {
+        let done = match want {
+            Some(n) => buf.len() >= n,
+            None if chunked => find(buf, b"0\r\n\r\n").is_some(),
+            None => false,
+        };
+        if done {
+            break;
+        }
+        match read_some(s, &mut chunk) {
+            Ok(0) if want.is_none() && !chunked => break,
+            Ok(0) => return Err(buf.len()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Err(buf.len()),
+            Err(e) => panic!("reading a body: {e} (have {})", buf.len()),
+        }
+    }
+    let n = match want {
+        Some(n) => n,
+        None if chunked => find(buf, b"0\r\n\r\n").unwrap() + 5,
+        None => buf.len(),
+    };
+    r.body = buf.drain(..n).collect();
+    Ok(Some(r))
+}
+
+fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Response {
+    try_read(s, buf, head_only)
+        .expect("a whole response")
+        .expect("a response, not EOF")
+}
+
+fn get(s: &mut TcpStream, buf: &mut Vec<u8>, path: &str) -> Response {
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    read_response(s, buf, false)
+}
+
+fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 16];
+    match read_some(s, &mut b) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    }
+}
+
+fn stats(addr: SocketAddr) -> ProxyStats {
+    let mut s = connect(addr);
+    let mut buf = Vec::new();
+    let r = get(&mut s, &mut buf, "/.evlab/stats");
+    assert_eq!(r.status, 200);
+    serde_json::from_slice(&r.body).expect("ProxyStats")
+}
+
+fn check_body(r: &Response, len: usize, what: &str) {
+    assert_eq!(r.status, 200, "{what}");
+    assert_eq!(
+        r.header("content-length"),
+        Some(len.to_string().as_str()),
+        "{what}"
+    );
+    assert_eq!(r.body.len(), len, "{what}");
+    assert!(r.body == content(len), "{what}: the body differs");
+}
+
+// ---- the cases ----
+
+mod cases {
+    use super::*;
+
+    /// Every size, byte for byte, twice on one keep-alive connection: the second time from the
+    /// cache where the mode keeps a copy (copy, splice-keep, and bodies too small to splice).
+    /// The body bytes counted by way of travel add up to what was served.
+    pub fn bodies(m: &str, mode: &str) {
+        if !runs(m) {
+            return;
+        }
+        let o = origin();
+        let p = proxy(o.addr, m, mode, &[]);
+        let mut s = connect(p.addr);
+        let mut buf = Vec::new();
+        let mut served = 0u64;
+        for round in 0..2 {
+            for len in SIZES {
+                if round == 1 && len > 16 << 20 {
+                    continue;
+                }
+                let what = format!("{m} {mode} round {round} b{len}");
+                let r = get(&mut s, &mut buf, &format!("/b{len}"));
+                check_body(&r, len, &what);
+                served += len as u64;
+                let spliced = mode != "copy" && len > HEAD_READ;
+                let cached_before = round == 1 && (mode != "splice" || !spliced) && len <= 16 << 20;
+                let want = if cached_before { "HIT" } else { "MISS" };
+                assert_eq!(r.cache(), Some(want), "{what}");
+            }
+        }
+        let st = stats(p.addr);
+        let b = &st.bytes;
+        assert_eq!(b.copy + b.splice + b.hit, served, "{st:?}");
+        if mode == "copy" {
+            assert_eq!((b.splice, b.tee, st.pipes.created), (0, 0, 0), "{st:?}");
+        } else {
+            assert!(b.splice > served / 2, "most bytes spliced: {st:?}");
+            assert_eq!(st.pipes.closed_with_data, 0, "{st:?}");
+        }
+        if mode == "splice-keep" {
+            assert!(b.tee > 0 && b.tee <= b.splice, "{st:?}");
+            assert!(st.transfers.spliced_keep > 0, "{st:?}");
+        } else {
+            assert_eq!(b.tee, 0, "{st:?}");
+        }
+        assert_eq!(st.origin.connects, 1, "one origin connection, kept: {st:?}");
+        assert_eq!(st.transfers.no_pipe, 0, "{st:?}");
+        drop(s);
+        p.stop();
+        o.stop();
+    }
+
+    /// Bytes a splice-mode proxy reads with the head (bodies longer than this, less the head,
+    /// are spliced when at least --splice-min remain).
+    const HEAD_READ: usize = 8192;
+
+    /// Pipelined requests answered in order: GET, HEAD (no body), a conditional GET answered 304
+    /// by the origin, a 404, then the same through the cache (HEAD and 304 from the cache);
+    /// 100 pipelined requests with the last asking to close.
+    pub fn pipelined_head_304(m: &str, mode: &str) {
+        if !runs(m) {
+            return;
+        }
+        let o = origin();
+        let p = proxy(o.addr, m, mode, &[]);
+        let future = "Thu, 01 Jan 2099 00:00:00 GMT";
+        let mut s = connect(p.addr);
+        let mut buf = Vec::new();
+        let batch = format!(
+            "GET /b100 HTTP/1.1\r\nHost: t\r\n\r\n\
+             HEAD /b1048583 HTTP/1.1\r\nHost: t\r\n\r\n\
+             GET /b4097 HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: {future}\r\n\r\n\
+             GET /nope HTTP/1.1\r\nHost: t\r\n\r\n\
+             GET /b70000 HTTP/1.1\r\nHost: t\r\n\r\n\
+             GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n"
+        );
+        s.write_all(batch.as_bytes()).unwrap();
+        check_body(&read_response(&mut s, &mut buf, false), 100, "GET b100");
+        let h = read_response(&mut s, &mut buf, true);
+        assert_eq!(
+            (h.status, h.header("content-length")),
+            (200, Some("1048583"))
+        );
+        let nm = read_response(&mut s, &mut buf, false);
+        assert_eq!((nm.status, nm.body.len()), (304, 0));
+        assert_eq!(read_response(&mut s, &mut buf, false).status, 404);
+        check_body(
+            &read_response(&mut s, &mut buf, false),
+            70_000,
+            "GET b70000",
+        );
+        let hello = read_response(&mut s, &mut buf, false);
+        assert_eq!(hello.body, b"hello, world\n");
+        // Through the cache now (b100 and hello.txt were copied, so every mode stored them).
+        let batch = format!(
+            "HEAD /b100 HTTP/1.1\r\nHost: t\r\n\r\n\
+             GET /b100 HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: {future}\r\n\r\n\
+             GET /b100 HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Thu, 01 Jan 1970 00:00:01 GMT\r\n\r\n\
+             GET /hello.txt HTTP/1.0\r\n\r\n"
+        );
+        s.write_all(batch.as_bytes()).unwrap();
+        let h = read_response(&mut s, &mut buf, true);
+        assert_eq!(
+            (h.status, h.header("content-length"), h.cache()),
+            (200, Some("100"), Some("HIT"))
+        );
+        let nm = read_response(&mut s, &mut buf, false);
+        assert_eq!((nm.status, nm.cache()), (304, Some("HIT")));
+        let full = read_response(&mut s, &mut buf, false);
+        check_body(&full, 100, "GET b100 modified since 1970");
+        assert_eq!(full.cache(), Some("HIT"));
+        let old = read_response(&mut s, &mut buf, false);
+        assert_eq!(
+            (old.status, old.body.as_slice()),
+            (200, &b"hello, world\n"[..])
+        );
+        assert_eq!(
+            old.header("connection"),
+            Some("close"),
+            "HTTP/1.0 without keep-alive"
+        );
+        assert!(closed(&mut s));
+        assert!(buf.is_empty());
+
+        let mut s = connect(p.addr);
+        let mut req = Vec::new();
+        for i in 0..99 {
+            let path = if i % 3 == 0 { "/b4097" } else { "/b100" };
+            req.extend_from_slice(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        }
+        req.extend_from_slice(b"GET /b65536 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        s.write_all(&req).unwrap();
+        for i in 0..99 {
+            let len = if i % 3 == 0 { 4097 } else { 100 };
+            check_body(
+                &read_response(&mut s, &mut buf, false),
+                len,
+                &format!("pipelined {i}"),
+            );
+        }
+        let last = read_response(&mut s, &mut buf, false);
+        check_body(&last, 65536, "last pipelined");
+        assert_eq!(last.header("connection"), Some("close"));
+        assert!(closed(&mut s));
+        p.stop();
+        o.stop();
+    }
+
+    /// A client that sends its requests and shuts down its side still gets every answer, the
+    /// large one spliced or copied in full, then the proxy closes.
+    pub fn half_close(m: &str, mode: &str) {
+        if !runs(m) {
+            return;
+        }
+        let o = origin();
+        let p = proxy(o.addr, m, mode, &[]);
+        for round in 0..2 {
+            let mut s = connect(p.addr);
+            s.write_all(
+                b"GET /b1048583 HTTP/1.1\r\nHost: t\r\n\r\nGET /b100 HTTP/1.1\r\nHost: t\r\n\r\n",
+            )
+            .unwrap();
+            s.shutdown(Shutdown::Write).unwrap();
+            let mut buf = Vec::new();
+            check_body(
+                &read_response(&mut s, &mut buf, false),
+                (1 << 20) + 7,
+                "big",
+            );
+            check_body(&read_response(&mut s, &mut buf, false), 100, "small");
+            assert!(
+                closed(&mut s),
+                "round {round}: closed after the last answer"
+            );
+        }
+        // A client that goes away mid-body does not take the proxy with it.
+        let mut s = connect(p.addr);
+        s.write_all(b"GET /b16777216 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut b = [0u8; 4096];
+        s.read_exact(&mut b).unwrap();
+        drop(s);
+        let mut s = connect(p.addr);
+        let mut buf = Vec::new();
+        check_body(&get(&mut s, &mut buf, "/b70000"), 70_000, "after an abort");
+        let st = stats(p.addr);
+        assert_eq!(
+            st.pipes.closed_with_data + st.pipes.open,
+            st.pipes.created,
+            "{st:?}"
+        );
+        p.stop();
+        o.stop();
+    }
+
+    /// The origin misbehaves (a scripted origin in this process): it closes early inside a
+    /// body, resets, answers garbage, closes an idle kept connection, answers chunked or
+    /// until-close. Each answer through the proxy is the right one; the proxy stays up.
+    pub fn origin_failures(m: &str, mode: &str) {
+        if !runs(m) {
+            return;
+        }
+        let fake = FakeOrigin::start();
+        let p = proxy(fake.addr, m, mode, &["--splice-min", "1024"]);
+        let mut buf = Vec::new();
+
+        // Cut short in the body: what arrived, then the connection closes.
+        for (path, total) in [("/early-small", 100_000usize), ("/early-big", 1 << 20)] {
+            let mut s = connect(p.addr);
+            s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+                .unwrap();
+            buf.clear();
+            match try_read(&mut s, &mut buf, false) {
+                Err(got) => {
+                    assert!(got < total, "{path}: {got}");
+                    assert!(
+                        buf == content(total)[..got],
+                        "{path}: the bytes that came differ"
+                    );
+                }
+                Ok(r) => panic!("{path}: a short body must end in a close: {r:?}"),
+            }
+        }
+        // Reset, or garbage, before any head: 502, and the connection carries on.
+        buf.clear();
+        let mut s = connect(p.addr);
+        for path in ["/reset", "/garbage", "/reset-after-part"] {
+            let r = get(&mut s, &mut buf, path);
+            assert_eq!(r.status, 502, "{path}");
+        }
+        // Chunked and until-close bodies are copied with their framing.
+        let r = get(&mut s, &mut buf, "/chunked");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, b"5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n");
+        let r = get(&mut s, &mut buf, "/ok");
+        assert_eq!(r.body, b"fine\n");
+        s.write_all(b"HEAD /head-with-body HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let h = read_response(&mut s, &mut buf, true);
+        assert_eq!((h.status, h.header("content-length")), (200, Some("5")));
+        let r = get(&mut s, &mut buf, "/ok");
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"fine\n"[..]));
+        assert!(buf.is_empty(), "nothing but the answers reached the client");
+        let r = get(&mut s, &mut buf, "/until-close");
+        assert_eq!(r.header("connection"), Some("close"));
+        assert_eq!(r.body, content(50_000));
+        assert!(closed(&mut s));
+        // An idle kept connection that the origin closed: the request goes again on a fresh
+        // one, and the client never sees the failure.
+        let mut s = connect(p.addr);
+        for i in 0..4 {
+            let r = get(&mut s, &mut buf, &format!("/ok-then-close?{i}"));
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"fine\n"[..]), "{i}");
+        }
+        let st = stats(p.addr);
+        assert_eq!(st.origin.retries, 3, "{st:?}");
+        assert_eq!(st.origin.bad_gateway, 3, "{st:?}");
+        assert_eq!(st.origin.truncated, 2, "{st:?}");
+        // The origin gone: the kept connection fails, the fresh one is refused: 502.
+        drop(fake);
+        let r = get(&mut s, &mut buf, "/ok-after-origin-gone");
+        assert_eq!(r.status, 502);
+        let st = stats(p.addr);
+        assert_eq!((st.origin.retries, st.origin.bad_gateway), (4, 4), "{st:?}");
+        p.stop();
+    }
+
+    /// With one pipe per worker, concurrent large bodies cannot all be spliced: the others are
+    /// copied, every byte still arrives, and no pipe holding bytes is ever reused.
+    pub fn pipe_exhaustion(m: &str, mode: &str) {
+        if !runs(m) {
+            return;
+        }
+        let o = origin();
+        // splice-keep wants two pipes for a cacheable body, so with one it always copies;
+        // without a cache it splices like splice.
+        let p = proxy(o.addr, m, mode, &["--pipes", "1"]);
+        let len = 16 << 20;
+        let mut conns: Vec<TcpStream> = (0..3).map(|_| connect(p.addr)).collect();
+        for s in conns.iter_mut() {
+            s.write_all(b"GET /b16777216 HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+        }
+        // Nobody reads until everyone has asked: 16 MiB cannot fit in the socket buffers, so the
+        // transfers overlap in the proxy.
+        let readers: Vec<_> = conns
+            .into_iter()
+            .map(|mut s| {
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let r = read_response(&mut s, &mut buf, false);
+                    check_body(&r, len, "concurrent");
+                })
+            })
+            .collect();
+        for r in readers {
+            r.join().unwrap();
+        }
+        let st = stats(p.addr);
+        assert!(st.pipes.max_open <= 1, "{st:?}");
+        assert!(
+            st.transfers.no_pipe >= 1,
+            "someone copied for want of a pipe: {st:?}"
+        );
+        assert!(st.bytes.copy >= len as u64, "{st:?}");
+        if mode == "splice" {
+            assert!(st.transfers.spliced >= 1, "{st:?}");
+        } else {
+            assert_eq!(st.transfers.copied, 3, "{st:?}");
+        }
+        p.stop();
+        o.stop();
+    }
+}
+
+/// An origin scripted per path, in this process: each connection in its own thread.
+struct FakeOrigin {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeOrigin {
+    fn start() -> FakeOrigin {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        l.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false).unwrap();
+                        std::thread::spawn(move || Self::serve(s));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        FakeOrigin {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn serve(mut s: TcpStream) {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let end = loop {
+                if let Some(p) = find(&buf, b"\r\n\r\n") {
+                    break p + 4;
+                }
+                match read_some(&mut s, &mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            buf.drain(..end);
+            let path = head.split(' ').nth(1).unwrap_or("").to_string();
+            let path = path.split('?').next().unwrap_or("").to_string();
+            let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfine\n";
+            let r = match path.as_str() {
+                "/ok" => s.write_all(ok),
+                "/ok-then-close" => {
+                    // Keep-alive as far as the head says; the next request on this
+                    // connection finds it closed (read, then FIN, no answer).
+                    let _ = s.write_all(ok);
+                    while find(&buf, b"\r\n\r\n").is_none() {
+                        match read_some(&mut s, &mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    return;
+                }
+                "/early-small" | "/early-big" => {
+                    let total = if path == "/early-small" { 100_000 } else { 1 << 20 };
+                    let body = content(total);
+                    let _ = s.write_all(
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n").as_bytes(),
+                    );
+                    let _ = s.write_all(&body[..total / 3]);
+                    return;
+                }
+                "/reset" => {
+                    let _ = evlab_poll::sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&s), Some(0));
+                    return;
+                }
+                "/reset-after-part" => {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-");
+                    std::thread::sleep(Duration::from_millis(20));
+                    let _ = evlab_poll::sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&s), Some(0));
+                    return;
+                }
+                "/silent" => {
+                    // Never answers; returns when the proxy gives up and closes.
+                    while !matches!(read_some(&mut s, &mut chunk), Ok(0) | Err(_)) {}
+                    return;
+                }
+                "/head-with-body" => {
+                    // A body after a HEAD's head: not the client's, and the connection is
+                    // unusable afterwards.
+                    s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+                }
+                "/garbage" => {
+                    let _ = s.write_all(b"NOT HTTP AT ALL\r\n\r\n");
+                    return;
+                }
+                "/chunked" => s.write_all(
+                    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n",
+                ),
+                "/until-close" => {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n");
+                    let _ = s.write_all(&content(50_000));
+                    return;
+                }
+                _ => s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
+            };
+            if r.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for FakeOrigin {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+macro_rules! proxy_tests {
+    ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
+        mod each {$(
+        #[allow(non_snake_case)]
+        mod $v {
+            const M: &str = $name;
+            #[test] fn copy_bodies() { crate::cases::bodies(M, "copy") }
+            #[test] fn splice_bodies() { crate::cases::bodies(M, "splice") }
+            #[test] fn splice_keep_bodies() { crate::cases::bodies(M, "splice-keep") }
+            #[test] fn copy_pipelined_head_304() { crate::cases::pipelined_head_304(M, "copy") }
+            #[test] fn splice_pipelined_head_304() { crate::cases::pipelined_head_304(M, "splice") }
+            #[test] fn splice_keep_pipelined_head_304() { crate::cases::pipelined_head_304(M, "splice-keep") }
+            #[test] fn copy_half_close() { crate::cases::half_close(M, "copy") }
+            #[test] fn splice_half_close() { crate::cases::half_close(M, "splice") }
+            #[test] fn splice_keep_half_close() { crate::cases::half_close(M, "splice-keep") }
+            #[test] fn copy_origin_failures() { crate::cases::origin_failures(M, "copy") }
+            #[test] fn splice_origin_failures() { crate::cases::origin_failures(M, "splice") }
+            #[test] fn splice_pipe_exhaustion() { crate::cases::pipe_exhaustion(M, "splice") }
+            #[test] fn splice_keep_pipe_exhaustion() { crate::cases::pipe_exhaustion(M, "splice-keep") }
+        }
+        )*}
+    };
+}
+
+evlab_poll::for_each_mechanism!(proxy_tests);
+
+/// What the command line refuses, with a reason.
+#[test]
+fn refuses_bad_flags_with_reasons() {
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let e = run(&["proxy", "--origin", "127.0.0.1:1", "--forward", "zerocopy"]);
+    assert!(e.contains("copy, splice, splice-keep"), "{e}");
+    let e = run(&[
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--origin",
+        "127.0.0.1:1",
+        "--mechanism",
+        "uring",
+    ]);
+    assert!(e.contains("uring-poll") || e.contains("unavailable"), "{e}");
+    let e = run(&["proxy", "--origin", "no-such-host.invalid:80"]);
+    assert!(e.contains("--origin"), "{e}");
+}
+
+/// nginx as a reverse proxy (`proxy_pass` with kept upstream connections) in front of the same
+/// origin: every size, HEAD, 304 and 404 come out of both proxies with the same status, the
+/// same Content-Length and the same body bytes. Skipped with a reason without nginx.
+#[test]
+fn same_bytes_as_nginx_proxy_pass() {
+    let Some(nginx_bin) = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+    else {
+        eprintln!("skipped: nginx is not installed (scripts/setup.sh installs nginx-light)");
+        return;
+    };
+    let o = origin();
+    let p = proxy(o.addr, "epoll-et", "splice", &[]);
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nginx-proxy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let t = dir.display();
+    // Workers run as nobody when the master is root: no temporary files, buffers only.
+    let conf = format!(
+        "worker_processes 1;\ndaemon off;\npid {t}/nginx.pid;\nerror_log {t}/error.log error;\n\
+         events {{ worker_connections 1024; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {t}/nb; proxy_temp_path {t}/np;\n\
+           fastcgi_temp_path {t}/nf; uwsgi_temp_path {t}/nu; scgi_temp_path {t}/ns;\n\
+           upstream origin {{ server {origin}; keepalive 8; }}\n\
+           server {{\n    listen 127.0.0.1:{port};\n    location / {{\n\
+               proxy_pass http://origin;\n      proxy_http_version 1.1;\n\
+               proxy_set_header Connection \"\";\n      proxy_max_temp_file_size 0;\n    }}\n  }}\n}}\n",
+        origin = o.addr
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut nginx = Command::new(nginx_bin)
+        .args(["-p", &t.to_string(), "-e", &format!("{t}/error.log"), "-c"])
+        .arg(dir.join("nginx.conf"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn nginx");
+    let pgid = nginx.id();
+    // A failing assertion below must not leave nginx running.
+    struct KillGroup(u32);
+    impl Drop for KillGroup {
+        fn drop(&mut self) {
+            let _ = evlab_poll::sys::kill_process_group(self.0, libc::SIGKILL);
+        }
+    }
+    let guard = KillGroup(pgid);
+    let nginx_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let t0 = Instant::now();
+    while TcpStream::connect(nginx_addr).is_err() {
+        if let Some(st) = nginx.try_wait().unwrap() {
+            let mut err = String::new();
+            let _ = nginx.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("nginx exited at start: {st}: {err}");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "nginx did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let fetch = |addr: SocketAddr, req: &str, head: bool| {
+        let mut s = connect(addr);
+        let mut buf = Vec::new();
+        s.write_all(req.as_bytes()).unwrap();
+        read_response(&mut s, &mut buf, head)
+    };
+    let mut reqs: Vec<(String, bool)> = SIZES
+        .iter()
+        .map(|l| (format!("GET /b{l} HTTP/1.1\r\nHost: t\r\n\r\n"), false))
+        .collect();
+    reqs.push(("HEAD /b1048583 HTTP/1.1\r\nHost: t\r\n\r\n".into(), true));
+    reqs.push((
+        "GET /b4097 HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Thu, 01 Jan 2099 00:00:00 GMT\r\n\r\n"
+            .into(),
+        false,
+    ));
+    reqs.push(("GET /nope HTTP/1.1\r\nHost: t\r\n\r\n".into(), false));
+    reqs.push(("GET /hello.txt HTTP/1.0\r\n\r\n".into(), false));
+    for (req, head) in &reqs {
+        let a = fetch(nginx_addr, req, *head);
+        let b = fetch(p.addr, req, *head);
+        let line = req.lines().next().unwrap();
+        assert_eq!(a.status, b.status, "{line}");
+        assert_eq!(
+            a.header("content-length"),
+            b.header("content-length"),
+            "{line}"
+        );
+        assert_eq!(
+            a.header("last-modified"),
+            b.header("last-modified"),
+            "{line}"
+        );
+        assert!(a.body == b.body, "{line}: the bodies differ");
+    }
+    // Stop nginx with its process group and check nothing is left.
+    evlab_poll::sys::kill_process_group(pgid, libc::SIGTERM).unwrap();
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = nginx.try_wait().unwrap() {
+            assert!(st.success(), "nginx: {st}");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "nginx did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The master waits for its workers, but give a straggler a moment to be reaped by init.
+    let t0 = Instant::now();
+    while evlab_poll::sys::kill_process_group(pgid, 0).is_ok() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "nginx processes left"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_gone(pgid, "nginx");
+    std::mem::forget(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+    p.stop();
+    o.stop();
+}
+
+/// `--timeout`: an origin that never answers gets the client a 504, a client that stops in
+/// the middle of a request head gets a 408, and both connections close. (The deadlines are
+/// the same code for every mechanism; one is enough.)
+#[test]
+fn timeouts_answer_504_and_408() {
+    let fake = FakeOrigin::start();
+    let p = proxy(fake.addr, "poll", "copy", &["--timeout", "0.5"]);
+    let mut s = connect(p.addr);
+    let mut buf = Vec::new();
+    let r = get(&mut s, &mut buf, "/silent");
+    assert_eq!((r.status, r.header("connection")), (504, Some("close")));
+    assert!(closed(&mut s));
+    let mut s = connect(p.addr);
+    s.write_all(b"GET /ok HTTP/1.1\r\nHost:").unwrap();
+    let r = read_response(&mut s, &mut buf, false);
+    assert_eq!((r.status, r.header("connection")), (408, Some("close")));
+    assert!(closed(&mut s));
+    let st = stats(p.addr);
+    assert_eq!(
+        (st.origin.gateway_timeout, st.connections.timeouts),
+        (1, 2),
+        "{st:?}"
+    );
+    p.stop();
+}

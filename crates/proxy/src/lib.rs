@@ -1,0 +1,436 @@
+//! evlab-proxy: the reverse caching proxy of the uselect/splice paper (Rosu & Rosu, USENIX
+//! 2003) on today's kernel.
+//!
+//! An event-driven HTTP/1.1 reverse proxy in front of one origin, with persistent and
+//! pipelined client connections, a small pool of persistent origin connections per worker, an
+//! in-memory object cache bounded in bytes, and three ways to move a response body from the
+//! origin to the client (`--forward`):
+//!
+//! - `copy`: `read` from the origin into user space, `write` to the client.
+//! - `splice`: the head is read and parsed in user space; a body whose length is known and at
+//!   least `--splice-min` is moved origin socket → pipe → client socket with `splice(2)`, never
+//!   entering user space. Spliced bodies are not cached.
+//! - `splice-keep`: as `splice`, and a cacheable body is also `tee(2)`d into a second pipe and
+//!   read from there into the cache: the paper's KeepCopy.
+//!
+//! Like the server, the loop is generic over [`evlab_poll::Poller`], chosen once at start-up
+//! from the mechanism registry, so every readiness mechanism runs the proxy with no dynamic
+//! dispatch. The io_uring completion engine (`uring`) is not implemented for the proxy yet:
+//! asking for it is an error that says so (use `uring-poll`).
+//!
+//! See `docs/proxy.md` for the rules the forwarding follows and what the cache stores.
+
+mod cache;
+mod pipes;
+mod stats;
+mod worker;
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use evlab_http::Limits;
+use evlab_poll::{sys, Kind, Mechanism, Support};
+
+pub use cache::{CacheCounts, Object, ObjectCache};
+pub use pipes::{Pipe, PipeCounts, PipePool};
+pub use stats::{
+    ByteCounts, CacheStats, ClientCounts, EventCounts, OriginCounts, PipeStats, ProxyStats, Shared,
+    StatusCounts, SyscallCount, TransferCounts, WorkerStats,
+};
+
+/// How response bodies travel from the origin to the client.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ForwardMode {
+    /// read(2) and write(2) through user space.
+    Copy,
+    /// splice(2) through a pipe, for bodies of known length ≥ `splice_min`.
+    Splice,
+    /// As `Splice`, with a tee(2)'d copy of cacheable bodies read into the cache (KeepCopy).
+    SpliceKeep,
+}
+
+impl ForwardMode {
+    pub const ALL: [ForwardMode; 3] = [
+        ForwardMode::Copy,
+        ForwardMode::Splice,
+        ForwardMode::SpliceKeep,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ForwardMode::Copy => "copy",
+            ForwardMode::Splice => "splice",
+            ForwardMode::SpliceKeep => "splice-keep",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Result<ForwardMode, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "copy" => Ok(ForwardMode::Copy),
+            "splice" => Ok(ForwardMode::Splice),
+            "splice-keep" | "splice_keep" | "keepcopy" => Ok(ForwardMode::SpliceKeep),
+            _ => Err(format!(
+                "unknown forwarding mode '{s}'; valid modes: copy, splice, splice-keep"
+            )),
+        }
+    }
+
+    /// Whether bodies may be spliced.
+    pub fn splices(self) -> bool {
+        self != ForwardMode::Copy
+    }
+}
+
+impl std::fmt::Display for ForwardMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything the proxy can be told.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// The origin server every request goes to.
+    pub origin: SocketAddr,
+    pub mechanism: Mechanism,
+    pub workers: usize,
+    pub forward: ForwardMode,
+    /// Bodies with fewer bytes left to receive than this after the head's read are copied even
+    /// when the mode splices (a splice costs two syscalls and a pipe).
+    pub splice_min: u64,
+    /// Pipes each worker may have open at once (idle and in use); beyond, bodies are copied.
+    pub pipes: usize,
+    /// Pipe capacity asked for with F_SETPIPE_SZ (0: the kernel's default, 64 KiB).
+    pub pipe_size: usize,
+    /// User-space buffer per copied body, and the most a copy reads at once.
+    pub buffer_size: usize,
+    /// Bytes of objects each worker's cache holds (0: no cache).
+    pub cache_bytes: u64,
+    /// Largest body the cache stores.
+    pub cache_max_object: u64,
+    /// How long an object without max-age stays fresh.
+    pub cache_ttl: Duration,
+    /// Idle origin connections each worker keeps for reuse.
+    pub origin_idle: usize,
+    /// A client connection with no progress for this long is closed (408 if it had sent part
+    /// of a request head, 504 if it waits for the origin's response head). `None`: never.
+    pub timeout: Option<Duration>,
+    pub max_conns: usize,
+    pub limits: Limits,
+    /// Answer `GET /.evlab/stats` (the proxy's counters) instead of forwarding it.
+    pub stats: bool,
+    pub profile: bool,
+    pub backlog: i32,
+    pub events_per_wait: usize,
+    /// How long to read and discard a client's input after closing our side.
+    pub linger: Duration,
+}
+
+impl Config {
+    pub fn new(listen: SocketAddr, origin: SocketAddr, mechanism: Mechanism) -> Config {
+        Config {
+            listen,
+            origin,
+            mechanism,
+            workers: 1,
+            forward: ForwardMode::Copy,
+            splice_min: 4096,
+            pipes: 256,
+            pipe_size: 0,
+            buffer_size: 64 * 1024,
+            cache_bytes: 64 << 20,
+            cache_max_object: 16 << 20,
+            cache_ttl: Duration::from_secs(60),
+            origin_idle: 64,
+            timeout: Some(Duration::from_secs(60)),
+            max_conns: 100_000,
+            limits: Limits::default(),
+            stats: false,
+            profile: false,
+            backlog: 4096,
+            events_per_wait: 512,
+            linger: Duration::from_secs(2),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("mechanism {mechanism} is not available: {reason}")]
+    Unsupported {
+        mechanism: Mechanism,
+        reason: String,
+    },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: io::Error },
+    #[error("{0}")]
+    Config(String),
+    #[error("worker {worker}: {source}")]
+    Worker { worker: usize, source: io::Error },
+    #[error("worker {0} panicked")]
+    Panicked(usize),
+}
+
+/// A running proxy.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<io::Result<()>>>,
+    listener: Option<RawFd>,
+}
+
+impl Proxy {
+    /// Binds, starts the workers, and returns once they are ready.
+    pub fn start(cfg: Config) -> Result<Proxy, ProxyError> {
+        if let Support::No(reason) = cfg.mechanism.support() {
+            return Err(ProxyError::Unsupported {
+                mechanism: cfg.mechanism,
+                reason,
+            });
+        }
+        if cfg.mechanism.kind() == Kind::Completion {
+            return Err(ProxyError::Unsupported {
+                mechanism: cfg.mechanism,
+                reason: "the proxy has no io_uring completion engine yet; use uring-poll".into(),
+            });
+        }
+        if cfg.workers == 0 {
+            return Err(ProxyError::Config("--workers must be at least 1".into()));
+        }
+        if cfg.buffer_size < 1024 {
+            return Err(ProxyError::Config(
+                "--buffer-size must be at least 1024 bytes".into(),
+            ));
+        }
+        sys::set_profiling(cfg.profile);
+        let listen_err = |source| ProxyError::Listen {
+            addr: cfg.listen,
+            source,
+        };
+        let fd = open_listener(&cfg.listen, cfg.backlog).map_err(listen_err)?;
+        let addr = match sys::getsockname(fd) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = sys::close(fd);
+                return Err(listen_err(e));
+            }
+        };
+        let shared = Arc::new(Shared::new(cfg.mechanism, cfg.forward, cfg.profile));
+        let cfg = Arc::new(cfg);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let mut proxy = Proxy {
+            addr,
+            shared: shared.clone(),
+            threads: Vec::new(),
+            listener: Some(fd),
+        };
+        for w in 0..cfg.workers {
+            let cfg = cfg.clone();
+            let shared = shared.clone();
+            let ready = ready_tx.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("evlab-proxy-{w}"))
+                .spawn(move || run_worker(w, fd, cfg, shared, ready))
+                .map_err(|e| ProxyError::Worker {
+                    worker: w,
+                    source: e,
+                })?;
+            proxy.threads.push(t);
+        }
+        drop(ready_tx);
+        for _ in 0..cfg.workers {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err((w, e))) => {
+                    proxy.stop_threads();
+                    return Err(ProxyError::Worker {
+                        worker: w,
+                        source: e,
+                    });
+                }
+                Err(_) => {
+                    proxy.stop_threads();
+                    return Err(ProxyError::Panicked(0));
+                }
+            }
+        }
+        Ok(proxy)
+    }
+
+    /// The bound address (with the real port when asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    pub fn stats_json(&self) -> String {
+        self.shared.to_json()
+    }
+
+    /// Asks every worker to stop: stop accepting, finish responses in flight, exit.
+    pub fn request_shutdown(&self) {
+        self.shared.request_shutdown();
+    }
+
+    /// Waits for the workers to exit.
+    pub fn wait(mut self) -> Result<(), ProxyError> {
+        self.join()
+    }
+
+    pub fn shutdown(self) -> Result<(), ProxyError> {
+        self.request_shutdown();
+        self.wait()
+    }
+
+    fn stop_threads(&mut self) {
+        self.shared.request_shutdown();
+        let _ = self.join();
+    }
+
+    fn join(&mut self) -> Result<(), ProxyError> {
+        let mut result = Ok(());
+        for (w, t) in self.threads.drain(..).enumerate() {
+            match t.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    if result.is_ok() {
+                        result = Err(ProxyError::Worker {
+                            worker: w,
+                            source: e,
+                        });
+                    }
+                }
+                Err(_) => result = Err(ProxyError::Panicked(w)),
+            }
+        }
+        if let Some(fd) = self.listener.take() {
+            let _ = sys::close(fd);
+        }
+        result
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() || self.listener.is_some() {
+            self.stop_threads();
+        }
+    }
+}
+
+/// A non-blocking listening socket; TCP_NODELAY is inherited by accepted sockets.
+fn open_listener(addr: &SocketAddr, backlog: i32) -> io::Result<RawFd> {
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    let fd = sys::socket(
+        domain,
+        libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        0,
+    )?;
+    let setup = || -> io::Result<()> {
+        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+        sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+        sys::bind(fd, addr)?;
+        sys::listen(fd, backlog)
+    };
+    match setup() {
+        Ok(()) => Ok(fd),
+        Err(e) => {
+            let _ = sys::close(fd);
+            Err(e)
+        }
+    }
+}
+
+type Ready = std::sync::mpsc::Sender<Result<(), (usize, io::Error)>>;
+
+/// A worker thread: the mechanism becomes a type here, once.
+fn run_worker(
+    worker: usize,
+    listen_fd: RawFd,
+    cfg: Arc<Config>,
+    shared: Arc<Shared>,
+    ready: Ready,
+) -> io::Result<()> {
+    macro_rules! dispatch {
+        ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
+            match cfg.mechanism {
+                $(Mechanism::$v => dispatch!(@run $kind $args),)*
+            }
+        };
+        (@run readiness ($ty:ty)) => {
+            worker::run::<$ty>(worker, listen_fd, cfg, shared, ready)
+        };
+        (@run completion $args:tt) => {{
+            // Refused by Proxy::start; kept total for the match.
+            let e = io::Error::new(io::ErrorKind::Unsupported, "no completion engine in the proxy");
+            let _ = ready.send(Err((worker, io::Error::new(e.kind(), e.to_string()))));
+            Err(e)
+        }};
+    }
+    evlab_poll::for_each_mechanism!(dispatch)
+}
+
+/// SIGINT/SIGTERM → graceful shutdown (the handler writes to every worker's waker), and
+/// SIGPIPE ignored.
+pub mod signals {
+    use std::os::fd::RawFd;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+    use evlab_poll::sys;
+
+    static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+    pub fn signalled() -> bool {
+        SIGNALLED.load(SeqCst)
+    }
+
+    pub fn install(wakers: &[RawFd]) -> std::io::Result<()> {
+        sys::route_signals(&[libc::SIGINT, libc::SIGTERM], &SIGNALLED, wakers)
+    }
+
+    pub fn ignore_sigpipe() {
+        let _ = sys::ignore_signal(libc::SIGPIPE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_names_round_trip() {
+        for m in ForwardMode::ALL {
+            assert_eq!(ForwardMode::from_name(m.name()).unwrap(), m);
+        }
+        let e = ForwardMode::from_name("zerocopy").unwrap_err();
+        assert!(e.contains("copy, splice, splice-keep"), "{e}");
+    }
+
+    #[test]
+    fn the_completion_engine_is_refused_with_a_reason() {
+        let a = "127.0.0.1:0".parse().unwrap();
+        let cfg = Config::new(a, a, Mechanism::Uring);
+        match Proxy::start(cfg) {
+            Err(ProxyError::Unsupported { reason, .. }) => {
+                assert!(
+                    reason.contains("uring-poll") || reason.contains("unavailable"),
+                    "{reason}"
+                )
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("uring must be refused"),
+        }
+    }
+}

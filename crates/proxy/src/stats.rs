@@ -1,0 +1,496 @@
+//! The proxy's counters, readable by any thread: the source of `GET /.evlab/stats` (with
+//! `--stats`) and of the summary printed at exit. As in the server, each worker is the only
+//! writer of its own counters (a relaxed load and store, no locked instruction).
+//!
+//! Body bytes are counted by the way they went: `copy` through user space (read and write),
+//! `splice` origin → pipe → client in the kernel, `tee` duplicated from the pipe for the cache
+//! (splice-keep), `hit` sent from the cache. Response heads are in `to_clients` only.
+
+use std::collections::BTreeMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use evlab_poll::sys::{self, Snapshot, ThreadCounters};
+use evlab_poll::{Mechanism, PollerStats};
+use serde::{Deserialize, Serialize};
+
+use crate::ForwardMode;
+
+/// The document `GET /.evlab/stats` answers on the proxy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProxyStats {
+    /// "evlab-proxy".
+    pub proxy: String,
+    pub version: String,
+    pub mechanism: String,
+    /// copy, splice or splice-keep.
+    pub forward: String,
+    pub workers: usize,
+    pub uptime_s: f64,
+    pub profile: bool,
+    pub connections: ClientCounts,
+    pub origin: OriginCounts,
+    pub requests: u64,
+    pub responses: StatusCounts,
+    pub cache: CacheStats,
+    pub bytes: ByteCounts,
+    pub transfers: TransferCounts,
+    pub pipes: PipeStats,
+    pub events: EventCounts,
+    pub syscalls: BTreeMap<String, SyscallCount>,
+    pub syscalls_total: u64,
+    pub syscalls_per_request: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientCounts {
+    pub accepted: u64,
+    pub closed: u64,
+    pub active: u64,
+    pub max_active: u64,
+    pub accept_errors: u64,
+    /// Closed after `--timeout` without progress.
+    pub timeouts: u64,
+    pub io_errors: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginCounts {
+    /// Connections opened to the origin.
+    pub connects: u64,
+    /// Requests sent on a connection taken from the idle pool.
+    pub reused: u64,
+    /// Requests sent again on a fresh connection after a pooled one failed before answering.
+    pub retries: u64,
+    pub closed: u64,
+    /// Idle connections in the pools now.
+    pub idle: u64,
+    /// Origin failures: refused, reset or closed early, or an unreadable response.
+    pub errors: u64,
+    /// Requests answered 502 (the origin failed before a response head arrived).
+    pub bad_gateway: u64,
+    /// Requests answered 504 (no response head within `--timeout`).
+    pub gateway_timeout: u64,
+    /// Responses cut short because the origin failed in the body: the client's connection is
+    /// closed once what arrived has been sent.
+    pub truncated: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    #[serde(rename = "1xx")]
+    pub s1xx: u64,
+    #[serde(rename = "2xx")]
+    pub s2xx: u64,
+    #[serde(rename = "3xx")]
+    pub s3xx: u64,
+    #[serde(rename = "4xx")]
+    pub s4xx: u64,
+    #[serde(rename = "5xx")]
+    pub s5xx: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheStats {
+    pub hits: u64,
+    /// Hits answered 304 (If-Modified-Since).
+    pub not_modified: u64,
+    pub misses: u64,
+    /// Requests that could not be answered from the cache (HEAD of an uncached object,
+    /// Authorization, the client's no-cache) and went to the origin.
+    pub bypassed: u64,
+    pub stored: u64,
+    pub evicted: u64,
+    pub expired: u64,
+    pub rejected: u64,
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteCounts {
+    /// Everything written to clients (heads and bodies).
+    pub to_clients: u64,
+    /// Body bytes moved through user space.
+    pub copy: u64,
+    /// Body bytes spliced from the origin into a pipe.
+    pub splice: u64,
+    /// Body bytes duplicated by tee for the cache (splice-keep).
+    pub tee: u64,
+    /// Body bytes sent from the cache.
+    pub hit: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransferCounts {
+    /// Bodies moved through user space.
+    pub copied: u64,
+    /// Bodies spliced.
+    pub spliced: u64,
+    /// Bodies spliced with a tee'd copy for the cache.
+    pub spliced_keep: u64,
+    /// Bodies copied although their mode splices, because no pipe was free.
+    pub no_pipe: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeStats {
+    pub created: u64,
+    pub open: u64,
+    pub idle: u64,
+    pub max_open: u64,
+    pub closed_with_data: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventCounts {
+    pub waits: u64,
+    pub events: u64,
+    pub per_wait: f64,
+    pub discarded: u64,
+    pub interest_changes: u64,
+    pub interest_changes_free: u64,
+    pub batches: u64,
+    pub waits_from_memory: u64,
+    pub waits_from_kernel: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyscallCount {
+    pub calls: u64,
+    pub errors: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
+}
+
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+    #[inline]
+    pub fn inc(&self) {
+        self.add(1);
+    }
+    #[inline]
+    pub fn set(&self, n: u64) {
+        self.0.store(n, Relaxed);
+    }
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+macro_rules! counters {
+    ($($name:ident),* $(,)?) => {
+        /// One worker's counters.
+        #[derive(Debug)]
+        pub struct WorkerStats {
+            $(pub $name: Counter,)*
+            pub status: [Counter; 6],
+            pub syscalls: Arc<ThreadCounters>,
+        }
+
+        impl WorkerStats {
+            /// Must be called on the worker's own thread: it captures that thread's syscall
+            /// counters.
+            pub fn for_this_thread() -> WorkerStats {
+                WorkerStats {
+                    $($name: Counter::default(),)*
+                    status: Default::default(),
+                    syscalls: sys::thread_counters(),
+                }
+            }
+        }
+    };
+}
+
+counters! {
+    accepted, closed, active, max_active, accept_errors, timeouts, io_errors,
+    origin_connects, origin_reused, origin_retries, origin_closed, origin_idle, origin_errors,
+    bad_gateway, gateway_timeout, truncated,
+    requests,
+    hits, not_modified, misses, bypassed, cache_stored, cache_evicted, cache_expired,
+    cache_rejected, cache_objects, cache_bytes,
+    bytes_to_clients, bytes_copy, bytes_splice, bytes_tee, bytes_hit,
+    copied, spliced, spliced_keep, no_pipe,
+    pipes_created, pipes_open, pipes_idle, pipes_max_open, pipes_closed_with_data,
+    waits, events, discarded, interest_changes, interest_changes_free, batches,
+    waits_from_memory, waits_from_kernel,
+}
+
+impl WorkerStats {
+    #[inline]
+    pub fn record_status(&self, code: u16) {
+        let class = (code / 100) as usize;
+        if class < 6 {
+            self.status[class].inc();
+        }
+    }
+
+    pub fn set_poller(&self, p: &PollerStats) {
+        self.waits.set(p.waits);
+        self.events.set(p.events);
+        self.discarded.set(p.discarded);
+        self.interest_changes.set(p.interest_changes);
+        self.interest_changes_free.set(p.interest_changes_free);
+        self.batches.set(p.batches);
+        self.waits_from_memory.set(p.waits_from_memory);
+        self.waits_from_kernel.set(p.waits_from_kernel);
+    }
+}
+
+/// State shared by the workers of one proxy.
+#[derive(Debug)]
+pub struct Shared {
+    pub mechanism: Mechanism,
+    pub forward: ForwardMode,
+    pub profile: bool,
+    pub started: Instant,
+    shutdown: AtomicBool,
+    workers: Mutex<Vec<Arc<WorkerStats>>>,
+    wakers: Mutex<Vec<RawFd>>,
+}
+
+impl Shared {
+    pub fn new(mechanism: Mechanism, forward: ForwardMode, profile: bool) -> Shared {
+        Shared {
+            mechanism,
+            forward,
+            profile,
+            started: Instant::now(),
+            shutdown: AtomicBool::new(false),
+            workers: Mutex::new(Vec::new()),
+            wakers: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn add_worker(&self, w: Arc<WorkerStats>, waker: RawFd) {
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w);
+        self.wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(waker);
+    }
+
+    pub(crate) fn remove_waker(&self, waker: RawFd) {
+        self.wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&w| w != waker);
+    }
+
+    /// The wakers' descriptors (for the signal handler).
+    pub fn wakers(&self) -> Vec<RawFd> {
+        self.wakers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown.load(Relaxed)
+    }
+
+    pub fn request_shutdown(&self) {
+        self.shutdown.store(true, Relaxed);
+        for &fd in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = sys::write(fd, &1u64.to_ne_bytes());
+        }
+    }
+
+    fn workers(&self) -> Vec<Arc<WorkerStats>> {
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Syscalls of all workers since start.
+    pub fn syscalls(&self) -> Snapshot {
+        let mut s = Snapshot::default();
+        for w in self.workers() {
+            w.syscalls.add_to(&mut s);
+        }
+        s
+    }
+
+    pub fn stats(&self) -> ProxyStats {
+        let workers = self.workers();
+        let sum =
+            |f: &dyn Fn(&WorkerStats) -> &Counter| workers.iter().map(|w| f(w).get()).sum::<u64>();
+        let sys = self.syscalls();
+        let requests = sum(&|w| &w.requests);
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let total_ns = sys.total_nanos();
+        let syscalls = sys
+            .rows()
+            .into_iter()
+            .map(|(name, calls, errors, ns)| {
+                let row = SyscallCount {
+                    calls,
+                    errors,
+                    ns: self.profile.then_some(ns),
+                    share: self.profile.then(|| ratio(ns, total_ns)),
+                };
+                (name.to_string(), row)
+            })
+            .collect();
+        let waits = sum(&|w| &w.waits);
+        let events = sum(&|w| &w.events);
+        ProxyStats {
+            proxy: "evlab-proxy".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            mechanism: self.mechanism.name().into(),
+            forward: self.forward.name().into(),
+            workers: workers.len(),
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            profile: self.profile,
+            connections: ClientCounts {
+                accepted: sum(&|w| &w.accepted),
+                closed: sum(&|w| &w.closed),
+                active: sum(&|w| &w.active),
+                max_active: sum(&|w| &w.max_active),
+                accept_errors: sum(&|w| &w.accept_errors),
+                timeouts: sum(&|w| &w.timeouts),
+                io_errors: sum(&|w| &w.io_errors),
+            },
+            origin: OriginCounts {
+                connects: sum(&|w| &w.origin_connects),
+                reused: sum(&|w| &w.origin_reused),
+                retries: sum(&|w| &w.origin_retries),
+                closed: sum(&|w| &w.origin_closed),
+                idle: sum(&|w| &w.origin_idle),
+                errors: sum(&|w| &w.origin_errors),
+                bad_gateway: sum(&|w| &w.bad_gateway),
+                gateway_timeout: sum(&|w| &w.gateway_timeout),
+                truncated: sum(&|w| &w.truncated),
+            },
+            requests,
+            responses: StatusCounts {
+                s1xx: workers.iter().map(|w| w.status[1].get()).sum(),
+                s2xx: workers.iter().map(|w| w.status[2].get()).sum(),
+                s3xx: workers.iter().map(|w| w.status[3].get()).sum(),
+                s4xx: workers.iter().map(|w| w.status[4].get()).sum(),
+                s5xx: workers.iter().map(|w| w.status[5].get()).sum(),
+            },
+            cache: CacheStats {
+                hits: sum(&|w| &w.hits),
+                not_modified: sum(&|w| &w.not_modified),
+                misses: sum(&|w| &w.misses),
+                bypassed: sum(&|w| &w.bypassed),
+                stored: sum(&|w| &w.cache_stored),
+                evicted: sum(&|w| &w.cache_evicted),
+                expired: sum(&|w| &w.cache_expired),
+                rejected: sum(&|w| &w.cache_rejected),
+                objects: sum(&|w| &w.cache_objects),
+                bytes: sum(&|w| &w.cache_bytes),
+            },
+            bytes: ByteCounts {
+                to_clients: sum(&|w| &w.bytes_to_clients),
+                copy: sum(&|w| &w.bytes_copy),
+                splice: sum(&|w| &w.bytes_splice),
+                tee: sum(&|w| &w.bytes_tee),
+                hit: sum(&|w| &w.bytes_hit),
+            },
+            transfers: TransferCounts {
+                copied: sum(&|w| &w.copied),
+                spliced: sum(&|w| &w.spliced),
+                spliced_keep: sum(&|w| &w.spliced_keep),
+                no_pipe: sum(&|w| &w.no_pipe),
+            },
+            pipes: PipeStats {
+                created: sum(&|w| &w.pipes_created),
+                open: sum(&|w| &w.pipes_open),
+                idle: sum(&|w| &w.pipes_idle),
+                max_open: sum(&|w| &w.pipes_max_open),
+                closed_with_data: sum(&|w| &w.pipes_closed_with_data),
+            },
+            events: EventCounts {
+                waits,
+                events,
+                per_wait: ratio(events, waits),
+                discarded: sum(&|w| &w.discarded),
+                interest_changes: sum(&|w| &w.interest_changes),
+                interest_changes_free: sum(&|w| &w.interest_changes_free),
+                batches: sum(&|w| &w.batches),
+                waits_from_memory: sum(&|w| &w.waits_from_memory),
+                waits_from_kernel: sum(&|w| &w.waits_from_kernel),
+            },
+            syscalls,
+            syscalls_total: sys.total_calls(),
+            syscalls_per_request: ratio(sys.total_calls(), requests),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(&self.stats()).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// A human summary for stderr at exit.
+    pub fn summary(&self) -> String {
+        let v = self.stats();
+        let mut out = format!(
+            "evlab proxy: {} forwarding by {} ({} worker(s)), up {:.1} s\n  \
+             connections: accepted {} closed {} max active {}\n  \
+             requests: {}  responses: 2xx {} 3xx {} 4xx {} 5xx {}\n  \
+             cache: {} hits ({} answered 304), {} misses, {} bypassed, {} stored, {} objects, {} bytes\n  \
+             origin: {} connects, {} reused, {} retries, {} errors\n  \
+             body bytes: copy {} splice {} tee {} hit {}  (bodies: {} copied, {} spliced, {} spliced+tee, {} copied for want of a pipe)\n  \
+             syscalls ({} total, {:.2} per request):\n",
+            v.mechanism,
+            v.forward,
+            v.workers,
+            v.uptime_s,
+            v.connections.accepted,
+            v.connections.closed,
+            v.connections.max_active,
+            v.requests,
+            v.responses.s2xx,
+            v.responses.s3xx,
+            v.responses.s4xx,
+            v.responses.s5xx,
+            v.cache.hits,
+            v.cache.not_modified,
+            v.cache.misses,
+            v.cache.bypassed,
+            v.cache.stored,
+            v.cache.objects,
+            v.cache.bytes,
+            v.origin.connects,
+            v.origin.reused,
+            v.origin.retries,
+            v.origin.errors,
+            v.bytes.copy,
+            v.bytes.splice,
+            v.bytes.tee,
+            v.bytes.hit,
+            v.transfers.copied,
+            v.transfers.spliced,
+            v.transfers.spliced_keep,
+            v.transfers.no_pipe,
+            v.syscalls_total,
+            v.syscalls_per_request,
+        );
+        for (name, c) in &v.syscalls {
+            out.push_str(&format!(
+                "    {name:<16} {:>12} calls {:>10} errors\n",
+                c.calls, c.errors
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,1872 @@
+//! One proxy worker: an event loop generic over the readiness mechanism.
+//!
+//! A client connection goes through these phases, one request at a time (pipelined requests
+//! wait in its input buffer and are answered in order, as nginx and HAProxy do):
+//!
+//! - `Idle`: parse the requests buffered. A cache hit or an error is answered at once (its
+//!   bytes queued behind whatever is still being sent); a miss takes an origin connection
+//!   (an idle one from the pool, or a new one) and moves to `Fetch`.
+//! - `Fetch`: the request is written to the origin and its response head read and parsed. A
+//!   pooled connection that fails before any byte of the answer (the origin closed it while
+//!   idle) is replaced by a fresh one and the request sent again, once; otherwise the client
+//!   gets 502 (504 after `--timeout`).
+//! - `Body`: the head, rewritten, is queued for the client with whatever body bytes came with
+//!   it, and the rest of the body moves by the forwarding mode: through a user-space buffer
+//!   (copy), or origin → pipe → client (splice), with a tee'd second pipe read into the cache
+//!   (splice-keep). When it is all received and sent, the origin connection goes back to the
+//!   pool (if the origin keeps it) and the client back to `Idle`.
+//! - `Lingering`: the proxy closed its side after a `Connection: close`; it reads and
+//!   discards until the client closes, so that its last response is not destroyed by a reset.
+//!
+//! Readiness is kept per descriptor (readable, writable), set by events and cleared by EAGAIN
+//! or a short transfer, so the same code serves level- and edge-triggered mechanisms: after
+//! each event the connection and its origin are driven as far as they can go, then the
+//! interest each still needs is registered (a syscall for epoll-lt, free for the others). A
+//! connection that could go on after a bounded amount of work is driven again in the next turn
+//! without waiting, so one large transfer cannot starve the others.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, IoSlice};
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use evlab_http::{
+    parse_request, parse_response_head, write_error, write_forward_request, write_head,
+    ChunkedScanner, DateCache, Framing, Parse, ResponseHead, ResponseParse, Status,
+};
+use evlab_poll::{sys, Events, Interest, Poller, Token};
+
+use crate::cache::{Object, ObjectCache};
+use crate::pipes::{Pipe, PipePool};
+use crate::stats::{Shared, WorkerStats};
+use crate::{Config, ForwardMode, Ready};
+
+/// The path the proxy answers itself with `--stats`.
+pub const STATS_PATH: &str = "/.evlab/stats";
+/// In the splice modes, the first read of a response takes at most this much, so that most of
+/// a body is left in the socket to be spliced (the paper's Squid read 2,896 bytes).
+const HEAD_READ_SPLICE: usize = 4096;
+/// Stop answering pipelined requests while this much output waits for the client.
+const OUT_HIGH_WATER: usize = 256 * 1024;
+/// Cached bodies up to this size are copied behind their head (one write); larger ones are
+/// sent from the cached object.
+const COPY_HIT_MAX: usize = 16 * 1024;
+/// Steps one connection may take per event before others get their turn.
+const DRIVE_BUDGET: usize = 32;
+/// How long to wait before accepting again after running out of descriptors.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// How long a graceful shutdown waits for responses in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+const SPARES_MAX: usize = 1024;
+
+/// What is known of a descriptor's readiness, and the interest registered for it.
+#[derive(Debug)]
+struct Flags {
+    readable: bool,
+    writable: bool,
+    /// The peer shut down its side: read on to EOF, a short read proves nothing.
+    peer_closed: bool,
+    /// Hung up or in error: whatever is still to be read, nothing more will come.
+    hup: bool,
+    interest: Interest,
+}
+
+impl Flags {
+    fn new(interest: Interest, writable: bool) -> Flags {
+        Flags {
+            readable: false,
+            writable,
+            peer_closed: false,
+            hup: false,
+            interest,
+        }
+    }
+}
+
+/// A connection to the origin.
+#[derive(Debug)]
+struct Origin {
+    fd: RawFd,
+    f: Flags,
+    /// Taken from the idle pool (so it may have been closed by the origin meanwhile).
+    reused: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Fetch,
+    Body,
+    Lingering,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Mode {
+    Copy,
+    Splice,
+    SpliceKeep,
+}
+
+/// A response body on its way from the origin to the client.
+#[derive(Debug)]
+struct Xfer {
+    mode: Mode,
+    framing: Framing,
+    /// Length-delimited: bytes still to receive from the origin.
+    left: u64,
+    scanner: ChunkedScanner,
+    /// Copy: bytes read from the origin; `buf[sent..]` not yet written to the client. When the
+    /// body is kept for the cache (`keep_in_buf`), this is the object itself and is never
+    /// cleared; otherwise it starts over once written.
+    buf: Vec<u8>,
+    sent: usize,
+    keep_in_buf: bool,
+    /// Splice-keep: the object's body, read from the tee'd pipe.
+    keep: Vec<u8>,
+    /// Splice: the origin's bytes go in here. Splice-keep: they are tee'd from here into `tee`,
+    /// then read out of here into `keep`.
+    pipe: Option<Pipe>,
+    tee: Option<Pipe>,
+    /// Everything of the body has been received.
+    in_done: bool,
+    /// The origin failed before the body's end: send what arrived, then close the client.
+    failed: bool,
+    /// The origin connection may serve another request afterwards.
+    reusable: bool,
+    /// What the cache stores, if the object is cacheable.
+    store: Option<Store>,
+}
+
+#[derive(Debug)]
+struct Store {
+    key: Box<str>,
+    head: Box<[u8]>,
+    last_modified: Option<SystemTime>,
+    fresh_for: Duration,
+}
+
+/// One request forwarded to the origin, and its response.
+#[derive(Debug)]
+struct Exchange {
+    origin: Option<Origin>,
+    /// Only a fresh connection will do (a pooled one failed for this request already).
+    fresh_only: bool,
+    req: Vec<u8>,
+    req_pos: usize,
+    head_request: bool,
+    client_minor: u8,
+    client_keep: bool,
+    /// The response may be stored under this key.
+    store_key: Option<Box<str>>,
+    retried: bool,
+    got_bytes: bool,
+    /// The origin's bytes while the head is incomplete.
+    resp: Vec<u8>,
+    body: Option<Xfer>,
+}
+
+/// A client connection.
+#[derive(Debug)]
+struct Client {
+    fd: RawFd,
+    id: u32,
+    f: Flags,
+    phase: Phase,
+    /// Input not yet answered.
+    rbuf: Vec<u8>,
+    /// Output for the client: heads, small bodies, error responses.
+    out: Vec<u8>,
+    out_pos: usize,
+    /// A cached body being sent after `out`.
+    hit: Option<(Rc<Object>, usize)>,
+    x: Option<Box<Exchange>>,
+    /// More input is needed before the next request can be answered.
+    need_input: bool,
+    peer_eof: bool,
+    /// Close once the responses queued are out.
+    close_after: bool,
+    deadline: Option<Instant>,
+    armed_at: Option<Instant>,
+}
+
+impl Client {
+    fn blank() -> Client {
+        Client {
+            fd: -1,
+            id: 0,
+            f: Flags::new(Interest::READABLE, true),
+            phase: Phase::Idle,
+            rbuf: Vec::new(),
+            out: Vec::new(),
+            out_pos: 0,
+            hit: None,
+            x: None,
+            need_input: true,
+            peer_eof: false,
+            close_after: false,
+            deadline: None,
+            armed_at: None,
+        }
+    }
+
+    fn out_pending(&self) -> usize {
+        self.out.len() - self.out_pos + self.hit.as_ref().map_or(0, |(o, off)| o.body.len() - off)
+    }
+
+    /// Bytes waiting for the client anywhere: queued output, a copy buffer, a pipe.
+    fn has_output(&self) -> bool {
+        if self.out_pending() > 0 {
+            return true;
+        }
+        match self.x.as_ref().and_then(|x| x.body.as_ref()) {
+            Some(b) => b.buf.len() > b.sent || src_pipe(b).is_some_and(|p| p.len > 0),
+            None => false,
+        }
+    }
+}
+
+/// The pipe the client's bytes come from.
+fn src_pipe(b: &Xfer) -> Option<&Pipe> {
+    match b.mode {
+        Mode::Copy => None,
+        Mode::Splice => b.pipe.as_ref(),
+        Mode::SpliceKeep => b.tee.as_ref(),
+    }
+}
+
+enum Slot {
+    Free,
+    Client(Box<Client>),
+    /// Being driven (taken out of the table for the while).
+    Busy,
+    /// An origin connection serving the client on this descriptor.
+    Origin(RawFd),
+    /// An origin connection idle in the pool.
+    Idle,
+}
+
+/// The connection must be closed.
+struct Close;
+
+type Step = Result<bool, Close>;
+
+/// Buffers lent while a connection has bytes to hold.
+#[derive(Default)]
+struct BufPool {
+    bufs: Vec<Vec<u8>>,
+    size: usize,
+}
+
+impl BufPool {
+    const KEEP: usize = 256;
+
+    fn take(&mut self, cap: usize) -> Vec<u8> {
+        match self.bufs.pop() {
+            Some(mut b) => {
+                b.reserve(cap);
+                b
+            }
+            None => Vec::with_capacity(cap.max(self.size)),
+        }
+    }
+
+    fn give(&mut self, mut b: Vec<u8>) {
+        if b.capacity() > 0 && b.capacity() <= 2 * self.size && self.bufs.len() < Self::KEEP {
+            b.clear();
+            self.bufs.push(b);
+        }
+    }
+}
+
+pub(crate) struct Worker<P: Poller> {
+    poller: P,
+    events: Events,
+    edge: bool,
+    listen_fd: RawFd,
+    waker_fd: RawFd,
+    waker_tx: RawFd,
+    cfg: Arc<Config>,
+    shared: Arc<Shared>,
+    stats: Arc<WorkerStats>,
+    now: Instant,
+    date: DateCache,
+    cache: ObjectCache,
+    pipes: PipePool,
+    bufs: BufPool,
+    slots: Vec<Slot>,
+    idle: Vec<Origin>,
+    /// Closed clients' shells, boxed as in the table so they move without copying.
+    #[allow(clippy::vec_box)]
+    spares: Vec<Box<Client>>,
+    timers: BinaryHeap<Reverse<(Instant, RawFd, u32)>>,
+    /// Clients to drive again this turn without an event (their budget ran out).
+    again: Vec<(RawFd, u32)>,
+    active: usize,
+    next_id: u32,
+    accepting: bool,
+    accept_retry_at: Option<Instant>,
+    shutting_down: Option<Instant>,
+}
+
+/// Runs a worker with mechanism `P` until shutdown.
+pub(crate) fn run<P: Poller>(
+    worker: usize,
+    listen_fd: RawFd,
+    cfg: Arc<Config>,
+    shared: Arc<Shared>,
+    ready: Ready,
+) -> io::Result<()> {
+    let made = Worker::<P>::new(listen_fd, cfg, shared.clone());
+    let _ = ready.send(match &made {
+        Ok(_) => Ok(()),
+        Err(e) => Err((worker, io::Error::new(e.kind(), e.to_string()))),
+    });
+    let mut w = made?;
+    let r = w.run();
+    w.teardown();
+    r
+}
+
+impl<P: Poller> Worker<P> {
+    fn new(listen_fd: RawFd, cfg: Arc<Config>, shared: Arc<Shared>) -> io::Result<Worker<P>> {
+        let mut poller = P::new()?;
+        let (waker_fd, waker_tx) = sys::pipe()?;
+        let registered = poller
+            .register(waker_fd, Token(waker_fd as usize), Interest::READABLE)
+            .and_then(|()| {
+                poller.register(listen_fd, Token(listen_fd as usize), Interest::READABLE)
+            });
+        if let Err(e) = registered {
+            let _ = sys::close(waker_fd);
+            let _ = sys::close(waker_tx);
+            return Err(e);
+        }
+        let stats = Arc::new(WorkerStats::for_this_thread());
+        shared.add_worker(stats.clone(), waker_tx);
+        let edge = poller.edge_triggered();
+        let mut date = DateCache::new();
+        let now = Instant::now();
+        date.tick(now);
+        Ok(Worker {
+            events: Events::with_capacity(cfg.events_per_wait),
+            poller,
+            edge,
+            listen_fd,
+            waker_fd,
+            waker_tx,
+            now,
+            date,
+            cache: ObjectCache::new(cfg.cache_bytes, cfg.cache_max_object),
+            pipes: PipePool::new(cfg.pipes, cfg.pipe_size),
+            bufs: BufPool {
+                bufs: Vec::new(),
+                size: cfg.buffer_size,
+            },
+            slots: Vec::new(),
+            idle: Vec::new(),
+            spares: Vec::new(),
+            timers: BinaryHeap::new(),
+            again: Vec::new(),
+            active: 0,
+            next_id: 0,
+            accepting: true,
+            accept_retry_at: None,
+            shutting_down: None,
+            stats,
+            shared,
+            cfg,
+        })
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        if self.shared.shutdown_requested() {
+            self.begin_shutdown();
+        }
+        loop {
+            if let Some(deadline) = self.shutting_down {
+                if self.active == 0 || self.now >= deadline {
+                    return Ok(());
+                }
+            }
+            let timeout = self.wait_timeout();
+            self.poller.wait(&mut self.events, timeout)?;
+            self.now = Instant::now();
+            self.date.tick(self.now);
+            let mut accept_now = false;
+            for i in 0..self.events.len() {
+                let ev = self.events.as_slice()[i];
+                let fd = ev.token.0 as RawFd;
+                if fd == self.listen_fd {
+                    accept_now |= ev.readable();
+                } else if fd == self.waker_fd {
+                    let mut b = [0u8; 8];
+                    let woken = ev.readable() && sys::read(self.waker_fd, &mut b).is_ok();
+                    if woken || self.shared.shutdown_requested() {
+                        self.begin_shutdown();
+                    }
+                } else {
+                    self.on_event(fd, ev);
+                }
+            }
+            let again = std::mem::take(&mut self.again);
+            for (fd, id) in again {
+                if matches!(self.slots.get(fd as usize), Some(Slot::Client(c)) if c.id == id) {
+                    self.drive_client(fd);
+                }
+            }
+            if accept_now && self.accepting && self.shutting_down.is_none() {
+                self.accept_ready()?;
+            }
+            self.expire();
+            self.publish();
+        }
+    }
+
+    fn wait_timeout(&self) -> Option<Duration> {
+        if !self.again.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let mut first = self.timers.peek().map(|r| r.0 .0);
+        let mut consider = |t: Instant| first = Some(first.map_or(t, |f| f.min(t)));
+        if let Some(t) = self.accept_retry_at {
+            consider(t);
+        }
+        if let Some(t) = self.shutting_down {
+            consider(t.min(self.now + Duration::from_millis(100)));
+        }
+        first.map(|t| t.saturating_duration_since(self.now))
+    }
+
+    /// Copies the pools' and the mechanism's counts into the shared stats.
+    fn publish(&self) {
+        let st = &self.stats;
+        st.set_poller(&self.poller.stats());
+        let c = &self.cache.counts;
+        st.cache_stored.set(c.stored);
+        st.cache_evicted.set(c.evicted);
+        st.cache_expired.set(c.expired);
+        st.cache_rejected.set(c.rejected);
+        st.cache_objects.set(self.cache.len() as u64);
+        st.cache_bytes.set(self.cache.bytes());
+        let p = &self.pipes.counts;
+        st.pipes_created.set(p.created);
+        st.pipes_closed_with_data.set(p.closed_with_data);
+        st.pipes_max_open.set(p.max_open);
+        st.pipes_open.set(self.pipes.open() as u64);
+        st.pipes_idle.set(self.pipes.idle() as u64);
+        st.origin_idle.set(self.idle.len() as u64);
+    }
+
+    fn slot(&mut self, fd: RawFd) -> &mut Slot {
+        let i = fd as usize;
+        if i >= self.slots.len() {
+            self.slots
+                .resize_with((i + 1).next_power_of_two(), || Slot::Free);
+        }
+        &mut self.slots[i]
+    }
+
+    fn on_event(&mut self, fd: RawFd, ev: evlab_poll::Event) {
+        let set = |f: &mut Flags| {
+            f.readable |= ev.readable();
+            f.writable |= ev.writable();
+            f.peer_closed |= ev.peer_closed();
+            f.hup |= ev.hup() || ev.error();
+        };
+        match self.slots.get_mut(fd as usize) {
+            Some(Slot::Client(c)) => {
+                if ev.hup() || ev.error() {
+                    // Reset, or both directions shut: nothing can be sent any more.
+                    let c = self.take_client(fd).expect("a client");
+                    self.close_client(c);
+                    return;
+                }
+                set(&mut c.f);
+                self.drive_client(fd);
+            }
+            Some(Slot::Origin(cfd)) => {
+                let cfd = *cfd;
+                if let Some(Slot::Client(c)) = self.slots.get_mut(cfd as usize) {
+                    if let Some(o) = c.x.as_mut().and_then(|x| x.origin.as_mut()) {
+                        if o.fd == fd {
+                            set(&mut o.f);
+                        }
+                    }
+                    self.drive_client(cfd);
+                }
+            }
+            Some(Slot::Idle) => self.check_idle(fd),
+            _ => {} // stale: closed earlier in this batch
+        }
+    }
+
+    fn take_client(&mut self, fd: RawFd) -> Option<Box<Client>> {
+        match std::mem::replace(self.slot(fd), Slot::Busy) {
+            Slot::Client(c) => Some(c),
+            other => {
+                *self.slot(fd) = other;
+                None
+            }
+        }
+    }
+
+    fn drive_client(&mut self, fd: RawFd) {
+        let Some(mut c) = self.take_client(fd) else {
+            return;
+        };
+        match self.drive(&mut c) {
+            Ok(more) => {
+                if more {
+                    self.again.push((c.fd, c.id));
+                }
+                if self.set_interest(&mut c) {
+                    *self.slot(fd) = Slot::Client(c);
+                } else {
+                    self.stats.io_errors.inc();
+                    self.close_client(c);
+                }
+            }
+            Err(Close) => self.close_client(c),
+        }
+    }
+
+    // ---- accepting and closing ----
+
+    fn accept_ready(&mut self) -> io::Result<()> {
+        loop {
+            if self.active >= self.cfg.max_conns {
+                self.pause_accept(None);
+                return Ok(());
+            }
+            match sys::accept4(self.listen_fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) {
+                Ok(fd) => {
+                    if self
+                        .poller
+                        .register(fd, Token(fd as usize), Interest::READABLE)
+                        .is_err()
+                    {
+                        self.stats.accept_errors.inc();
+                        let _ = sys::close(fd);
+                        continue;
+                    }
+                    self.add_client(fd);
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN) => return Ok(()),
+                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {}
+                    Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
+                    | Some(libc::ENOMEM) => {
+                        self.stats.accept_errors.inc();
+                        self.pause_accept(Some(self.now + ACCEPT_RETRY));
+                        return Ok(());
+                    }
+                    _ => {
+                        self.stats.accept_errors.inc();
+                        return Ok(());
+                    }
+                },
+            }
+        }
+    }
+
+    fn add_client(&mut self, fd: RawFd) {
+        self.next_id = self.next_id.wrapping_add(1);
+        let mut c = self
+            .spares
+            .pop()
+            .unwrap_or_else(|| Box::new(Client::blank()));
+        let (rbuf, out) = (std::mem::take(&mut c.rbuf), std::mem::take(&mut c.out));
+        *c = Client::blank();
+        c.rbuf = rbuf;
+        c.out = out;
+        c.fd = fd;
+        c.id = self.next_id;
+        self.active += 1;
+        self.stats.accepted.inc();
+        self.stats.active.set(self.active as u64);
+        if self.active as u64 > self.stats.max_active.get() {
+            self.stats.max_active.set(self.active as u64);
+        }
+        self.touch(&mut c);
+        *self.slot(fd) = Slot::Client(c);
+    }
+
+    fn close_client(&mut self, mut c: Box<Client>) {
+        if let Some(x) = c.x.take() {
+            self.drop_exchange(*x, false);
+        }
+        let _ = self.poller.deregister(c.fd);
+        let _ = sys::close(c.fd);
+        *self.slot(c.fd) = Slot::Free;
+        c.hit = None;
+        c.rbuf.clear();
+        c.out.clear();
+        if c.rbuf.capacity() > 64 * 1024 {
+            c.rbuf = Vec::new();
+        }
+        if c.out.capacity() > 64 * 1024 {
+            c.out = Vec::new();
+        }
+        if self.spares.len() < SPARES_MAX {
+            self.spares.push(c);
+        }
+        self.active -= 1;
+        self.stats.closed.inc();
+        self.stats.active.set(self.active as u64);
+        if !self.accepting {
+            self.resume_accept();
+        }
+    }
+
+    fn pause_accept(&mut self, retry_at: Option<Instant>) {
+        if self.accepting {
+            self.accepting = false;
+            let _ = self.poller.deregister(self.listen_fd);
+        }
+        self.accept_retry_at = retry_at;
+    }
+
+    fn resume_accept(&mut self) {
+        if self.accepting || self.shutting_down.is_some() || self.active >= self.cfg.max_conns {
+            return;
+        }
+        if self
+            .poller
+            .register(
+                self.listen_fd,
+                Token(self.listen_fd as usize),
+                Interest::READABLE,
+            )
+            .is_ok()
+        {
+            self.accepting = true;
+            self.accept_retry_at = None;
+            // Connections may have queued meanwhile; an edge-triggered listener would not
+            // report them again.
+            if self.edge {
+                let _ = self.accept_ready();
+            }
+        }
+    }
+
+    fn begin_shutdown(&mut self) {
+        if self.shutting_down.is_some() {
+            return;
+        }
+        self.shutting_down = Some(self.now + SHUTDOWN_GRACE);
+        self.accept_retry_at = None;
+        if self.accepting {
+            self.accepting = false;
+            let _ = self.poller.deregister(self.listen_fd);
+        }
+        for o in std::mem::take(&mut self.idle) {
+            self.close_origin(o);
+        }
+        for fd in 0..self.slots.len() {
+            let idle = match &mut self.slots[fd] {
+                Slot::Client(c) => {
+                    c.close_after = true;
+                    c.x.is_none() && !c.has_output()
+                }
+                _ => false,
+            };
+            if idle {
+                let c = self.take_client(fd as RawFd).expect("a client");
+                self.close_client(c);
+            }
+        }
+    }
+
+    fn teardown(&mut self) {
+        for fd in 0..self.slots.len() {
+            if let Some(c) = self.take_client(fd as RawFd) {
+                self.close_client(c);
+            }
+        }
+        for o in std::mem::take(&mut self.idle) {
+            self.close_origin(o);
+        }
+        if self.accepting {
+            let _ = self.poller.deregister(self.listen_fd);
+        }
+        let _ = self.poller.deregister(self.waker_fd);
+        self.pipes.clear();
+        self.shared.remove_waker(self.waker_tx);
+        let _ = sys::close(self.waker_tx);
+        let _ = sys::close(self.waker_fd);
+        self.publish();
+    }
+
+    // ---- deadlines ----
+
+    /// The client made progress: its deadline moves (a store; the queue is re-armed lazily).
+    fn touch(&mut self, c: &mut Client) {
+        let Some(t) = self.cfg.timeout else {
+            return;
+        };
+        let at = self.now + t;
+        c.deadline = Some(at);
+        if c.armed_at.is_none() {
+            c.armed_at = Some(at);
+            self.timers.push(Reverse((at, c.fd, c.id)));
+        }
+    }
+
+    fn expire(&mut self) {
+        if let Some(at) = self.accept_retry_at {
+            if self.now >= at {
+                self.accept_retry_at = None;
+                self.resume_accept();
+            }
+        }
+        while let Some(&Reverse((at, fd, id))) = self.timers.peek() {
+            if at > self.now {
+                break;
+            }
+            self.timers.pop();
+            let live = matches!(self.slots.get(fd as usize), Some(Slot::Client(c)) if c.id == id);
+            if !live {
+                continue;
+            }
+            let mut c = self.take_client(fd).expect("a client");
+            c.armed_at = None;
+            match c.deadline {
+                Some(d) if d > self.now => {
+                    c.armed_at = Some(d);
+                    self.timers.push(Reverse((d, fd, id)));
+                    *self.slot(fd) = Slot::Client(c);
+                }
+                Some(_) => self.timed_out(c),
+                None => *self.slot(fd) = Slot::Client(c),
+            }
+        }
+    }
+
+    fn timed_out(&mut self, mut c: Box<Client>) {
+        self.stats.timeouts.inc();
+        let fd = c.fd;
+        let waiting_head = c.phase == Phase::Fetch;
+        let partial_request = c.phase == Phase::Idle && !c.rbuf.is_empty() && !c.has_output();
+        if waiting_head {
+            let x = c.x.take().expect("fetching");
+            let (minor, head) = (x.client_minor, x.head_request);
+            self.drop_exchange(*x, false);
+            self.stats.gateway_timeout.inc();
+            self.error_response(&mut c, Status::GatewayTimeout, minor, false, head);
+        } else if partial_request {
+            c.rbuf.clear();
+            self.error_response(&mut c, Status::RequestTimeout, 1, false, false);
+        } else {
+            self.close_client(c);
+            return;
+        }
+        c.phase = Phase::Idle;
+        c.close_after = true;
+        self.touch(&mut c);
+        *self.slot(fd) = Slot::Client(c);
+        self.drive_client(fd);
+    }
+
+    // ---- origin connections ----
+
+    fn origin_for(&mut self, client_fd: RawFd, fresh_only: bool) -> io::Result<Origin> {
+        if !fresh_only {
+            if let Some(mut o) = self.idle.pop() {
+                o.reused = true;
+                o.f.writable = true;
+                *self.slot(o.fd) = Slot::Origin(client_fd);
+                self.stats.origin_reused.inc();
+                return Ok(o);
+            }
+        }
+        let origin = self.cfg.origin;
+        let domain = if origin.is_ipv4() {
+            libc::AF_INET
+        } else {
+            libc::AF_INET6
+        };
+        let fd = sys::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )?;
+        let connected = (|| {
+            sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+            let done = match sys::connect(fd, &origin) {
+                Ok(()) => true,
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
+                Err(e) => return Err(e),
+            };
+            self.poller
+                .register(fd, Token(fd as usize), Interest::WRITABLE)?;
+            Ok(done)
+        })();
+        let done = match connected {
+            Ok(done) => done,
+            Err(e) => {
+                let _ = sys::close(fd);
+                return Err(e);
+            }
+        };
+        self.stats.origin_connects.inc();
+        *self.slot(fd) = Slot::Origin(client_fd);
+        Ok(Origin {
+            fd,
+            f: Flags::new(Interest::WRITABLE, done),
+            reused: false,
+        })
+    }
+
+    fn close_origin(&mut self, o: Origin) {
+        let _ = self.poller.deregister(o.fd);
+        let _ = sys::close(o.fd);
+        *self.slot(o.fd) = Slot::Free;
+        self.stats.origin_closed.inc();
+    }
+
+    /// An origin connection has done its exchange: into the pool, or closed.
+    fn release_origin(&mut self, mut o: Origin, reusable: bool) {
+        if !reusable
+            || o.f.hup
+            || self.shutting_down.is_some()
+            || self.idle.len() >= self.cfg.origin_idle
+        {
+            self.close_origin(o);
+            return;
+        }
+        if o.f.interest != Interest::READABLE {
+            if self
+                .poller
+                .reregister(o.fd, Token(o.fd as usize), Interest::READABLE)
+                .is_err()
+            {
+                self.close_origin(o);
+                return;
+            }
+            o.f.interest = Interest::READABLE;
+        }
+        o.f.readable = false;
+        o.f.peer_closed = false;
+        *self.slot(o.fd) = Slot::Idle;
+        self.idle.push(o);
+    }
+
+    /// An event on an idle origin connection: the origin closed it, or sent what it should
+    /// not have. Either way it cannot serve another request.
+    fn check_idle(&mut self, fd: RawFd) {
+        let Some(i) = self.idle.iter().position(|o| o.fd == fd) else {
+            return;
+        };
+        let mut b = [0u8; 64];
+        match sys::read(fd, &mut b) {
+            Err(e) if sys::would_block(&e) => {}
+            _ => {
+                let o = self.idle.swap_remove(i);
+                self.close_origin(o);
+            }
+        }
+    }
+
+    /// Ends an exchange early (the client is closing): its origin connection is closed (a
+    /// response may be half-read), its pipes go back to the pool (closed if they hold bytes).
+    fn drop_exchange(&mut self, mut x: Exchange, origin_reusable: bool) {
+        if let Some(o) = x.origin.take() {
+            self.release_origin(o, origin_reusable);
+        }
+        let resp = std::mem::take(&mut x.resp);
+        self.bufs.give(resp);
+        let req = std::mem::take(&mut x.req);
+        self.bufs.give(req);
+        if let Some(mut b) = x.body.take() {
+            if let Some(p) = b.pipe.take() {
+                self.pipes.give(p);
+            }
+            if let Some(p) = b.tee.take() {
+                self.pipes.give(p);
+            }
+            if !b.keep_in_buf {
+                self.bufs.give(std::mem::take(&mut b.buf));
+            }
+        }
+    }
+
+    // ---- driving a client ----
+
+    /// Advances the client (and its exchange) as far as readiness allows. Ok(true): the
+    /// budget ran out with work left.
+    fn drive(&mut self, c: &mut Client) -> Result<bool, Close> {
+        for _ in 0..DRIVE_BUDGET {
+            let mut progress = false;
+            match c.phase {
+                Phase::Lingering => return self.linger(c).map(|_| false),
+                Phase::Idle => {
+                    progress |= self.answer(c)?;
+                    if c.phase == Phase::Idle && self.wants_input(c) && c.f.readable {
+                        progress |= self.read_client(c)?;
+                        if c.need_input {
+                            progress |= self.answer(c)?;
+                        }
+                    }
+                }
+                Phase::Fetch => {
+                    progress |= self.fetch(c)?;
+                    if c.phase == Phase::Body && self.copy_in_progress(c) {
+                        // The head just arrived and more of a copied body may already be
+                        // readable: read it first, so head and body leave in one writev.
+                        continue;
+                    }
+                }
+                Phase::Body => progress |= self.fill(c)?,
+            }
+            progress |= self.write_client(c)?;
+            if c.phase == Phase::Body && self.body_complete(c) {
+                self.finish_exchange(c)?;
+                progress = true;
+            }
+            if c.phase == Phase::Idle && !c.has_output() {
+                if c.close_after {
+                    return self.start_linger(c).map(|_| false);
+                }
+                if c.peer_eof && c.need_input {
+                    // Every complete request was answered and nothing more can come.
+                    return Err(Close);
+                }
+            }
+            if !progress {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A copied body has more to receive and its origin is known readable.
+    fn copy_in_progress(&self, c: &Client) -> bool {
+        let Some(x) = c.x.as_ref() else {
+            return false;
+        };
+        let readable = x.origin.as_ref().is_some_and(|o| o.f.readable);
+        x.body
+            .as_ref()
+            .is_some_and(|b| b.mode == Mode::Copy && !b.in_done && !b.failed && readable)
+    }
+
+    fn wants_input(&self, c: &Client) -> bool {
+        c.need_input && !c.peer_eof && !c.close_after && c.hit.is_none()
+    }
+
+    fn read_client(&mut self, c: &mut Client) -> Step {
+        if c.rbuf.capacity() == 0 {
+            c.rbuf = self.bufs.take(8 * 1024);
+        }
+        if c.rbuf.capacity() - c.rbuf.len() < 2048 {
+            c.rbuf.reserve(8 * 1024);
+        }
+        let offered = c.rbuf.capacity() - c.rbuf.len();
+        match sys::read_into(c.fd, &mut c.rbuf) {
+            Ok(0) => {
+                c.peer_eof = true;
+                c.f.readable = false;
+                Ok(true)
+            }
+            Ok(n) => {
+                if n < offered && !c.f.peer_closed {
+                    c.f.readable = false;
+                }
+                self.touch(c);
+                Ok(true)
+            }
+            Err(e) if sys::would_block(&e) => {
+                c.f.readable = false;
+                if c.rbuf.is_empty() {
+                    self.bufs.give(std::mem::take(&mut c.rbuf));
+                }
+                Ok(false)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
+            Err(_) => Err(Close),
+        }
+    }
+
+    fn error_response(
+        &mut self,
+        c: &mut Client,
+        status: Status,
+        minor: u8,
+        keep: bool,
+        head_only: bool,
+    ) {
+        write_error(&mut c.out, status, minor, self.date.get(), keep, head_only);
+        self.stats.record_status(status.code());
+        if !keep {
+            c.close_after = true;
+        }
+    }
+
+    /// Answers the requests buffered, up to the first that must go to the origin.
+    fn answer(&mut self, c: &mut Client) -> Step {
+        let mut progress = false;
+        c.need_input = false;
+        while c.phase == Phase::Idle
+            && c.hit.is_none()
+            && !c.close_after
+            && c.out_pending() < OUT_HIGH_WATER
+        {
+            if c.rbuf.is_empty() {
+                c.need_input = true;
+                break;
+            }
+            let req = match parse_request(&c.rbuf, &self.cfg.limits) {
+                Parse::Partial => {
+                    c.need_input = true;
+                    break;
+                }
+                Parse::Error(e) => {
+                    progress = true;
+                    self.stats.requests.inc();
+                    self.error_response(c, e.status, e.minor_version, e.keep_alive, e.head_only);
+                    if e.keep_alive {
+                        c.rbuf.drain(..e.consumed);
+                    } else {
+                        c.rbuf.clear();
+                    }
+                    continue;
+                }
+                Parse::Complete(req) => req,
+            };
+            progress = true;
+            self.stats.requests.inc();
+            let head_len = req.head_len;
+            let (minor, keep) = (req.minor_version, req.keep_alive);
+            let ims = req.if_modified_since;
+            let stats_asked = self.cfg.stats && req.path == STATS_PATH;
+            drop(req);
+            if !keep {
+                c.close_after = true;
+            }
+            if stats_asked {
+                let body = self.shared.to_json();
+                let extra = format!(
+                    "Content-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-store\r\n",
+                    body.len()
+                );
+                write_head(
+                    &mut c.out,
+                    Status::Ok,
+                    minor,
+                    self.date.get(),
+                    keep,
+                    extra.as_bytes(),
+                );
+                c.out.extend_from_slice(body.as_bytes());
+                self.stats.record_status(200);
+                c.rbuf.drain(..head_len);
+                continue;
+            }
+            let mut fwd = self.bufs.take(head_len + 64);
+            let Some(f) = write_forward_request(&c.rbuf[..head_len], &mut fwd) else {
+                self.bufs.give(fwd);
+                self.error_response(c, Status::BadRequest, minor, false, false);
+                c.rbuf.clear();
+                continue;
+            };
+            let head_request = f.head_request;
+            let lookup = self.cache.enabled() && !f.authorization && !f.no_cache;
+            if lookup {
+                if let Some(obj) = self.cache.get(&f.target, self.now) {
+                    self.bufs.give(fwd);
+                    self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
+                    c.rbuf.drain(..head_len);
+                    continue;
+                }
+            }
+            let store_key = (lookup && !head_request).then(|| Box::<str>::from(&*f.target));
+            if store_key.is_some() {
+                self.stats.misses.inc();
+            } else {
+                self.stats.bypassed.inc();
+            }
+            c.rbuf.drain(..head_len);
+            if c.rbuf.is_empty() {
+                self.bufs.give(std::mem::take(&mut c.rbuf));
+            }
+            let resp = self.bufs.take(self.cfg.buffer_size);
+            c.x = Some(Box::new(Exchange {
+                origin: None,
+                fresh_only: false,
+                req: fwd,
+                req_pos: 0,
+                head_request,
+                client_minor: minor,
+                client_keep: keep,
+                store_key,
+                retried: false,
+                got_bytes: false,
+                resp,
+                body: None,
+            }));
+            c.phase = Phase::Fetch;
+            break;
+        }
+        Ok(progress)
+    }
+
+    fn answer_hit(
+        &mut self,
+        c: &mut Client,
+        obj: Rc<Object>,
+        minor: u8,
+        keep: bool,
+        ims: Option<SystemTime>,
+        head_only: bool,
+    ) {
+        self.stats.hits.inc();
+        let not_modified = ims.is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims));
+        if not_modified {
+            self.stats.not_modified.inc();
+            write_head(
+                &mut c.out,
+                Status::NotModified,
+                minor,
+                self.date.get(),
+                keep,
+                b"X-Cache: HIT\r\n",
+            );
+            self.stats.record_status(304);
+            return;
+        }
+        c.out.extend_from_slice(&obj.head);
+        c.out.extend_from_slice(b"X-Cache: HIT\r\n");
+        connection_field(&mut c.out, minor, keep);
+        c.out.extend_from_slice(b"\r\n");
+        self.stats.record_status(200);
+        if head_only || obj.body.is_empty() {
+            return;
+        }
+        self.stats.bytes_hit.add(obj.body.len() as u64);
+        if obj.body.len() <= COPY_HIT_MAX {
+            c.out.extend_from_slice(&obj.body);
+        } else {
+            c.hit = Some((obj, 0));
+        }
+    }
+
+    /// Fetch: connect, send the request, read and parse the response head.
+    fn fetch(&mut self, c: &mut Client) -> Step {
+        let cfd = c.fd;
+        let x = c.x.as_mut().expect("an exchange while fetching");
+        if x.origin.is_none() {
+            match self.origin_for(cfd, x.fresh_only) {
+                Ok(o) => x.origin = Some(o),
+                Err(_) => {
+                    self.stats.origin_errors.inc();
+                    return self.origin_failed(c);
+                }
+            }
+        }
+        let o = x.origin.as_mut().expect("an origin");
+        if x.req_pos < x.req.len() {
+            if !o.f.writable {
+                return Ok(false);
+            }
+            return match sys::send(o.fd, &x.req[x.req_pos..], 0) {
+                Ok(n) => {
+                    x.req_pos += n;
+                    if x.req_pos < x.req.len() {
+                        o.f.writable = false;
+                    }
+                    Ok(true)
+                }
+                Err(e) if sys::would_block(&e) => {
+                    o.f.writable = false;
+                    Ok(false)
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
+                Err(_) => {
+                    self.stats.origin_errors.inc();
+                    self.origin_failed(c)
+                }
+            };
+        }
+        if !o.f.readable {
+            return Ok(false);
+        }
+        let limit = if self.cfg.forward.splices() {
+            HEAD_READ_SPLICE
+        } else {
+            self.cfg.buffer_size
+        };
+        if x.resp.capacity() - x.resp.len() < limit {
+            x.resp.reserve(limit);
+        }
+        let read = sys::read_into_max(o.fd, &mut x.resp, limit);
+        match read {
+            Ok(0) => {
+                self.stats.origin_errors.inc();
+                self.origin_failed(c)
+            }
+            Ok(n) => {
+                x.got_bytes = true;
+                if n < limit && !o.f.peer_closed {
+                    o.f.readable = false;
+                }
+                self.touch(c);
+                self.parse_head(c)
+            }
+            Err(e) if sys::would_block(&e) => {
+                o.f.readable = false;
+                Ok(false)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
+            Err(_) => {
+                self.stats.origin_errors.inc();
+                self.origin_failed(c)
+            }
+        }
+    }
+
+    fn parse_head(&mut self, c: &mut Client) -> Step {
+        loop {
+            let x = c.x.as_mut().expect("an exchange");
+            let before = c.out.len();
+            match parse_response_head(&x.resp, x.head_request, &mut c.out) {
+                ResponseParse::Partial => return Ok(true),
+                ResponseParse::Interim(n) => {
+                    x.resp.drain(..n);
+                }
+                ResponseParse::Error(_) => {
+                    self.stats.origin_errors.inc();
+                    return self.origin_failed(c);
+                }
+                ResponseParse::Complete(h) => {
+                    self.start_body(c, h, before);
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// The origin failed (refused, reset, closed, or garbage) before a response head: send the
+    /// request again on a fresh connection if a pooled one failed before any byte of the
+    /// answer; otherwise answer 502.
+    fn origin_failed(&mut self, c: &mut Client) -> Step {
+        let x = c.x.as_mut().expect("an exchange");
+        let reused = x.origin.as_ref().is_some_and(|o| o.reused);
+        if let Some(o) = x.origin.take() {
+            self.close_origin(o);
+        }
+        if reused && !x.got_bytes && !x.retried {
+            x.retried = true;
+            x.fresh_only = true;
+            x.req_pos = 0;
+            x.resp.clear();
+            self.stats.origin_retries.inc();
+            return Ok(true);
+        }
+        let x = c.x.take().expect("an exchange");
+        let (minor, keep, head) = (x.client_minor, x.client_keep, x.head_request);
+        self.drop_exchange(*x, false);
+        self.stats.bad_gateway.inc();
+        self.error_response(c, Status::BadGateway, minor, keep && !c.close_after, head);
+        c.phase = Phase::Idle;
+        Ok(true)
+    }
+
+    /// The response head is in: queue it for the client and set the body's transfer up.
+    fn start_body(&mut self, c: &mut Client, h: ResponseHead, head_start: usize) {
+        let x = c.x.as_mut().expect("an exchange");
+        self.stats.record_status(h.status);
+        if h.framing == Framing::UntilClose || self.shutting_down.is_some() {
+            c.close_after = true;
+        }
+        let store_head = (&c.out[head_start..]).into();
+        c.out.extend_from_slice(b"X-Cache: MISS\r\n");
+        let keep = x.client_keep && !c.close_after;
+        connection_field(&mut c.out, x.client_minor, keep);
+        c.out.extend_from_slice(b"\r\n");
+        let resp = std::mem::take(&mut x.resp);
+        let prefix = &resp[h.head_len..];
+        let mut b = Xfer {
+            mode: Mode::Copy,
+            framing: h.framing,
+            left: 0,
+            scanner: ChunkedScanner::new(),
+            buf: Vec::new(),
+            sent: 0,
+            keep_in_buf: false,
+            keep: Vec::new(),
+            pipe: None,
+            tee: None,
+            in_done: false,
+            failed: false,
+            reusable: h.keep_alive,
+            store: None,
+        };
+        let mut take = prefix.len();
+        match h.framing {
+            Framing::None => {
+                // Bytes after a bodiless response are not the client's (and make the
+                // connection unusable; see below).
+                take = 0;
+                b.in_done = true;
+            }
+            Framing::Length(total) => {
+                take = take.min(total as usize);
+                b.left = total - take as u64;
+                b.in_done = b.left == 0;
+                let cacheable = x.store_key.is_some()
+                    && h.status == 200
+                    && h.cache.storable()
+                    && self.cache.may_store(total);
+                if cacheable {
+                    let fresh_for = h
+                        .cache
+                        .max_age
+                        .map_or(self.cfg.cache_ttl, Duration::from_secs);
+                    b.store = Some(Store {
+                        key: x.store_key.take().expect("a key"),
+                        head: store_head,
+                        last_modified: h.last_modified,
+                        fresh_for,
+                    });
+                }
+                let (mode, pipe, tee) = self.choose_mode(b.left, cacheable);
+                (b.mode, b.pipe, b.tee) = (mode, pipe, tee);
+                match b.mode {
+                    Mode::Copy if cacheable => {
+                        b.keep_in_buf = true;
+                        b.buf = Vec::with_capacity(total as usize);
+                        b.buf.extend_from_slice(&prefix[..take]);
+                        b.sent = take;
+                    }
+                    Mode::SpliceKeep => {
+                        b.keep = Vec::with_capacity(total as usize);
+                        b.keep.extend_from_slice(&prefix[..take]);
+                    }
+                    Mode::Splice => b.store = None,
+                    Mode::Copy => {}
+                }
+            }
+            Framing::Chunked => match b.scanner.feed(prefix) {
+                Ok(Some(k)) => {
+                    take = k;
+                    b.in_done = true;
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    take = 0;
+                    b.failed = true;
+                }
+            },
+            Framing::UntilClose => b.reusable = false,
+        }
+        if take < prefix.len() {
+            // Bytes after the response: the origin is confused; never reuse the connection.
+            b.reusable = false;
+        }
+        c.out.extend_from_slice(&prefix[..take]);
+        self.stats.bytes_copy.add(take as u64);
+        if b.mode == Mode::Copy && !b.keep_in_buf && !b.in_done {
+            b.buf = self.bufs.take(self.cfg.buffer_size);
+        }
+        match b.mode {
+            Mode::Copy => self.stats.copied.inc(),
+            Mode::Splice => self.stats.spliced.inc(),
+            Mode::SpliceKeep => self.stats.spliced_keep.inc(),
+        }
+        if b.failed {
+            self.stats.origin_errors.inc();
+        }
+        x.resp = resp;
+        x.resp.clear();
+        x.body = Some(b);
+        c.phase = Phase::Body;
+    }
+
+    /// Copy, splice or splice-keep for a body with `left` bytes still to receive, with the
+    /// pipes it needs.
+    fn choose_mode(&mut self, left: u64, cacheable: bool) -> (Mode, Option<Pipe>, Option<Pipe>) {
+        let forward = self.cfg.forward;
+        if !forward.splices() || left < self.cfg.splice_min.max(1) {
+            return (Mode::Copy, None, None);
+        }
+        let keep = forward == ForwardMode::SpliceKeep && cacheable;
+        let want = if keep { 2 } else { 1 };
+        if !self.pipes.available(want) {
+            self.pipes.counts.exhausted += 1;
+            self.stats.no_pipe.inc();
+            return (Mode::Copy, None, None);
+        }
+        // A pipe2 error (out of descriptors) falls back to copying too.
+        let first = match self.pipes.take() {
+            Ok(Some(p)) => p,
+            _ => {
+                self.stats.no_pipe.inc();
+                return (Mode::Copy, None, None);
+            }
+        };
+        if !keep {
+            return (Mode::Splice, Some(first), None);
+        }
+        match self.pipes.take() {
+            Ok(Some(t)) => (Mode::SpliceKeep, Some(first), Some(t)),
+            _ => {
+                self.pipes.give(first);
+                self.stats.no_pipe.inc();
+                (Mode::Copy, None, None)
+            }
+        }
+    }
+
+    /// Body: bring what the origin has into the buffer or pipe (and, splice-keep, tee it
+    /// into the cache's copy).
+    fn fill(&mut self, c: &mut Client) -> Step {
+        let x = c.x.as_mut().expect("an exchange");
+        let b = x.body.as_mut().expect("a body");
+        let mut progress = false;
+        if b.mode == Mode::SpliceKeep {
+            progress |= tee_into_keep(b, &self.stats)?;
+        }
+        if b.in_done || b.failed {
+            if x.origin.as_ref().is_some_and(|o| o.f.hup) {
+                // Hung up after the body: it cannot be reused, and a level-triggered
+                // mechanism would report the hang-up on every wait while the client drains.
+                b.reusable = false;
+                let o = x.origin.take().expect("an origin");
+                self.close_origin(o);
+            }
+            return Ok(progress);
+        }
+        let Some(o) = x.origin.as_mut() else {
+            return Ok(progress);
+        };
+        let room = match b.mode {
+            Mode::Copy => {
+                if !b.keep_in_buf && b.sent == b.buf.len() && b.sent > 0 {
+                    b.buf.clear();
+                    b.sent = 0;
+                }
+                if b.keep_in_buf {
+                    self.cfg.buffer_size.saturating_sub(b.buf.len() - b.sent)
+                } else {
+                    self.cfg.buffer_size.saturating_sub(b.buf.len())
+                }
+            }
+            _ => {
+                let p = b.pipe.as_ref().expect("a pipe");
+                if p.full {
+                    0
+                } else {
+                    p.room()
+                }
+            }
+        };
+        if room == 0 {
+            if o.f.hup {
+                // Hung up while we cannot read: a level-triggered mechanism would report it
+                // on every wait. What it sent after the buffered bytes is lost anyway.
+                return self.body_failed(c).map(|_| true);
+            }
+            return Ok(progress);
+        }
+        if !o.f.readable {
+            return Ok(progress);
+        }
+        let max = match b.framing {
+            Framing::Length(_) => room.min(b.left.min(usize::MAX as u64) as usize),
+            _ => room,
+        };
+        let r = match b.mode {
+            Mode::Copy => {
+                if b.buf.capacity() - b.buf.len() < max {
+                    b.buf.reserve(max);
+                }
+                sys::read_into_max(o.fd, &mut b.buf, max)
+            }
+            _ => sys::splice(o.fd, b.pipe.as_ref().expect("a pipe").wr, max, 0),
+        };
+        match r {
+            Ok(0) => {
+                if b.framing == Framing::UntilClose {
+                    b.in_done = true;
+                    b.reusable = false;
+                    return Ok(true);
+                }
+                self.body_failed(c).map(|_| true)
+            }
+            Ok(n) => {
+                match b.mode {
+                    Mode::Copy => {
+                        self.stats.bytes_copy.add(n as u64);
+                        if n < max && !o.f.peer_closed {
+                            o.f.readable = false;
+                        }
+                    }
+                    _ => {
+                        self.stats.bytes_splice.add(n as u64);
+                        b.pipe.as_mut().expect("a pipe").len += n;
+                    }
+                }
+                match b.framing {
+                    Framing::Length(_) => {
+                        b.left -= n as u64;
+                        b.in_done = b.left == 0;
+                    }
+                    Framing::Chunked => {
+                        let start = b.buf.len() - n;
+                        match b.scanner.feed(&b.buf[start..]) {
+                            Ok(Some(k)) => {
+                                if start + k < b.buf.len() {
+                                    b.buf.truncate(start + k);
+                                    b.reusable = false;
+                                }
+                                b.in_done = true;
+                            }
+                            Ok(None) => {}
+                            Err(_) => {
+                                b.buf.truncate(start);
+                                return self.body_failed(c).map(|_| true);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                self.touch(c);
+                Ok(true)
+            }
+            Err(e) if sys::would_block(&e) => {
+                match b.pipe.as_mut() {
+                    // Full, or the socket is empty: drain the pipe, then try again.
+                    Some(p) if b.mode != Mode::Copy && p.len > 0 => p.full = true,
+                    _ => o.f.readable = false,
+                }
+                Ok(progress)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
+            Err(_) => self.body_failed(c).map(|_| true),
+        }
+    }
+
+    /// The origin failed inside a body: what arrived still goes to the client, then the
+    /// client's connection closes (its response is cut short, and only a close can say so).
+    fn body_failed(&mut self, c: &mut Client) -> Result<(), Close> {
+        let x = c.x.as_mut().expect("an exchange");
+        let b = x.body.as_mut().expect("a body");
+        b.failed = true;
+        b.reusable = false;
+        b.store = None;
+        self.stats.origin_errors.inc();
+        if let Some(o) = x.origin.take() {
+            self.close_origin(o);
+        }
+        Ok(())
+    }
+
+    /// Writes what waits for the client: queued output, a cached body, copied body bytes,
+    /// then spliced ones.
+    fn write_client(&mut self, c: &mut Client) -> Step {
+        if !c.f.writable {
+            return Ok(false);
+        }
+        let mut progress = false;
+        loop {
+            let body = c.x.as_ref().and_then(|x| x.body.as_ref());
+            let copy_part: &[u8] = match body {
+                Some(b) if b.mode == Mode::Copy => &b.buf[b.sent..],
+                _ => &[],
+            };
+            let out_part = &c.out[c.out_pos..];
+            let hit_part: &[u8] = match &c.hit {
+                Some((o, off)) => &o.body[*off..],
+                None => &[],
+            };
+            let parts = [out_part, hit_part, copy_part];
+            let mut iov = [IoSlice::new(&[]); 3];
+            let mut n_iov = 0;
+            let mut want = 0;
+            for p in parts.iter().filter(|p| !p.is_empty()) {
+                iov[n_iov] = IoSlice::new(p);
+                n_iov += 1;
+                want += p.len();
+            }
+            if n_iov == 0 {
+                break;
+            }
+            let r = if n_iov == 1 {
+                sys::send(c.fd, &iov[0], 0)
+            } else {
+                sys::writev(c.fd, &iov[..n_iov])
+            };
+            match r {
+                Ok(n) => {
+                    self.stats.bytes_to_clients.add(n as u64);
+                    self.advance(c, n);
+                    self.touch(c);
+                    progress = true;
+                    if n < want {
+                        c.f.writable = false;
+                        return Ok(true);
+                    }
+                }
+                Err(e) if sys::would_block(&e) => {
+                    c.f.writable = false;
+                    return Ok(progress);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(_) => {
+                    self.stats.io_errors.inc();
+                    return Err(Close);
+                }
+            }
+        }
+        // Spliced bytes, once everything before them has gone.
+        let fd = c.fd;
+        let Some(b) = c.x.as_mut().and_then(|x| x.body.as_mut()) else {
+            return Ok(progress);
+        };
+        let src = match b.mode {
+            Mode::Copy => return Ok(progress),
+            Mode::Splice => b.pipe.as_mut(),
+            Mode::SpliceKeep => b.tee.as_mut(),
+        };
+        let Some(p) = src else {
+            return Ok(progress);
+        };
+        while p.len > 0 {
+            match sys::splice(p.rd, fd, p.len, 0) {
+                Ok(0) => break,
+                Ok(n) => {
+                    p.len -= n;
+                    p.full = false;
+                    self.stats.bytes_to_clients.add(n as u64);
+                    progress = true;
+                }
+                Err(e) if sys::would_block(&e) => {
+                    c.f.writable = false;
+                    break;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(_) => {
+                    self.stats.io_errors.inc();
+                    return Err(Close);
+                }
+            }
+        }
+        if progress {
+            self.touch(c);
+        }
+        Ok(progress)
+    }
+
+    /// Consumes `n` bytes written from the front of the client's output.
+    fn advance(&mut self, c: &mut Client, mut n: usize) {
+        let from_out = n.min(c.out.len() - c.out_pos);
+        c.out_pos += from_out;
+        n -= from_out;
+        if c.out_pos == c.out.len() {
+            c.out.clear();
+            c.out_pos = 0;
+        }
+        if let Some((o, off)) = c.hit.as_mut() {
+            let k = n.min(o.body.len() - *off);
+            *off += k;
+            n -= k;
+            if *off == o.body.len() {
+                c.hit = None;
+            }
+        }
+        if n > 0 {
+            if let Some(b) = c.x.as_mut().and_then(|x| x.body.as_mut()) {
+                b.sent += n;
+            }
+        }
+    }
+
+    fn body_complete(&self, c: &Client) -> bool {
+        let Some(b) = c.x.as_ref().and_then(|x| x.body.as_ref()) else {
+            return false;
+        };
+        // A body cut short closes the client: everything queued before must be out first.
+        (b.in_done || (b.failed && c.out_pending() == 0))
+            && b.sent == b.buf.len()
+            && b.pipe.as_ref().is_none_or(|p| p.len == 0)
+            && b.tee.as_ref().is_none_or(|p| p.len == 0)
+    }
+
+    /// The body is through: store it, pool the origin connection, go back to `Idle` (or close
+    /// the client if the body was cut short).
+    fn finish_exchange(&mut self, c: &mut Client) -> Result<(), Close> {
+        let mut x = c.x.take().expect("an exchange");
+        let mut b = x.body.take().expect("a body");
+        if b.failed {
+            self.stats.truncated.inc();
+            c.x = Some(x);
+            c.x.as_mut().expect("put back").body = Some(b);
+            return Err(Close);
+        }
+        if let Some(s) = b.store.take() {
+            let body = if b.keep_in_buf {
+                std::mem::take(&mut b.buf)
+            } else {
+                std::mem::take(&mut b.keep)
+            };
+            self.cache.insert(
+                &s.key,
+                Object {
+                    head: s.head,
+                    body,
+                    last_modified: s.last_modified,
+                    expires: self.now + s.fresh_for,
+                },
+            );
+        }
+        let reusable = b.reusable;
+        x.body = Some(b);
+        self.drop_exchange(*x, reusable);
+        c.phase = Phase::Idle;
+        Ok(())
+    }
+
+    /// Every response is out and the connection is to close: shut our side and read until
+    /// the client closes (or the linger time passes), so our last bytes are not lost to a
+    /// reset caused by input we never read.
+    fn start_linger(&mut self, c: &mut Client) -> Result<(), Close> {
+        if c.peer_eof {
+            return Err(Close);
+        }
+        let _ = sys::shutdown(c.fd, libc::SHUT_WR);
+        c.phase = Phase::Lingering;
+        c.rbuf.clear();
+        let at = self.now + self.cfg.linger;
+        c.deadline = Some(at);
+        if c.armed_at.is_none_or(|a| a > at) {
+            c.armed_at = Some(at);
+            self.timers.push(Reverse((at, c.fd, c.id)));
+        }
+        self.linger(c)
+    }
+
+    fn linger(&mut self, c: &mut Client) -> Result<(), Close> {
+        let mut b = [0u8; 4096];
+        while c.f.readable {
+            match sys::read(c.fd, &mut b) {
+                Ok(0) => return Err(Close),
+                Ok(_) => {}
+                Err(e) if sys::would_block(&e) => c.f.readable = false,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(_) => return Err(Close),
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers the interest the client and its origin connection still need; false if the
+    /// mechanism refused.
+    fn set_interest(&mut self, c: &mut Client) -> bool {
+        let want_read =
+            c.phase == Phase::Lingering || (c.phase == Phase::Idle && self.wants_input(c));
+        let mut want = Interest::NONE;
+        if want_read {
+            want = want.with(Interest::READABLE);
+        }
+        if c.has_output() {
+            want = want.with(Interest::WRITABLE);
+        }
+        if want != c.f.interest {
+            if self
+                .poller
+                .reregister(c.fd, Token(c.fd as usize), want)
+                .is_err()
+            {
+                return false;
+            }
+            c.f.interest = want;
+        }
+        let buffer_size = self.cfg.buffer_size;
+        let Some(x) = c.x.as_mut() else {
+            return true;
+        };
+        let Some(o) = x.origin.as_mut() else {
+            return true;
+        };
+        let want = match (&x.body, c.phase) {
+            (None, _) if x.req_pos < x.req.len() => Interest::WRITABLE,
+            (None, _) => Interest::READABLE,
+            (Some(b), _) if b.in_done || b.failed => Interest::NONE,
+            (Some(b), _) => {
+                let room = match b.mode {
+                    Mode::Copy if b.keep_in_buf => b.buf.len() - b.sent < buffer_size,
+                    Mode::Copy => b.buf.len() < buffer_size || b.sent == b.buf.len(),
+                    _ => b.pipe.as_ref().is_some_and(|p| !p.full && p.room() > 0),
+                };
+                if room {
+                    Interest::READABLE
+                } else {
+                    Interest::NONE
+                }
+            }
+        };
+        if want != o.f.interest {
+            if self
+                .poller
+                .reregister(o.fd, Token(o.fd as usize), want)
+                .is_err()
+            {
+                return false;
+            }
+            o.f.interest = want;
+        }
+        true
+    }
+}
+
+/// Splice-keep: duplicates what the first pipe holds into the second (bound for the client)
+/// and reads it out of the first into the object, so the first pipe only ever holds bytes not
+/// yet duplicated.
+fn tee_into_keep(b: &mut Xfer, stats: &WorkerStats) -> Step {
+    let (Some(p), Some(t)) = (b.pipe.as_mut(), b.tee.as_mut()) else {
+        return Ok(false);
+    };
+    let mut progress = false;
+    while p.len > 0 && !t.full {
+        match sys::tee(p.rd, t.wr, p.len) {
+            Ok(0) => break,
+            Ok(n) => {
+                t.len += n;
+                stats.bytes_tee.add(n as u64);
+                let mut got = 0;
+                while got < n {
+                    if b.keep.capacity() - b.keep.len() < n - got {
+                        b.keep.reserve(n - got);
+                    }
+                    match sys::read_into_max(p.rd, &mut b.keep, n - got) {
+                        Ok(0) => return Err(Close),
+                        Ok(k) => got += k,
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                        // The bytes were just seen in the pipe: anything else is a broken pipe.
+                        Err(_) => return Err(Close),
+                    }
+                }
+                p.len -= n;
+                p.full = false;
+                progress = true;
+            }
+            // The second pipe is full; with nothing in it, our count of the first is wrong.
+            Err(e) if sys::would_block(&e) && t.len > 0 => t.full = true,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(_) => return Err(Close),
+        }
+    }
+    Ok(progress)
+}
+
+/// The `Connection` field a response to the client needs.
+fn connection_field(out: &mut Vec<u8>, minor: u8, keep: bool) {
+    if !keep {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if minor == 0 {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+}

@@ -65,6 +65,11 @@ pub struct Args {
     /// closed, restarted by every write that makes progress (nginx's send_timeout; 0 = no limit)
     #[arg(long, default_value_t = 60.0)]
     pub send_timeout: f64,
+    /// Think time per object in milliseconds, as a Web Polygraph origin has: each reply is
+    /// held this long before it is sent, without blocking the loop; pipelined requests are
+    /// answered one at a time, each delayed (0 = none)
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub origin_delay: f64,
     /// Serve GET /.evlab/stats (JSON counters, syscalls)
     #[arg(long)]
     pub stats: bool,
@@ -103,6 +108,8 @@ Examples:
       select(2) on a free port (printed); counters at GET /.evlab/stats
   evlab serve --root /tmp/www --mechanism epoll-lt --sendfile --cork --accept-limit 10
       the paper's configuration with a limit on accepts per notification
+  evlab serve --root /tmp/www --origin-delay 2500
+      an origin for a proxy: every reply waits 2.5 s (the Polymix-4 servers' mean think time)
   evlab serve --list-mechanisms
       the mechanisms and whether this kernel supports each
 
@@ -198,6 +205,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     };
     let header_timeout = seconds("header-timeout", a.header_timeout)?;
     let send_timeout = seconds("send-timeout", a.send_timeout)?;
+    let origin_delay = seconds("origin-delay", a.origin_delay / 1000.0).map_err(|_| {
+        anyhow::anyhow!(
+            "--origin-delay must be milliseconds >= 0, not {}",
+            a.origin_delay
+        )
+    })?;
     let mut cfg = Config::new(a.listen, root, a.mechanism);
     cfg.workers = a.workers;
     cfg.accept_mode = a.accept_mode;
@@ -211,6 +224,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.limits.max_request_line = a.max_request_line;
     cfg.header_timeout = header_timeout;
     cfg.send_timeout = send_timeout;
+    cfg.origin_delay = origin_delay;
     cfg.stats = a.stats;
     cfg.profile = a.profile;
     cfg.backlog = a.backlog;

@@ -385,7 +385,7 @@ impl Completion {
         } else if res == 0 {
             // The peer closed its side; complete requests it sent are still answered.
             c.peer_eof = true;
-            if c.state != State::Writing {
+            if !matches!(c.state, State::Writing | State::Delayed) {
                 return core.close(self, fd);
             }
             return Ok(());
@@ -491,7 +491,7 @@ impl Completion {
         match next {
             Drained::Close => core.close(self, fd),
             // A lingering connection's recv reads on, only to discard.
-            Drained::Lingering | Drained::Idle => self.rearm_recv(core, fd),
+            Drained::Lingering | Drained::Idle | Drained::Delayed => self.rearm_recv(core, fd),
             Drained::Busy => {
                 self.rearm_recv(core, fd)?;
                 self.kick_send(core, fd)

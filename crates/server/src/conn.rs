@@ -26,6 +26,9 @@ pub enum State {
     Reading,
     /// Responses queued; waiting to write them.
     Writing,
+    /// A response queued but held back for the origin delay (`Config::origin_delay`): nothing
+    /// is read or written until the connection's deadline passes, then it is writing.
+    Delayed,
     /// After an error response: reading and discarding until the peer closes, so that our
     /// response is not destroyed by a reset (the "lingering close").
     Lingering,

@@ -311,6 +311,11 @@ impl<X: Default> Core<X> {
                     self.close(engine, due.fd)?;
                 }
                 State::Lingering => self.close(engine, due.fd)?,
+                State::Delayed => {
+                    // The think time is over: send the reply it held.
+                    self.ctx.delay_over(c);
+                    engine.send_queued(self, due.fd)?;
+                }
             }
         }
         let conns = &self.conns;
@@ -343,7 +348,7 @@ impl<X: Default> Core<X> {
             let idle = match self.conns[i].as_mut() {
                 Some(s) => {
                     s.c.close_after = true;
-                    s.c.state != State::Writing
+                    !matches!(s.c.state, State::Writing | State::Delayed)
                 }
                 None => false,
             };

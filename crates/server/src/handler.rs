@@ -44,6 +44,8 @@ pub enum Drained {
     Lingering,
     /// Requests already buffered produced more output.
     Busy,
+    /// Requests already buffered produced a reply held for the origin delay.
+    Delayed,
     /// It waits for the next request.
     Idle,
 }
@@ -97,11 +99,20 @@ impl Ctx {
         self.timers.set(c, Some(at));
     }
 
-    /// Answers what the input buffer holds; if that queued output, the connection is writing.
+    /// Answers what the input buffer holds; if that queued output, the connection is writing
+    /// (true), or, with an origin delay, holds the reply until its deadline (`State::Delayed`,
+    /// false: nothing to send yet).
     #[inline]
     pub fn answer(&mut self, c: &mut Conn) -> bool {
-        process_input(self, c);
+        let delay = process_input(self, c);
         if c.out.is_empty() {
+            return false;
+        }
+        if let Some(d) = delay {
+            c.state = State::Delayed;
+            self.stats.delayed.inc();
+            let at = self.now + d;
+            self.timers.set(c, Some(at));
             return false;
         }
         if c.state != State::Writing {
@@ -109,6 +120,12 @@ impl Ctx {
             self.await_send(c);
         }
         true
+    }
+
+    /// The origin delay of a connection has passed: its reply may be sent.
+    pub fn delay_over(&mut self, c: &mut Conn) {
+        c.state = State::Writing;
+        self.await_send(c);
     }
 
     /// Every queued byte has left: the one place that decides what a connection does next,
@@ -124,8 +141,13 @@ impl Ctx {
         }
         c.state = State::Reading;
         // Requests already buffered are answered without waiting for more input.
-        if !c.rbuf.is_empty() && self.answer(c) {
-            return Drained::Busy;
+        if !c.rbuf.is_empty() {
+            if self.answer(c) {
+                return Drained::Busy;
+            }
+            if c.state == State::Delayed {
+                return Drained::Delayed;
+            }
         }
         if c.peer_eof {
             // Every complete request has been answered and nothing more can come.
@@ -137,20 +159,27 @@ impl Ctx {
 }
 
 /// Parses and answers every complete request in the buffer (pipelining), up to the output
-/// high-water mark.
-pub fn process_input(ctx: &mut Ctx, c: &mut Conn) {
+/// high-water mark. With an origin delay, answers one request only and returns the delay its
+/// reply must wait (none for the stats page and for errors).
+pub fn process_input(ctx: &mut Ctx, c: &mut Conn) -> Option<Duration> {
     ctx.pool.lend(c.out.buf_slot());
     let mut consumed = 0;
+    let mut delay = None;
     while !c.close_after && c.out.pending() < OUT_HIGH_WATER && consumed < c.rbuf.len() {
         match parse_request(&c.rbuf[consumed..], &ctx.cfg.limits) {
             Parse::Partial => break,
             Parse::Complete(req) => {
                 let len = req.head_len;
                 let keep = req.keep_alive;
-                respond(ctx, &mut c.out, &req);
+                let delayable = respond(ctx, &mut c.out, &req);
                 consumed += len;
                 if !keep {
                     c.close_after = true;
+                }
+                if let Some(d) = ctx.cfg.origin_delay {
+                    // One object at a time: the next pipelined request waits for this reply.
+                    delay = delayable.then_some(d);
+                    break;
                 }
             }
             Parse::Error(e) => {
@@ -186,6 +215,7 @@ pub fn process_input(ctx: &mut Ctx, c: &mut Conn) {
         // before it reads our answer.
         c.linger = true;
     }
+    delay
 }
 
 pub fn respond_error(
@@ -214,7 +244,9 @@ pub fn respond_error(
     ctx.await_send(c);
 }
 
-fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {
+/// Queues the answer to one request; returns whether an origin delay applies to it (not to
+/// the stats page).
+fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) -> bool {
     ctx.stats.requests.inc();
     let head_only = req.method == Method::Head;
     let minor = req.minor_version;
@@ -238,7 +270,7 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {
         }
         out.commit_buf();
         ctx.stats.record_status(200);
-        return;
+        return false;
     }
     // HEAD and 304 answers need no body: the cache then reads none and keeps no descriptor.
     let ims = req.if_modified_since;
@@ -297,4 +329,5 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) {
             ctx.stats.record_status(status.code());
         }
     }
+    true
 }

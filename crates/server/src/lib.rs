@@ -101,6 +101,10 @@ pub struct Config {
     pub cache_files: usize,
     /// How long to keep reading and discarding after an error response before closing.
     pub linger: Duration,
+    /// Think time per object, as a Web Polygraph origin server has: each reply is held this
+    /// long before it is sent, without blocking the loop (the connection's deadline holds it).
+    /// Pipelined requests are answered one at a time, each delayed in turn.
+    pub origin_delay: Option<Duration>,
 }
 
 impl Config {
@@ -128,6 +132,7 @@ impl Config {
             cache_bytes: CacheConfig::DEFAULT_MAX_BYTES,
             cache_files: CacheConfig::DEFAULT_MAX_FILES,
             linger: Duration::from_secs(2),
+            origin_delay: None,
         }
     }
 

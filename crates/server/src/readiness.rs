@@ -369,7 +369,7 @@ fn drive<P: Poller>(
                         }
                         match ctx.drained(c) {
                             Drained::Close => return Next::Close,
-                            Drained::Lingering | Drained::Busy => {}
+                            Drained::Lingering | Drained::Busy | Drained::Delayed => {}
                             // Level-triggered: the μserver switches interest back to reading
                             // and waits to be told the next request has arrived.
                             Drained::Idle if !edge => break,
@@ -382,6 +382,8 @@ fn drive<P: Poller>(
                     }
                 }
             }
+            // Held for the origin delay: the core's deadline moves it on (`send_queued`).
+            State::Delayed => break,
             State::Lingering => {
                 if !x.readable {
                     break;
@@ -402,6 +404,8 @@ fn drive<P: Poller>(
     let want = match c.state {
         State::Reading | State::Lingering => Interest::READABLE,
         State::Writing => Interest::WRITABLE,
+        // Nothing to read (pipelined requests wait their turn) and nothing to write yet.
+        State::Delayed => Interest::NONE,
     };
     if want != x.interest {
         if poller.reregister(c.fd, Token(c.fd as usize), want).is_err() {

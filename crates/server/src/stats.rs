@@ -67,6 +67,9 @@ pub struct TimerCounts {
     pub entries: u64,
     /// The sum of each worker's largest queue.
     pub max_entries: u64,
+    /// Replies held for `--origin-delay` (each one a connection deadline).
+    #[serde(default)]
+    pub delayed: u64,
 }
 
 /// What the workers hold for reuse, summed over workers: memory that follows the most
@@ -184,6 +187,8 @@ pub struct WorkerStats {
     /// Entries in the deadline queue now, and at most so far (bounded by the connections).
     pub timer_entries: Counter,
     pub max_timer_entries: Counter,
+    /// Replies held for the origin delay.
+    pub delayed: Counter,
     /// What the worker keeps for reuse now (see [`MemoryCounts`]).
     pub pool_bytes: Counter,
     pub pool_buffers: Counter,
@@ -224,6 +229,7 @@ impl WorkerStats {
             send_timeouts: Counter::default(),
             timer_entries: Counter::default(),
             max_timer_entries: Counter::default(),
+            delayed: Counter::default(),
             pool_bytes: Counter::default(),
             pool_buffers: Counter::default(),
             spare_shells: Counter::default(),
@@ -399,6 +405,7 @@ impl Shared {
             timers: TimerCounts {
                 entries: sum(&|w| w.timer_entries.get()),
                 max_entries: sum(&|w| w.max_timer_entries.get()),
+                delayed: sum(&|w| w.delayed.get()),
             },
             memory: MemoryCounts {
                 pool_bytes: sum(&|w| w.pool_bytes.get()),

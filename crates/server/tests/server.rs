@@ -124,6 +124,72 @@ mod cases {
         assert!(closed_by_server(&mut s));
     }
 
+    /// `--origin-delay`: a reply is held for the think time (at least; never an upper bound),
+    /// pipelined requests are each delayed in turn, a client that half-closes after asking
+    /// still gets its answer, and the stats page is not delayed.
+    pub fn origin_delay(m: &str) {
+        const D: Duration = Duration::from_millis(120);
+        let Some(t) = start(m, |c| {
+            c.origin_delay = Some(D);
+            c.stats = true;
+        }) else {
+            return;
+        };
+        let t0 = Instant::now();
+        let r = get(t.addr, "/hello.txt");
+        assert!(t0.elapsed() >= D, "{m}: answered after {:?}", t0.elapsed());
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"hello, world\n"[..]));
+        // Three pipelined requests: each waits its own delay after the one before it.
+        let mut s = connect(t.addr);
+        let t0 = Instant::now();
+        s.write_all(
+            b"GET /one HTTP/1.1\r\nHost: t\r\n\r\nHEAD /hello.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        let a = read_response(&mut s, &mut buf, false).unwrap();
+        let ta = t0.elapsed();
+        let b = read_response(&mut s, &mut buf, true).unwrap();
+        let tb = t0.elapsed();
+        let c = read_response(&mut s, &mut buf, false).unwrap();
+        let tc = t0.elapsed();
+        assert_eq!((a.status, a.body.as_slice()), (200, &b"a"[..]));
+        assert_eq!((b.status, b.header("content-length")), (200, Some("13")));
+        assert_eq!(c.status, 404);
+        assert!(
+            ta >= D && tb >= 2 * D && tc >= 3 * D,
+            "{m}: {ta:?} {tb:?} {tc:?}"
+        );
+        // The connection is still usable afterwards.
+        s.write_all(b"GET /one HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let d = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(d.body, b"a");
+        // Two requests, then the client shuts its side while the first is held.
+        let mut s = connect(t.addr);
+        let t0 = Instant::now();
+        s.write_all(
+            b"GET /one HTTP/1.1\r\nHost: t\r\n\r\nGET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        )
+        .unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut buf = Vec::new();
+        let a = read_response(&mut s, &mut buf, false).unwrap();
+        let b = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(
+            (a.body.as_slice(), b.body.as_slice()),
+            (&b"a"[..], &b"hello, world\n"[..])
+        );
+        assert!(t0.elapsed() >= 2 * D, "{m}: {:?}", t0.elapsed());
+        assert!(
+            closed_by_server(&mut s),
+            "{m}: not closed after the half-close"
+        );
+        let v: serde_json::Value =
+            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
+        assert_eq!(v["timers"]["delayed"], 7, "{v}");
+    }
+
     pub fn pipelining(m: &str) {
         let Some(t) = start(m, |_| {}) else { return };
         let mut s = connect(t.addr);
@@ -784,6 +850,7 @@ macro_rules! mechanism_tests {
             #[test] fn not_modified() { crate::cases::not_modified(M) }
             #[test] fn keep_alive() { crate::cases::keep_alive(M) }
             #[test] fn pipelining() { crate::cases::pipelining(M) }
+            #[test] fn origin_delay() { crate::cases::origin_delay(M) }
             #[test] fn big_file_writev() { crate::cases::big_file_writev(M) }
             #[test] fn big_file_sendfile_cork() { crate::cases::big_file_sendfile_cork(M) }
             #[test] fn big_file_sendfile_not_in_memory() { crate::cases::big_file_sendfile_not_in_memory(M) }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use evlab_load::gen::{self, Live, LoadConfig};
 use evlab_load::summary;
+use evlab_load::workload::polymix::{Polymix, PolymixConfig};
 use evlab_load::workload::sesslog::SessLog;
 use evlab_load::workload::specweb::{CallsPerConn, SpecWeb, SpecWebConfig};
 use evlab_load::workload::urilist::UriList;
@@ -79,6 +80,22 @@ pub struct Args {
     /// URI prefix of the file set below the server's root (SPECweb99 workload)
     #[arg(long, default_value = "")]
     pub specweb_prefix: String,
+    /// Polymix-like proxy workload over the set in DIR (made by `evlab fileset DIR --polymix N`;
+    /// the origin serves DIR with --no-store-prefix /polymix/u/); see docs/workloads.md
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["specweb", "wsesslog", "uri_list"])]
+    pub polymix: Option<PathBuf>,
+    /// Polymix: offered hits, as a share of requests (Polymix-4: 0.58)
+    #[arg(long, default_value_t = 0.58)]
+    pub hit_ratio: f64,
+    /// Polymix: requests for cacheable objects, as a share (Polymix-4: about 0.70)
+    #[arg(long, default_value_t = 0.70)]
+    pub cacheable: f64,
+    /// Polymix: Zipf exponent of the hits' popularity (chosen: 1.0)
+    #[arg(long, default_value_t = 1.0)]
+    pub zipf: f64,
+    /// Polymix: requests per connection drawn from Zipf over 1..=N (Polymix-4: 64; 1 = one)
+    #[arg(long, default_value_t = 64)]
+    pub polymix_calls: usize,
     /// Write the results as JSON to this file, or to stdout with `-` (the text report then goes
     /// to stderr). The file is checked before the run, and written on Ctrl-C too
     #[arg(long, value_name = "FILE")]
@@ -121,6 +138,9 @@ Examples:
       JSON only, on stdout
   evlab load --specweb /srv/fileset --rate 300 --num-conns 9000 --max-error-rate 1%
       the SPECweb99 workload; exit status 1 if more than 1% of connections fail
+  evlab load --polymix /tmp/polymix --port 3128 --rate 50 --duration 10
+      the Polymix-like workload through a proxy on port 3128 (58% offered hits, 70%
+      cacheable); the origin: evlab serve --root /tmp/polymix --no-store-prefix /polymix/u/
 
 Ctrl-C (SIGINT) or SIGTERM stops the run early: the report and --json cover what was done
 until then, and the exit status is 130; a second Ctrl-C ends the process at once.
@@ -173,7 +193,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         bail!("--num-calls, --pipeline and --threads must be at least 1");
     }
     let method = Method::parse(&a.method).map_err(|e| anyhow::anyhow!("--method: {e}"))?;
-    if a.specweb.is_some() && method != Method::Get {
+    if (a.specweb.is_some() || a.polymix.is_some()) && method != Method::Get {
         bail!(
             "--method {}: the SPECweb99 workload sends GET requests only",
             a.method
@@ -203,6 +223,17 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         if num_conns.is_none() && duration.is_none() {
             num_conns = Some(n);
         }
+        Box::new(move |_| Box::new(w.clone()))
+    } else if let Some(dir) = &a.polymix {
+        let cfg = PolymixConfig {
+            hit_ratio: a.hit_ratio,
+            cacheable: a.cacheable,
+            zipf: a.zipf,
+            calls_max: a.polymix_calls,
+            objects: 0,
+            uri_prefix: a.specweb_prefix.clone(),
+        };
+        let w = Polymix::new(dir, cfg, a.seed)?;
         Box::new(move |_| Box::new(w.clone()))
     } else if let Some(dir) = &a.specweb {
         let calls: CallsPerConn = a
@@ -326,6 +357,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         a.specweb
             .as_ref()
             .map(|d| format!("specweb:{}", d.display()))
+            .or(a.polymix.as_ref().map(|d| {
+                format!(
+                    "polymix:{}:hits={},cacheable={},zipf={},calls={}",
+                    d.display(),
+                    a.hit_ratio,
+                    a.cacheable,
+                    a.zipf,
+                    a.polymix_calls
+                )
+            }))
             .or(a.wsesslog.clone().map(|s| format!("wsesslog:{s}")))
             .or(a
                 .uri_list

@@ -48,7 +48,7 @@ enum Command {
     Serve(serve::Args),
     /// Open-loop HTTP load generator (httperf-compatible flags)
     #[command(after_help = loadgen::EXAMPLES)]
-    Load(loadgen::Args),
+    Load(Box<loadgen::Args>),
     /// Hold N idle connections open, re-opening any the server closes
     #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
@@ -102,7 +102,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
-        Command::Load(a) => loadgen::run(a),
+        Command::Load(a) => loadgen::run(*a),
         Command::Idle(a) => idle::run(a),
         Command::Proxy(a) => proxy::run(a),
         Command::Fileset(a) => fileset::run(a),

@@ -70,6 +70,10 @@ pub struct Args {
     /// answered one at a time, each delayed (0 = none)
     #[arg(long, default_value_t = 0.0, value_name = "MS")]
     pub origin_delay: f64,
+    /// Answer paths starting with this prefix with `Cache-Control: no-store` (the uncacheable
+    /// objects of `evlab load --polymix`, under /polymix/u/ of its file set)
+    #[arg(long, value_name = "PATH")]
+    pub no_store_prefix: Option<String>,
     /// Serve GET /.evlab/stats (JSON counters, syscalls)
     #[arg(long)]
     pub stats: bool,
@@ -225,6 +229,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.header_timeout = header_timeout;
     cfg.send_timeout = send_timeout;
     cfg.origin_delay = origin_delay;
+    cfg.no_store_prefix = a.no_store_prefix.clone();
     cfg.stats = a.stats;
     cfg.profile = a.profile;
     cfg.backlog = a.backlog;

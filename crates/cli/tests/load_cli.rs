@@ -741,3 +741,68 @@ fn idle_fails_when_not_all_connections_come_up() {
         "{err}"
     );
 }
+
+/// `evlab fileset --polymix` writes the origin's set, `evlab serve --no-store-prefix
+/// --origin-delay` serves it, and `evlab load --polymix` asks for it: every reply a 2xx, each
+/// delayed, the uncacheable ones marked.
+#[test]
+fn polymix_workload_against_a_delaying_origin() {
+    let s = serve(
+        "load-polymix",
+        &[
+            "--stats",
+            "--no-store-prefix",
+            "/polymix/u/",
+            "--origin-delay",
+            "5",
+        ],
+        |_| {},
+    );
+    let dir = s.dir.to_str().unwrap();
+    let o = Command::new(BIN)
+        .args(["fileset", dir, "--polymix", "300", "--force"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("600 files"), "{out}");
+    let port = s.addr.port().to_string();
+    let o = load(&[
+        "--port",
+        &port,
+        "--polymix",
+        dir,
+        "--rate",
+        "200",
+        "--num-conns",
+        "20",
+        "--json",
+        "-",
+        "--quiet",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let replies = v["replies"]["total"].as_u64().unwrap();
+    assert!(replies >= 20, "{v}");
+    assert_eq!(v["replies"]["status"]["2xx"], replies, "{v}");
+    assert!(
+        v["config"]["workload"]
+            .as_str()
+            .unwrap()
+            .starts_with("polymix:"),
+        "{v}"
+    );
+    let st = stats(&s);
+    assert_eq!(st["timers"]["delayed"], replies, "{st}");
+    // The uncacheable objects say so; the cacheable ones do not.
+    for (path, no_store) in [("/polymix/u/000007", true), ("/polymix/c/000007", false)] {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        let req = format!("HEAD {path} HTTP/1.0\r\nHost: t\r\n\r\n");
+        std::io::Write::write_all(&mut c, req.as_bytes()).unwrap();
+        let mut head = String::new();
+        c.read_to_string(&mut head).unwrap();
+        assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+        assert_eq!(head.contains("Cache-Control: no-store"), no_store, "{head}");
+    }
+}

@@ -87,6 +87,9 @@ pub struct CacheConfig {
     /// Resolve with `openat2` when the kernel has it; false always walks the path component
     /// by component (what a kernel without `openat2` gets; for tests).
     pub openat2: bool,
+    /// Paths starting with this are answered with `Cache-Control: no-store` (the uncacheable
+    /// objects of a proxy workload; `evlab serve --no-store-prefix`).
+    pub no_store_prefix: Option<String>,
 }
 
 impl CacheConfig {
@@ -102,6 +105,7 @@ impl CacheConfig {
             revalidate: Duration::from_secs(1),
             max_entries: 100_000,
             openat2: true,
+            no_store_prefix: None,
         }
     }
 }
@@ -439,7 +443,13 @@ impl ContentCache {
                 Ok((_, stamp)) => (
                     Ident::File(stamp),
                     Answer::File {
-                        meta: Rc::new(meta(path, probe.index, stamp.size, stamp.mtime())),
+                        meta: Rc::new(meta(
+                            path,
+                            probe.index,
+                            stamp.size,
+                            stamp.mtime(),
+                            no_store(&self.cfg, path),
+                        )),
                         index: probe.index,
                         entry: None,
                     },
@@ -650,12 +660,19 @@ impl From<io::Error> for Miss {
     }
 }
 
-fn meta(path: &str, index: bool, len: u64, mtime: SystemTime) -> Meta {
+fn meta(path: &str, index: bool, len: u64, mtime: SystemTime, no_store: bool) -> Meta {
     Meta {
         len,
         mtime,
-        headers: headers(content_type(path, index), len, mtime),
+        headers: headers(content_type(path, index), len, mtime, no_store),
     }
+}
+
+/// Whether `path` is under the configured no-store prefix.
+fn no_store(cfg: &CacheConfig, path: &str) -> bool {
+    cfg.no_store_prefix
+        .as_deref()
+        .is_some_and(|p| path.starts_with(p))
 }
 
 /// Typed by the name the client asked for, as other servers do (a symlink is transparent); a
@@ -684,7 +701,7 @@ fn read_entry(
         Box::default()
     };
     let entry = Entry {
-        headers: headers(content_type(path, index), len, mtime),
+        headers: headers(content_type(path, index), len, mtime, no_store(cfg, path)),
         body,
         in_memory,
         file,
@@ -711,8 +728,9 @@ fn read_all(file: &File, len: u64) -> Result<Box<[u8]>, Miss> {
     Ok(body.into_boxed_slice())
 }
 
-/// `Content-Type`, `Content-Length`, `Last-Modified`, in that order, each ending in CRLF.
-fn headers(ctype: &str, len: u64, mtime: SystemTime) -> Box<[u8]> {
+/// `Content-Type`, `Content-Length`, `Last-Modified`, in that order, each ending in CRLF; then
+/// `Cache-Control: no-store` if asked.
+fn headers(ctype: &str, len: u64, mtime: SystemTime, no_store: bool) -> Box<[u8]> {
     let mut h = Vec::with_capacity(96 + ctype.len());
     h.extend_from_slice(b"Content-Type: ");
     h.extend_from_slice(ctype.as_bytes());
@@ -721,6 +739,9 @@ fn headers(ctype: &str, len: u64, mtime: SystemTime) -> Box<[u8]> {
     h.extend_from_slice(b"\r\nLast-Modified: ");
     h.extend_from_slice(&date::format_http_date(mtime));
     h.extend_from_slice(b"\r\n");
+    if no_store {
+        h.extend_from_slice(b"Cache-Control: no-store\r\n");
+    }
     h.into_boxed_slice()
 }
 
@@ -805,6 +826,30 @@ mod tests {
         let c = t.cache();
         assert_eq!(c.root(), fs::canonicalize(t.root()).unwrap());
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn no_store_prefix_marks_gets_and_heads() {
+        let t = TempDir::new("nostore");
+        t.write("root/polymix/u/000001", b"abc");
+        t.write("root/polymix/c/000001", b"abc");
+        let mut c = t.cache_with(|c| c.no_store_prefix = Some("/polymix/u/".into()));
+        let now = Instant::now();
+        let u = found(c.lookup("/polymix/u/000001", now));
+        assert!(std::str::from_utf8(&u.headers)
+            .unwrap()
+            .ends_with("\r\nCache-Control: no-store\r\n"));
+        let k = found(c.lookup("/polymix/c/000001", now));
+        assert!(!std::str::from_utf8(&k.headers)
+            .unwrap()
+            .contains("no-store"));
+        let mut c = t.cache_with(|c| c.no_store_prefix = Some("/polymix/u/".into()));
+        let Lookup::Head(m) = c.lookup_with("/polymix/u/000001", now, |_| false) else {
+            panic!("expected a head")
+        };
+        assert!(std::str::from_utf8(&m.headers)
+            .unwrap()
+            .contains("Cache-Control: no-store"));
     }
 
     #[test]

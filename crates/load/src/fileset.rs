@@ -99,6 +99,10 @@ fn is_ours(name: &str) -> bool {
     if name == "one" || name == "index.html" || name == MARKER {
         return true;
     }
+    // A Polymix-like set may share the root (`evlab fileset DIR --polymix N`).
+    if name == "polymix" || name == crate::workload::polymix::MARKER {
+        return true;
+    }
     name.strip_prefix("dir")
         .is_some_and(|n| n.len() == 5 && n.bytes().all(|b| b.is_ascii_digit()))
 }

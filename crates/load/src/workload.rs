@@ -122,6 +122,7 @@ pub enum WorkloadError {
     Config(String),
 }
 
+pub mod polymix;
 pub mod sesslog;
 pub mod specweb;
 pub mod urilist;

@@ -105,6 +105,9 @@ pub struct Config {
     /// long before it is sent, without blocking the loop (the connection's deadline holds it).
     /// Pipelined requests are answered one at a time, each delayed in turn.
     pub origin_delay: Option<Duration>,
+    /// Paths starting with this are answered with `Cache-Control: no-store` (a proxy
+    /// workload's uncacheable objects).
+    pub no_store_prefix: Option<String>,
 }
 
 impl Config {
@@ -133,6 +136,7 @@ impl Config {
             cache_files: CacheConfig::DEFAULT_MAX_FILES,
             linger: Duration::from_secs(2),
             origin_delay: None,
+            no_store_prefix: None,
         }
     }
 
@@ -144,6 +148,7 @@ impl Config {
         // the descriptor limit matters more than a larger cache would.
         c.max_files = self.cache_files;
         c.max_entries = 16_384;
+        c.no_store_prefix = self.no_store_prefix.clone();
         c
     }
 }

@@ -48,6 +48,14 @@ const BUILTIN: &[(&str, &str)] = &[
     ("herd", include_str!("../../../experiments/herd.toml")),
     ("fdalloc", include_str!("../../../experiments/fdalloc.toml")),
     ("malloc", include_str!("../../../experiments/malloc.toml")),
+    (
+        "fig-proxy-cpu",
+        include_str!("../../../experiments/fig-proxy-cpu.toml"),
+    ),
+    (
+        "fig-proxy-sizes",
+        include_str!("../../../experiments/fig-proxy-sizes.toml"),
+    ),
 ];
 
 pub const RUN_EXAMPLES: &str = "\

@@ -237,6 +237,9 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         crate::spec::Workload::UriList(p) => {
             v.extend(["--uri-list".into(), p.display().to_string()])
         }
+        crate::spec::Workload::Polymix => {
+            v.extend(["--polymix".into(), a.docroot.display().to_string()])
+        }
     }
     let conns = (a.rate * a.duration_s).ceil().max(1.0) as u64;
     v.extend([
@@ -245,8 +248,11 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         "--num-conns".into(),
         conns.to_string(),
     ]);
-    if a.workload != &crate::spec::Workload::Specweb {
-        // SPECweb99 sessions draw their own number of requests.
+    if !matches!(
+        a.workload,
+        crate::spec::Workload::Specweb | crate::spec::Workload::Polymix
+    ) {
+        // SPECweb99 and Polymix sessions draw their own number of requests.
         v.extend(["--num-calls".into(), a.calls_per_conn.to_string()]);
     }
     v.extend([
@@ -317,6 +323,26 @@ mod tests {
             profiled: false,
         };
         summary::report(&s, &info)
+    }
+
+    #[test]
+    fn polymix_load_argv_names_the_set_and_draws_its_own_calls() {
+        let json = std::path::PathBuf::from("/tmp/x.json");
+        let v = load_argv(&LoadArgs {
+            port: 9,
+            workload: &crate::spec::Workload::Polymix,
+            docroot: std::path::Path::new("/srv/pm"),
+            rate: 20.0,
+            duration_s: 2.0,
+            calls_per_conn: 1,
+            timeout_s: 5.0,
+            json: &json,
+            extra: &["--hit-ratio".into(), "0".into()],
+        });
+        let line = v.join(" ");
+        assert!(line.contains("--polymix /srv/pm"), "{line}");
+        assert!(!line.contains("--num-calls"), "{line}");
+        assert!(line.ends_with("--hit-ratio 0"), "{line}");
     }
 
     #[test]

@@ -90,6 +90,38 @@ http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_reques
     ])
 }
 
+/// Writes nginx's config as a reverse proxy (`proxy_pass` to `origin` with kept upstream
+/// connections, no cache: the peer of `evlab proxy`) and returns its argv.
+pub fn nginx_proxy_argv(
+    tmp: &Path,
+    origin: std::net::SocketAddr,
+    port: u16,
+) -> std::io::Result<Vec<String>> {
+    let t = tmp.display();
+    let conf = tmp.join("nginx-proxy.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "worker_processes 1;\nworker_rlimit_nofile 40000;\ndaemon off;\npid {t}/nginx.pid;\n\
+error_log {t}/nginx-error.log error;\nevents {{ worker_connections 30000; use epoll; }}\n\
+http {{\n  access_log off;\n  keepalive_requests 100000000;\n  keepalive_timeout 600s;\n\
+  client_body_temp_path {t}/nb; proxy_temp_path {t}/np;\n\
+  fastcgi_temp_path {t}/nf; uwsgi_temp_path {t}/nu; scgi_temp_path {t}/ns;\n\
+  upstream origin {{ server {origin}; keepalive 64; }}\n\
+  server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    location / {{\n\
+      proxy_pass http://origin;\n      proxy_http_version 1.1;\n\
+      proxy_set_header Connection \"\";\n      proxy_max_temp_file_size 0;\n    }}\n  }}\n}}\n"
+        ),
+    )?;
+    Ok(vec![
+        program("nginx"),
+        "-p".into(),
+        tmp.display().to_string(),
+        "-c".into(),
+        conf.display().to_string(),
+    ])
+}
+
 /// Writes lighttpd's config (with `server.event-handler = handler`) and returns its argv.
 pub fn lighttpd_argv(
     tmp: &Path,

@@ -86,6 +86,7 @@ fn x_label(s: &Summary) -> String {
     match (&s.experiment.workload, s.experiment.calls_per_conn) {
         (Workload::OneByte, 1) => "requests/s offered".into(),
         (Workload::Specweb, _) => "sessions/s offered (SPECweb99-like)".into(),
+        (Workload::Polymix, _) => "connections/s offered (Polymix-like, through the proxy)".into(),
         (_, n) => format!("connections/s offered ({n} requests each)"),
     }
 }

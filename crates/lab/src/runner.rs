@@ -243,6 +243,44 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             )));
         }
         Some(dir)
+    } else if spec.workload == Workload::Polymix {
+        let dir = scratch.0.join("polymix");
+        let argv = polymix_fileset_argv(&opts.evlab, spec, &dir);
+        progress.note(&format!("evlab run: {}", procs::shell_line(&argv)));
+        let st = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(std::process::Stdio::null())
+            .status()?;
+        if !st.success() {
+            return Err(LabError::Io(format!(
+                "`{}` failed ({st})",
+                procs::shell_line(&argv)
+            )));
+        }
+        // What the lab waits on before each point: `GET /one`, through the proxy.
+        std::fs::write(dir.join("one"), b"a")?;
+        // Series with their own object size get their own file set.
+        for size in spec.series.iter().filter_map(|x| x.object_size.as_ref()) {
+            let d = polymix_dir(&dir, size);
+            if d.exists() {
+                continue;
+            }
+            let mut argv = polymix_fileset_argv(&opts.evlab, spec, &d);
+            argv[6] = size.clone();
+            progress.note(&format!("evlab run: {}", procs::shell_line(&argv)));
+            let st = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            if !st.success() {
+                return Err(LabError::Io(format!(
+                    "`{}` failed ({st})",
+                    procs::shell_line(&argv)
+                )));
+            }
+            std::fs::write(d.join("one"), b"a")?;
+        }
+        Some(dir)
     } else {
         None
     };
@@ -431,15 +469,21 @@ pub(crate) struct PointCtx<'a> {
 pub(crate) struct Procs {
     pub server: Option<Child>,
     pub idle: Option<Child>,
+    /// The origin behind a measured proxy (`[proxy]`): started first, stopped last.
+    pub origin: Option<Child>,
 }
 
 impl Procs {
     /// Stops everything (idle holder first) and returns what outlived its stop, for a flag.
     pub fn stop(&mut self) -> Option<String> {
         let mut left = Vec::new();
-        for c in [self.idle.as_mut(), self.server.as_mut()]
-            .into_iter()
-            .flatten()
+        for c in [
+            self.idle.as_mut(),
+            self.server.as_mut(),
+            self.origin.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
         {
             let l = c.stop(Duration::from_secs(5));
             if !l.is_empty() {
@@ -498,11 +542,40 @@ fn sh(path: &Path) -> String {
     procs::shell_line(&[path.display().to_string()])
 }
 
+/// The file set of a series with its own object size, beside the run's.
+fn polymix_dir(base: &Path, size: &str) -> PathBuf {
+    base.with_file_name(format!(
+        "polymix-{}",
+        size.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    ))
+}
+
+/// `evlab fileset DIR --polymix N --object-size S --force` for the spec's Polymix workload.
+fn polymix_fileset_argv(evlab: &Path, spec: &Spec, dir: &Path) -> Vec<String> {
+    vec![
+        evlab.display().to_string(),
+        "fileset".into(),
+        dir.display().to_string(),
+        "--polymix".into(),
+        spec.polymix_objects.to_string(),
+        "--object-size".into(),
+        spec.object_size.clone(),
+        "--force".into(),
+    ]
+}
+
 /// Shell commands that make a point's directory and document root as `docroot` made them: a
 /// fresh root holding `one` (one byte), or the run's file set, made by `evlab fileset` if it is
 /// not there.
 fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path) -> Vec<String> {
     match ctx.fileset {
+        Some(f) if ctx.opts.spec.workload == Workload::Polymix => vec![format!(
+            "mkdir -p {} && {{ test -d {} || {{ {} > /dev/null && printf a > {}; }}; }}",
+            sh(pdir),
+            sh(f),
+            procs::shell_line(&polymix_fileset_argv(&ctx.opts.evlab, &ctx.opts.spec, f)),
+            sh(&f.join("one"))
+        )],
         Some(f) => vec![format!(
             "mkdir -p {} && {{ test -d {} || {} fileset {} --dirs {} > /dev/null; }}",
             sh(pdir),
@@ -568,8 +641,72 @@ pub(crate) fn start_server(
             (None, None) => commands.push(format!("{cmd} & server=$!")),
         }
     };
-    let (server, port) = match s.kind {
-        ServerKind::Evlab => {
+    // With `[proxy]`: the origin first, outside the budget on its own CPU; the series' server
+    // is then the proxy in front of it.
+    let origin = match &spec.proxy {
+        Some(px) => Some(start_origin(ctx, px, docroot, procs, commands)?),
+        None => None,
+    };
+    let (server, port) = match (s.kind, origin) {
+        (ServerKind::Evlab, Some(origin)) => {
+            let mut argv = vec![
+                evlab,
+                "proxy".into(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
+                "--origin".into(),
+                origin.to_string(),
+                "--mechanism".into(),
+                s.mechanism.clone(),
+                "--stats".into(),
+            ];
+            argv.extend(s.flags.iter().cloned());
+            let mut c = Child::spawn_in("evlab proxy", &argv, ctx.server_cpus, None, ctx.budget)?;
+            let line = c.wait_line(
+                |l| l.starts_with("listening on "),
+                Duration::from_secs(10),
+                "`listening on` line",
+            )?;
+            let addr: SocketAddr = line["listening on ".len()..].trim().parse().map_err(|_| {
+                LabError::Point(format!("evlab proxy printed a bad address: {line}"))
+            })?;
+            background(
+                commands,
+                None,
+                c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")),
+            );
+            (c, addr.port())
+        }
+        (ServerKind::Nginx, Some(origin)) => {
+            let port = procs::free_port()?;
+            let conf_dir = pdir.join("peer");
+            std::fs::create_dir_all(&conf_dir)?;
+            let argv = peers::nginx_proxy_argv(&conf_dir, origin, port)?;
+            let c = Child::spawn_in(
+                &s.label,
+                &argv,
+                ctx.server_cpus,
+                Some(&conf_dir),
+                ctx.budget,
+            )?;
+            if let Some(conf) = peers::config_file(&argv) {
+                let text = std::fs::read_to_string(conf)?;
+                commands.push(format!(
+                    "mkdir -p {} && cat > {} <<'EOF'\n{}EOF",
+                    sh(&conf_dir),
+                    sh(Path::new(conf)),
+                    text
+                ));
+            }
+            background(commands, Some(&conf_dir), c.command.clone());
+            (c, port)
+        }
+        (ServerKind::Lighttpd, Some(_)) => {
+            return Err(LabError::Point(
+                "lighttpd is not a proxy peer here (nginx proxy_pass is)".into(),
+            ))
+        }
+        (ServerKind::Evlab, None) => {
             let mut argv = vec![
                 evlab,
                 "serve".into(),
@@ -602,7 +739,7 @@ pub(crate) fn start_server(
             );
             (c, addr.port())
         }
-        ServerKind::Nginx | ServerKind::Lighttpd => {
+        (ServerKind::Nginx | ServerKind::Lighttpd, None) => {
             if s.kind == ServerKind::Lighttpd {
                 // lighttpd accepts at most half its descriptor limit as connections; past that it
                 // answers nobody, which would be recorded as a server that serves nothing.
@@ -679,6 +816,57 @@ pub(crate) fn start_server(
         )?;
     }
     Ok(port)
+}
+
+/// Starts the origin behind a measured proxy: `evlab serve` (epoll-et) on the origin CPU,
+/// outside the budget, with the spec's origin flags (and, for the Polymix workload, its
+/// uncacheable prefix); waits until it answers; returns its address.
+fn start_origin(
+    ctx: &PointCtx,
+    px: &crate::spec::ProxySpec,
+    docroot: &Path,
+    procs: &mut Procs,
+    commands: &mut Vec<String>,
+) -> Result<SocketAddr, LabError> {
+    let spec = &ctx.opts.spec;
+    let mut argv = vec![
+        ctx.opts.evlab.display().to_string(),
+        "serve".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+        "--root".into(),
+        docroot.display().to_string(),
+        "--mechanism".into(),
+        "epoll-et".into(),
+        "--header-timeout".into(),
+        "0".into(),
+    ];
+    if spec.workload == Workload::Polymix {
+        argv.extend(["--no-store-prefix".into(), "/polymix/u/".into()]);
+    }
+    argv.extend(px.origin_flags.iter().cloned());
+    let cpu: Vec<usize> = match px.origin_cpu {
+        Some(c) if c < procs::online_cpus() => vec![c],
+        Some(_) => vec![],
+        None => ctx.client_cpus[..ctx.client_cpus.len().min(1)].to_vec(),
+    };
+    let mut c = Child::spawn("evlab serve (origin)", &argv, &cpu, None)?;
+    let line = c.wait_line(
+        |l| l.starts_with("listening on "),
+        Duration::from_secs(10),
+        "`listening on` line",
+    )?;
+    let addr: SocketAddr = line["listening on ".len()..]
+        .trim()
+        .parse()
+        .map_err(|_| LabError::Point(format!("evlab serve printed a bad address: {line}")))?;
+    commands.push(format!(
+        "{} & origin=$!",
+        c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} "))
+    ));
+    procs.origin = Some(c);
+    procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
+    Ok(addr)
 }
 
 /// One finished `evlab load` run.
@@ -777,6 +965,18 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
 
 fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(), LabError> {
     let spec = &ctx.opts.spec;
+    // A Polymix series with its own object size reads its own file set.
+    let own_set = spec
+        .series
+        .iter()
+        .find(|x| x.label == p.series)
+        .and_then(|x| x.object_size.as_ref())
+        .zip(ctx.fileset)
+        .map(|(size, base)| polymix_dir(base, size));
+    let ctx = &PointCtx {
+        fileset: own_set.as_deref().or(ctx.fileset),
+        ..*ctx
+    };
     let pdir = ctx.scratch.join(format!("point-{}", p.index));
     let docroot = docroot(ctx, &pdir)?;
     // The scratch directory goes when the run ends: the point's commands begin by making
@@ -818,7 +1018,8 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     }
 
     let server = procs.server.as_mut().expect("started");
-    let stats_before = if p.kind == ServerKind::Evlab {
+    // A proxy's stats are not a server's (`ServerStats`): only the μserver's are fetched.
+    let stats_before = if p.kind == ServerKind::Evlab && spec.proxy.is_none() {
         Some(fetch_stats(addr)?)
     } else {
         None
@@ -828,6 +1029,9 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let cpu_after = server.cpu_seconds();
     p.commands.push(run.command.clone());
     p.commands.push(stop_command(p.idle > 0));
+    if spec.proxy.is_some() {
+        p.commands.push("kill $origin; wait $origin".into());
+    }
     let server_alive = server.alive();
     let stats_after = match (&stats_before, server_alive) {
         (Some(_), true) => Some(fetch_stats(addr)?),

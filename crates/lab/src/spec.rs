@@ -98,6 +98,32 @@ pub struct Spec {
     /// apply.
     #[serde(default)]
     pub micro: Option<MicroSpec>,
+    /// `[proxy]`: each point measures `evlab proxy` (the series' mechanism, its flags given to
+    /// the proxy) in front of an `evlab serve` origin; three processes per point. The proxy
+    /// runs pinned to `server_cpu` inside the budget, and its CPU per reply is the point's; the
+    /// origin runs outside the budget and is not measured. Series `nginx` is nginx
+    /// `proxy_pass` (no cache) in front of the same origin.
+    #[serde(default)]
+    pub proxy: Option<ProxySpec>,
+    /// Polymix-like workload: objects of each kind in the origin's file set.
+    #[serde(default = "default_polymix_objects")]
+    pub polymix_objects: usize,
+    /// Polymix-like workload: `polymix4` or one size for every object (`8K`, `65536`).
+    #[serde(default = "default_object_size")]
+    pub object_size: String,
+}
+
+/// `[proxy]`: the origin behind the measured proxy.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySpec {
+    /// Flags for the origin's `evlab serve` (e.g. `--origin-delay`); the Polymix workload adds
+    /// `--no-store-prefix /polymix/u/`.
+    #[serde(default)]
+    pub origin_flags: Vec<String>,
+    /// The origin's CPU (default: the first client CPU).
+    #[serde(default)]
+    pub origin_cpu: Option<usize>,
 }
 
 /// The micro-benchmarks an experiment may run.
@@ -215,6 +241,10 @@ pub struct SeriesSpec {
     pub mechanism: String,
     #[serde(default)]
     pub flags: Vec<String>,
+    /// Polymix-like workload: this series' object size (its own file set), instead of the
+    /// experiment's `object_size`.
+    #[serde(default)]
+    pub object_size: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -240,6 +270,8 @@ pub enum Workload {
     Specweb,
     /// Requests drawn from a file of URIs (one a line).
     UriList(PathBuf),
+    /// Polymix-like (`evlab load --polymix`) over a file set made by `evlab fileset --polymix`.
+    Polymix,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -259,8 +291,9 @@ impl TryFrom<WorkloadRepr> for Workload {
             WorkloadRepr::Name(n) => match n.as_str() {
                 "one-byte" => Ok(Workload::OneByte),
                 "specweb" => Ok(Workload::Specweb),
+                "polymix" => Ok(Workload::Polymix),
                 other => Err(format!(
-                    "unknown workload `{other}`: expected \"one-byte\", \"specweb\" or {{ uri_list = \"FILE\" }}"
+                    "unknown workload `{other}`: expected \"one-byte\", \"specweb\", \"polymix\" or {{ uri_list = \"FILE\" }}"
                 )),
             },
             WorkloadRepr::Table { uri_list } => Ok(Workload::UriList(uri_list)),
@@ -273,6 +306,7 @@ impl From<Workload> for WorkloadRepr {
         match w {
             Workload::OneByte => WorkloadRepr::Name("one-byte".into()),
             Workload::Specweb => WorkloadRepr::Name("specweb".into()),
+            Workload::Polymix => WorkloadRepr::Name("polymix".into()),
             Workload::UriList(p) => WorkloadRepr::Table { uri_list: p },
         }
     }
@@ -283,6 +317,7 @@ impl Workload {
         match self {
             Workload::OneByte => "one-byte".into(),
             Workload::Specweb => "SPECweb99-like".into(),
+            Workload::Polymix => "Polymix-like".into(),
             Workload::UriList(p) => format!("URI list {}", p.display()),
         }
     }
@@ -314,6 +349,12 @@ fn default_client_cpus() -> Vec<usize> {
 }
 fn default_fileset_dirs() -> usize {
     10
+}
+fn default_polymix_objects() -> usize {
+    10_000
+}
+fn default_object_size() -> String {
+    "polymix4".into()
 }
 fn default_auto_rates() -> Vec<f64> {
     vec![0.3, 0.6, 0.9, 1.3, 1.8]
@@ -725,6 +766,50 @@ flags = ["--accept-limit", "10"]
             Err(LabError::Spec { line, key, msg, .. }) => (line, key, msg),
             other => panic!("expected a spec error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn proxy_experiments_parse() {
+        let src = r#"
+name = "p"
+workload = "polymix"
+polymix_objects = 200
+rates = [20]
+
+[proxy]
+origin_flags = ["--origin-delay", "20"]
+
+[[series]]
+label = "epoll-et splice 8K"
+mechanism = "epoll-et"
+flags = ["--forward", "splice"]
+object_size = "8K"
+
+[[series]]
+label = "nginx proxy_pass"
+mechanism = "nginx"
+"#;
+        let s = Spec::parse(src, "p.toml").unwrap();
+        assert_eq!(s.workload, Workload::Polymix);
+        assert_eq!(s.polymix_objects, 200);
+        assert_eq!(s.object_size, "polymix4");
+        let px = s.proxy.as_ref().unwrap();
+        assert_eq!(px.origin_flags, ["--origin-delay", "20"]);
+        assert_eq!(px.origin_cpu, None);
+        assert_eq!(s.series[0].object_size.as_deref(), Some("8K"));
+        let list = s.series_list(&|_| true, &[]);
+        assert_eq!(list[1].kind, ServerKind::Nginx);
+        // The built-in proxy experiments parse.
+        for f in ["fig-proxy-cpu", "fig-proxy-sizes"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../experiments")
+                .join(format!("{f}.toml"));
+            let s = Spec::load(&path).unwrap();
+            assert!(s.proxy.is_some() && s.workload == Workload::Polymix, "{f}");
+        }
+        let (_, key, _) =
+            err("name = \"p\"\nrates = [1]\nmechanisms = [\"select\"]\n[proxy]\norigin = 1\n");
+        assert_eq!(key, "origin");
     }
 
     #[test]

@@ -268,3 +268,102 @@ fn non_2xx_replies_are_flagged() {
     let flags = summary["points"][0]["flags"].to_string();
     assert!(flags.contains("not serving"), "{flags}");
 }
+
+/// A `[proxy]` experiment: three processes per point (the origin, the proxy, the load), the
+/// Polymix-like workload over a file set the run makes (and one of a series' own object size),
+/// CPU per reply measured on the proxy, and nothing left running after the run.
+#[test]
+fn proxy_experiment_end_to_end() {
+    if !load_available() {
+        return;
+    }
+    let d = scratch("proxy");
+    let f = d.join("spec.toml");
+    std::fs::write(
+        &f,
+        r#"name = "px"
+workload = "polymix"
+polymix_objects = 100
+rates = [10]
+duration_s = 1.5
+timeout_s = 5
+
+[proxy]
+origin_flags = ["--origin-delay", "5"]
+
+[[series]]
+label = "epoll-et copy"
+mechanism = "epoll-et"
+flags = ["--forward", "copy"]
+
+[[series]]
+label = "poll splice 8K"
+mechanism = "poll"
+flags = ["--forward", "splice"]
+object_size = "8K"
+"#,
+    )
+    .unwrap();
+    let mut c = ProcessGroup::spawn(
+        Command::new(evlab())
+            .arg("run")
+            .arg(&f)
+            .arg("--out")
+            .arg(d.join("out"))
+            .arg("--quiet"),
+    )
+    .unwrap();
+    let t = Instant::now();
+    // evlab run, the origin, the proxy and the load, all at once during a point.
+    let tree = loop {
+        let tree = tree_snapshot(c.pid());
+        if tree.len() >= 4 {
+            break tree;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no point with 3 processes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let status = c.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(t.elapsed() < Duration::from_secs(60));
+    let left: Vec<u32> = tree.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
+    assert!(left.is_empty(), "evlab run left {left:?}");
+    let out = d.join("out");
+    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    let pts = summary["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2, "{summary}");
+    for p in pts {
+        assert_eq!(p["status"], "ok", "{p}");
+        assert!(p["load"]["replies"].as_u64().unwrap() > 0, "{p}");
+        assert_eq!(p["load"]["errors"]["total"], 0, "{p}");
+        assert!(p["server_cpu_us_per_reply"].as_f64().unwrap() > 0.0, "{p}");
+        let cmds = p["commands"].as_array().unwrap();
+        let all: Vec<&str> = cmds.iter().map(|c| c.as_str().unwrap()).collect();
+        let all = all.join("\n");
+        for want in [
+            " proxy ",
+            "--origin ",
+            "origin=$!",
+            "kill $origin",
+            "--polymix ",
+        ] {
+            assert!(all.contains(want), "commands lack `{want}`:\n{all}");
+        }
+    }
+    // The 8K series read its own file set: every reply body 8 KiB.
+    let p = &pts[1];
+    assert_eq!(p["series"], "poll splice 8K");
+    let cmds = p["commands"].to_string();
+    assert!(cmds.contains("--object-size 8K"), "{cmds}");
+    let raw = read(
+        &out,
+        &format!("load/point-{:03}.json", p["index"].as_u64().unwrap()),
+    );
+    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let content = v["replies"]["size"]["content"].as_f64().unwrap();
+    assert_eq!(content, 8192.0, "{v}");
+    assert!(c.stop(Duration::from_secs(1)).is_empty());
+}

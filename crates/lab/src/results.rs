@@ -77,7 +77,8 @@ pub struct PointResult {
     pub server: Option<ServerCounters>,
     /// Share of the client CPUs busy during the measured run, from /proc/stat: user, system,
     /// irq and softirq. Loopback's packet processing runs in softirq on the sending CPU and is
-    /// not in the generator's own CPU time, so this is the figure that says "saturated".
+    /// not in the generator's own CPU time, so this is the figure that says "saturated". With
+    /// `[proxy]` and the origin on a client CPU, the origin's own CPU time is taken out.
     #[serde(default)]
     pub client_cpu_busy: Option<f64>,
     /// The same for the server's CPU.

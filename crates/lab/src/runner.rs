@@ -245,7 +245,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         Some(dir)
     } else if spec.workload == Workload::Polymix {
         let dir = scratch.0.join("polymix");
-        let argv = polymix_fileset_argv(&opts.evlab, spec, &dir);
+        let argv = polymix_fileset_argv(&opts.evlab, spec, &spec.object_size, &dir);
         progress.note(&format!("evlab run: {}", procs::shell_line(&argv)));
         let st = std::process::Command::new(&argv[0])
             .args(&argv[1..])
@@ -265,8 +265,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             if d.exists() {
                 continue;
             }
-            let mut argv = polymix_fileset_argv(&opts.evlab, spec, &d);
-            argv[6] = size.clone();
+            let argv = polymix_fileset_argv(&opts.evlab, spec, size, &d);
             progress.note(&format!("evlab run: {}", procs::shell_line(&argv)));
             let st = std::process::Command::new(&argv[0])
                 .args(&argv[1..])
@@ -551,7 +550,7 @@ fn polymix_dir(base: &Path, size: &str) -> PathBuf {
 }
 
 /// `evlab fileset DIR --polymix N --object-size S --force` for the spec's Polymix workload.
-fn polymix_fileset_argv(evlab: &Path, spec: &Spec, dir: &Path) -> Vec<String> {
+fn polymix_fileset_argv(evlab: &Path, spec: &Spec, size: &str, dir: &Path) -> Vec<String> {
     vec![
         evlab.display().to_string(),
         "fileset".into(),
@@ -559,7 +558,7 @@ fn polymix_fileset_argv(evlab: &Path, spec: &Spec, dir: &Path) -> Vec<String> {
         "--polymix".into(),
         spec.polymix_objects.to_string(),
         "--object-size".into(),
-        spec.object_size.clone(),
+        size.to_string(),
         "--force".into(),
     ]
 }
@@ -567,13 +566,18 @@ fn polymix_fileset_argv(evlab: &Path, spec: &Spec, dir: &Path) -> Vec<String> {
 /// Shell commands that make a point's directory and document root as `docroot` made them: a
 /// fresh root holding `one` (one byte), or the run's file set, made by `evlab fileset` if it is
 /// not there.
-fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path) -> Vec<String> {
+fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path, object_size: &str) -> Vec<String> {
     match ctx.fileset {
         Some(f) if ctx.opts.spec.workload == Workload::Polymix => vec![format!(
             "mkdir -p {} && {{ test -d {} || {{ {} > /dev/null && printf a > {}; }}; }}",
             sh(pdir),
             sh(f),
-            procs::shell_line(&polymix_fileset_argv(&ctx.opts.evlab, &ctx.opts.spec, f)),
+            procs::shell_line(&polymix_fileset_argv(
+                &ctx.opts.evlab,
+                &ctx.opts.spec,
+                object_size,
+                f
+            )),
             sh(&f.join("one"))
         )],
         Some(f) => vec![format!(
@@ -966,13 +970,15 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
 fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(), LabError> {
     let spec = &ctx.opts.spec;
     // A Polymix series with its own object size reads its own file set.
-    let own_set = spec
+    let own_size = spec
         .series
         .iter()
         .find(|x| x.label == p.series)
-        .and_then(|x| x.object_size.as_ref())
+        .and_then(|x| x.object_size.as_ref());
+    let own_set = own_size
         .zip(ctx.fileset)
         .map(|(size, base)| polymix_dir(base, size));
+    let object_size = own_size.unwrap_or(&spec.object_size);
     let ctx = &PointCtx {
         fileset: own_set.as_deref().or(ctx.fileset),
         ..*ctx
@@ -981,7 +987,8 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let docroot = docroot(ctx, &pdir)?;
     // The scratch directory goes when the run ends: the point's commands begin by making
     // what it held again, so that they work after the run.
-    p.commands.extend(docroot_commands(ctx, &pdir, &docroot));
+    p.commands
+        .extend(docroot_commands(ctx, &pdir, &docroot, object_size));
     let series = Series {
         label: p.series.clone(),
         kind: p.kind,
@@ -1025,8 +1032,16 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         None
     };
     let cpu_before = server.cpu_seconds();
+    let origin_before = procs.origin.as_ref().map(|o| o.cpu_seconds());
     let run = run_load(ctx, "evlab load", &ask(ctx.duration, "run"))?;
+    let server = procs.server.as_mut().expect("started");
     let cpu_after = server.cpu_seconds();
+    // The origin's CPU time over the run (it shares the client CPU unless `origin_cpu`).
+    let origin_cpu = procs
+        .origin
+        .as_ref()
+        .zip(origin_before)
+        .map(|(o, b)| (o.cpu_seconds() - b).max(0.0));
     p.commands.push(run.command.clone());
     p.commands.push(stop_command(p.idle > 0));
     if spec.proxy.is_some() {
@@ -1056,6 +1071,14 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let ncl = ctx.client_cpus.len().max(1) as f64;
     p.client_cpu_util = Some(run.cpu_s / (wall * ncl));
     p.client_cpu_busy = run.client_busy;
+    // An origin on a client CPU is not the client: its share is not counted as the client's.
+    let origin_on_client = spec.proxy.as_ref().is_some_and(|px| match px.origin_cpu {
+        Some(c) => ctx.client_cpus.contains(&c),
+        None => !ctx.client_cpus.is_empty(),
+    });
+    if let (Some(busy), Some(o), true) = (p.client_cpu_busy, origin_cpu, origin_on_client) {
+        p.client_cpu_busy = Some((busy - o / (wall * ncl)).max(0.0));
+    }
     p.server_cpu_busy = run.server_busy;
     p.steal = run.steal;
     if let (Some(a), Some(b)) = (&stats_before, &stats_after) {

@@ -70,6 +70,11 @@ pub struct Args {
     /// answered one at a time, each delayed (0 = none)
     #[arg(long, default_value_t = 0.0, value_name = "MS")]
     pub origin_delay: f64,
+    /// With --origin-delay: draw each reply's delay from a normal distribution with this
+    /// standard deviation in milliseconds around it, clamped at 0 (Web Polygraph's servers, as
+    /// the proxy paper ran them: --origin-delay 2500 --origin-delay-sd 1000)
+    #[arg(long, value_name = "MS")]
+    pub origin_delay_sd: Option<f64>,
     /// Answer paths starting with this prefix with `Cache-Control: no-store` (the uncacheable
     /// objects of `evlab load --polymix`, under /polymix/u/ of its file set)
     #[arg(long, value_name = "PATH")]
@@ -113,7 +118,8 @@ Examples:
   evlab serve --root /tmp/www --mechanism epoll-lt --sendfile --cork --accept-limit 10
       the paper's configuration with a limit on accepts per notification
   evlab serve --root /tmp/www --origin-delay 2500
-      an origin for a proxy: every reply waits 2.5 s (the Polymix-4 servers' mean think time)
+      an origin for a proxy: every reply waits 2.5 s (the Polymix-4 servers' mean think time;
+      add --origin-delay-sd 1000 for their normal distribution)
   evlab serve --list-mechanisms
       the mechanisms and whether this kernel supports each
 
@@ -229,6 +235,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.header_timeout = header_timeout;
     cfg.send_timeout = send_timeout;
     cfg.origin_delay = origin_delay;
+    if let Some(sd) = a.origin_delay_sd {
+        cfg.origin_delay_sd = seconds("origin-delay-sd", sd / 1000.0).map_err(|_| {
+            anyhow::anyhow!("--origin-delay-sd must be milliseconds >= 0, not {sd}")
+        })?;
+    }
     cfg.no_store_prefix = a.no_store_prefix.clone();
     cfg.stats = a.stats;
     cfg.profile = a.profile;

@@ -755,9 +755,26 @@ fn polymix_workload_against_a_delaying_origin() {
             "/polymix/u/",
             "--origin-delay",
             "5",
+            "--origin-delay-sd",
+            "2",
         ],
         |_| {},
     );
+    // A deviation needs its mean.
+    let o = Command::new(BIN)
+        .args([
+            "serve",
+            "--root",
+            "/tmp",
+            "--listen",
+            "127.0.0.1:0",
+            "--origin-delay-sd",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("--origin-delay"), "{}", text(&o).1);
     let dir = s.dir.to_str().unwrap();
     let o = Command::new(BIN)
         .args(["fileset", dir, "--polymix", "300", "--force"])

@@ -141,6 +141,8 @@ impl<X: Default> Core<X> {
         let stats = Arc::new(WorkerStats::for_this_thread(worker));
         let mut date = DateCache::new();
         date.tick(Instant::now());
+        let think =
+            crate::handler::Think::new(cfg.origin_delay, cfg.origin_delay_sd, worker as u64 + 1);
         Ok(Core {
             ctx: Ctx {
                 cfg,
@@ -152,6 +154,7 @@ impl<X: Default> Core<X> {
                 timers: Deadlines::new(),
                 pool: BufPool::default(),
                 scratch: vec![0; 16 * 1024],
+                think,
             },
             conns: Vec::new(),
             spares: Vec::new(),

@@ -33,6 +33,48 @@ pub struct Ctx {
     pub pool: BufPool,
     /// Read and discarded here: lingering input.
     pub scratch: Vec<u8>,
+    /// Draws each reply's origin delay.
+    pub think: Think,
+}
+
+/// The origin delay of each reply (`Config::origin_delay`): fixed, or, with a deviation, drawn
+/// from a normal distribution clamped at zero, as Web Polygraph's servers draw their think
+/// times (the proxy paper's: mean 2.5 s, deviation 1 s). Each worker has its own stream.
+#[derive(Debug)]
+pub struct Think {
+    mean: Duration,
+    sd: Option<Duration>,
+    state: u64,
+}
+
+impl Think {
+    pub fn new(mean: Option<Duration>, sd: Option<Duration>, seed: u64) -> Think {
+        Think {
+            mean: mean.unwrap_or_default(),
+            sd,
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
+    }
+
+    /// Uniform in (0, 1) (xorshift64*).
+    fn uniform(&mut self) -> f64 {
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let x = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// The next reply's delay.
+    pub fn draw(&mut self) -> Duration {
+        let Some(sd) = self.sd else {
+            return self.mean;
+        };
+        // Box–Muller: one standard normal from two uniforms.
+        let (u1, u2) = (self.uniform(), self.uniform());
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        Duration::from_secs_f64((self.mean.as_secs_f64() + z * sd.as_secs_f64()).max(0.0))
+    }
 }
 
 /// What a connection does once its output has drained.
@@ -176,9 +218,9 @@ pub fn process_input(ctx: &mut Ctx, c: &mut Conn) -> Option<Duration> {
                 if !keep {
                     c.close_after = true;
                 }
-                if let Some(d) = ctx.cfg.origin_delay {
+                if ctx.cfg.origin_delay.is_some() {
                     // One object at a time: the next pipelined request waits for this reply.
-                    delay = delayable.then_some(d);
+                    delay = delayable.then(|| ctx.think.draw());
                     break;
                 }
             }
@@ -330,4 +372,30 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn think_times_are_fixed_or_normal_clamped_at_zero() {
+        let ms = Duration::from_millis;
+        let mut fixed = Think::new(Some(ms(250)), None, 1);
+        assert!((0..10).all(|_| fixed.draw() == ms(250)));
+        // Polygraph's: mean 2.5 s, deviation 1 s.
+        let mut t = Think::new(Some(ms(2500)), Some(ms(1000)), 3);
+        let n = 200_000;
+        let xs: Vec<f64> = (0..n).map(|_| t.draw().as_secs_f64()).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+        assert!(xs.iter().all(|&x| x >= 0.0));
+        // Clamping at zero (0.6 % of draws) moves the mean up and the deviation down a little.
+        assert!((mean - 2.5).abs() < 0.02, "mean {mean}");
+        assert!((sd - 1.0).abs() < 0.03, "deviation {sd}");
+        // Workers draw different streams.
+        let mut a = Think::new(Some(ms(2500)), Some(ms(1000)), 1);
+        let mut b = Think::new(Some(ms(2500)), Some(ms(1000)), 2);
+        assert_ne!(a.draw(), b.draw());
+    }
 }

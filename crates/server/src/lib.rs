@@ -105,6 +105,9 @@ pub struct Config {
     /// long before it is sent, without blocking the loop (the connection's deadline holds it).
     /// Pipelined requests are answered one at a time, each delayed in turn.
     pub origin_delay: Option<Duration>,
+    /// With `origin_delay`: each reply's delay is drawn from a normal distribution with this
+    /// deviation around it, clamped at zero (Polygraph's servers: 2.5 s ± 1 s).
+    pub origin_delay_sd: Option<Duration>,
     /// Paths starting with this are answered with `Cache-Control: no-store` (a proxy
     /// workload's uncacheable objects).
     pub no_store_prefix: Option<String>,
@@ -136,6 +139,7 @@ impl Config {
             cache_files: CacheConfig::DEFAULT_MAX_FILES,
             linger: Duration::from_secs(2),
             origin_delay: None,
+            origin_delay_sd: None,
             no_store_prefix: None,
         }
     }
@@ -193,6 +197,11 @@ impl Server {
         }
         if cfg.workers == 0 {
             return Err(ServerError::Config("--workers must be at least 1".into()));
+        }
+        if cfg.origin_delay_sd.is_some() && cfg.origin_delay.is_none() {
+            return Err(ServerError::Config(
+                "--origin-delay-sd needs --origin-delay (the mean)".into(),
+            ));
         }
         if cfg.accept_limit == Some(0) {
             return Err(ServerError::Config(

@@ -809,10 +809,16 @@ fn document(s: &Summary) -> Vec<Block> {
         ));
     } else {
         let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+        let paper = if s.experiment.proxy.is_some() {
+            "The proxy paper measured Squid on a 1 GHz Pentium III running Linux 2.4, with \
+             Polygraph clients and server on separate machines behind a WAN emulator"
+        } else {
+            "The paper measured a 2.4 GHz Xeon running Linux 2.6.5 uni-processor with eight \
+             client machines over gigabit Ethernet"
+        };
         d.push(Block::P(format!(
-            "Of {} findings checked, {} reproduced, {} partly, {} not reproduced, {} inconclusive. The paper measured a \
-             2.4 GHz Xeon running Linux 2.6.5 uni-processor with eight client machines over gigabit \
-             Ethernet; this run had {} on one machine over loopback ({}).",
+            "Of {} findings checked, {} reproduced, {} partly, {} not reproduced, {} inconclusive. \
+             {paper}; this run had {} on one machine over loopback ({}).",
             fs.len(),
             n(Verdict::Reproduced),
             n(Verdict::Partly),

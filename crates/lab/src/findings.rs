@@ -1001,4 +1001,36 @@ pub(crate) mod tests {
         let (v, ev) = verdict(&s, "Fig. 5", "edge-triggered");
         assert_eq!(v, Verdict::Reproduced, "{ev}");
     }
+
+    #[test]
+    fn dead_connections_cost_poll_not_epoll() {
+        let series = ["poll", "epoll-lt", "epoll-et", "uring"];
+        let judge = |poll_at_max: f64, et_at_max: f64| {
+            let mut s = summary(
+                &series,
+                &[0, 5000, 19000],
+                &[100.0],
+                1,
+                &|m, idle, _, _| match (m, idle) {
+                    (_, 0) => 10_000.0,
+                    ("poll", 19000) => poll_at_max,
+                    ("epoll-et", 19000) => et_at_max,
+                    _ => 9_900.0,
+                },
+            );
+            s.experiment.idle_request_first = true;
+            findings(&s)
+        };
+        let f = judge(1_000.0, 9_950.0);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].verdict, Verdict::Reproduced, "{f:?}");
+        assert!(
+            f[0].claim.contains("19,000 dead connections"),
+            "{}",
+            f[0].claim
+        );
+        assert!(f[0].evidence.contains("poll 90%"), "{}", f[0].evidence);
+        assert_eq!(judge(1_000.0, 5_000.0)[0].verdict, Verdict::Partly);
+        assert_eq!(judge(9_500.0, 5_000.0)[0].verdict, Verdict::NotReproduced);
+    }
 }

@@ -67,8 +67,9 @@ from _common import (NOFILE, PRLIMIT, ROOT, Server, cpu_seconds, evlab_bin, fd_c
 FILES = {"one": 1, "f1k": 1024, "f16k": 16384, "f64k": 65536}
 URIS = ["/one", "/f1k", "/f16k", "/f64k", "/d/"]
 RSS_SLACK = 1.05
-SAMPLE_FIELDS = ["engine", "t_s", "segment", "rss_kib", "fds", "cpu_s", "active", "accepted",
-                 "header_timeouts", "requests", "idle_held", "slowloris_open"]
+SAMPLE_FIELDS = ["engine", "t_s", "segment", "rss_kib", "fds", "cpu_s", "active", "max_active",
+                 "accepted", "header_timeouts", "requests", "idle_held", "slowloris_open",
+                 "pool_bytes", "spare_shells", "table_slots", "timer_entries"]
 
 
 def make_fileset(tmp):
@@ -223,8 +224,13 @@ class Sampler:
             try:
                 st = stats(port, timeout=5)
                 c = st["connections"]
-                row.update(active=c["active"], accepted=c["accepted"],
-                           header_timeouts=c["header_timeouts"], requests=st["requests"])
+                row.update(active=c["active"], max_active=c["max_active"],
+                           accepted=c["accepted"], header_timeouts=c["header_timeouts"],
+                           requests=st["requests"], timer_entries=st["timers"]["entries"])
+                # What the server keeps for reuse follows the most connections open at once:
+                # with these beside RSS, growth that tracks max_active is told from a leak.
+                row.update({k: v for k, v in st.get("memory", {}).items()
+                            if k in ("pool_bytes", "spare_shells", "table_slots")})
             except Exception as e:  # noqa: BLE001 -- any failure is a failed well-behaved request
                 self.probe_errors.append(f"t={t:.0f}s: stats: {e}")
             row.update(idle_held=self.idle.held() if self.idle else 0,

@@ -40,6 +40,13 @@ pub struct Args {
     /// Close connections with FIN at exit (default: RST, which leaves no TIME_WAIT behind)
     #[arg(long)]
     pub fin_on_exit: bool,
+    /// Each connection sends one GET of --uri as soon as it is up and reads its reply, then
+    /// stays idle (deadconn_last's "dead" connections); all are up once every reply is in
+    #[arg(long)]
+    pub request_first: bool,
+    /// The URI of --request-first's one request
+    #[arg(long, default_value = "/one", requires = "request_first")]
+    pub uri: String,
 }
 
 pub const EXAMPLES: &str = "\
@@ -48,8 +55,12 @@ Examples:
       hold 10,000 idle connections to 127.0.0.1:8080 until Ctrl-C
   evlab idle 1000 --port 8081 --duration 60 --rate 500
       1,000 connections to port 8081, opened at 500 per second, held for a minute
+  evlab idle 20000 --request-first --uri /one
+      20,000 dead connections (deadconn_last): each sends one GET /one, reads the reply, then
+      stays idle
 
-It prints `idle: all N connections up` on stdout each time all are up.
+It prints `idle: all N connections up` on stdout each time all are up (with --request-first,
+once every connection also has its reply).
 
 Exit status: 0 when all the connections were up at once at some point; 1 when they never were
 (the summary and the error say how many were), or on an error; 2 on a usage error.";
@@ -76,8 +87,16 @@ fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
 }
 
 fn progress_line(s: &IdleStatus) -> String {
+    let replies = if s.requests_sent > 0 {
+        format!(
+            ", {} replies, {} awaiting a reply",
+            s.replies, s.awaiting_reply
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "idle: {} up ({} connecting, {} waiting, {} reopened, {} failed)",
+        "idle: {} up ({} connecting, {} waiting, {} reopened, {} failed{replies})",
         s.up,
         s.connecting,
         s.waiting,
@@ -95,6 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     cfg.connect_timeout = secs("connect-timeout", args.connect_timeout)?;
     cfg.progress_interval = secs("progress-interval", args.progress_interval)?;
     cfg.reset_on_exit = !args.fin_on_exit;
+    cfg.request_uri = args.request_first.then(|| args.uri.clone());
     evlab_server::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
 
     let pool = cfg.source_pool();
@@ -106,16 +126,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             _ => String::new(),
         }
     );
-    let mut last_printed: Option<(usize, u64, u64)> = None;
+    let mut last_printed: Option<(usize, u64, u64, u64)> = None;
     let summary = run_idle(&cfg, &evlab_server::signals::signalled, |s| {
         let mut out = std::io::stdout().lock();
         match s.event {
             IdleEvent::AllUp => {
                 let _ = writeln!(out, "idle: all {} connections up", s.target);
-                last_printed = Some((s.up, s.reopened, s.failed.total()));
+                last_printed = Some((s.up, s.reopened, s.failed.total(), s.replies));
             }
             IdleEvent::Tick => {
-                let key = (s.up, s.reopened, s.failed.total());
+                let key = (s.up, s.reopened, s.failed.total(), s.replies);
                 if last_printed != Some(key) {
                     let _ = writeln!(out, "{}", progress_line(s));
                     last_printed = Some(key);

@@ -45,6 +45,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "pipetest",
         include_str!("../../../experiments/pipetest.toml"),
     ),
+    (
+        "lse-deadconn",
+        include_str!("../../../experiments/lse-deadconn.toml"),
+    ),
     ("herd", include_str!("../../../experiments/herd.toml")),
     ("fdalloc", include_str!("../../../experiments/fdalloc.toml")),
     ("malloc", include_str!("../../../experiments/malloc.toml")),

@@ -27,9 +27,11 @@ pub struct Args {
     /// Worker threads, each with its own event loop
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
-    /// How workers share the port: shared (one listener, every worker woken) or reuseport (a
-    /// listener per worker with SO_REUSEPORT; then another process of the same user can bind the
-    /// same port and share its traffic, so it is only used when asked)
+    /// How workers share the port: shared (one listener, every worker woken), exclusive (one
+    /// listener registered with EPOLLEXCLUSIVE, so a connection wakes one worker; epoll-lt,
+    /// epoll-et and epoll2 only, refused on the others) or reuseport (a listener per worker with
+    /// SO_REUSEPORT; then another process of the same user can bind the same port and share its
+    /// traffic, so it is only used when asked)
     #[arg(long, default_value = "shared", value_parser = AcceptMode::from_name)]
     pub accept_mode: AcceptMode,
     /// Connections accepted per listener notification: a number or `inf` (paper §5.2)

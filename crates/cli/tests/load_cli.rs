@@ -612,6 +612,56 @@ fn idle_holds_connections_until_sigterm() {
     assert!(left.is_empty(), "evlab idle left {left:?}");
 }
 
+/// `evlab idle --request-first` (deadconn_last): every connection comes up, sends one GET and
+/// gets exactly one reply, and the server counts those requests; the connections then stay open.
+#[test]
+fn idle_request_first_sends_one_request_per_connection() {
+    const N: u64 = 200;
+    let s = serve("idle-rf", &["--stats", "--header-timeout", "0"], |_| {});
+    let requests = |v: &serde_json::Value| v["requests"].as_u64().unwrap();
+    let before = requests(&stats(&s));
+    let mut idle = spawn(
+        Command::new(BIN)
+            .args(["idle", "--port", &s.addr.port().to_string()])
+            .args(["--request-first", "--uri", "/one", &N.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    // The `all up` line comes only once every reply is in.
+    let mut out = std::io::BufReader::new(idle.stdout.take().unwrap());
+    let want = format!("idle: all {N} connections up");
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert!(n > 0, "evlab idle ended before {want:?}");
+        if line.starts_with(&want) {
+            break;
+        }
+    }
+    let v = stats(&s);
+    // This stats request and the one before count too.
+    assert_eq!(
+        requests(&v) - before,
+        N + 1,
+        "requests the server counted: {v}"
+    );
+    assert_eq!(open_conns(&s), N, "connections the server sees open");
+    let status = sigterm_and_wait(&mut idle);
+    assert!(status.success(), "{status:?}");
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert!(
+        rest.contains(&format!(
+            "request-first: requests {N} replies {N} (2xx {N}) awaiting 0"
+        )),
+        "summary: {rest}"
+    );
+    let left = idle.stop(Duration::from_secs(2));
+    assert!(left.is_empty(), "evlab idle left {left:?}");
+}
+
 #[test]
 fn fileset_makes_the_specweb_set() {
     let dir = scratch("fileset");

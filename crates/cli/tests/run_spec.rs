@@ -33,6 +33,7 @@ fn every_shipped_experiment_parses() {
         "fig5-one-byte-idle",
         "fig6-specweb-idle",
         "fig7-accept-limit",
+        "lse-deadconn",
         "peers",
         "quick",
         "table1-syscalls",
@@ -52,7 +53,13 @@ fn list_shows_builtin_experiments() {
         .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
-    for n in ["quick", "fig7-accept-limit", "table1-syscalls", "peers"] {
+    for n in [
+        "quick",
+        "fig7-accept-limit",
+        "table1-syscalls",
+        "peers",
+        "lse-deadconn",
+    ] {
         assert!(s.contains(n), "{s}");
     }
 }

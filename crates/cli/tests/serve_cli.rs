@@ -235,6 +235,59 @@ fn bad_root_and_bad_flags_name_the_problem() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }
 
+/// `--accept-mode exclusive` (EPOLLEXCLUSIVE) with two workers serves every connection, and the
+/// summary's per-worker accept counts add up to them; a mechanism without it is refused.
+#[test]
+fn exclusive_accept_mode_spreads_and_counts_per_worker() {
+    const N: u64 = 30;
+    let mut s = serve(
+        "exclusive",
+        &[
+            "--mechanism",
+            "epoll-et",
+            "--workers",
+            "2",
+            "--accept-mode",
+            "exclusive",
+        ],
+        |_| {},
+    );
+    for _ in 0..N {
+        assert!(http_get(s.addr, "/one").contains("200 OK"));
+    }
+    let status = sigterm_and_wait(&mut s.child);
+    assert!(status.success(), "{status:?}");
+    let mut err = String::new();
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let line = err
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("accepted per worker:"))
+        .unwrap_or_else(|| panic!("no per-worker line: {err}"));
+    let per: Vec<u64> = line
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert_eq!(per.len(), 2, "{line}");
+    assert_eq!(per.iter().sum::<u64>(), N, "{err}");
+
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--root", "/tmp"])
+        .args(["--mechanism", "poll", "--accept-mode", "exclusive"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("poll has no exclusive wake-up") && e.contains("EPOLLEXCLUSIVE"),
+        "{e}"
+    );
+}
+
 #[test]
 fn sigterm_exits_cleanly_with_summary() {
     let mut s = serve("sigterm", &["--mechanism", "epoll-lt", "--stats"], |_| {});

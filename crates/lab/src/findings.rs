@@ -245,6 +245,9 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
         return proxy_findings(s);
     }
     let c = valid_curves(s);
+    if s.experiment.idle_request_first {
+        return deadconn_findings(s, &c);
+    }
     let mut out = Vec::new();
     let one_byte = s.experiment.workload == Workload::OneByte;
     let wl = if one_byte {
@@ -895,6 +898,107 @@ fn proxy_findings(s: &Summary) -> Vec<Finding> {
     out
 }
 
+/// Relative drop of reply rate above which dead connections "cost" a mechanism, and below which
+/// they do not.
+pub const DEADCONN_COSTS: f64 = 0.20;
+pub const DEADCONN_FREE: f64 = 0.10;
+
+/// The LSE page's dphttpd figure (`lse-deadconn`): a fixed set of active connections against a
+/// growing number of dead ones. The page's finding: dead connections cost poll, not epoll —
+/// poll's reply rate falls as they grow, epoll's stays flat. Judged between no dead connections
+/// and the most measured: poll must lose at least 20% and every epoll at most 10%.
+fn deadconn_findings(s: &Summary, c: &Curves) -> Vec<Finding> {
+    let mut idles = s.idle_counts();
+    idles.sort_unstable();
+    idles.dedup();
+    let (Some(&lo), Some(&hi)) = (idles.first(), idles.last()) else {
+        return Vec::new();
+    };
+    let rate = |m: &str, idle: usize| peak(c, m, idle);
+    let drop = |m: &str| match (rate(m, lo), rate(m, hi)) {
+        (Some(a), Some(b)) if a > 0.0 => Some(1.0 - b / a),
+        _ => None,
+    };
+    let mut series: Vec<String> = Vec::new();
+    for p in &s.points {
+        if !series.contains(&p.series) {
+            series.push(p.series.clone());
+        }
+    }
+    // Reply rate against dead connections, per series: the page's figure as text.
+    let curve = |m: &str| {
+        let v: Vec<String> = idles
+            .iter()
+            .map(|&i| {
+                let n = crate::report::thousands(i as f64);
+                match rate(m, i) {
+                    Some(r) => format!("{n}: {}", k(r)),
+                    None => format!("{n}: —"),
+                }
+            })
+            .collect();
+        format!("{m} [{}]", v.join(", "))
+    };
+    let evidence = |ms: &[String]| -> String {
+        let drops: Vec<String> = ms
+            .iter()
+            .map(|m| match drop(m) {
+                Some(d) => format!("{m} {}", pct(d)),
+                None => format!("{m} no valid pair"),
+            })
+            .collect();
+        format!(
+            "reply-rate drop from {} to {} dead connections: {}; replies/s by dead connections: {}",
+            crate::report::thousands(lo as f64),
+            crate::report::thousands(hi as f64),
+            drops.join(", "),
+            ms.iter().map(|m| curve(m)).collect::<Vec<_>>().join("; ")
+        )
+    };
+    let epolls: Vec<String> = series
+        .iter()
+        .filter(|m| m.starts_with("epoll"))
+        .cloned()
+        .collect();
+    let polls: Vec<String> = series
+        .iter()
+        .filter(|m| *m == "poll" || *m == "select")
+        .cloned()
+        .collect();
+    if lo == hi || epolls.is_empty() || polls.is_empty() {
+        return Vec::new();
+    }
+    let poll_costs = polls
+        .iter()
+        .map(|m| drop(m))
+        .collect::<Option<Vec<f64>>>()
+        .map(|v| v.iter().all(|&d| d >= DEADCONN_COSTS));
+    let epoll_free = epolls
+        .iter()
+        .map(|m| drop(m))
+        .collect::<Option<Vec<f64>>>()
+        .map(|v| v.iter().all(|&d| d <= DEADCONN_FREE));
+    let verdict = match (poll_costs, epoll_free) {
+        (Some(true), Some(true)) => Verdict::Reproduced,
+        (Some(false), Some(false)) => Verdict::NotReproduced,
+        (Some(_), Some(_)) => Verdict::Partly,
+        _ => Verdict::Inconclusive,
+    };
+    vec![Finding {
+        source: "LSE epoll page, dphttpd".into(),
+        claim: format!(
+            "dead connections cost poll, not epoll: from {} to {} dead connections poll's reply \
+             rate falls by ≥ {:.0}%, every epoll's by ≤ {:.0}%",
+            crate::report::thousands(lo as f64),
+            crate::report::thousands(hi as f64),
+            DEADCONN_COSTS * 100.0,
+            DEADCONN_FREE * 100.0
+        ),
+        verdict,
+        evidence: evidence(&series),
+    }]
+}
+
 /// Server CPU µs per reply of `series` with no idle connections and with `idle`, at the lowest
 /// offered rate measured validly at both (mean over trials): (rate, no idle, idle).
 fn cpu_per_reply_low(s: &Summary, series: &str, idle: usize) -> Option<(f64, f64, f64)> {
@@ -1245,5 +1349,37 @@ pub(crate) mod tests {
         assert!(ev.contains("select 38% at 4,000/s"), "{ev}");
         let (v, ev) = verdict(&s, "Fig. 5", "edge-triggered");
         assert_eq!(v, Verdict::Reproduced, "{ev}");
+    }
+
+    #[test]
+    fn dead_connections_cost_poll_not_epoll() {
+        let series = ["poll", "epoll-lt", "epoll-et", "uring"];
+        let judge = |poll_at_max: f64, et_at_max: f64| {
+            let mut s = summary(
+                &series,
+                &[0, 5000, 19000],
+                &[100.0],
+                1,
+                &|m, idle, _, _| match (m, idle) {
+                    (_, 0) => 10_000.0,
+                    ("poll", 19000) => poll_at_max,
+                    ("epoll-et", 19000) => et_at_max,
+                    _ => 9_900.0,
+                },
+            );
+            s.experiment.idle_request_first = true;
+            findings(&s)
+        };
+        let f = judge(1_000.0, 9_950.0);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].verdict, Verdict::Reproduced, "{f:?}");
+        assert!(
+            f[0].claim.contains("19,000 dead connections"),
+            "{}",
+            f[0].claim
+        );
+        assert!(f[0].evidence.contains("poll 90%"), "{}", f[0].evidence);
+        assert_eq!(judge(1_000.0, 5_000.0)[0].verdict, Verdict::Partly);
+        assert_eq!(judge(9_500.0, 5_000.0)[0].verdict, Verdict::NotReproduced);
     }
 }

@@ -208,6 +208,8 @@ pub struct LoadArgs<'a> {
     pub rate: f64,
     pub duration_s: f64,
     pub calls_per_conn: u32,
+    /// A fixed number of connections (httperf's `--num-conns`) instead of rate × duration.
+    pub active_conns: Option<u64>,
     pub timeout_s: f64,
     pub json: &'a std::path::Path,
     pub extra: &'a [String],
@@ -241,7 +243,9 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
             v.extend(["--polymix".into(), a.docroot.display().to_string()])
         }
     }
-    let conns = (a.rate * a.duration_s).ceil().max(1.0) as u64;
+    let conns = a
+        .active_conns
+        .unwrap_or_else(|| (a.rate * a.duration_s).ceil().max(1.0) as u64);
     v.extend([
         "--rate".into(),
         fmt_num(a.rate),
@@ -277,6 +281,35 @@ fn fmt_num(x: f64) -> String {
 mod tests {
     use super::*;
     use evlab_load::summary::{self, RunConfig, RunInfo, Stats};
+
+    #[test]
+    fn active_conns_replace_rate_times_duration() {
+        let wl = crate::spec::Workload::OneByte;
+        let p = std::path::Path::new("/tmp/x.json");
+        let mut a = LoadArgs {
+            port: 8080,
+            workload: &wl,
+            docroot: p,
+            rate: 100.0,
+            duration_s: 20.0,
+            calls_per_conn: 300,
+            active_conns: None,
+            timeout_s: 5.0,
+            json: p,
+            extra: &[],
+        };
+        let after = |v: &[String], flag: &str| {
+            let i = v.iter().position(|x| x == flag).unwrap();
+            v[i + 1].clone()
+        };
+        let v = load_argv(&a);
+        assert_eq!(after(&v, "--num-conns"), "2000");
+        a.active_conns = Some(100);
+        let v = load_argv(&a);
+        assert_eq!(after(&v, "--num-conns"), "100");
+        assert_eq!(after(&v, "--num-calls"), "300");
+        assert_eq!(after(&v, "--rate"), "100");
+    }
 
     /// A report as `evlab load` builds it, from measurements made up for the test.
     fn report() -> LoadReport {
@@ -338,6 +371,7 @@ mod tests {
             timeout_s: 5.0,
             json: &json,
             extra: &["--hit-ratio".into(), "0".into()],
+            active_conns: None,
         });
         let line = v.join(" ");
         assert!(line.contains("--polymix /srv/pm"), "{line}");

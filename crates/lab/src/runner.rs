@@ -790,7 +790,7 @@ pub(crate) fn start_server(
 
     // Idle connections, on the (first) client CPU: they are idle once up.
     if idle > 0 {
-        let argv = vec![
+        let mut argv = vec![
             ctx.opts.evlab.display().to_string(),
             "idle".into(),
             "--server".into(),
@@ -799,6 +799,9 @@ pub(crate) fn start_server(
             port.to_string(),
             idle.to_string(),
         ];
+        if ctx.opts.spec.idle_request_first {
+            argv.extend(["--request-first".into(), "--uri".into(), "/one".into()]);
+        }
         let c = Child::spawn(
             "evlab idle",
             &argv,
@@ -910,6 +913,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         rate: a.rate,
         duration_s: a.secs,
         calls_per_conn: spec.calls_per_conn,
+        active_conns: spec.active_conns,
         timeout_s: a.timeout_s,
         json: &json,
         extra: &spec.load_flags,
@@ -921,7 +925,14 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
     );
     let t = Instant::now();
     let mut c = Child::spawn(name, &argv, ctx.client_cpus, None)?;
-    let limit = Duration::from_secs_f64(a.secs + a.timeout_s + 30.0);
+    // With a fixed set of active connections the run lasts as long as its calls take, which a
+    // slow series (poll among many dead connections) stretches: allow it three durations.
+    let secs = if spec.active_conns.is_some() {
+        3.0 * a.secs
+    } else {
+        a.secs
+    };
+    let limit = Duration::from_secs_f64(secs + a.timeout_s + 30.0);
     let status = c.wait_exit(limit)?;
     let wall = t.elapsed().as_secs_f64();
     let (cl1, sv1) = (

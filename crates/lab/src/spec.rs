@@ -60,6 +60,18 @@ pub struct Spec {
     /// Idle connection counts; one set of lines (one figure) per count.
     #[serde(default = "zero_idle")]
     pub idle: Vec<usize>,
+    /// The idle holder runs with `--request-first`: each idle connection sends one `GET /one`
+    /// (every point's document root has it) at set-up and reads its reply before it stays idle (the LSE page's "dead"
+    /// connections, `deadconn_last`).
+    #[serde(default)]
+    pub idle_request_first: bool,
+    /// httperf's fixed set of active connections (`--num-conns N`, the LSE page's 100) instead of
+    /// rate × duration: each makes `calls_per_conn` calls, so a point lasts as long as the server
+    /// takes to answer N × calls_per_conn requests, and its reply rate is the server's throughput
+    /// with N busy connections. `duration_s` then only sizes the estimate and the time limit
+    /// (3 × `duration_s` + `timeout_s` + 30 s).
+    #[serde(default)]
+    pub active_conns: Option<u64>,
     #[serde(default = "default_duration")]
     pub duration_s: f64,
     #[serde(default)]
@@ -541,6 +553,10 @@ impl Spec {
         if self.calls_per_conn == 0 {
             return Err(bad("calls_per_conn", "must be at least 1".into()));
         }
+        if self.active_conns == Some(0) {
+            return Err(bad("active_conns", "must be at least 1".into()));
+        }
+
         if self.trials == 0 {
             return Err(bad("trials", "must be at least 1".into()));
         }
@@ -810,6 +826,23 @@ mechanism = "nginx"
         let (_, key, _) =
             err("name = \"p\"\nrates = [1]\nmechanisms = [\"select\"]\n[proxy]\norigin = 1\n");
         assert_eq!(key, "origin");
+    }
+
+    #[test]
+    fn active_conns_and_request_first_parse() {
+        let src = GOOD.replacen(
+            "duration_s = 1",
+            "duration_s = 1\nactive_conns = 100\nidle_request_first = true",
+            1,
+        );
+        let s = Spec::parse(&src, "t.toml").unwrap();
+        assert_eq!(s.active_conns, Some(100));
+        assert!(s.idle_request_first);
+        let bad = GOOD.replacen("duration_s = 1", "duration_s = 1\nactive_conns = 0", 1);
+        assert_eq!(err(&bad).1, "active_conns");
+        let s = Spec::parse(GOOD, "t.toml").unwrap();
+        assert_eq!(s.active_conns, None);
+        assert!(!s.idle_request_first);
     }
 
     #[test]

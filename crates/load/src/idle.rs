@@ -4,7 +4,10 @@
 //! track many descriptors of which few are active (paper §4.1; the LSE page's "dead"
 //! connections). `idleconn` does this with `select`, so it stops at 1,024 descriptors; this holder
 //! uses edge-triggered epoll (through `evlab-poll`'s counted syscalls) and goes to the descriptor
-//! limit. It sends nothing. When the server closes (or resets) a connection, the slot is re-opened
+//! limit. It sends nothing, unless [`IdleConfig::request_uri`] is set: then each connection sends
+//! one `GET` as soon as it is up and reads its reply, and stays idle after it — Davide Libenzi's
+//! `deadconn_last`, the LSE page's "dead" connections, which a server has seen as keep-alive
+//! connections waiting for their next request rather than as fresh ones waiting for their first. When the server closes (or resets) a connection, the slot is re-opened
 //! at once and counted; a connect that fails is counted by cause and retried after an exponential
 //! backoff with jitter, per slot, so a refusing server is never hammered in a spin.
 //!
@@ -28,6 +31,7 @@ use std::time::{Duration, Instant};
 use evlab_poll::sys;
 use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
 
+use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
 
 /// Addresses in the idle holder's source pool (127.1.0.1 … 127.1.255.254, skipping .0 and .255).
@@ -90,6 +94,10 @@ pub struct IdleConfig {
     pub reset_on_exit: bool,
     /// Seeds the backoff jitter.
     pub seed: u64,
+    /// Request-first mode (`deadconn_last`): each connection, once up, sends one
+    /// `GET <uri> HTTP/1.1` (keep-alive) and reads its reply before it stays idle. A connection
+    /// counts as up for [`IdleEvent::AllUp`] only once its reply has arrived.
+    pub request_uri: Option<String>,
 }
 
 impl IdleConfig {
@@ -108,6 +116,7 @@ impl IdleConfig {
             progress_interval: Duration::from_secs(1),
             reset_on_exit: true,
             seed: 1,
+            request_uri: None,
         }
     }
 
@@ -216,8 +225,16 @@ pub struct IdleStatus {
     /// Established connections the server reset, or that failed with another error.
     pub reset_by_server: u64,
     pub failed: IdleFailures,
-    /// Bytes the server sent on connections that send nothing (e.g. a 408 before closing).
+    /// Bytes the server sent on connections that send nothing (e.g. a 408 before closing), or,
+    /// in request-first mode, replies included.
     pub bytes_received: u64,
+    /// Request-first mode: requests sent (one per connection that came up).
+    pub requests_sent: u64,
+    /// Request-first mode: complete replies received, by class.
+    pub replies: u64,
+    pub replies_2xx: u64,
+    /// Request-first mode: up connections whose reply has not (fully) arrived yet.
+    pub awaiting_reply: usize,
     pub elapsed: Duration,
 }
 
@@ -250,6 +267,13 @@ impl std::fmt::Display for IdleSummary {
             s.target, s.up, self.peak_up, s.opened, s.reopened, s.closed_by_server, s.reset_by_server
         )?;
         writeln!(f, "idle: failed {} ({})", s.failed.total(), s.failed)?;
+        if s.requests_sent > 0 {
+            writeln!(
+                f,
+                "idle: request-first: requests {} replies {} (2xx {}) awaiting {}",
+                s.requests_sent, s.replies, s.replies_2xx, s.awaiting_reply
+            )?;
+        }
         let all = match self.all_up_after {
             Some(d) => format!("all up after {:.3} s", d.as_secs_f64()),
             None => "never all up".to_string(),
@@ -307,6 +331,8 @@ struct Slot {
     was_up: bool,
     /// When the current connection came up.
     up_since: Instant,
+    /// Request-first mode: its request is sent and its reply not complete yet.
+    awaiting: bool,
 }
 
 /// Descriptors the process needs besides the connections (epoll, stdio, the runtime's own).
@@ -342,6 +368,13 @@ struct Holder<'c> {
     failed: IdleFailures,
     bytes: u64,
     start: Instant,
+    /// Request-first mode: the request bytes, and one parser per slot awaiting its reply.
+    request: Option<Vec<u8>>,
+    parsers: Vec<Option<Box<ResponseParser>>>,
+    requests_sent: u64,
+    replies: u64,
+    replies_2xx: u64,
+    awaiting: usize,
 }
 
 impl Holder<'_> {
@@ -358,6 +391,10 @@ impl Holder<'_> {
             reset_by_server: self.reset_by_server,
             failed: self.failed,
             bytes_received: self.bytes,
+            requests_sent: self.requests_sent,
+            replies: self.replies,
+            replies_2xx: self.replies_2xx,
+            awaiting_reply: self.awaiting,
             elapsed: self.start.elapsed(),
         }
     }
@@ -380,6 +417,11 @@ impl Holder<'_> {
         if fd >= 0 {
             let _ = self.poller.deregister(fd);
             let _ = sys::close(fd);
+        }
+        if self.slots[i].awaiting {
+            self.slots[i].awaiting = false;
+            self.awaiting -= 1;
+            self.parsers[i] = None;
         }
         let s = &mut self.slots[i];
         s.fd = -1;
@@ -414,6 +456,45 @@ impl Holder<'_> {
         s.up_since = Instant::now();
         self.up += 1;
         self.peak_up = self.peak_up.max(self.up);
+    }
+
+    /// Request-first mode: sends slot `i`'s request on its fresh connection. The request is a few
+    /// dozen bytes into an empty socket buffer, so one write takes it all or fails.
+    fn send_request(&mut self, i: usize, now: Instant) {
+        let Some(req) = &self.request else { return };
+        match sys::write(self.slots[i].fd, req) {
+            Ok(n) if n == req.len() => {
+                self.requests_sent += 1;
+                self.slots[i].awaiting = true;
+                self.awaiting += 1;
+                self.parsers[i] = Some(Box::new(ResponseParser::new()));
+            }
+            // A short write into an empty buffer, or an error: treat as a lost connection.
+            Ok(_) | Err(_) => self.lost(i, false, now),
+        }
+    }
+
+    /// Request-first mode: feeds bytes of slot `i`'s reply; false if they were not a reply.
+    fn feed_reply(&mut self, i: usize, data: &[u8]) -> bool {
+        let Some(p) = self.parsers[i].as_mut() else {
+            return true;
+        };
+        match p.feed(data) {
+            Ok(Progress::More) => true,
+            Ok(Progress::Done { reply, consumed }) => {
+                self.replies += 1;
+                if (200..300).contains(&reply.status) {
+                    self.replies_2xx += 1;
+                }
+                self.slots[i].awaiting = false;
+                self.awaiting -= 1;
+                self.parsers[i] = None;
+                // Anything after the one reply is unexpected; counted as bytes only.
+                let _ = consumed;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// The server closed (`eof`) or reset an established connection: re-open at once, as
@@ -471,6 +552,7 @@ impl Holder<'_> {
                     return self.connect_failed(i, &e, now);
                 }
                 self.connected(i);
+                self.send_request(i, now);
             }
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
                 if let Err(e) = self.poller.register(fd, Token(i), Interest::BOTH) {
@@ -492,7 +574,12 @@ impl Holder<'_> {
         for _ in 0..READS_PER_EVENT {
             match sys::read(self.slots[i].fd, &mut buf) {
                 Ok(0) => return self.lost(i, true, now),
-                Ok(n) => self.bytes += n as u64,
+                Ok(n) => {
+                    self.bytes += n as u64;
+                    if self.slots[i].awaiting && !self.feed_reply(i, &buf[..n]) {
+                        return self.lost(i, false, now);
+                    }
+                }
                 Err(e) if sys::would_block(&e) => return,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(_) => return self.lost(i, false, now),
@@ -514,6 +601,10 @@ impl Holder<'_> {
                 match sys::take_socket_error(self.slots[i].fd) {
                     Ok(None) => {
                         self.connected(i);
+                        self.send_request(i, now);
+                        if self.slots[i].state != State::Up {
+                            return;
+                        }
                         // Edge-triggered: a FIN that came with the handshake will not be
                         // reported again.
                         if ev.readable() {
@@ -577,6 +668,13 @@ fn validate(cfg: &IdleConfig) -> Result<(), IdleError> {
     if cfg.server.port() == 0 {
         return bad("server port 0".into());
     }
+    if let Some(uri) = &cfg.request_uri {
+        if !uri.starts_with('/') || uri.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return bad(format!(
+                "request URI {uri:?}: must be an absolute path (starting with /) without spaces or control characters"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -616,6 +714,7 @@ pub fn run_idle(
                 attempts: 0,
                 was_up: false,
                 up_since: start,
+                awaiting: false,
             };
             cfg.conns
         ],
@@ -634,6 +733,22 @@ pub fn run_idle(
         failed: IdleFailures::default(),
         bytes: 0,
         start,
+        request: cfg.request_uri.as_ref().map(|uri| {
+            format!(
+                "GET {uri} HTTP/1.1\r\nHost: {}\r\nUser-Agent: evlab-idle\r\n\r\n",
+                cfg.server
+            )
+            .into_bytes()
+        }),
+        parsers: if cfg.request_uri.is_some() {
+            (0..cfg.conns).map(|_| None).collect()
+        } else {
+            Vec::new()
+        },
+        requests_sent: 0,
+        replies: 0,
+        replies_2xx: 0,
+        awaiting: 0,
     };
     let end = cfg.duration.map(|d| start + d);
     let mut next_tick = start + cfg.progress_interval;
@@ -701,7 +816,7 @@ pub fn run_idle(
             tokens -= started as f64;
         }
 
-        if h.up == cfg.conns {
+        if h.up == cfg.conns && h.awaiting == 0 {
             if !all_up_reported {
                 all_up_reported = true;
                 all_up_after.get_or_insert(start.elapsed());
@@ -829,7 +944,9 @@ mod tests {
     fn rejects_bad_config() {
         let ok = IdleConfig::new("127.0.0.1:80".parse().unwrap(), 1);
         let stop = AtomicBool::new(true);
-        let cases: [fn(&mut IdleConfig); 6] = [
+        let cases: [fn(&mut IdleConfig); 8] = [
+            |c: &mut IdleConfig| c.request_uri = Some("one".into()),
+            |c: &mut IdleConfig| c.request_uri = Some("/a b".into()),
             |c: &mut IdleConfig| c.conns = 0,
             |c: &mut IdleConfig| c.rate = Some(0.0),
             |c: &mut IdleConfig| c.rate = Some(f64::NAN),

@@ -155,6 +155,11 @@ impl Poller for EpollLt {
             .ctl(libc::EPOLL_CTL_MOD, fd, to_epoll(interest), token.0 as u64)
     }
 
+    fn register_exclusive(&mut self, fd: RawFd, token: Token) -> io::Result<()> {
+        let ev = (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32;
+        self.core.ctl(libc::EPOLL_CTL_ADD, fd, ev, token.0 as u64)
+    }
+
     fn deregister(&mut self, fd: RawFd) -> io::Result<()> {
         self.core.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
@@ -196,6 +201,15 @@ impl Poller for Epoll2 {
         };
         let both = (libc::EPOLLIN | libc::EPOLLOUT) as u32;
         self.core.ctl(libc::EPOLL_CTL_ADD, fd, both, fd as u64)
+    }
+
+    fn register_exclusive(&mut self, fd: RawFd, token: Token) -> io::Result<()> {
+        *slot_mut(&mut self.slots, fd)? = Slot {
+            token: token.0,
+            interest: Interest::READABLE,
+        };
+        let ev = (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32;
+        self.core.ctl(libc::EPOLL_CTL_ADD, fd, ev, fd as u64)
     }
 
     fn reregister(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
@@ -275,6 +289,16 @@ impl Poller for EpollEt {
         self.core.ctl(libc::EPOLL_CTL_ADD, fd, ev, token.0 as u64)
     }
 
+    fn register_exclusive(&mut self, fd: RawFd, token: Token) -> io::Result<()> {
+        *slot_mut(&mut self.slots, fd)? = Slot {
+            token: token.0,
+            interest: Interest::READABLE,
+        };
+        // EPOLLRDHUP is not allowed with EPOLLEXCLUSIVE (EINVAL); a listener needs only IN.
+        let ev = (libc::EPOLLIN | libc::EPOLLET | libc::EPOLLEXCLUSIVE) as u32;
+        self.core.ctl(libc::EPOLL_CTL_ADD, fd, ev, token.0 as u64)
+    }
+
     fn reregister(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
         let slot = slot_mut(&mut self.slots, fd)?;
         let token_changed = slot.token != token.0;
@@ -304,5 +328,58 @@ impl Poller for EpollEt {
 
     fn stats(&self) -> PollerStats {
         self.core.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `events` mask the kernel holds for `fd` in any epoll instance of this process, from
+    /// `/proc/self/fdinfo` (lines `tfd: FD events: HEX data: …`).
+    fn kernel_masks(fd: RawFd) -> Vec<u32> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc/self/fdinfo").unwrap().flatten() {
+            let Ok(text) = std::fs::read_to_string(e.path()) else {
+                continue;
+            };
+            for line in text.lines() {
+                let mut w = line.split_whitespace();
+                if w.next() == Some("tfd:") && w.next() == Some(&fd.to_string()) {
+                    if let (Some("events:"), Some(hex)) = (w.next(), w.next()) {
+                        out.push(u32::from_str_radix(hex, 16).unwrap());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn check<P: Poller>() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+        let mut p = P::new().unwrap();
+        p.register_exclusive(fd, Token(7)).unwrap();
+        let masks = kernel_masks(fd);
+        assert_eq!(masks.len(), 1, "{masks:x?}");
+        assert_ne!(masks[0] & libc::EPOLLEXCLUSIVE as u32, 0, "{:x}", masks[0]);
+        assert_ne!(masks[0] & libc::EPOLLIN as u32, 0, "{:x}", masks[0]);
+        // Paused and resumed, as the accept gate does: DEL, then ADD again.
+        p.deregister(fd).unwrap();
+        assert!(kernel_masks(fd).is_empty());
+        p.register_exclusive(fd, Token(7)).unwrap();
+        assert_eq!(kernel_masks(fd).len(), 1);
+        // A connection is reported with the listener's token.
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let mut ev = Events::with_capacity(8);
+        p.wait(&mut ev, Some(Duration::from_secs(5))).unwrap();
+        assert!(ev.iter().any(|e| e.token == Token(7) && e.readable()));
+    }
+
+    #[test]
+    fn exclusive_listener_registration() {
+        check::<EpollLt>();
+        check::<Epoll2>();
+        check::<EpollEt>();
     }
 }

@@ -257,6 +257,23 @@ pub trait Poller: Sized {
     /// Starts watching `fd`. `fd` must not be registered already.
     fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;
 
+    /// Starts watching a listening socket shared with other threads' pollers so that a new
+    /// connection wakes one of their waits, not all (EPOLLEXCLUSIVE, Linux 4.5): the server's
+    /// `--accept-mode exclusive`. Only readable interest; undone by [`Poller::deregister`], and
+    /// never re-registered with [`Poller::reregister`] (the kernel refuses EPOLL_CTL_MOD on an
+    /// exclusive entry). Mechanisms without an exclusive wake-up refuse with `Unsupported`.
+    fn register_exclusive(&mut self, fd: RawFd, token: Token) -> io::Result<()> {
+        let _ = (fd, token);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{} has no exclusive wake-up: --accept-mode exclusive needs EPOLLEXCLUSIVE, \
+                 which only epoll-lt, epoll-et and epoll2 use (give shared or reuseport)",
+                Self::MECHANISM.name()
+            ),
+        ))
+    }
+
     /// Changes the interest (and token) of a registered `fd`. Mechanisms that register once
     /// (epoll2, epoll-et) record it in user space and make no syscall.
     fn reregister(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;

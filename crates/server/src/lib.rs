@@ -40,6 +40,11 @@ pub use stats::{
 pub enum AcceptMode {
     /// One listener registered in every worker's loop: every worker is woken (the herd).
     Shared,
+    /// One listener registered in every worker's loop with EPOLLEXCLUSIVE: a connection wakes
+    /// one waiting worker (or a few), not all. Epoll mechanisms only (epoll-lt, epoll-et,
+    /// epoll2); the others are refused with the reason, never silently run as `shared`, so that
+    /// a herd measurement cannot be mislabelled.
+    Exclusive,
     /// A listener per worker with SO_REUSEPORT: the kernel spreads connections.
     Reuseport,
 }
@@ -48,10 +53,19 @@ impl AcceptMode {
     pub fn from_name(s: &str) -> Result<AcceptMode, String> {
         match s {
             "shared" => Ok(AcceptMode::Shared),
+            "exclusive" => Ok(AcceptMode::Exclusive),
             "reuseport" => Ok(AcceptMode::Reuseport),
             other => Err(format!(
-                "unknown accept mode '{other}'; valid modes: shared, reuseport"
+                "unknown accept mode '{other}'; valid modes: shared, exclusive, reuseport"
             )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AcceptMode::Shared => "shared",
+            AcceptMode::Exclusive => "exclusive",
+            AcceptMode::Reuseport => "reuseport",
         }
     }
 }
@@ -202,6 +216,16 @@ impl Server {
             return Err(ServerError::Config(
                 "--origin-delay-sd needs --origin-delay (the mean)".into(),
             ));
+        }
+        if cfg.accept_mode == AcceptMode::Exclusive
+            && cfg.mechanism.kind() == evlab_poll::Kind::Completion
+        {
+            return Err(ServerError::Config(format!(
+                "--accept-mode exclusive: {} is a completion engine (multishot accept on each \
+                 worker's ring) with no EPOLLEXCLUSIVE; give shared or reuseport, or an epoll \
+                 mechanism (epoll-lt, epoll-et, epoll2)",
+                cfg.mechanism.name()
+            )));
         }
         if cfg.accept_limit == Some(0) {
             return Err(ServerError::Config(

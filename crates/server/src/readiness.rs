@@ -65,6 +65,8 @@ pub(crate) struct Readiness<P: Poller> {
     poller: P,
     events: Events,
     listen_fd: RawFd,
+    /// `--accept-mode exclusive`: the listener is registered with EPOLLEXCLUSIVE.
+    exclusive: bool,
     waker_fd: RawFd,
     edge: bool,
     /// Edge-triggered and the last accept round stopped at the accept-limit: connections may
@@ -78,12 +80,18 @@ impl<P: Poller> Readiness<P> {
         let mut poller = P::new()?;
         let waker_fd = core.waker_fd;
         poller.register(waker_fd, Token(waker_fd as usize), Interest::READABLE)?;
-        poller.register(listen_fd, Token(listen_fd as usize), Interest::READABLE)?;
+        let exclusive = core.ctx.cfg.accept_mode == crate::AcceptMode::Exclusive;
+        if exclusive {
+            poller.register_exclusive(listen_fd, Token(listen_fd as usize))?;
+        } else {
+            poller.register(listen_fd, Token(listen_fd as usize), Interest::READABLE)?;
+        }
         let edge = poller.edge_triggered();
         Ok(Readiness {
             poller,
             events: Events::with_capacity(core.ctx.cfg.events_per_wait),
             listen_fd,
+            exclusive,
             waker_fd,
             edge,
             accept_pending: false,
@@ -251,11 +259,13 @@ impl<P: Poller> Engine for Readiness<P> {
     }
 
     fn start_accepting(&mut self) -> io::Result<()> {
-        self.poller.register(
-            self.listen_fd,
-            Token(self.listen_fd as usize),
-            Interest::READABLE,
-        )?;
+        let token = Token(self.listen_fd as usize);
+        if self.exclusive {
+            self.poller.register_exclusive(self.listen_fd, token)?;
+        } else {
+            self.poller
+                .register(self.listen_fd, token, Interest::READABLE)?;
+        }
         // Connections may have queued while paused; an edge-triggered listener would not
         // report them again.
         self.accept_pending = self.edge;

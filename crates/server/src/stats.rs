@@ -482,6 +482,19 @@ impl Shared {
             v.syscalls_total,
             v.syscalls_per_request,
         );
+        if v.per_worker.len() > 1 {
+            // How the accept mode spread the connections (the herd's balance).
+            let per: Vec<String> = v
+                .per_worker
+                .iter()
+                .map(|w| w.accepted.to_string())
+                .collect();
+            out = out.replacen(
+                "\n  requests:",
+                &format!("\n  accepted per worker: {}\n  requests:", per.join(" ")),
+                1,
+            );
+        }
         let sys = self.syscalls();
         let total_ns = sys.total_nanos().max(1);
         for (name, calls, errors, ns) in sys.rows() {

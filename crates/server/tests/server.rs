@@ -812,6 +812,59 @@ mod cases {
         drop(b);
     }
 
+    /// `--accept-mode exclusive`: on the epoll mechanisms, two workers on one listener
+    /// registered with EPOLLEXCLUSIVE serve every connection, and their per-worker accept counts
+    /// add up to all of them; every other mechanism is refused with the reason.
+    pub fn exclusive_accept(m: &str) {
+        let mech = Mechanism::from_name(m).unwrap();
+        let epoll = matches!(
+            mech,
+            Mechanism::EpollLt | Mechanism::EpollEt | Mechanism::Epoll2
+        );
+        if !epoll {
+            if let evlab_poll::Support::No(why) = mech.support() {
+                eprintln!("skipped: mechanism {m} unavailable: {why}");
+                return;
+            }
+            let root = make_root();
+            let mut cfg = evlab_server::Config::new(
+                "127.0.0.1:0".parse().unwrap(),
+                root.dir.join("root"),
+                mech,
+            );
+            cfg.workers = 2;
+            cfg.accept_mode = evlab_server::AcceptMode::Exclusive;
+            let e = match evlab_server::Server::start(cfg) {
+                Ok(_) => panic!("{m}: exclusive accept mode was not refused"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains("exclusive") && e.contains(m), "{e}");
+            return;
+        }
+        let Some(t) = start(m, |c| {
+            c.workers = 2;
+            c.accept_mode = evlab_server::AcceptMode::Exclusive;
+        }) else {
+            return;
+        };
+        const N: u64 = 60;
+        for _ in 0..N {
+            assert_eq!(get(t.addr, "/one").status, 200);
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
+        let per: Vec<u64> = v["per_worker"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no per_worker in {v}"))
+            .iter()
+            .map(|w| w["accepted"].as_u64().unwrap())
+            .collect();
+        assert_eq!(per.len(), 2, "{v}");
+        // The stats request's own connection is the last accepted.
+        assert_eq!(per.iter().sum::<u64>(), N + 1, "per-worker accepts {per:?}");
+        assert_eq!(v["connections"]["accepted"], N + 1);
+    }
+
     pub fn workers_share_port(m: &str) {
         for mode in [
             evlab_server::AcceptMode::Reuseport,
@@ -870,6 +923,7 @@ macro_rules! mechanism_tests {
             #[test] fn accept_limit_one() { crate::cases::accept_limit_one(M) }
             #[test] fn max_conns_pauses_accept() { crate::cases::max_conns_pauses_accept(M) }
             #[test] fn workers_share_port() { crate::cases::workers_share_port(M) }
+            #[test] fn exclusive_accept() { crate::cases::exclusive_accept(M) }
         }
         )*}
     };

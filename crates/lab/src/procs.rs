@@ -648,10 +648,10 @@ mod tests {
         Seen::of(pid).unwrap_or_else(|| panic!("grandchild {pid} is not running"))
     }
 
-    /// Waits up to 2 s for `s` to be gone (an orphan is reaped by whoever adopts it).
+    /// Waits up to 10 s for `s` to be gone (an orphan is reaped by whoever adopts it).
     fn gone(s: Seen) -> bool {
         let t = Instant::now();
-        while s.alive() && t.elapsed() < Duration::from_secs(2) {
+        while s.alive() && t.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(10));
         }
         !s.alive()
@@ -684,7 +684,9 @@ mod tests {
 
     #[test]
     fn a_grandchild_ignoring_sigterm_is_killed_and_reported() {
-        let mut g = group("(trap '' TERM; exec sleep 300) & echo $!; wait");
+        // The grandchild prints its pid only once it ignores SIGTERM (the disposition survives
+        // the exec), so the stop cannot reach it before the trap is set.
+        let mut g = group("sh -c 'trap \"\" TERM; echo $$; exec sleep 300' & wait");
         let grandchild = printed_pid(&mut g);
         let t = Instant::now();
         let left = g.stop(Duration::from_millis(500));

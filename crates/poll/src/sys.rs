@@ -850,6 +850,22 @@ pub fn fcntl_get_owner(fd: RawFd) -> io::Result<FOwnerEx> {
     Ok(owner)
 }
 
+/// glibc's `malloc_trim(0)`: gives the kernel back the free memory of every malloc arena (its
+/// top and whole free pages inside it), so that RSS follows what is in use rather than the
+/// highest it ever was. Returns whether anything was released; always false where the C
+/// library is not glibc. Not counted: it is a library call (its madvise calls are the kernel's).
+pub fn malloc_trim() -> bool {
+    #[cfg(target_env = "gnu")]
+    {
+        // SAFETY: malloc_trim takes a size and touches only the allocator's own state.
+        unsafe { libc::malloc_trim(0) != 0 }
+    }
+    #[cfg(not(target_env = "gnu"))]
+    {
+        false
+    }
+}
+
 /// The calling thread's id (what F_OWNER_TID and tgkill name). Not counted: the result is
 /// cached per thread by callers.
 pub fn gettid() -> libc::pid_t {

@@ -403,6 +403,9 @@ impl Conn {
 pub struct BufPool {
     bufs: Vec<Vec<u8>>,
     bytes: usize,
+    /// The fewest buffers the pool held since the last [`BufPool::trim`]: that many were not
+    /// needed at any moment of the interval.
+    low: usize,
 }
 
 impl BufPool {
@@ -412,6 +415,8 @@ impl BufPool {
     pub const KEEP_MAX: usize = 64 * 1024;
     /// What the pool may hold at most.
     pub const POOL_BYTES: usize = 8 << 20;
+    /// Buffers a trim always leaves in the pool.
+    pub const TRIM_KEEP: usize = 16;
 
     /// Gives `v` a buffer if it has none.
     #[inline]
@@ -420,11 +425,29 @@ impl BufPool {
             *v = match self.bufs.pop() {
                 Some(b) => {
                     self.bytes -= b.capacity();
+                    self.low = self.low.min(self.bufs.len());
                     b
                 }
                 None => Vec::with_capacity(Self::NEW_CAPACITY),
             };
         }
+    }
+
+    /// Frees the buffers that sat unused since the last trim (beyond [`BufPool::TRIM_KEEP`]),
+    /// oldest first, so the pool follows the recent peak of buffers lent at once, not the
+    /// highest ever. Returns the bytes freed.
+    pub fn trim(&mut self) -> usize {
+        let excess = self
+            .low
+            .min(self.bufs.len())
+            .saturating_sub(Self::TRIM_KEEP);
+        let freed: usize = self.bufs.drain(..excess).map(|b| b.capacity()).sum();
+        self.bytes -= freed;
+        if excess > 0 {
+            self.bufs.shrink_to(2 * self.bufs.len());
+        }
+        self.low = self.bufs.len();
+        freed
     }
 
     /// Bytes of the buffers held for lending.
@@ -448,5 +471,49 @@ impl BufPool {
                 self.bufs.push(b);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BufPool;
+
+    fn lend_n(pool: &mut BufPool, n: usize) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|_| {
+                let mut v = Vec::new();
+                pool.lend(&mut v);
+                v
+            })
+            .collect()
+    }
+
+    fn reclaim_all(pool: &mut BufPool, bufs: Vec<Vec<u8>>) {
+        for mut v in bufs {
+            pool.reclaim(&mut v);
+        }
+    }
+
+    #[test]
+    fn trim_frees_what_sat_unused_through_the_interval() {
+        let mut pool = BufPool::default();
+        // A burst of 40 connections fills the pool.
+        let burst = lend_n(&mut pool, 40);
+        reclaim_all(&mut pool, burst);
+        assert_eq!(pool.buffers(), 40);
+        // The first trim only starts the interval: all 40 may have been needed in it.
+        assert_eq!(pool.trim(), 0);
+        // Then at most 10 at once: 30 sat unused, all but the reserve go.
+        let some = lend_n(&mut pool, 10);
+        reclaim_all(&mut pool, some);
+        let freed = pool.trim();
+        assert_eq!(pool.buffers(), 40 - (30 - BufPool::TRIM_KEEP));
+        assert_eq!(freed, (30 - BufPool::TRIM_KEEP) * BufPool::NEW_CAPACITY);
+        assert_eq!(pool.bytes(), pool.buffers() * BufPool::NEW_CAPACITY);
+        // A busy interval (every buffer lent at some moment) frees nothing.
+        let n = pool.buffers();
+        let all = lend_n(&mut pool, n);
+        reclaim_all(&mut pool, all);
+        assert_eq!(pool.trim(), 0);
     }
 }

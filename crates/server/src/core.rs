@@ -34,6 +34,11 @@ pub const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Closed connections' shells kept for reuse.
 const SPARES_MAX: usize = 4096;
+/// Spare shells a trim always leaves.
+const SPARES_KEEP: usize = 64;
+/// How often what sat unused (pooled buffers, spare shells) is given back, so that memory
+/// follows the recent peak of connections rather than the highest since start.
+const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 pub(crate) type Ready = Sender<Result<(), (usize, io::Error)>>;
 
@@ -85,6 +90,9 @@ pub(crate) struct Core<X> {
     pub ctx: Ctx,
     pub conns: Vec<Option<Slot<X>>>,
     spares: Vec<Slot<X>>,
+    /// The fewest spare shells since the last trim (see [`Core::trim`]).
+    spares_low: usize,
+    next_trim: Instant,
     next_id: u32,
     pub active: usize,
     /// The gate: the engine is taking connections.
@@ -158,6 +166,8 @@ impl<X: Default> Core<X> {
             },
             conns: Vec::new(),
             spares: Vec::new(),
+            spares_low: 0,
+            next_trim: Instant::now() + TRIM_EVERY,
             next_id: 0,
             active: 0,
             accepting: true,
@@ -196,6 +206,7 @@ impl<X: Default> Core<X> {
         }
         self.next_id = (self.next_id + 1) & 0xff_ffff;
         let mut slot = self.spares.pop().unwrap_or_default();
+        self.spares_low = self.spares_low.min(self.spares.len());
         slot.c.reset(fd, self.next_id);
         self.ctx.await_request(&mut slot.c);
         self.active += 1;
@@ -275,6 +286,9 @@ impl<X: Default> Core<X> {
             };
             engine.turn(self, timeout)?;
             self.expire(engine)?;
+            if self.ctx.now >= self.next_trim {
+                self.trim();
+            }
             let st = &self.ctx.stats;
             st.set_poller(&engine.poller_stats());
             st.timer_entries.set(self.ctx.timers.len() as u64);
@@ -283,6 +297,29 @@ impl<X: Default> Core<X> {
             st.pool_buffers.set(self.ctx.pool.buffers() as u64);
             st.spare_shells.set(self.spares.len() as u64);
             st.table_slots.set(self.conns.capacity() as u64);
+        }
+    }
+
+    /// Gives back what sat unused through the last interval: pooled buffers and spare shells
+    /// beyond a small reserve, the deadline queue's spare capacity, and then the allocator's
+    /// free pages. A burst of connections (a stall elsewhere, a crowd) then raises memory for
+    /// as long as it lasts, not for the rest of the run.
+    fn trim(&mut self) {
+        self.next_trim = self.ctx.now + TRIM_EVERY;
+        let mut freed = self.ctx.pool.trim();
+        let excess = self
+            .spares_low
+            .min(self.spares.len())
+            .saturating_sub(SPARES_KEEP);
+        if excess > 0 {
+            self.spares.drain(..excess);
+            self.spares.shrink_to(2 * self.spares.len());
+            freed += excess * std::mem::size_of::<Slot<X>>();
+        }
+        self.spares_low = self.spares.len();
+        freed += self.ctx.timers.shrink();
+        if freed > 0 {
+            sys::malloc_trim();
         }
     }
 

@@ -109,6 +109,17 @@ impl Deadlines {
         self.heap.len()
     }
 
+    /// Releases spare capacity left by a burst of connections; returns the bytes released.
+    pub fn shrink(&mut self) -> usize {
+        let (cap, len) = (self.heap.capacity(), self.heap.len());
+        if cap > 4 * len + 1024 {
+            self.heap.shrink_to(2 * len + 256);
+            (cap - self.heap.capacity()) * std::mem::size_of::<Reverse<Due>>()
+        } else {
+            0
+        }
+    }
+
     pub fn max_len(&self) -> usize {
         self.max_len
     }
@@ -118,6 +129,23 @@ impl Deadlines {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn shrink_releases_a_burst_s_capacity_only() {
+        let mut d = Deadlines::new();
+        let t = Instant::now();
+        let mut conns: Vec<Conn> = (0..5000).map(|_| Conn::default()).collect();
+        for (i, c) in conns.iter_mut().enumerate() {
+            c.fd = i as RawFd;
+            d.set(c, Some(t + Duration::from_secs(1)));
+        }
+        // Little spare room: nothing to give back.
+        assert_eq!(d.shrink(), 0);
+        while d.pop_due(t + Duration::from_secs(2)).is_some() {}
+        assert!(d.heap.capacity() >= 5000);
+        assert!(d.shrink() > 0);
+        assert!(d.heap.capacity() < 1024, "{}", d.heap.capacity());
+    }
 
     fn conn(fd: RawFd, id: u32) -> Conn {
         let mut c = Conn::default();

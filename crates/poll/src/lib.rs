@@ -39,6 +39,7 @@ for_each_mechanism!(declare_mechanism_modules);
 
 /// epoll-lt, epoll-et and epoll2.
 pub mod epoll;
+pub mod shutdown;
 pub mod sys;
 pub mod uring_probe;
 

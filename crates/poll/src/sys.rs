@@ -850,6 +850,43 @@ pub fn fcntl_get_owner(fd: RawFd) -> io::Result<FOwnerEx> {
     Ok(owner)
 }
 
+/// A non-blocking TCP listening socket (SO_REUSEADDR; SO_REUSEPORT when asked). TCP_NODELAY is set here once: accepted sockets inherit it,
+/// so a response that leaves in two writes (head, then sendfile without cork) is never held
+/// back by Nagle, at no per-connection cost.
+pub fn tcp_listener(
+    addr: &std::net::SocketAddr,
+    backlog: i32,
+    reuseport: bool,
+) -> io::Result<RawFd> {
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    let fd = socket(
+        domain,
+        libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        0,
+    )?;
+    let setup = || -> io::Result<()> {
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+        if reuseport {
+            setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+        }
+        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+        bind(fd, addr)?;
+        listen(fd, backlog)?;
+        Ok(())
+    };
+    match setup() {
+        Ok(()) => Ok(fd),
+        Err(e) => {
+            let _ = close(fd);
+            Err(e)
+        }
+    }
+}
+
 /// glibc's `malloc_trim(0)`: gives the kernel back the free memory of every malloc arena (its
 /// top and whole free pages inside it), so that RSS follows what is in use rather than the
 /// highest it ever was. Returns whether anything was released; always false where the C

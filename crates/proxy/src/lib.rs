@@ -212,7 +212,7 @@ impl Proxy {
             addr: cfg.listen,
             source,
         };
-        let fd = open_listener(&cfg.listen, cfg.backlog).map_err(listen_err)?;
+        let fd = sys::tcp_listener(&cfg.listen, cfg.backlog, false).map_err(listen_err)?;
         let addr = match sys::getsockname(fd) {
             Ok(a) => a,
             Err(e) => {
@@ -322,33 +322,6 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         if !self.threads.is_empty() || self.listener.is_some() {
             self.stop_threads();
-        }
-    }
-}
-
-/// A non-blocking listening socket; TCP_NODELAY is inherited by accepted sockets.
-fn open_listener(addr: &SocketAddr, backlog: i32) -> io::Result<RawFd> {
-    let domain = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    let fd = sys::socket(
-        domain,
-        libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        0,
-    )?;
-    let setup = || -> io::Result<()> {
-        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-        sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
-        sys::bind(fd, addr)?;
-        sys::listen(fd, backlog)
-    };
-    match setup() {
-        Ok(()) => Ok(fd),
-        Err(e) => {
-            let _ = sys::close(fd);
-            Err(e)
         }
     }
 }

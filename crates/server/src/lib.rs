@@ -13,7 +13,6 @@ mod completion;
 mod conn;
 mod core;
 mod handler;
-mod listener;
 mod readiness;
 pub mod signals;
 mod stats;
@@ -241,7 +240,7 @@ impl Server {
             error,
         };
         let mut listeners = Vec::new();
-        let first = listener::open(
+        let first = sys::tcp_listener(
             &cfg.listen,
             cfg.backlog,
             cfg.accept_mode == AcceptMode::Reuseport,
@@ -251,7 +250,7 @@ impl Server {
         listeners.push(first);
         if cfg.accept_mode == AcceptMode::Reuseport {
             for _ in 1..cfg.workers {
-                match listener::open(&addr, cfg.backlog, true) {
+                match sys::tcp_listener(&addr, cfg.backlog, true) {
                     Ok(fd) => listeners.push(fd),
                     Err(e) => {
                         for fd in listeners {

@@ -7,10 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use evlab_poll::shutdown::Shutdown;
 use evlab_poll::sys::{self, Snapshot, ThreadCounters};
 use evlab_poll::{Mechanism, PollerStats};
 use serde::{Deserialize, Serialize};
@@ -277,9 +278,8 @@ pub struct Shared {
     pub workers_wanted: usize,
     pub profile: bool,
     pub started: Instant,
-    shutdown: AtomicBool,
+    shutdown: Shutdown,
     workers: Mutex<Vec<Arc<WorkerStats>>>,
-    wakers: Mutex<Vec<RawFd>>,
     baseline: Mutex<Snapshot>,
 }
 
@@ -290,9 +290,8 @@ impl Shared {
             workers_wanted: workers,
             profile,
             started: Instant::now(),
-            shutdown: AtomicBool::new(false),
+            shutdown: Shutdown::default(),
             workers: Mutex::new(Vec::new()),
-            wakers: Mutex::new(Vec::new()),
             baseline: Mutex::new(Snapshot::default()),
         }
     }
@@ -302,36 +301,24 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(w);
-        self.wakers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(waker);
+        self.shutdown.add_waker(waker);
     }
 
     pub(crate) fn remove_waker(&self, waker: RawFd) {
-        self.wakers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|&w| w != waker);
+        self.shutdown.remove_waker(waker);
     }
 
     /// The wakers' descriptors (for a signal handler, which cannot take a lock).
     pub fn wakers(&self) -> Vec<RawFd> {
-        self.wakers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.shutdown.wakers()
     }
 
     pub fn shutdown_requested(&self) -> bool {
-        self.shutdown.load(Relaxed)
+        self.shutdown.requested()
     }
 
     pub fn request_shutdown(&self) {
-        self.shutdown.store(true, Relaxed);
-        for &fd in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            let _ = sys::write(fd, &1u64.to_ne_bytes());
-        }
+        self.shutdown.request();
     }
 
     pub fn workers(&self) -> Vec<Arc<WorkerStats>> {

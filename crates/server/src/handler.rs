@@ -148,6 +148,9 @@ impl Ctx {
     pub fn answer(&mut self, c: &mut Conn) -> bool {
         let delay = process_input(self, c);
         if c.out.is_empty() {
+            // Only part of a head so far (a slow client): the output buffer lent for the
+            // answer goes back, so a crowd of slow clients holds input buffers only.
+            self.pool.reclaim(c.out.buf_slot());
             return false;
         }
         if let Some(d) = delay {

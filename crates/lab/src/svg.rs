@@ -313,24 +313,37 @@ fn dodge(marks: &mut [Mark]) -> bool {
 
 /// The chart as a standalone `<svg>` element. Each line is one `<polyline class="series">`.
 pub fn line_chart(c: &Chart) -> String {
+    line_chart_x(c, Scale::Linear)
+}
+
+/// Least distance, in pixels, between the labels of a log x axis.
+const X_LABEL_GAP: f64 = 40.0;
+
+/// As [`line_chart`], with the x axis on `x_scale`. On a log x axis (counts of pipes or workers
+/// from 1 to thousands) the ticks are the points' own x values, as many as fit without their
+/// labels touching (the largest always), and the diagonal is not drawn.
+pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     let log = c.y_scale == Scale::Log;
+    let xlog = x_scale == Scale::Log;
     // A log axis cannot show zero or less: such values are left out.
-    let shown = |y: f64| !log || y > 0.0;
+    let shown_y = |y: f64| !log || y > 0.0;
+    let shown_x = |x: f64| !xlog || x > 0.0;
+    let shown = |p: &(f64, f64)| shown_x(p.0) && shown_y(p.1);
     // The axes hold every point and every error bar.
     let mut xs_all = Vec::new();
     let mut ys_all = Vec::new();
     for l in &c.lines {
         for (k, &(x, y)) in l.points.iter().enumerate() {
-            if !shown(y) {
+            if !shown(&(x, y)) {
                 continue;
             }
             xs_all.push(x);
             ys_all.push(y);
             if let Some(&Some((lo, hi))) = l.ranges.get(k) {
-                ys_all.extend([lo, hi].into_iter().filter(|&v| shown(v)));
+                ys_all.extend([lo, hi].into_iter().filter(|&v| shown_y(v)));
             }
         }
-        for &(x, y) in l.stray.iter().filter(|p| shown(p.1)) {
+        for &(x, y) in l.stray.iter().filter(|p| shown(p)) {
             xs_all.push(x);
             ys_all.push(y);
         }
@@ -344,28 +357,82 @@ pub fn line_chart(c: &Chart) -> String {
     if c.diagonal {
         y_max = y_max.max(x1);
     }
-    if !x0.is_finite() {
-        (x0, x1) = (0.0, 1.0);
-    }
-    // The paper's axes start at zero; a single rate still needs a span.
-    x0 = 0.0f64.min(x0);
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
-    }
-    let xs = nice_step(x1 - x0, 6.0);
-    // A point on the frame would have its marker cut in half (and markers set side by side
-    // spill out): the axis goes a step further then.
-    let x1 = {
-        let end = (x1 / xs).ceil() * xs;
-        if x1 > end - 0.04 * (end - x0) {
-            end + xs
-        } else {
-            end
-        }
-    };
     let pw = W - L - R;
     let ph = H - T - B;
-    let px = |x: f64| L + (x - x0) / (x1 - x0) * pw;
+    let (x0, x1, x_ticks) = if xlog {
+        let (lo, hi) = if x0.is_finite() {
+            (x0, x1)
+        } else {
+            (1.0, 10.0)
+        };
+        // Room beyond the extremes (a twentieth of the span, at least a tenth of a decade)
+        // so that no marker sits on the frame.
+        let pad = ((hi / lo).log10() / 20.0).max(0.1);
+        let (a, b) = (lo / 10f64.powf(pad), hi * 10f64.powf(pad));
+        let at = |x: f64| (x / a).log10() / (b / a).log10() * pw;
+        let mut vs: Vec<f64> = xs_all.clone();
+        vs.sort_by(f64::total_cmp);
+        vs.dedup();
+        let mut ticks: Vec<f64> = Vec::new();
+        for &v in &vs {
+            if ticks.last().is_none_or(|&t| at(v) - at(t) >= X_LABEL_GAP) {
+                ticks.push(v);
+            }
+        }
+        // The largest always: it replaces a kept neighbour too close to it.
+        if let (Some(&last), Some(&top)) = (vs.last(), ticks.last()) {
+            if top != last {
+                if ticks.len() > 1 {
+                    ticks.pop();
+                }
+                ticks.push(last);
+            }
+        }
+        if ticks.is_empty() {
+            ticks = log_ticks(a, b).into_iter().map(|t| t.0).collect();
+        }
+        let ticks: Vec<(f64, String)> = ticks
+            .into_iter()
+            .map(|v| (v, fmt_tick(v, decimals(v))))
+            .collect();
+        (a, b, ticks)
+    } else {
+        if !x0.is_finite() {
+            (x0, x1) = (0.0, 1.0);
+        }
+        // The paper's axes start at zero; a single rate still needs a span.
+        x0 = 0.0f64.min(x0);
+        if x1 <= x0 {
+            x1 = x0 + 1.0;
+        }
+        let xs = nice_step(x1 - x0, 6.0);
+        // A point on the frame would have its marker cut in half (and markers set side by side
+        // spill out): the axis goes a step further then.
+        let x1 = {
+            let end = (x1 / xs).ceil() * xs;
+            if x1 > end - 0.04 * (end - x0) {
+                end + xs
+            } else {
+                end
+            }
+        };
+        let xd = decimals(xs);
+        let mut ticks = Vec::new();
+        let mut v = x0;
+        while v <= x1 + xs / 2.0 {
+            ticks.push((v, fmt_tick(v, xd)));
+            v += xs;
+        }
+        (x0, x1, ticks)
+    };
+    let px = |x: f64| {
+        let f = if xlog {
+            (x.max(x0).log10() - x0.log10()) / (x1.log10() - x0.log10())
+        } else {
+            (x - x0) / (x1 - x0)
+        };
+        L + f * pw
+    };
     // y: (lowest, highest, ticks with labels).
     let (y0, y1, y_ticks) = if log {
         let lo = ys_all.iter().copied().fold(f64::INFINITY, f64::min);
@@ -425,19 +492,34 @@ pub fn line_chart(c: &Chart) -> String {
         L + pw / 2.0,
         esc(&c.title)
     );
+    if xlog {
+        // Faint lines at each decade and 2…9 × it, so a log axis reads as one.
+        let mut d = 10f64.powf(x0.log10().floor());
+        while d < x1 * 0.999 {
+            for m in 1..10 {
+                let v = d * m as f64;
+                if v <= x0 || v >= x1 {
+                    continue;
+                }
+                let x = px(v);
+                let _ = write!(
+                    s,
+                    r##"<line class="minor" x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#f2f2f2"/>"##,
+                    T + ph
+                );
+            }
+            d *= 10.0;
+        }
+    }
     // Grid and ticks.
-    let xd = decimals(xs);
-    let mut v = x0;
-    while v <= x1 + xs / 2.0 {
-        let x = px(v);
+    for (v, label) in &x_ticks {
+        let x = px(*v);
         let _ = write!(
             s,
-            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e5e5e5"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e5e5e5"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
             T + ph,
             T + ph + 16.0,
-            fmt_tick(v, xd)
         );
-        v += xs;
     }
     if log {
         // Faint lines at 2…9 × each decade, so a log axis reads as one.
@@ -477,7 +559,11 @@ pub fn line_chart(c: &Chart) -> String {
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         L + pw / 2.0,
         H - 10.0,
-        esc(&c.x_label)
+        esc(&if xlog {
+            format!("{} (log scale)", c.x_label)
+        } else {
+            c.x_label.clone()
+        })
     );
     let y_label = if log {
         format!("{} (log scale)", c.y_label)
@@ -491,7 +577,7 @@ pub fn line_chart(c: &Chart) -> String {
         T + ph / 2.0,
         esc(&y_label)
     );
-    if c.diagonal && !log {
+    if c.diagonal && !log && !xlog {
         let top = x1.min(y1);
         let _ = write!(
             s,
@@ -510,7 +596,7 @@ pub fn line_chart(c: &Chart) -> String {
         let pts: Vec<String> = line
             .points
             .iter()
-            .filter(|p| shown(p.1))
+            .filter(|p| shown(p))
             .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
             .collect();
         let _ = write!(
@@ -520,7 +606,7 @@ pub fn line_chart(c: &Chart) -> String {
             pts.join(" ")
         );
         for (k, &(x, y)) in line.points.iter().enumerate() {
-            if !shown(y) {
+            if !shown(&(x, y)) {
                 continue;
             }
             let bar = match line.ranges.get(k) {
@@ -535,7 +621,7 @@ pub fn line_chart(c: &Chart) -> String {
                 bar,
             });
         }
-        for &(x, y) in line.stray.iter().filter(|p| shown(p.1)) {
+        for &(x, y) in line.stray.iter().filter(|p| shown(p)) {
             marks.push(Mark {
                 series: i,
                 x: px(x),
@@ -595,7 +681,7 @@ pub fn line_chart(c: &Chart) -> String {
     }
     if c.lines
         .iter()
-        .any(|l| l.points.iter().any(|p| !shown(p.1)) || l.stray.iter().any(|p| !shown(p.1)))
+        .any(|l| l.points.iter().any(|p| !shown(p)) || l.stray.iter().any(|p| !shown(p)))
     {
         notes.push(vec!["values ≤ 0 not shown"]);
     }
@@ -970,5 +1056,55 @@ mod tests {
         // The stray point (2,600) is inside the plot: the y axis reaches 3,000.
         assert!(s.contains(">3,000<"), "{s}");
         assert_eq!(s.matches("<polyline").count(), 1);
+    }
+
+    #[test]
+    fn log_x_axis_labels_the_points_own_values_spaced_by_decades() {
+        let workers = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+        let c = chart(
+            vec![
+                line("a", workers.iter().map(|&n| (n, n)).collect()),
+                line("b", vec![(0.0, 3.0), (1.0, 1.0), (64.0, 1.0)]),
+            ],
+            Scale::Linear,
+        );
+        let s = line_chart_x(&c, Scale::Log);
+        well_formed(&s).unwrap();
+        // Every worker count fits (each doubling is 50 px or more apart).
+        assert_eq!(x_labels(&s), ["1", "2", "4", "8", "16", "32", "64"], "{s}");
+        assert!(s.contains("x (log scale)"));
+        assert!(s.contains("class=\"minor\""));
+        // b's x = 0 cannot be drawn and is left out, with the note.
+        let b = s.split("data-series=\"b\" points=\"").nth(1).unwrap();
+        assert_eq!(b.split('"').next().unwrap().split(' ').count(), 2);
+        assert!(s.contains("values ≤ 0 not shown"));
+        // Equal ratios, equal distances: 1→2, 2→4 and 32→64 are the same width.
+        let a: Vec<f64> = s
+            .split("data-series=\"a\" points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .split(' ')
+            .map(|p| p.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(a.len(), 7);
+        for w in a.windows(2) {
+            assert!(((w[1] - w[0]) - (a[1] - a[0])).abs() < 0.2, "{a:?}");
+        }
+        // Crowded values are thinned, but the largest is always labelled.
+        let pipes = [10.0, 100.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0];
+        let c = chart(
+            vec![line("p", pipes.iter().map(|&n| (n, 5.0)).collect())],
+            Scale::Linear,
+        );
+        let x = x_labels(&line_chart_x(&c, Scale::Log));
+        assert_eq!(x.first().map(String::as_str), Some("10"));
+        assert_eq!(x.last().map(String::as_str), Some("16,000"));
+        assert!(x.len() < pipes.len() && x.len() >= 4, "{x:?}");
+        // A linear x axis is what line_chart draws.
+        assert_eq!(line_chart_x(&c, Scale::Linear), line_chart(&c));
+        assert!(!line_chart(&c).contains("log scale"));
     }
 }

@@ -21,6 +21,7 @@ use std::time::Instant;
 use evlab_poll::sys;
 use serde::{Deserialize, Serialize};
 
+use crate::plot::{Plot, Xy};
 use crate::stats::median;
 use crate::table::{num, Table};
 use crate::{render_findings, Finding, Machine, MicroError};
@@ -272,6 +273,34 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     )]
 }
 
+impl Report {
+    /// The LSP's figure: the time of the two opens after closing the first descriptor and n,
+    /// against n (medians): the first open, the second (the one that must find n), and both.
+    pub fn plots(&self) -> Vec<Plot> {
+        let mut p = Plot::new(
+            "fdalloc",
+            format!(
+                "descriptor allocation: {} descriptors held, {} timed",
+                num(self.total as f64, 0),
+                self.op.name()
+            ),
+            "n, the descriptor closed beside the first",
+            "time of the call (ns, median)",
+        );
+        let line = |f: fn(&Point) -> f64| {
+            self.points
+                .iter()
+                .map(move |q| Xy::new(q.n as f64, f(q)))
+                .collect::<Vec<_>>()
+        };
+        let op = self.op.name();
+        p.line(format!("1st {op}"), line(|q| q.first_open_ns));
+        p.line(format!("2nd {op} (finds n)"), line(|q| q.second_open_ns));
+        p.line("both", line(|q| q.both_ns));
+        vec![p]
+    }
+}
+
 /// The seed's figure as a table: the time of the two opens against n.
 pub fn render(r: &Report) -> String {
     let mut out = format!(
@@ -305,4 +334,49 @@ pub fn render(r: &Report) -> String {
     out.push_str(&t.render());
     out.push_str(&render_findings(&r.findings));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_figure_has_both_opens_against_n() {
+        let pt = |n: u64, a: f64, b: f64| Point {
+            n,
+            first_fd: 3,
+            second_fd: n,
+            first_open_ns: a,
+            second_open_ns: b,
+            both_ns: a + b,
+        };
+        let r = Report {
+            benchmark: "fdalloc".into(),
+            machine: Machine::here(),
+            op: Op::Dup,
+            repeat: 11,
+            total: 1000,
+            first: 3,
+            highest: 1002,
+            points: vec![
+                pt(500, 200.0, 250.0),
+                pt(10, 210.0, 230.0),
+                pt(1000, 190.0, 260.0),
+            ],
+            findings: vec![],
+        };
+        let plots = r.plots();
+        assert_eq!(plots.len(), 1);
+        let p = &plots[0];
+        assert_eq!(p.name, "fdalloc");
+        assert!(!p.x_log && !p.y_log);
+        assert!(p.y_label.contains("(ns"), "{}", p.y_label);
+        let labels: Vec<&str> = p.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["1st dup", "2nd dup (finds n)", "both"]);
+        for l in &p.lines {
+            assert_eq!(l.xs(), [10.0, 500.0, 1000.0], "{}: in n order", l.label);
+        }
+        assert_eq!(p.lines[1].y_at(1000.0), Some(260.0));
+        assert_eq!(p.lines[2].y_at(10.0), Some(440.0));
+    }
 }

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use evlab_poll::sys::{self, Usage};
 use serde::{Deserialize, Serialize};
 
+use crate::plot::{Plot, Xy};
 use crate::stats::Percentiles;
 use crate::table::{num, Table};
 use crate::{render_findings, Finding, Machine, MicroError};
@@ -64,6 +65,18 @@ impl Mode {
         Mode::Reuseport,
         Mode::Uring,
     ];
+
+    /// The mode's name in a figure's legend.
+    pub fn legend(self) -> &'static str {
+        match self {
+            Mode::Accept => "blocking accept",
+            Mode::Poll => "poll",
+            Mode::Epoll => "shared epoll",
+            Mode::Exclusive => "EPOLLEXCLUSIVE",
+            Mode::Reuseport => "SO_REUSEPORT",
+            Mode::Uring => "io_uring accept",
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -824,6 +837,66 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     ]
 }
 
+impl Report {
+    /// The LSP's micro-benchmark figures, per way of running the workers (threads, processes):
+    /// wake-ups per accepted connection and the workers' CPU time per accept against the
+    /// number of workers (log x), one line per mode; and the balance, the coefficient of
+    /// variation of the connections per worker. Points that were not measured are gaps.
+    pub fn plots(&self) -> Vec<Plot> {
+        type Metric = fn(&Point) -> f64;
+        let metrics: [(&str, &str, &str, Metric); 3] = [
+            (
+                "wakeups",
+                "wake-ups per accepted connection",
+                "wake-ups per accept (voluntary context switches)",
+                |p| p.wakeups_per_accept,
+            ),
+            (
+                "cpu",
+                "workers' CPU time per accepted connection",
+                "CPU time per accept (µs)",
+                |p| p.cpu_us_per_accept,
+            ),
+            (
+                "balance",
+                "balance: spread of the connections over the workers",
+                "connections per worker, coefficient of variation",
+                |p| p.balance_cv,
+            ),
+        ];
+        let mut out = Vec::new();
+        for as_ in [As::Threads, As::Processes] {
+            let ok: Vec<&Point> = self
+                .points
+                .iter()
+                .filter(|p| p.as_ == as_ && p.status == Status::Ok && p.accepted > 0)
+                .collect();
+            if ok.is_empty() {
+                continue;
+            }
+            for (tag, title, y_label, f) in metrics {
+                let mut plot = Plot::new(
+                    &format!("herd-{tag}-{}", as_.name()),
+                    format!("{title}, workers as {}", as_.name()),
+                    "waiting workers",
+                    y_label,
+                )
+                .log_x();
+                for mode in Mode::ALL {
+                    plot.line(
+                        mode.legend(),
+                        ok.iter()
+                            .filter(|p| p.mode == mode)
+                            .map(|p| Xy::new(p.workers as f64, f(p))),
+                    );
+                }
+                out.push(plot);
+            }
+        }
+        out
+    }
+}
+
 /// The seed's figures as a table: per mode and N, wake-ups and time per accept, balance and
 /// latency.
 pub fn render(r: &Report) -> String {
@@ -931,5 +1004,74 @@ mod tests {
             assert_eq!(p.per_worker.iter().sum::<u64>(), 20, "{mode:?}");
             assert_eq!(p.latency.count, 20, "{mode:?}");
         }
+    }
+
+    #[test]
+    fn figures_per_way_of_running_with_a_line_per_mode() {
+        let pt = |mode: Mode, as_: As, n: usize, wakeups: f64, status: Status| Point {
+            mode,
+            as_,
+            workers: n,
+            status,
+            reason: None,
+            connections: 10,
+            client_errors: 0,
+            accepted: if status == Status::Ok { 10 } else { 0 },
+            per_worker: vec![],
+            wakeups_per_accept: wakeups,
+            empty_wakeups: 0,
+            involuntary_switches: 0,
+            cpu_us_per_accept: 10.0 * wakeups,
+            wall_us_per_connection: 50.0,
+            balance_cv: 0.5,
+            latency: Percentiles::default(),
+            worker_stats: vec![],
+        };
+        let mut points = Vec::new();
+        for n in [1, 4, 64] {
+            points.push(pt(Mode::Accept, As::Threads, n, 1.0, Status::Ok));
+            points.push(pt(Mode::Poll, As::Threads, n, n as f64, Status::Ok));
+            points.push(pt(Mode::Uring, As::Threads, n, 0.0, Status::Skipped));
+        }
+        points.push(pt(Mode::Epoll, As::Processes, 8, 6.0, Status::Ok));
+        let r = Report {
+            benchmark: "herd".into(),
+            machine: Machine::here(),
+            conns: 10,
+            clients: 1,
+            points,
+            findings: vec![],
+        };
+        let plots = r.plots();
+        let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "herd-wakeups-threads",
+                "herd-cpu-threads",
+                "herd-balance-threads",
+                "herd-wakeups-processes",
+                "herd-cpu-processes",
+                "herd-balance-processes"
+            ]
+        );
+        let w = &plots[0];
+        assert!(w.x_log && !w.y_log);
+        assert_eq!(w.x_label, "waiting workers");
+        let labels: Vec<&str> = w.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["blocking accept", "poll"],
+            "uring was skipped: no line"
+        );
+        assert_eq!(w.series("poll").unwrap().xs(), [1.0, 4.0, 64.0]);
+        assert_eq!(w.series("poll").unwrap().y_at(64.0), Some(64.0));
+        assert!(plots[1].y_label.contains("(µs)"));
+        assert_eq!(plots[1].series("poll").unwrap().y_at(4.0), Some(40.0));
+        assert_eq!(
+            plots[3].series("shared epoll").unwrap().y_at(8.0),
+            Some(6.0)
+        );
+        assert!(plots[3].title.contains("processes"));
     }
 }

@@ -9,8 +9,9 @@
 //!   descriptor, time the next two opens).
 //! - [`malloc`]: the LSP's malloc-test, balanced `malloc`/`free` across threads and processes.
 //!
-//! Each benchmark returns a serde report (the `--json` of its subcommand) and renders a text
-//! table. No benchmark asserts anything about speed; the invariants that do not depend on it
+//! Each benchmark returns a serde report (the `--json` of its subcommand), renders a text
+//! table, and describes the seed's figure(s) as [`plot::Plot`]s (`Report::plots`), which the
+//! lab draws as SVG in its report. No benchmark asserts anything about speed; the invariants that do not depend on it
 //! (pass counts, accept counts, descriptor numbers) are checked by the tests.
 //!
 //! `unsafe` stays in `evlab-poll`: process-level calls (fork, getrusage, pipes, io_uring accept)
@@ -24,6 +25,7 @@ pub mod fdalloc;
 pub mod herd;
 pub mod malloc;
 pub mod pipetest;
+pub mod plot;
 pub mod stats;
 pub mod table;
 

@@ -39,6 +39,7 @@ use evlab_poll::sys::{self, Syscall};
 use evlab_poll::{Events, Interest, Kind, Mechanism, Poller, Support, Token};
 use serde::{Deserialize, Serialize};
 
+use crate::plot::{range, Plot, Xy};
 use crate::stats::median;
 use crate::table::{num, Table};
 use crate::{render_findings, Finding, Machine, MicroError};
@@ -558,6 +559,42 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     ]
 }
 
+impl Report {
+    /// The LSE page's figure: passes per second against the number of pipes (log x), one line
+    /// per mechanism (the median of the runs; a bar from the slowest to the fastest run when
+    /// there were several). Skipped and failed points are gaps.
+    pub fn plots(&self) -> Vec<Plot> {
+        let mut p = Plot::new(
+            "pipetest",
+            format!(
+                "pipetest: {} message thread(s), {} generations, route {}",
+                self.message_threads,
+                self.max_generation,
+                self.route.name()
+            ),
+            "pipes",
+            "passes per second",
+        )
+        .log_x();
+        for m in &self.mechanisms {
+            p.line(
+                m.clone(),
+                self.points
+                    .iter()
+                    .filter(|q| &q.mechanism == m && q.status == Status::Ok)
+                    .filter_map(|q| {
+                        Some(Xy {
+                            x: q.pipes as f64,
+                            y: q.passes_per_sec?,
+                            range: range(q.runs.iter().map(|r| r.passes_per_sec)),
+                        })
+                    }),
+            );
+        }
+        vec![p]
+    }
+}
+
 /// The seed's figure as a table: one row per number of pipes, one column of passes per second
 /// per mechanism.
 pub fn render(r: &Report) -> String {
@@ -735,5 +772,68 @@ mod tests {
             ..d.clone()
         })
         .contains("message threads"));
+    }
+
+    #[test]
+    fn the_figure_has_a_line_per_measured_mechanism_with_bars_over_runs() {
+        let run = |v: f64| Run {
+            passes: 300,
+            seconds: 300.0 / v,
+            passes_per_sec: v,
+            setup_seconds: 0.0,
+            waits: 0,
+            events: 0,
+            empty_reads: 0,
+            syscalls: BTreeMap::new(),
+        };
+        let pt = |m: &str, pipes: usize, runs: Vec<f64>| Point {
+            mechanism: m.into(),
+            pipes,
+            status: if runs.is_empty() {
+                Status::Skipped
+            } else {
+                Status::Ok
+            },
+            reason: None,
+            passes_per_sec: median(&runs),
+            runs: runs.into_iter().map(run).collect(),
+        };
+        let r = Report {
+            benchmark: "pipetest".into(),
+            machine: Machine::here(),
+            message_threads: 1,
+            max_generation: 300,
+            route: Route::Stride17,
+            repeat: 3,
+            mechanisms: vec!["poll".into(), "epoll-lt".into(), "aio-poll".into()],
+            pipes: vec![10, 1000, 16000],
+            points: vec![
+                pt("poll", 10, vec![90.0, 100.0, 130.0]),
+                pt("poll", 1000, vec![5.0, 5.0, 5.0]),
+                pt("poll", 16000, vec![]),
+                pt("epoll-lt", 10, vec![100.0]),
+                pt("epoll-lt", 16000, vec![95.0]),
+                pt("aio-poll", 10, vec![]),
+            ],
+            findings: vec![],
+        };
+        let plots = r.plots();
+        assert_eq!(plots.len(), 1);
+        let p = &plots[0];
+        assert_eq!(p.name, "pipetest");
+        assert!(p.x_log && !p.y_log);
+        assert_eq!(
+            (p.x_label.as_str(), p.y_label.as_str()),
+            ("pipes", "passes per second")
+        );
+        let labels: Vec<&str> = p.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["poll", "epoll-lt"], "aio-poll was never measured");
+        let poll = p.series("poll").unwrap();
+        assert_eq!(poll.xs(), [10.0, 1000.0], "the skipped point is a gap");
+        assert_eq!(poll.y_at(10.0), Some(100.0));
+        assert_eq!(poll.points[0].range, Some((90.0, 130.0)));
+        let ep = p.series("epoll-lt").unwrap();
+        assert_eq!(ep.xs(), [10.0, 16000.0]);
+        assert_eq!(ep.points[1].range, None, "one run: no bar");
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use evlab_lab::runner::{self, RunOptions};
 use evlab_lab::spec::Spec;
-use evlab_lab::{procs, report, results::Summary};
+use evlab_lab::{micro, procs, report, results::Summary};
 
 use crate::output;
 
@@ -79,7 +79,9 @@ run; the report of the points finished is still written (exit status 130).";
 pub const REPORT_EXAMPLES: &str = "\
 Examples:
   evlab report results/quick/20261123-101500
-      write report.md, report.html and the figures again from its summary.json";
+      write report.md, report.html and the figures again from its summary.json
+  evlab report results/pipetest/20261123-101500
+      the same for a micro-benchmark experiment, from its micro.json and pipetest.json";
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -113,7 +115,8 @@ pub struct RunArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// A results directory (holding summary.json)
+    /// A results directory of `evlab run` (holding summary.json, or micro.json for a
+    /// micro-benchmark experiment)
     pub dir: PathBuf,
 }
 
@@ -183,18 +186,32 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         quiet: a.quiet,
     })?;
     let failed = summary.points.iter().filter(|p| !p.ok()).count();
-    println!(
-        "evlab run: {} points ({} failed) in {:.0} s{}; report: {}",
-        summary.points.len(),
-        failed,
-        summary.wall_s,
-        if summary.interrupted {
-            ", interrupted"
-        } else {
-            ""
-        },
-        dir.join("report.html").display()
-    );
+    if let Some(m) = &summary.experiment.micro {
+        println!(
+            "evlab run: {} in {:.0} s{}; report: {}",
+            m.benchmark,
+            summary.wall_s,
+            if summary.interrupted {
+                ", interrupted"
+            } else {
+                ""
+            },
+            dir.join("report.html").display()
+        );
+    } else {
+        println!(
+            "evlab run: {} points ({} failed) in {:.0} s{}; report: {}",
+            summary.points.len(),
+            failed,
+            summary.wall_s,
+            if summary.interrupted {
+                ", interrupted"
+            } else {
+                ""
+            },
+            dir.join("report.html").display()
+        );
+    }
     if summary.interrupted {
         std::process::exit(130);
     }
@@ -202,9 +219,34 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
 }
 
 pub fn report(a: ReportArgs) -> anyhow::Result<()> {
-    let s = Summary::read_json(&a.dir)?;
-    output::writable_dir("evlab report", &a.dir)?;
-    report::write(&s, &a.dir)?;
-    println!("evlab report: {}", a.dir.join("report.html").display());
+    let dir = &a.dir;
+    anyhow::ensure!(
+        dir.is_dir(),
+        "evlab report: {} is not a directory (give a results directory of `evlab run`)",
+        dir.display()
+    );
+    if dir.join("summary.json").exists() {
+        let s = Summary::read_json(dir)?;
+        output::writable_dir("evlab report", dir)?;
+        report::write(&s, dir)?;
+    } else if micro::is_micro_dir(dir) {
+        output::writable_dir("evlab report", dir)?;
+        micro::write_report(dir)?;
+    } else if let Some(json) = micro::orphan_json(dir) {
+        anyhow::bail!(
+            "evlab report: {} holds {json} but no {}: a micro-benchmark run from before its \
+             report could be re-rendered; run the experiment again",
+            dir.display(),
+            micro::RECORD
+        );
+    } else {
+        anyhow::bail!(
+            "evlab report: {} is not a results directory: it holds neither summary.json (an \
+             experiment's sweep) nor {} (a micro-benchmark experiment)",
+            dir.display(),
+            micro::RECORD
+        );
+    }
+    println!("evlab report: {}", dir.join("report.html").display());
     Ok(())
 }

@@ -128,6 +128,29 @@ fn micro_runs_write_figures_that_evlab_report_writes_again() {
     let svg = std::fs::read_to_string(f.join("fig-fdalloc.svg")).unwrap();
     assert_eq!(svg.matches("<polyline class=\"series\"").count(), 3);
     rerendered_identically(&f);
+
+    let m = run(
+        &dir,
+        "malloc",
+        "\"--workers\", \"1,2\", \"--iterations\", \"1000\"",
+    );
+    let svg = std::fs::read_to_string(m.join("fig-malloc.svg")).unwrap();
+    assert!(svg.contains("data-series=\"threads\"") && svg.contains("data-series=\"processes\""));
+    rerendered_identically(&m);
+
+    let h = run(
+        &dir,
+        "herd",
+        "\"--workers\", \"1,2\", \"--conns\", \"4\", \"--mode\", \"accept,epoll\", \
+         \"--as\", \"threads\"",
+    );
+    for f in ["wakeups", "cpu", "balance"] {
+        let svg = std::fs::read_to_string(h.join(format!("fig-herd-{f}-threads.svg"))).unwrap();
+        assert_eq!(svg.matches("<polyline class=\"series\"").count(), 2, "{f}");
+        assert!(svg.contains("data-series=\"blocking accept\""), "{f}");
+    }
+    assert!(!h.join("fig-herd-wakeups-processes.svg").exists());
+    rerendered_identically(&h);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -414,7 +414,8 @@ p,ul{max-width:72em}figure svg{max-width:100%;height:auto}\
 table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}\
 th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 8px 0.8em 0;display:inline-block;vertical-align:top}\
-h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}";
+h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}\
+.verdict-holds{color:#176b1d}.verdict-not{color:#a11}";
 
 fn render_html(title: &str, doc: &[Block]) -> String {
     let mut o = format!(
@@ -446,7 +447,12 @@ fn render_html(title: &str, doc: &[Block]) -> String {
                 for r in rows {
                     o.push_str("<tr>");
                     for c in r {
-                        let _ = write!(o, "<td>{}</td>", html_inline(c));
+                        let class = match c.as_str() {
+                            "**does not hold**" => " class=\"verdict-not\"",
+                            "holds" => " class=\"verdict-holds\"",
+                            _ => "",
+                        };
+                        let _ = write!(o, "<td{class}>{}</td>", html_inline(c));
                     }
                     o.push_str("</tr>\n");
                 }
@@ -609,6 +615,11 @@ mod tests {
         assert!(
             md.contains("| poll falls as the pipes grow | holds |"),
             "{md}"
+        );
+        let html = read_file(&d, "report.html");
+        assert!(
+            html.contains("<td class=\"verdict-holds\">holds</td>"),
+            "{html}"
         );
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -247,6 +247,11 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
     if is_herd(s) {
         return herd_findings(s);
     }
+    if s.experiment.sweep.is_some() {
+        // The paper's findings compare series by offered rate; a series' points at different
+        // swept values are not trials of one curve.
+        return Vec::new();
+    }
     let c = valid_curves(s);
     if s.experiment.idle_request_first {
         return deadconn_findings(s, &c);
@@ -1562,6 +1567,13 @@ pub(crate) mod tests {
             "fewer replies/s",
         );
         assert_eq!(v, Verdict::Partly);
+        // A sweep of workers whose series are not accept modes: no herd finding, and none of the
+        // paper's (its points at different worker counts are not trials of one curve).
+        let mut s = herd_summary(&[1.0, 8.0], 1, &|_, _| 8_000.0, &|_, _| 2.0);
+        for x in &mut s.series {
+            x.flags.clear();
+        }
+        assert!(findings(&s).is_empty());
         // Only 1 and 2 workers: too few for a herd.
         let s = herd_summary(&[1.0, 2.0], 1, &shared_falls, &wakes);
         let (v, e) = verdict(

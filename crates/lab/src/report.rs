@@ -804,7 +804,8 @@ fn validity_table(s: &Summary) -> Vec<Block> {
             .position(|x| x.label == label)
             .unwrap_or(usize::MAX)
     };
-    let mut groups: BTreeMap<(usize, usize, String), Group> = BTreeMap::new();
+    // With `[sweep]`, a row per series and swept value (`shared workers=4`).
+    let mut groups: BTreeMap<(usize, u64, usize, String), Group> = BTreeMap::new();
     let mut all = Group::default();
     for p in &s.points {
         let mut kinds: Vec<String> = p.flags.iter().map(|f| findings::flag_kind(f)).collect();
@@ -818,7 +819,12 @@ fn validity_table(s: &Summary) -> Vec<Block> {
         kinds.dedup();
         for g in [
             groups
-                .entry((p.idle, order(&p.series), p.series.clone()))
+                .entry((
+                    p.idle,
+                    p.swept_value().unwrap_or(0.0).to_bits(),
+                    order(&p.series),
+                    p.label(),
+                ))
                 .or_default(),
             &mut all,
         ] {
@@ -860,7 +866,7 @@ fn validity_table(s: &Summary) -> Vec<Block> {
     };
     let mut rows: Vec<Vec<String>> = groups
         .iter()
-        .map(|((idle, _, series), g)| row(series.clone(), thousands(*idle as f64), g))
+        .map(|((idle, _, _, series), g)| row(series.clone(), thousands(*idle as f64), g))
         .collect();
     rows.push(row("all".into(), String::new(), &all));
     let mut out = vec![
@@ -1764,6 +1770,8 @@ mod tests {
         assert!(md.contains("| 64 | 5,829 | 9,045 | 9,045 |"), "{md}");
         assert!(md.contains("| 64 | 17.00 | 2.00 | 2.00 |"), "{md}");
         assert!(md.contains("The LSP measured Apache 1.3.6"), "{md}");
+        // Validity: a row per mode and worker count.
+        assert!(md.contains("| exclusive workers=64 | 0 | 2 / 2 |"), "{md}");
         // Two rates: a set of figures per rate, named by it.
         let mut s = s;
         for p in s.points.iter_mut().filter(|p| p.trial == 2) {

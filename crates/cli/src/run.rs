@@ -50,6 +50,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../experiments/lse-deadconn.toml"),
     ),
     ("herd", include_str!("../../../experiments/herd.toml")),
+    (
+        "herd-serve",
+        include_str!("../../../experiments/herd-serve.toml"),
+    ),
     ("fdalloc", include_str!("../../../experiments/fdalloc.toml")),
     ("malloc", include_str!("../../../experiments/malloc.toml")),
     (

@@ -115,8 +115,11 @@ fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
             );
         }
     }
-    assert!(read(&out, "fig-errors-idle0.svg").contains("errors (% of connections)"));
-    assert!(read(&out, "fig-p99-idle0.svg").contains("(log scale)"));
+    // One rate and two idle counts: the figures put the idle connections on x (no figure of
+    // one point per idle count).
+    assert!(read(&out, "fig-replies-vs-idle.svg").contains(">idle connections<"));
+    assert!(read(&out, "fig-p99-vs-idle.svg").contains("(log scale)"));
+    assert!(!out.join("fig-replies-idle0.svg").exists());
     let md = read(&out, "report.md");
     assert!(
         md.contains(

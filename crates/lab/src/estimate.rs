@@ -124,6 +124,8 @@ pub fn estimate(spec: &Spec, series: usize, duration: f64) -> Estimate {
             .sum::<f64>()
             * spec.trials as f64
     };
+    // A `[sweep]` runs every series at each of its values.
+    let series = series * spec.sweep_values().len();
     let runs = series * spec.idle.len() * spec.trials as usize;
     let (points, per_series) = match &spec.rate_search {
         Some(rs) => {

@@ -244,6 +244,14 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
     if s.experiment.proxy.is_some() {
         return proxy_findings(s);
     }
+    if is_herd(s) {
+        return herd_findings(s);
+    }
+    if s.experiment.sweep.is_some() {
+        // The paper's findings compare series by offered rate; a series' points at different
+        // swept values are not trials of one curve.
+        return Vec::new();
+    }
     let c = valid_curves(s);
     if s.experiment.idle_request_first {
         return deadconn_findings(s, &c);
@@ -999,6 +1007,245 @@ fn deadconn_findings(s: &Summary, c: &Curves) -> Vec<Finding> {
     }]
 }
 
+/// A series' accept mode: the value of its `--accept-mode` flag (the server's default, `shared`,
+/// without one).
+pub fn accept_mode(flags: &[String]) -> String {
+    flags
+        .windows(2)
+        .find(|w| w[0] == "--accept-mode")
+        .map(|w| w[1].clone())
+        .unwrap_or_else(|| "shared".into())
+}
+
+/// The herd macro-benchmark (`herd-serve`): workers swept, series that differ in accept mode.
+fn is_herd(s: &Summary) -> bool {
+    s.experiment
+        .sweep
+        .as_ref()
+        .is_some_and(|sw| sw.flag == "--workers")
+        && s.series
+            .iter()
+            .any(|x| x.flags.iter().any(|f| f == "--accept-mode"))
+}
+
+/// A shared listener's cost must exceed the others' by this share to count as the herd's.
+pub const HERD_COST: f64 = 0.10;
+/// Context switches per connection of a shared listener against the others' at which workers
+/// are woken for nothing.
+pub const HERD_WAKEUPS: f64 = 1.5;
+
+/// The Linux Scalability Project's accept macro-benchmark, on the μserver: N workers on one
+/// port in each accept mode, a connection per request at a rate past capacity. The seed's
+/// finding: with many processes accepting on one port, waking them all costs throughput (its
+/// wake-one patch raised the reply rate by about 50%). Judged at the largest worker count every
+/// mode measured validly, between `shared` (every worker's epoll holds the one listener) and
+/// `exclusive` (EPOLLEXCLUSIVE) and `reuseport`.
+fn herd_findings(s: &Summary) -> Vec<Finding> {
+    let series: Vec<(String, String)> = s
+        .series
+        .iter()
+        .map(|x| (x.label.clone(), accept_mode(&x.flags)))
+        .collect();
+    let Some((shared, _)) = series.iter().find(|x| x.1 == "shared").cloned() else {
+        return vec![];
+    };
+    let others: Vec<(String, String)> =
+        series.iter().filter(|x| x.1 != "shared").cloned().collect();
+    if others.is_empty() {
+        return vec![];
+    }
+    // Mean over the valid trials of `label` at `n` workers.
+    let mean_at = |label: &str, n: f64, f: &dyn Fn(&PointResult) -> Option<f64>| -> Option<f64> {
+        let v: Vec<f64> = s
+            .points
+            .iter()
+            .filter(|p| p.valid() && p.series == label && p.swept_value() == Some(n))
+            .filter_map(f)
+            .filter(|v| v.is_finite())
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let mut ns: Vec<f64> = s.points.iter().filter_map(|p| p.swept_value()).collect();
+    ns.sort_by(f64::total_cmp);
+    ns.dedup();
+    let replies = |p: &PointResult| p.reply_rate();
+    let cpu = |p: &PointResult| p.server_cpu_us_per_reply;
+    let ctx = |p: &PointResult| p.ctx_switches_per_conn();
+    let balance = |p: &PointResult| p.accept_imbalance();
+    // The most workers at which every mode has a valid value of `f`.
+    let top = |f: &dyn Fn(&PointResult) -> Option<f64>| {
+        ns.iter().rev().copied().find(|&n| {
+            series
+                .iter()
+                .all(|(label, _)| mean_at(label, n, f).is_some())
+        })
+    };
+    let n_words = |n: f64| {
+        let n = crate::spec::SweepSpec::arg(n);
+        if n == "1" {
+            "1 worker".to_string()
+        } else {
+            format!("{n} workers")
+        }
+    };
+    let fmt = |v: f64, digits: usize| {
+        if digits == 0 {
+            k(v)
+        } else {
+            format!("{v:.digits$}")
+        }
+    };
+    // "shared 4,100, exclusive 5,000 (shared −18%), …" at `n`.
+    let at_as =
+        |n: f64, f: &dyn Fn(&PointResult) -> Option<f64>, digits: usize, compare: bool| -> String {
+            let base = mean_at(&shared, n, f);
+            let mut parts = vec![format!(
+                "{shared} {}",
+                base.map_or("no valid point".into(), |v| fmt(v, digits))
+            )];
+            for (label, _) in &others {
+                parts.push(match (mean_at(label, n, f), base) {
+                    (Some(v), Some(b)) if v > 0.0 && compare => format!(
+                        "{label} {} (shared {:+.0}%)",
+                        fmt(v, digits),
+                        (b / v - 1.0) * 100.0
+                    ),
+                    (Some(v), _) => format!("{label} {}", fmt(v, digits)),
+                    (None, _) => format!("{label} no valid point"),
+                });
+            }
+            parts.join(", ")
+        };
+    let at =
+        |n: f64, f: &dyn Fn(&PointResult) -> Option<f64>, digits: usize| at_as(n, f, digits, true);
+    // Per series, the values at every worker count: the figure as text.
+    let curve = |f: &dyn Fn(&PointResult) -> Option<f64>, digits: usize| -> String {
+        series
+            .iter()
+            .map(|(label, _)| {
+                let v: Vec<String> = ns
+                    .iter()
+                    .map(|&n| {
+                        format!(
+                            "{}: {}",
+                            crate::spec::SweepSpec::arg(n),
+                            mean_at(label, n, f).map_or("—".into(), |v| fmt(v, digits))
+                        )
+                    })
+                    .collect();
+                format!("{label} [{}]", v.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    // Verdict: the shared listener is worse than each other mode by more than `limit`
+    // (`worse(shared, other)` says by how much, as a share).
+    let judge = |n: Option<f64>,
+                 f: &dyn Fn(&PointResult) -> Option<f64>,
+                 worse: &dyn Fn(f64, f64) -> f64,
+                 limit: f64| {
+        let Some(n) = n.filter(|&n| n >= 4.0) else {
+            return Verdict::Inconclusive;
+        };
+        let Some(b) = mean_at(&shared, n, f) else {
+            return Verdict::Inconclusive;
+        };
+        let hits = others
+            .iter()
+            .filter(|(label, _)| mean_at(label, n, f).is_some_and(|v| worse(b, v) >= limit))
+            .count();
+        match hits {
+            0 => Verdict::NotReproduced,
+            h if h == others.len() => Verdict::Reproduced,
+            _ => Verdict::Partly,
+        }
+    };
+    let few = |n: Option<f64>| match n {
+        Some(n) if n >= 4.0 => String::new(),
+        Some(n) => format!("; only up to {} measured validly by every mode", n_words(n)),
+        None => "; no worker count measured validly by every mode".into(),
+    };
+    let first = ns.first().copied();
+    let mut out = Vec::new();
+    // "EPOLLEXCLUSIVE and SO_REUSEPORT": the other modes measured, by their kernel names.
+    let names: Vec<&str> = others
+        .iter()
+        .map(|(label, mode)| match mode.as_str() {
+            "exclusive" => "EPOLLEXCLUSIVE",
+            "reuseport" => "SO_REUSEPORT",
+            _ => label.as_str(),
+        })
+        .collect();
+    let them = match names.as_slice() {
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        [] => String::new(),
+    };
+
+    let n = top(&replies);
+    out.push(Finding {
+        source: "LSP accept scalability (CITI TR 99-4), macro-benchmark".into(),
+        claim: format!(
+            "the accept herd costs a web server throughput with many workers on one port (seed: \
+             +50% reply rate with wake-one): at the most workers measured, a shared listener \
+             answers ≥ {:.0}% fewer replies/s than {them}",
+            HERD_COST * 100.0
+        ),
+        verdict: judge(n, &replies, &|b, v| 1.0 - b / v, HERD_COST),
+        evidence: format!(
+            "replies/s at {}: {}; at {}: {}; by workers: {}{}",
+            n.map_or("—".into(), n_words),
+            n.map_or("—".into(), |n| at(n, &replies, 0)),
+            first.map_or("—".into(), n_words),
+            first.map_or("—".into(), |n| at(n, &replies, 0)),
+            curve(&replies, 0),
+            few(n)
+        ),
+    });
+    let n = top(&cpu);
+    out.push(Finding {
+        source: "LSP accept scalability (CITI TR 99-4), macro-benchmark".into(),
+        claim: format!(
+            "the herd's wasted wake-ups show as server CPU: at the most workers measured, a \
+             shared listener costs ≥ {:.0}% more CPU per reply than {them}",
+            HERD_COST * 100.0
+        ),
+        verdict: judge(n, &cpu, &|b, v| b / v - 1.0, HERD_COST),
+        evidence: format!(
+            "server CPU µs per reply at {}: {}; at {}: {}{}",
+            n.map_or("—".into(), n_words),
+            n.map_or("—".into(), |n| at(n, &cpu, 1)),
+            first.map_or("—".into(), n_words),
+            first.map_or("—".into(), |n| at(n, &cpu, 1)),
+            few(n)
+        ),
+    });
+    let n = top(&ctx);
+    if n.is_some() || s.points.iter().any(|p| p.server_ctx_switches.is_some()) {
+        let nb = top(&balance);
+        out.push(Finding {
+            source: "LSP accept scalability (CITI TR 99-4)".into(),
+            claim: format!(
+                "a shared listener wakes workers for nothing: at the most workers measured, its \
+                 server context switches per connection are ≥ {HERD_WAKEUPS}× those of {them}"
+            ),
+            verdict: judge(n, &ctx, &|b, v| b / v, HERD_WAKEUPS),
+            evidence: format!(
+                "context switches per connection at {}: {}; at {}: {}; accept balance (busiest \
+                 worker ÷ mean, 1 = even) at {}: {}{}",
+                n.map_or("—".into(), n_words),
+                n.map_or("—".into(), |n| at(n, &ctx, 2)),
+                first.map_or("—".into(), n_words),
+                first.map_or("—".into(), |n| at(n, &ctx, 2)),
+                nb.map_or("—".into(), n_words),
+                nb.map_or("—".into(), |n| at_as(n, &balance, 2, false)),
+                few(n)
+            ),
+        });
+    }
+    out
+}
+
 /// Server CPU µs per reply of `series` with no idle connections and with `idle`, at the lowest
 /// offered rate measured validly at both (mean over trials): (rate, no idle, idle).
 fn cpu_per_reply_low(s: &Summary, series: &str, idle: usize) -> Option<(f64, f64, f64)> {
@@ -1162,6 +1409,183 @@ pub(crate) mod tests {
             calibration: None,
             points,
         }
+    }
+
+    /// The herd macro-benchmark's shape: `shared`, `exclusive` and `reuseport` (epoll-lt) at
+    /// each worker count, every point valid, for 8 s at 10,000/s offered: `reply(mode, n)`
+    /// replies/s (± 1% between trials), a quarter of a CPU spent on them, `ctx(mode, n)`
+    /// context switches per connection, and accepts spread evenly except by `exclusive`, whose
+    /// first worker takes half.
+    pub(crate) fn herd_summary(
+        workers: &[f64],
+        trials: u32,
+        reply: &dyn Fn(&str, f64) -> f64,
+        ctx: &dyn Fn(&str, f64) -> f64,
+    ) -> Summary {
+        let toml = format!(
+            "name = \"herd-t\"\nrates = [10000]\nserver_cpu_budget = 0.25\ntrials = {trials}\n\
+             duration_s = 8\n[sweep]\nflag = \"--workers\"\nvalues = [{}]\n\
+             [[series]]\nlabel = \"shared\"\nmechanism = \"epoll-lt\"\nflags = [\"--accept-mode\", \"shared\"]\n\
+             [[series]]\nlabel = \"exclusive\"\nmechanism = \"epoll-lt\"\nflags = [\"--accept-mode\", \"exclusive\"]\n\
+             [[series]]\nlabel = \"reuseport\"\nmechanism = \"epoll-lt\"\nflags = [\"--accept-mode\", \"reuseport\"]\n",
+            workers
+                .iter()
+                .map(|w| w.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut s = summary(&["select"], &[0], &[10_000.0], 1, &|_, _, _, _| 0.0);
+        s.experiment = Spec::parse(&toml, "herd-t.toml").unwrap();
+        s.spec_text = toml;
+        s.series = s.experiment.series_list(&|_| true, &[]);
+        s.points.clear();
+        for t in 0..trials {
+            for &n in workers {
+                for se in s.series.clone() {
+                    let mut p = PointResult::new(s.points.len() + 1, &se, 0, 10_000.0, t + 1, 8.0);
+                    p.swept = Some(crate::results::Swept {
+                        name: "workers".into(),
+                        value: n,
+                    });
+                    let got = reply(&se.label, n) * (1.0 + 0.01 * t as f64);
+                    let conns = (got * 8.0) as u64;
+                    p.load = Some(LoadSummary {
+                        offered_rate: Some(10_000.0),
+                        reply_rate_avg: Some(got),
+                        connections: Some(conns),
+                        replies: Some(conns),
+                        status_2xx: Some(conns),
+                        ..Default::default()
+                    });
+                    p.load.as_mut().unwrap().latency_ms.p99 = Some(900.0);
+                    p.server_cpu_us_per_reply = Some(0.25e6 / got);
+                    p.client_cpu_busy = Some(0.5);
+                    let w = n as usize;
+                    let mut per = vec![conns / w as u64; w];
+                    if se.label == "exclusive" && w > 1 {
+                        per = vec![conns / (2 * (w as u64 - 1)); w];
+                        per[0] = conns / 2;
+                    }
+                    p.server = Some(crate::results::ServerCounters {
+                        requests: conns,
+                        accepted: conns,
+                        per_worker_accepted: per,
+                        ..Default::default()
+                    });
+                    p.server_ctx_switches = Some((ctx(&se.label, n) * conns as f64) as u64);
+                    s.points.push(p);
+                }
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn herd_findings_compare_shared_with_the_other_modes_at_the_most_workers() {
+        // Shared loses 30% of its replies at 64 workers and wakes 6 workers per connection.
+        let shared_falls = |m: &str, n: f64| {
+            if m == "shared" && n > 1.0 {
+                10_000.0 - 3_000.0 * (n.log2() / 6.0)
+            } else {
+                10_000.0
+            }
+        };
+        let wakes = |m: &str, n: f64| {
+            if m == "shared" {
+                1.0 + n / 16.0 + 1.0
+            } else {
+                2.0
+            }
+        };
+        let s = herd_summary(&[1.0, 4.0, 64.0], 2, &shared_falls, &wakes);
+        let f = findings(&s);
+        assert_eq!(f.len(), 3, "{f:?}");
+        let (v, e) = verdict(
+            &s,
+            "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+            "fewer replies/s",
+        );
+        assert_eq!(v, Verdict::Reproduced, "{e}");
+        // The means of two trials (×1.00 and ×1.01) at 64 workers, and the curves.
+        assert!(
+            e.starts_with("replies/s at 64 workers: shared 7,035, exclusive 10,050 (shared -30%), reuseport 10,050 (shared -30%); at 1 worker: shared 10,050"),
+            "{e}"
+        );
+        assert!(e.contains("shared [1: 10,050, 4: 9,045, 64: 7,035]"), "{e}");
+        assert!(
+            f[0].claim.contains("than EPOLLEXCLUSIVE and SO_REUSEPORT"),
+            "{}",
+            f[0].claim
+        );
+        let (v, e) = verdict(
+            &s,
+            "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+            "CPU per reply",
+        );
+        assert_eq!(v, Verdict::Reproduced, "{e}");
+        assert!(
+            e.contains("shared 35.5, exclusive 24.9 (shared +43%)"),
+            "{e}"
+        );
+        let (v, e) = verdict(
+            &s,
+            "LSP accept scalability (CITI TR 99-4)",
+            "wakes workers for nothing",
+        );
+        assert_eq!(v, Verdict::Reproduced, "{e}");
+        assert!(e.contains("context switches per connection at 64 workers: shared 6.00, exclusive 2.00 (shared +200%)"), "{e}");
+        // Exclusive's first worker takes half of the connections: 32× the mean at 64.
+        assert!(
+            e.ends_with("at 64 workers: shared 1.00, exclusive 32.01, reuseport 1.00"),
+            "{e}"
+        );
+
+        // Equal reply rates and CPU, one extra wake-up per connection: not the seed's herd.
+        let s = herd_summary(&[1.0, 64.0], 1, &|_, _| 8_000.0, &|m, _| {
+            if m == "shared" {
+                2.5
+            } else {
+                2.0
+            }
+        });
+        for f in findings(&s) {
+            assert_eq!(f.verdict, Verdict::NotReproduced, "{f:?}");
+        }
+        // Worse than exclusive only: partly.
+        let s = herd_summary(
+            &[1.0, 8.0],
+            1,
+            &|m, _| match m {
+                "exclusive" => 10_000.0,
+                _ => 8_000.0,
+            },
+            &|_, _| 2.0,
+        );
+        let (v, _) = verdict(
+            &s,
+            "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+            "fewer replies/s",
+        );
+        assert_eq!(v, Verdict::Partly);
+        // A sweep of workers whose series are not accept modes: no herd finding, and none of the
+        // paper's (its points at different worker counts are not trials of one curve).
+        let mut s = herd_summary(&[1.0, 8.0], 1, &|_, _| 8_000.0, &|_, _| 2.0);
+        for x in &mut s.series {
+            x.flags.clear();
+        }
+        assert!(findings(&s).is_empty());
+        // Only 1 and 2 workers: too few for a herd.
+        let s = herd_summary(&[1.0, 2.0], 1, &shared_falls, &wakes);
+        let (v, e) = verdict(
+            &s,
+            "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+            "fewer replies/s",
+        );
+        assert_eq!(v, Verdict::Inconclusive, "{e}");
+        assert!(
+            e.ends_with("only up to 2 workers measured validly by every mode"),
+            "{e}"
+        );
     }
 
     /// A summary of a built-in proxy experiment, every series measured once, valid, at the
@@ -1379,6 +1803,14 @@ pub(crate) mod tests {
             f[0].claim
         );
         assert!(f[0].evidence.contains("poll 90%"), "{}", f[0].evidence);
+        // Every mechanism's reply rate at each dead-connection count: the page's figure as text.
+        for line in [
+            "poll [0: 10,000, 5,000: 9,900, 19,000: 1,000]",
+            "epoll-et [0: 10,000, 5,000: 9,900, 19,000: 9,950]",
+            "uring [0: 10,000, 5,000: 9,900, 19,000: 9,900]",
+        ] {
+            assert!(f[0].evidence.contains(line), "{line}: {}", f[0].evidence);
+        }
         assert_eq!(judge(1_000.0, 5_000.0)[0].verdict, Verdict::Partly);
         assert_eq!(judge(9_500.0, 5_000.0)[0].verdict, Verdict::NotReproduced);
     }

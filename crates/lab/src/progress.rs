@@ -116,7 +116,7 @@ impl Progress {
         self.line(&format!(
             "  {} {} idle={} rate={}: {what}",
             f.position(n),
-            p.series,
+            p.label(),
             p.idle,
             p.rate
         ));

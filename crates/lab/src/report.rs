@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::findings::{self, Verdict};
 use crate::results::{write_atomic, PointResult, Status, Summary};
-use crate::spec::Workload;
+use crate::spec::{SweepSpec, Workload};
 use crate::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
 
@@ -96,6 +96,16 @@ fn x_label(s: &Summary) -> String {
 /// line's point (mean and bar over them) where no trial was valid, else as stray markers beside
 /// the valid mean, which no verdict uses either way.
 fn lines(s: &Summary, idle: usize, f: &dyn Fn(&PointResult) -> Option<f64>) -> Vec<Line> {
+    lines_by(s, &|p| p.idle == idle, &|p| Some(p.rate), f)
+}
+
+/// As `lines`, over the points `keep` accepts, with `x` the quantity on the x axis (≥ 0).
+fn lines_by(
+    s: &Summary,
+    keep: &dyn Fn(&PointResult) -> bool,
+    x: &dyn Fn(&PointResult) -> Option<f64>,
+    f: &dyn Fn(&PointResult) -> Option<f64>,
+) -> Vec<Line> {
     let range = |v: &[f64]| {
         (v.len() > 1).then(|| {
             (
@@ -107,15 +117,18 @@ fn lines(s: &Summary, idle: usize, f: &dyn Fn(&PointResult) -> Option<f64>) -> V
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut out = Vec::new();
     for series in &s.series {
-        // rate → (valid trials, invalid trials)
+        // x → (valid trials, invalid trials)
         let mut by_rate: BTreeMap<u64, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
         for p in s
             .points
             .iter()
-            .filter(|p| p.ok() && p.series == series.label && p.idle == idle)
+            .filter(|p| p.ok() && p.series == series.label && keep(p))
         {
+            let Some(at) = x(p).filter(|x| x.is_finite() && *x >= 0.0) else {
+                continue;
+            };
             if let Some(v) = f(p).filter(|v| v.is_finite()) {
-                let e = by_rate.entry(p.rate.to_bits()).or_default();
+                let e = by_rate.entry(at.to_bits()).or_default();
                 if p.valid() {
                     e.0.push(v);
                 } else {
@@ -130,7 +143,7 @@ fn lines(s: &Summary, idle: usize, f: &dyn Fn(&PointResult) -> Option<f64>) -> V
             ranges: vec![],
             stray: vec![],
         };
-        // Positive rates: their bits order as the numbers.
+        // Rates, counts, swept values: zero or more, so their bits order as the numbers.
         for (r, (valid, invalid)) in by_rate {
             let rate = f64::from_bits(r);
             let shown = if valid.is_empty() { &invalid } else { &valid };
@@ -150,6 +163,15 @@ fn idle_words(idle: usize) -> String {
     match idle {
         0 => "no idle connections".into(),
         n => format!("{} idle connections", thousands(n as f64)),
+    }
+}
+
+/// A whole number with thousands separators, else as it is (a swept value of 0.5).
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 {
+        thousands(v)
+    } else {
+        v.to_string()
     }
 }
 
@@ -234,6 +256,296 @@ fn figures(s: &Summary, idle: usize) -> Vec<Block> {
     v
 }
 
+/// What the figures put on the x axis.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Axis {
+    /// The offered rate, one set of figures per idle count (the paper's figures).
+    Rate,
+    /// Idle (or dead) connections: one fixed rate, several idle counts (the LSE page's dphttpd
+    /// figure: reply rate against dead connections).
+    Idle,
+    /// The `[sweep]` flag's values (`workers`), one set of figures per idle count and rate.
+    Swept(String),
+}
+
+/// The x axis of `s`'s figures: the swept flag if the experiment has `[sweep]`, the idle
+/// count if it has one fixed rate and several idle counts, else the offered rate.
+pub fn axis(s: &Summary) -> Axis {
+    let e = &s.experiment;
+    if let Some(sw) = &e.sweep {
+        return Axis::Swept(sw.name());
+    }
+    let one_rate = e.rate_search.is_none() && !e.rates.is_auto() && e.rates.fixed().len() == 1;
+    if one_rate && s.idle_counts().len() > 1 {
+        Axis::Idle
+    } else {
+        Axis::Rate
+    }
+}
+
+/// One set of figures and tables against the swept quantity: the points it draws, the words
+/// for its titles, and the suffix of its files.
+struct Panel {
+    keep: Box<dyn Fn(&PointResult) -> bool>,
+    words: String,
+    suffix: String,
+}
+
+/// The panels of a swept axis: for idle connections one (the single rate); for a swept flag one
+/// per idle count and offered rate measured (one, usually).
+fn panels(s: &Summary, ax: &Axis) -> Vec<Panel> {
+    let e = &s.experiment;
+    let wl = e.workload.label();
+    let rate_words = |r: f64| {
+        if e.active_conns.is_some() {
+            format!(
+                "{} active connections",
+                thousands(e.active_conns.unwrap_or(0) as f64)
+            )
+        } else {
+            format!("{}/s offered", thousands(r))
+        }
+    };
+    match ax {
+        Axis::Rate => vec![],
+        Axis::Idle => {
+            let r = e.rates.fixed().first().copied().unwrap_or(0.0);
+            vec![Panel {
+                keep: Box::new(|_| true),
+                words: format!("evlab, {wl} workload, {}", rate_words(r)),
+                suffix: String::new(),
+            }]
+        }
+        Axis::Swept(_) => {
+            let mut pairs: Vec<(usize, f64)> = s.points.iter().map(|p| (p.idle, p.rate)).collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+            pairs.dedup();
+            let many = pairs.len() > 1;
+            pairs
+                .into_iter()
+                .map(|(idle, rate)| Panel {
+                    keep: Box::new(move |p: &PointResult| p.idle == idle && p.rate == rate),
+                    words: format!(
+                        "evlab, {wl} workload, {}, {}",
+                        rate_words(rate),
+                        idle_words(idle)
+                    ),
+                    suffix: if many {
+                        format!("-idle{idle}-rate{}", SweepSpec::arg(rate))
+                    } else {
+                        String::new()
+                    },
+                })
+                .collect()
+        }
+    }
+}
+
+/// The x axis' label and file tag, and how to read a point's x.
+fn axis_x(s: &Summary, ax: &Axis) -> (String, String, Metric) {
+    match ax {
+        Axis::Idle if s.experiment.idle_request_first => (
+            "dead connections (each made one request, then stayed idle)".into(),
+            "idle".into(),
+            Box::new(|p: &PointResult| Some(p.idle as f64)),
+        ),
+        Axis::Idle => (
+            "idle connections".into(),
+            "idle".into(),
+            Box::new(|p: &PointResult| Some(p.idle as f64)),
+        ),
+        Axis::Swept(name) => (
+            match &s.experiment.sweep {
+                Some(sw) => format!("{name} ({} N)", sw.flag),
+                None => name.clone(),
+            },
+            name.replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
+            Box::new(|p: &PointResult| p.swept_value()),
+        ),
+        Axis::Rate => (
+            x_label(s),
+            "rate".into(),
+            Box::new(|p: &PointResult| Some(p.rate)),
+        ),
+    }
+}
+
+/// What a swept axis draws: (file tag, title, y label, y scale, value, shown only for a swept
+/// flag, shown only when some value is above zero, table digits).
+type SweptMetric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Scale,
+    Metric,
+    bool,
+    bool,
+    usize,
+);
+
+fn swept_metrics() -> Vec<SweptMetric> {
+    vec![
+        (
+            "replies",
+            "reply rate",
+            "replies/s",
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.reply_rate()),
+            false,
+            false,
+            0,
+        ),
+        (
+            "cpu",
+            "server CPU per reply",
+            "server CPU µs per reply",
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.server_cpu_us_per_reply),
+            false,
+            false,
+            2,
+        ),
+        (
+            "p99",
+            "99th percentile reply time",
+            "p99 reply time (ms)",
+            Scale::Log,
+            Box::new(|p: &PointResult| p.p99_ms()),
+            false,
+            false,
+            2,
+        ),
+        (
+            "errors",
+            "client errors",
+            "errors (% of connections)",
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.error_share().map(|e| e * 100.0)),
+            false,
+            true,
+            1,
+        ),
+        (
+            "ctxsw",
+            "server context switches per connection",
+            "context switches per connection",
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.ctx_switches_per_conn()),
+            true,
+            false,
+            2,
+        ),
+        (
+            "balance",
+            "accept balance: the busiest worker's accepts over the mean",
+            "busiest worker ÷ mean (1 = even)",
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.accept_imbalance()),
+            true,
+            false,
+            2,
+        ),
+    ]
+}
+
+/// Figures and tables against the swept quantity (idle connections or a `[sweep]` flag): per
+/// panel, reply rate, server CPU per reply and p99 (errors when any; for a swept flag, context
+/// switches per connection and accept balance when measured), one line per series with the
+/// trials' min–max bars, and a table of each.
+fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
+    let (x_label, x_tag, x) = axis_x(s, ax);
+    let head = match ax {
+        Axis::Idle if s.experiment.idle_request_first => "dead connections".to_string(),
+        Axis::Idle => "idle connections".to_string(),
+        Axis::Swept(name) => name.clone(),
+        Axis::Rate => "offered".into(),
+    };
+    let mut d = Vec::new();
+    for panel in panels(s, ax) {
+        d.push(Block::H(
+            2,
+            format!(
+                "Against {head}: {}",
+                panel.words.trim_start_matches("evlab, ")
+            ),
+        ));
+        let mut tables = Vec::new();
+        for (tag, what, yl, y_scale, f, flag_only, nonzero_only, digits) in swept_metrics() {
+            if flag_only && !matches!(ax, Axis::Swept(_)) {
+                continue;
+            }
+            let keep = |p: &PointResult| (panel.keep)(p);
+            let ls = lines_by(s, &keep, x.as_ref(), f.as_ref());
+            let values = ls.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+            let (mut any, mut above) = (false, false);
+            for v in values {
+                any = true;
+                above |= v > 0.0;
+            }
+            if !any || (nonzero_only && !above) {
+                continue;
+            }
+            let title = format!("{}: {what}", panel.words);
+            d.push(Block::Figure {
+                file: format!("fig-{tag}-vs-{x_tag}{}.svg", panel.suffix),
+                svg: svg::line_chart(&Chart {
+                    title: title.clone(),
+                    x_label: x_label.clone(),
+                    y_label: yl.into(),
+                    lines: ls,
+                    diagonal: false,
+                    y_scale,
+                }),
+                alt: title,
+            });
+            tables.push(Block::P(format!("{} ({yl}), by {head}:", capitalise(what))));
+            tables.push(table_by(
+                s,
+                &keep,
+                x.as_ref(),
+                &head,
+                f.as_ref(),
+                digits,
+                Trials::Valid,
+            ));
+        }
+        if tables.is_empty() {
+            continue;
+        }
+        d.push(Block::P(
+            "Means over valid trials (the figures' bars: their min–max). † marks a value from \
+             invalid points only (hollow in the figures; see Validity), (+n†) n invalid trials \
+             left out of a valid mean, ✗ a failed point."
+                .into(),
+        ));
+        d.extend(tables);
+        let keep = |p: &PointResult| (panel.keep)(p);
+        d.push(Block::P(
+            "Client CPU busy (%, loopback softirq included), mean over every trial; † where a \
+             trial was invalid:"
+                .into(),
+        ));
+        d.push(table_by(
+            s,
+            &keep,
+            x.as_ref(),
+            &head,
+            &|p| p.client_cpu_busy.map(|b| b * 100.0),
+            0,
+            Trials::AllOk,
+        ));
+    }
+    d
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 /// Which trials a table cell averages.
 #[derive(Clone, Copy, PartialEq)]
 enum Trials {
@@ -253,15 +565,32 @@ fn rate_table(
     digits: usize,
     which: Trials,
 ) -> Block {
-    let mut rates: Vec<f64> = s
-        .points
-        .iter()
-        .filter(|p| p.idle == idle)
-        .map(|p| p.rate)
-        .collect();
+    table_by(
+        s,
+        &|p| p.idle == idle,
+        &|p| Some(p.rate),
+        "offered",
+        f,
+        digits,
+        which,
+    )
+}
+
+/// As `rate_table`, over the points `keep` accepts, one row per value of `x` (headed
+/// `x_head`).
+fn table_by(
+    s: &Summary,
+    keep: &dyn Fn(&PointResult) -> bool,
+    x: &dyn Fn(&PointResult) -> Option<f64>,
+    x_head: &str,
+    f: &dyn Fn(&PointResult) -> Option<f64>,
+    digits: usize,
+    which: Trials,
+) -> Block {
+    let mut rates: Vec<f64> = s.points.iter().filter(|p| keep(p)).filter_map(x).collect();
     rates.sort_by(|a, b| a.total_cmp(b));
     rates.dedup();
-    let mut header = vec!["offered".to_string()];
+    let mut header = vec![x_head.to_string()];
     header.extend(s.series.iter().map(|x| x.label.clone()));
     let num = |m: f64| {
         if digits == 0 {
@@ -274,12 +603,12 @@ fn rate_table(
     let rows = rates
         .iter()
         .map(|&r| {
-            let mut row = vec![thousands(r)];
+            let mut row = vec![number(r)];
             for series in &s.series {
                 let ps: Vec<&PointResult> = s
                     .points
                     .iter()
-                    .filter(|p| p.idle == idle && p.rate == r && p.series == series.label)
+                    .filter(|p| keep(p) && x(p) == Some(r) && p.series == series.label)
                     .collect();
                 let of = |valid: bool| -> Vec<f64> {
                     ps.iter()
@@ -475,7 +804,8 @@ fn validity_table(s: &Summary) -> Vec<Block> {
             .position(|x| x.label == label)
             .unwrap_or(usize::MAX)
     };
-    let mut groups: BTreeMap<(usize, usize, String), Group> = BTreeMap::new();
+    // With `[sweep]`, a row per series and swept value (`shared workers=4`).
+    let mut groups: BTreeMap<(usize, u64, usize, String), Group> = BTreeMap::new();
     let mut all = Group::default();
     for p in &s.points {
         let mut kinds: Vec<String> = p.flags.iter().map(|f| findings::flag_kind(f)).collect();
@@ -489,7 +819,12 @@ fn validity_table(s: &Summary) -> Vec<Block> {
         kinds.dedup();
         for g in [
             groups
-                .entry((p.idle, order(&p.series), p.series.clone()))
+                .entry((
+                    p.idle,
+                    p.swept_value().unwrap_or(0.0).to_bits(),
+                    order(&p.series),
+                    p.label(),
+                ))
                 .or_default(),
             &mut all,
         ] {
@@ -531,7 +866,7 @@ fn validity_table(s: &Summary) -> Vec<Block> {
     };
     let mut rows: Vec<Vec<String>> = groups
         .iter()
-        .map(|((idle, _, series), g)| row(series.clone(), thousands(*idle as f64), g))
+        .map(|((idle, _, _, series), g)| row(series.clone(), thousands(*idle as f64), g))
         .collect();
     rows.push(row("all".into(), String::new(), &all));
     let mut out = vec![
@@ -609,7 +944,22 @@ fn document(s: &Summary) -> Vec<Block> {
             .iter()
             .map(|&i| idle_words(i))
             .collect::<Vec<_>>()
-            .join(" and "),
+            .join(" and ")
+            + &e.sweep
+                .as_ref()
+                .map(|sw| {
+                    format!(
+                        "; every series at {} {} (`{} N`)",
+                        sw.values
+                            .iter()
+                            .map(|&v| number(v))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        sw.name(),
+                        sw.flag
+                    )
+                })
+                .unwrap_or_default(),
         e.trials,
         e.server_cpu,
         e.client_cpus
@@ -722,7 +1072,11 @@ fn document(s: &Summary) -> Vec<Block> {
                 .collect(),
         ));
     }
-    for &idle in &s.idle_counts() {
+    let ax = axis(s);
+    if ax != Axis::Rate {
+        d.extend(swept_sections(s, &ax));
+    }
+    for &idle in s.idle_counts().iter().filter(|_| ax == Axis::Rate) {
         d.push(Block::H(2, format!("Reply rate, {}", idle_words(idle))));
         d.extend(figures(s, idle));
         d.push(Block::P(
@@ -779,7 +1133,7 @@ fn document(s: &Summary) -> Vec<Block> {
             format!(
                 "point {}: {} idle={} rate={}: {}",
                 p.index,
-                p.series,
+                p.label(),
                 p.idle,
                 thousands(p.rate),
                 p.reason.as_deref().unwrap_or("?")
@@ -809,9 +1163,17 @@ fn document(s: &Summary) -> Vec<Block> {
         ));
     } else {
         let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+        let from = |src: &str| fs.iter().all(|f| f.source.starts_with(src));
         let paper = if s.experiment.proxy.is_some() {
             "The proxy paper measured Squid on a 1 GHz Pentium III running Linux 2.4, with \
              Polygraph clients and server on separate machines behind a WAN emulator"
+        } else if from("LSP") {
+            "The LSP measured Apache 1.3.6 (1,000 processes accepting on one port, its accept \
+             lock removed) on a 4-way 450 MHz Xeon running Linux 2.2.9, with SPECweb99 clients \
+             on four machines over 100 Mbps Ethernet"
+        } else if from("LSE") {
+            "The LSE page measured dphttpd on an 8-way 700 MHz PIII Xeon (SMP) and a 1-way \
+             866 MHz PIII (UP) running Linux 2.5, with httperf and deadconn on a client machine"
         } else {
             "The paper measured a 2.4 GHz Xeon running Linux 2.6.5 uni-processor with eight \
              client machines over gigabit Ethernet"
@@ -885,7 +1247,11 @@ fn document(s: &Summary) -> Vec<Block> {
     for p in &s.points {
         cmds.push(format!(
             "# point {}: {} idle={} rate={} trial {}",
-            p.index, p.series, p.idle, p.rate, p.trial
+            p.index,
+            p.label(),
+            p.idle,
+            p.rate,
+            p.trial
         ));
         // Results from before the commands made the document root (evlab 0.1.0 until issue
         // 12) name a directory that is gone.
@@ -1230,6 +1596,193 @@ mod tests {
         // From 0.8 ms to 900 ms, in decades.
         for t in ["end\">1<", "end\">10<", "end\">100<", "end\">1,000<"] {
             assert!(p99.contains(t), "{t}: {p99}");
+        }
+    }
+
+    /// The figures of `s` as `report::write` writes them: (file, svg).
+    fn written(s: &Summary, tag: &str) -> Vec<(String, String)> {
+        let dir = std::env::temp_dir().join(format!("evlab-report-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        write(s, &dir).unwrap();
+        let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().to_string();
+                (name, std::fs::read_to_string(&p).unwrap())
+            })
+            .collect();
+        out.sort();
+        let _ = std::fs::remove_dir_all(&dir);
+        out
+    }
+
+    /// lse-deadconn's shape: one rate, dead connections 0 … 19,000, poll falling.
+    fn deadconn() -> Summary {
+        let mut s = summary(
+            &["poll", "epoll-lt", "epoll-et", "uring"],
+            &[0, 5000, 19000],
+            &[100.0],
+            2,
+            &|m, idle, _, t| {
+                let base = if m == "poll" {
+                    10_000.0 - 0.45 * idle as f64
+                } else {
+                    9_900.0
+                };
+                base * (1.0 + 0.01 * t as f64)
+            },
+        );
+        s.experiment.idle_request_first = true;
+        for p in &mut s.points {
+            let slow = if p.series == "poll" {
+                p.idle as f64 / 100.0
+            } else {
+                0.0
+            };
+            p.load.as_mut().unwrap().latency_ms.p99 = Some(0.5 + slow);
+        }
+        s
+    }
+
+    #[test]
+    fn one_rate_and_several_idle_counts_draw_against_dead_connections() {
+        let s = deadconn();
+        assert_eq!(axis(&s), Axis::Idle);
+        let figs = written(&s, "deadconn");
+        let names: Vec<&str> = figs.iter().map(|f| f.0.as_str()).collect();
+        // No errors (all zero): no errors figure; no figure of one point per idle count.
+        assert_eq!(
+            names,
+            [
+                "fig-cpu-vs-idle.svg",
+                "fig-p99-vs-idle.svg",
+                "fig-replies-vs-idle.svg"
+            ]
+        );
+        let replies = &figs[2].1;
+        assert_eq!(replies.matches("<polyline").count(), 4, "{replies}");
+        for m in ["poll", "epoll-lt", "epoll-et", "uring"] {
+            assert!(replies.contains(&format!("data-series=\"{m}\"")), "{m}");
+        }
+        assert!(
+            replies.contains(">dead connections (each made one request"),
+            "{replies}"
+        );
+        // Bars over the two trials.
+        assert!(replies.matches("class=\"range\"").count() >= 4, "{replies}");
+        // x: the dead-connection counts, for every line.
+        let (_, _, x) = axis_x(&s, &Axis::Idle);
+        for l in lines_by(&s, &|_| true, x.as_ref(), &|p| p.reply_rate()) {
+            let xs: Vec<f64> = l.points.iter().map(|p| p.0).collect();
+            assert_eq!(xs, [0.0, 5000.0, 19000.0], "{}", l.label);
+        }
+        // The table: one row per dead-connection count, the mean of the trials.
+        let md = render_md(&s);
+        assert!(
+            md.contains("## Against dead connections: one-byte workload, 100/s offered"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| dead connections | poll | epoll-lt | epoll-et | uring |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 19,000 | 1,457 | 9,950 | 9,950 | 9,950 |"),
+            "{md}"
+        );
+        assert!(!md.contains("## Reply rate, no idle connections"), "{md}");
+        // Errors appear once there are some.
+        let mut s = deadconn();
+        for p in s
+            .points
+            .iter_mut()
+            .filter(|p| p.idle == 19000 && p.series == "poll")
+        {
+            let l = p.load.as_mut().unwrap();
+            l.connections = Some(100);
+            l.errors.total = Some(3);
+        }
+        let figs = written(&s, "deadconn-errors");
+        assert!(figs.iter().any(|f| f.0 == "fig-errors-vs-idle.svg"));
+    }
+
+    #[test]
+    fn several_rates_keep_one_set_of_figures_per_idle_count() {
+        let mut s = run();
+        s.experiment.idle = vec![0, 10000];
+        assert_eq!(axis(&s), Axis::Rate);
+        let figs = written(&s, "rates");
+        assert!(figs.iter().any(|f| f.0 == "fig-replies-idle0.svg"));
+        assert!(!figs.iter().any(|f| f.0.contains("-vs-")));
+    }
+
+    #[test]
+    fn a_swept_flag_draws_against_its_values() {
+        let s = crate::findings::tests::herd_summary(
+            &[1.0, 2.0, 4.0, 64.0],
+            2,
+            &|m, n| {
+                if m == "shared" {
+                    9_000.0 - 50.0 * n
+                } else {
+                    9_000.0
+                }
+            },
+            &|m, n| if m == "shared" { 1.0 + n / 4.0 } else { 2.0 },
+        );
+        assert_eq!(axis(&s), Axis::Swept("workers".into()));
+        let figs = written(&s, "herd");
+        let names: Vec<&str> = figs.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "fig-balance-vs-workers.svg",
+                "fig-cpu-vs-workers.svg",
+                "fig-ctxsw-vs-workers.svg",
+                "fig-p99-vs-workers.svg",
+                "fig-replies-vs-workers.svg"
+            ]
+        );
+        for (name, svg) in &figs {
+            assert_eq!(svg.matches("<polyline").count(), 3, "{name}");
+            assert!(svg.contains(">workers (--workers N)<"), "{name}");
+        }
+        let (_, _, x) = axis_x(&s, &Axis::Swept("workers".into()));
+        let ls = lines_by(&s, &|_| true, x.as_ref(), &|p| p.ctx_switches_per_conn());
+        assert_eq!(
+            ls.iter().map(|l| l.label.as_str()).collect::<Vec<_>>(),
+            ["shared", "exclusive", "reuseport"]
+        );
+        for l in &ls {
+            let xs: Vec<f64> = l.points.iter().map(|p| p.0).collect();
+            assert_eq!(xs, [1.0, 2.0, 4.0, 64.0], "{}", l.label);
+        }
+        // Shared wakes 1 + n/4 per connection: 17 at 64 workers.
+        assert_eq!(ls[0].points[3].1, 17.0);
+        let md = render_md(&s);
+        assert!(
+            md.contains("| workers | shared | exclusive | reuseport |"),
+            "{md}"
+        );
+        assert!(md.contains("| 64 | 5,829 | 9,045 | 9,045 |"), "{md}");
+        assert!(md.contains("| 64 | 17.00 | 2.00 | 2.00 |"), "{md}");
+        assert!(md.contains("The LSP measured Apache 1.3.6"), "{md}");
+        // Validity: a row per mode and worker count.
+        assert!(md.contains("| exclusive workers=64 | 0 | 2 / 2 |"), "{md}");
+        // Two rates: a set of figures per rate, named by it.
+        let mut s = s;
+        for p in s.points.iter_mut().filter(|p| p.trial == 2) {
+            p.rate = 20_000.0;
+        }
+        let figs = written(&s, "herd-rates");
+        for f in [
+            "fig-replies-vs-workers-idle0-rate10000.svg",
+            "fig-replies-vs-workers-idle0-rate20000.svg",
+        ] {
+            assert!(figs.iter().any(|x| x.0 == f), "{f}");
         }
     }
 

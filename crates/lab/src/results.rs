@@ -41,6 +41,10 @@ pub struct ServerCounters {
     pub interest_changes: u64,
     pub max_active: u64,
     pub syscalls: BTreeMap<String, SyscallRow>,
+    /// Connections each worker accepted over the run (`per_worker[].accepted` deltas): how the
+    /// accept mode spread them.
+    #[serde(default)]
+    pub per_worker_accepted: Vec<u64>,
 }
 
 impl ServerCounters {
@@ -50,6 +54,22 @@ impl ServerCounters {
     pub fn events_per_wait(&self) -> Option<f64> {
         (self.waits > 0).then(|| self.events as f64 / self.waits as f64)
     }
+    /// The busiest worker's accepts over the mean (1: even; N: one worker of N took them all),
+    /// with more than one worker and at least one accept.
+    pub fn accept_imbalance(&self) -> Option<f64> {
+        let w = &self.per_worker_accepted;
+        let total: u64 = w.iter().sum();
+        (w.len() > 1 && total > 0)
+            .then(|| *w.iter().max().unwrap_or(&0) as f64 * w.len() as f64 / total as f64)
+    }
+}
+
+/// The value of the experiment's `[sweep]` flag a point ran with.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Swept {
+    /// The axis' name (`workers`).
+    pub name: String,
+    pub value: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -58,6 +78,9 @@ pub struct PointResult {
     pub series: String,
     pub kind: ServerKind,
     pub mechanism: String,
+    /// With `[sweep]`: the swept flag's value (the series' line is drawn against it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swept: Option<Swept>,
     pub idle: usize,
     /// The rate asked of the load generator (`--rate`).
     pub rate: f64,
@@ -90,6 +113,11 @@ pub struct PointResult {
     /// The server's CPU budget (cgroup CPU quota, share of one CPU), when one was set.
     #[serde(default)]
     pub server_cpu_budget: Option<f64>,
+    /// Context switches of the server's threads over the measured run, voluntary plus
+    /// involuntary (every `/proc/PID/task/*/status` of its processes, after − before): each
+    /// worker woken for a connection it does not get is one more.
+    #[serde(default)]
+    pub server_ctx_switches: Option<u64>,
     /// Validity flags: any one makes the point invalid (httperf's manual: such runs do not
     /// measure the server). Verdicts use valid points only.
     pub flags: Vec<String>,
@@ -117,6 +145,7 @@ impl PointResult {
             series: series.label.clone(),
             kind: series.kind,
             mechanism: series.mechanism.clone(),
+            swept: None,
             idle,
             rate,
             trial,
@@ -134,6 +163,7 @@ impl PointResult {
             server_cpu_busy: None,
             steal: None,
             server_cpu_budget: None,
+            server_ctx_switches: None,
             flags: vec![],
             notes: vec![],
             commands: vec![],
@@ -141,6 +171,38 @@ impl PointResult {
         }
     }
 
+    /// The series' label, with the swept value when there is one: `shared workers=4`.
+    pub fn label(&self) -> String {
+        match &self.swept {
+            Some(w) => format!(
+                "{} {}={}",
+                self.series,
+                w.name,
+                crate::spec::SweepSpec::arg(w.value)
+            ),
+            None => self.series.clone(),
+        }
+    }
+    /// The swept value, when the experiment sweeps a flag.
+    pub fn swept_value(&self) -> Option<f64> {
+        self.swept.as_ref().map(|w| w.value)
+    }
+    /// Server context switches per connection it accepted (or, without its counters, per
+    /// connection the client made).
+    pub fn ctx_switches_per_conn(&self) -> Option<f64> {
+        let n = self.server_ctx_switches?;
+        let conns = self
+            .server
+            .as_ref()
+            .map(|c| c.accepted)
+            .filter(|&a| a > 0)
+            .or_else(|| self.load.as_ref()?.connections)
+            .filter(|&c| c > 0)?;
+        Some(n as f64 / conns as f64)
+    }
+    pub fn accept_imbalance(&self) -> Option<f64> {
+        self.server.as_ref()?.accept_imbalance()
+    }
     pub fn ok(&self) -> bool {
         self.status == Status::Ok
     }
@@ -248,7 +310,8 @@ pub const POINTS_HEADER: &str = "point,series,kind,mechanism,idle,rate,trial,dur
 offered_rate,reply_rate_avg,reply_rate_min,reply_rate_max,reply_rate_stddev,replies,connections,\
 errors,client_timo,connrefused,connreset,fd_unavail,addrunavail,ftab_full,other_errors,\
 p50_ms,p90_ms,p99_ms,p999_ms,max_ms,late_starts,client_cpu_util,server_cpu_util,server_cpu_s,\
-server_cpu_us_per_reply,server_syscalls_per_request,server_events_per_wait,flags,reason";
+server_cpu_us_per_reply,server_syscalls_per_request,server_events_per_wait,flags,reason,\
+sweep,sweep_value,server_ctx_switches,accepted_per_worker";
 
 pub fn points_csv(points: &[PointResult]) -> String {
     let mut s = String::from(POINTS_HEADER);
@@ -303,6 +366,22 @@ pub fn points_csv(points: &[PointResult]) -> String {
             optf(p.server.as_ref().and_then(|c| c.events_per_wait()), 3),
             csv_cell(&p.flags.join("; ")),
             csv_cell(p.reason.as_deref().unwrap_or("")),
+            csv_cell(p.swept.as_ref().map_or("", |w| w.name.as_str())),
+            p.swept
+                .as_ref()
+                .map(|w| w.value.to_string())
+                .unwrap_or_default(),
+            opt(p.server_ctx_switches),
+            p.server
+                .as_ref()
+                .map(|c| {
+                    c.per_worker_accepted
+                        .iter()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
         ];
         s.push_str(&cells.join(","));
         s.push('\n');

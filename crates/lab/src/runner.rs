@@ -331,7 +331,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         duration,
         &legs
             .iter()
-            .map(|(t, i, s)| (s.label.clone(), *i, *t))
+            .map(|(t, i, s, v)| (leg_label(spec, s, *v), *i, *t))
             .collect::<Vec<_>>(),
         fixed.len(),
         capacity,
@@ -347,9 +347,13 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         _ => format!("{} rates", fixed.len()),
     };
     progress.note(&format!(
-        "evlab run: {} — {} series × {rates_words} × {} idle counts × {} trials, {duration} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
+        "evlab run: {} — {} series{} × {rates_words} × {} idle counts × {} trials, {duration} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
         spec.name,
         series.len(),
+        spec.sweep
+            .as_ref()
+            .map(|sw| format!(" × {} {} values", sw.values.len(), sw.name()))
+            .unwrap_or_default(),
         spec.idle.len(),
         spec.trials,
         budget
@@ -364,8 +368,8 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     ));
 
     let mut index = 0;
-    'all: for (leg, (trial, idle, s)) in legs.iter().enumerate() {
-        let (trial, idle) = (*trial, *idle);
+    'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
+        let (trial, idle, swept) = (*trial, *idle, *swept);
         let mut below = 0;
         let rates: Vec<f64> = match (&spec.rate_search, search_rates) {
             (Some(rs), Some(n)) => (0..n).map(|i| rs.start + rs.step * i as f64).collect(),
@@ -380,9 +384,12 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             progress.start_point(
                 &forecast,
                 index,
-                &format!("{} idle={idle} rate={rate}/s trial {trial}", s.label),
+                &format!(
+                    "{} idle={idle} rate={rate}/s trial {trial}",
+                    leg_label(spec, s, swept)
+                ),
             );
-            let p = run_point(&ctx, index, s, idle, rate, trial);
+            let p = run_point(&ctx, index, s, swept, idle, rate, trial);
             forecast.point_done(leg, rate, p.wall_s);
             if p.status == Status::Interrupted {
                 summary.interrupted = true;
@@ -426,20 +433,39 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     Ok((out, summary))
 }
 
-/// The sweep's legs in the order they run: trial → idle count → series, each trial visiting the
-/// series in a rotated order, so that a drift over the run (a neighbour on the host, a warming
-/// cache) does not always favour the same series. Each leg runs its series' rates.
-pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<(u32, usize, &'a Series)> {
+/// A leg of the sweep: trial, idle count, series, and the `[sweep]` flag's value (if any).
+pub type SweepLeg<'a> = (u32, usize, &'a Series, Option<f64>);
+
+/// The sweep's legs in the order they run: trial → idle count → swept value → series, each
+/// trial visiting the series in a rotated order, so that a drift over the run (a neighbour on
+/// the host, a warming cache) does not always favour the same series; at each swept value every
+/// series runs before the next value, for the same reason. Each leg runs its series' rates.
+pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<SweepLeg<'a>> {
     let mut out = Vec::new();
     for trial in 1..=spec.trials {
         let rot = (trial as usize - 1) % series.len().max(1);
         for &idle in &spec.idle {
-            for s in series[rot..].iter().chain(&series[..rot]) {
-                out.push((trial, idle, s));
+            for v in spec.sweep_values() {
+                for s in series[rot..].iter().chain(&series[..rot]) {
+                    out.push((trial, idle, s, v));
+                }
             }
         }
     }
     out
+}
+
+/// A leg's series as the progress line and the forecast name it: `shared workers=4`.
+fn leg_label(spec: &Spec, s: &Series, swept: Option<f64>) -> String {
+    match (&spec.sweep, swept) {
+        (Some(sw), Some(v)) => format!(
+            "{} {}={}",
+            s.label,
+            sw.name(),
+            crate::spec::SweepSpec::arg(v)
+        ),
+        _ => s.label.clone(),
+    }
 }
 
 fn write_tables(summary: &Summary, out: &Path) -> Result<(), LabError> {
@@ -497,12 +523,23 @@ fn run_point(
     ctx: &PointCtx,
     index: usize,
     s: &Series,
+    swept: Option<f64>,
     idle: usize,
     rate: f64,
     trial: u32,
 ) -> PointResult {
     let t0 = Instant::now();
     let mut p = PointResult::new(index, s, idle, rate, trial, ctx.duration);
+    p.swept = ctx
+        .opts
+        .spec
+        .sweep
+        .as_ref()
+        .zip(swept)
+        .map(|(sw, value)| results::Swept {
+            name: sw.name(),
+            value,
+        });
     p.server_cpu_budget = ctx.budget.map(|b| b.share);
     let mut procs = Procs::default();
     let r = measure(ctx, &mut p, &mut procs);
@@ -1000,16 +1037,21 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     // what it held again, so that they work after the run.
     p.commands
         .extend(docroot_commands(ctx, &pdir, &docroot, object_size));
+    let mut flags: Vec<String> = spec
+        .series
+        .iter()
+        .find(|x| x.label == p.series)
+        .map(|x| x.flags.clone())
+        .unwrap_or_default();
+    // The swept flag goes last, after the series' own.
+    if let (Some(sw), Some(v)) = (&spec.sweep, p.swept_value()) {
+        flags.extend([sw.flag.clone(), crate::spec::SweepSpec::arg(v)]);
+    }
     let series = Series {
         label: p.series.clone(),
         kind: p.kind,
         mechanism: p.mechanism.clone(),
-        flags: spec
-            .series
-            .iter()
-            .find(|x| x.label == p.series)
-            .map(|x| x.flags.clone())
-            .unwrap_or_default(),
+        flags,
     };
     let port = start_server(
         ctx,
@@ -1043,10 +1085,12 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         None
     };
     let cpu_before = server.cpu_seconds();
+    let ctx_before = ctx_switches(server.pid);
     let origin_before = procs.origin.as_ref().map(|o| o.cpu_seconds());
     let run = run_load(ctx, "evlab load", &ask(ctx.duration, "run"))?;
     let server = procs.server.as_mut().expect("started");
     let cpu_after = server.cpu_seconds();
+    let ctx_after = ctx_switches(server.pid);
     // The origin's CPU time over the run (it shares the client CPU unless `origin_cpu`).
     let origin_cpu = procs
         .origin
@@ -1094,6 +1138,9 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     p.steal = run.steal;
     if let (Some(a), Some(b)) = (&stats_before, &stats_after) {
         p.server = Some(counters_delta(a, b));
+    }
+    if let (Some(a), Some(b)) = (ctx_before, ctx_after) {
+        p.server_ctx_switches = Some(b.saturating_sub(a));
     }
     p.load = Some(load);
     judge(spec, p);
@@ -1194,6 +1241,43 @@ pub fn judge(spec: &Spec, p: &mut PointResult) {
     }
 }
 
+/// Context switches, voluntary and involuntary, of every thread of `pid` and its descendants
+/// (from `/proc/PID/task/TID/status`: the process-wide `/proc/PID/status` counts only its main
+/// thread). None when nothing could be read.
+pub fn ctx_switches(pid: u32) -> Option<u64> {
+    let mut total = 0u64;
+    let mut any = false;
+    for p in procs::process_tree(pid) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(t.path().join("status")) else {
+                continue;
+            };
+            if let Some(n) = status_ctx_switches(&text) {
+                total += n;
+                any = true;
+            }
+        }
+    }
+    any.then_some(total)
+}
+
+/// `voluntary_ctxt_switches` + `nonvoluntary_ctxt_switches` of a `/proc/…/status` text.
+fn status_ctx_switches(status: &str) -> Option<u64> {
+    let field = |name: &str| {
+        status.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(':')?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    Some(field("voluntary_ctxt_switches")? + field("nonvoluntary_ctxt_switches")?)
+}
+
 fn children_cpu_seconds() -> f64 {
     // SAFETY: getrusage writes into the zeroed struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -1249,6 +1333,18 @@ pub fn counters_delta(a: &ServerStats, b: &ServerStats) -> ServerCounters {
             .saturating_sub(a.events.interest_changes),
         max_active: b.connections.max_active,
         syscalls,
+        per_worker_accepted: b
+            .per_worker
+            .iter()
+            .map(|w| {
+                let before = a
+                    .per_worker
+                    .iter()
+                    .find(|x| x.worker == w.worker)
+                    .map_or(0, |x| x.accepted);
+                w.accepted.saturating_sub(before)
+            })
+            .collect(),
     }
 }
 
@@ -1422,6 +1518,69 @@ mod tests {
         assert_eq!(c.syscalls["close"].ns, Some(50));
         assert!(!c.syscalls.contains_key("open"));
         assert_eq!(c.syscalls_total(), 200);
+    }
+
+    #[test]
+    fn per_worker_accepts_are_deltas_by_worker() {
+        let worker = |worker: usize, accepted: u64| evlab_server::WorkerCounts {
+            worker,
+            accepted,
+            requests: accepted,
+            active: 0,
+            waits: 0,
+        };
+        let mut a = stats(0, 0, 0, &[]);
+        a.per_worker = vec![worker(0, 10), worker(1, 3)];
+        let mut b = stats(0, 0, 0, &[]);
+        b.per_worker = vec![worker(0, 110), worker(1, 3), worker(2, 50)];
+        let c = counters_delta(&a, &b);
+        assert_eq!(c.per_worker_accepted, [100, 0, 50]);
+        // The busiest worker took 100 of 150 over 3 workers: 2× the mean.
+        assert_eq!(c.accept_imbalance(), Some(2.0));
+    }
+
+    #[test]
+    fn context_switches_are_read_from_every_thread() {
+        let status = "Name:\tevlab\nThreads:\t3\nvoluntary_ctxt_switches:\t120\n\
+                      nonvoluntary_ctxt_switches:\t7\n";
+        assert_eq!(status_ctx_switches(status), Some(127));
+        assert_eq!(status_ctx_switches("Name:\tx\n"), None);
+        // This test process: its threads have switched at least once, and the count only grows.
+        let me = std::process::id();
+        let a = ctx_switches(me).expect("readable");
+        std::thread::sleep(Duration::from_millis(5));
+        let b = ctx_switches(me).expect("readable");
+        assert!(a > 0 && b > a, "{a} then {b}");
+    }
+
+    #[test]
+    fn a_sweep_runs_every_series_at_each_value_before_the_next() {
+        let spec = Spec::parse(
+            "name = \"t\"\nmechanisms = [\"poll\", \"epoll-lt\"]\nrates = [1]\nidle = [0, 5]\n\
+             trials = 2\n[sweep]\nflag = \"--workers\"\nvalues = [1, 4]\n",
+            "t",
+        )
+        .unwrap();
+        let series = spec.series_list(&|_| true, &[]);
+        let legs: Vec<String> = sweep_order(&spec, &series)
+            .iter()
+            .map(|(t, i, s, v)| format!("{t}/{i}/{}", leg_label(&spec, s, *v)))
+            .collect();
+        assert_eq!(
+            legs[..4],
+            [
+                "1/0/poll workers=1",
+                "1/0/epoll-lt workers=1",
+                "1/0/poll workers=4",
+                "1/0/epoll-lt workers=4"
+            ]
+        );
+        // 2 trials × 2 idle counts × 2 values × 2 series; trial 2 starts with the other series.
+        assert_eq!(legs.len(), 16);
+        assert_eq!(legs[8], "2/0/epoll-lt workers=1");
+        // And the estimate counts those points.
+        let e = estimate::estimate(&spec, series.len(), 1.0);
+        assert_eq!(e.points, estimate::Count::Exact(16));
     }
 
     #[test]

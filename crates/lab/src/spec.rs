@@ -117,6 +117,10 @@ pub struct Spec {
     /// `proxy_pass` (no cache) in front of the same origin.
     #[serde(default)]
     pub proxy: Option<ProxySpec>,
+    /// `[sweep]`: a server flag swept over values (`--workers` 1, 2, 4, …): every series runs at
+    /// every value, and the figures put the value on x, one line per series.
+    #[serde(default)]
+    pub sweep: Option<SweepSpec>,
     /// Polymix-like workload: objects of each kind in the origin's file set.
     #[serde(default = "default_polymix_objects")]
     pub polymix_objects: usize,
@@ -136,6 +140,40 @@ pub struct ProxySpec {
     /// The origin's CPU (default: the first client CPU).
     #[serde(default)]
     pub origin_cpu: Option<usize>,
+}
+
+/// `[sweep]`: one flag of the measured server, swept. Each series runs once per value with
+/// `flag value` added to its flags (after the experiment's and the series' own), so a point is
+/// (series, value, idle count, rate, trial), and the report draws reply rate, CPU per reply and
+/// p99 against the value.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// The flag, e.g. `--workers`.
+    pub flag: String,
+    /// Its values, in the order they run and are drawn (increasing).
+    pub values: Vec<f64>,
+    /// What the x axis says (default: the flag without its dashes).
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+impl SweepSpec {
+    /// The x axis' name: `label`, or the flag without its dashes (`workers`).
+    pub fn name(&self) -> String {
+        self.label
+            .clone()
+            .unwrap_or_else(|| self.flag.trim_start_matches('-').to_string())
+    }
+
+    /// A value as the flag is given it: integers without a decimal point.
+    pub fn arg(value: f64) -> String {
+        if value.fract() == 0.0 && value.abs() < 1e15 {
+            format!("{}", value as i64)
+        } else {
+            value.to_string()
+        }
+    }
 }
 
 /// The micro-benchmarks an experiment may run.
@@ -572,10 +610,77 @@ impl Spec {
         if !(self.late_start_limit >= 0.0 && self.late_start_limit <= 1.0) {
             return Err(bad("late_start_limit", "must be in [0, 1]".into()));
         }
+        if let Some(sw) = &self.sweep {
+            self.validate_sweep(sw)
+                .map_err(|(key, msg)| bad(key, msg))?;
+        }
         if self.workload == Workload::Specweb && self.fileset_dirs == 0 {
             return Err(bad("fileset_dirs", "must be at least 1".into()));
         }
         Ok(())
+    }
+
+    fn validate_sweep(&self, sw: &SweepSpec) -> Result<(), (&'static str, String)> {
+        let name = sw.flag.trim_start_matches('-');
+        if !sw.flag.starts_with("--")
+            || name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            return Err((
+                "flag",
+                format!(
+                    "`{}`: a long flag of the server, such as \"--workers\"",
+                    sw.flag
+                ),
+            ));
+        }
+        if sw.values.is_empty() {
+            return Err(("values", "give at least one value".into()));
+        }
+        if let Some(v) = sw.values.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+            return Err(("values", format!("{v}: values must be zero or more")));
+        }
+        if let Some(w) = sw.values.windows(2).find(|w| w[1] <= w[0]) {
+            return Err((
+                "values",
+                format!(
+                    "{} after {}: give the values in increasing order, each once",
+                    w[1], w[0]
+                ),
+            ));
+        }
+        let given = |flags: &[String]| flags.iter().any(|f| f == &sw.flag);
+        if given(&self.server_flags) || self.series.iter().any(|s| given(&s.flags)) {
+            return Err((
+                "flag",
+                format!(
+                    "`{}` is swept, so it cannot also be in `server_flags` or a series' `flags`",
+                    sw.flag
+                ),
+            ));
+        }
+        let auto_budget = matches!(self.server_cpu_budget, Some(Budget::Auto));
+        if self.rates.is_auto() || auto_budget {
+            return Err((
+                if self.rates.is_auto() {
+                    "rates"
+                } else {
+                    "server_cpu_budget"
+                },
+                "`[sweep]` needs fixed `rates` and a fixed (or no) `server_cpu_budget`: \
+                 calibration probes each series once, not at each swept value"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The swept values (one `None` when the experiment has no `[sweep]`).
+    pub fn sweep_values(&self) -> Vec<Option<f64>> {
+        match &self.sweep {
+            Some(sw) => sw.values.iter().map(|&v| Some(v)).collect(),
+            None => vec![None],
+        }
     }
 
     /// The lines to draw, in legend order. `supported` answers whether an evlab mechanism runs
@@ -843,6 +948,79 @@ mechanism = "nginx"
         let s = Spec::parse(GOOD, "t.toml").unwrap();
         assert_eq!(s.active_conns, None);
         assert!(!s.idle_request_first);
+    }
+
+    #[test]
+    fn sweep_parses_and_runs_every_series_at_every_value() {
+        let src = format!("{GOOD}\n[sweep]\nflag = \"--workers\"\nvalues = [1, 2, 64]\n");
+        let s = Spec::parse(&src, "t.toml").unwrap();
+        let sw = s.sweep.as_ref().unwrap();
+        assert_eq!(sw.flag, "--workers");
+        assert_eq!(sw.values, [1.0, 2.0, 64.0]);
+        assert_eq!(sw.name(), "workers");
+        assert_eq!(s.sweep_values(), [Some(1.0), Some(2.0), Some(64.0)]);
+        assert_eq!(SweepSpec::arg(64.0), "64");
+        assert_eq!(SweepSpec::arg(0.5), "0.5");
+        let labelled = src.replace("values = [1, 2, 64]", "values = [1]\nlabel = \"threads\"");
+        let s = Spec::parse(&labelled, "t.toml").unwrap();
+        assert_eq!(s.sweep.unwrap().name(), "threads");
+        // Without `[sweep]`, one leg per series as before.
+        assert_eq!(Spec::parse(GOOD, "t.toml").unwrap().sweep_values(), [None]);
+        // The shipped herd macro-benchmark: three accept modes × seven worker counts.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/herd-serve.toml");
+        let s = Spec::load(&path).unwrap();
+        assert_eq!(s.sweep_values().len(), 7);
+        let modes: Vec<_> = s
+            .series_list(&|_| true, &[])
+            .into_iter()
+            .map(|x| x.flags)
+            .collect();
+        assert_eq!(
+            modes,
+            [
+                ["--accept-mode", "shared"],
+                ["--accept-mode", "exclusive"],
+                ["--accept-mode", "reuseport"]
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_sweeps_name_the_key_and_say_why() {
+        let with = |body: &str| format!("{GOOD}\n[sweep]\n{body}\n");
+        let (line, key, msg) = err(&with("flag = \"workers\"\nvalues = [1]"));
+        assert_eq!((line, key.as_str()), (14, "flag"));
+        assert!(msg.contains("a long flag of the server"), "{msg}");
+        let (line, key, msg) = err(&with("flag = \"--workers\"\nvalues = []"));
+        assert_eq!((line, key.as_str()), (15, "values"));
+        assert!(msg.contains("at least one value"), "{msg}");
+        let (_, key, msg) = err(&with("flag = \"--workers\"\nvalues = [4, 2]"));
+        assert_eq!(key, "values");
+        assert!(
+            msg.contains("2 after 4: give the values in increasing order"),
+            "{msg}"
+        );
+        let (_, key, msg) = err(&with("flag = \"--workers\"\nvalues = [1, -2]"));
+        assert_eq!(key, "values");
+        assert!(msg.contains("-2: values must be zero or more"), "{msg}");
+        let (_, key, msg) = err(&with("flag = \"--workers\"\nvalues = [1, \"many\"]"));
+        assert_eq!(key, "values");
+        assert!(msg.contains("invalid type"), "{msg}");
+        let (line, key, _) = err(&with("flag = \"--workers\"\nvalues = [1]\nstep = 2"));
+        assert_eq!((line, key.as_str()), (16, "step"));
+        // The swept flag given by a series too: which would win?
+        let clash = GOOD.replace("\"10\"]", "\"10\", \"--workers\", \"2\"]");
+        let (_, key, msg) = err(&format!(
+            "{clash}\n[sweep]\nflag = \"--workers\"\nvalues = [1]\n"
+        ));
+        assert_eq!(key, "flag");
+        assert!(msg.contains("cannot also be in"), "{msg}");
+        // Calibration probes a series once, not per value.
+        let auto = with("flag = \"--workers\"\nvalues = [1]")
+            .replace("rates = [1000, 2000]", "rates = \"auto\"");
+        let (line, key, msg) = err(&auto);
+        assert_eq!((line, key.as_str()), (4, "rates"));
+        assert!(msg.contains("`[sweep]` needs fixed `rates`"), "{msg}");
     }
 
     #[test]

@@ -1,0 +1,119 @@
+//! `evlab run` with a `[sweep]` (the herd macro-benchmark's shape, `experiments/herd-serve.toml`),
+//! with the real binary, tiny: two worker counts × two accept modes, 1 s points at a low rate.
+//! The report draws against the workers; each point records its worker count, the server's
+//! accepts per worker and its context switches.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("evlab-run-sweep-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn read(dir: &Path, f: &str) -> String {
+    std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+#[test]
+fn a_workers_sweep_runs_each_mode_at_each_count_and_draws_against_workers() {
+    let d = scratch("herd");
+    let spec = "name = \"herd-tiny\"\nrates = [200]\nduration_s = 1\ntimeout_s = 1\n\
+                [sweep]\nflag = \"--workers\"\nvalues = [1, 2]\n\
+                [[series]]\nlabel = \"shared\"\nmechanism = \"epoll-lt\"\n\
+                flags = [\"--accept-mode\", \"shared\"]\n\
+                [[series]]\nlabel = \"exclusive\"\nmechanism = \"epoll-lt\"\n\
+                flags = [\"--accept-mode\", \"exclusive\"]\n";
+    let f = d.join("herd-tiny.toml");
+    std::fs::write(&f, spec).unwrap();
+    let out = d.join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    // One line per point, named with its worker count, every series at 1 before 2.
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    for (line, what) in lines.iter().zip([
+        "shared workers=1",
+        "exclusive workers=1",
+        "shared workers=2",
+        "exclusive workers=2",
+    ]) {
+        assert!(
+            line.contains(&format!(" {what} idle=0 rate=200: ")),
+            "{err}"
+        );
+    }
+
+    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    let points = summary["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    for p in points {
+        assert_eq!(p["status"], "ok", "{p}");
+        let n = p["swept"]["value"].as_f64().unwrap() as usize;
+        assert_eq!(p["swept"]["name"], "workers");
+        // The server ran with that many workers: one accept count per worker, summing to
+        // what it accepted (the lab's own stats request after the run adds one).
+        let per: Vec<u64> = p["server"]["per_worker_accepted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(per.len(), n, "{p}");
+        let accepted = p["server"]["accepted"].as_u64().unwrap();
+        assert!(accepted >= 100, "{p}");
+        assert_eq!(per.iter().sum::<u64>(), accepted, "{p}");
+        // At least one context switch per connection: each worker sleeps between them.
+        let ctx = p["server_ctx_switches"].as_u64().unwrap();
+        assert!(
+            ctx >= accepted,
+            "{ctx} context switches for {accepted} connections"
+        );
+        assert!(p["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().contains(&format!("--workers {n}"))));
+    }
+
+    // The figures against workers, one line per mode; none against the offered rate.
+    let mut figs: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    figs.sort();
+    for f in [
+        "fig-balance-vs-workers.svg",
+        "fig-cpu-vs-workers.svg",
+        "fig-ctxsw-vs-workers.svg",
+        "fig-p99-vs-workers.svg",
+        "fig-replies-vs-workers.svg",
+    ] {
+        assert!(figs.iter().any(|x| x == f), "{f} missing: {figs:?}");
+    }
+    assert!(!figs.iter().any(|x| x.contains("idle0")), "{figs:?}");
+    let svg = read(&out, "fig-replies-vs-workers.svg");
+    assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+    assert!(svg.contains(">workers (--workers N)<"), "{svg}");
+    let md = read(&out, "report.md");
+    assert!(md.contains("| workers | shared | exclusive |"), "{md}");
+    assert!(md.contains("LSP accept scalability"), "{md}");
+    let csv = read(&out, "points.csv");
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",sweep,sweep_value,server_ctx_switches,accepted_per_worker"));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -538,6 +538,137 @@ fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
     d
 }
 
+/// An object size of the spec ("4K", "128K", "1M", "512") in KB, or `None` for a distribution
+/// ("polymix4").
+fn size_kb(size: &str) -> Option<f64> {
+    let t = size.trim();
+    let (num, mult) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 1.0),
+        'm' | 'M' => (&t[..t.len() - 1], 1024.0),
+        'g' | 'G' => (&t[..t.len() - 1], 1024.0 * 1024.0),
+        _ => (t, 1.0 / 1024.0),
+    };
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v * mult)
+}
+
+/// For a proxy experiment whose series differ in object size (fig-proxy-sizes, the paper's
+/// Fig. 7): the proxy's CPU per request against the object size, one line per forwarding mode
+/// (per mechanism and mode when there are several mechanisms), and a table of it.
+fn size_section(s: &Summary) -> Vec<Block> {
+    if s.experiment.proxy.is_none() {
+        return vec![];
+    }
+    let series = findings::proxy_series(s);
+    let sized: Vec<(&findings::ProxySeries, f64)> = series
+        .iter()
+        .filter_map(|x| Some((x, size_kb(&x.size)?)))
+        .collect();
+    let mut kbs: Vec<u64> = sized.iter().map(|(_, k)| k.to_bits()).collect();
+    kbs.sort_unstable();
+    kbs.dedup();
+    if kbs.len() < 2 {
+        return vec![];
+    }
+    let mut mechs: Vec<&str> = sized.iter().map(|(x, _)| x.mechanism.as_str()).collect();
+    mechs.sort_unstable();
+    mechs.dedup();
+    let key = |x: &findings::ProxySeries| {
+        if mechs.len() > 1 {
+            format!("{} {}", x.mechanism, x.mode)
+        } else {
+            x.mode.clone()
+        }
+    };
+    let cpu = |p: &PointResult| p.server_cpu_us_per_reply;
+    let mut lines: Vec<Line> = Vec::new();
+    for (x, kb) in &sized {
+        let label = key(x);
+        let kb = *kb;
+        let one = lines_by(s, &|p| p.series == x.label, &|_| Some(kb), &cpu)
+            .into_iter()
+            .find(|l| l.label == x.label);
+        let Some(one) = one else { continue };
+        let i = match lines.iter().position(|l| l.label == label) {
+            Some(i) => i,
+            None => {
+                lines.push(Line {
+                    label: label.clone(),
+                    points: vec![],
+                    flagged: vec![],
+                    ranges: vec![],
+                    stray: vec![],
+                });
+                lines.len() - 1
+            }
+        };
+        let l = &mut lines[i];
+        l.points.extend(one.points);
+        l.flagged.extend(one.flagged);
+        l.ranges.extend(one.ranges);
+        l.stray.extend(one.stray);
+    }
+    for l in &mut lines {
+        let mut order: Vec<usize> = (0..l.points.len()).collect();
+        order.sort_by(|&a, &b| l.points[a].0.total_cmp(&l.points[b].0));
+        l.points = order.iter().map(|&i| l.points[i]).collect();
+        l.flagged = order.iter().map(|&i| l.flagged[i]).collect();
+        l.ranges = order.iter().map(|&i| l.ranges[i]).collect();
+    }
+    if lines.iter().all(|l| l.points.is_empty()) {
+        return vec![];
+    }
+    let mut header = vec!["size (KB)".to_string()];
+    header.extend(lines.iter().map(|l| format!("{} (µs)", l.label)));
+    let rows: Vec<Vec<String>> = kbs
+        .iter()
+        .map(|&b| {
+            let kb = f64::from_bits(b);
+            let mut row = vec![number(kb)];
+            for l in &lines {
+                row.push(
+                    l.points
+                        .iter()
+                        .zip(&l.flagged)
+                        .find(|((x, _), _)| *x == kb)
+                        .map_or("–".into(), |((_, y), f)| {
+                            format!("{y:.2}{}", if *f { "†" } else { "" })
+                        }),
+                );
+            }
+            row
+        })
+        .collect();
+    let title = "proxy CPU per request against object size".to_string();
+    let mut d = vec![
+        Block::H(2, "Against object size".into()),
+        Block::Figure {
+            file: "fig-cpu-vs-size.svg".into(),
+            svg: svg::line_chart_x(
+                &Chart {
+                    title: title.clone(),
+                    x_label: "object size (KB)".into(),
+                    y_label: "proxy CPU µs per request".into(),
+                    lines,
+                    diagonal: false,
+                    y_scale: Scale::Linear,
+                },
+                Scale::Log,
+            ),
+            alt: title,
+        },
+    ];
+    d.push(Block::P(
+        "The proxy's CPU µs per request, the mean over valid trials (bars: their min–max; † from \
+         invalid points only):"
+            .into(),
+    ));
+    d.push(Block::Table(header, rows));
+    d
+}
+
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -1072,6 +1203,7 @@ fn document(s: &Summary) -> Vec<Block> {
                 .collect(),
         ));
     }
+    d.extend(size_section(s));
     let ax = axis(s);
     if ax != Axis::Rate {
         d.extend(swept_sections(s, &ax));
@@ -1784,6 +1916,64 @@ mod tests {
         ] {
             assert!(figs.iter().any(|x| x.0 == f), "{f}");
         }
+    }
+
+    #[test]
+    fn proxy_sizes_draw_cpu_against_object_size_per_forwarding_mode() {
+        use crate::spec::Spec;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/fig-proxy-sizes.toml");
+        let spec = Spec::load(&path).unwrap();
+        let ser = spec.series_list(&|_| true, &[]);
+        let mut s = summary(&["select"], &[0], &[10.0], 1, &|_, _, _, _| 10.0);
+        // copy costs 10 µs + 1 µs per KB, splice 12 µs + 0.5 µs per KB, two trials each.
+        s.points = (0..2)
+            .flat_map(|t| ser.iter().map(move |se| (t, se)))
+            .enumerate()
+            .map(|(i, (t, se))| {
+                let mut p = PointResult::new(i + 1, se, 0, 1000.0, t + 1, 2.0);
+                p.status = Status::Ok;
+                let (mode, size) = se.label.split_once(' ').unwrap();
+                let kb: f64 = size.trim_end_matches('K').parse().unwrap();
+                let cpu = match mode {
+                    "copy" => 10.0 + kb,
+                    _ => 12.0 + kb / 2.0,
+                };
+                p.server_cpu_us_per_reply = Some(cpu + t as f64);
+                p
+            })
+            .collect();
+        s.experiment = spec;
+        s.series = ser;
+        let d = document(&s);
+        let svg = d
+            .iter()
+            .find_map(|b| match b {
+                Block::Figure { file, svg, .. } if file == "fig-cpu-vs-size.svg" => Some(svg),
+                _ => None,
+            })
+            .expect("a figure against object size");
+        assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
+        for mode in ["copy", "splice", "splice-keep"] {
+            assert!(svg.contains(&format!(">{mode}<")), "{mode}: {svg}");
+        }
+        let (header, rows) = d
+            .iter()
+            .find_map(|b| match b {
+                Block::Table(h, r) if h[0] == "size (KB)" => Some((h, r)),
+                _ => None,
+            })
+            .expect("a table against object size");
+        assert_eq!(
+            header[1..],
+            ["copy (µs)", "splice (µs)", "splice-keep (µs)"]
+        );
+        let sizes: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(sizes, ["4", "8", "12", "25", "64", "128"]);
+        // The mean of the two trials: copy at 128 KB 138.5, splice 76.5.
+        assert_eq!(rows[5][1..3], ["138.50", "76.50"]);
+        // μserver runs (no [proxy]) have no such section.
+        assert!(size_section(&run()).is_empty());
     }
 
     #[test]

@@ -19,6 +19,7 @@ use evlab_micro::{Finding, Verdict};
 use serde::{Deserialize, Serialize};
 
 use crate::procs::{self, Child};
+use crate::report::html_inline;
 use crate::results::{self, Summary};
 use crate::runner::RunOptions;
 use crate::spec::{MicroSpec, MICRO_BENCHMARKS};
@@ -387,25 +388,6 @@ fn render_md(doc: &[Block]) -> String {
         }
     }
     o
-}
-
-/// Escapes, then turns `code` and **bold** into HTML.
-fn html_inline(s: &str) -> String {
-    let mut out = String::new();
-    for (i, part) in esc(s).split('`').enumerate() {
-        if i % 2 == 1 {
-            let _ = write!(out, "<code>{part}</code>");
-        } else {
-            for (j, q) in part.split("**").enumerate() {
-                if j % 2 == 1 {
-                    let _ = write!(out, "<strong>{q}</strong>");
-                } else {
-                    out.push_str(q);
-                }
-            }
-        }
-    }
-    out
 }
 
 // The experiments' reports' look: two figures side by side, a readable measure for text.

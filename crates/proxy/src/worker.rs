@@ -1,4 +1,9 @@
-//! One proxy worker: an event loop generic over the readiness mechanism.
+//! One proxy worker: an event loop generic over the mechanism (a readiness [`Poller`], or the
+//! completion engine, which looks like one). Every transfer goes through [`Io`]; under the
+//! completion engine, "in flight" ([`pending`]) clears readiness as EAGAIN does, and a short
+//! read proves nothing (`Io::COMPLETION`).
+//!
+//! [`Poller`]: evlab_poll::Poller
 //!
 //! A client connection goes through these phases, one request at a time (pipelined requests
 //! wait in its input buffer and are answered in order, as nginx and HAProxy do):

@@ -830,7 +830,16 @@ impl Io for Uring {
     const COMPLETION: bool = true;
 
     fn adopt(&mut self, fd: RawFd, role: Role) {
-        self.st(fd).role = Some(role);
+        // A new descriptor: nothing known of an earlier one with its number may carry over.
+        let st = self.st(fd);
+        let refs = st.refs;
+        let rx = std::mem::take(&mut st.rx);
+        *st = FdState {
+            role: Some(role),
+            refs,
+            ..FdState::default()
+        };
+        self.give_buf(rx);
         if role == Role::Listener {
             self.listen_fd = fd;
         }
@@ -962,7 +971,17 @@ impl Io for Uring {
     }
 
     fn pipe_busy(&mut self, rd: RawFd, wr: RawFd) -> bool {
-        let busy = self.st(rd).refs > 0 || self.st(wr).refs > 0;
+        // A request in flight, or a result not taken (bytes the state machine has not
+        // counted): the pipe may hold more than it knows. Either way nothing about these
+        // descriptors may outlive them.
+        let busy = [rd, wr].into_iter().any(|fd| {
+            let st = self.st(fd);
+            st.refs > 0
+                || st.rd.is_some()
+                || st.wr.is_some()
+                || st.rd_done.is_some()
+                || st.wr_done.is_some()
+        });
         if busy {
             self.forget(rd);
             self.forget(wr);

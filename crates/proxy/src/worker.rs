@@ -816,7 +816,7 @@ impl<P: Io> Worker<P> {
         let done = match connected {
             Ok(done) => done,
             Err(e) => {
-                let _ = sys::close(fd);
+                self.poller.close(fd);
                 return Err(e);
             }
         };

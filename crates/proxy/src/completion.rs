@@ -1021,3 +1021,144 @@ impl Drop for Uring {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xfer::pending;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::IntoRawFd;
+
+    fn engine() -> Option<Uring> {
+        if let Support::No(why) = Mechanism::Uring.support() {
+            eprintln!("skipped: io_uring unavailable: {why}");
+            return None;
+        }
+        Some(Uring::new().expect("a ring"))
+    }
+
+    /// A connected pair: the engine's side (non-blocking, adopted, registered) and the peer.
+    fn pair(u: &mut Uring) -> (RawFd, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (ours, _) = l.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let fd = ours.into_raw_fd();
+        u.adopt(fd, Role::Conn);
+        u.register(
+            fd,
+            Token(fd as usize),
+            Interest::READABLE.with(Interest::WRITABLE),
+        )
+        .unwrap();
+        (fd, peer)
+    }
+
+    /// Makes the call until it is no longer in flight, turning the ring meanwhile.
+    fn until<T>(u: &mut Uring, mut f: impl FnMut(&mut Uring) -> io::Result<T>) -> io::Result<T> {
+        let mut ev = Events::with_capacity(64);
+        let t0 = Instant::now();
+        loop {
+            match f(u) {
+                Err(e) if pending(&e) => {
+                    assert!(t0.elapsed() < Duration::from_secs(5), "still in flight");
+                    u.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
+                }
+                r => return r,
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_is_in_flight_then_brings_the_bytes_then_eof() {
+        let Some(mut u) = engine() else { return };
+        let (fd, mut peer) = pair(&mut u);
+        let mut ev = Events::with_capacity(8);
+        u.wait(&mut ev, Some(Duration::ZERO)).unwrap();
+        assert!(ev
+            .iter()
+            .any(|e| e.token == Token(fd as usize) && e.readable()));
+        let mut buf = Vec::with_capacity(4096);
+        assert!(pending(&u.read_max(fd, &mut buf, 4096).unwrap_err()));
+        peer.write_all(b"hello").unwrap();
+        assert_eq!(
+            until(&mut u, |u| u.read_max(fd, &mut buf, 4096)).unwrap(),
+            5
+        );
+        assert_eq!(buf, b"hello");
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(
+            until(&mut u, |u| u.read_max(fd, &mut buf, 4096)).unwrap(),
+            0
+        );
+        u.deregister(fd).unwrap();
+        Io::close(&mut u, fd);
+    }
+
+    /// A write is taken whole and sent afterwards: closing the descriptor at once (the
+    /// worker's way after its last response) must not lose it, though the send is not even
+    /// submitted yet.
+    #[test]
+    fn a_send_taken_before_the_close_still_arrives() {
+        let Some(mut u) = engine() else { return };
+        let (fd, mut peer) = pair(&mut u);
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut sent = 0;
+        while sent < data.len() {
+            sent += until(&mut u, |u| u.writev(fd, &[IoSlice::new(&data[sent..])])).unwrap();
+        }
+        u.shutdown_write(fd);
+        u.deregister(fd).unwrap();
+        Io::close(&mut u, fd);
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            peer.read_to_end(&mut got).map(|_| got)
+        });
+        let mut ev = Events::with_capacity(8);
+        let t0 = Instant::now();
+        while u.live > 0 && t0.elapsed() < Duration::from_secs(5) {
+            u.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
+        }
+        assert_eq!(u.live, 0, "the send completed");
+        assert!(
+            reader.join().unwrap().unwrap() == data,
+            "every byte, then EOF"
+        );
+    }
+
+    #[test]
+    fn splice_moves_socket_to_pipe_to_socket() {
+        let Some(mut u) = engine() else { return };
+        if !u.can_splice() {
+            eprintln!("skipped: this kernel's io_uring cannot splice");
+            return;
+        }
+        let (origin, mut origin_peer) = pair(&mut u);
+        let (client, mut client_peer) = pair(&mut u);
+        let (rd, wr) = sys::pipe2_counted().unwrap();
+        let body: Vec<u8> = (0..30_000u32).map(|i| (i % 253) as u8).collect();
+        origin_peer.write_all(&body).unwrap();
+        let mut moved = 0;
+        while moved < body.len() {
+            let n = until(&mut u, |u| u.splice(origin, wr, body.len() - moved, origin)).unwrap();
+            assert!(n > 0);
+            let mut left = n;
+            while left > 0 {
+                left -= until(&mut u, |u| u.splice(rd, client, left, client)).unwrap();
+            }
+            moved += n;
+        }
+        let mut got = vec![0u8; body.len()];
+        client_peer.read_exact(&mut got).unwrap();
+        assert!(got == body);
+        assert!(!u.pipe_busy(rd, wr), "nothing in flight on the pipe");
+        for fd in [origin, client] {
+            u.deregister(fd).unwrap();
+            Io::close(&mut u, fd);
+        }
+        let _ = sys::close(rd);
+        let _ = sys::close(wr);
+    }
+}

@@ -22,8 +22,9 @@
 //! - other descriptors registered readable (the shutdown waker): a one-shot POLL_ADD.
 //!
 //! Costs and traps:
-//! - Every read is copied once more than under readiness (from the request's buffer into the
-//!   state machine's), and every write once (into the send's buffer): the price of keeping one
+//! - A read that finds the state machine's buffer empty takes the request's buffer whole (a
+//!   copied body's next batch, a client's next requests); other reads are copied once more than
+//!   under readiness, and every write once (into the send's buffer): the price of keeping one
 //!   state machine, whose buffers move and grow, and requests whose memory must stay put.
 //! - Splice and tee run in the kernel's io-wq threads (they may block on a pipe), so each costs
 //!   a hand-over to a kernel thread; that is what this engine measures against splice(2).
@@ -860,6 +861,16 @@ impl Io for Uring {
 
     fn read_max(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         let want = max.min(buf.capacity() - buf.len());
+        let st = self.st(fd);
+        if buf.is_empty() && st.rx_pos == 0 && !st.rx.is_empty() && st.rx.len() <= want {
+            // The whole of a recv into an empty buffer (a copied body's next batch, a client's
+            // next requests): hand the request's buffer over instead of copying it.
+            let n = st.rx.len();
+            std::mem::swap(buf, &mut st.rx);
+            let old = std::mem::take(&mut st.rx);
+            self.give_buf(old);
+            return Ok(n);
+        }
         self.take_rx(fd, want, |src| {
             let n = src.len().min(want);
             buf.extend_from_slice(&src[..n]);

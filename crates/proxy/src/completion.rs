@@ -666,6 +666,12 @@ impl Uring {
             self.accept_err = Some(-res);
         }
         let fd = self.listen_fd;
+        // Accepting resumed while the cancel of the last accept was on its way: arm anew (not
+        // while an error waits to pause accepting).
+        let registered = self.st(fd).registered;
+        if self.accept_op.is_none() && registered && !self.closing && self.accept_err.is_none() {
+            let _ = self.arm_accept();
+        }
         self.event(fd, Event::READABLE);
     }
 

@@ -18,8 +18,8 @@ pub struct Args {
     /// The origin server, HOST:PORT (every request goes there)
     #[arg(long)]
     pub origin: String,
-    /// Event mechanism (see `evlab serve --list-mechanisms`; every readiness mechanism, not
-    /// the uring completion engine yet)
+    /// Event mechanism (see `evlab serve --list-mechanisms`): every readiness mechanism, and
+    /// uring, the io_uring completion engine
     #[arg(long, short = 'm', default_value = "epoll-et", value_parser = parse_mechanism)]
     pub mechanism: Mechanism,
     /// How bodies travel: copy (read/write), splice (socket → pipe → socket), splice-keep

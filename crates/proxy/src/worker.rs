@@ -1,4 +1,9 @@
-//! One proxy worker: an event loop generic over the readiness mechanism.
+//! One proxy worker: an event loop generic over the mechanism (a readiness [`Poller`], or the
+//! completion engine, which looks like one). Every transfer goes through [`Io`]; under the
+//! completion engine, "in flight" ([`pending`]) clears readiness as EAGAIN does, and a short
+//! read proves nothing (`Io::COMPLETION`).
+//!
+//! [`Poller`]: evlab_poll::Poller
 //!
 //! A client connection goes through these phases, one request at a time (pipelined requests
 //! wait in its input buffer and are answered in order, as nginx and HAProxy do):
@@ -37,11 +42,12 @@ use evlab_http::{
     parse_request, parse_response_head, write_error, write_forward_request, write_head,
     ChunkedScanner, DateCache, Framing, Parse, ResponseHead, ResponseParse, Status,
 };
-use evlab_poll::{sys, Events, Interest, Poller, Token};
+use evlab_poll::{sys, Events, Interest, Token};
 
 use crate::cache::{Object, ObjectCache};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
+use crate::xfer::{pending, Io, Role};
 use crate::{Config, ForwardMode, Ready};
 
 /// The path the proxy answers itself with `--stats`.
@@ -281,7 +287,7 @@ impl BufPool {
     }
 }
 
-pub(crate) struct Worker<P: Poller> {
+pub(crate) struct Worker<P: Io> {
     poller: P,
     events: Events,
     edge: bool,
@@ -312,7 +318,7 @@ pub(crate) struct Worker<P: Poller> {
 }
 
 /// Runs a worker with mechanism `P` until shutdown.
-pub(crate) fn run<P: Poller>(
+pub(crate) fn run<P: Io>(
     worker: usize,
     listen_fd: RawFd,
     cfg: Arc<Config>,
@@ -330,13 +336,14 @@ pub(crate) fn run<P: Poller>(
     r
 }
 
-impl<P: Poller> Worker<P> {
+impl<P: Io> Worker<P> {
     fn new(listen_fd: RawFd, cfg: Arc<Config>, shared: Arc<Shared>) -> io::Result<Worker<P>> {
         let mut poller = P::new()?;
         let (waker_fd, waker_tx) = sys::pipe()?;
         let registered = poller
             .register(waker_fd, Token(waker_fd as usize), Interest::READABLE)
             .and_then(|()| {
+                poller.adopt(listen_fd, Role::Listener);
                 poller.register(listen_fd, Token(listen_fd as usize), Interest::READABLE)
             });
         if let Err(e) = registered {
@@ -541,15 +548,16 @@ impl<P: Poller> Worker<P> {
                 self.pause_accept(None);
                 return Ok(());
             }
-            match sys::accept4(self.listen_fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) {
+            match self.poller.accept(self.listen_fd) {
                 Ok(fd) => {
+                    self.poller.adopt(fd, Role::Conn);
                     if self
                         .poller
                         .register(fd, Token(fd as usize), Interest::READABLE)
                         .is_err()
                     {
                         self.stats.accept_errors.inc();
-                        let _ = sys::close(fd);
+                        self.poller.close(fd);
                         continue;
                     }
                     self.add_client(fd);
@@ -599,7 +607,7 @@ impl<P: Poller> Worker<P> {
             self.drop_exchange(*x, false);
         }
         let _ = self.poller.deregister(c.fd);
-        let _ = sys::close(c.fd);
+        self.poller.close(c.fd);
         *self.slot(c.fd) = Slot::Free;
         c.hit = None;
         c.rbuf.clear();
@@ -795,6 +803,7 @@ impl<P: Poller> Worker<P> {
         )?;
         let connected = (|| {
             sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+            self.poller.adopt(fd, Role::Conn);
             let done = match sys::connect(fd, &origin) {
                 Ok(()) => true,
                 Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
@@ -807,7 +816,7 @@ impl<P: Poller> Worker<P> {
         let done = match connected {
             Ok(done) => done,
             Err(e) => {
-                let _ = sys::close(fd);
+                self.poller.close(fd);
                 return Err(e);
             }
         };
@@ -822,7 +831,7 @@ impl<P: Poller> Worker<P> {
 
     fn close_origin(&mut self, o: Origin) {
         let _ = self.poller.deregister(o.fd);
-        let _ = sys::close(o.fd);
+        self.poller.close(o.fd);
         *self.slot(o.fd) = Slot::Free;
         self.stats.origin_closed.inc();
     }
@@ -850,8 +859,15 @@ impl<P: Poller> Worker<P> {
         }
         o.f.readable = false;
         o.f.peer_closed = false;
-        *self.slot(o.fd) = Slot::Idle;
+        let fd = o.fd;
+        *self.slot(fd) = Slot::Idle;
         self.idle.push(o);
+        if P::COMPLETION {
+            // Nothing reports a close of an idle connection unless a read is in flight: the
+            // read that checks it arms one (whose completion also wakes a reused connection's
+            // fetch).
+            self.check_idle(fd);
+        }
     }
 
     /// An event on an idle origin connection: the origin closed it, or sent what it should
@@ -861,8 +877,8 @@ impl<P: Poller> Worker<P> {
             return;
         };
         let mut b = [0u8; 64];
-        match sys::read(fd, &mut b) {
-            Err(e) if sys::would_block(&e) => {}
+        match self.poller.read(fd, &mut b) {
+            Err(e) if sys::would_block(&e) || pending(&e) => {}
             _ => {
                 let o = self.idle.swap_remove(i);
                 self.close_origin(o);
@@ -881,16 +897,22 @@ impl<P: Poller> Worker<P> {
         let req = std::mem::take(&mut x.req);
         self.bufs.give(req);
         if let Some(mut b) = x.body.take() {
-            if let Some(p) = b.pipe.take() {
-                self.pipes.give(p);
-            }
-            if let Some(p) = b.tee.take() {
-                self.pipes.give(p);
+            for p in [b.pipe.take(), b.tee.take()].into_iter().flatten() {
+                self.give_pipe(p);
             }
             if !b.keep_in_buf {
                 self.bufs.give(std::mem::take(&mut b.buf));
             }
         }
+    }
+
+    /// A pipe back to the pool; one that a request still uses may yet receive bytes, so it is
+    /// closed like one that holds some.
+    fn give_pipe(&mut self, mut p: Pipe) {
+        if self.poller.pipe_busy(p.rd, p.wr) {
+            p.len = p.len.max(1);
+        }
+        self.pipes.give(p);
     }
 
     // ---- driving a client ----
@@ -965,18 +987,22 @@ impl<P: Poller> Worker<P> {
             c.rbuf.reserve(8 * 1024);
         }
         let offered = c.rbuf.capacity() - c.rbuf.len();
-        match sys::read_into(c.fd, &mut c.rbuf) {
+        match self.poller.read_max(c.fd, &mut c.rbuf, usize::MAX) {
             Ok(0) => {
                 c.peer_eof = true;
                 c.f.readable = false;
                 Ok(true)
             }
             Ok(n) => {
-                if n < offered && !c.f.peer_closed {
+                if n < offered && !c.f.peer_closed && !P::COMPLETION {
                     c.f.readable = false;
                 }
                 self.touch(c);
                 Ok(true)
+            }
+            Err(e) if pending(&e) => {
+                c.f.readable = false;
+                Ok(false)
             }
             Err(e) if sys::would_block(&e) => {
                 c.f.readable = false;
@@ -1171,7 +1197,10 @@ impl<P: Poller> Worker<P> {
             if !o.f.writable {
                 return Ok(false);
             }
-            return match sys::send(o.fd, &x.req[x.req_pos..], 0) {
+            return match self
+                .poller
+                .writev(o.fd, &[IoSlice::new(&x.req[x.req_pos..])])
+            {
                 Ok(n) => {
                     x.req_pos += n;
                     if x.req_pos < x.req.len() {
@@ -1179,7 +1208,7 @@ impl<P: Poller> Worker<P> {
                     }
                     Ok(true)
                 }
-                Err(e) if sys::would_block(&e) => {
+                Err(e) if sys::would_block(&e) || pending(&e) => {
                     o.f.writable = false;
                     Ok(false)
                 }
@@ -1201,7 +1230,7 @@ impl<P: Poller> Worker<P> {
         if x.resp.capacity() - x.resp.len() < limit {
             x.resp.reserve(limit);
         }
-        let read = sys::read_into_max(o.fd, &mut x.resp, limit);
+        let read = self.poller.read_max(o.fd, &mut x.resp, limit);
         match read {
             Ok(0) => {
                 self.stats.origin_errors.inc();
@@ -1209,13 +1238,13 @@ impl<P: Poller> Worker<P> {
             }
             Ok(n) => {
                 x.got_bytes = true;
-                if n < limit && !o.f.peer_closed {
+                if n < limit && !o.f.peer_closed && !P::COMPLETION {
                     o.f.readable = false;
                 }
                 self.touch(c);
                 self.parse_head(c)
             }
-            Err(e) if sys::would_block(&e) => {
+            Err(e) if sys::would_block(&e) || pending(&e) => {
                 o.f.readable = false;
                 Ok(false)
             }
@@ -1389,7 +1418,7 @@ impl<P: Poller> Worker<P> {
     /// pipes it needs.
     fn choose_mode(&mut self, left: u64, cacheable: bool) -> (Mode, Option<Pipe>, Option<Pipe>) {
         let forward = self.cfg.forward;
-        if !forward.splices() || left < self.cfg.splice_min.max(1) {
+        if !forward.splices() || left < self.cfg.splice_min.max(1) || !self.poller.can_splice() {
             return (Mode::Copy, None, None);
         }
         let keep = forward == ForwardMode::SpliceKeep && cacheable;
@@ -1427,7 +1456,7 @@ impl<P: Poller> Worker<P> {
         let b = x.body.as_mut().expect("a body");
         let mut progress = false;
         if b.mode == Mode::SpliceKeep {
-            progress |= tee_into_keep(b, &self.stats)?;
+            progress |= tee_into_keep(&mut self.poller, c.fd, b, &self.stats)?;
         }
         if b.in_done || b.failed {
             if x.origin.as_ref().is_some_and(|o| o.f.hup) {
@@ -1483,9 +1512,12 @@ impl<P: Poller> Worker<P> {
                 if b.buf.capacity() - b.buf.len() < max {
                     b.buf.reserve(max);
                 }
-                sys::read_into_max(o.fd, &mut b.buf, max)
+                self.poller.read_max(o.fd, &mut b.buf, max)
             }
-            _ => sys::splice(o.fd, b.pipe.as_ref().expect("a pipe").wr, max, 0),
+            _ => {
+                let wr = b.pipe.as_ref().expect("a pipe").wr;
+                self.poller.splice(o.fd, wr, max, o.fd)
+            }
         };
         match r {
             Ok(0) => {
@@ -1500,7 +1532,7 @@ impl<P: Poller> Worker<P> {
                 match b.mode {
                     Mode::Copy => {
                         self.stats.bytes_copy.add(n as u64);
-                        if n < max && !o.f.peer_closed {
+                        if n < max && !o.f.peer_closed && !P::COMPLETION {
                             o.f.readable = false;
                         }
                     }
@@ -1535,6 +1567,10 @@ impl<P: Poller> Worker<P> {
                 }
                 self.touch(c);
                 Ok(true)
+            }
+            Err(e) if pending(&e) => {
+                o.f.readable = false;
+                Ok(progress)
             }
             Err(e) if sys::would_block(&e) => {
                 match b.pipe.as_mut() {
@@ -1594,11 +1630,7 @@ impl<P: Poller> Worker<P> {
             if n_iov == 0 {
                 break;
             }
-            let r = if n_iov == 1 {
-                sys::send(c.fd, &iov[0], 0)
-            } else {
-                sys::writev(c.fd, &iov[..n_iov])
-            };
+            let r = self.poller.writev(c.fd, &iov[..n_iov]);
             match r {
                 Ok(n) => {
                     self.stats.bytes_to_clients.add(n as u64);
@@ -1610,7 +1642,7 @@ impl<P: Poller> Worker<P> {
                         return Ok(true);
                     }
                 }
-                Err(e) if sys::would_block(&e) => {
+                Err(e) if sys::would_block(&e) || pending(&e) => {
                     c.f.writable = false;
                     return Ok(progress);
                 }
@@ -1635,7 +1667,7 @@ impl<P: Poller> Worker<P> {
             return Ok(progress);
         };
         while p.len > 0 {
-            match sys::splice(p.rd, fd, p.len, 0) {
+            match self.poller.splice(p.rd, fd, p.len, fd) {
                 Ok(0) => break,
                 Ok(n) => {
                     p.len -= n;
@@ -1643,7 +1675,7 @@ impl<P: Poller> Worker<P> {
                     self.stats.bytes_to_clients.add(n as u64);
                     progress = true;
                 }
-                Err(e) if sys::would_block(&e) => {
+                Err(e) if sys::would_block(&e) || pending(&e) => {
                     c.f.writable = false;
                     break;
                 }
@@ -1736,7 +1768,7 @@ impl<P: Poller> Worker<P> {
         if c.peer_eof {
             return Err(Close);
         }
-        let _ = sys::shutdown(c.fd, libc::SHUT_WR);
+        self.poller.shutdown_write(c.fd);
         c.phase = Phase::Lingering;
         c.rbuf.clear();
         let at = self.now + self.cfg.linger;
@@ -1751,10 +1783,10 @@ impl<P: Poller> Worker<P> {
     fn linger(&mut self, c: &mut Client) -> Result<(), Close> {
         let mut b = [0u8; 4096];
         while c.f.readable {
-            match sys::read(c.fd, &mut b) {
+            match self.poller.read(c.fd, &mut b) {
                 Ok(0) => return Err(Close),
                 Ok(_) => {}
-                Err(e) if sys::would_block(&e) => c.f.readable = false,
+                Err(e) if sys::would_block(&e) || pending(&e) => c.f.readable = false,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(_) => return Err(Close),
             }
@@ -1825,13 +1857,13 @@ impl<P: Poller> Worker<P> {
 /// Splice-keep: duplicates what the first pipe holds into the second (bound for the client)
 /// and reads it out of the first into the object, so the first pipe only ever holds bytes not
 /// yet duplicated.
-fn tee_into_keep(b: &mut Xfer, stats: &WorkerStats) -> Step {
+fn tee_into_keep(io: &mut impl Io, client: RawFd, b: &mut Xfer, stats: &WorkerStats) -> Step {
     let (Some(p), Some(t)) = (b.pipe.as_mut(), b.tee.as_mut()) else {
         return Ok(false);
     };
     let mut progress = false;
     while p.len > 0 && !t.full {
-        match sys::tee(p.rd, t.wr, p.len) {
+        match io.tee(p.rd, t.wr, p.len, client) {
             Ok(0) => break,
             Ok(n) => {
                 t.len += n;
@@ -1853,6 +1885,8 @@ fn tee_into_keep(b: &mut Xfer, stats: &WorkerStats) -> Step {
                 p.full = false;
                 progress = true;
             }
+            // The request is in flight; its completion comes as an event on the client.
+            Err(e) if pending(&e) => break,
             // The second pipe is full; with nothing in it, our count of the first is wrong.
             Err(e) if sys::would_block(&e) && t.len > 0 => t.full = true,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}

@@ -1,0 +1,1181 @@
+//! The proxy's completion engine (`uring`): io_uring requests, not readiness.
+//!
+//! One ring per worker (SINGLE_ISSUER, DEFER_TASKRUN where the kernel has them), driven by the
+//! same state machine as the readiness mechanisms (`worker.rs`): this type is both the
+//! worker's [`Poller`] (its `wait` is the one `io_uring_enter` of a turn, which submits what
+//! the turn queued and harvests completions as events) and its [`Io`] (each transfer is a
+//! request; see `xfer.rs`). What it submits:
+//!
+//! - the listener: one multishot IORING_OP_ACCEPT; accepted descriptors wait in a queue that
+//!   `accept` empties;
+//! - reads: IORING_OP_RECV into a buffer of the engine's own, sized by what the state machine
+//!   asked for (so a head read in the splice modes still takes at most 4 KiB and leaves the
+//!   body in the socket), handed over when the state machine reads again;
+//! - writes: IORING_OP_SEND (MSG_WAITALL) of a copy of what the state machine wrote, taken whole
+//!   at once (up to 256 KiB) like a socket buffer would take it; the next write waits for that
+//!   send to complete. A shutdown asked for meanwhile waits for it too;
+//! - splice: IORING_OP_SPLICE origin socket → pipe, behind a linked IORING_OP_POLL_ADD (POLLIN,
+//!   its success not posted), since a splice that finds the socket empty fails with EAGAIN
+//!   rather than wait; pipe → client socket directly, and behind a POLLOUT poll once the socket
+//!   answered EAGAIN. Splice-keep's copy into the second pipe is IORING_OP_TEE; the tee'd bytes
+//!   are then read out of the first pipe with read(2) (they are known to be there);
+//! - other descriptors registered readable (the shutdown waker): a one-shot POLL_ADD.
+//!
+//! Costs and traps:
+//! - A read that finds the state machine's buffer empty takes the request's buffer whole (a
+//!   copied body's next batch, a client's next requests); other reads are copied once more than
+//!   under readiness, and every write once (into the send's buffer): the price of keeping one
+//!   state machine, whose buffers move and grow, and requests whose memory must stay put.
+//! - Splice and tee run in the kernel's io-wq threads (they may block on a pipe), so each costs
+//!   a hand-over to a kernel thread; that is what this engine measures against splice(2).
+//! - A request holds its file: closing a descriptor cancels its reads first; a send already
+//!   taken is left to finish (its bytes were promised to the peer), and cancelled if it has not
+//!   after [`ORPHAN_GRACE`]. Completions that come back for a descriptor closed (and its number
+//!   reused) meanwhile are recognised by the request's slot and dropped.
+//! - A pipe given back while a splice or tee on it is in flight may yet receive bytes: it is
+//!   closed, never pooled.
+//! - Kernels whose io_uring lacks IORING_OP_SPLICE or IORING_OP_TEE (probed at start) make the
+//!   splice modes copy; the proxy says so on stderr once.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use evlab_poll::{sys, Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
+
+use crate::xfer::{in_flight, Io, Role};
+
+const RING_ENTRIES: u32 = 4096;
+const CQ_ENTRIES: u32 = 32768;
+/// The most one send takes (the rest of a write waits for it to complete).
+const SEND_MAX: usize = 256 * 1024;
+/// The most one recv asks for.
+const RECV_MAX: usize = 256 * 1024;
+/// A send left running after its descriptor was closed is cancelled after this long.
+const ORPHAN_GRACE: Duration = Duration::from_secs(10);
+const BUFS_KEEP: usize = 256;
+/// user_data of requests whose completions need nothing: cancels, and linked polls.
+const UD_IGNORE: u64 = u64::MAX;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Accept,
+    Poll,
+    Recv,
+    Send,
+    /// Socket → pipe (the socket's read side).
+    SpliceIn,
+    /// Pipe → socket (the socket's write side).
+    SpliceOut,
+    /// Pipe → pipe (the first pipe's read side).
+    Tee,
+}
+
+/// A request in flight.
+#[derive(Debug)]
+struct Op {
+    kind: Kind,
+    /// The descriptor whose read or write side the request is.
+    fd: RawFd,
+    /// Where the completion is reported.
+    notify: RawFd,
+    fd_in: RawFd,
+    fd_out: RawFd,
+    /// Recv: where the bytes land. Send: the bytes, `buf[off..]` still to go.
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+    serial: u64,
+    /// A send whose descriptor the worker closed: close it once the send is done.
+    close_after: bool,
+}
+
+/// What the engine knows of one descriptor.
+#[derive(Debug, Default)]
+struct FdState {
+    role: Option<Role>,
+    registered: bool,
+    want_read: bool,
+    /// The request in flight on the read side, and on the write side.
+    rd: Option<u32>,
+    wr: Option<u32>,
+    /// Bytes received, `rx[rx_pos..]` not yet handed over.
+    rx: Vec<u8>,
+    rx_pos: usize,
+    /// The result of a splice or tee not yet taken (bytes, or -errno).
+    rd_done: Option<i32>,
+    wr_done: Option<i32>,
+    eof: bool,
+    err: Option<i32>,
+    /// Shut the write side once the send in flight completes.
+    shut_pending: bool,
+    /// Splice and tee requests in flight that name this descriptor (pipes).
+    refs: u32,
+    /// A send left running will close the descriptor.
+    close_deferred: bool,
+}
+
+pub(crate) struct Uring {
+    ring: IoUring,
+    ops: Vec<Option<Op>>,
+    free_ops: Vec<u32>,
+    live: usize,
+    serial: u64,
+    fds: Vec<FdState>,
+    listen_fd: RawFd,
+    accept_op: Option<u32>,
+    accepted: VecDeque<RawFd>,
+    accept_err: Option<i32>,
+    /// Events for the worker not yet handed over.
+    ready: VecDeque<Event>,
+    bufs: Vec<Vec<u8>>,
+    orphans: Vec<(Instant, u32, u64)>,
+    splice_ok: bool,
+    skip_success: bool,
+    closing: bool,
+    cqes: Vec<(u64, i32, u32)>,
+    stats: PollerStats,
+}
+
+fn errno(e: i32) -> io::Error {
+    io::Error::from_raw_os_error(e)
+}
+
+fn result(r: i32) -> io::Result<usize> {
+    if r < 0 {
+        Err(errno(-r))
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Bytes in a pipe (FIONREAD), if the kernel says.
+fn pipe_bytes(fd: RawFd) -> Option<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n as *mut libc::c_int) };
+    (r == 0).then_some(n.max(0) as usize)
+}
+
+impl Uring {
+    fn st(&mut self, fd: RawFd) -> &mut FdState {
+        let i = fd as usize;
+        if i >= self.fds.len() {
+            self.fds
+                .resize_with((i + 1).next_power_of_two(), FdState::default);
+        }
+        &mut self.fds[i]
+    }
+
+    fn take_buf(&mut self, cap: usize) -> Vec<u8> {
+        match self.bufs.pop() {
+            Some(mut b) => {
+                b.clear();
+                b.reserve(cap);
+                b
+            }
+            None => Vec::with_capacity(cap),
+        }
+    }
+
+    fn give_buf(&mut self, mut b: Vec<u8>) {
+        if b.capacity() > 0 && b.capacity() <= 2 * RECV_MAX && self.bufs.len() < BUFS_KEEP {
+            b.clear();
+            self.bufs.push(b);
+        }
+    }
+
+    fn new_op(&mut self, op: Op) -> u32 {
+        self.live += 1;
+        match self.free_ops.pop() {
+            Some(i) => {
+                self.ops[i as usize] = Some(op);
+                i
+            }
+            None => {
+                self.ops.push(Some(op));
+                (self.ops.len() - 1) as u32
+            }
+        }
+    }
+
+    fn free_op(&mut self, i: u32) -> Option<Op> {
+        let op = self.ops.get_mut(i as usize)?.take()?;
+        self.live -= 1;
+        self.free_ops.push(i);
+        if matches!(op.kind, Kind::SpliceIn | Kind::SpliceOut | Kind::Tee) {
+            for fd in [op.fd_in, op.fd_out] {
+                let st = self.st(fd);
+                st.refs = st.refs.saturating_sub(1);
+            }
+        }
+        Some(op)
+    }
+
+    fn op(&mut self, kind: Kind, fd: RawFd, notify: RawFd) -> Op {
+        self.serial += 1;
+        Op {
+            kind,
+            fd,
+            notify,
+            fd_in: -1,
+            fd_out: -1,
+            buf: Vec::new(),
+            off: 0,
+            len: 0,
+            serial: self.serial,
+            close_after: false,
+        }
+    }
+
+    /// Queues entries that must be submitted together (a linked pair).
+    fn push(&mut self, sqes: &[squeue::Entry]) -> io::Result<()> {
+        loop {
+            let room = {
+                let sq = self.ring.submission();
+                sq.capacity() - sq.len()
+            };
+            if room >= sqes.len() {
+                break;
+            }
+            sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit())?;
+        }
+        // SAFETY: every pointer an entry carries points into a request's buffer held in
+        // `self.ops` (its heap memory stays put when the table grows) until the request
+        // completes; `Drop` waits for them, or leaks the buffers if they do not come back.
+        unsafe { self.ring.submission().push_multiple(sqes) }
+            .map_err(|_| io::Error::other("submission queue full"))
+    }
+
+    fn cancel(&mut self, i: u32) {
+        let sqe = opcode::AsyncCancel::new(i as u64)
+            .build()
+            .user_data(UD_IGNORE);
+        let _ = self.push(&[sqe]);
+    }
+
+    fn link_poll(&self, fd: RawFd, mask: i16) -> squeue::Entry {
+        let mut flags = squeue::Flags::IO_LINK;
+        if self.skip_success {
+            flags |= squeue::Flags::SKIP_SUCCESS;
+        }
+        opcode::PollAdd::new(types::Fd(fd), mask as u32)
+            .build()
+            .flags(flags)
+            .user_data(UD_IGNORE)
+    }
+
+    fn event(&mut self, fd: RawFd, flags: u8) {
+        if self.fds.get(fd as usize).is_some_and(|s| s.registered) {
+            self.ready.push_back(Event::new(Token(fd as usize), flags));
+        }
+    }
+
+    // ---- arming requests ----
+
+    fn arm_accept(&mut self) -> io::Result<()> {
+        let fd = self.listen_fd;
+        let op = self.op(Kind::Accept, fd, fd);
+        let i = self.new_op(op);
+        let sqe = opcode::AcceptMulti::new(types::Fd(fd))
+            .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(i as u64);
+        self.accept_op = Some(i);
+        self.push(&[sqe])
+    }
+
+    fn arm_poll(&mut self, fd: RawFd) -> io::Result<()> {
+        let op = self.op(Kind::Poll, fd, fd);
+        let i = self.new_op(op);
+        self.st(fd).rd = Some(i);
+        let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
+            .build()
+            .user_data(i as u64);
+        self.push(&[sqe])
+    }
+
+    fn arm_recv(&mut self, fd: RawFd, len: usize) -> io::Result<()> {
+        let len = len.clamp(1, RECV_MAX);
+        let mut op = self.op(Kind::Recv, fd, fd);
+        op.buf = self.take_buf(len);
+        op.len = len;
+        let ptr = op.buf.as_mut_ptr();
+        let i = self.new_op(op);
+        self.st(fd).rd = Some(i);
+        let sqe = opcode::Recv::new(types::Fd(fd), ptr, len as u32)
+            .build()
+            .user_data(i as u64);
+        self.push(&[sqe])
+    }
+
+    /// Sends `op.buf[op.off..]` (a new request, or the rest of one), after a POLLOUT poll if
+    /// `wait_room`.
+    fn submit_send(&mut self, mut op: Op, wait_room: bool) -> io::Result<()> {
+        let fd = op.fd;
+        op.kind = Kind::Send;
+        // SAFETY of the pointer: see `push`.
+        let ptr = op.buf[op.off..].as_ptr();
+        let n = (op.buf.len() - op.off) as u32;
+        let orphan = op.close_after;
+        let i = self.new_op(op);
+        if !orphan {
+            self.st(fd).wr = Some(i);
+        }
+        let sqe = opcode::Send::new(types::Fd(fd), ptr, n)
+            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(i as u64);
+        if wait_room {
+            let poll = self.link_poll(fd, libc::POLLOUT);
+            self.push(&[poll, sqe])
+        } else {
+            self.push(&[sqe])
+        }
+    }
+
+    fn arm_splice(
+        &mut self,
+        kind: Kind,
+        fd_in: RawFd,
+        fd_out: RawFd,
+        len: usize,
+        notify: RawFd,
+        wait_room: bool,
+    ) -> io::Result<()> {
+        let key = if kind == Kind::SpliceOut {
+            fd_out
+        } else {
+            fd_in
+        };
+        let mut op = self.op(kind, key, notify);
+        let len = len.min(u32::MAX as usize);
+        (op.fd_in, op.fd_out, op.len) = (fd_in, fd_out, len);
+        let i = self.new_op(op);
+        self.st(fd_in).refs += 1;
+        self.st(fd_out).refs += 1;
+        let flags = libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE;
+        let sqe = match kind {
+            Kind::Tee => opcode::Tee::new(types::Fd(fd_in), types::Fd(fd_out), len as u32)
+                .flags(libc::SPLICE_F_NONBLOCK)
+                .build(),
+            _ => opcode::Splice::new(types::Fd(fd_in), -1, types::Fd(fd_out), -1, len as u32)
+                .flags(flags)
+                .build(),
+        }
+        .user_data(i as u64);
+        let st = self.st(key);
+        if kind == Kind::SpliceOut {
+            st.wr = Some(i);
+        } else {
+            st.rd = Some(i);
+        }
+        match kind {
+            // A socket splice that finds nothing to read fails: wait for bytes first.
+            Kind::SpliceIn => {
+                let poll = self.link_poll(fd_in, libc::POLLIN);
+                self.push(&[poll, sqe])
+            }
+            Kind::SpliceOut if wait_room => {
+                let poll = self.link_poll(fd_out, libc::POLLOUT);
+                self.push(&[poll, sqe])
+            }
+            _ => self.push(&[sqe]),
+        }
+    }
+
+    /// Forgets what is known of `fd`: reads in flight are cancelled; a send is left to finish
+    /// (bounded by [`ORPHAN_GRACE`]), any other write cancelled.
+    fn forget(&mut self, fd: RawFd) {
+        if fd < 0 || fd as usize >= self.fds.len() {
+            return;
+        }
+        let (rd, wr) = {
+            let st = &mut self.fds[fd as usize];
+            (st.rd.take(), st.wr.take())
+        };
+        if let Some(i) = rd {
+            self.cancel(i);
+        }
+        let mut orphaned = false;
+        if let Some(i) = wr {
+            match self.ops[i as usize].as_mut() {
+                Some(op) if op.kind == Kind::Send => {
+                    // The worker closes what it deregisters: the send will do it.
+                    op.close_after = true;
+                    orphaned = true;
+                    let serial = op.serial;
+                    self.orphans
+                        .push((Instant::now() + ORPHAN_GRACE, i, serial));
+                }
+                _ => self.cancel(i),
+            }
+        }
+        let st = &mut self.fds[fd as usize];
+        let rx = std::mem::take(&mut st.rx);
+        let (role, refs) = (st.role, st.refs);
+        let close_deferred = st.close_deferred || orphaned;
+        *st = FdState {
+            role,
+            refs,
+            close_deferred,
+            ..FdState::default()
+        };
+        self.give_buf(rx);
+    }
+
+    fn sweep_orphans(&mut self) {
+        if self.orphans.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        self.orphans.retain(|&(at, i, serial)| {
+            if at <= now {
+                expired.push((i, serial));
+                false
+            } else {
+                true
+            }
+        });
+        for (i, serial) in expired {
+            if self.ops[i as usize]
+                .as_ref()
+                .is_some_and(|o| o.serial == serial)
+            {
+                self.cancel(i);
+            }
+        }
+    }
+
+    // ---- completions ----
+
+    fn enter(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.stats.waits_from_kernel += 1;
+        let r = match timeout {
+            None => sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit_and_wait(1)),
+            Some(d) => {
+                let ts = types::Timespec::from(d);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                sys::count_io(sys::Syscall::IoUringEnter, || {
+                    self.ring.submitter().submit_with_args(1, &args)
+                })
+            }
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn harvest(&mut self) {
+        self.cqes.clear();
+        for cqe in self.ring.completion() {
+            self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
+        }
+        for k in 0..self.cqes.len() {
+            let (u, res, flags) = self.cqes[k];
+            if u != UD_IGNORE {
+                self.on_cqe(u as u32, res, flags);
+            }
+        }
+    }
+
+    fn on_cqe(&mut self, i: u32, res: i32, flags: u32) {
+        let Some(kind) = self
+            .ops
+            .get(i as usize)
+            .and_then(|o| o.as_ref())
+            .map(|o| o.kind)
+        else {
+            return;
+        };
+        if kind == Kind::Accept {
+            return self.on_accept(i, res, flags);
+        }
+        if kind == Kind::Send && res > 0 && !self.closing {
+            // A short send (MSG_WAITALL makes them rare): send the rest.
+            let op = self.ops[i as usize].as_mut().expect("a send");
+            if op.off + (res as usize) < op.buf.len() {
+                op.off += res as usize;
+                let op = self.free_op(i).expect("a send");
+                let fd = op.fd;
+                let (live, orphan) = (self.st(fd).wr == Some(i), op.close_after);
+                if (live || orphan) && self.submit_send(op, false).is_ok() {
+                    return;
+                }
+                if orphan {
+                    let _ = sys::close(fd);
+                }
+                if live {
+                    let st = self.st(fd);
+                    st.wr = None;
+                    st.err = Some(libc::EIO);
+                    self.event(fd, Event::READABLE | Event::WRITABLE);
+                }
+                return;
+            }
+        }
+        let mut op = self.free_op(i).expect("an op");
+        let fd = op.fd;
+        if op.close_after {
+            let _ = sys::close(fd);
+        }
+        let closing = self.closing;
+        let st = self.st(fd);
+        let live = match kind {
+            Kind::Send | Kind::SpliceOut => st.wr == Some(i),
+            _ => st.rd == Some(i),
+        };
+        if !live || closing {
+            let buf = std::mem::take(&mut op.buf);
+            self.give_buf(buf);
+            return;
+        }
+        match kind {
+            Kind::Accept => {}
+            Kind::Poll => {
+                st.rd = None;
+                let again = st.registered && st.want_read;
+                self.event(fd, Event::READABLE);
+                if again {
+                    let _ = self.arm_poll(fd);
+                }
+            }
+            Kind::Recv => {
+                st.rd = None;
+                if res > 0 {
+                    // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within
+                    // the capacity reserved) at the front of the buffer.
+                    unsafe { op.buf.set_len((res as usize).min(op.len)) };
+                    let old = std::mem::replace(&mut st.rx, std::mem::take(&mut op.buf));
+                    st.rx_pos = 0;
+                    self.give_buf(old);
+                } else if res == 0 {
+                    st.eof = true;
+                } else if res == -libc::EAGAIN || res == -libc::EINTR {
+                    let len = op.len;
+                    self.give_buf(std::mem::take(&mut op.buf));
+                    if self.arm_recv(fd, len).is_ok() {
+                        return;
+                    }
+                    self.st(fd).err = Some(libc::EIO);
+                } else {
+                    st.err = Some(-res);
+                }
+                self.event(fd, Event::READABLE);
+            }
+            Kind::Send => {
+                st.wr = None;
+                if res == -libc::EAGAIN || res == -libc::EINTR {
+                    // A non-blocking socket may answer EAGAIN rather than wait: wait for room.
+                    if self.submit_send(op, true).is_ok() {
+                        return;
+                    }
+                    self.st(fd).err = Some(libc::EIO);
+                    self.event(fd, Event::READABLE | Event::WRITABLE);
+                    return;
+                }
+                self.give_buf(std::mem::take(&mut op.buf));
+                let st = self.st(fd);
+                if res < 0 {
+                    st.err = Some(-res);
+                    self.event(fd, Event::READABLE | Event::WRITABLE);
+                    return;
+                }
+                if std::mem::take(&mut st.shut_pending) {
+                    let _ = sys::shutdown(fd, libc::SHUT_WR);
+                }
+                self.event(fd, Event::WRITABLE);
+            }
+            Kind::SpliceIn => {
+                st.rd = None;
+                // The poll saw bytes, yet the splice found none to move: the pipe is full
+                // (the state machine drains it), or the poll was spurious (try again).
+                if res == -libc::EAGAIN
+                    && pipe_bytes(op.fd_out) == Some(0)
+                    && self
+                        .arm_splice(
+                            Kind::SpliceIn,
+                            op.fd_in,
+                            op.fd_out,
+                            op.len,
+                            op.notify,
+                            false,
+                        )
+                        .is_ok()
+                {
+                    return;
+                }
+                self.st(fd).rd_done = Some(res);
+                self.event(op.notify, Event::READABLE);
+            }
+            Kind::SpliceOut => {
+                st.wr = None;
+                if res == -libc::EAGAIN
+                    && self
+                        .arm_splice(
+                            Kind::SpliceOut,
+                            op.fd_in,
+                            op.fd_out,
+                            op.len,
+                            op.notify,
+                            true,
+                        )
+                        .is_ok()
+                {
+                    return;
+                }
+                self.st(fd).wr_done = Some(res);
+                self.event(op.notify, Event::WRITABLE);
+            }
+            Kind::Tee => {
+                st.rd = None;
+                st.rd_done = Some(res);
+                self.event(op.notify, 0);
+            }
+        }
+    }
+
+    fn on_accept(&mut self, i: u32, res: i32, flags: u32) {
+        let more = cqueue::more(flags);
+        if !more {
+            self.free_op(i);
+            if self.accept_op == Some(i) {
+                self.accept_op = None;
+            }
+        }
+        if res >= 0 {
+            if self.closing {
+                let _ = sys::close(res);
+            } else {
+                self.accepted.push_back(res);
+            }
+        } else if res != -libc::ECANCELED {
+            self.accept_err = Some(-res);
+        }
+        let fd = self.listen_fd;
+        // Accepting resumed while the cancel of the last accept was on its way: arm anew (not
+        // while an error waits to pause accepting).
+        let registered = self.st(fd).registered;
+        if self.accept_op.is_none() && registered && !self.closing && self.accept_err.is_none() {
+            let _ = self.arm_accept();
+        }
+        self.event(fd, Event::READABLE);
+    }
+
+    /// Takes what a read finds: bytes received, an error, EOF; else arms a recv of `want`.
+    fn take_rx(
+        &mut self,
+        fd: RawFd,
+        want: usize,
+        copy: impl FnOnce(&[u8]) -> usize,
+    ) -> io::Result<usize> {
+        if want == 0 {
+            return Ok(0);
+        }
+        let st = self.st(fd);
+        if st.rx_pos < st.rx.len() {
+            let n = copy(&st.rx[st.rx_pos..]);
+            st.rx_pos += n;
+            if st.rx_pos == st.rx.len() {
+                let rx = std::mem::take(&mut st.rx);
+                st.rx_pos = 0;
+                self.give_buf(rx);
+            }
+            return Ok(n);
+        }
+        if let Some(e) = st.err {
+            return Err(errno(e));
+        }
+        if st.eof {
+            return Ok(0);
+        }
+        if st.rd.is_none() {
+            self.arm_recv(fd, want)?;
+        }
+        Err(in_flight())
+    }
+}
+
+impl Poller for Uring {
+    const MECHANISM: Mechanism = Mechanism::Uring;
+
+    fn support() -> Support {
+        evlab_poll::uring_probe::engine_support()
+    }
+
+    fn new() -> io::Result<Uring> {
+        let ring = evlab_poll::uring_probe::new_engine_ring(RING_ENTRIES, CQ_ENTRIES)?;
+        let mut p = Probe::new();
+        let splice_ok = ring.submitter().register_probe(&mut p).is_ok()
+            && p.is_supported(opcode::Splice::CODE)
+            && p.is_supported(opcode::Tee::CODE);
+        if !splice_ok {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "evlab proxy: this kernel's io_uring lacks IORING_OP_SPLICE or IORING_OP_TEE; \
+                     the uring engine copies every body"
+                );
+            }
+        }
+        let skip_success = ring.params().is_feature_skip_cqe_on_success();
+        Ok(Uring {
+            ring,
+            ops: Vec::new(),
+            free_ops: Vec::new(),
+            live: 0,
+            serial: 0,
+            fds: Vec::new(),
+            listen_fd: -1,
+            accept_op: None,
+            accepted: VecDeque::new(),
+            accept_err: None,
+            ready: VecDeque::new(),
+            bufs: Vec::new(),
+            orphans: Vec::new(),
+            splice_ok,
+            skip_success,
+            closing: false,
+            cqes: Vec::with_capacity(1024),
+            stats: PollerStats::default(),
+        })
+    }
+
+    fn register(&mut self, fd: RawFd, _token: Token, interest: Interest) -> io::Result<()> {
+        let st = self.st(fd);
+        st.registered = true;
+        st.want_read = interest.readable();
+        match st.role {
+            Some(Role::Listener) => {
+                if interest.readable() && self.accept_op.is_none() {
+                    self.arm_accept()?;
+                }
+            }
+            // Nothing is known of a connection until a transfer is tried: say it may be.
+            Some(Role::Conn) => {
+                let mut flags = 0;
+                if interest.readable() && st.rd.is_none() {
+                    flags |= Event::READABLE;
+                }
+                if interest.writable() && st.wr.is_none() {
+                    flags |= Event::WRITABLE;
+                }
+                if flags != 0 {
+                    self.ready.push_back(Event::new(Token(fd as usize), flags));
+                }
+            }
+            None => {
+                if interest.readable() && st.rd.is_none() {
+                    self.arm_poll(fd)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reregister(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
+        self.stats.interest_changes_free += 1;
+        self.register(fd, token, interest)
+    }
+
+    fn deregister(&mut self, fd: RawFd) -> io::Result<()> {
+        if fd == self.listen_fd {
+            self.st(fd).registered = false;
+            if let Some(i) = self.accept_op {
+                self.cancel(i);
+            }
+            return Ok(());
+        }
+        self.forget(fd);
+        Ok(())
+    }
+
+    fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
+        events.clear();
+        self.stats.waits += 1;
+        self.sweep_orphans();
+        let timeout = if self.ready.is_empty() {
+            timeout
+        } else {
+            Some(Duration::ZERO)
+        };
+        self.enter(timeout)?;
+        self.harvest();
+        while let Some(ev) = self.ready.front() {
+            if !events.push(*ev) {
+                break;
+            }
+            self.ready.pop_front();
+        }
+        self.stats.events += events.len() as u64;
+        Ok(events.len())
+    }
+
+    fn edge_triggered(&self) -> bool {
+        true
+    }
+
+    fn stats(&self) -> PollerStats {
+        self.stats
+    }
+}
+
+impl Io for Uring {
+    const COMPLETION: bool = true;
+
+    fn adopt(&mut self, fd: RawFd, role: Role) {
+        // A new descriptor: nothing known of an earlier one with its number may carry over.
+        let st = self.st(fd);
+        let refs = st.refs;
+        let rx = std::mem::take(&mut st.rx);
+        *st = FdState {
+            role: Some(role),
+            refs,
+            ..FdState::default()
+        };
+        self.give_buf(rx);
+        if role == Role::Listener {
+            self.listen_fd = fd;
+        }
+    }
+
+    fn accept(&mut self, listen_fd: RawFd) -> io::Result<RawFd> {
+        if let Some(fd) = self.accepted.pop_front() {
+            return Ok(fd);
+        }
+        if let Some(e) = self.accept_err.take() {
+            return Err(errno(e));
+        }
+        if self.accept_op.is_none() && self.st(listen_fd).registered {
+            self.arm_accept()?;
+        }
+        Err(errno(libc::EAGAIN))
+    }
+
+    fn read_max(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        let want = max.min(buf.capacity() - buf.len());
+        let st = self.st(fd);
+        if buf.is_empty() && st.rx_pos == 0 && !st.rx.is_empty() && st.rx.len() <= want {
+            // The whole of a recv into an empty buffer (a copied body's next batch, a client's
+            // next requests): hand the request's buffer over instead of copying it.
+            let n = st.rx.len();
+            std::mem::swap(buf, &mut st.rx);
+            let old = std::mem::take(&mut st.rx);
+            self.give_buf(old);
+            return Ok(n);
+        }
+        self.take_rx(fd, want, |src| {
+            let n = src.len().min(want);
+            buf.extend_from_slice(&src[..n]);
+            n
+        })
+    }
+
+    fn read(&mut self, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len();
+        self.take_rx(fd, want, |src| {
+            let n = src.len().min(want);
+            buf[..n].copy_from_slice(&src[..n]);
+            n
+        })
+    }
+
+    fn writev(&mut self, fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let st = self.st(fd);
+        if let Some(e) = st.err {
+            return Err(errno(e));
+        }
+        if st.wr.is_some() {
+            return Err(in_flight());
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum::<usize>().min(SEND_MAX);
+        if total == 0 {
+            return Ok(0);
+        }
+        let mut op = self.op(Kind::Send, fd, fd);
+        op.buf = self.take_buf(total);
+        for b in bufs {
+            let k = b.len().min(total - op.buf.len());
+            op.buf.extend_from_slice(&b[..k]);
+            if op.buf.len() == total {
+                break;
+            }
+        }
+        op.len = total;
+        self.submit_send(op, false)?;
+        Ok(total)
+    }
+
+    fn splice(
+        &mut self,
+        fd_in: RawFd,
+        fd_out: RawFd,
+        len: usize,
+        notify: RawFd,
+    ) -> io::Result<usize> {
+        let from_socket = self.st(fd_in).role == Some(Role::Conn);
+        let (kind, key) = if from_socket {
+            (Kind::SpliceIn, fd_in)
+        } else {
+            (Kind::SpliceOut, fd_out)
+        };
+        let st = self.st(key);
+        let done = if from_socket {
+            st.rd_done.take()
+        } else {
+            st.wr_done.take()
+        };
+        if let Some(r) = done {
+            return result(r);
+        }
+        if from_socket && st.rx_pos < st.rx.len() {
+            // Bytes already read into user space would be overtaken: never happens, since
+            // reads take no more than the state machine asks for.
+            return Err(io::Error::other("bytes read ahead of a splice"));
+        }
+        if let Some(e) = st.err {
+            return Err(errno(e));
+        }
+        let busy = if from_socket { st.rd } else { st.wr };
+        if busy.is_none() {
+            self.arm_splice(kind, fd_in, fd_out, len, notify, false)?;
+        }
+        Err(in_flight())
+    }
+
+    fn tee(&mut self, fd_in: RawFd, fd_out: RawFd, len: usize, notify: RawFd) -> io::Result<usize> {
+        let st = self.st(fd_in);
+        if let Some(r) = st.rd_done.take() {
+            return result(r);
+        }
+        if st.rd.is_none() {
+            self.arm_splice(Kind::Tee, fd_in, fd_out, len, notify, false)?;
+        }
+        Err(in_flight())
+    }
+
+    fn shutdown_write(&mut self, fd: RawFd) {
+        let st = self.st(fd);
+        if st.wr.is_some() {
+            st.shut_pending = true;
+        } else {
+            let _ = sys::shutdown(fd, libc::SHUT_WR);
+        }
+    }
+
+    fn close(&mut self, fd: RawFd) {
+        self.forget(fd);
+        let st = self.st(fd);
+        st.role = None;
+        // A send taken from the worker may not even be submitted yet: the descriptor stays
+        // open (its number unused) until the send is done, then closes.
+        if !std::mem::take(&mut st.close_deferred) {
+            let _ = sys::close(fd);
+        }
+    }
+
+    fn pipe_busy(&mut self, rd: RawFd, wr: RawFd) -> bool {
+        // A request in flight, or a result not taken (bytes the state machine has not
+        // counted): the pipe may hold more than it knows. Either way nothing about these
+        // descriptors may outlive them.
+        let busy = [rd, wr].into_iter().any(|fd| {
+            let st = self.st(fd);
+            st.refs > 0
+                || st.rd.is_some()
+                || st.wr.is_some()
+                || st.rd_done.is_some()
+                || st.wr_done.is_some()
+        });
+        if busy {
+            self.forget(rd);
+            self.forget(wr);
+        }
+        busy
+    }
+
+    fn can_splice(&self) -> bool {
+        self.splice_ok
+    }
+}
+
+impl Drop for Uring {
+    fn drop(&mut self) {
+        // Requests still in flight write into (or read from) buffers this owns: cancel them and
+        // wait for their completions, a bounded while.
+        self.closing = true;
+        let live: Vec<u32> = (0..self.ops.len() as u32)
+            .filter(|&i| self.ops[i as usize].is_some())
+            .collect();
+        for i in live {
+            self.cancel(i);
+        }
+        let until = Instant::now() + Duration::from_secs(2);
+        while self.live > 0 && Instant::now() < until {
+            if self.enter(Some(Duration::from_millis(50))).is_err() {
+                break;
+            }
+            self.harvest();
+        }
+        if self.live > 0 {
+            // The kernel may still use them: leak rather than free under it.
+            std::mem::forget(std::mem::take(&mut self.ops));
+        }
+        for fd in self.accepted.drain(..) {
+            let _ = sys::close(fd);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xfer::pending;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::IntoRawFd;
+
+    fn engine() -> Option<Uring> {
+        if let Support::No(why) = Mechanism::Uring.support() {
+            eprintln!("skipped: io_uring unavailable: {why}");
+            return None;
+        }
+        Some(Uring::new().expect("a ring"))
+    }
+
+    /// A connected pair: the engine's side (non-blocking, adopted, registered) and the peer.
+    fn pair(u: &mut Uring) -> (RawFd, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (ours, _) = l.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let fd = ours.into_raw_fd();
+        u.adopt(fd, Role::Conn);
+        u.register(
+            fd,
+            Token(fd as usize),
+            Interest::READABLE.with(Interest::WRITABLE),
+        )
+        .unwrap();
+        (fd, peer)
+    }
+
+    /// Makes the call until it is no longer in flight, turning the ring meanwhile.
+    fn until<T>(u: &mut Uring, mut f: impl FnMut(&mut Uring) -> io::Result<T>) -> io::Result<T> {
+        let mut ev = Events::with_capacity(64);
+        let t0 = Instant::now();
+        loop {
+            match f(u) {
+                Err(e) if pending(&e) => {
+                    assert!(t0.elapsed() < Duration::from_secs(5), "still in flight");
+                    u.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
+                }
+                r => return r,
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_is_in_flight_then_brings_the_bytes_then_eof() {
+        let Some(mut u) = engine() else { return };
+        let (fd, mut peer) = pair(&mut u);
+        let mut ev = Events::with_capacity(8);
+        u.wait(&mut ev, Some(Duration::ZERO)).unwrap();
+        assert!(ev
+            .iter()
+            .any(|e| e.token == Token(fd as usize) && e.readable()));
+        let mut buf = Vec::with_capacity(4096);
+        assert!(pending(&u.read_max(fd, &mut buf, 4096).unwrap_err()));
+        peer.write_all(b"hello").unwrap();
+        assert_eq!(
+            until(&mut u, |u| u.read_max(fd, &mut buf, 4096)).unwrap(),
+            5
+        );
+        assert_eq!(buf, b"hello");
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(
+            until(&mut u, |u| u.read_max(fd, &mut buf, 4096)).unwrap(),
+            0
+        );
+        u.deregister(fd).unwrap();
+        Io::close(&mut u, fd);
+    }
+
+    /// A write is taken whole and sent afterwards: closing the descriptor at once (the
+    /// worker's way after its last response) must not lose it, though the send is not even
+    /// submitted yet.
+    #[test]
+    fn a_send_taken_before_the_close_still_arrives() {
+        let Some(mut u) = engine() else { return };
+        let (fd, mut peer) = pair(&mut u);
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut sent = 0;
+        while sent < data.len() {
+            sent += until(&mut u, |u| u.writev(fd, &[IoSlice::new(&data[sent..])])).unwrap();
+        }
+        u.shutdown_write(fd);
+        u.deregister(fd).unwrap();
+        Io::close(&mut u, fd);
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            peer.read_to_end(&mut got).map(|_| got)
+        });
+        let mut ev = Events::with_capacity(8);
+        let t0 = Instant::now();
+        while u.live > 0 && t0.elapsed() < Duration::from_secs(5) {
+            u.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
+        }
+        assert_eq!(u.live, 0, "the send completed");
+        assert!(
+            reader.join().unwrap().unwrap() == data,
+            "every byte, then EOF"
+        );
+    }
+
+    #[test]
+    fn splice_moves_socket_to_pipe_to_socket() {
+        let Some(mut u) = engine() else { return };
+        if !u.can_splice() {
+            eprintln!("skipped: this kernel's io_uring cannot splice");
+            return;
+        }
+        let (origin, mut origin_peer) = pair(&mut u);
+        let (client, mut client_peer) = pair(&mut u);
+        let (rd, wr) = sys::pipe2_counted().unwrap();
+        let body: Vec<u8> = (0..30_000u32).map(|i| (i % 253) as u8).collect();
+        origin_peer.write_all(&body).unwrap();
+        let mut moved = 0;
+        while moved < body.len() {
+            let n = until(&mut u, |u| u.splice(origin, wr, body.len() - moved, origin)).unwrap();
+            assert!(n > 0);
+            let mut left = n;
+            while left > 0 {
+                left -= until(&mut u, |u| u.splice(rd, client, left, client)).unwrap();
+            }
+            moved += n;
+        }
+        let mut got = vec![0u8; body.len()];
+        client_peer.read_exact(&mut got).unwrap();
+        assert!(got == body);
+        assert!(!u.pipe_busy(rd, wr), "nothing in flight on the pipe");
+        for fd in [origin, client] {
+            u.deregister(fd).unwrap();
+            Io::close(&mut u, fd);
+        }
+        let _ = sys::close(rd);
+        let _ = sys::close(wr);
+    }
+}

@@ -1,0 +1,119 @@
+//! How a worker moves bytes, for both engines.
+//!
+//! The proxy's state machine (`worker.rs`) makes every transfer through [`Io`]. A readiness
+//! mechanism makes the non-blocking syscall at once (the default methods: `EAGAIN` means "wait
+//! for an event"). The completion engine (`completion.rs`) answers from what its io_uring
+//! requests brought: the first call submits the request and answers [`pending`]; the request's
+//! completion comes back as an event on the descriptor, and the same call made again returns
+//! its result. So the decisions (what to read, how much, when to splice, when a pipe must be
+//! drained, when to close) are written once.
+
+use std::io::{self, IoSlice};
+use std::os::fd::RawFd;
+
+use evlab_poll::{sys, Poller};
+
+/// What a descriptor handed to [`Io::adopt`] is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The listening socket (the completion engine arms a multishot accept on it).
+    Listener,
+    /// A client or origin connection: all its transfers go through [`Io`].
+    Conn,
+}
+
+/// The answer of a completion engine to a transfer whose request is in flight (or was just
+/// submitted): its completion will come as an event. Never returned by readiness mechanisms.
+pub(crate) fn pending(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINPROGRESS)
+}
+
+pub(crate) fn in_flight() -> io::Error {
+    io::Error::from_raw_os_error(libc::EINPROGRESS)
+}
+
+/// A mechanism's way of moving bytes. Readiness mechanisms take the defaults: the syscalls.
+pub(crate) trait Io: Poller {
+    /// Transfers complete asynchronously: a short read proves nothing (only [`pending`] says
+    /// that nothing more is there), and writes are taken whole into the engine's own buffer.
+    const COMPLETION: bool = false;
+
+    /// Says what `fd` is, before it is registered.
+    fn adopt(&mut self, _fd: RawFd, _role: Role) {}
+
+    fn accept(&mut self, listen_fd: RawFd) -> io::Result<RawFd> {
+        sys::accept4(listen_fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+    }
+
+    /// Reads at most `max` bytes into `buf`'s spare capacity.
+    fn read_max(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        sys::read_into_max(fd, buf, max)
+    }
+
+    fn read(&mut self, fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+        sys::read(fd, buf)
+    }
+
+    fn writev(&mut self, fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if bufs.len() == 1 {
+            sys::send(fd, &bufs[0], 0)
+        } else {
+            sys::writev(fd, bufs)
+        }
+    }
+
+    /// splice(2) from `fd_in` to `fd_out`; `notify` is the registered descriptor whose event
+    /// reports a completion (the socket's own, or the client's for pipe to pipe).
+    fn splice(
+        &mut self,
+        fd_in: RawFd,
+        fd_out: RawFd,
+        len: usize,
+        _notify: RawFd,
+    ) -> io::Result<usize> {
+        sys::splice(fd_in, fd_out, len, 0)
+    }
+
+    fn tee(
+        &mut self,
+        fd_in: RawFd,
+        fd_out: RawFd,
+        len: usize,
+        _notify: RawFd,
+    ) -> io::Result<usize> {
+        sys::tee(fd_in, fd_out, len)
+    }
+
+    /// Shuts the sending side (after whatever was written has left).
+    fn shutdown_write(&mut self, fd: RawFd) {
+        let _ = sys::shutdown(fd, libc::SHUT_WR);
+    }
+
+    /// Closes a deregistered descriptor.
+    fn close(&mut self, fd: RawFd) {
+        let _ = sys::close(fd);
+    }
+
+    /// A pipe goes back to the pool: true if a request still uses one of its ends (it must be
+    /// closed, never pooled: bytes may still arrive in it).
+    fn pipe_busy(&mut self, _rd: RawFd, _wr: RawFd) -> bool {
+        false
+    }
+
+    /// Whether bodies may be spliced (the kernel's io_uring may lack splice and tee).
+    fn can_splice(&self) -> bool {
+        true
+    }
+}
+
+macro_rules! readiness_io {
+    ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
+        $(readiness_io!(@one $kind $args);)*
+    };
+    (@one readiness ($ty:ty)) => {
+        impl Io for $ty {}
+    };
+    (@one completion $args:tt) => {};
+}
+
+evlab_poll::for_each_mechanism!(readiness_io);

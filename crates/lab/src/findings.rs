@@ -704,6 +704,9 @@ fn proxy_cpu(s: &Summary, series: &str, idle: usize) -> Option<f64> {
     Some(v.iter().sum::<f64>() / v.len() as f64)
 }
 
+/// The paper's splice gain for 64-128 KB non-cacheable objects (§6.2, Fig. 7).
+const SPLICE_GAIN_LARGE: f64 = 0.68;
+
 /// "no idle connections", "10,000 idle connections".
 fn idle_phrase(idle: usize) -> String {
     match idle {
@@ -874,6 +877,16 @@ fn proxy_findings(s: &Summary) -> Vec<Finding> {
             .join("; ");
         if let Some(n) = nginx {
             evidence.push_str(&format!("; nginx proxy_pass {n:.1} µs"));
+            // nginx has no cache: evlab's proxy with its cache off is the like for like.
+            for x in s.series.iter().filter(|x| {
+                x.flags
+                    .windows(2)
+                    .any(|w| w[0] == "--cache-bytes" && w[1] == "0")
+            }) {
+                if let Some(c) = proxy_cpu(s, &x.label, few_idle) {
+                    evidence.push_str(&format!("; {} {c:.1} µs", x.label));
+                }
+            }
         }
         out.push(Finding {
             source: "Rosu & Rosu 2003, abstract".into(),
@@ -916,8 +929,12 @@ fn proxy_findings(s: &Summary) -> Vec<Finding> {
                 Verdict::Inconclusive
             } else {
                 let (first, last) = (known[0].1, known[known.len() - 1].1);
-                if last > first && last > 0.0 {
+                // The claim has sizes in it: growing to at least half the paper's 68% at the
+                // largest objects reproduces it; growing to less is part of it.
+                if last > first && last >= SPLICE_GAIN_LARGE / 2.0 {
                     Verdict::Reproduced
+                } else if last > first && last > 0.0 {
+                    Verdict::Partly
                 } else if known.iter().any(|(_, g)| *g > 0.0) {
                     Verdict::Partly
                 } else {
@@ -1742,7 +1759,10 @@ pub(crate) mod tests {
             "{e}"
         );
         let (_, e) = verdict(&s, "Rosu & Rosu 2003, abstract", "splice costs less");
-        assert!(e.contains("nginx proxy_pass 100.0 µs"), "{e}");
+        assert!(
+            e.contains("nginx proxy_pass 100.0 µs; epoll-et copy, no cache 100.0 µs"),
+            "{e}"
+        );
         // uselect is judged with the most idle connections, splice with the fewest.
         let s = proxy_summary_idle("fig-proxy-cpu", &|l, idle| {
             let base = match (l.starts_with("uring-poll"), idle) {
@@ -1808,6 +1828,29 @@ pub(crate) mod tests {
         assert!(e.ends_with("splice pays from 12K"), "{e}");
         // The μserver's findings do not apply to proxy runs.
         assert!(findings(&s).iter().all(|f| f.source.starts_with("Rosu")));
+        // A gain that grows to 8% only (this machine's first full run): part of the claim.
+        let small = |z: &str| match z {
+            "4K" => 0.03,
+            "8K" | "12K" => -0.05,
+            "25K" => -0.04,
+            "64K" => 0.02,
+            _ => 0.08,
+        };
+        let s = proxy_summary("fig-proxy-sizes", &|l| {
+            let (mode, size) = l.split_once(' ').unwrap();
+            if mode == "splice" {
+                100.0 * (1.0 - small(size))
+            } else {
+                100.0
+            }
+        });
+        let (v, e) = verdict(
+            &s,
+            "Rosu & Rosu 2003, §6.2, Fig. 7",
+            "grows with object size",
+        );
+        assert_eq!(v, Verdict::Partly, "{e}");
+        assert!(e.ends_with("splice pays from 64K"), "{e}");
     }
 
     fn verdict(s: &Summary, source: &str, claim_has: &str) -> (Verdict, String) {

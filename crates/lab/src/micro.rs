@@ -595,7 +595,7 @@ mod tests {
         }
         let md = read_file(&d, "report.md");
         assert!(
-            md.contains("| poll falls as the pipes grow | holds |"),
+            md.contains("| poll falls as the pipes grow (rate ∝ pipes^k with k ≤ -0.5; a scan of them all is -1) | holds |"),
             "{md}"
         );
         let html = read_file(&d, "report.html");

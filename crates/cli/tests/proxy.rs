@@ -360,7 +360,14 @@ fn check_body(r: &Response, len: usize, what: &str) {
         "{what}"
     );
     assert_eq!(r.body.len(), len, "{what}");
-    assert!(r.body == content(len), "{what}: the body differs");
+    let want = content(len);
+    if let Some(at) = r.body.iter().zip(&want).position(|(a, b)| a != b) {
+        panic!(
+            "{what}: the body differs from byte {at} on (of {len}): {:?} where {:?}",
+            String::from_utf8_lossy(&r.body[at..(at + 32).min(len)]),
+            String::from_utf8_lossy(&want[at..(at + 32).min(len)])
+        );
+    }
 }
 
 // ---- the cases ----

@@ -116,6 +116,9 @@ struct FdState {
     refs: u32,
     /// A send left running will close the descriptor.
     close_deferred: bool,
+    /// Closed by the worker while splice or tee requests naming it were in flight: closed
+    /// when the last of them completes (see `close`).
+    close_on_free: bool,
 }
 
 pub(crate) struct Uring {
@@ -210,6 +213,9 @@ impl Uring {
             for fd in [op.fd_in, op.fd_out] {
                 let st = self.st(fd);
                 st.refs = st.refs.saturating_sub(1);
+                if st.refs == 0 && std::mem::take(&mut st.close_on_free) {
+                    let _ = sys::close(fd);
+                }
             }
         }
         Some(op)
@@ -416,12 +422,13 @@ impl Uring {
         }
         let st = &mut self.fds[fd as usize];
         let rx = std::mem::take(&mut st.rx);
-        let (role, refs) = (st.role, st.refs);
+        let (role, refs, close_on_free) = (st.role, st.refs, st.close_on_free);
         let close_deferred = st.close_deferred || orphaned;
         *st = FdState {
             role,
             refs,
             close_deferred,
+            close_on_free,
             ..FdState::default()
         };
         self.give_buf(rx);
@@ -982,9 +989,20 @@ impl Io for Uring {
         st.role = None;
         // A send taken from the worker may not even be submitted yet: the descriptor stays
         // open (its number unused) until the send is done, then closes.
-        if !std::mem::take(&mut st.close_deferred) {
-            let _ = sys::close(fd);
+        if std::mem::take(&mut st.close_deferred) {
+            return;
         }
+        // A splice or tee naming the descriptor is still in the kernel, cancelled or not. One
+        // behind a linked poll is issued only when the poll fires, and looks the number up
+        // then: closed now, the number could belong to a new connection by that time, and the
+        // splice would take that connection's bytes. So the descriptor stays open until the
+        // last such request completes; a socket is shut so that its poll fires at once.
+        if st.refs > 0 {
+            st.close_on_free = true;
+            let _ = sys::shutdown(fd, libc::SHUT_RDWR);
+            return;
+        }
+        let _ = sys::close(fd);
     }
 
     fn pipe_busy(&mut self, rd: RawFd, wr: RawFd) -> bool {
@@ -998,7 +1016,10 @@ impl Io for Uring {
                 || st.wr.is_some()
                 || st.rd_done.is_some()
                 || st.wr_done.is_some()
-        });
+        }) || pipe_bytes(rd) != Some(0);
+        // The kernel's count too: the state machine's may lag a completion (a tee's copy,
+        // a splice's bytes) when the exchange ends early, and a pooled pipe with bytes would
+        // hand them to the next body (seen: a client that left mid-body in splice-keep).
         if busy {
             self.forget(rd);
             self.forget(wr);

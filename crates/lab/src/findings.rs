@@ -930,11 +930,9 @@ fn proxy_findings(s: &Summary) -> Vec<Finding> {
             } else {
                 let (first, last) = (known[0].1, known[known.len() - 1].1);
                 // The claim has sizes in it: growing to at least half the paper's 68% at the
-                // largest objects reproduces it; growing to less is part of it.
+                // largest objects reproduces it; a gain at any size is part of it.
                 if last > first && last >= SPLICE_GAIN_LARGE / 2.0 {
                     Verdict::Reproduced
-                } else if last > first && last > 0.0 {
-                    Verdict::Partly
                 } else if known.iter().any(|(_, g)| *g > 0.0) {
                     Verdict::Partly
                 } else {
@@ -1260,19 +1258,19 @@ fn herd_findings(s: &Summary) -> Vec<Finding> {
         let cpu = p.server_cpu_us_per_reply.filter(|c| *c > 0.0)?;
         Some(budget? * 1e6 / cpu)
     };
-    let (capacity, what): (&dyn Fn(&PointResult) -> Option<f64>, String) =
-        match (all_kept_up, budget) {
-            (true, Some(b)) => (
-                &implied,
-                format!(
-                    "every mode answered the offered rate at {}, so the reply rates are equal; \
+    type Value<'a> = &'a dyn Fn(&PointResult) -> Option<f64>;
+    let (capacity, what): (Value, String) = match (all_kept_up, budget) {
+        (true, Some(b)) => (
+            &implied,
+            format!(
+                "every mode answered the offered rate at {}, so the reply rates are equal; \
                      the capacity each has at its CPU budget ({b} of a CPU ÷ CPU per reply), \
                      replies/s",
-                    n.map_or("—".into(), n_words)
-                ),
+                n.map_or("—".into(), n_words)
             ),
-            _ => (&replies, "replies/s".to_string()),
-        };
+        ),
+        _ => (&replies, "replies/s".to_string()),
+    };
     let n = if all_kept_up && budget.is_some() {
         top(capacity)
     } else {

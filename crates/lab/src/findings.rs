@@ -1799,54 +1799,45 @@ pub(crate) mod tests {
             verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect").0,
             Verdict::Partly
         );
+        // fig-proxy-sizes with splice's gain at each size `gain(size)`: the size finding.
+        let sizes = |gain: &dyn Fn(&str) -> f64| {
+            let s = proxy_summary("fig-proxy-sizes", &|l| {
+                let (mode, size) = l.split_once(' ').unwrap();
+                if mode == "splice" {
+                    100.0 * (1.0 - gain(size))
+                } else {
+                    100.0
+                }
+            });
+            let (v, e) = verdict(
+                &s,
+                "Rosu & Rosu 2003, §6.2, Fig. 7",
+                "grows with object size",
+            );
+            (s, v, e)
+        };
         // Sizes: splice loses at 4K and 8K, gains from 12K on, more with size.
-        let gain = |z: &str| match z {
+        let (s, v, e) = sizes(&|z| match z {
             "4K" => -0.1,
             "8K" => -0.05,
             "12K" => 0.05,
             "25K" => 0.2,
             "64K" => 0.4,
             _ => 0.6,
-        };
-        let s = proxy_summary("fig-proxy-sizes", &|l| {
-            let (mode, size) = l.split_once(' ').unwrap();
-            if mode == "splice" {
-                100.0 * (1.0 - gain(size))
-            } else {
-                100.0
-            }
         });
-        let (v, e) = verdict(
-            &s,
-            "Rosu & Rosu 2003, §6.2, Fig. 7",
-            "grows with object size",
-        );
         assert_eq!(v, Verdict::Reproduced, "{e}");
         assert!(e.contains("4K -10%") && e.contains("128K 60%"), "{e}");
         assert!(e.ends_with("splice pays from 12K"), "{e}");
         // The μserver's findings do not apply to proxy runs.
         assert!(findings(&s).iter().all(|f| f.source.starts_with("Rosu")));
         // A gain that grows to 8% only (this machine's first full run): part of the claim.
-        let small = |z: &str| match z {
+        let (_, v, e) = sizes(&|z| match z {
             "4K" => 0.03,
             "8K" | "12K" => -0.05,
             "25K" => -0.04,
             "64K" => 0.02,
             _ => 0.08,
-        };
-        let s = proxy_summary("fig-proxy-sizes", &|l| {
-            let (mode, size) = l.split_once(' ').unwrap();
-            if mode == "splice" {
-                100.0 * (1.0 - small(size))
-            } else {
-                100.0
-            }
         });
-        let (v, e) = verdict(
-            &s,
-            "Rosu & Rosu 2003, §6.2, Fig. 7",
-            "grows with object size",
-        );
         assert_eq!(v, Verdict::Partly, "{e}");
         assert!(e.ends_with("splice pays from 64K"), "{e}");
     }

@@ -231,32 +231,12 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             "--dirs".into(),
             spec.fileset_dirs.to_string(),
         ];
-        progress.note(&format!("evlab run: {}", procs::shell_line(&argv)));
-        let st = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdout(std::process::Stdio::null())
-            .status()?;
-        if !st.success() {
-            return Err(LabError::Io(format!(
-                "`{}` failed ({st})",
-                procs::shell_line(&argv)
-            )));
-        }
+        make_fileset(&argv, &progress)?;
         Some(dir)
     } else if spec.workload == Workload::Polymix {
         let dir = scratch.0.join("polymix");
         let argv = polymix_fileset_argv(&opts.evlab, spec, &spec.object_size, &dir);
-        progress.note(&format!("evlab run: {}", procs::shell_line(&argv)));
-        let st = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdout(std::process::Stdio::null())
-            .status()?;
-        if !st.success() {
-            return Err(LabError::Io(format!(
-                "`{}` failed ({st})",
-                procs::shell_line(&argv)
-            )));
-        }
+        make_fileset(&argv, &progress)?;
         // What the lab waits on before each point: `GET /one`, through the proxy.
         std::fs::write(dir.join("one"), b"a")?;
         // Series with their own object size get their own file set.
@@ -266,17 +246,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
                 continue;
             }
             let argv = polymix_fileset_argv(&opts.evlab, spec, size, &d);
-            progress.note(&format!("evlab run: {}", procs::shell_line(&argv)));
-            let st = std::process::Command::new(&argv[0])
-                .args(&argv[1..])
-                .stdout(std::process::Stdio::null())
-                .status()?;
-            if !st.success() {
-                return Err(LabError::Io(format!(
-                    "`{}` failed ({st})",
-                    procs::shell_line(&argv)
-                )));
-            }
+            make_fileset(&argv, &progress)?;
             std::fs::write(d.join("one"), b"a")?;
         }
         Some(dir)
@@ -648,6 +618,54 @@ fn stop_command(idle: bool) -> String {
     }
 }
 
+/// Runs `evlab fileset …` (said on the progress line), its output discarded.
+fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), LabError> {
+    progress.note(&format!("evlab run: {}", procs::shell_line(argv)));
+    let st = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    if !st.success() {
+        return Err(LabError::Io(format!(
+            "`{}` failed ({st})",
+            procs::shell_line(argv)
+        )));
+    }
+    Ok(())
+}
+
+/// Waits for an evlab process's `listening on ADDR` line and returns ADDR.
+fn listening_addr(c: &mut Child, what: &str) -> Result<SocketAddr, LabError> {
+    let line = c.wait_line(
+        |l| l.starts_with("listening on "),
+        Duration::from_secs(10),
+        "`listening on` line",
+    )?;
+    line["listening on ".len()..]
+        .trim()
+        .parse()
+        .map_err(|_| LabError::Point(format!("{what} printed a bad address: {line}")))
+}
+
+/// A peer's generated config, written again by the point's commands (it was in the scratch
+/// directory, which the run removes).
+fn record_config(
+    commands: &mut Vec<String>,
+    conf_dir: &Path,
+    argv: &[String],
+) -> Result<(), LabError> {
+    if let Some(conf) = peers::config_file(argv) {
+        let text = std::fs::read_to_string(conf)?;
+        commands.push(format!(
+            "mkdir -p {} && cat > {} <<'EOF'\n{}EOF",
+            sh(conf_dir),
+            sh(Path::new(conf)),
+            text
+        ));
+    }
+    Ok(())
+}
+
 /// Starts the series' server (inside the budget, pinned), waits until it answers, and
 /// returns its port; its commands (as a shell runs them: in the background, then a wait until
 /// it answers) go to `commands`.
@@ -703,14 +721,7 @@ pub(crate) fn start_server(
             ];
             argv.extend(s.flags.iter().cloned());
             let mut c = Child::spawn_in("evlab proxy", &argv, ctx.server_cpus, None, ctx.budget)?;
-            let line = c.wait_line(
-                |l| l.starts_with("listening on "),
-                Duration::from_secs(10),
-                "`listening on` line",
-            )?;
-            let addr: SocketAddr = line["listening on ".len()..].trim().parse().map_err(|_| {
-                LabError::Point(format!("evlab proxy printed a bad address: {line}"))
-            })?;
+            let addr = listening_addr(&mut c, "evlab proxy")?;
             background(
                 commands,
                 None,
@@ -730,15 +741,7 @@ pub(crate) fn start_server(
                 Some(&conf_dir),
                 ctx.budget,
             )?;
-            if let Some(conf) = peers::config_file(&argv) {
-                let text = std::fs::read_to_string(conf)?;
-                commands.push(format!(
-                    "mkdir -p {} && cat > {} <<'EOF'\n{}EOF",
-                    sh(&conf_dir),
-                    sh(Path::new(conf)),
-                    text
-                ));
-            }
+            record_config(commands, &conf_dir, &argv)?;
             background(commands, Some(&conf_dir), c.command.clone());
             (c, port)
         }
@@ -765,14 +768,7 @@ pub(crate) fn start_server(
             argv.extend(spec.server_flags.iter().cloned());
             argv.extend(s.flags.iter().cloned());
             let mut c = Child::spawn_in("evlab serve", &argv, ctx.server_cpus, None, ctx.budget)?;
-            let line = c.wait_line(
-                |l| l.starts_with("listening on "),
-                Duration::from_secs(10),
-                "`listening on` line",
-            )?;
-            let addr: SocketAddr = line["listening on ".len()..].trim().parse().map_err(|_| {
-                LabError::Point(format!("evlab serve printed a bad address: {line}"))
-            })?;
+            let addr = listening_addr(&mut c, "evlab serve")?;
             background(
                 commands,
                 None,
@@ -806,16 +802,7 @@ pub(crate) fn start_server(
                 Some(&conf_dir),
                 ctx.budget,
             )?;
-            // The generated config, written again (it was in the scratch directory).
-            if let Some(conf) = peers::config_file(&argv) {
-                let text = std::fs::read_to_string(conf)?;
-                commands.push(format!(
-                    "mkdir -p {} && cat > {} <<'EOF'\n{}EOF",
-                    sh(&conf_dir),
-                    sh(Path::new(conf)),
-                    text
-                ));
-            }
+            record_config(commands, &conf_dir, &argv)?;
             background(commands, Some(&conf_dir), c.command.clone());
             (c, port)
         }
@@ -895,15 +882,7 @@ fn start_origin(
         None => ctx.client_cpus[..ctx.client_cpus.len().min(1)].to_vec(),
     };
     let mut c = Child::spawn("evlab serve (origin)", &argv, &cpu, None)?;
-    let line = c.wait_line(
-        |l| l.starts_with("listening on "),
-        Duration::from_secs(10),
-        "`listening on` line",
-    )?;
-    let addr: SocketAddr = line["listening on ".len()..]
-        .trim()
-        .parse()
-        .map_err(|_| LabError::Point(format!("evlab serve printed a bad address: {line}")))?;
+    let addr = listening_addr(&mut c, "evlab serve")?;
     commands.push(format!(
         "{} & origin=$!",
         c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} "))

@@ -157,23 +157,38 @@ impl UringPoll {
     }
 
     fn enter(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
-        let r = match timeout {
-            Some(d) if want > 0 => {
-                let ts = types::Timespec::from(d);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                sys::count_io(Syscall::IoUringEnter, || {
-                    self.ring.submitter().submit_with_args(want, &args)
-                })
-            }
-            _ => sys::count_io(Syscall::IoUringEnter, || self.ring.submit_and_wait(want)),
-        };
+        let r = enter(&self.ring, want, timeout);
         self.queued = 0;
         self.passes = 0;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => Ok(()),
-            Err(e) => Err(e),
+        r
+    }
+}
+
+/// One counted `io_uring_enter`: submits what is queued and waits for `want` completions, at
+/// most `timeout`. A timeout, a signal, or a completion queue the kernel could not fill (EBUSY:
+/// reap, then enter again) are not errors. Shared by every io_uring engine.
+pub fn enter(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Result<()> {
+    let r = match timeout {
+        Some(d) if want > 0 => {
+            let ts = types::Timespec::from(d);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            sys::count_io(Syscall::IoUringEnter, || {
+                ring.submitter().submit_with_args(want, &args)
+            })
         }
+        _ => sys::count_io(Syscall::IoUringEnter, || ring.submit_and_wait(want)),
+    };
+    match r {
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
 }
 

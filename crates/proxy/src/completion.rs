@@ -462,28 +462,7 @@ impl Uring {
 
     fn enter(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.stats.waits_from_kernel += 1;
-        let r = match timeout {
-            None => sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit_and_wait(1)),
-            Some(d) => {
-                let ts = types::Timespec::from(d);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                sys::count_io(sys::Syscall::IoUringEnter, || {
-                    self.ring.submitter().submit_with_args(1, &args)
-                })
-            }
-        };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        evlab_poll::uring_poll::enter(&self.ring, 1, timeout)
     }
 
     fn harvest(&mut self) {

@@ -506,25 +506,7 @@ impl Engine for Completion {
     fn turn(&mut self, core: &mut C, timeout: Option<Duration>) -> io::Result<()> {
         self.stats.waits += 1;
         self.stats.waits_from_kernel += 1;
-        let r = match timeout {
-            None => sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit_and_wait(1)),
-            Some(d) => {
-                let ts = types::Timespec::from(d);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                sys::count_io(sys::Syscall::IoUringEnter, || {
-                    self.ring.submitter().submit_with_args(1, &args)
-                })
-            }
-        };
-        match r {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                ) => {}
-            Err(e) => return Err(e),
-        }
+        evlab_poll::uring_poll::enter(&self.ring, 1, timeout)?;
         core.tick();
         self.cqes.clear();
         for cqe in self.ring.completion() {

@@ -3,9 +3,13 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use evlab_lab::runner::{self, RunOptions};
-use evlab_lab::spec::Spec;
-use evlab_lab::{micro, procs, report, results::Summary};
+use evlab_lab::model::micro;
+use evlab_lab::model::results::Summary;
+use evlab_lab::model::spec::Spec;
+use evlab_lab::model::text::shell_line;
+use evlab_lab::render::{self, report};
+use evlab_lab::run::plan::RunOptions;
+use evlab_lab::run::{procs, sweep};
 
 use crate::output;
 
@@ -163,7 +167,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             Some(p) => p.clone(),
             None => std::env::current_exe().context("cannot find the evlab binary")?,
         };
-        print!("{}", evlab_lab::estimate::list(BUILTIN, &evlab, a.duration));
+        print!(
+            "{}",
+            evlab_lab::run::estimate::list(BUILTIN, &evlab, a.duration)
+        );
         return Ok(());
     }
     let (spec, spec_path, spec_text) = load_spec(&a)?;
@@ -177,8 +184,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         None => std::env::current_exe().context("cannot find the evlab binary")?,
     };
     procs::install_interrupt_handler();
-    let command = procs::shell_line(&std::env::args().collect::<Vec<_>>());
-    let (dir, summary) = runner::run(RunOptions {
+    let command = shell_line(&std::env::args().collect::<Vec<_>>());
+    let (dir, summary) = sweep::run(RunOptions {
         evlab,
         spec,
         spec_path,
@@ -235,7 +242,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<()> {
         report::write(&s, dir)?;
     } else if micro::is_micro_dir(dir) {
         output::writable_dir("evlab report", dir)?;
-        micro::write_report(dir)?;
+        render::micro::write_report(dir)?;
     } else if let Some(json) = micro::orphan_json(dir) {
         anyhow::bail!(
             "evlab report: {} holds {json} but no {}: a micro-benchmark run from before its \

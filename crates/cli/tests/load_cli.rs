@@ -154,8 +154,8 @@ fn head_method_counts_no_body_bytes() {
 /// Starts a peer server on a port chosen by binding port 0 (peers cannot report the port they
 /// picked), in a process group of its own (nginx forks its workers), and waits until it
 /// accepts.
-fn start_peer(argv: &[String], port: u16) -> evlab_lab::procs::Child {
-    let mut child = evlab_lab::procs::Child::spawn(&argv[0], argv, &[], None).unwrap();
+fn start_peer(argv: &[String], port: u16) -> evlab_lab::run::procs::Child {
+    let mut child = evlab_lab::run::procs::Child::spawn(&argv[0], argv, &[], None).unwrap();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(10) {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -193,8 +193,8 @@ fn counts_exactly_against_nginx_and_lighttpd() {
             .unwrap()
             .port();
         let argv = match peer {
-            "nginx" => evlab_lab::peers::nginx_argv(&dir, &root, port),
-            _ => evlab_lab::peers::lighttpd_argv(&dir, &root, port, "linux-sysepoll"),
+            "nginx" => evlab_lab::run::peers::nginx_argv(&dir, &root, port),
+            _ => evlab_lab::run::peers::lighttpd_argv(&dir, &root, port, "linux-sysepoll"),
         }
         .unwrap();
         let mut child = start_peer(&argv, port);
@@ -216,7 +216,7 @@ fn counts_exactly_against_nginx_and_lighttpd() {
         // The whole group (nginx's master and its worker) stops, and nothing of it is left.
         let left = child.stop(Duration::from_secs(5));
         assert!(left.is_empty(), "{peer} left processes {left:?}");
-        assert!(evlab_lab::procs::group_members(child.pid).is_empty());
+        assert!(evlab_lab::run::procs::group_members(child.pid).is_empty());
         let (out, err) = text(&o);
         assert!(o.status.success(), "{peer}: {out}\n{err}");
         assert!(

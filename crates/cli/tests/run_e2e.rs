@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use evlab_lab::procs::{tree_snapshot, ProcessGroup};
+use evlab_lab::run::procs::{tree_snapshot, ProcessGroup};
 
 fn evlab() -> &'static str {
     env!("CARGO_BIN_EXE_evlab")

@@ -11,12 +11,12 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use evlab_lab::cgroup::CpuBudget;
-use evlab_lab::loadjson;
-use evlab_lab::procs::Child;
-use evlab_lab::results::PointResult;
-use evlab_lab::runner::judge;
-use evlab_lab::spec::{Series, ServerKind, Spec};
+use evlab_lab::model::load as loadjson;
+use evlab_lab::model::results::PointResult;
+use evlab_lab::model::spec::{Series, ServerKind, Spec};
+use evlab_lab::run::cgroup::CpuBudget;
+use evlab_lab::run::point::judge;
+use evlab_lab::run::procs::Child;
 
 fn spec() -> Spec {
     Spec::parse(

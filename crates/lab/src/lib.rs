@@ -1,26 +1,19 @@
 //! evlab-lab: experiments that reproduce the papers' figures and tables.
 //!
-//! An experiment ([`spec::Spec`]) is a TOML file; [`runner`] turns it into points (one server,
-//! one offered rate, one idle count, one trial), each measured by child processes of the `evlab`
-//! binary (`serve`, `idle`, `load`) or a peer server; [`results`] holds what was measured and
-//! writes the CSV and JSON; [`report`] renders Markdown and a self-contained HTML page with SVG
-//! figures drawn like the paper's.
+//! Four layers, each using only those before it (a test checks there is no cycle):
+//!
+//! - [`model`]: the experiment file ([`model::spec::Spec`]), what a run measured
+//!   ([`model::results::Summary`]) and its calibration, as written to and read from disk;
+//! - [`analysis`]: curves over trials, syscall shares, and the findings' rules, one module per
+//!   family (the experiment's `findings` key);
+//! - [`render`]: the Markdown and HTML reports and their SVG figures;
+//! - [`run`]: the plan, the sweep, each point's processes (a fresh server pinned to its CPU, idle
+//!   holders, one measured `evlab load`), calibration and CPU budgets.
 
-pub mod calibrate;
-pub mod cgroup;
-pub mod estimate;
-pub mod findings;
-pub mod loadjson;
-pub mod machine;
-pub mod micro;
-pub mod peers;
-pub mod procs;
-pub mod progress;
-pub mod report;
-pub mod results;
-pub mod runner;
-pub mod spec;
-pub mod svg;
+pub mod analysis;
+pub mod model;
+pub mod render;
+pub mod run;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {

@@ -1,7 +1,7 @@
 //! What the CLI tests share: the real `evlab` binary, a docroot, `evlab serve` started on port 0
 //! with its address read back from the first line, and whether a Debian tool is installed.
 //!
-//! Every long-running child is a [`ProcessGroup`] (see `evlab_lab::procs`): a process group of
+//! Every long-running child is a [`ProcessGroup`] (see `evlab_lab::run::procs`): a process group of
 //! its own, stopped as a group and checked gone, also when a test fails or panics (the guard's
 //! drop) or its process is killed past the timeout (the parent-death signal).
 #![allow(dead_code)] // each test binary uses its own part
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-pub use evlab_lab::procs::ProcessGroup;
+pub use evlab_lab::run::procs::ProcessGroup;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_evlab");
 

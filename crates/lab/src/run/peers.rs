@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::procs::command_line_output;
+use crate::run::procs::command_line_output;
 
 /// lighttpd's event handlers compiled into the installed binary, by their config names
 /// (`lighttpd -V` lists `+ epoll (Linux)` for what the config calls `linux-sysepoll`).
@@ -164,7 +164,7 @@ pub fn lighttpd_max_connections() -> usize {
         return usize::MAX;
     };
     // Children get a higher limit where the runner may raise it (see procs.rs).
-    let hard = (hard as usize).max(crate::procs::child_nofile_if_raisable());
+    let hard = (hard as usize).max(crate::run::procs::child_nofile_if_raisable());
     hard / 2
 }
 

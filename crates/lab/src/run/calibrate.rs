@@ -15,65 +15,20 @@
 use std::path::Path;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-use crate::cgroup::CpuBudget;
-use crate::progress::Progress;
-use crate::runner::{self, LoadAsk, PointCtx, Procs};
-use crate::spec::{Budget, Series, ServerKind};
+use crate::model::calibration::{Calibration, Capacity, Probe, CLEAN_SHARE};
+use crate::model::spec::{Budget, Series, ServerKind};
+use crate::model::text::thousands;
+use crate::run::cgroup::CpuBudget;
+use crate::run::point::{self, LoadAsk, PointCtx, Procs};
+use crate::run::progress::Progress;
 use crate::LabError;
 
-/// The share of the client's ceiling the sweep may offer.
-pub const CLEAN_SHARE: f64 = 0.55;
 /// The trial budget of the first epoll-et probe.
 const TRIAL_BUDGET: f64 = 0.1;
 /// The saturation probe's steps, as shares of the clean ceiling (×1.5 apart).
 const STEPS: [f64; 4] = [0.3, 0.45, 0.67, 1.0];
 /// Seconds per probe step.
 const STEP_S: f64 = 0.7;
-
-/// What was measured of this machine before the sweep.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Calibration {
-    /// Connections/s the load generator started flat out (one request each) against an
-    /// unconstrained evlab epoll-et server: the client's ceiling on this machine.
-    pub client_ceiling: f64,
-    /// The highest rate the sweep offers: a share of the ceiling at which the client still
-    /// keeps its schedule.
-    pub client_clean: f64,
-    /// The server's CPU budget (share of one CPU, cgroup CPU quota), if one was set.
-    pub server_cpu_budget: Option<f64>,
-    /// How the budget was chosen, in words.
-    pub budget_reason: String,
-    /// Each series' capacity (replies/s at the budget, idle 0), from a short saturation probe.
-    pub capacities: Vec<Capacity>,
-    /// The rates the sweep offers (requests/s), when the experiment said `rates = "auto"`.
-    pub rates: Vec<f64>,
-    /// Every probe run, in order, for the report.
-    pub probes: Vec<Probe>,
-    pub wall_s: f64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Capacity {
-    pub series: String,
-    /// The highest probed rate kept up with (≥ 95% answered, p99 ≤ 100 ms), replies/s.
-    pub replies_per_s: f64,
-    /// Whether the probe reached a rate the series could not keep up with (else the capacity
-    /// is a lower bound: the probe stopped at the client's clean ceiling).
-    pub saturated: bool,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Probe {
-    pub what: String,
-    pub series: String,
-    pub budget: Option<f64>,
-    pub offered: f64,
-    pub replies_per_s: Option<f64>,
-    pub achieved_start_rate: Option<f64>,
-    pub client_cpu_busy: Option<f64>,
-}
 
 /// What one probe step saw.
 fn probe_step(
@@ -85,7 +40,7 @@ fn probe_step(
     secs: f64,
     tag: &str,
 ) -> Result<(Probe, bool), LabError> {
-    let run = runner::run_load(
+    let run = point::run_load(
         ctx,
         "evlab load (calibration)",
         &LoadAsk {
@@ -131,11 +86,11 @@ fn saturation_probe(
     probes: &mut Vec<Probe>,
 ) -> Result<Capacity, LabError> {
     let pdir = ctx.scratch.join(format!("calibrate-{n}"));
-    let docroot = runner::docroot(ctx, &pdir)?;
+    let docroot = point::docroot(ctx, &pdir)?;
     let mut procs = Procs::default();
     let mut commands = vec![];
     let r = (|| {
-        let port = runner::start_server(ctx, s, 0, &docroot, &pdir, &mut procs, &mut commands)?;
+        let port = point::start_server(ctx, s, 0, &docroot, &pdir, &mut procs, &mut commands)?;
         let mut cap = Capacity {
             series: s.label.clone(),
             replies_per_s: 0.0,
@@ -188,7 +143,7 @@ pub(crate) fn run(
     // 1. The client's ceiling.
     {
         let pdir = ctx.scratch.join("calibrate-client");
-        let docroot = runner::docroot(ctx, &pdir)?;
+        let docroot = point::docroot(ctx, &pdir)?;
         let mut procs = Procs::default();
         let mut commands = vec![];
         let unbudgeted = PointCtx {
@@ -196,7 +151,7 @@ pub(crate) fn run(
             ..*ctx
         };
         let r = (|| {
-            let port = runner::start_server(
+            let port = point::start_server(
                 &unbudgeted,
                 &reference,
                 0,
@@ -289,7 +244,7 @@ pub(crate) fn run(
                 "chosen so that {} saturates near {:.0}% of the clean ceiling ({}/s): a server with a fraction of its CPU, as the paper's one server against eight clients",
                 reference.label,
                 spec.auto_target * 100.0,
-                crate::report::thousands(target)
+                thousands(target)
             );
             budget = Some(CpuBudget::new(b).map_err(|e| LabError::Io(e.to_string()))?);
         }

@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::findings::{self, Verdict};
-use crate::results::{write_atomic, PointResult, Status, Summary};
-use crate::spec::{SweepSpec, Workload};
-use crate::svg::{self, esc, Chart, Line, Scale};
+use crate::analysis::findings::{self, Verdict};
+use crate::analysis::syscalls::{syscall_shares, PAPER_ROWS};
+use crate::model::results::{write_atomic, PointResult, Status, Summary};
+use crate::model::spec::{SweepSpec, Workload};
+use crate::model::text::thousands;
+use crate::render::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
 
 enum Block {
@@ -26,61 +28,7 @@ enum Block {
     Code(Vec<String>),
 }
 
-/// The order the paper's Table 1 lists system calls in; others follow by share.
-const PAPER_ROWS: &[&str] = &[
-    "read",
-    "close",
-    "select",
-    "poll",
-    "epoll_ctl",
-    "epoll_wait",
-    "io_uring_enter",
-    "setsockopt",
-    "accept",
-    "accept4",
-    "write",
-    "writev",
-    "fcntl",
-    "sendfile",
-];
-
-/// A series' profile point and, per syscall, (share of server CPU, calls per request).
-pub type Profile<'a> = (&'a PointResult, BTreeMap<String, (f64, f64)>);
-
 type Metric = Box<dyn Fn(&PointResult) -> Option<f64>>;
-
-/// For each series (legend order) with profiled syscall times: its profile point and, per
-/// syscall, (share of the server's CPU time, calls per request).
-pub fn syscall_shares(s: &Summary) -> Vec<Profile<'_>> {
-    let mut out = Vec::new();
-    for series in &s.series {
-        let Some(p) = findings::profile_point(s, &series.label) else {
-            continue;
-        };
-        let (Some(c), Some(cpu)) = (&p.server, p.server_cpu_s) else {
-            continue;
-        };
-        if cpu <= 0.0 || !c.syscalls.values().any(|r| r.ns.is_some()) {
-            continue;
-        }
-        let reqs = c.requests.max(1) as f64;
-        let rows = c
-            .syscalls
-            .iter()
-            .map(|(name, r)| {
-                (
-                    name.clone(),
-                    (
-                        r.ns.unwrap_or(0) as f64 / (cpu * 1e9),
-                        r.calls as f64 / reqs,
-                    ),
-                )
-            })
-            .collect();
-        out.push((p, rows));
-    }
-    out
-}
 
 fn x_label(s: &Summary) -> String {
     match (&s.experiment.workload, s.experiment.calls_per_conn) {
@@ -172,23 +120,6 @@ fn number(v: f64) -> String {
         thousands(v)
     } else {
         v.to_string()
-    }
-}
-
-pub fn thousands(v: f64) -> String {
-    let n = v.round() as i64;
-    let s = n.abs().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
     }
 }
 
@@ -841,30 +772,30 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
     for (label, f) in [
         (
             "events per wait",
-            Box::new(|c: &crate::results::ServerCounters| c.events_per_wait())
-                as Box<dyn Fn(&crate::results::ServerCounters) -> Option<f64>>,
+            Box::new(|c: &crate::model::results::ServerCounters| c.events_per_wait())
+                as Box<dyn Fn(&crate::model::results::ServerCounters) -> Option<f64>>,
         ),
         (
             "waits per request",
-            Box::new(|c: &crate::results::ServerCounters| {
+            Box::new(|c: &crate::model::results::ServerCounters| {
                 (c.requests > 0).then(|| c.waits as f64 / c.requests as f64)
             }),
         ),
         (
             "interest changes per request",
-            Box::new(|c: &crate::results::ServerCounters| {
+            Box::new(|c: &crate::model::results::ServerCounters| {
                 (c.requests > 0).then(|| c.interest_changes as f64 / c.requests as f64)
             }),
         ),
         (
             "discarded events per request",
-            Box::new(|c: &crate::results::ServerCounters| {
+            Box::new(|c: &crate::model::results::ServerCounters| {
                 (c.requests > 0).then(|| c.discarded as f64 / c.requests as f64)
             }),
         ),
         (
             "syscalls per request",
-            Box::new(|c: &crate::results::ServerCounters| {
+            Box::new(|c: &crate::model::results::ServerCounters| {
                 (c.requests > 0).then(|| c.syscalls_total() as f64 / c.requests as f64)
             }),
         ),
@@ -1120,7 +1051,7 @@ fn document(s: &Summary) -> Vec<Block> {
             c.wall_s,
             thousands(c.client_ceiling),
             thousands(c.client_clean),
-            crate::calibrate::CLEAN_SHARE * 100.0,
+            crate::model::calibration::CLEAN_SHARE * 100.0,
             c.server_cpu_budget
                 .map(|b| format!("{:.0}% of one CPU (cgroup CPU quota)", b * 100.0))
                 .unwrap_or_else(|| "none".into()),
@@ -1599,8 +1530,8 @@ pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::{Calibration, Capacity, Probe};
-    use crate::findings::tests::summary;
+    use crate::analysis::findings::tests::summary;
+    use crate::model::calibration::{Calibration, Capacity, Probe};
 
     /// select, poll and epoll-lt over three trials, saturating at 5,000/s with ±2% between
     /// trials; select's trial 2 at 6,000/s and all of poll's trials at 8,000/s flagged.
@@ -1853,7 +1784,7 @@ mod tests {
 
     #[test]
     fn a_swept_flag_draws_against_its_values() {
-        let s = crate::findings::tests::herd_summary(
+        let s = crate::analysis::findings::tests::herd_summary(
             &[1.0, 2.0, 4.0, 64.0],
             2,
             &|m, n| {
@@ -1920,7 +1851,7 @@ mod tests {
 
     #[test]
     fn proxy_sizes_draw_cpu_against_object_size_per_forwarding_mode() {
-        use crate::spec::Spec;
+        use crate::model::spec::Spec;
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../experiments/fig-proxy-sizes.toml");
         let spec = Spec::load(&path).unwrap();

@@ -127,6 +127,53 @@ pub struct Spec {
     /// Polymix-like workload: `polymix4` or one size for every object (`8K`, `65536`).
     #[serde(default = "default_object_size")]
     pub object_size: String,
+    /// Which family of findings judges the run (`paper`, `proxy`, `deadconn`, `herd`, `none`).
+    /// Absent (a summary written before the key existed): the family the run's shape implies
+    /// ([`Spec::family`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<Family>,
+}
+
+/// The families of findings, one module each in `analysis::findings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// The μserver paper's figures and Table 1 (Gammo et al., OLS 2004).
+    Paper,
+    /// The proxy paper's uselect and splice findings (Rosu & Rosu, USENIX 2003).
+    Proxy,
+    /// The LSE epoll page's dead connections (dphttpd).
+    Deadconn,
+    /// The Linux Scalability Project's accept herd under load.
+    Herd,
+    /// No findings (a sweep whose series are not accept modes).
+    None,
+}
+
+impl Spec {
+    /// The experiment's family of findings: its `findings` key, or, where it has none, the one
+    /// its shape implies (how summaries written before the key were judged).
+    pub fn family(&self) -> Family {
+        if let Some(f) = self.findings {
+            return f;
+        }
+        if self.proxy.is_some() {
+            Family::Proxy
+        } else if self.sweep.as_ref().is_some_and(|sw| sw.flag == "--workers")
+            && self
+                .series
+                .iter()
+                .any(|x| x.flags.iter().any(|f| f == "--accept-mode"))
+        {
+            Family::Herd
+        } else if self.sweep.is_some() {
+            Family::None
+        } else if self.idle_request_first {
+            Family::Deadconn
+        } else {
+            Family::Paper
+        }
+    }
 }
 
 /// `[proxy]`: the origin behind the measured proxy.
@@ -931,6 +978,28 @@ mechanism = "nginx"
         let (_, key, _) =
             err("name = \"p\"\nrates = [1]\nmechanisms = [\"select\"]\n[proxy]\norigin = 1\n");
         assert_eq!(key, "origin");
+    }
+
+    #[test]
+    fn every_shipped_sweep_names_its_family_and_it_is_the_one_its_shape_implies() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let mut s = Spec::load(&path).unwrap();
+            if s.micro.is_some() {
+                continue;
+            }
+            n += 1;
+            let named = s.findings.take();
+            assert!(named.is_some(), "{} has no `findings` key", path.display());
+            assert_eq!(named, Some(s.family()), "{}", path.display());
+        }
+        assert!(n >= 10, "{n} sweeps in {}", dir.display());
+        // An explicit key wins over the shape; an unknown family is refused by name.
+        let s = Spec::parse(&format!("findings = \"none\"\n{GOOD}"), "t.toml").unwrap();
+        assert_eq!(s.family(), Family::None);
+        assert_eq!(err(&format!("findings = \"papers\"\n{GOOD}")).1, "findings");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::time::Instant;
 
-use crate::estimate::{hms, Forecast};
-use crate::results::{PointResult, Status};
+use crate::model::results::{PointResult, Status};
+use crate::run::estimate::{hms, Forecast};
 
 pub struct Progress {
     tty: bool,

@@ -1,30 +1,10 @@
-//! The machine and tools a run was made on, recorded with its results: a figure means nothing
-//! without the kernel, the CPUs and the limits behind it.
+//! Reads the machine a run is made on (kernel, CPUs, limits, tools) and its CPUs' busy and steal time.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+pub use crate::model::machine::Machine;
 
-use crate::procs::command_line_output;
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Machine {
-    pub hostname: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    pub cpus: usize,
-    pub memory_mib: u64,
-    /// Soft and hard RLIMIT_NOFILE the runner (and so its children) had.
-    pub fd_limit_soft: u64,
-    pub fd_limit_hard: u64,
-    pub fs_nr_open: String,
-    pub ip_local_port_range: String,
-    pub tcp_tw_reuse: String,
-    pub somaxconn: String,
-    pub evlab_version: String,
-    /// Tool name → version line (nginx, lighttpd), or "not installed".
-    pub tools: BTreeMap<String, String>,
-}
+use crate::run::procs::command_line_output;
 
 fn read_trim(p: &str) -> String {
     std::fs::read_to_string(p)
@@ -87,7 +67,7 @@ pub fn collect(evlab_version: &str) -> Machine {
         hostname,
         kernel,
         cpu_model,
-        cpus: crate::procs::online_cpus(),
+        cpus: crate::run::procs::online_cpus(),
         memory_mib,
         fd_limit_soft,
         fd_limit_hard,

@@ -145,7 +145,7 @@ impl CpuBudget {
     pub fn setup_shell(&self) -> String {
         let period = self.period;
         let quota = (self.share * period as f64).round() as u64;
-        let d = crate::procs::shell_line(&[self.dir.display().to_string()]);
+        let d = crate::model::text::shell_line(&[self.dir.display().to_string()]);
         if self.dir.join("cpu.max").exists() {
             format!("mkdir -p {d} && echo '{quota} {period}' > {d}/cpu.max")
         } else {
@@ -158,12 +158,12 @@ impl CpuBudget {
     /// `script` (shell commands ending in an `exec`) run inside the group: a shell that joins
     /// it first, so the command it execs and all that starts are in the group, nothing else.
     pub fn join_shell(&self, script: &str) -> String {
-        crate::procs::shell_line(&[
+        crate::model::text::shell_line(&[
             "sh".into(),
             "-c".into(),
             format!(
                 "echo $$ > {}/cgroup.procs && {script}",
-                crate::procs::shell_line(&[self.dir.display().to_string()])
+                crate::model::text::shell_line(&[self.dir.display().to_string()])
             ),
         ])
     }

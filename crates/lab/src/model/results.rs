@@ -7,9 +7,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::loadjson::{LoadSummary, Sample};
-use crate::machine::Machine;
-use crate::spec::{Series, ServerKind, Spec};
+use crate::model::load::{LoadSummary, Sample};
+use crate::model::machine::Machine;
+use crate::model::spec::{Series, ServerKind, Spec};
 use crate::LabError;
 
 pub const FORMAT: u32 = 1;
@@ -134,7 +134,7 @@ impl PointResult {
     /// A point not yet measured.
     pub fn new(
         index: usize,
-        series: &crate::spec::Series,
+        series: &crate::model::spec::Series,
         idle: usize,
         rate: f64,
         trial: u32,
@@ -178,7 +178,7 @@ impl PointResult {
                 "{} {}={}",
                 self.series,
                 w.name,
-                crate::spec::SweepSpec::arg(w.value)
+                crate::model::spec::SweepSpec::arg(w.value)
             ),
             None => self.series.clone(),
         }
@@ -253,7 +253,7 @@ pub struct Summary {
     /// What `evlab run` measured of this machine before the sweep (when the experiment asks
     /// for it): the client's ceiling, the server's CPU budget, each series' capacity.
     #[serde(default)]
-    pub calibration: Option<crate::calibrate::Calibration>,
+    pub calibration: Option<crate::model::calibration::Calibration>,
     pub points: Vec<PointResult>,
 }
 

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use evlab_poll::sys;
 
+use crate::model::text::shell_line;
 use crate::LabError;
 
 /// Set by SIGINT/SIGTERM once [`install_interrupt_handler`] ran.
@@ -40,23 +41,6 @@ pub fn online_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-}
-
-/// Quotes an argv for a shell, so a report's command lines can be pasted.
-pub fn shell_line(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+%".contains(c))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub struct Child {
@@ -105,7 +89,7 @@ impl Child {
         argv: &[String],
         cpus: &[usize],
         cwd: Option<&Path>,
-        budget: Option<&crate::cgroup::CpuBudget>,
+        budget: Option<&crate::run::cgroup::CpuBudget>,
     ) -> Result<Child, LabError> {
         let cgroup_fd = budget.map(|b| b.procs_fd());
         let mut cmd = Command::new(&argv[0]);

@@ -202,7 +202,7 @@ pub fn samples(r: &LoadReport) -> Vec<Sample> {
 /// What one measured run of `evlab load` is asked to do.
 pub struct LoadArgs<'a> {
     pub port: u16,
-    pub workload: &'a crate::spec::Workload,
+    pub workload: &'a crate::model::spec::Workload,
     /// Document root or file set (for `specweb`).
     pub docroot: &'a std::path::Path,
     pub rate: f64,
@@ -232,14 +232,14 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         "--allow-no-replies".into(),
     ];
     match a.workload {
-        crate::spec::Workload::OneByte => v.extend(["--uri".into(), "/one".into()]),
-        crate::spec::Workload::Specweb => {
+        crate::model::spec::Workload::OneByte => v.extend(["--uri".into(), "/one".into()]),
+        crate::model::spec::Workload::Specweb => {
             v.extend(["--specweb".into(), a.docroot.display().to_string()])
         }
-        crate::spec::Workload::UriList(p) => {
+        crate::model::spec::Workload::UriList(p) => {
             v.extend(["--uri-list".into(), p.display().to_string()])
         }
-        crate::spec::Workload::Polymix => {
+        crate::model::spec::Workload::Polymix => {
             v.extend(["--polymix".into(), a.docroot.display().to_string()])
         }
     }
@@ -254,7 +254,7 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
     ]);
     if !matches!(
         a.workload,
-        crate::spec::Workload::Specweb | crate::spec::Workload::Polymix
+        crate::model::spec::Workload::Specweb | crate::model::spec::Workload::Polymix
     ) {
         // SPECweb99 and Polymix sessions draw their own number of requests.
         v.extend(["--num-calls".into(), a.calls_per_conn.to_string()]);
@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn active_conns_replace_rate_times_duration() {
-        let wl = crate::spec::Workload::OneByte;
+        let wl = crate::model::spec::Workload::OneByte;
         let p = std::path::Path::new("/tmp/x.json");
         let mut a = LoadArgs {
             port: 8080,
@@ -363,7 +363,7 @@ mod tests {
         let json = std::path::PathBuf::from("/tmp/x.json");
         let v = load_argv(&LoadArgs {
             port: 9,
-            workload: &crate::spec::Workload::Polymix,
+            workload: &crate::model::spec::Workload::Polymix,
             docroot: std::path::Path::new("/srv/pm"),
             rate: 20.0,
             duration_s: 2.0,

@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::spec::{RateSearch, Spec};
+use crate::model::spec::{RateSearch, Spec};
 
 /// Seconds a point takes beyond its load: the server's start and stop, the stats, the files.
 pub const POINT_OVERHEAD_S: f64 = 0.5;
@@ -67,7 +67,10 @@ pub fn point_seconds(spec: &Spec, duration: f64, idle: usize) -> f64 {
 
 /// Seconds calibration takes for `series` series (0 when the experiment does not calibrate).
 pub fn calibration_seconds(spec: &Spec, series: usize) -> f64 {
-    let auto_budget = matches!(spec.server_cpu_budget, Some(crate::spec::Budget::Auto));
+    let auto_budget = matches!(
+        spec.server_cpu_budget,
+        Some(crate::model::spec::Budget::Auto)
+    );
     if !(spec.rates.is_auto() || auto_budget) || series == 0 {
         return 0.0;
     }
@@ -175,7 +178,7 @@ fn first_line(description: &str) -> String {
 }
 
 pub fn list(experiments: &[(&str, &str)], evlab: &Path, duration_override: Option<f64>) -> String {
-    let support = crate::runner::mechanism_support(evlab);
+    let support = crate::run::plan::mechanism_support(evlab);
     let mut handlers: Option<Vec<String>> = None;
     let mut rows = vec![[
         "experiment".to_string(),
@@ -208,12 +211,12 @@ pub fn list(experiments: &[(&str, &str)], evlab: &Path, duration_override: Optio
             .any(|m| m.starts_with("lighttpd"))
         {
             handlers
-                .get_or_insert_with(|| crate::runner::lighttpd_handlers(&spec))
+                .get_or_insert_with(|| crate::run::plan::lighttpd_handlers(&spec))
                 .clone()
         } else {
             vec![]
         };
-        let plan = crate::runner::plan_with(&spec, &support, &h);
+        let plan = crate::run::plan::plan_with(&spec, &support, &h);
         let e = estimate(
             &spec,
             plan.series.len(),
@@ -450,7 +453,7 @@ mod tests {
     #[test]
     fn quick_is_estimated_near_what_the_reference_runs_took() {
         let q = Spec::parse(
-            include_str!("../../../experiments/quick.toml"),
+            include_str!("../../../../experiments/quick.toml"),
             "quick.toml",
         )
         .unwrap();

@@ -4,83 +4,24 @@
 //! process group of its own (forked workers included), with `--json` into the results directory,
 //! and writes `report.md` and `report.html`: the seed's findings judged on the run, with the
 //! numbers that decided each, the seed's figure(s) as `fig-*.svg` (each report's
-//! `evlab_micro::plot::Plot`s drawn by [`crate::svg`]), and the benchmark's table. The
+//! `evlab_micro::plot::Plot`s drawn by [`crate::render::svg`]), and the benchmark's table. The
 //! benchmark's JSON is the raw result; `micro.json` records the run (no `summary.json`: there
 //! is no sweep), and [`write_report`] renders the report from those two alone, which is what
 //! `evlab report DIR` does for such a directory.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use std::fmt::Write as _;
 
 use evlab_micro::plot::Plot;
 use evlab_micro::{Finding, Verdict};
-use serde::{Deserialize, Serialize};
 
-use crate::procs::{self, Child};
-use crate::report::html_inline;
-use crate::results::{self, Summary};
-use crate::runner::RunOptions;
-use crate::spec::{MicroSpec, MICRO_BENCHMARKS};
-use crate::svg::{self, esc, Chart, Line, Scale};
-use crate::{machine, LabError};
-
-/// The longest a benchmark may run (the defaults take a minute or two).
-const LIMIT: Duration = Duration::from_secs(4 * 3600);
-
-/// The subcommand's words for a benchmark.
-fn words(benchmark: &str) -> &'static [&'static str] {
-    match benchmark {
-        "pipetest" => &["pipetest"],
-        "herd" => &["herd"],
-        "fdalloc" => &["micro", "fdalloc"],
-        _ => &["micro", "malloc"],
-    }
-}
-
-/// The lab's record of a micro-benchmark run (`micro.json`), beside the benchmark's own JSON:
-/// what `evlab report DIR` needs, with that JSON, to write the report again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MicroRun {
-    pub format: u32,
-    /// The experiment's name and description.
-    pub name: String,
-    pub description: String,
-    pub spec_path: String,
-    /// `pipetest`, `herd`, `fdalloc` or `malloc`.
-    pub benchmark: String,
-    /// The benchmark's JSON report, a file name in the same directory.
-    pub json: String,
-    /// The benchmark's command line.
-    pub bench_command: String,
-    /// The `evlab run` command line.
-    pub command: String,
-    pub started: String,
-    pub finished: Option<String>,
-    pub wall_s: f64,
-    pub interrupted: bool,
-    /// Why the benchmark produced no report, if it did not.
-    pub failure: Option<String>,
-    pub machine: machine::Machine,
-}
-
-/// The file a micro-benchmark run's record is kept in.
-pub const RECORD: &str = "micro.json";
-
-/// Whether `dir` holds a micro-benchmark run (its `micro.json`).
-pub fn is_micro_dir(dir: &Path) -> bool {
-    dir.join(RECORD).is_file()
-}
-
-/// A benchmark's JSON in `dir` with no `micro.json` beside it (a directory written before
-/// micro-benchmark reports could be re-rendered), to name in an error.
-pub fn orphan_json(dir: &Path) -> Option<String> {
-    MICRO_BENCHMARKS
-        .iter()
-        .map(|b| format!("{b}.json"))
-        .find(|f| dir.join(f).is_file() && !is_micro_dir(dir))
-}
+use crate::model::micro::{MicroRun, RECORD};
+use crate::model::results::{self};
+use crate::model::spec::MICRO_BENCHMARKS;
+use crate::render::report::html_inline;
+use crate::render::svg::{self, esc, Chart, Line, Scale};
+use crate::LabError;
 
 /// What was run and what it found.
 struct Outcome {
@@ -139,93 +80,6 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
             )))
         }
     })
-}
-
-/// Runs the micro-benchmark experiment; returns the results directory and a summary with no
-/// sweep points.
-pub fn run(
-    opts: &RunOptions,
-    m: &MicroSpec,
-    stamp: String,
-) -> Result<(PathBuf, Summary), LabError> {
-    let t0 = Instant::now();
-    let spec = &opts.spec;
-    let out = match &opts.out_dir {
-        Some(d) => d.clone(),
-        None => opts.results_root.join(&spec.name).join(stamp),
-    };
-    std::fs::create_dir_all(&out)
-        .map_err(|e| LabError::Io(format!("cannot create {}: {e}", out.display())))?;
-    let json = out.join(format!("{}.json", m.benchmark));
-    let mut argv: Vec<String> = vec![opts.evlab.display().to_string()];
-    argv.extend(words(&m.benchmark).iter().map(|w| w.to_string()));
-    argv.extend(m.args.iter().cloned());
-    argv.push("--json".into());
-    argv.push(json.display().to_string());
-    let mut summary = Summary {
-        format: results::FORMAT,
-        experiment: spec.clone(),
-        spec_path: opts.spec_path.clone(),
-        spec_text: opts.spec_text.clone(),
-        command: opts.command.clone(),
-        duration_override: opts.duration_override,
-        started: results::utc(results::now_secs()),
-        finished: None,
-        wall_s: 0.0,
-        interrupted: false,
-        machine: machine::collect(env!("CARGO_PKG_VERSION")),
-        series: vec![],
-        skipped: vec![],
-        calibration: None,
-        points: vec![],
-    };
-    if !opts.quiet {
-        eprintln!("evlab run: {}", procs::shell_line(&argv));
-    }
-    let mut child = Child::spawn(&m.benchmark, &argv, &[], None)?;
-    let command = child.command.clone();
-    let status = child.wait_exit(LIMIT)?;
-    let left = child.stop(Duration::from_secs(5));
-    summary.interrupted = status.is_none() && procs::interrupted();
-    let failure = match status {
-        _ if !left.is_empty() => Some(format!(
-            "processes of the benchmark's group were left behind: {left:?}"
-        )),
-        Some(s) if s.success() => None,
-        Some(s) => Some(format!("{s}; stderr: {}", child.stderr_tail(5))),
-        None if summary.interrupted => Some("interrupted".into()),
-        None => Some(format!("still running after {} s", LIMIT.as_secs())),
-    };
-    summary.finished = Some(results::utc(results::now_secs()));
-    summary.wall_s = t0.elapsed().as_secs_f64();
-    let record = MicroRun {
-        format: results::FORMAT,
-        name: spec.name.clone(),
-        description: spec.description.clone(),
-        spec_path: opts.spec_path.clone(),
-        benchmark: m.benchmark.clone(),
-        json: format!("{}.json", m.benchmark),
-        bench_command: command,
-        command: opts.command.clone(),
-        started: summary.started.clone(),
-        finished: summary.finished.clone(),
-        wall_s: summary.wall_s,
-        interrupted: summary.interrupted,
-        failure: failure.clone(),
-        machine: summary.machine.clone(),
-    };
-    let text = serde_json::to_string_pretty(&record)
-        .map_err(|e| LabError::Io(format!("cannot encode {RECORD}: {e}")))?;
-    results::write_atomic(&out.join(RECORD), &(text + "\n"))?;
-    write_report(&out)?;
-    match failure {
-        Some(why) if !summary.interrupted => Err(LabError::Point(format!(
-            "{}: {why} (report: {})",
-            m.benchmark,
-            out.join("report.md").display()
-        ))),
-        _ => Ok((out, summary)),
-    }
 }
 
 /// Writes `report.md`, `report.html` and the figures (`fig-*.svg`) of the micro-benchmark run
@@ -454,7 +308,13 @@ fn render_html(title: &str, doc: &[Block]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
+    use serde::Serialize;
+
     use super::*;
+    use crate::model::micro::orphan_json;
+    use crate::run::machine;
     use evlab_micro::{fdalloc, herd, malloc, pipetest};
 
     fn scratch(tag: &str) -> PathBuf {

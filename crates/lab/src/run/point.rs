@@ -1,450 +1,22 @@
-//! The sweep: for every trial, idle count, series and rate, one point — a fresh server pinned to
-//! its CPU, idle holders, one measured `evlab load` run, the server's counters and CPU time —
-//! then everything stopped and checked gone. A failed point is recorded and the sweep goes on;
-//! Ctrl-C ends the current point and the results so far are written.
+//! One point: a fresh server (or proxy and origin) pinned to its CPU inside its budget, idle
+//! holders, one measured `evlab load` run, the server's counters and CPU time; then everything
+//! stopped and checked gone, and the point judged valid or flagged.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::calibrate;
-use crate::cgroup::CpuBudget;
-use crate::estimate::{self, Forecast};
-use crate::loadjson::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
-use crate::machine;
-use crate::peers;
-use crate::procs::{self, interrupted, Child};
-use crate::progress::Progress;
-use crate::report;
-use crate::results::{
-    self, PointResult, ServerCounters, SkippedSeries, Status, Summary, SyscallRow,
-};
-use crate::spec::{Budget, Series, ServerKind, Spec, Workload};
+use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
+use crate::model::results::{self, PointResult, ServerCounters, Status, SyscallRow};
+use crate::model::spec::{Series, ServerKind, Spec, Workload};
+use crate::run::cgroup::CpuBudget;
+use crate::run::machine;
+use crate::run::peers;
+use crate::run::plan::RunOptions;
+use crate::run::procs::{self, interrupted, Child};
+use crate::run::progress::Progress;
 use crate::LabError;
-
-pub struct RunOptions {
-    /// The `evlab` binary (the running one, or the test's).
-    pub evlab: PathBuf,
-    pub spec: Spec,
-    pub spec_path: String,
-    pub spec_text: String,
-    pub duration_override: Option<f64>,
-    /// `results/`: the run goes to `<results>/<name>/<timestamp>/` unless `out_dir` is given.
-    pub results_root: PathBuf,
-    pub out_dir: Option<PathBuf>,
-    /// The `evlab run …` command line, recorded.
-    pub command: String,
-    pub quiet: bool,
-}
-
-/// Which evlab mechanisms this kernel supports: name → `Ok(())` or the reason it is not.
-pub fn mechanism_support(evlab: &Path) -> BTreeMap<String, Result<(), String>> {
-    let mut out = BTreeMap::new();
-    let Some(text) =
-        procs::command_line_output(&[&evlab.display().to_string(), "serve", "--list-mechanisms"])
-    else {
-        return out;
-    };
-    for line in text.lines() {
-        let Some(name) = line.split_whitespace().next() else {
-            continue;
-        };
-        if let Some((_, tail)) = line.split_once("supported: ") {
-            let r = if tail.trim_start().starts_with("yes") {
-                Ok(())
-            } else {
-                Err(tail
-                    .trim()
-                    .trim_start_matches("no")
-                    .trim_start_matches(':')
-                    .trim()
-                    .to_string())
-            };
-            out.insert(name.to_string(), r);
-        }
-    }
-    out
-}
-
-fn stamp() -> String {
-    results::utc(results::now_secs())
-        .replace(['-', ':'], "")
-        .replace('T', "-")
-        .trim_end_matches('Z')
-        .to_string()
-}
-
-/// A scratch directory for docroots and peer configs, removed at the end of the run.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Result<Scratch, LabError> {
-        let base = std::env::temp_dir().join(format!(
-            "evlab-run-{}-{}",
-            std::process::id(),
-            results::now_secs()
-        ));
-        std::fs::create_dir_all(&base)?;
-        Ok(Scratch(base))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The series a run measures on this machine, and those it skips with the reason.
-pub struct Plan {
-    pub series: Vec<Series>,
-    pub skipped: Vec<SkippedSeries>,
-}
-
-fn needs_lighttpd(spec: &Spec) -> bool {
-    spec.mechanisms
-        .iter()
-        .chain(spec.series.iter().map(|s| &s.mechanism))
-        .any(|m| m.starts_with("lighttpd"))
-}
-
-/// lighttpd's event handlers, when the experiment needs lighttpd and it is installed.
-pub fn lighttpd_handlers(spec: &Spec) -> Vec<String> {
-    if needs_lighttpd(spec) && peers::installed("lighttpd") {
-        peers::lighttpd_handlers()
-    } else {
-        vec![]
-    }
-}
-
-/// Plans a run of `spec` with the mechanisms `evlab` supports here and the peers installed.
-pub fn plan(evlab: &Path, spec: &Spec) -> Plan {
-    plan_with(spec, &mechanism_support(evlab), &lighttpd_handlers(spec))
-}
-
-/// Plans a run of `spec` given which evlab mechanisms this kernel supports and lighttpd's
-/// event handlers (empty: lighttpd is missing or offers none).
-pub fn plan_with(
-    spec: &Spec,
-    support: &BTreeMap<String, Result<(), String>>,
-    handlers: &[String],
-) -> Plan {
-    let supported = |m: &str| matches!(support.get(m), Some(Ok(())));
-    let mut series = Vec::new();
-    let mut skipped = Vec::new();
-    let mut skip = |label: &str, reason: String| {
-        skipped.push(SkippedSeries {
-            series: label.to_string(),
-            reason,
-        })
-    };
-    if needs_lighttpd(spec) && handlers.is_empty() {
-        skip(
-            "lighttpd",
-            if peers::installed("lighttpd") {
-                "lighttpd -V lists no usable event handler".into()
-            } else {
-                "lighttpd is not installed".into()
-            },
-        );
-    }
-    for s in spec.series_list(&supported, handlers) {
-        match s.kind {
-            ServerKind::Evlab => match support.get(&s.mechanism) {
-                Some(Ok(())) => series.push(s),
-                Some(Err(why)) => skip(&s.label, format!("not supported here: {why}")),
-                None => skip(
-                    &s.label,
-                    "`evlab serve --list-mechanisms` does not list it".into(),
-                ),
-            },
-            ServerKind::Nginx if !peers::installed("nginx") => {
-                skip(&s.label, "nginx is not installed".into())
-            }
-            ServerKind::Lighttpd if !handlers.contains(&s.mechanism) => skip(
-                &s.label,
-                format!("this lighttpd has no `{}` event handler", s.mechanism),
-            ),
-            _ => series.push(s),
-        }
-    }
-    Plan { series, skipped }
-}
-
-/// Runs the experiment; returns the results directory and what was measured.
-pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
-    if let Some(m) = opts.spec.micro.clone() {
-        return crate::micro::run(&opts, &m, stamp());
-    }
-    let t0 = Instant::now();
-    let spec = &opts.spec;
-    let duration = opts.duration_override.unwrap_or(spec.duration_s);
-    let out = match &opts.out_dir {
-        Some(d) => d.clone(),
-        None => opts.results_root.join(&spec.name).join(stamp()),
-    };
-    std::fs::create_dir_all(&out)
-        .map_err(|e| LabError::Io(format!("cannot create {}: {e}", out.display())))?;
-    let progress = Progress::new(opts.quiet);
-    let Plan { series, skipped } = plan(&opts.evlab, &opts.spec);
-    for s in &skipped {
-        progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
-    }
-    let mut summary = Summary {
-        format: results::FORMAT,
-        experiment: spec.clone(),
-        spec_path: opts.spec_path.clone(),
-        spec_text: opts.spec_text.clone(),
-        command: opts.command.clone(),
-        duration_override: opts.duration_override,
-        started: results::utc(results::now_secs()),
-        finished: None,
-        wall_s: 0.0,
-        interrupted: false,
-        machine: machine::collect(env!("CARGO_PKG_VERSION")),
-        series: series.clone(),
-        skipped,
-        calibration: None,
-        points: vec![],
-    };
-    let ncpu = procs::online_cpus();
-    let pin =
-        |cpus: &[usize]| -> Vec<usize> { cpus.iter().copied().filter(|&c| c < ncpu).collect() };
-    let server_cpus = pin(&[spec.server_cpu]);
-    let client_cpus = pin(&spec.client_cpus);
-    if server_cpus.is_empty() || client_cpus.is_empty() {
-        progress.warn(&format!(
-            "evlab run: warning: this machine has {ncpu} CPU(s); server_cpu {} / client_cpus {:?} \
-             are not all available, so those processes are not pinned",
-            spec.server_cpu, spec.client_cpus
-        ));
-    }
-    let scratch = Scratch::new()?;
-    let fileset = if spec.workload == Workload::Specweb {
-        // One file set per run: it is read-only, and the server caches what it serves.
-        let dir = scratch.0.join("fileset");
-        let argv = vec![
-            opts.evlab.display().to_string(),
-            "fileset".into(),
-            dir.display().to_string(),
-            "--dirs".into(),
-            spec.fileset_dirs.to_string(),
-        ];
-        make_fileset(&argv, &progress)?;
-        Some(dir)
-    } else if spec.workload == Workload::Polymix {
-        let dir = scratch.0.join("polymix");
-        let argv = polymix_fileset_argv(&opts.evlab, spec, &spec.object_size, &dir);
-        make_fileset(&argv, &progress)?;
-        // What the lab waits on before each point: `GET /one`, through the proxy.
-        std::fs::write(dir.join("one"), b"a")?;
-        // Series with their own object size get their own file set.
-        for size in spec.series.iter().filter_map(|x| x.object_size.as_ref()) {
-            let d = polymix_dir(&dir, size);
-            if d.exists() {
-                continue;
-            }
-            let argv = polymix_fileset_argv(&opts.evlab, spec, size, &d);
-            make_fileset(&argv, &progress)?;
-            std::fs::write(d.join("one"), b"a")?;
-        }
-        Some(dir)
-    } else {
-        None
-    };
-
-    let base = PointCtx {
-        opts: &opts,
-        scratch: &scratch.0,
-        fileset: fileset.as_deref(),
-        out: &out,
-        server_cpus: &server_cpus,
-        client_cpus: &client_cpus,
-        duration,
-        budget: None,
-    };
-    // Calibration, when the experiment's rates or budget depend on this machine.
-    let mut budget = None;
-    let needs_calibration =
-        spec.rates.is_auto() || matches!(spec.server_cpu_budget, Some(Budget::Auto));
-    if needs_calibration && !series.is_empty() {
-        progress.note("evlab run: calibrating: the client's ceiling, then each series' capacity");
-        let (cal, b) = calibrate::run(&base, &series, &progress)?;
-        budget = b;
-        summary.calibration = Some(cal);
-        write_tables(&summary, &out)?;
-    } else if let Some(Budget::Share(b)) = spec.server_cpu_budget {
-        budget = Some(
-            CpuBudget::new(b).map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
-        );
-    }
-    let ctx = PointCtx {
-        budget: budget.as_ref(),
-        ..base
-    };
-    let fixed: Vec<f64> = match &summary.calibration {
-        Some(c) if spec.rates.is_auto() => c.rates.clone(),
-        _ => spec.rates.fixed().to_vec(),
-    };
-    let fixed_rates = spec.rate_search.is_none();
-    let search_rates = spec.rate_search.as_ref().map(estimate::search_rates);
-    let legs = sweep_order(spec, &series);
-    let capacity = summary
-        .calibration
-        .iter()
-        .flat_map(|c| &c.capacities)
-        .map(|c| (c.series.clone(), c.replies_per_s))
-        .collect();
-    let mut forecast = Forecast::new(
-        spec,
-        duration,
-        &legs
-            .iter()
-            .map(|(t, i, s, v)| (leg_label(spec, s, *v), *i, *t))
-            .collect::<Vec<_>>(),
-        fixed.len(),
-        capacity,
-    );
-    let samples_path = out.join("samples.csv");
-    let mut samples_text = format!("{}\n", results::SAMPLES_HEADER);
-    results::write_atomic(&samples_path, &samples_text)?;
-    let rates_words = match (&spec.rate_search, search_rates) {
-        (Some(rs), Some(n)) => format!(
-            "a rate search ({}/s up by {}/s, at most {n} rates; it stops at each series' knee)",
-            rs.start, rs.step
-        ),
-        _ => format!("{} rates", fixed.len()),
-    };
-    progress.note(&format!(
-        "evlab run: {} — {} series{} × {rates_words} × {} idle counts × {} trials, {duration} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
-        spec.name,
-        series.len(),
-        spec.sweep
-            .as_ref()
-            .map(|sw| format!(" × {} {} values", sw.values.len(), sw.name()))
-            .unwrap_or_default(),
-        spec.idle.len(),
-        spec.trials,
-        budget
-            .as_ref()
-            .map(|b| format!(", server budget {:.0}% of a CPU", b.share * 100.0))
-            .unwrap_or_default(),
-        if fixed_rates { "" } else { "~" },
-        forecast.total().ceil(),
-        if fixed_rates { String::new() } else { " expected".into() },
-        estimate::hms(forecast.remaining_s()),
-        out.display()
-    ));
-
-    let mut index = 0;
-    'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
-        let (trial, idle, swept) = (*trial, *idle, *swept);
-        let mut below = 0;
-        let rates: Vec<f64> = match (&spec.rate_search, search_rates) {
-            (Some(rs), Some(n)) => (0..n).map(|i| rs.start + rs.step * i as f64).collect(),
-            _ => fixed.clone(),
-        };
-        for rate in rates {
-            if interrupted() {
-                summary.interrupted = true;
-                break 'all;
-            }
-            index += 1;
-            progress.start_point(
-                &forecast,
-                index,
-                &format!(
-                    "{} idle={idle} rate={rate}/s trial {trial}",
-                    leg_label(spec, s, swept)
-                ),
-            );
-            let p = run_point(&ctx, index, s, swept, idle, rate, trial);
-            forecast.point_done(leg, rate, p.wall_s);
-            if p.status == Status::Interrupted {
-                summary.interrupted = true;
-            }
-            // Whether this point ends the series' search, decided before its line is printed,
-            // so that the line counts the points as they now stand.
-            let search_over = spec.rate_search.as_ref().is_some_and(|rs| {
-                // A point that measured the client says nothing of the server: past the
-                // client's limit the search for this series is over.
-                let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
-                if !matches!(p.reply_rate(), Some(r) if r >= rs.below * rate) {
-                    below += 1;
-                }
-                client_limited || below >= rs.past
-            });
-            if search_over {
-                forecast.leg_over(leg);
-            }
-            progress.finish_point(&forecast, index, &p);
-            samples_text.push_str(&results::samples_csv_rows(&p));
-            summary.points.push(p);
-            results::write_atomic(&samples_path, &samples_text)?;
-            summary.wall_s = t0.elapsed().as_secs_f64();
-            write_tables(&summary, &out)?;
-            if summary.interrupted {
-                break 'all;
-            }
-            if search_over {
-                break;
-            }
-            if spec.pause_s > 0.0 {
-                std::thread::sleep(Duration::from_secs_f64(spec.pause_s));
-            }
-        }
-        forecast.leg_over(leg);
-    }
-    summary.finished = Some(results::utc(results::now_secs()));
-    summary.wall_s = t0.elapsed().as_secs_f64();
-    write_tables(&summary, &out)?;
-    report::write(&summary, &out)?;
-    Ok((out, summary))
-}
-
-/// A leg of the sweep: trial, idle count, series, and the `[sweep]` flag's value (if any).
-pub type SweepLeg<'a> = (u32, usize, &'a Series, Option<f64>);
-
-/// The sweep's legs in the order they run: trial → idle count → swept value → series, each
-/// trial visiting the series in a rotated order, so that a drift over the run (a neighbour on
-/// the host, a warming cache) does not always favour the same series; at each swept value every
-/// series runs before the next value, for the same reason. Each leg runs its series' rates.
-pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<SweepLeg<'a>> {
-    let mut out = Vec::new();
-    for trial in 1..=spec.trials {
-        let rot = (trial as usize - 1) % series.len().max(1);
-        for &idle in &spec.idle {
-            for v in spec.sweep_values() {
-                for s in series[rot..].iter().chain(&series[..rot]) {
-                    out.push((trial, idle, s, v));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A leg's series as the progress line and the forecast name it: `shared workers=4`.
-fn leg_label(spec: &Spec, s: &Series, swept: Option<f64>) -> String {
-    match (&spec.sweep, swept) {
-        (Some(sw), Some(v)) => format!(
-            "{} {}={}",
-            s.label,
-            sw.name(),
-            crate::spec::SweepSpec::arg(v)
-        ),
-        _ => s.label.clone(),
-    }
-}
-
-fn write_tables(summary: &Summary, out: &Path) -> Result<(), LabError> {
-    summary.write_json(out)?;
-    results::write_atomic(
-        &out.join("points.csv"),
-        &results::points_csv(&summary.points),
-    )
-}
 
 #[derive(Clone, Copy)]
 pub(crate) struct PointCtx<'a> {
@@ -489,7 +61,7 @@ impl Procs {
     }
 }
 
-fn run_point(
+pub(crate) fn run_point(
     ctx: &PointCtx,
     index: usize,
     s: &Series,
@@ -545,11 +117,11 @@ pub(crate) fn docroot(ctx: &PointCtx, pdir: &Path) -> Result<PathBuf, LabError> 
 }
 
 fn sh(path: &Path) -> String {
-    procs::shell_line(&[path.display().to_string()])
+    crate::model::text::shell_line(&[path.display().to_string()])
 }
 
 /// The file set of a series with its own object size, beside the run's.
-fn polymix_dir(base: &Path, size: &str) -> PathBuf {
+pub(crate) fn polymix_dir(base: &Path, size: &str) -> PathBuf {
     base.with_file_name(format!(
         "polymix-{}",
         size.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
@@ -557,7 +129,12 @@ fn polymix_dir(base: &Path, size: &str) -> PathBuf {
 }
 
 /// `evlab fileset DIR --polymix N --object-size S --force` for the spec's Polymix workload.
-fn polymix_fileset_argv(evlab: &Path, spec: &Spec, size: &str, dir: &Path) -> Vec<String> {
+pub(crate) fn polymix_fileset_argv(
+    evlab: &Path,
+    spec: &Spec,
+    size: &str,
+    dir: &Path,
+) -> Vec<String> {
     vec![
         evlab.display().to_string(),
         "fileset".into(),
@@ -579,7 +156,7 @@ fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path, object_size: &s
             "mkdir -p {} && {{ test -d {} || {{ {} > /dev/null && printf a > {}; }}; }}",
             sh(pdir),
             sh(f),
-            procs::shell_line(&polymix_fileset_argv(
+            crate::model::text::shell_line(&polymix_fileset_argv(
                 &ctx.opts.evlab,
                 &ctx.opts.spec,
                 object_size,
@@ -619,8 +196,11 @@ fn stop_command(idle: bool) -> String {
 }
 
 /// Runs `evlab fileset …` (said on the progress line), its output discarded.
-fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), LabError> {
-    progress.note(&format!("evlab run: {}", procs::shell_line(argv)));
+pub(crate) fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), LabError> {
+    progress.note(&format!(
+        "evlab run: {}",
+        crate::model::text::shell_line(argv)
+    ));
     let st = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .stdout(std::process::Stdio::null())
@@ -628,7 +208,7 @@ fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), LabError> {
     if !st.success() {
         return Err(LabError::Io(format!(
             "`{}` failed ({st})",
-            procs::shell_line(argv)
+            crate::model::text::shell_line(argv)
         )));
     }
     Ok(())
@@ -854,7 +434,7 @@ pub(crate) fn start_server(
 /// uncacheable prefix); waits until it answers; returns its address.
 fn start_origin(
     ctx: &PointCtx,
-    px: &crate::spec::ProxySpec,
+    px: &crate::model::spec::ProxySpec,
     docroot: &Path,
     procs: &mut Procs,
     commands: &mut Vec<String>,
@@ -922,7 +502,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
     let spec = &ctx.opts.spec;
     let json = a.pdir.join(format!("load-{}.json", a.tag));
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(loadjson::load_argv(&LoadArgs {
+    argv.extend(load::load_argv(&LoadArgs {
         port: a.port,
         workload: &spec.workload,
         docroot: a.docroot,
@@ -976,7 +556,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
             c.stderr_tail(4)
         )));
     }
-    let (report, text) = loadjson::read_report(&json)?;
+    let (report, text) = load::read_report(&json)?;
     let cl = machine::cpu_shares(&cl0, &cl1);
     let sv = machine::cpu_shares(&sv0, &sv1);
     Ok(LoadRun {
@@ -1024,7 +604,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         .unwrap_or_default();
     // The swept flag goes last, after the series' own.
     if let (Some(sw), Some(v)) = (&spec.sweep, p.swept_value()) {
-        flags.extend([sw.flag.clone(), crate::spec::SweepSpec::arg(v)]);
+        flags.extend([sw.flag.clone(), crate::model::spec::SweepSpec::arg(v)]);
     }
     let series = Series {
         label: p.series.clone(),
@@ -1095,7 +675,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     );
 
     let load = LoadSummary::from(&run.report);
-    p.samples = loadjson::samples(&run.report);
+    p.samples = load::samples(&run.report);
     let replies = load.replies.or(load.status_2xx).filter(|&r| r > 0);
     let server_cpu = (cpu_after - cpu_before).max(0.0);
     let wall = run.wall_s.max(1e-9);
@@ -1276,7 +856,7 @@ fn fetch_stats(addr: SocketAddr) -> Result<ServerStats, LabError> {
             "GET /.evlab/stats answered {code} (was the server started with --stats?)"
         )));
     }
-    loadjson::parse_server_stats(&body)
+    load::parse_server_stats(&body)
 }
 
 /// The server's counters over the measured run: after − before (the stats requests themselves
@@ -1330,7 +910,9 @@ pub fn counters_delta(a: &ServerStats, b: &ServerStats) -> ServerCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadjson::Schedule;
+    use crate::model::load::Schedule;
+    use crate::run::estimate;
+    use crate::run::sweep::{leg_label, sweep_order};
 
     fn spec() -> Spec {
         Spec::parse(
@@ -1470,7 +1052,7 @@ mod tests {
                 (name.to_string(), row)
             })
             .collect();
-        loadjson::parse_server_stats(&serde_json::to_string(&s).unwrap()).unwrap()
+        load::parse_server_stats(&serde_json::to_string(&s).unwrap()).unwrap()
     }
 
     #[test]
@@ -1567,7 +1149,7 @@ mod tests {
         let s = stats(1, 1, 1, &[]);
         let mut v = serde_json::to_value(&s).unwrap();
         v["events"].as_object_mut().unwrap().remove("waits");
-        let e = loadjson::parse_server_stats(&v.to_string()).unwrap_err();
+        let e = load::parse_server_stats(&v.to_string()).unwrap_err();
         assert!(e.to_string().contains("missing field `waits`"), "{e}");
     }
 }

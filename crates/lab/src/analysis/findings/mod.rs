@@ -1,0 +1,36 @@
+//! The closing note: which of the seeds' findings a run reproduces, with the numbers. One module
+//! per family (the experiment's `findings` key, [`Family`]).
+//!
+//! Each check applies only when the run measured what it needs (the mechanisms, the idle
+//! counts); thresholds are stated in the text so that a reader can disagree with them.
+
+use crate::analysis::curves::valid_curves;
+use crate::model::results::Summary;
+use crate::model::spec::Family;
+
+mod common;
+mod deadconn;
+mod herd;
+mod paper;
+mod proxy;
+
+pub use common::{flag_kind, Finding, Verdict};
+pub use deadconn::{DEADCONN_COSTS, DEADCONN_FREE};
+pub use herd::{accept_mode, HERD_COST, HERD_WAKEUPS};
+pub use paper::profile_point;
+pub(crate) use proxy::{proxy_series, ProxySeries};
+
+/// The findings of `s`, by the family its experiment names (`findings = "…"`), or, for a
+/// summary written before the key existed, the family its shape implies.
+pub fn findings(s: &Summary) -> Vec<Finding> {
+    match s.experiment.family() {
+        Family::Paper => paper::findings(s, &valid_curves(s)),
+        Family::Proxy => proxy::findings(s),
+        Family::Herd => herd::findings(s),
+        Family::Deadconn => deadconn::findings(s, &valid_curves(s)),
+        Family::None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

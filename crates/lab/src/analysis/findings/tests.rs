@@ -1,0 +1,604 @@
+use super::*;
+use crate::model::load::LoadSummary;
+use crate::model::results::PointResult;
+use crate::model::results::Status;
+use crate::model::spec::{Series, ServerKind, Spec};
+
+fn points_summary(points: &[(&str, usize, f64, f64, bool)]) -> Summary {
+    let spec = Spec::parse(
+        "name = \"t\"\nmechanisms = [\"all\"]\nrates = [1000]\nidle = [0, 10000]\n",
+        "t",
+    )
+    .unwrap();
+    let pts = points
+        .iter()
+        .enumerate()
+        .map(|(i, &(m, idle, rate, reply, valid))| {
+            let s = Series {
+                label: m.into(),
+                kind: ServerKind::Evlab,
+                mechanism: m.into(),
+                flags: vec![],
+            };
+            let mut p = PointResult::new(i + 1, &s, idle, rate, 1, 2.0);
+            p.status = Status::Ok;
+            p.load = Some(LoadSummary {
+                reply_rate_avg: Some(reply),
+                ..Default::default()
+            });
+            if !valid {
+                p.flags.push("client fell behind: started 1 of 2".into());
+            }
+            p
+        })
+        .collect();
+    Summary {
+        format: crate::model::results::FORMAT,
+        experiment: spec,
+        spec_path: String::new(),
+        spec_text: String::new(),
+        command: String::new(),
+        duration_override: None,
+        started: String::new(),
+        finished: None,
+        wall_s: 0.0,
+        interrupted: false,
+        machine: Default::default(),
+        series: vec![],
+        skipped: vec![],
+        calibration: None,
+        points: pts,
+    }
+}
+
+/// A summary of `series` × `idle` × `rates` × `trials` from a TOML spec, every point ok and
+/// valid, replying `reply(series, idle, rate, trial)` per second with the server's CPU
+/// `util(…)` busy and `cpu_us` per reply. Tests then flag or fail points by hand.
+pub(crate) fn summary(
+    series: &[&str],
+    idle: &[usize],
+    rates: &[f64],
+    trials: u32,
+    reply: &dyn Fn(&str, usize, f64, u32) -> f64,
+) -> Summary {
+    let toml = format!(
+            "name = \"t\"\nmechanisms = [{}]\nrates = [{}]\nidle = [{}]\ntrials = {trials}\nduration_s = 2\n",
+            series
+                .iter()
+                .map(|m| format!("\"{m}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+            rates
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            idle.iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    let spec = Spec::parse(&toml, "test").unwrap();
+    let ser: Vec<Series> = series
+        .iter()
+        .map(|m| Series {
+            label: m.to_string(),
+            kind: ServerKind::Evlab,
+            mechanism: m.to_string(),
+            flags: vec![],
+        })
+        .collect();
+    let mut points = vec![];
+    for t in 0..trials {
+        for &i in idle {
+            for se in &ser {
+                for &r in rates {
+                    let mut p = PointResult::new(points.len(), se, i, r, t, 2.0);
+                    let got = reply(&se.label, i, r, t);
+                    p.load = Some(LoadSummary {
+                        offered_rate: Some(r),
+                        reply_rate_avg: Some(got),
+                        ..Default::default()
+                    });
+                    p.server_cpu_util = Some((got / 10_000.0).min(1.0));
+                    let pays = se.label == "select" || se.label == "poll";
+                    p.server_cpu_us_per_reply = Some(if i > 0 && pays { 30.0 } else { 10.0 });
+                    p.client_cpu_busy = Some(r / 20_000.0);
+                    points.push(p);
+                }
+            }
+        }
+    }
+    Summary {
+        format: crate::model::results::FORMAT,
+        experiment: spec,
+        spec_path: "t.toml".into(),
+        spec_text: toml,
+        command: "evlab run t.toml".into(),
+        duration_override: None,
+        started: "2026-01-01T00:00:00Z".into(),
+        finished: Some("2026-01-01T00:01:00Z".into()),
+        wall_s: 60.0,
+        interrupted: false,
+        machine: Default::default(),
+        series: ser,
+        skipped: vec![],
+        calibration: None,
+        points,
+    }
+}
+
+/// The herd macro-benchmark's shape: `shared`, `exclusive` and `reuseport` (epoll-lt) at
+/// each worker count, every point valid, for 8 s at 10,000/s offered: `reply(mode, n)`
+/// replies/s (± 1% between trials), a quarter of a CPU spent on them, `ctx(mode, n)`
+/// context switches per connection, and accepts spread evenly except by `exclusive`, whose
+/// first worker takes half.
+pub(crate) fn herd_summary(
+    workers: &[f64],
+    trials: u32,
+    reply: &dyn Fn(&str, f64) -> f64,
+    ctx: &dyn Fn(&str, f64) -> f64,
+) -> Summary {
+    let toml = format!(
+            "name = \"herd-t\"\nrates = [10000]\nserver_cpu_budget = 0.25\ntrials = {trials}\n\
+             duration_s = 8\n[sweep]\nflag = \"--workers\"\nvalues = [{}]\n\
+             [[series]]\nlabel = \"shared\"\nmechanism = \"epoll-lt\"\nflags = [\"--accept-mode\", \"shared\"]\n\
+             [[series]]\nlabel = \"exclusive\"\nmechanism = \"epoll-lt\"\nflags = [\"--accept-mode\", \"exclusive\"]\n\
+             [[series]]\nlabel = \"reuseport\"\nmechanism = \"epoll-lt\"\nflags = [\"--accept-mode\", \"reuseport\"]\n",
+            workers
+                .iter()
+                .map(|w| w.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    let mut s = summary(&["select"], &[0], &[10_000.0], 1, &|_, _, _, _| 0.0);
+    s.experiment = Spec::parse(&toml, "herd-t.toml").unwrap();
+    s.spec_text = toml;
+    s.series = s.experiment.series_list(&|_| true, &[]);
+    s.points.clear();
+    for t in 0..trials {
+        for &n in workers {
+            for se in s.series.clone() {
+                let mut p = PointResult::new(s.points.len() + 1, &se, 0, 10_000.0, t + 1, 8.0);
+                p.swept = Some(crate::model::results::Swept {
+                    name: "workers".into(),
+                    value: n,
+                });
+                let got = reply(&se.label, n) * (1.0 + 0.01 * t as f64);
+                let conns = (got * 8.0) as u64;
+                p.load = Some(LoadSummary {
+                    offered_rate: Some(10_000.0),
+                    reply_rate_avg: Some(got),
+                    connections: Some(conns),
+                    replies: Some(conns),
+                    status_2xx: Some(conns),
+                    ..Default::default()
+                });
+                p.load.as_mut().unwrap().latency_ms.p99 = Some(900.0);
+                p.server_cpu_us_per_reply = Some(0.25e6 / got);
+                p.client_cpu_busy = Some(0.5);
+                let w = n as usize;
+                let mut per = vec![conns / w as u64; w];
+                if se.label == "exclusive" && w > 1 {
+                    per = vec![conns / (2 * (w as u64 - 1)); w];
+                    per[0] = conns / 2;
+                }
+                p.server = Some(crate::model::results::ServerCounters {
+                    requests: conns,
+                    accepted: conns,
+                    per_worker_accepted: per,
+                    ..Default::default()
+                });
+                p.server_ctx_switches = Some((ctx(&se.label, n) * conns as f64) as u64);
+                s.points.push(p);
+            }
+        }
+    }
+    s
+}
+
+#[test]
+fn herd_findings_compare_shared_with_the_other_modes_at_the_most_workers() {
+    // Shared loses 30% of its replies at 64 workers and wakes 6 workers per connection.
+    let shared_falls = |m: &str, n: f64| {
+        if m == "shared" && n > 1.0 {
+            10_000.0 - 3_000.0 * (n.log2() / 6.0)
+        } else {
+            10_000.0
+        }
+    };
+    let wakes = |m: &str, n: f64| {
+        if m == "shared" {
+            1.0 + n / 16.0 + 1.0
+        } else {
+            2.0
+        }
+    };
+    let s = herd_summary(&[1.0, 4.0, 64.0], 2, &shared_falls, &wakes);
+    let f = findings(&s);
+    assert_eq!(f.len(), 3, "{f:?}");
+    let (v, e) = verdict(
+        &s,
+        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+        "fewer replies/s",
+    );
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    // The means of two trials (×1.00 and ×1.01) at 64 workers, and the curves.
+    assert!(
+            e.starts_with("replies/s at 64 workers: shared 7,035, exclusive 10,050 (shared -30%), reuseport 10,050 (shared -30%); at 1 worker: shared 10,050"),
+            "{e}"
+        );
+    assert!(e.contains("shared [1: 10,050, 4: 9,045, 64: 7,035]"), "{e}");
+    assert!(
+        f[0].claim.contains("than EPOLLEXCLUSIVE and SO_REUSEPORT"),
+        "{}",
+        f[0].claim
+    );
+    let (v, e) = verdict(
+        &s,
+        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+        "CPU per reply",
+    );
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(
+        e.contains("shared 35.5, exclusive 24.9 (shared +43%)"),
+        "{e}"
+    );
+    let (v, e) = verdict(
+        &s,
+        "LSP accept scalability (CITI TR 99-4)",
+        "wakes workers for nothing",
+    );
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(e.contains("context switches per connection at 64 workers: shared 6.00, exclusive 2.00 (shared +200%)"), "{e}");
+    // Exclusive's first worker takes half of the connections: 32× the mean at 64.
+    assert!(
+        e.ends_with("at 64 workers: shared 1.00, exclusive 32.01, reuseport 1.00"),
+        "{e}"
+    );
+
+    // Below capacity every mode answers the offered 10,000/s; shared costs a third more CPU
+    // per reply at 64 workers, so at its quarter of a CPU it could answer 25% fewer.
+    let mut s = herd_summary(&[1.0, 64.0], 1, &|_, _| 10_000.0, &|_, _| 2.0);
+    for p in &mut s.points {
+        let shared64 = p.series == "shared" && p.swept_value() == Some(64.0);
+        p.server_cpu_us_per_reply = Some(if shared64 { 100.0 / 3.0 } else { 25.0 });
+    }
+    let (v, e) = verdict(
+        &s,
+        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+        "fewer replies/s",
+    );
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(
+        e.starts_with(
+            "every mode answered the offered rate at 64 workers, so the reply rates are \
+                 equal; the capacity each has at its CPU budget (0.25 of a CPU ÷ CPU per reply), \
+                 replies/s at 64 workers: shared 7,500, exclusive 10,000 (shared -25%)"
+        ),
+        "{e}"
+    );
+
+    // Equal reply rates and CPU, one extra wake-up per connection: not the seed's herd.
+    let s = herd_summary(&[1.0, 64.0], 1, &|_, _| 8_000.0, &|m, _| {
+        if m == "shared" {
+            2.5
+        } else {
+            2.0
+        }
+    });
+    for f in findings(&s) {
+        assert_eq!(f.verdict, Verdict::NotReproduced, "{f:?}");
+    }
+    // Worse than exclusive only: partly.
+    let s = herd_summary(
+        &[1.0, 8.0],
+        1,
+        &|m, _| match m {
+            "exclusive" => 10_000.0,
+            _ => 8_000.0,
+        },
+        &|_, _| 2.0,
+    );
+    let (v, _) = verdict(
+        &s,
+        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+        "fewer replies/s",
+    );
+    assert_eq!(v, Verdict::Partly);
+    // A sweep of workers whose series are not accept modes: no herd finding, and none of the
+    // paper's (its points at different worker counts are not trials of one curve).
+    let mut s = herd_summary(&[1.0, 8.0], 1, &|_, _| 8_000.0, &|_, _| 2.0);
+    for x in &mut s.series {
+        x.flags.clear();
+    }
+    assert!(findings(&s).is_empty());
+    // Only 1 and 2 workers: too few for a herd.
+    let s = herd_summary(&[1.0, 2.0], 1, &shared_falls, &wakes);
+    let (v, e) = verdict(
+        &s,
+        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
+        "fewer replies/s",
+    );
+    assert_eq!(v, Verdict::Inconclusive, "{e}");
+    assert!(
+        e.ends_with("only up to 2 workers measured validly by every mode"),
+        "{e}"
+    );
+}
+
+/// A summary of a built-in proxy experiment, every series measured once, valid, at the
+/// CPU per reply `cpu(label)`.
+fn proxy_summary(name: &str, cpu: &dyn Fn(&str) -> f64) -> Summary {
+    proxy_summary_idle(name, &|l, _| cpu(l))
+}
+
+/// As `proxy_summary`, a point per series and idle count of the spec, `cpu(label, idle)`.
+fn proxy_summary_idle(name: &str, cpu: &dyn Fn(&str, usize) -> f64) -> Summary {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments")
+        .join(format!("{name}.toml"));
+    let spec = Spec::load(&path).unwrap();
+    let ser = spec.series_list(&|_| true, &[]);
+    let mut s = summary(&["select"], &[0], &[10.0], 1, &|_, _, _, _| 10.0);
+    s.points = spec
+        .idle
+        .iter()
+        .flat_map(|&idle| ser.iter().map(move |se| (idle, se)))
+        .enumerate()
+        .map(|(i, (idle, se))| {
+            let mut p = PointResult::new(i + 1, se, idle, 20.0, 1, 2.0);
+            p.status = Status::Ok;
+            p.server_cpu_us_per_reply = Some(cpu(&se.label, idle));
+            p
+        })
+        .collect();
+    s.experiment = spec;
+    s.series = ser;
+    s
+}
+
+#[test]
+fn proxy_findings_compare_mechanisms_modes_and_sizes() {
+    // uring-poll 60% below select in every mode; splice 10% below copy.
+    let cpu = |l: &str| {
+        let base = if l.starts_with("uring-poll") {
+            40.0
+        } else {
+            100.0
+        };
+        if l.ends_with(" splice") {
+            base * 0.9
+        } else {
+            base
+        }
+    };
+    let s = proxy_summary("fig-proxy-cpu", &cpu);
+    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect");
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(
+        e.contains("copy: select 100.0 µs, uring-poll 40.0 µs (60% less)"),
+        "{e}"
+    );
+    let (_, e) = verdict(&s, "Rosu & Rosu 2003, abstract", "splice costs less");
+    assert!(
+        e.contains("nginx proxy_pass 100.0 µs; epoll-et copy, no cache 100.0 µs"),
+        "{e}"
+    );
+    // uselect is judged with the most idle connections, splice with the fewest.
+    let s = proxy_summary_idle("fig-proxy-cpu", &|l, idle| {
+        let base = match (l.starts_with("uring-poll"), idle) {
+            (true, _) => 40.0,
+            (false, 0) => 50.0,
+            (false, _) => 200.0,
+        };
+        if l.ends_with(" splice") {
+            base * 0.9
+        } else {
+            base
+        }
+    });
+    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect");
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(
+        e.contains("copy: select 200.0 µs, uring-poll 40.0 µs (80% less)")
+            && e.contains(
+                "with no idle connections: copy select 50.0 µs, uring-poll 40.0 µs (20% less)"
+            ),
+        "{e}"
+    );
+    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract", "splice costs less");
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(e.contains("select: copy 50.0 µs, splice 45.0 µs"), "{e}");
+    assert!(e.contains("nginx proxy_pass 50.0 µs"), "{e}");
+    // Only 30% below select: partly.
+    let s = proxy_summary("fig-proxy-cpu", &|l| {
+        if l.starts_with("uring") {
+            70.0
+        } else {
+            100.0
+        }
+    });
+    assert_eq!(
+        verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect").0,
+        Verdict::Partly
+    );
+    // fig-proxy-sizes with splice's gain at each size `gain(size)`: the size finding.
+    let sizes = |gain: &dyn Fn(&str) -> f64| {
+        let s = proxy_summary("fig-proxy-sizes", &|l| {
+            let (mode, size) = l.split_once(' ').unwrap();
+            if mode == "splice" {
+                100.0 * (1.0 - gain(size))
+            } else {
+                100.0
+            }
+        });
+        let (v, e) = verdict(
+            &s,
+            "Rosu & Rosu 2003, §6.2, Fig. 7",
+            "grows with object size",
+        );
+        (s, v, e)
+    };
+    // Sizes: splice loses at 4K and 8K, gains from 12K on, more with size.
+    let (s, v, e) = sizes(&|z| match z {
+        "4K" => -0.1,
+        "8K" => -0.05,
+        "12K" => 0.05,
+        "25K" => 0.2,
+        "64K" => 0.4,
+        _ => 0.6,
+    });
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(e.contains("4K -10%") && e.contains("128K 60%"), "{e}");
+    assert!(e.ends_with("splice pays from 12K"), "{e}");
+    // The μserver's findings do not apply to proxy runs.
+    assert!(findings(&s).iter().all(|f| f.source.starts_with("Rosu")));
+    // A gain that grows to 8% only (this machine's first full run): part of the claim.
+    let (_, v, e) = sizes(&|z| match z {
+        "4K" => 0.03,
+        "8K" | "12K" => -0.05,
+        "25K" => -0.04,
+        "64K" => 0.02,
+        _ => 0.08,
+    });
+    assert_eq!(v, Verdict::Partly, "{e}");
+    assert!(e.ends_with("splice pays from 64K"), "{e}");
+}
+
+fn verdict(s: &Summary, source: &str, claim_has: &str) -> (Verdict, String) {
+    let f = findings(s)
+        .into_iter()
+        .find(|f| f.source == source && f.claim.contains(claim_has))
+        .unwrap_or_else(|| panic!("no {source} finding about {claim_has}"));
+    (f.verdict, f.evidence)
+}
+
+/// select, poll and epoll-lt keep up to 4,000/s and fall behind at 8,000/s.
+fn fig1(extra: &[(&'static str, usize, f64, f64, bool)]) -> Summary {
+    let mut v = vec![];
+    for m in ["select", "poll", "epoll-lt"] {
+        v.push((m, 0, 2000.0, 2000.0, true));
+        v.push((m, 0, 4000.0, 3990.0, true));
+        v.push((m, 0, 8000.0, 5000.0, true));
+    }
+    v.extend_from_slice(extra);
+    points_summary(&v)
+}
+
+#[test]
+fn equal_capacity_reproduces_fig1_and_the_range_names_the_valid_rates() {
+    let (v, ev) = verdict(&fig1(&[]), "Fig. 1", "select and poll");
+    assert_eq!(v, Verdict::Reproduced, "{ev}");
+    assert!(ev.contains("valid points at 2,000–8,000/s"), "{ev}");
+    assert!(ev.contains("select 4,000/s"), "{ev}");
+}
+
+#[test]
+fn a_flagged_point_does_not_change_a_verdict() {
+    // select "falls" at 16,000/s, but that point measured a client that fell behind.
+    let s = fig1(&[
+        ("select", 0, 16000.0, 1000.0, false),
+        ("epoll-lt", 0, 16000.0, 15990.0, false),
+    ]);
+    let (v, ev) = verdict(&s, "Fig. 1", "select and poll");
+    assert_eq!(v, Verdict::Reproduced, "{ev}");
+    assert!(
+        ev.contains("2 point(s) from 16,000/s excluded (client fell behind)"),
+        "{ev}"
+    );
+    // The same point, valid, would decide otherwise: epoll-lt keeps up where select does not.
+    let s = fig1(&[
+        ("select", 0, 6000.0, 3000.0, true),
+        ("poll", 0, 6000.0, 3000.0, true),
+        ("epoll-lt", 0, 6000.0, 5990.0, true),
+    ]);
+    assert_eq!(
+        verdict(&s, "Fig. 1", "select and poll").0,
+        Verdict::NotReproduced
+    );
+}
+
+#[test]
+fn all_needed_points_flagged_is_inconclusive() {
+    let mut v = vec![];
+    for m in ["select", "poll", "epoll-lt"] {
+        v.push((m, 0, 2000.0, 1000.0, false));
+        v.push((m, 0, 4000.0, 1000.0, false));
+    }
+    let (verdict_, ev) = verdict(&points_summary(&v), "Fig. 1", "select and poll");
+    assert_eq!(verdict_, Verdict::Inconclusive, "{ev}");
+    assert!(ev.contains("no valid points"), "{ev}");
+    // Valid, but nothing fell behind: no capacity to compare.
+    let mut v = vec![];
+    for m in ["select", "poll", "epoll-lt"] {
+        v.push((m, 0, 2000.0, 2000.0, true));
+    }
+    let (verdict_, ev) = verdict(&points_summary(&v), "Fig. 1", "select and poll");
+    assert_eq!(verdict_, Verdict::Inconclusive, "{ev}");
+    assert!(ev.contains("no series fell behind"), "{ev}");
+}
+
+#[test]
+fn idle_drops_are_taken_where_the_series_kept_up_without_idle_connections() {
+    let s = points_summary(&[
+        ("select", 0, 2000.0, 2000.0, true),
+        ("select", 0, 4000.0, 4000.0, true),
+        ("select", 0, 8000.0, 5000.0, true),
+        ("select", 10000, 2000.0, 1990.0, true),
+        ("select", 10000, 4000.0, 2500.0, true),
+        ("select", 10000, 8000.0, 2000.0, true),
+        ("epoll-et", 0, 2000.0, 2000.0, true),
+        ("epoll-et", 0, 4000.0, 4000.0, true),
+        // Past its knee both are overloaded; a collapse there is not counted.
+        ("epoll-et", 0, 8000.0, 6000.0, true),
+        ("epoll-et", 10000, 2000.0, 2000.0, true),
+        ("epoll-et", 10000, 4000.0, 3990.0, true),
+        ("epoll-et", 10000, 8000.0, 3000.0, true),
+    ]);
+    let (v, ev) = verdict(&s, "Fig. 5", "select and poll degrade");
+    assert_eq!(v, Verdict::Reproduced, "{ev}");
+    assert!(ev.contains("select 38% at 4,000/s"), "{ev}");
+    let (v, ev) = verdict(&s, "Fig. 5", "edge-triggered");
+    assert_eq!(v, Verdict::Reproduced, "{ev}");
+}
+
+#[test]
+fn dead_connections_cost_poll_not_epoll() {
+    let series = ["poll", "epoll-lt", "epoll-et", "uring"];
+    let judge = |poll_at_max: f64, et_at_max: f64| {
+        let mut s = summary(
+            &series,
+            &[0, 5000, 19000],
+            &[100.0],
+            1,
+            &|m, idle, _, _| match (m, idle) {
+                (_, 0) => 10_000.0,
+                ("poll", 19000) => poll_at_max,
+                ("epoll-et", 19000) => et_at_max,
+                _ => 9_900.0,
+            },
+        );
+        s.experiment.idle_request_first = true;
+        findings(&s)
+    };
+    let f = judge(1_000.0, 9_950.0);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].verdict, Verdict::Reproduced, "{f:?}");
+    assert!(
+        f[0].claim.contains("19,000 dead connections"),
+        "{}",
+        f[0].claim
+    );
+    assert!(f[0].evidence.contains("poll 90%"), "{}", f[0].evidence);
+    // Every mechanism's reply rate at each dead-connection count: the page's figure as text.
+    for line in [
+        "poll [0: 10,000, 5,000: 9,900, 19,000: 1,000]",
+        "epoll-et [0: 10,000, 5,000: 9,900, 19,000: 9,950]",
+        "uring [0: 10,000, 5,000: 9,900, 19,000: 9,900]",
+    ] {
+        assert!(f[0].evidence.contains(line), "{line}: {}", f[0].evidence);
+    }
+    assert_eq!(judge(1_000.0, 5_000.0)[0].verdict, Verdict::Partly);
+    assert_eq!(judge(9_500.0, 5_000.0)[0].verdict, Verdict::NotReproduced);
+}

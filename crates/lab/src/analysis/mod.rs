@@ -1,0 +1,6 @@
+//! Analysis: curves over trials, syscall shares and the findings' rules and verdicts, computed
+//! from the model alone (never from a running process).
+
+pub mod curves;
+pub mod findings;
+pub mod syscalls;

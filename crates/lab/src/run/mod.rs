@@ -1,0 +1,14 @@
+//! Running: the plan, the sweep, each point's processes, calibration, CPU budgets, peers and
+//! progress. The only layer that starts processes.
+
+pub mod calibrate;
+pub mod cgroup;
+pub mod estimate;
+pub mod machine;
+pub mod micro;
+pub mod peers;
+pub mod plan;
+pub mod point;
+pub mod procs;
+pub mod progress;
+pub mod sweep;

@@ -1,0 +1,129 @@
+//! The plan: which series an experiment measures on this machine, and the options of a run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::model::results::SkippedSeries;
+use crate::model::spec::{Series, ServerKind, Spec};
+use crate::run::peers;
+use crate::run::procs::{self};
+
+pub struct RunOptions {
+    /// The `evlab` binary (the running one, or the test's).
+    pub evlab: PathBuf,
+    pub spec: Spec,
+    pub spec_path: String,
+    pub spec_text: String,
+    pub duration_override: Option<f64>,
+    /// `results/`: the run goes to `<results>/<name>/<timestamp>/` unless `out_dir` is given.
+    pub results_root: PathBuf,
+    pub out_dir: Option<PathBuf>,
+    /// The `evlab run …` command line, recorded.
+    pub command: String,
+    pub quiet: bool,
+}
+
+/// Which evlab mechanisms this kernel supports: name → `Ok(())` or the reason it is not.
+pub fn mechanism_support(evlab: &Path) -> BTreeMap<String, Result<(), String>> {
+    let mut out = BTreeMap::new();
+    let Some(text) =
+        procs::command_line_output(&[&evlab.display().to_string(), "serve", "--list-mechanisms"])
+    else {
+        return out;
+    };
+    for line in text.lines() {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        if let Some((_, tail)) = line.split_once("supported: ") {
+            let r = if tail.trim_start().starts_with("yes") {
+                Ok(())
+            } else {
+                Err(tail
+                    .trim()
+                    .trim_start_matches("no")
+                    .trim_start_matches(':')
+                    .trim()
+                    .to_string())
+            };
+            out.insert(name.to_string(), r);
+        }
+    }
+    out
+}
+
+/// The series a run measures on this machine, and those it skips with the reason.
+pub struct Plan {
+    pub series: Vec<Series>,
+    pub skipped: Vec<SkippedSeries>,
+}
+
+fn needs_lighttpd(spec: &Spec) -> bool {
+    spec.mechanisms
+        .iter()
+        .chain(spec.series.iter().map(|s| &s.mechanism))
+        .any(|m| m.starts_with("lighttpd"))
+}
+
+/// lighttpd's event handlers, when the experiment needs lighttpd and it is installed.
+pub fn lighttpd_handlers(spec: &Spec) -> Vec<String> {
+    if needs_lighttpd(spec) && peers::installed("lighttpd") {
+        peers::lighttpd_handlers()
+    } else {
+        vec![]
+    }
+}
+
+/// Plans a run of `spec` with the mechanisms `evlab` supports here and the peers installed.
+pub fn plan(evlab: &Path, spec: &Spec) -> Plan {
+    plan_with(spec, &mechanism_support(evlab), &lighttpd_handlers(spec))
+}
+
+/// Plans a run of `spec` given which evlab mechanisms this kernel supports and lighttpd's
+/// event handlers (empty: lighttpd is missing or offers none).
+pub fn plan_with(
+    spec: &Spec,
+    support: &BTreeMap<String, Result<(), String>>,
+    handlers: &[String],
+) -> Plan {
+    let supported = |m: &str| matches!(support.get(m), Some(Ok(())));
+    let mut series = Vec::new();
+    let mut skipped = Vec::new();
+    let mut skip = |label: &str, reason: String| {
+        skipped.push(SkippedSeries {
+            series: label.to_string(),
+            reason,
+        })
+    };
+    if needs_lighttpd(spec) && handlers.is_empty() {
+        skip(
+            "lighttpd",
+            if peers::installed("lighttpd") {
+                "lighttpd -V lists no usable event handler".into()
+            } else {
+                "lighttpd is not installed".into()
+            },
+        );
+    }
+    for s in spec.series_list(&supported, handlers) {
+        match s.kind {
+            ServerKind::Evlab => match support.get(&s.mechanism) {
+                Some(Ok(())) => series.push(s),
+                Some(Err(why)) => skip(&s.label, format!("not supported here: {why}")),
+                None => skip(
+                    &s.label,
+                    "`evlab serve --list-mechanisms` does not list it".into(),
+                ),
+            },
+            ServerKind::Nginx if !peers::installed("nginx") => {
+                skip(&s.label, "nginx is not installed".into())
+            }
+            ServerKind::Lighttpd if !handlers.contains(&s.mechanism) => skip(
+                &s.label,
+                format!("this lighttpd has no `{}` event handler", s.mechanism),
+            ),
+            _ => series.push(s),
+        }
+    }
+    Plan { series, skipped }
+}

@@ -1,0 +1,323 @@
+//! The sweep: for every trial, idle count, series and rate, one point — a fresh server pinned to
+//! its CPU, idle holders, one measured `evlab load` run, the server's counters and CPU time —
+//! then everything stopped and checked gone. A failed point is recorded and the sweep goes on;
+//! Ctrl-C ends the current point and the results so far are written.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::model::results::{self, Status, Summary};
+use crate::model::spec::{Budget, Series, Spec, Workload};
+use crate::render::report;
+use crate::run::calibrate;
+use crate::run::cgroup::CpuBudget;
+use crate::run::estimate::{self, Forecast};
+use crate::run::machine;
+use crate::run::plan::{plan, Plan, RunOptions};
+use crate::run::point::{make_fileset, polymix_dir, polymix_fileset_argv, run_point, PointCtx};
+use crate::run::procs::{self, interrupted};
+use crate::run::progress::Progress;
+use crate::LabError;
+
+fn stamp() -> String {
+    results::utc(results::now_secs())
+        .replace(['-', ':'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string()
+}
+
+/// A scratch directory for docroots and peer configs, removed at the end of the run.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch, LabError> {
+        let base = std::env::temp_dir().join(format!(
+            "evlab-run-{}-{}",
+            std::process::id(),
+            results::now_secs()
+        ));
+        std::fs::create_dir_all(&base)?;
+        Ok(Scratch(base))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs the experiment; returns the results directory and what was measured.
+pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
+    if let Some(m) = opts.spec.micro.clone() {
+        return crate::run::micro::run(&opts, &m, stamp());
+    }
+    let t0 = Instant::now();
+    let spec = &opts.spec;
+    let duration = opts.duration_override.unwrap_or(spec.duration_s);
+    let out = match &opts.out_dir {
+        Some(d) => d.clone(),
+        None => opts.results_root.join(&spec.name).join(stamp()),
+    };
+    std::fs::create_dir_all(&out)
+        .map_err(|e| LabError::Io(format!("cannot create {}: {e}", out.display())))?;
+    let progress = Progress::new(opts.quiet);
+    let Plan { series, skipped } = plan(&opts.evlab, &opts.spec);
+    for s in &skipped {
+        progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
+    }
+    let mut summary = Summary {
+        format: results::FORMAT,
+        experiment: spec.clone(),
+        spec_path: opts.spec_path.clone(),
+        spec_text: opts.spec_text.clone(),
+        command: opts.command.clone(),
+        duration_override: opts.duration_override,
+        started: results::utc(results::now_secs()),
+        finished: None,
+        wall_s: 0.0,
+        interrupted: false,
+        machine: machine::collect(env!("CARGO_PKG_VERSION")),
+        series: series.clone(),
+        skipped,
+        calibration: None,
+        points: vec![],
+    };
+    let ncpu = procs::online_cpus();
+    let pin =
+        |cpus: &[usize]| -> Vec<usize> { cpus.iter().copied().filter(|&c| c < ncpu).collect() };
+    let server_cpus = pin(&[spec.server_cpu]);
+    let client_cpus = pin(&spec.client_cpus);
+    if server_cpus.is_empty() || client_cpus.is_empty() {
+        progress.warn(&format!(
+            "evlab run: warning: this machine has {ncpu} CPU(s); server_cpu {} / client_cpus {:?} \
+             are not all available, so those processes are not pinned",
+            spec.server_cpu, spec.client_cpus
+        ));
+    }
+    let scratch = Scratch::new()?;
+    let fileset = if spec.workload == Workload::Specweb {
+        // One file set per run: it is read-only, and the server caches what it serves.
+        let dir = scratch.0.join("fileset");
+        let argv = vec![
+            opts.evlab.display().to_string(),
+            "fileset".into(),
+            dir.display().to_string(),
+            "--dirs".into(),
+            spec.fileset_dirs.to_string(),
+        ];
+        make_fileset(&argv, &progress)?;
+        Some(dir)
+    } else if spec.workload == Workload::Polymix {
+        let dir = scratch.0.join("polymix");
+        let argv = polymix_fileset_argv(&opts.evlab, spec, &spec.object_size, &dir);
+        make_fileset(&argv, &progress)?;
+        // What the lab waits on before each point: `GET /one`, through the proxy.
+        std::fs::write(dir.join("one"), b"a")?;
+        // Series with their own object size get their own file set.
+        for size in spec.series.iter().filter_map(|x| x.object_size.as_ref()) {
+            let d = polymix_dir(&dir, size);
+            if d.exists() {
+                continue;
+            }
+            let argv = polymix_fileset_argv(&opts.evlab, spec, size, &d);
+            make_fileset(&argv, &progress)?;
+            std::fs::write(d.join("one"), b"a")?;
+        }
+        Some(dir)
+    } else {
+        None
+    };
+
+    let base = PointCtx {
+        opts: &opts,
+        scratch: &scratch.0,
+        fileset: fileset.as_deref(),
+        out: &out,
+        server_cpus: &server_cpus,
+        client_cpus: &client_cpus,
+        duration,
+        budget: None,
+    };
+    // Calibration, when the experiment's rates or budget depend on this machine.
+    let mut budget = None;
+    let needs_calibration =
+        spec.rates.is_auto() || matches!(spec.server_cpu_budget, Some(Budget::Auto));
+    if needs_calibration && !series.is_empty() {
+        progress.note("evlab run: calibrating: the client's ceiling, then each series' capacity");
+        let (cal, b) = calibrate::run(&base, &series, &progress)?;
+        budget = b;
+        summary.calibration = Some(cal);
+        write_tables(&summary, &out)?;
+    } else if let Some(Budget::Share(b)) = spec.server_cpu_budget {
+        budget = Some(
+            CpuBudget::new(b).map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
+        );
+    }
+    let ctx = PointCtx {
+        budget: budget.as_ref(),
+        ..base
+    };
+    let fixed: Vec<f64> = match &summary.calibration {
+        Some(c) if spec.rates.is_auto() => c.rates.clone(),
+        _ => spec.rates.fixed().to_vec(),
+    };
+    let fixed_rates = spec.rate_search.is_none();
+    let search_rates = spec.rate_search.as_ref().map(estimate::search_rates);
+    let legs = sweep_order(spec, &series);
+    let capacity = summary
+        .calibration
+        .iter()
+        .flat_map(|c| &c.capacities)
+        .map(|c| (c.series.clone(), c.replies_per_s))
+        .collect();
+    let mut forecast = Forecast::new(
+        spec,
+        duration,
+        &legs
+            .iter()
+            .map(|(t, i, s, v)| (leg_label(spec, s, *v), *i, *t))
+            .collect::<Vec<_>>(),
+        fixed.len(),
+        capacity,
+    );
+    let samples_path = out.join("samples.csv");
+    let mut samples_text = format!("{}\n", results::SAMPLES_HEADER);
+    results::write_atomic(&samples_path, &samples_text)?;
+    let rates_words = match (&spec.rate_search, search_rates) {
+        (Some(rs), Some(n)) => format!(
+            "a rate search ({}/s up by {}/s, at most {n} rates; it stops at each series' knee)",
+            rs.start, rs.step
+        ),
+        _ => format!("{} rates", fixed.len()),
+    };
+    progress.note(&format!(
+        "evlab run: {} — {} series{} × {rates_words} × {} idle counts × {} trials, {duration} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
+        spec.name,
+        series.len(),
+        spec.sweep
+            .as_ref()
+            .map(|sw| format!(" × {} {} values", sw.values.len(), sw.name()))
+            .unwrap_or_default(),
+        spec.idle.len(),
+        spec.trials,
+        budget
+            .as_ref()
+            .map(|b| format!(", server budget {:.0}% of a CPU", b.share * 100.0))
+            .unwrap_or_default(),
+        if fixed_rates { "" } else { "~" },
+        forecast.total().ceil(),
+        if fixed_rates { String::new() } else { " expected".into() },
+        estimate::hms(forecast.remaining_s()),
+        out.display()
+    ));
+
+    let mut index = 0;
+    'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
+        let (trial, idle, swept) = (*trial, *idle, *swept);
+        let mut below = 0;
+        let rates: Vec<f64> = match (&spec.rate_search, search_rates) {
+            (Some(rs), Some(n)) => (0..n).map(|i| rs.start + rs.step * i as f64).collect(),
+            _ => fixed.clone(),
+        };
+        for rate in rates {
+            if interrupted() {
+                summary.interrupted = true;
+                break 'all;
+            }
+            index += 1;
+            progress.start_point(
+                &forecast,
+                index,
+                &format!(
+                    "{} idle={idle} rate={rate}/s trial {trial}",
+                    leg_label(spec, s, swept)
+                ),
+            );
+            let p = run_point(&ctx, index, s, swept, idle, rate, trial);
+            forecast.point_done(leg, rate, p.wall_s);
+            if p.status == Status::Interrupted {
+                summary.interrupted = true;
+            }
+            // Whether this point ends the series' search, decided before its line is printed,
+            // so that the line counts the points as they now stand.
+            let search_over = spec.rate_search.as_ref().is_some_and(|rs| {
+                // A point that measured the client says nothing of the server: past the
+                // client's limit the search for this series is over.
+                let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
+                if !matches!(p.reply_rate(), Some(r) if r >= rs.below * rate) {
+                    below += 1;
+                }
+                client_limited || below >= rs.past
+            });
+            if search_over {
+                forecast.leg_over(leg);
+            }
+            progress.finish_point(&forecast, index, &p);
+            samples_text.push_str(&results::samples_csv_rows(&p));
+            summary.points.push(p);
+            results::write_atomic(&samples_path, &samples_text)?;
+            summary.wall_s = t0.elapsed().as_secs_f64();
+            write_tables(&summary, &out)?;
+            if summary.interrupted {
+                break 'all;
+            }
+            if search_over {
+                break;
+            }
+            if spec.pause_s > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(spec.pause_s));
+            }
+        }
+        forecast.leg_over(leg);
+    }
+    summary.finished = Some(results::utc(results::now_secs()));
+    summary.wall_s = t0.elapsed().as_secs_f64();
+    write_tables(&summary, &out)?;
+    report::write(&summary, &out)?;
+    Ok((out, summary))
+}
+
+/// A leg of the sweep: trial, idle count, series, and the `[sweep]` flag's value (if any).
+pub type SweepLeg<'a> = (u32, usize, &'a Series, Option<f64>);
+
+/// The sweep's legs in the order they run: trial → idle count → swept value → series, each
+/// trial visiting the series in a rotated order, so that a drift over the run (a neighbour on
+/// the host, a warming cache) does not always favour the same series; at each swept value every
+/// series runs before the next value, for the same reason. Each leg runs its series' rates.
+pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<SweepLeg<'a>> {
+    let mut out = Vec::new();
+    for trial in 1..=spec.trials {
+        let rot = (trial as usize - 1) % series.len().max(1);
+        for &idle in &spec.idle {
+            for v in spec.sweep_values() {
+                for s in series[rot..].iter().chain(&series[..rot]) {
+                    out.push((trial, idle, s, v));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A leg's series as the progress line and the forecast name it: `shared workers=4`.
+pub(crate) fn leg_label(spec: &Spec, s: &Series, swept: Option<f64>) -> String {
+    match (&spec.sweep, swept) {
+        (Some(sw), Some(v)) => format!(
+            "{} {}={}",
+            s.label,
+            sw.name(),
+            crate::model::spec::SweepSpec::arg(v)
+        ),
+        _ => s.label.clone(),
+    }
+}
+
+fn write_tables(summary: &Summary, out: &Path) -> Result<(), LabError> {
+    summary.write_json(out)?;
+    results::write_atomic(
+        &out.join("points.csv"),
+        &results::points_csv(&summary.points),
+    )
+}

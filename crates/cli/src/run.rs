@@ -119,6 +119,11 @@ pub struct RunArgs {
     /// build can be measured with this one's runner)
     #[arg(long)]
     pub evlab: Option<PathBuf>,
+    /// The placebo control: both arms of every comparison get the same condition (one
+    /// mechanism for every series, no idle connections held), so that no finding claiming a
+    /// difference may come out "reproduced". Results go to <experiment>-placebo/
+    #[arg(long)]
+    pub placebo: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -173,7 +178,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let (spec, spec_path, spec_text) = load_spec(&a)?;
+    let (mut spec, spec_path, spec_text) = load_spec(&a)?;
+    if a.placebo {
+        anyhow::ensure!(
+            spec.micro.is_none(),
+            "--placebo: `{}` is a micro-benchmark, which has no arms to make equal",
+            spec.name
+        );
+        spec.placebo = true;
+        spec.name = format!("{}-placebo", spec.name);
+    }
     // Where the results go must be writable before the first point runs, not after the last.
     match &a.out {
         Some(d) => output::writable_dir("--out", d)?,

@@ -3,4 +3,6 @@
 
 pub mod curves;
 pub mod findings;
+pub mod rules;
+pub mod stats;
 pub mod syscalls;

@@ -132,6 +132,14 @@ pub struct Spec {
     /// ([`Spec::family`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub findings: Option<Family>,
+    /// The placebo control (`evlab run NAME --placebo`): both arms of every comparison get
+    /// the same condition. Every evlab series runs one mechanism (epoll-lt where the experiment
+    /// has it, else its first series'), under its own label, and the idle holder is not
+    /// started, whatever idle count a point is labelled with. Only the plan and the points
+    /// read it; the findings never do, so a rule that claims a difference must then come out
+    /// "not reproduced" or "inconclusive".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub placebo: bool,
 }
 
 /// The families of findings, one module each in `analysis::findings`.

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::analysis::findings::{self, Verdict};
+use crate::analysis::rules::RULES;
 use crate::analysis::syscalls::{syscall_shares, PAPER_ROWS};
 use crate::model::results::{write_atomic, PointResult, Status, Summary};
 use crate::model::spec::{SweepSpec, Workload};
@@ -974,6 +975,60 @@ fn validity_table(s: &Summary) -> Vec<Block> {
     out
 }
 
+/// Which controls the run passed (docs/findings.md): a placebo run must reproduce no rule
+/// that claims a difference; any other run that has the positive control's arms (select with
+/// idle connections against none) must decide it.
+fn controls(s: &Summary, fs: &[findings::Finding]) -> String {
+    let claims_difference = |f: &&findings::Finding| {
+        RULES
+            .iter()
+            .find(|r| r.id == f.rule)
+            .and_then(|r| r.claim)
+            .is_some_and(|c| c.claims_a_difference())
+    };
+    if s.experiment.placebo {
+        let diff: Vec<&findings::Finding> = fs.iter().filter(claims_difference).collect();
+        let wrong: Vec<&str> = diff
+            .iter()
+            .filter(|f| f.verdict == Verdict::Reproduced)
+            .map(|f| f.rule.as_str())
+            .collect();
+        return if wrong.is_empty() {
+            format!(
+                "Placebo control: passed. This run gave both arms of every comparison the same \
+                 condition, and none of its {} rules that claim a difference came out \
+                 reproduced.",
+                diff.len()
+            )
+        } else {
+            format!(
+                "Placebo control: FAILED. This run gave both arms of every comparison the same \
+                 condition, yet {} came out reproduced: those rules can find a difference where \
+                 there is none.",
+                wrong.join(", ")
+            )
+        };
+    }
+    match fs.iter().find(|f| f.rule == "fig5-select-replies") {
+        Some(f) if f.verdict == Verdict::Inconclusive => "Positive control: not decided. The \
+             run could not decide fig5-select-replies (select with idle connections against \
+             none), the largest effect in the paper, so its other inconclusive verdicts say \
+             little."
+            .into(),
+        Some(f) => format!(
+            "Positive control: passed (fig5-select-replies, select with idle connections against \
+             none, was decided: {}). The placebo control is `evlab run {} --placebo`.",
+            f.verdict.word(),
+            s.experiment.name
+        ),
+        None => format!(
+            "Controls: this run has no positive control (select with and without idle \
+             connections); the placebo control is `evlab run {} --placebo`.",
+            s.experiment.name
+        ),
+    }
+}
+
 fn document(s: &Summary) -> Vec<Block> {
     let e = &s.experiment;
     let mut d = Vec::new();
@@ -1270,6 +1325,7 @@ fn document(s: &Summary) -> Vec<Block> {
                 })
                 .collect(),
         ));
+        d.push(Block::P(controls(s, &fs)));
     }
 
     let m = &s.machine;

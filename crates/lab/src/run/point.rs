@@ -392,8 +392,9 @@ pub(crate) fn start_server(
     commands.push(wait_answers_command(port));
     procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
 
-    // Idle connections, on the (first) client CPU: they are idle once up.
-    if idle > 0 {
+    // Idle connections, on the (first) client CPU: they are idle once up. The placebo
+    // control holds none, whatever the point's label says.
+    if idle > 0 && !ctx.opts.spec.placebo {
         let mut argv = vec![
             ctx.opts.evlab.display().to_string(),
             "idle".into(),
@@ -657,7 +658,8 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         .zip(origin_before)
         .map(|(o, b)| (o.cpu_seconds() - b).max(0.0));
     p.commands.push(run.command.clone());
-    p.commands.push(stop_command(p.idle > 0));
+    p.commands
+        .push(stop_command(p.idle > 0 && !ctx.opts.spec.placebo));
     if spec.proxy.is_some() {
         p.commands.push("kill $origin; wait $origin".into());
     }

@@ -91,6 +91,7 @@ pub(super) fn findings(s: &Summary, c: &Curves) -> Vec<Finding> {
         _ => Verdict::Inconclusive,
     };
     vec![Finding {
+        rule: String::new(),
         source: "LSE epoll page, dphttpd".into(),
         claim: format!(
             "dead connections cost poll, not epoll: from {} to {} dead connections poll's reply \

@@ -205,6 +205,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
         n
     };
     out.push(Finding {
+        rule: String::new(),
         source: "LSP accept scalability (CITI TR 99-4), macro-benchmark".into(),
         claim: format!(
             "the accept herd costs a web server throughput with many workers on one port (seed: \
@@ -225,6 +226,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     });
     let n = top(&cpu);
     out.push(Finding {
+        rule: String::new(),
         source: "LSP accept scalability (CITI TR 99-4), macro-benchmark".into(),
         claim: format!(
             "the herd's wasted wake-ups show as server CPU: at the most workers measured, a \
@@ -245,6 +247,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     if n.is_some() || s.points.iter().any(|p| p.server_ctx_switches.is_some()) {
         let nb = top(&balance);
         out.push(Finding {
+            rule: String::new(),
             source: "LSP accept scalability (CITI TR 99-4)".into(),
             claim: format!(
                 "a shared listener wakes workers for nothing: at the most workers measured, its \

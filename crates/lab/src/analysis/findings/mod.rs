@@ -24,7 +24,7 @@ pub(crate) use proxy::{proxy_series, ProxySeries};
 /// summary written before the key existed, the family its shape implies.
 pub fn findings(s: &Summary) -> Vec<Finding> {
     match s.experiment.family() {
-        Family::Paper => paper::findings(s, &valid_curves(s)),
+        Family::Paper => paper::findings(s),
         Family::Proxy => proxy::findings(s),
         Family::Herd => herd::findings(s),
         Family::Deadconn => deadconn::findings(s, &valid_curves(s)),

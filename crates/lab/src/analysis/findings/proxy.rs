@@ -145,6 +145,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
             .collect();
         let complete = red.len() == pairs.len();
         out.push(Finding {
+            rule: String::new(),
             source: "Rosu & Rosu 2003, abstract and §6.3".into(),
             claim: format!(
                 "uselect (here uring-poll) costs 52-72% less proxy CPU per request than select \
@@ -245,6 +246,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
             }
         }
         out.push(Finding {
+            rule: String::new(),
             source: "Rosu & Rosu 2003, abstract".into(),
             claim: format!(
                 "splice costs less proxy CPU per request than copy (up to 12% less with \
@@ -296,6 +298,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
                 }
             };
             out.push(Finding {
+                rule: String::new(),
                 source: "Rosu & Rosu 2003, §6.2, Fig. 7".into(),
                 claim: "splice's CPU reduction grows with object size (15% at 4 KB to 68% at \
                         64-128 KB, non-cacheable)"

@@ -536,48 +536,51 @@ impl Spec {
             return Err(bad("name", "must be a non-empty name without `/`".into()));
         }
         if let Some(m) = &self.micro {
-            if !MICRO_BENCHMARKS.contains(&m.benchmark.as_str()) {
-                return Err(bad(
-                    "benchmark",
-                    format!(
-                        "unknown micro-benchmark `{}`; valid: {}",
-                        m.benchmark,
-                        MICRO_BENCHMARKS.join(", ")
-                    ),
-                ));
-            }
-            if m.args.iter().any(|a| a.starts_with("--json")) {
-                return Err(bad("args", "`--json` is set by `evlab run`".into()));
-            }
-            return Ok(());
+            return Self::validate_micro(m).map_err(|(key, msg)| bad(key, msg));
         }
+        self.validate_mechanisms()
+            .and_then(|()| self.validate_rates())
+            .and_then(|()| self.validate_run())
+            .map_err(|(key, msg)| bad(key, msg))?;
+        if let Some(sw) = &self.sweep {
+            self.validate_sweep(sw)
+                .map_err(|(key, msg)| bad(key, msg))?;
+        }
+        if self.workload == Workload::Specweb && self.fileset_dirs == 0 {
+            return Err(bad("fileset_dirs", "must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// Something to run: mechanisms or series, each naming a mechanism.
+    fn validate_mechanisms(&self) -> Result<(), (&'static str, String)> {
         if self.mechanisms.is_empty() && self.series.is_empty() {
-            return Err(bad(
+            return Err((
                 "mechanisms",
                 "no mechanisms and no [[series]]: nothing to run".into(),
             ));
         }
         for m in &self.mechanisms {
-            parse_mechanism_entry(m).map_err(|msg| bad("mechanisms", msg))?;
+            parse_mechanism_entry(m).map_err(|msg| ("mechanisms", msg))?;
         }
         for s in &self.series {
-            parse_mechanism_entry(&s.mechanism).map_err(|msg| bad("mechanism", msg))?;
+            parse_mechanism_entry(&s.mechanism).map_err(|msg| ("mechanism", msg))?;
         }
+        Ok(())
+    }
+
+    /// The rates (fixed, "auto" or a search, one of them) and what chooses them: the
+    /// multiples, the budget, the calibration's target, the search's bounds.
+    fn validate_rates(&self) -> Result<(), (&'static str, String)> {
         match (&self.rate_search, self.rates.is_empty()) {
-            (None, true) => return Err(bad("rates", "give `rates` or `rate_search`".into())),
+            (None, true) => return Err(("rates", "give `rates` or `rate_search`".into())),
             (Some(_), false) => {
-                return Err(bad(
-                    "rates",
-                    "give `rates` or `rate_search`, not both".into(),
-                ))
+                return Err(("rates", "give `rates` or `rate_search`, not both".into()))
             }
             _ => {}
         }
         if self.rates.is_auto() && self.rate_search.is_some() {
-            return Err(bad(
-                "rates",
-                "give `rates` or `rate_search`, not both".into(),
-            ));
+            return Err(("rates", "give `rates` or `rate_search`, not both".into()));
         }
         if let Some(r) = self
             .rates
@@ -585,92 +588,100 @@ impl Spec {
             .iter()
             .find(|r| !(r.is_finite() && **r > 0.0))
         {
-            return Err(bad("rates", format!("{r}: rates must be positive")));
+            return Err(("rates", format!("{r}: rates must be positive")));
         }
         if self.rates.is_auto() {
             if self.auto_rates.is_empty() {
-                return Err(bad("auto_rates", "give at least one multiple".into()));
+                return Err(("auto_rates", "give at least one multiple".into()));
             }
             if let Some(r) = self
                 .auto_rates
                 .iter()
                 .find(|r| !(r.is_finite() && **r > 0.0))
             {
-                return Err(bad(
-                    "auto_rates",
-                    format!("{r}: multiples must be positive"),
-                ));
+                return Err(("auto_rates", format!("{r}: multiples must be positive")));
             }
         }
         if let Some(Budget::Share(b)) = self.server_cpu_budget {
             if !(0.01..=64.0).contains(&b) {
-                return Err(bad(
+                return Err((
                     "server_cpu_budget",
                     format!("{b}: a share of one CPU, from 0.01 up"),
                 ));
             }
         }
         if !(self.auto_target > 0.0 && self.auto_target <= 1.0) {
-            return Err(bad("auto_target", "must be in (0, 1]".into()));
+            return Err(("auto_target", "must be in (0, 1]".into()));
         }
         if !(self.start_rate_limit > 0.0 && self.start_rate_limit <= 1.0) {
-            return Err(bad("start_rate_limit", "must be in (0, 1]".into()));
+            return Err(("start_rate_limit", "must be in (0, 1]".into()));
         }
         if let Some(rs) = &self.rate_search {
             if !(rs.start > 0.0 && rs.step > 0.0 && rs.max >= rs.start) {
-                return Err(bad(
-                    "rate_search",
-                    "need 0 < start <= max and step > 0".into(),
-                ));
+                return Err(("rate_search", "need 0 < start <= max and step > 0".into()));
             }
             if !(rs.below > 0.0 && rs.below <= 1.0) {
-                return Err(bad("below", "must be in (0, 1]".into()));
+                return Err(("below", "must be in (0, 1]".into()));
             }
         }
+        Ok(())
+    }
+
+    /// Each point's times and connections, the trials, idle counts, client CPUs and the
+    /// validity rule's limits.
+    fn validate_run(&self) -> Result<(), (&'static str, String)> {
         for (key, v) in [
             ("duration_s", self.duration_s),
             ("timeout_s", self.timeout_s),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(bad(
-                    key,
-                    format!("{v}: must be a positive number of seconds"),
-                ));
+                return Err((key, format!("{v}: must be a positive number of seconds")));
             }
         }
         for (key, v) in [("warmup_s", self.warmup_s), ("pause_s", self.pause_s)] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(bad(key, format!("{v}: must be zero or more seconds")));
+                return Err((key, format!("{v}: must be zero or more seconds")));
             }
         }
         if self.calls_per_conn == 0 {
-            return Err(bad("calls_per_conn", "must be at least 1".into()));
+            return Err(("calls_per_conn", "must be at least 1".into()));
         }
         if self.active_conns == Some(0) {
-            return Err(bad("active_conns", "must be at least 1".into()));
+            return Err(("active_conns", "must be at least 1".into()));
         }
 
         if self.trials == 0 {
-            return Err(bad("trials", "must be at least 1".into()));
+            return Err(("trials", "must be at least 1".into()));
         }
         if self.idle.is_empty() {
-            return Err(bad("idle", "give at least one count (0: none)".into()));
+            return Err(("idle", "give at least one count (0: none)".into()));
         }
         if self.client_cpus.is_empty() {
-            return Err(bad("client_cpus", "give at least one CPU".into()));
+            return Err(("client_cpus", "give at least one CPU".into()));
         }
         if !(self.client_cpu_limit > 0.0 && self.client_cpu_limit <= 1.0) {
-            return Err(bad("client_cpu_limit", "must be in (0, 1]".into()));
+            return Err(("client_cpu_limit", "must be in (0, 1]".into()));
         }
         if !(self.late_start_limit >= 0.0 && self.late_start_limit <= 1.0) {
-            return Err(bad("late_start_limit", "must be in [0, 1]".into()));
+            return Err(("late_start_limit", "must be in [0, 1]".into()));
         }
-        if let Some(sw) = &self.sweep {
-            self.validate_sweep(sw)
-                .map_err(|(key, msg)| bad(key, msg))?;
+        Ok(())
+    }
+
+    /// A micro-benchmark's: one that exists, and no `--json` (the runner sets it).
+    fn validate_micro(m: &MicroSpec) -> Result<(), (&'static str, String)> {
+        if !MICRO_BENCHMARKS.contains(&m.benchmark.as_str()) {
+            return Err((
+                "benchmark",
+                format!(
+                    "unknown micro-benchmark `{}`; valid: {}",
+                    m.benchmark,
+                    MICRO_BENCHMARKS.join(", ")
+                ),
+            ));
         }
-        if self.workload == Workload::Specweb && self.fileset_dirs == 0 {
-            return Err(bad("fileset_dirs", "must be at least 1".into()));
+        if m.args.iter().any(|a| a.starts_with("--json")) {
+            return Err(("args", "`--json` is set by `evlab run`".into()));
         }
         Ok(())
     }

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::analysis::findings::{self, Verdict};
+use crate::analysis::findings::{self, Finding, Verdict};
 use crate::analysis::rules::RULES;
-use crate::analysis::syscalls::{syscall_shares, PAPER_ROWS};
-use crate::model::results::{write_atomic, PointResult, Status, Summary};
-use crate::model::spec::{SweepSpec, Workload};
+use crate::analysis::syscalls::{syscall_shares, Profile, PAPER_ROWS};
+use crate::model::calibration::Calibration;
+use crate::model::results::{write_atomic, PointResult, ServerCounters, Status, Summary};
+use crate::model::spec::{Spec, SweepSpec, Workload};
 use crate::model::text::thousands;
 use crate::render::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
@@ -712,22 +713,7 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
     if shares.is_empty() {
         return vec![];
     }
-    let mut names: Vec<String> = PAPER_ROWS
-        .iter()
-        .filter(|n| shares.iter().any(|(_, r)| r.contains_key(**n)))
-        .map(|n| n.to_string())
-        .collect();
-    let mut rest: Vec<(String, f64)> = shares
-        .iter()
-        .flat_map(|(_, r)| r.iter().map(|(n, v)| (n.clone(), v.0)))
-        .filter(|(n, _)| !PAPER_ROWS.contains(&n.as_str()))
-        .collect();
-    rest.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (n, _) in rest {
-        if !names.contains(&n) {
-            names.push(n);
-        }
-    }
+    let names = syscall_names(&shares);
     let mut header = vec!["syscall".to_string()];
     header.extend(shares.iter().map(|(p, _)| p.series.clone()));
     let cell = |v: Option<&(f64, f64)>, which: usize| match v {
@@ -769,48 +755,6 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
         .iter()
         .map(|(p, _)| format!("{} at {} req/s", p.series, thousands(p.rate)))
         .collect();
-    let mut ev_rows = Vec::new();
-    for (label, f) in [
-        (
-            "events per wait",
-            Box::new(|c: &crate::model::results::ServerCounters| c.events_per_wait())
-                as Box<dyn Fn(&crate::model::results::ServerCounters) -> Option<f64>>,
-        ),
-        (
-            "waits per request",
-            Box::new(|c: &crate::model::results::ServerCounters| {
-                (c.requests > 0).then(|| c.waits as f64 / c.requests as f64)
-            }),
-        ),
-        (
-            "interest changes per request",
-            Box::new(|c: &crate::model::results::ServerCounters| {
-                (c.requests > 0).then(|| c.interest_changes as f64 / c.requests as f64)
-            }),
-        ),
-        (
-            "discarded events per request",
-            Box::new(|c: &crate::model::results::ServerCounters| {
-                (c.requests > 0).then(|| c.discarded as f64 / c.requests as f64)
-            }),
-        ),
-        (
-            "syscalls per request",
-            Box::new(|c: &crate::model::results::ServerCounters| {
-                (c.requests > 0).then(|| c.syscalls_total() as f64 / c.requests as f64)
-            }),
-        ),
-    ] {
-        let mut row = vec![label.to_string()];
-        row.extend(shares.iter().map(|(p, _)| {
-            p.server
-                .as_ref()
-                .and_then(&f)
-                .map(|v| format!("{v:.2}"))
-                .unwrap_or_default()
-        }));
-        ev_rows.push(row);
-    }
     vec![
         Block::H(2, "Where the server's time goes (as Table 1)".into()),
         Block::P(format!(
@@ -831,9 +775,78 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
                 h[0] = "counter".into();
                 h
             },
-            ev_rows,
+            counter_rows(&shares),
         ),
     ]
+}
+
+/// The syscall table's rows: the paper's (those any series made), then the others by their
+/// largest share.
+fn syscall_names(shares: &[Profile]) -> Vec<String> {
+    let mut names: Vec<String> = PAPER_ROWS
+        .iter()
+        .filter(|n| shares.iter().any(|(_, r)| r.contains_key(**n)))
+        .map(|n| n.to_string())
+        .collect();
+    let mut rest: Vec<(String, f64)> = shares
+        .iter()
+        .flat_map(|(_, r)| r.iter().map(|(n, v)| (n.clone(), v.0)))
+        .filter(|(n, _)| !PAPER_ROWS.contains(&n.as_str()))
+        .collect();
+    rest.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (n, _) in rest {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    names
+}
+
+/// The event mechanism's own counters at each series' profile point, per wait or per request.
+fn counter_rows(shares: &[Profile]) -> Vec<Vec<String>> {
+    type Counter = Box<dyn Fn(&ServerCounters) -> Option<f64>>;
+    let mut ev_rows = Vec::new();
+    for (label, f) in [
+        (
+            "events per wait",
+            Box::new(|c: &ServerCounters| c.events_per_wait()) as Counter,
+        ),
+        (
+            "waits per request",
+            Box::new(|c: &ServerCounters| {
+                (c.requests > 0).then(|| c.waits as f64 / c.requests as f64)
+            }),
+        ),
+        (
+            "interest changes per request",
+            Box::new(|c: &ServerCounters| {
+                (c.requests > 0).then(|| c.interest_changes as f64 / c.requests as f64)
+            }),
+        ),
+        (
+            "discarded events per request",
+            Box::new(|c: &ServerCounters| {
+                (c.requests > 0).then(|| c.discarded as f64 / c.requests as f64)
+            }),
+        ),
+        (
+            "syscalls per request",
+            Box::new(|c: &ServerCounters| {
+                (c.requests > 0).then(|| c.syscalls_total() as f64 / c.requests as f64)
+            }),
+        ),
+    ] {
+        let mut row = vec![label.to_string()];
+        row.extend(shares.iter().map(|(p, _)| {
+            p.server
+                .as_ref()
+                .and_then(&f)
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_default()
+        }));
+        ev_rows.push(row);
+    }
+    ev_rows
 }
 
 /// The checks of the validity rule as the Validity table's columns: (flag or note kind, as
@@ -978,8 +991,8 @@ fn validity_table(s: &Summary) -> Vec<Block> {
 /// Which controls the run passed (docs/findings.md): a placebo run must reproduce no rule
 /// that claims a difference; any other run that has the positive control's arms (select with
 /// idle connections against none) must decide it.
-fn controls(s: &Summary, fs: &[findings::Finding]) -> String {
-    let claims_difference = |f: &&findings::Finding| {
+fn controls(s: &Summary, fs: &[Finding]) -> String {
+    let claims_difference = |f: &&Finding| {
         RULES
             .iter()
             .find(|r| r.id == f.rule)
@@ -987,7 +1000,7 @@ fn controls(s: &Summary, fs: &[findings::Finding]) -> String {
             .is_some_and(|c| c.claims_a_difference())
     };
     if s.experiment.placebo {
-        let diff: Vec<&findings::Finding> = fs.iter().filter(claims_difference).collect();
+        let diff: Vec<&Finding> = fs.iter().filter(claims_difference).collect();
         let wrong: Vec<&str> = diff
             .iter()
             .filter(|f| f.verdict == Verdict::Reproduced)
@@ -1030,6 +1043,37 @@ fn controls(s: &Summary, fs: &[findings::Finding]) -> String {
 }
 
 fn document(s: &Summary) -> Vec<Block> {
+    let mut d = overview(s);
+    if let Some(c) = &s.calibration {
+        d.extend(calibration_section(c));
+    }
+    let fs = findings::findings(s);
+    if !fs.is_empty() {
+        d.push(Block::H(2, "What this run shows".into()));
+        d.push(Block::List(
+            fs.iter()
+                .map(|f| format!("**{}** ({}): {}.", f.verdict.word(), f.source, f.claim))
+                .collect(),
+        ));
+    }
+    d.extend(size_section(s));
+    let ax = axis(s);
+    if ax != Axis::Rate {
+        d.extend(swept_sections(s, &ax));
+    }
+    for &idle in s.idle_counts().iter().filter(|_| ax == Axis::Rate) {
+        d.extend(rate_section(s, idle));
+    }
+    d.extend(syscall_table(s));
+    d.extend(validity_section(s));
+    d.extend(paper_section(s, &fs));
+    d.extend(machine_section(s));
+    d.extend(reproduce_section(s));
+    d
+}
+
+/// The title, the experiment's description and one paragraph on what was run and how it went.
+fn overview(s: &Summary) -> Vec<Block> {
     let e = &s.experiment;
     let mut d = Vec::new();
     d.push(Block::H(1, format!("evlab run: {}", e.name)));
@@ -1057,26 +1101,7 @@ fn document(s: &Summary) -> Vec<Block> {
         } else {
             String::new()
         },
-        e.idle
-            .iter()
-            .map(|&i| idle_words(i))
-            .collect::<Vec<_>>()
-            .join(" and ")
-            + &e.sweep
-                .as_ref()
-                .map(|sw| {
-                    format!(
-                        "; every series at {} {} (`{} N`)",
-                        sw.values
-                            .iter()
-                            .map(|&v| number(v))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        sw.name(),
-                        sw.flag
-                    )
-                })
-                .unwrap_or_default(),
+        idle_and_sweep_words(e),
         e.trials,
         e.server_cpu,
         e.client_cpus
@@ -1097,140 +1122,164 @@ fn document(s: &Summary) -> Vec<Block> {
             ""
         }
     )));
-    if let Some(c) = &s.calibration {
-        d.push(Block::H(2, "Calibration".into()));
-        d.push(Block::P(format!(
-            "Before the sweep ({:.0} s) this machine was measured. The client started {}/s \
-             connections flat out; the sweep offers at most {}/s (its clean ceiling, {:.0}% of \
-             that). Server CPU budget: {} — {}.{}",
-            c.wall_s,
-            thousands(c.client_ceiling),
-            thousands(c.client_clean),
-            crate::model::calibration::CLEAN_SHARE * 100.0,
-            c.server_cpu_budget
-                .map(|b| format!("{:.0}% of one CPU (cgroup CPU quota)", b * 100.0))
-                .unwrap_or_else(|| "none".into()),
-            c.budget_reason,
-            if c.rates.is_empty() {
-                String::new()
-            } else {
+    d
+}
+
+/// The idle counts, and with `[sweep]` the swept values: `no idle connections and 10,000 idle
+/// connections; every series at 1, 2, 4 workers (`--workers N`)`.
+fn idle_and_sweep_words(e: &Spec) -> String {
+    e.idle
+        .iter()
+        .map(|&i| idle_words(i))
+        .collect::<Vec<_>>()
+        .join(" and ")
+        + &e.sweep
+            .as_ref()
+            .map(|sw| {
                 format!(
-                    " Rates offered: {} (the experiment's multiples of the median capacity).",
-                    c.rates
+                    "; every series at {} {} (`{} N`)",
+                    sw.values
                         .iter()
-                        .map(|r| format!("{}/s", thousands(*r)))
+                        .map(|&v| number(v))
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    sw.name(),
+                    sw.flag
                 )
-            }
-        )));
-        if !c.capacities.is_empty() {
-            d.push(Block::P(
-                "Capacity at the budget, no idle connections (the highest probe rate kept up with; \
-                 ≥ means the probe reached the clean ceiling without the series falling behind):"
-                    .into(),
-            ));
-            d.push(Block::Table(
-                vec!["series".into(), "kept up with".into()],
-                c.capacities
+            })
+            .unwrap_or_default()
+}
+
+/// What calibration measured: the client's ceiling, the budget and the rates chosen, each
+/// series' capacity, and every probe.
+fn calibration_section(c: &Calibration) -> Vec<Block> {
+    let mut d = vec![Block::H(2, "Calibration".into())];
+    d.push(Block::P(format!(
+        "Before the sweep ({:.0} s) this machine was measured. The client started {}/s \
+         connections flat out; the sweep offers at most {}/s (its clean ceiling, {:.0}% of \
+         that). Server CPU budget: {} — {}.{}",
+        c.wall_s,
+        thousands(c.client_ceiling),
+        thousands(c.client_clean),
+        crate::model::calibration::CLEAN_SHARE * 100.0,
+        c.server_cpu_budget
+            .map(|b| format!("{:.0}% of one CPU (cgroup CPU quota)", b * 100.0))
+            .unwrap_or_else(|| "none".into()),
+        c.budget_reason,
+        if c.rates.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Rates offered: {} (the experiment's multiples of the median capacity).",
+                c.rates
                     .iter()
-                    .map(|x| {
-                        vec![
-                            x.series.clone(),
-                            format!(
-                                "{}{}/s",
-                                if x.saturated { "" } else { "≥ " },
-                                thousands(x.replies_per_s)
-                            ),
-                        ]
-                    })
-                    .collect(),
-            ));
+                    .map(|r| format!("{}/s", thousands(*r)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
-        if !c.probes.is_empty() {
-            d.push(Block::P("The probes, in order:".into()));
-            d.push(Block::Table(
-                vec![
-                    "probe".into(),
-                    "series".into(),
-                    "budget".into(),
-                    "offered/s".into(),
-                    "replies/s".into(),
-                    "starts/s".into(),
-                    "client CPU busy".into(),
-                ],
-                c.probes
-                    .iter()
-                    .map(|p| {
-                        vec![
-                            p.what.clone(),
-                            p.series.clone(),
-                            p.budget
-                                .map(|b| format!("{:.0}%", b * 100.0))
-                                .unwrap_or_else(|| "–".into()),
-                            thousands(p.offered),
-                            p.replies_per_s.map(thousands).unwrap_or_default(),
-                            p.achieved_start_rate.map(thousands).unwrap_or_default(),
-                            p.client_cpu_busy
-                                .map(|b| format!("{:.0}%", b * 100.0))
-                                .unwrap_or_default(),
-                        ]
-                    })
-                    .collect(),
-            ));
-        }
-    }
-    let fs = findings::findings(s);
-    if !fs.is_empty() {
-        d.push(Block::H(2, "What this run shows".into()));
-        d.push(Block::List(
-            fs.iter()
-                .map(|f| format!("**{}** ({}): {}.", f.verdict.word(), f.source, f.claim))
+    )));
+    if !c.capacities.is_empty() {
+        d.push(Block::P(
+            "Capacity at the budget, no idle connections (the highest probe rate kept up with; \
+             ≥ means the probe reached the clean ceiling without the series falling behind):"
+                .into(),
+        ));
+        d.push(Block::Table(
+            vec!["series".into(), "kept up with".into()],
+            c.capacities
+                .iter()
+                .map(|x| {
+                    vec![
+                        x.series.clone(),
+                        format!(
+                            "{}{}/s",
+                            if x.saturated { "" } else { "≥ " },
+                            thousands(x.replies_per_s)
+                        ),
+                    ]
+                })
                 .collect(),
         ));
     }
-    d.extend(size_section(s));
-    let ax = axis(s);
-    if ax != Axis::Rate {
-        d.extend(swept_sections(s, &ax));
-    }
-    for &idle in s.idle_counts().iter().filter(|_| ax == Axis::Rate) {
-        d.push(Block::H(2, format!("Reply rate, {}", idle_words(idle))));
-        d.extend(figures(s, idle));
-        d.push(Block::P(
-            "Replies/s: the mean over valid trials (the figures' bars: their min–max). † marks a \
-             value from invalid points only (hollow in the figures; see Validity), (+n†) n invalid \
-             trials left out of a valid mean (hollow markers off the line), ✗ a failed point. No \
-             verdict uses an invalid point."
-                .into(),
-        ));
-        d.push(rate_table(s, idle, &|p| p.reply_rate(), 0, Trials::Valid));
-        d.push(Block::P(
-            "Server CPU time per reply (µs), all its processes, from /proc:".into(),
-        ));
-        d.push(rate_table(
-            s,
-            idle,
-            &|p| p.server_cpu_us_per_reply,
-            2,
-            Trials::Valid,
-        ));
-        d.push(Block::P(
-            "Client CPU busy (%, wall time minus the kernel's idle time on the client CPUs, so \
-             loopback softirq included), mean over every trial; † where a trial was invalid:"
-                .into(),
-        ));
-        d.push(rate_table(
-            s,
-            idle,
-            &|p| p.client_cpu_busy.map(|b| b * 100.0),
-            0,
-            Trials::AllOk,
+    if !c.probes.is_empty() {
+        d.push(Block::P("The probes, in order:".into()));
+        d.push(Block::Table(
+            vec![
+                "probe".into(),
+                "series".into(),
+                "budget".into(),
+                "offered/s".into(),
+                "replies/s".into(),
+                "starts/s".into(),
+                "client CPU busy".into(),
+            ],
+            c.probes
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.what.clone(),
+                        p.series.clone(),
+                        p.budget
+                            .map(|b| format!("{:.0}%", b * 100.0))
+                            .unwrap_or_else(|| "–".into()),
+                        thousands(p.offered),
+                        p.replies_per_s.map(thousands).unwrap_or_default(),
+                        p.achieved_start_rate.map(thousands).unwrap_or_default(),
+                        p.client_cpu_busy
+                            .map(|b| format!("{:.0}%", b * 100.0))
+                            .unwrap_or_default(),
+                    ]
+                })
+                .collect(),
         ));
     }
-    d.extend(syscall_table(s));
+    d
+}
 
-    d.push(Block::H(2, "Validity".into()));
+/// One idle count against the offered rate: the figures, then the reply rate's, the server's
+/// and the client's tables.
+fn rate_section(s: &Summary, idle: usize) -> Vec<Block> {
+    let mut d = vec![Block::H(2, format!("Reply rate, {}", idle_words(idle)))];
+    d.extend(figures(s, idle));
+    d.push(Block::P(
+        "Replies/s: the mean over valid trials (the figures' bars: their min–max). † marks a \
+         value from invalid points only (hollow in the figures; see Validity), (+n†) n invalid \
+         trials left out of a valid mean (hollow markers off the line), ✗ a failed point. No \
+         verdict uses an invalid point."
+            .into(),
+    ));
+    d.push(rate_table(s, idle, &|p| p.reply_rate(), 0, Trials::Valid));
+    d.push(Block::P(
+        "Server CPU time per reply (µs), all its processes, from /proc:".into(),
+    ));
+    d.push(rate_table(
+        s,
+        idle,
+        &|p| p.server_cpu_us_per_reply,
+        2,
+        Trials::Valid,
+    ));
+    d.push(Block::P(
+        "Client CPU busy (%, wall time minus the kernel's idle time on the client CPUs, so \
+         loopback softirq included), mean over every trial; † where a trial was invalid:"
+            .into(),
+    ));
+    d.push(rate_table(
+        s,
+        idle,
+        &|p| p.client_cpu_busy.map(|b| b * 100.0),
+        0,
+        Trials::AllOk,
+    ));
+    d
+}
+
+/// The validity rule in words, the table of what it found, and the points that failed or
+/// series that were skipped.
+fn validity_section(s: &Summary) -> Vec<Block> {
+    let e = &s.experiment;
+    let mut d = vec![Block::H(2, "Validity".into())];
     d.push(Block::P(format!(
         "Verdicts use valid points only. A point is invalid when the client fell behind for good \
          (it started connections at under {:.0}% of the offered rate, or its lag grew to the end), \
@@ -1271,85 +1320,104 @@ fn document(s: &Summary) -> Vec<Block> {
                 .collect(),
         ));
     }
+    d
+}
 
-    d.push(Block::H(2, "The paper's findings on this machine".into()));
+/// The findings against the papers': how many reproduced, what the paper measured on, and
+/// each finding with its numbers.
+fn paper_section(s: &Summary, fs: &[Finding]) -> Vec<Block> {
+    let mut d = vec![Block::H(2, "The paper's findings on this machine".into())];
     if fs.is_empty() {
         d.push(Block::P(
             "This experiment does not measure any of the paper's comparisons (it needs the paper's \
              mechanisms, and idle counts 0 and > 0, to compare)."
                 .into(),
         ));
-    } else {
-        let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
-        let from = |src: &str| fs.iter().all(|f| f.source.starts_with(src));
-        let paper = if s.experiment.proxy.is_some() {
-            "The proxy paper measured Squid on a 1 GHz Pentium III running Linux 2.4, with \
-             Polygraph clients and server on separate machines behind a WAN emulator"
-        } else if from("LSP") {
-            "The LSP measured Apache 1.3.6 (1,000 processes accepting on one port, its accept \
-             lock removed) on a 4-way 450 MHz Xeon running Linux 2.2.9, with SPECweb99 clients \
-             on four machines over 100 Mbps Ethernet"
-        } else if from("LSE") {
-            "The LSE page measured dphttpd on an 8-way 700 MHz PIII Xeon (SMP) and a 1-way \
-             866 MHz PIII (UP) running Linux 2.5, with httperf and deadconn on a client machine"
-        } else {
-            "The paper measured a 2.4 GHz Xeon running Linux 2.6.5 uni-processor with eight \
-             client machines over gigabit Ethernet"
-        };
-        d.push(Block::P(format!(
-            "Of {} findings checked, {} reproduced, {} partly, {} not reproduced, {} inconclusive. \
-             {paper}; this run had {} on one machine over loopback ({}).",
-            fs.len(),
-            n(Verdict::Reproduced),
-            n(Verdict::Partly),
-            n(Verdict::NotReproduced),
-            n(Verdict::Inconclusive),
-            s.machine.cpu_model,
-            s.machine.kernel.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
-        )));
-        d.push(Block::Table(
-            vec![
-                "paper".into(),
-                "finding".into(),
-                "here".into(),
-                "numbers".into(),
-            ],
-            fs.iter()
-                .map(|f| {
-                    vec![
-                        f.source.clone(),
-                        f.claim.clone(),
-                        f.verdict.word().into(),
-                        f.evidence.clone(),
-                    ]
-                })
-                .collect(),
-        ));
-        d.push(Block::P(controls(s, &fs)));
+        return d;
     }
+    let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+    let from = |src: &str| fs.iter().all(|f| f.source.starts_with(src));
+    let paper = if s.experiment.proxy.is_some() {
+        "The proxy paper measured Squid on a 1 GHz Pentium III running Linux 2.4, with \
+         Polygraph clients and server on separate machines behind a WAN emulator"
+    } else if from("LSP") {
+        "The LSP measured Apache 1.3.6 (1,000 processes accepting on one port, its accept \
+         lock removed) on a 4-way 450 MHz Xeon running Linux 2.2.9, with SPECweb99 clients \
+         on four machines over 100 Mbps Ethernet"
+    } else if from("LSE") {
+        "The LSE page measured dphttpd on an 8-way 700 MHz PIII Xeon (SMP) and a 1-way \
+         866 MHz PIII (UP) running Linux 2.5, with httperf and deadconn on a client machine"
+    } else {
+        "The paper measured a 2.4 GHz Xeon running Linux 2.6.5 uni-processor with eight \
+         client machines over gigabit Ethernet"
+    };
+    d.push(Block::P(format!(
+        "Of {} findings checked, {} reproduced, {} partly, {} not reproduced, {} inconclusive. \
+         {paper}; this run had {} on one machine over loopback ({}).",
+        fs.len(),
+        n(Verdict::Reproduced),
+        n(Verdict::Partly),
+        n(Verdict::NotReproduced),
+        n(Verdict::Inconclusive),
+        s.machine.cpu_model,
+        s.machine
+            .kernel
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    )));
+    d.push(Block::Table(
+        vec![
+            "paper".into(),
+            "finding".into(),
+            "here".into(),
+            "numbers".into(),
+        ],
+        fs.iter()
+            .map(|f| {
+                vec![
+                    f.source.clone(),
+                    f.claim.clone(),
+                    f.verdict.word().into(),
+                    f.evidence.clone(),
+                ]
+            })
+            .collect(),
+    ));
+    d.push(Block::P(controls(s, fs)));
+    d
+}
 
+/// The machine's kernel, CPU, memory and limits, and the tools' versions.
+fn machine_section(s: &Summary) -> Vec<Block> {
     let m = &s.machine;
-    d.push(Block::H(2, "Machine and tools".into()));
     let mut tools: Vec<String> = m.tools.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     tools.sort();
-    d.push(Block::List(vec![
-        format!("kernel: {}", m.kernel),
-        format!("CPU: {} × {}", m.cpus, m.cpu_model),
-        format!("memory: {} MiB", m.memory_mib),
-        format!(
-            "open files: soft {}, hard {}, fs.nr_open {}",
-            m.fd_limit_soft, m.fd_limit_hard, m.fs_nr_open
-        ),
-        format!(
-            "net: ip_local_port_range {}, tcp_tw_reuse {}, somaxconn {}",
-            m.ip_local_port_range, m.tcp_tw_reuse, m.somaxconn
-        ),
-        format!("evlab {}", m.evlab_version),
-        format!("host: {}", m.hostname),
-    ]));
-    d.push(Block::List(tools));
+    vec![
+        Block::H(2, "Machine and tools".into()),
+        Block::List(vec![
+            format!("kernel: {}", m.kernel),
+            format!("CPU: {} × {}", m.cpus, m.cpu_model),
+            format!("memory: {} MiB", m.memory_mib),
+            format!(
+                "open files: soft {}, hard {}, fs.nr_open {}",
+                m.fd_limit_soft, m.fd_limit_hard, m.fs_nr_open
+            ),
+            format!(
+                "net: ip_local_port_range {}, tcp_tw_reuse {}, somaxconn {}",
+                m.ip_local_port_range, m.tcp_tw_reuse, m.somaxconn
+            ),
+            format!("evlab {}", m.evlab_version),
+            format!("host: {}", m.hostname),
+        ]),
+        Block::List(tools),
+    ]
+}
 
-    d.push(Block::H(2, "How to reproduce".into()));
+/// How to run it all again, and each point by hand: the spec, then every point's commands.
+fn reproduce_section(s: &Summary) -> Vec<Block> {
+    let mut d = vec![Block::H(2, "How to reproduce".into())];
     d.push(Block::P(format!(
         "The whole run: `{}` (spec `{}`, below). Then each point by hand, in start order: its \
          commands make its document root again (the run's scratch directory is removed when \

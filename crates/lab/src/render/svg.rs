@@ -323,32 +323,12 @@ const X_LABEL_GAP: f64 = 40.0;
 /// from 1 to thousands) the ticks are the points' own x values, as many as fit without their
 /// labels touching (the largest always), and the diagonal is not drawn.
 pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
-    let log = c.y_scale == Scale::Log;
-    let xlog = x_scale == Scale::Log;
-    // A log axis cannot show zero or less: such values are left out.
-    let shown_y = |y: f64| !log || y > 0.0;
-    let shown_x = |x: f64| !xlog || x > 0.0;
-    let shown = |p: &(f64, f64)| shown_x(p.0) && shown_y(p.1);
-    // The axes hold every point and every error bar.
-    let mut xs_all = Vec::new();
-    let mut ys_all = Vec::new();
-    for l in &c.lines {
-        for (k, &(x, y)) in l.points.iter().enumerate() {
-            if !shown(&(x, y)) {
-                continue;
-            }
-            xs_all.push(x);
-            ys_all.push(y);
-            if let Some(&Some((lo, hi))) = l.ranges.get(k) {
-                ys_all.extend([lo, hi].into_iter().filter(|&v| shown_y(v)));
-            }
-        }
-        for &(x, y) in l.stray.iter().filter(|p| shown(p)) {
-            xs_all.push(x);
-            ys_all.push(y);
-        }
-    }
-    let (mut x0, mut x1) = xs_all
+    let logs = Logs {
+        x: x_scale == Scale::Log,
+        y: c.y_scale == Scale::Log,
+    };
+    let (xs_all, ys_all) = shown_values(c, logs);
+    let (x0, x1) = xs_all
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
             (a.min(x), b.max(x))
@@ -357,128 +337,23 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     if c.diagonal {
         y_max = y_max.max(x1);
     }
-    let pw = W - L - R;
-    let ph = H - T - B;
-    let (x0, x1, x_ticks) = if xlog {
-        let (lo, hi) = if x0.is_finite() {
-            (x0, x1)
-        } else {
-            (1.0, 10.0)
-        };
-        // Room beyond the extremes (a twentieth of the span, at least a tenth of a decade)
-        // so that no marker sits on the frame.
-        let pad = ((hi / lo).log10() / 20.0).max(0.1);
-        let (a, b) = (lo / 10f64.powf(pad), hi * 10f64.powf(pad));
-        let at = |x: f64| (x / a).log10() / (b / a).log10() * pw;
-        let mut vs: Vec<f64> = xs_all.clone();
-        vs.sort_by(f64::total_cmp);
-        vs.dedup();
-        let mut ticks: Vec<f64> = Vec::new();
-        for &v in &vs {
-            if ticks.last().is_none_or(|&t| at(v) - at(t) >= X_LABEL_GAP) {
-                ticks.push(v);
-            }
-        }
-        // The largest always: it replaces a kept neighbour too close to it.
-        if let (Some(&last), Some(&top)) = (vs.last(), ticks.last()) {
-            if top != last {
-                if ticks.len() > 1 {
-                    ticks.pop();
-                }
-                ticks.push(last);
-            }
-        }
-        if ticks.is_empty() {
-            ticks = log_ticks(a, b).into_iter().map(|t| t.0).collect();
-        }
-        let ticks: Vec<(f64, String)> = ticks
-            .into_iter()
-            .map(|v| (v, fmt_tick(v, decimals(v))))
-            .collect();
-        (a, b, ticks)
+    let (x0, x1, x_ticks) = if logs.x {
+        log_x_axis(x0, x1, &xs_all)
     } else {
-        if !x0.is_finite() {
-            (x0, x1) = (0.0, 1.0);
-        }
-        // The paper's axes start at zero; a single rate still needs a span.
-        x0 = 0.0f64.min(x0);
-        if x1 <= x0 {
-            x1 = x0 + 1.0;
-        }
-        let xs = nice_step(x1 - x0, 6.0);
-        // A point on the frame would have its marker cut in half (and markers set side by side
-        // spill out): the axis goes a step further then.
-        let x1 = {
-            let end = (x1 / xs).ceil() * xs;
-            if x1 > end - 0.04 * (end - x0) {
-                end + xs
-            } else {
-                end
-            }
-        };
-        let xd = decimals(xs);
-        let mut ticks = Vec::new();
-        let mut v = x0;
-        while v <= x1 + xs / 2.0 {
-            ticks.push((v, fmt_tick(v, xd)));
-            v += xs;
-        }
-        (x0, x1, ticks)
+        linear_x_axis(x0, x1)
     };
-    let px = |x: f64| {
-        let f = if xlog {
-            (x.max(x0).log10() - x0.log10()) / (x1.log10() - x0.log10())
-        } else {
-            (x - x0) / (x1 - x0)
-        };
-        L + f * pw
-    };
-    // y: (lowest, highest, ticks with labels).
-    let (y0, y1, y_ticks) = if log {
-        let lo = ys_all.iter().copied().fold(f64::INFINITY, f64::min);
-        let (lo, hi) = if lo.is_finite() {
-            (lo, y_max)
-        } else {
-            (1.0, 10.0)
-        };
-        // A little room beyond the extremes, so that no marker sits on the frame.
-        let y0 = one_two_five(lo / 1.15, false);
-        let mut y1 = one_two_five(hi * 1.15, true);
-        if y1 <= y0 {
-            y1 = one_two_five(y0 * 1.5, true);
-        }
-        (y0, y1, log_ticks(y0, y1))
+    let (y0, y1, y_ticks) = if logs.y {
+        log_y_axis(&ys_all, y_max)
     } else {
-        // Nothing above zero (no errors at all): an axis to 1.
-        let (y_max, room) = if y_max > 0.0 {
-            (y_max, true)
-        } else {
-            (1.0, false)
-        };
-        let ys = nice_step(y_max, 6.0);
-        let end = (y_max / ys).ceil() * ys;
-        let y1 = if room && y_max > end * 0.97 {
-            end + ys
-        } else {
-            end
-        };
-        let d = decimals(ys);
-        let ticks = (0..)
-            .map(|k| k as f64 * ys)
-            .take_while(|&v| v <= y1 + ys / 2.0)
-            .map(|v| (v, fmt_tick(v, d)))
-            .collect();
-        (0.0, y1, ticks)
+        linear_y_axis(y_max)
     };
-    let py = |y: f64| {
-        let f = if log {
-            (y.max(y0).log10() - y0.log10()) / (y1.log10() - y0.log10())
-        } else {
-            y / y1
-        };
-        T + ph - f * ph
+    let plot = Plot {
+        logs,
+        x0,
+        x1,
+        y0,
+        y1,
     };
-
     let mut s = String::new();
     let _ = write!(
         s,
@@ -489,148 +364,15 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     let _ = write!(
         s,
         r#"<text x="{:.1}" y="20" text-anchor="middle" font-size="14" font-weight="bold">{}</text>"#,
-        L + pw / 2.0,
+        L + PW / 2.0,
         esc(&c.title)
     );
-    if xlog {
-        // Faint lines at each decade and 2…9 × it, so a log axis reads as one.
-        let mut d = 10f64.powf(x0.log10().floor());
-        while d < x1 * 0.999 {
-            for m in 1..10 {
-                let v = d * m as f64;
-                if v <= x0 || v >= x1 {
-                    continue;
-                }
-                let x = px(v);
-                let _ = write!(
-                    s,
-                    r##"<line class="minor" x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#f2f2f2"/>"##,
-                    T + ph
-                );
-            }
-            d *= 10.0;
-        }
-    }
-    // Grid and ticks.
-    for (v, label) in &x_ticks {
-        let x = px(*v);
-        let _ = write!(
-            s,
-            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e5e5e5"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
-            T + ph,
-            T + ph + 16.0,
-        );
-    }
-    if log {
-        // Faint lines at 2…9 × each decade, so a log axis reads as one.
-        let mut d = 10f64.powf(y0.log10().floor());
-        while d < y1 * 0.999 {
-            for m in 2..10 {
-                let v = d * m as f64;
-                if v <= y0 || v >= y1 {
-                    continue;
-                }
-                let y = py(v);
-                let _ = write!(
-                    s,
-                    r##"<line class="minor" x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#f2f2f2"/>"##,
-                    L + pw
-                );
-            }
-            d *= 10.0;
-        }
-    }
-    for (v, label) in &y_ticks {
-        let y = py(*v);
-        let _ = write!(
-            s,
-            r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
-            L + pw,
-            L - 6.0,
-            y + 4.0,
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        L + pw / 2.0,
-        H - 10.0,
-        esc(&if xlog {
-            format!("{} (log scale)", c.x_label)
-        } else {
-            c.x_label.clone()
-        })
-    );
-    let y_label = if log {
-        format!("{} (log scale)", c.y_label)
-    } else {
-        c.y_label.clone()
-    };
-    let _ = write!(
-        s,
-        r#"<text x="16" y="{:.1}" text-anchor="middle" transform="rotate(-90 16 {:.1})">{}</text>"#,
-        T + ph / 2.0,
-        T + ph / 2.0,
-        esc(&y_label)
-    );
-    if c.diagonal && !log && !xlog {
-        let top = x1.min(y1);
-        let _ = write!(
-            s,
-            r##"<line class="ideal" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#aaaaaa" stroke-dasharray="4 4"/>"##,
-            px(x0.max(0.0)),
-            py(x0.max(0.0)),
-            px(top),
-            py(top)
-        );
-    }
+    x_grid(&mut s, &plot, &x_ticks);
+    y_grid(&mut s, &plot, &y_ticks);
+    axes(&mut s, c, &plot);
     // Lines first, then every marker above every line: solid ones, then hollow ones, so that an
     // invalid point is never hidden under a valid one.
-    let mut marks = Vec::new();
-    for (i, line) in c.lines.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        let pts: Vec<String> = line
-            .points
-            .iter()
-            .filter(|p| shown(p))
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
-        let _ = write!(
-            s,
-            r#"<polyline class="series" data-series="{}" points="{}" fill="none" stroke="{colour}" stroke-width="1.8"/>"#,
-            esc(&line.label),
-            pts.join(" ")
-        );
-        for (k, &(x, y)) in line.points.iter().enumerate() {
-            if !shown(&(x, y)) {
-                continue;
-            }
-            let bar = match line.ranges.get(k) {
-                Some(&Some((lo, hi))) if hi > lo => Some((py(lo), py(hi))),
-                _ => None,
-            };
-            marks.push(Mark {
-                series: i,
-                x: px(x),
-                y: py(y),
-                hollow: line.flagged.get(k).copied().unwrap_or(false),
-                bar,
-            });
-        }
-        for &(x, y) in line.stray.iter().filter(|p| shown(p)) {
-            marks.push(Mark {
-                series: i,
-                x: px(x),
-                y: py(y),
-                hollow: true,
-                bar: None,
-            });
-        }
-    }
+    let mut marks = lines_and_marks(&mut s, c, &plot);
     let dodged = dodge(&mut marks);
     for m in &marks {
         if let Some((lo, hi)) = m.bar {
@@ -649,17 +391,375 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
             );
         }
     }
-    // Legend.
+    legend(&mut s, c, logs, &marks, dodged);
+    s.push_str("</svg>");
+    s
+}
+
+/// The plot area's size: the chart less its margins.
+const PW: f64 = W - L - R;
+const PH: f64 = H - T - B;
+
+/// Which axes are logarithmic. A log axis cannot show zero or less: such values are left out.
+#[derive(Clone, Copy)]
+struct Logs {
+    x: bool,
+    y: bool,
+}
+
+impl Logs {
+    fn shown_x(self, x: f64) -> bool {
+        !self.x || x > 0.0
+    }
+
+    fn shown_y(self, y: f64) -> bool {
+        !self.y || y > 0.0
+    }
+
+    fn shown(self, p: &(f64, f64)) -> bool {
+        self.shown_x(p.0) && self.shown_y(p.1)
+    }
+}
+
+/// The axes' ends, and where a value falls on them, in pixels.
+struct Plot {
+    logs: Logs,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Plot {
+    fn px(&self, x: f64) -> f64 {
+        let (x0, x1) = (self.x0, self.x1);
+        let f = if self.logs.x {
+            (x.max(x0).log10() - x0.log10()) / (x1.log10() - x0.log10())
+        } else {
+            (x - x0) / (x1 - x0)
+        };
+        L + f * PW
+    }
+
+    fn py(&self, y: f64) -> f64 {
+        let (y0, y1) = (self.y0, self.y1);
+        let f = if self.logs.y {
+            (y.max(y0).log10() - y0.log10()) / (y1.log10() - y0.log10())
+        } else {
+            y / y1
+        };
+        T + PH - f * PH
+    }
+}
+
+/// Every x and every y the axes must hold: each shown point, its error bar's ends, and the
+/// stray (invalid) trials.
+fn shown_values(c: &Chart, logs: Logs) -> (Vec<f64>, Vec<f64>) {
+    let mut xs_all = Vec::new();
+    let mut ys_all = Vec::new();
+    for l in &c.lines {
+        for (k, &(x, y)) in l.points.iter().enumerate() {
+            if !logs.shown(&(x, y)) {
+                continue;
+            }
+            xs_all.push(x);
+            ys_all.push(y);
+            if let Some(&Some((lo, hi))) = l.ranges.get(k) {
+                ys_all.extend([lo, hi].into_iter().filter(|&v| logs.shown_y(v)));
+            }
+        }
+        for &(x, y) in l.stray.iter().filter(|p| logs.shown(p)) {
+            xs_all.push(x);
+            ys_all.push(y);
+        }
+    }
+    (xs_all, ys_all)
+}
+
+/// A log x axis over the values from `x0` to `x1`: (lowest, highest, ticks with labels), the
+/// ticks at the points' own x values `xs`.
+fn log_x_axis(x0: f64, x1: f64, xs: &[f64]) -> (f64, f64, Vec<(f64, String)>) {
+    let (lo, hi) = if x0.is_finite() {
+        (x0, x1)
+    } else {
+        (1.0, 10.0)
+    };
+    // Room beyond the extremes (a twentieth of the span, at least a tenth of a decade)
+    // so that no marker sits on the frame.
+    let pad = ((hi / lo).log10() / 20.0).max(0.1);
+    let (a, b) = (lo / 10f64.powf(pad), hi * 10f64.powf(pad));
+    let at = |x: f64| (x / a).log10() / (b / a).log10() * PW;
+    let mut vs: Vec<f64> = xs.to_vec();
+    vs.sort_by(f64::total_cmp);
+    vs.dedup();
+    let mut ticks: Vec<f64> = Vec::new();
+    for &v in &vs {
+        if ticks.last().is_none_or(|&t| at(v) - at(t) >= X_LABEL_GAP) {
+            ticks.push(v);
+        }
+    }
+    // The largest always: it replaces a kept neighbour too close to it.
+    if let (Some(&last), Some(&top)) = (vs.last(), ticks.last()) {
+        if top != last {
+            if ticks.len() > 1 {
+                ticks.pop();
+            }
+            ticks.push(last);
+        }
+    }
+    if ticks.is_empty() {
+        ticks = log_ticks(a, b).into_iter().map(|t| t.0).collect();
+    }
+    let ticks: Vec<(f64, String)> = ticks
+        .into_iter()
+        .map(|v| (v, fmt_tick(v, decimals(v))))
+        .collect();
+    (a, b, ticks)
+}
+
+/// A linear x axis over the values from `x0` to `x1`: (lowest, highest, ticks with labels).
+fn linear_x_axis(mut x0: f64, mut x1: f64) -> (f64, f64, Vec<(f64, String)>) {
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    // The paper's axes start at zero; a single rate still needs a span.
+    x0 = 0.0f64.min(x0);
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let xs = nice_step(x1 - x0, 6.0);
+    // A point on the frame would have its marker cut in half (and markers set side by side
+    // spill out): the axis goes a step further then.
+    let x1 = {
+        let end = (x1 / xs).ceil() * xs;
+        if x1 > end - 0.04 * (end - x0) {
+            end + xs
+        } else {
+            end
+        }
+    };
+    let xd = decimals(xs);
+    let mut ticks = Vec::new();
+    let mut v = x0;
+    while v <= x1 + xs / 2.0 {
+        ticks.push((v, fmt_tick(v, xd)));
+        v += xs;
+    }
+    (x0, x1, ticks)
+}
+
+/// A log y axis over `ys` (up to `y_max`): (lowest, highest, ticks with labels).
+fn log_y_axis(ys: &[f64], y_max: f64) -> (f64, f64, Vec<(f64, String)>) {
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let (lo, hi) = if lo.is_finite() {
+        (lo, y_max)
+    } else {
+        (1.0, 10.0)
+    };
+    // A little room beyond the extremes, so that no marker sits on the frame.
+    let y0 = one_two_five(lo / 1.15, false);
+    let mut y1 = one_two_five(hi * 1.15, true);
+    if y1 <= y0 {
+        y1 = one_two_five(y0 * 1.5, true);
+    }
+    (y0, y1, log_ticks(y0, y1))
+}
+
+/// A linear y axis from zero to `y_max`: (lowest, highest, ticks with labels).
+fn linear_y_axis(y_max: f64) -> (f64, f64, Vec<(f64, String)>) {
+    // Nothing above zero (no errors at all): an axis to 1.
+    let (y_max, room) = if y_max > 0.0 {
+        (y_max, true)
+    } else {
+        (1.0, false)
+    };
+    let ys = nice_step(y_max, 6.0);
+    let end = (y_max / ys).ceil() * ys;
+    let y1 = if room && y_max > end * 0.97 {
+        end + ys
+    } else {
+        end
+    };
+    let d = decimals(ys);
+    let ticks = (0..)
+        .map(|k| k as f64 * ys)
+        .take_while(|&v| v <= y1 + ys / 2.0)
+        .map(|v| (v, fmt_tick(v, d)))
+        .collect();
+    (0.0, y1, ticks)
+}
+
+/// The x axis's grid lines and tick labels.
+fn x_grid(s: &mut String, plot: &Plot, ticks: &[(f64, String)]) {
+    let (x0, x1) = (plot.x0, plot.x1);
+    if plot.logs.x {
+        // Faint lines at each decade and 2…9 × it, so a log axis reads as one.
+        let mut d = 10f64.powf(x0.log10().floor());
+        while d < x1 * 0.999 {
+            for m in 1..10 {
+                let v = d * m as f64;
+                if v <= x0 || v >= x1 {
+                    continue;
+                }
+                let x = plot.px(v);
+                let _ = write!(
+                    s,
+                    r##"<line class="minor" x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#f2f2f2"/>"##,
+                    T + PH
+                );
+            }
+            d *= 10.0;
+        }
+    }
+    for (v, label) in ticks {
+        let x = plot.px(*v);
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e5e5e5"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
+            T + PH,
+            T + PH + 16.0,
+        );
+    }
+}
+
+/// The y axis's grid lines and tick labels.
+fn y_grid(s: &mut String, plot: &Plot, ticks: &[(f64, String)]) {
+    let (y0, y1) = (plot.y0, plot.y1);
+    if plot.logs.y {
+        // Faint lines at 2…9 × each decade, so a log axis reads as one.
+        let mut d = 10f64.powf(y0.log10().floor());
+        while d < y1 * 0.999 {
+            for m in 2..10 {
+                let v = d * m as f64;
+                if v <= y0 || v >= y1 {
+                    continue;
+                }
+                let y = plot.py(v);
+                let _ = write!(
+                    s,
+                    r##"<line class="minor" x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#f2f2f2"/>"##,
+                    L + PW
+                );
+            }
+            d *= 10.0;
+        }
+    }
+    for (v, label) in ticks {
+        let y = plot.py(*v);
+        let _ = write!(
+            s,
+            r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
+            L + PW,
+            L - 6.0,
+            y + 4.0,
+        );
+    }
+}
+
+/// The frame, the axes' labels, and (on linear axes) the diagonal.
+fn axes(s: &mut String, c: &Chart, plot: &Plot) {
+    let logs = plot.logs;
+    let _ = write!(
+        s,
+        r#"<rect x="{L}" y="{T}" width="{PW}" height="{PH}" fill="none" stroke="black"/>"#
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        L + PW / 2.0,
+        H - 10.0,
+        esc(&if logs.x {
+            format!("{} (log scale)", c.x_label)
+        } else {
+            c.x_label.clone()
+        })
+    );
+    let y_label = if logs.y {
+        format!("{} (log scale)", c.y_label)
+    } else {
+        c.y_label.clone()
+    };
+    let _ = write!(
+        s,
+        r#"<text x="16" y="{:.1}" text-anchor="middle" transform="rotate(-90 16 {:.1})">{}</text>"#,
+        T + PH / 2.0,
+        T + PH / 2.0,
+        esc(&y_label)
+    );
+    if c.diagonal && !logs.y && !logs.x {
+        let top = plot.x1.min(plot.y1);
+        let x0 = plot.x0;
+        let _ = write!(
+            s,
+            r##"<line class="ideal" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#aaaaaa" stroke-dasharray="4 4"/>"##,
+            plot.px(x0.max(0.0)),
+            plot.py(x0.max(0.0)),
+            plot.px(top),
+            plot.py(top)
+        );
+    }
+}
+
+/// Draws each series' line and returns its markers (and its stray trials'), to be drawn
+/// above every line.
+fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
+    let logs = plot.logs;
+    let mut marks = Vec::new();
+    for (i, line) in c.lines.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let pts: Vec<String> = line
+            .points
+            .iter()
+            .filter(|p| logs.shown(p))
+            .map(|&(x, y)| format!("{:.1},{:.1}", plot.px(x), plot.py(y)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline class="series" data-series="{}" points="{}" fill="none" stroke="{colour}" stroke-width="1.8"/>"#,
+            esc(&line.label),
+            pts.join(" ")
+        );
+        for (k, &(x, y)) in line.points.iter().enumerate() {
+            if !logs.shown(&(x, y)) {
+                continue;
+            }
+            let bar = match line.ranges.get(k) {
+                Some(&Some((lo, hi))) if hi > lo => Some((plot.py(lo), plot.py(hi))),
+                _ => None,
+            };
+            marks.push(Mark {
+                series: i,
+                x: plot.px(x),
+                y: plot.py(y),
+                hollow: line.flagged.get(k).copied().unwrap_or(false),
+                bar,
+            });
+        }
+        for &(x, y) in line.stray.iter().filter(|p| logs.shown(p)) {
+            marks.push(Mark {
+                series: i,
+                x: plot.px(x),
+                y: plot.py(y),
+                hollow: true,
+                bar: None,
+            });
+        }
+    }
+    marks
+}
+
+/// The legend, and under it notes on what the markers drawn mean.
+fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], dodged: bool) {
     for (i, line) in c.lines.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let ly = T + 8.0 + i as f64 * 20.0;
-        let lx = L + pw + 14.0;
+        let lx = L + PW + 14.0;
         let _ = write!(
             s,
             r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="1.8"/>"#,
             lx + 24.0
         );
-        marker(&mut s, i, lx + 12.0, ly, colour, false);
+        marker(s, i, lx + 12.0, ly, colour, false);
         let _ = write!(
             s,
             r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
@@ -681,11 +781,11 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     }
     if c.lines
         .iter()
-        .any(|l| l.points.iter().any(|p| !shown(p)) || l.stray.iter().any(|p| !shown(p)))
+        .any(|l| l.points.iter().any(|p| !logs.shown(p)) || l.stray.iter().any(|p| !logs.shown(p)))
     {
         notes.push(vec!["values ≤ 0 not shown"]);
     }
-    let lx = L + pw + 14.0;
+    let lx = L + PW + 14.0;
     let mut ly = T + 8.0 + c.lines.len() as f64 * 20.0 + 6.0;
     for group in notes {
         for text in group {
@@ -698,8 +798,6 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
         }
         ly += 4.0;
     }
-    s.push_str("</svg>");
-    s
 }
 
 #[cfg(test)]

@@ -139,70 +139,112 @@ pub(crate) fn run(
             mechanism: "epoll-et".into(),
             flags: vec![],
         });
+    client_ceiling(ctx, &reference, &mut cal, progress)?;
+    let mut n = 0;
+    let budget = choose_budget(ctx, &reference, &mut cal, &mut n, progress)?;
+    cal.server_cpu_budget = budget.as_ref().map(|b| b.share);
 
-    // 1. The client's ceiling.
-    {
-        let pdir = ctx.scratch.join("calibrate-client");
-        let docroot = point::docroot(ctx, &pdir)?;
-        let mut procs = Procs::default();
-        let mut commands = vec![];
-        let unbudgeted = PointCtx {
-            budget: None,
-            ..*ctx
-        };
-        let r = (|| {
-            let port = point::start_server(
+    // 3. Each series' capacity.
+    let c = PointCtx {
+        budget: budget.as_ref(),
+        ..*ctx
+    };
+    for s in series {
+        n += 1;
+        let cap = saturation_probe(&c, s, cal.client_clean, n, &mut cal.probes)?;
+        progress.note(&format!(
+            "evlab run: calibration: {} keeps up with {}{:.0}/s",
+            s.label,
+            if cap.saturated { "" } else { "at least " },
+            cap.replies_per_s
+        ));
+        cal.capacities.push(cap);
+    }
+    if spec.rates.is_auto() {
+        cal.rates = auto_rates(&spec.auto_rates, &cal);
+    }
+    cal.wall_s = t0.elapsed().as_secs_f64();
+    Ok((cal, budget))
+}
+
+/// 1. The client's ceiling, against an unbudgeted `reference` server, into `cal` (with its
+///    clean share, what the sweep offers at most).
+fn client_ceiling(
+    ctx: &PointCtx,
+    reference: &Series,
+    cal: &mut Calibration,
+    progress: &Progress,
+) -> Result<(), LabError> {
+    let pdir = ctx.scratch.join("calibrate-client");
+    let docroot = point::docroot(ctx, &pdir)?;
+    let mut procs = Procs::default();
+    let mut commands = vec![];
+    let unbudgeted = PointCtx {
+        budget: None,
+        ..*ctx
+    };
+    let r = (|| {
+        let port = point::start_server(
+            &unbudgeted,
+            reference,
+            0,
+            &docroot,
+            &pdir,
+            &mut procs,
+            &mut commands,
+        )?;
+        // 12,000 connections offered at 60,000/s: started as fast as the client can. The
+        // better of two tries, so that a moment's disturbance does not halve every rate.
+        let mut best: Option<Probe> = None;
+        for t in 0..2 {
+            let (mut p, _) = probe_step(
                 &unbudgeted,
-                &reference,
-                0,
+                port,
                 &docroot,
                 &pdir,
-                &mut procs,
-                &mut commands,
+                60_000.0,
+                0.2,
+                &format!("ceiling{t}"),
             )?;
-            // 12,000 connections offered at 60,000/s: started as fast as the client can. The
-            // better of two tries, so that a moment's disturbance does not halve every rate.
-            let mut best: Option<Probe> = None;
-            for t in 0..2 {
-                let (mut p, _) = probe_step(
-                    &unbudgeted,
-                    port,
-                    &docroot,
-                    &pdir,
-                    60_000.0,
-                    0.2,
-                    &format!("ceiling{t}"),
-                )?;
-                p.what = "client ceiling".into();
-                p.series = reference.label.clone();
-                if best.as_ref().is_none_or(|b| {
-                    p.achieved_start_rate.unwrap_or(0.0) > b.achieved_start_rate.unwrap_or(0.0)
-                }) {
-                    best = Some(p);
-                }
+            p.what = "client ceiling".into();
+            p.series = reference.label.clone();
+            if best.as_ref().is_none_or(|b| {
+                p.achieved_start_rate.unwrap_or(0.0) > b.achieved_start_rate.unwrap_or(0.0)
+            }) {
+                best = Some(p);
             }
-            Ok::<_, LabError>(best.expect("two tries"))
-        })();
-        procs.stop();
-        let p = r?;
-        cal.client_ceiling = p.achieved_start_rate.unwrap_or(0.0);
-        cal.probes.push(p);
-        if cal.client_ceiling < 100.0 {
-            return Err(LabError::Io(format!(
-                "calibration: the client started only {:.0} connections/s flat out",
-                cal.client_ceiling
-            )));
         }
-        cal.client_clean = (cal.client_ceiling * CLEAN_SHARE).round();
-        progress.note(&format!(
-            "evlab run: calibration: the client starts {:.0} connections/s flat out; the sweep offers at most {:.0}/s",
-            cal.client_ceiling, cal.client_clean
-        ));
+        Ok::<_, LabError>(best.expect("two tries"))
+    })();
+    procs.stop();
+    let p = r?;
+    cal.client_ceiling = p.achieved_start_rate.unwrap_or(0.0);
+    cal.probes.push(p);
+    if cal.client_ceiling < 100.0 {
+        return Err(LabError::Io(format!(
+            "calibration: the client started only {:.0} connections/s flat out",
+            cal.client_ceiling
+        )));
     }
+    cal.client_clean = (cal.client_ceiling * CLEAN_SHARE).round();
+    progress.note(&format!(
+        "evlab run: calibration: the client starts {:.0} connections/s flat out; the sweep offers at most {:.0}/s",
+        cal.client_ceiling, cal.client_clean
+    ));
+    Ok(())
+}
 
-    // 2. The budget.
+/// 2. The budget: none, the experiment's, or (`"auto"`) one chosen by probing `reference`
+///    (probes numbered on from `n`), with the reason in `cal`.
+fn choose_budget(
+    ctx: &PointCtx,
+    reference: &Series,
+    cal: &mut Calibration,
+    n: &mut usize,
+    progress: &Progress,
+) -> Result<Option<CpuBudget>, LabError> {
+    let spec = &ctx.opts.spec;
     let mut budget = None;
-    let mut n = 0;
     match spec.server_cpu_budget {
         None => cal.budget_reason = "none asked for: the server has its whole CPU".into(),
         Some(Budget::Share(b)) => {
@@ -222,8 +264,8 @@ pub(crate) fn run(
                     budget: Some(&bud),
                     ..*ctx
                 };
-                n += 1;
-                let cap = saturation_probe(&c, &reference, cal.client_clean, n, &mut cal.probes)?;
+                *n += 1;
+                let cap = saturation_probe(&c, reference, cal.client_clean, *n, &mut cal.probes)?;
                 let k = cap.replies_per_s.max(1.0);
                 let next = (b * target / k).clamp(0.02, 1.0);
                 progress.note(&format!(
@@ -249,43 +291,24 @@ pub(crate) fn run(
             budget = Some(CpuBudget::new(b).map_err(|e| LabError::Io(e.to_string()))?);
         }
     }
-    cal.server_cpu_budget = budget.as_ref().map(|b| b.share);
+    Ok(budget)
+}
 
-    // 3. Each series' capacity.
-    let c = PointCtx {
-        budget: budget.as_ref(),
-        ..*ctx
-    };
-    for s in series {
-        n += 1;
-        let cap = saturation_probe(&c, s, cal.client_clean, n, &mut cal.probes)?;
-        progress.note(&format!(
-            "evlab run: calibration: {} keeps up with {}{:.0}/s",
-            s.label,
-            if cap.saturated { "" } else { "at least " },
-            cap.replies_per_s
-        ));
-        cal.capacities.push(cap);
-    }
-
-    // 4. The rates.
-    if spec.rates.is_auto() {
-        // The median capacity: one probe that happened to land on a quiet moment must not move
-        // every rate.
-        let mut caps: Vec<f64> = cal.capacities.iter().map(|c| c.replies_per_s).collect();
-        caps.sort_by(f64::total_cmp);
-        let k = caps.get(caps.len() / 2).copied().unwrap_or(0.0).max(100.0);
-        let mut rates: Vec<f64> = spec
-            .auto_rates
-            .iter()
-            .map(|m| round_rate(m * k).min(round_rate(cal.client_clean)))
-            .collect();
-        rates.sort_by(f64::total_cmp);
-        rates.dedup();
-        cal.rates = rates;
-    }
-    cal.wall_s = t0.elapsed().as_secs_f64();
-    Ok((cal, budget))
+/// 4. The rates: `multiples` × the median capacity, capped at the clean ceiling, in order
+///    and without repeats.
+fn auto_rates(multiples: &[f64], cal: &Calibration) -> Vec<f64> {
+    // The median capacity: one probe that happened to land on a quiet moment must not move
+    // every rate.
+    let mut caps: Vec<f64> = cal.capacities.iter().map(|c| c.replies_per_s).collect();
+    caps.sort_by(f64::total_cmp);
+    let k = caps.get(caps.len() / 2).copied().unwrap_or(0.0).max(100.0);
+    let mut rates: Vec<f64> = multiples
+        .iter()
+        .map(|m| round_rate(m * k).min(round_rate(cal.client_clean)))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
 }
 
 /// Two significant figures: 1234 → 1200, 56789 → 57000.

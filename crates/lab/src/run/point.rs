@@ -259,27 +259,6 @@ pub(crate) fn start_server(
     commands: &mut Vec<String>,
 ) -> Result<u16, LabError> {
     let spec = &ctx.opts.spec;
-    let evlab = ctx.opts.evlab.display().to_string();
-    // The server in the background, from `cwd` if given, inside the budget's cgroup (made
-    // first) if any.
-    let background = |commands: &mut Vec<String>, cwd: Option<&Path>, cmd: String| {
-        let script = match cwd {
-            Some(d) => format!("cd {} && exec {cmd}", sh(d)),
-            None => format!("exec {cmd}"),
-        };
-        match (ctx.budget, cwd) {
-            (Some(b), _) => {
-                commands.push(format!(
-                    "{}   # as root: the server's CPU budget, {:.0}% of one CPU",
-                    b.setup_shell(),
-                    b.share * 100.0
-                ));
-                commands.push(format!("{} & server=$!", b.join_shell(&script)));
-            }
-            (None, Some(_)) => commands.push(format!("({script}) & server=$!")),
-            (None, None) => commands.push(format!("{cmd} & server=$!")),
-        }
-    };
     // With `[proxy]`: the origin first, outside the budget on its own CPU; the series' server
     // is then the proxy in front of it.
     let origin = match &spec.proxy {
@@ -287,147 +266,205 @@ pub(crate) fn start_server(
         None => None,
     };
     let (server, port) = match (s.kind, origin) {
-        (ServerKind::Evlab, Some(origin)) => {
-            let mut argv = vec![
-                evlab,
-                "proxy".into(),
-                "--listen".into(),
-                "127.0.0.1:0".into(),
-                "--origin".into(),
-                origin.to_string(),
-                "--mechanism".into(),
-                s.mechanism.clone(),
-                "--stats".into(),
-            ];
-            argv.extend(s.flags.iter().cloned());
-            let mut c = Child::spawn_in("evlab proxy", &argv, ctx.server_cpus, None, ctx.budget)?;
-            let addr = listening_addr(&mut c, "evlab proxy")?;
-            background(
-                commands,
-                None,
-                c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")),
-            );
-            (c, addr.port())
-        }
+        (ServerKind::Evlab, Some(origin)) => start_evlab_proxy(ctx, s, origin, commands)?,
         (ServerKind::Nginx, Some(origin)) => {
-            let port = procs::free_port()?;
-            let conf_dir = pdir.join("peer");
-            std::fs::create_dir_all(&conf_dir)?;
-            let argv = peers::nginx_proxy_argv(&conf_dir, origin, port)?;
-            let c = Child::spawn_in(
-                &s.label,
-                &argv,
-                ctx.server_cpus,
-                Some(&conf_dir),
-                ctx.budget,
-            )?;
-            record_config(commands, &conf_dir, &argv)?;
-            background(commands, Some(&conf_dir), c.command.clone());
-            (c, port)
+            start_peer(ctx, s, pdir, commands, |conf_dir, port| {
+                peers::nginx_proxy_argv(conf_dir, origin, port)
+            })?
         }
         (ServerKind::Lighttpd, Some(_)) => {
             return Err(LabError::Point(
                 "lighttpd is not a proxy peer here (nginx proxy_pass is)".into(),
             ))
         }
-        (ServerKind::Evlab, None) => {
-            let mut argv = vec![
-                evlab,
-                "serve".into(),
-                "--listen".into(),
-                "127.0.0.1:0".into(),
-                "--root".into(),
-                docroot.display().to_string(),
-                "--mechanism".into(),
-                s.mechanism.clone(),
-                "--stats".into(),
-            ];
-            if spec.profile {
-                argv.push("--profile".into());
+        (ServerKind::Evlab, None) => start_evlab_serve(ctx, s, docroot, commands)?,
+        (ServerKind::Nginx, None) => start_peer(ctx, s, pdir, commands, |conf_dir, port| {
+            peers::nginx_argv(conf_dir, docroot, port)
+        })?,
+        (ServerKind::Lighttpd, None) => {
+            // lighttpd accepts at most half its descriptor limit as connections; past that it
+            // answers nobody, which would be recorded as a server that serves nothing.
+            let cap = peers::lighttpd_max_connections();
+            if idle + 1000 > cap {
+                return Err(LabError::Point(format!(
+                    "lighttpd accepts at most {cap} connections here (half its descriptor limit): it cannot hold {idle} idle connections plus the load"
+                )));
             }
-            argv.extend(spec.server_flags.iter().cloned());
-            argv.extend(s.flags.iter().cloned());
-            let mut c = Child::spawn_in("evlab serve", &argv, ctx.server_cpus, None, ctx.budget)?;
-            let addr = listening_addr(&mut c, "evlab serve")?;
-            background(
-                commands,
-                None,
-                c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")),
-            );
-            (c, addr.port())
-        }
-        (ServerKind::Nginx | ServerKind::Lighttpd, None) => {
-            if s.kind == ServerKind::Lighttpd {
-                // lighttpd accepts at most half its descriptor limit as connections; past that it
-                // answers nobody, which would be recorded as a server that serves nothing.
-                let cap = peers::lighttpd_max_connections();
-                if idle + 1000 > cap {
-                    return Err(LabError::Point(format!(
-                        "lighttpd accepts at most {cap} connections here (half its descriptor limit): it cannot hold {idle} idle connections plus the load"
-                    )));
-                }
-            }
-            let port = procs::free_port()?;
-            let conf_dir = pdir.join("peer");
-            std::fs::create_dir_all(&conf_dir)?;
-            let argv = if s.kind == ServerKind::Nginx {
-                peers::nginx_argv(&conf_dir, docroot, port)?
-            } else {
-                peers::lighttpd_argv(&conf_dir, docroot, port, &s.mechanism)?
-            };
-            let c = Child::spawn_in(
-                &s.label,
-                &argv,
-                ctx.server_cpus,
-                Some(&conf_dir),
-                ctx.budget,
-            )?;
-            record_config(commands, &conf_dir, &argv)?;
-            background(commands, Some(&conf_dir), c.command.clone());
-            (c, port)
+            start_peer(ctx, s, pdir, commands, |conf_dir, port| {
+                peers::lighttpd_argv(conf_dir, docroot, port, &s.mechanism)
+            })?
         }
     };
     procs.server = Some(server);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     commands.push(wait_answers_command(port));
     procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
-
-    // Idle connections, on the (first) client CPU: they are idle once up. The placebo
-    // control holds none, whatever the point's label says.
+    // The placebo control holds no idle connections, whatever the point's label says.
     if idle > 0 && !ctx.opts.spec.placebo {
-        let mut argv = vec![
-            ctx.opts.evlab.display().to_string(),
-            "idle".into(),
-            "--server".into(),
-            "127.0.0.1".into(),
-            "--port".into(),
-            port.to_string(),
-            idle.to_string(),
-        ];
-        if ctx.opts.spec.idle_request_first {
-            argv.extend(["--request-first".into(), "--uri".into(), "/one".into()]);
-        }
-        let c = Child::spawn(
-            "evlab idle",
-            &argv,
-            &ctx.client_cpus[..ctx.client_cpus.len().min(1)],
-            None,
-        )?;
-        let out = pdir.join("idle.out");
-        commands.push(format!("{} > {} & idle=$!", c.command, sh(&out)));
-        commands.push(format!(
-            "until grep -q 'connections up' {}; do sleep 0.2; done",
-            sh(&out)
-        ));
-        let c = procs.idle.insert(c);
-        let want = format!("idle: all {idle} connections up");
-        c.wait_line(
-            |l| l.starts_with(&want),
-            Duration::from_secs_f64(30.0 + idle as f64 / 500.0),
-            "`idle: all … up` line",
-        )?;
+        start_idle(ctx, idle, port, pdir, procs, commands)?;
     }
     Ok(port)
+}
+
+/// Records the command that starts the server in the background, from `cwd` if given, inside
+/// the budget's cgroup (made first) if any.
+fn push_background(ctx: &PointCtx, commands: &mut Vec<String>, cwd: Option<&Path>, cmd: String) {
+    let script = match cwd {
+        Some(d) => format!("cd {} && exec {cmd}", sh(d)),
+        None => format!("exec {cmd}"),
+    };
+    match (ctx.budget, cwd) {
+        (Some(b), _) => {
+            commands.push(format!(
+                "{}   # as root: the server's CPU budget, {:.0}% of one CPU",
+                b.setup_shell(),
+                b.share * 100.0
+            ));
+            commands.push(format!("{} & server=$!", b.join_shell(&script)));
+        }
+        (None, Some(_)) => commands.push(format!("({script}) & server=$!")),
+        (None, None) => commands.push(format!("{cmd} & server=$!")),
+    }
+}
+
+/// Starts an evlab server (`what`: `evlab serve` or `evlab proxy`) on an ephemeral port and
+/// returns it with the port it printed; the recorded command names that port, so that it
+/// measures the same server again.
+fn start_evlab(
+    ctx: &PointCtx,
+    what: &str,
+    argv: &[String],
+    commands: &mut Vec<String>,
+) -> Result<(Child, u16), LabError> {
+    let mut c = Child::spawn_in(what, argv, ctx.server_cpus, None, ctx.budget)?;
+    let addr = listening_addr(&mut c, what)?;
+    push_background(
+        ctx,
+        commands,
+        None,
+        c.command.replace(" 127.0.0.1:0 ", &format!(" {addr} ")),
+    );
+    Ok((c, addr.port()))
+}
+
+/// `evlab proxy` in front of `origin`, with the series' mechanism and flags.
+fn start_evlab_proxy(
+    ctx: &PointCtx,
+    s: &Series,
+    origin: SocketAddr,
+    commands: &mut Vec<String>,
+) -> Result<(Child, u16), LabError> {
+    let mut argv = vec![
+        ctx.opts.evlab.display().to_string(),
+        "proxy".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+        "--origin".into(),
+        origin.to_string(),
+        "--mechanism".into(),
+        s.mechanism.clone(),
+        "--stats".into(),
+    ];
+    argv.extend(s.flags.iter().cloned());
+    start_evlab(ctx, "evlab proxy", &argv, commands)
+}
+
+/// `evlab serve` of `docroot`, with the series' mechanism, the spec's server flags and then the
+/// series' own.
+fn start_evlab_serve(
+    ctx: &PointCtx,
+    s: &Series,
+    docroot: &Path,
+    commands: &mut Vec<String>,
+) -> Result<(Child, u16), LabError> {
+    let spec = &ctx.opts.spec;
+    let mut argv = vec![
+        ctx.opts.evlab.display().to_string(),
+        "serve".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+        "--root".into(),
+        docroot.display().to_string(),
+        "--mechanism".into(),
+        s.mechanism.clone(),
+        "--stats".into(),
+    ];
+    if spec.profile {
+        argv.push("--profile".into());
+    }
+    argv.extend(spec.server_flags.iter().cloned());
+    argv.extend(s.flags.iter().cloned());
+    start_evlab(ctx, "evlab serve", &argv, commands)
+}
+
+/// A peer server (nginx or lighttpd) on a free port, with the config `peer_argv` writes into
+/// the point's `peer` directory; the config is recorded with the commands, as the scratch
+/// directory does not outlive the run.
+fn start_peer(
+    ctx: &PointCtx,
+    s: &Series,
+    pdir: &Path,
+    commands: &mut Vec<String>,
+    peer_argv: impl FnOnce(&Path, u16) -> std::io::Result<Vec<String>>,
+) -> Result<(Child, u16), LabError> {
+    let port = procs::free_port()?;
+    let conf_dir = pdir.join("peer");
+    std::fs::create_dir_all(&conf_dir)?;
+    let argv = peer_argv(&conf_dir, port)?;
+    let c = Child::spawn_in(
+        &s.label,
+        &argv,
+        ctx.server_cpus,
+        Some(&conf_dir),
+        ctx.budget,
+    )?;
+    record_config(commands, &conf_dir, &argv)?;
+    push_background(ctx, commands, Some(&conf_dir), c.command.clone());
+    Ok((c, port))
+}
+
+/// Idle connections to the server at `port`, on the (first) client CPU: they are idle once up.
+/// Waits until the holder says they all are.
+fn start_idle(
+    ctx: &PointCtx,
+    idle: usize,
+    port: u16,
+    pdir: &Path,
+    procs: &mut Procs,
+    commands: &mut Vec<String>,
+) -> Result<(), LabError> {
+    let mut argv = vec![
+        ctx.opts.evlab.display().to_string(),
+        "idle".into(),
+        "--server".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        port.to_string(),
+        idle.to_string(),
+    ];
+    if ctx.opts.spec.idle_request_first {
+        argv.extend(["--request-first".into(), "--uri".into(), "/one".into()]);
+    }
+    let c = Child::spawn(
+        "evlab idle",
+        &argv,
+        &ctx.client_cpus[..ctx.client_cpus.len().min(1)],
+        None,
+    )?;
+    let out = pdir.join("idle.out");
+    commands.push(format!("{} > {} & idle=$!", c.command, sh(&out)));
+    commands.push(format!(
+        "until grep -q 'connections up' {}; do sleep 0.2; done",
+        sh(&out)
+    ));
+    let c = procs.idle.insert(c);
+    let want = format!("idle: all {idle} connections up");
+    c.wait_line(
+        |l| l.starts_with(&want),
+        Duration::from_secs_f64(30.0 + idle as f64 / 500.0),
+        "`idle: all … up` line",
+    )?;
+    Ok(())
 }
 
 /// Starts the origin behind a measured proxy: `evlab serve` (epoll-et) on the origin CPU,
@@ -597,22 +634,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     // what it held again, so that they work after the run.
     p.commands
         .extend(docroot_commands(ctx, &pdir, &docroot, object_size));
-    let mut flags: Vec<String> = spec
-        .series
-        .iter()
-        .find(|x| x.label == p.series)
-        .map(|x| x.flags.clone())
-        .unwrap_or_default();
-    // The swept flag goes last, after the series' own.
-    if let (Some(sw), Some(v)) = (&spec.sweep, p.swept_value()) {
-        flags.extend([sw.flag.clone(), crate::model::spec::SweepSpec::arg(v)]);
-    }
-    let series = Series {
-        label: p.series.clone(),
-        kind: p.kind,
-        mechanism: p.mechanism.clone(),
-        flags,
-    };
+    let series = point_series(spec, p);
     let port = start_server(
         ctx,
         &series,
@@ -622,7 +644,6 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         procs,
         &mut p.commands,
     )?;
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let ask = |secs: f64, tag: &'static str| LoadAsk {
         port,
         docroot: &docroot,
@@ -636,7 +657,61 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         let w = run_load(ctx, "evlab load (warm-up)", &ask(spec.warmup_s, "warmup"))?;
         p.commands.push(format!("{}   # warm-up", w.command));
     }
+    let run_ask = ask(ctx.duration, "run");
+    let m = measured_run(ctx, p, procs, &run_ask)?;
+    record(ctx, p, &m);
+    judge(spec, p);
+    if !m.server_alive {
+        let server = procs.server.as_ref().expect("started");
+        p.flags.push(format!(
+            "server exited during the run: {}",
+            server.stderr_tail(3)
+        ));
+    }
+    Ok(())
+}
 
+/// The point's series as started: the spec's series with the swept flag, if any, last (after
+/// the series' own flags).
+fn point_series(spec: &Spec, p: &PointResult) -> Series {
+    let mut flags: Vec<String> = spec
+        .series
+        .iter()
+        .find(|x| x.label == p.series)
+        .map(|x| x.flags.clone())
+        .unwrap_or_default();
+    if let (Some(sw), Some(v)) = (&spec.sweep, p.swept_value()) {
+        flags.extend([sw.flag.clone(), crate::model::spec::SweepSpec::arg(v)]);
+    }
+    Series {
+        label: p.series.clone(),
+        kind: p.kind,
+        mechanism: p.mechanism.clone(),
+        flags,
+    }
+}
+
+/// What the measured load run saw of the server (and origin) around it.
+struct Measured {
+    run: LoadRun,
+    /// The server's and the origin's CPU time over the run, seconds.
+    server_cpu_s: f64,
+    origin_cpu_s: Option<f64>,
+    ctx_switches: (Option<u64>, Option<u64>),
+    stats: (Option<ServerStats>, Option<ServerStats>),
+    server_alive: bool,
+}
+
+/// The measured load run, with the server's counters, CPU time and context switches read just
+/// before and after it; its commands (the load, then the stops) go to the point's.
+fn measured_run(
+    ctx: &PointCtx,
+    p: &mut PointResult,
+    procs: &mut Procs,
+    ask: &LoadAsk,
+) -> Result<Measured, LabError> {
+    let spec = &ctx.opts.spec;
+    let addr: SocketAddr = ([127, 0, 0, 1], ask.port).into();
     let server = procs.server.as_mut().expect("started");
     // A proxy's stats are not a server's (`ServerStats`): only the μserver's are fetched.
     let stats_before = if p.kind == ServerKind::Evlab && spec.proxy.is_none() {
@@ -647,7 +722,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     let cpu_before = server.cpu_seconds();
     let ctx_before = ctx_switches(server.pid);
     let origin_before = procs.origin.as_ref().map(|o| o.cpu_seconds());
-    let run = run_load(ctx, "evlab load", &ask(ctx.duration, "run"))?;
+    let run = run_load(ctx, "evlab load", ask)?;
     let server = procs.server.as_mut().expect("started");
     let cpu_after = server.cpu_seconds();
     let ctx_after = ctx_switches(server.pid);
@@ -675,11 +750,25 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         raw_dir.join(format!("point-{:03}.json", p.index)),
         &run.json,
     );
+    Ok(Measured {
+        run,
+        server_cpu_s: (cpu_after - cpu_before).max(0.0),
+        origin_cpu_s: origin_cpu,
+        ctx_switches: (ctx_before, ctx_after),
+        stats: (stats_before, stats_after),
+        server_alive,
+    })
+}
 
+/// The point's measurements from its run: the load's summary and samples, CPU times and
+/// shares, the server's counters.
+fn record(ctx: &PointCtx, p: &mut PointResult, m: &Measured) {
+    let spec = &ctx.opts.spec;
+    let run = &m.run;
     let load = LoadSummary::from(&run.report);
     p.samples = load::samples(&run.report);
     let replies = load.replies.or(load.status_2xx).filter(|&r| r > 0);
-    let server_cpu = (cpu_after - cpu_before).max(0.0);
+    let server_cpu = m.server_cpu_s;
     let wall = run.wall_s.max(1e-9);
     p.server_cpu_s = Some(server_cpu);
     p.server_cpu_util = Some(server_cpu / wall);
@@ -692,26 +781,18 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         Some(c) => ctx.client_cpus.contains(&c),
         None => !ctx.client_cpus.is_empty(),
     });
-    if let (Some(busy), Some(o), true) = (p.client_cpu_busy, origin_cpu, origin_on_client) {
+    if let (Some(busy), Some(o), true) = (p.client_cpu_busy, m.origin_cpu_s, origin_on_client) {
         p.client_cpu_busy = Some((busy - o / (wall * ncl)).max(0.0));
     }
     p.server_cpu_busy = run.server_busy;
     p.steal = run.steal;
-    if let (Some(a), Some(b)) = (&stats_before, &stats_after) {
+    if let (Some(a), Some(b)) = &m.stats {
         p.server = Some(counters_delta(a, b));
     }
-    if let (Some(a), Some(b)) = (ctx_before, ctx_after) {
+    if let (Some(a), Some(b)) = m.ctx_switches {
         p.server_ctx_switches = Some(b.saturating_sub(a));
     }
     p.load = Some(load);
-    judge(spec, p);
-    if !server_alive {
-        p.flags.push(format!(
-            "server exited during the run: {}",
-            server.stderr_tail(3)
-        ));
-    }
-    Ok(())
 }
 
 /// Whether the lag behind the schedule kept growing to the end: over the last three sample

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::results::{self, Status, Summary};
+use crate::model::results::{self, SkippedSeries, Status, Summary};
 use crate::model::spec::{Budget, Series, Spec, Workload};
 use crate::render::report;
 use crate::run::calibrate;
@@ -55,7 +55,6 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     }
     let t0 = Instant::now();
     let spec = &opts.spec;
-    let duration = opts.duration_override.unwrap_or(spec.duration_s);
     let out = match &opts.out_dir {
         Some(d) => d.clone(),
         None => opts.results_root.join(&spec.name).join(stamp()),
@@ -67,9 +66,38 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     for s in &skipped {
         progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
     }
-    let mut summary = Summary {
+    let mut summary = new_summary(&opts, &series, skipped);
+    let (server_cpus, client_cpus) = pinned_cpus(spec, &progress);
+    let scratch = Scratch::new()?;
+    let fileset = make_filesets(&opts, &scratch.0, &progress)?;
+    let base = PointCtx {
+        opts: &opts,
+        scratch: &scratch.0,
+        fileset: fileset.as_deref(),
+        out: &out,
+        server_cpus: &server_cpus,
+        client_cpus: &client_cpus,
+        duration: opts.duration_override.unwrap_or(spec.duration_s),
+        budget: None,
+    };
+    let budget = calibrate_or_budget(&base, &series, &mut summary, &progress)?;
+    let ctx = PointCtx {
+        budget: budget.as_ref(),
+        ..base
+    };
+    sweep(&ctx, &series, &mut summary, t0, &progress)?;
+    summary.finished = Some(results::utc(results::now_secs()));
+    summary.wall_s = t0.elapsed().as_secs_f64();
+    write_tables(&summary, &out)?;
+    report::write(&summary, &out)?;
+    Ok((out, summary))
+}
+
+/// The summary as it stands before the first point: what was asked for, on what machine.
+fn new_summary(opts: &RunOptions, series: &[Series], skipped: Vec<SkippedSeries>) -> Summary {
+    Summary {
         format: results::FORMAT,
-        experiment: spec.clone(),
+        experiment: opts.spec.clone(),
         spec_path: opts.spec_path.clone(),
         spec_text: opts.spec_text.clone(),
         command: opts.command.clone(),
@@ -79,11 +107,16 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         wall_s: 0.0,
         interrupted: false,
         machine: machine::collect(env!("CARGO_PKG_VERSION")),
-        series: series.clone(),
+        series: series.to_vec(),
         skipped,
         calibration: None,
         points: vec![],
-    };
+    }
+}
+
+/// The server's and the clients' CPUs, those this machine has; a warning when some are
+/// missing, as those processes then run unpinned.
+fn pinned_cpus(spec: &Spec, progress: &Progress) -> (Vec<usize>, Vec<usize>) {
     let ncpu = procs::online_cpus();
     let pin =
         |cpus: &[usize]| -> Vec<usize> { cpus.iter().copied().filter(|&c| c < ncpu).collect() };
@@ -96,10 +129,19 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             spec.server_cpu, spec.client_cpus
         ));
     }
-    let scratch = Scratch::new()?;
-    let fileset = if spec.workload == Workload::Specweb {
+    (server_cpus, client_cpus)
+}
+
+/// The run's file set in `scratch`, for the workloads that read one; None for the others.
+fn make_filesets(
+    opts: &RunOptions,
+    scratch: &Path,
+    progress: &Progress,
+) -> Result<Option<PathBuf>, LabError> {
+    let spec = &opts.spec;
+    if spec.workload == Workload::Specweb {
         // One file set per run: it is read-only, and the server caches what it serves.
-        let dir = scratch.0.join("fileset");
+        let dir = scratch.join("fileset");
         let argv = vec![
             opts.evlab.display().to_string(),
             "fileset".into(),
@@ -107,12 +149,12 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             "--dirs".into(),
             spec.fileset_dirs.to_string(),
         ];
-        make_fileset(&argv, &progress)?;
-        Some(dir)
+        make_fileset(&argv, progress)?;
+        Ok(Some(dir))
     } else if spec.workload == Workload::Polymix {
-        let dir = scratch.0.join("polymix");
+        let dir = scratch.join("polymix");
         let argv = polymix_fileset_argv(&opts.evlab, spec, &spec.object_size, &dir);
-        make_fileset(&argv, &progress)?;
+        make_fileset(&argv, progress)?;
         // What the lab waits on before each point: `GET /one`, through the proxy.
         std::fs::write(dir.join("one"), b"a")?;
         // Series with their own object size get their own file set.
@@ -122,50 +164,58 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
                 continue;
             }
             let argv = polymix_fileset_argv(&opts.evlab, spec, size, &d);
-            make_fileset(&argv, &progress)?;
+            make_fileset(&argv, progress)?;
             std::fs::write(d.join("one"), b"a")?;
         }
-        Some(dir)
+        Ok(Some(dir))
     } else {
-        None
-    };
+        Ok(None)
+    }
+}
 
-    let base = PointCtx {
-        opts: &opts,
-        scratch: &scratch.0,
-        fileset: fileset.as_deref(),
-        out: &out,
-        server_cpus: &server_cpus,
-        client_cpus: &client_cpus,
-        duration,
-        budget: None,
-    };
-    // Calibration, when the experiment's rates or budget depend on this machine.
+/// Calibrates, when the experiment's rates or budget depend on this machine (the calibration
+/// goes into the summary, written at once); returns the budget the sweep's servers run in.
+fn calibrate_or_budget(
+    base: &PointCtx,
+    series: &[Series],
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<Option<CpuBudget>, LabError> {
+    let spec = &base.opts.spec;
     let mut budget = None;
     let needs_calibration =
         spec.rates.is_auto() || matches!(spec.server_cpu_budget, Some(Budget::Auto));
     if needs_calibration && !series.is_empty() {
         progress.note("evlab run: calibrating: the client's ceiling, then each series' capacity");
-        let (cal, b) = calibrate::run(&base, &series, &progress)?;
+        let (cal, b) = calibrate::run(base, series, progress)?;
         budget = b;
         summary.calibration = Some(cal);
-        write_tables(&summary, &out)?;
+        write_tables(summary, base.out)?;
     } else if let Some(Budget::Share(b)) = spec.server_cpu_budget {
         budget = Some(
             CpuBudget::new(b).map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
         );
     }
-    let ctx = PointCtx {
-        budget: budget.as_ref(),
-        ..base
-    };
+    Ok(budget)
+}
+
+/// Every point of the sweep, in order, each recorded (summary, points.csv, samples.csv) as
+/// soon as it is measured, so that an interrupted run keeps what it did; stops early on
+/// Ctrl-C, and a rate search stops a series' rates at its knee.
+fn sweep(
+    ctx: &PointCtx,
+    series: &[Series],
+    summary: &mut Summary,
+    t0: Instant,
+    progress: &Progress,
+) -> Result<(), LabError> {
+    let spec = &ctx.opts.spec;
     let fixed: Vec<f64> = match &summary.calibration {
         Some(c) if spec.rates.is_auto() => c.rates.clone(),
         _ => spec.rates.fixed().to_vec(),
     };
-    let fixed_rates = spec.rate_search.is_none();
     let search_rates = spec.rate_search.as_ref().map(estimate::search_rates);
-    let legs = sweep_order(spec, &series);
+    let legs = sweep_order(spec, series);
     let capacity = summary
         .calibration
         .iter()
@@ -174,7 +224,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         .collect();
     let mut forecast = Forecast::new(
         spec,
-        duration,
+        ctx.duration,
         &legs
             .iter()
             .map(|(t, i, s, v)| (leg_label(spec, s, *v), *i, *t))
@@ -182,36 +232,17 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         fixed.len(),
         capacity,
     );
-    let samples_path = out.join("samples.csv");
+    let samples_path = ctx.out.join("samples.csv");
     let mut samples_text = format!("{}\n", results::SAMPLES_HEADER);
     results::write_atomic(&samples_path, &samples_text)?;
-    let rates_words = match (&spec.rate_search, search_rates) {
-        (Some(rs), Some(n)) => format!(
-            "a rate search ({}/s up by {}/s, at most {n} rates; it stops at each series' knee)",
-            rs.start, rs.step
-        ),
-        _ => format!("{} rates", fixed.len()),
-    };
-    progress.note(&format!(
-        "evlab run: {} — {} series{} × {rates_words} × {} idle counts × {} trials, {duration} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
-        spec.name,
+    announce(
+        ctx,
         series.len(),
-        spec.sweep
-            .as_ref()
-            .map(|sw| format!(" × {} {} values", sw.values.len(), sw.name()))
-            .unwrap_or_default(),
-        spec.idle.len(),
-        spec.trials,
-        budget
-            .as_ref()
-            .map(|b| format!(", server budget {:.0}% of a CPU", b.share * 100.0))
-            .unwrap_or_default(),
-        if fixed_rates { "" } else { "~" },
-        forecast.total().ceil(),
-        if fixed_rates { String::new() } else { " expected".into() },
-        estimate::hms(forecast.remaining_s()),
-        out.display()
-    ));
+        fixed.len(),
+        search_rates,
+        &forecast,
+        progress,
+    );
 
     let mut index = 0;
     'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
@@ -235,7 +266,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
                     leg_label(spec, s, swept)
                 ),
             );
-            let p = run_point(&ctx, index, s, swept, idle, rate, trial);
+            let p = run_point(ctx, index, s, swept, idle, rate, trial);
             forecast.point_done(leg, rate, p.wall_s);
             if p.status == Status::Interrupted {
                 summary.interrupted = true;
@@ -259,7 +290,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
             summary.points.push(p);
             results::write_atomic(&samples_path, &samples_text)?;
             summary.wall_s = t0.elapsed().as_secs_f64();
-            write_tables(&summary, &out)?;
+            write_tables(summary, ctx.out)?;
             if summary.interrupted {
                 break 'all;
             }
@@ -272,11 +303,48 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         }
         forecast.leg_over(leg);
     }
-    summary.finished = Some(results::utc(results::now_secs()));
-    summary.wall_s = t0.elapsed().as_secs_f64();
-    write_tables(&summary, &out)?;
-    report::write(&summary, &out)?;
-    Ok((out, summary))
+    Ok(())
+}
+
+/// The run's opening line: its shape, its number of points, how long it should take, and
+/// where its results go.
+fn announce(
+    ctx: &PointCtx,
+    nseries: usize,
+    nfixed: usize,
+    search_rates: Option<usize>,
+    forecast: &Forecast,
+    progress: &Progress,
+) {
+    let spec = &ctx.opts.spec;
+    let fixed_rates = spec.rate_search.is_none();
+    let rates_words = match (&spec.rate_search, search_rates) {
+        (Some(rs), Some(n)) => format!(
+            "a rate search ({}/s up by {}/s, at most {n} rates; it stops at each series' knee)",
+            rs.start, rs.step
+        ),
+        _ => format!("{nfixed} rates"),
+    };
+    progress.note(&format!(
+        "evlab run: {} — {} series{} × {rates_words} × {} idle counts × {} trials, {} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
+        spec.name,
+        nseries,
+        spec.sweep
+            .as_ref()
+            .map(|sw| format!(" × {} {} values", sw.values.len(), sw.name()))
+            .unwrap_or_default(),
+        spec.idle.len(),
+        spec.trials,
+        ctx.duration,
+        ctx.budget
+            .map(|b| format!(", server budget {:.0}% of a CPU", b.share * 100.0))
+            .unwrap_or_default(),
+        if fixed_rates { "" } else { "~" },
+        forecast.total().ceil(),
+        if fixed_rates { String::new() } else { " expected".into() },
+        estimate::hms(forecast.remaining_s()),
+        ctx.out.display()
+    ));
 }
 
 /// A leg of the sweep: trial, idle count, series, and the `[sweep]` flag's value (if any).

@@ -254,6 +254,10 @@ pub struct Summary {
     /// for it): the client's ceiling, the server's CPU budget, each series' capacity.
     #[serde(default)]
     pub calibration: Option<crate::model::calibration::Calibration>,
+    /// What the machine was doing in the second before the run (absent in summaries written
+    /// before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<crate::model::machine::Quiet>,
     pub points: Vec<PointResult>,
 }
 

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::analysis::findings::{self, Finding, Verdict};
 use crate::analysis::rules::RULES;
+use crate::analysis::stats::Arm;
 use crate::analysis::syscalls::{syscall_shares, Profile, PAPER_ROWS};
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, PointResult, ServerCounters, Status, Summary};
@@ -446,7 +447,8 @@ fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
             continue;
         }
         d.push(Block::P(
-            "Means over valid trials (the figures' bars: their min–max). † marks a value from \
+            "Means over valid trials, ± the half-width of the mean's 90% interval where two or \
+             more (the figures' bars: their min–max). † marks a value from \
              invalid points only (hollow in the figures; see Validity), (+n†) n invalid trials \
              left out of a valid mean, ✗ a failed point."
                 .into(),
@@ -594,7 +596,8 @@ fn size_section(s: &Summary) -> Vec<Block> {
         },
     ];
     d.push(Block::P(
-        "The proxy's CPU µs per request, the mean over valid trials (bars: their min–max; † from \
+        "The proxy's CPU µs per request, the mean over valid trials ± the half-width of its 90% \
+         interval (bars: their min–max; † from \
          invalid points only):"
             .into(),
     ));
@@ -619,7 +622,8 @@ enum Trials {
     AllOk,
 }
 
-/// Rows: offered rate; columns: series; cells: `f`, the mean over trials as `which` says. A †
+/// Rows: offered rate; columns: series; cells: `f`, the mean over trials as `which` says (of
+/// valid trials: ± the half-width of the mean's 90% t interval where there are two). A †
 /// marks a value that rests on invalid points; "(+n†)" after a valid mean says n more trials
 /// were invalid and left out; ✗ marks a point whose every trial failed.
 fn rate_table(
@@ -695,10 +699,20 @@ fn table_by(
                     let all: Vec<f64> = valid.iter().chain(&invalid).copied().collect();
                     let mark = if invalid.is_empty() { "" } else { "†" };
                     format!("{}{mark}", num(mean(&all)))
-                } else if invalid.is_empty() {
-                    num(mean(&valid))
                 } else {
-                    format!("{} (+{}†)", num(mean(&valid)), invalid.len())
+                    // The mean of the valid trials, ± the half-width of its 90% t interval
+                    // where there are two or more.
+                    let m = match Arm::of(&valid) {
+                        Some(a) if valid.len() >= 2 => {
+                            format!("{} ± {}", num(a.mean), num(a.hi - a.mean))
+                        }
+                        _ => num(mean(&valid)),
+                    };
+                    if invalid.is_empty() {
+                        m
+                    } else {
+                        format!("{m} (+{}†)", invalid.len())
+                    }
                 };
                 row.push(cell);
             }
@@ -1122,6 +1136,35 @@ fn overview(s: &Summary) -> Vec<Block> {
             ""
         }
     )));
+    if let Some(q) = &s.quiet {
+        let cpus = q
+            .cpu_busy
+            .iter()
+            .map(|b| format!("{:.0}%", b * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ");
+        d.push(Block::P(match q.problem() {
+            None => format!(
+                "Before the run the machine was quiet: CPUs busy {cpus} over {:.1} s, {:.0}% \
+                 stolen at most, no other busy process.",
+                q.seconds,
+                q.steal * 100.0
+            ),
+            Some(why) => format!(
+                "**Before the run the machine was not quiet** ({why}; CPUs busy {cpus} over \
+                 {:.1} s): expect flagged points and wide intervals.",
+                q.seconds
+            ),
+        }));
+    }
+    if s.experiment.placebo {
+        d.push(Block::P(
+            "**A placebo run** (`--placebo`): every evlab series ran one mechanism under its own \
+             label, and no idle connections were held whatever the idle count says, so its \
+             findings test the rules, not the mechanisms."
+                .into(),
+        ));
+    }
     d
 }
 
@@ -1243,7 +1286,8 @@ fn rate_section(s: &Summary, idle: usize) -> Vec<Block> {
     let mut d = vec![Block::H(2, format!("Reply rate, {}", idle_words(idle)))];
     d.extend(figures(s, idle));
     d.push(Block::P(
-        "Replies/s: the mean over valid trials (the figures' bars: their min–max). † marks a \
+        "Replies/s: the mean over valid trials, ± the half-width of the mean's 90% interval where \
+         two or more (the figures' bars: their min–max). † marks a \
          value from invalid points only (hollow in the figures; see Validity), (+n†) n invalid \
          trials left out of a valid mean (hollow markers off the line), ✗ a failed point. No \
          verdict uses an invalid point."
@@ -1687,10 +1731,14 @@ mod tests {
     #[test]
     fn tables_mark_invalid_points_and_show_client_cpu() {
         let md = render_md(&run());
-        // select at 6,000/s: two valid trials averaged (4,900 and 5,000 → 4,950), one left out.
-        assert!(md.contains("| 6,000 | 4,950 (+1†) |"), "{md}");
+        // select at 6,000/s: two valid trials averaged (4,900 and 5,000 → 4,950, ± the 90% t
+        // interval's half-width with one degree of freedom), one left out.
+        assert!(md.contains("| 6,000 | 4,950 ± 316 (+1†) |"), "{md}");
         // poll at 8,000/s: only invalid trials, shown with a †.
-        assert!(md.contains("| 8,000 | 5,000 | 5,000† | 5,000 |"), "{md}");
+        assert!(
+            md.contains("| 8,000 | 5,000 ± 169 | 5,000† | 5,000 ± 169 |"),
+            "{md}"
+        );
         assert!(md.contains("Client CPU busy"), "{md}");
         // Client CPU busy over every trial, † where one was invalid: 6,000/20,000 = 30%.
         assert!(md.contains("| 6,000 | 30† | 30 | 30 |"), "{md}");
@@ -1877,7 +1925,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| 19,000 | 1,457 | 9,950 | 9,950 | 9,950 |"),
+            md.contains("| 19,000 | 1,457 ± 46 | 9,950 ± 313 | 9,950 ± 313 | 9,950 ± 313 |"),
             "{md}"
         );
         assert!(!md.contains("## Reply rate, no idle connections"), "{md}");
@@ -1954,8 +2002,14 @@ mod tests {
             md.contains("| workers | shared | exclusive | reuseport |"),
             "{md}"
         );
-        assert!(md.contains("| 64 | 5,829 | 9,045 | 9,045 |"), "{md}");
-        assert!(md.contains("| 64 | 17.00 | 2.00 | 2.00 |"), "{md}");
+        assert!(
+            md.contains("| 64 | 5,829 ± 183 | 9,045 ± 284 | 9,045 ± 284 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 64 | 17.00 ± 0.00 | 2.00 ± 0.00 | 2.00 ± 0.00 |"),
+            "{md}"
+        );
         assert!(md.contains("The LSP measured Apache 1.3.6"), "{md}");
         // Validity: a row per mode and worker count.
         assert!(md.contains("| exclusive workers=64 | 0 | 2 / 2 |"), "{md}");

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 pub use crate::model::machine::Machine;
+use crate::model::machine::{Quiet, BUSY_PROCESS};
 
 use crate::run::procs::command_line_output;
 
@@ -157,6 +158,25 @@ mod cpu_tests {
     use super::*;
 
     #[test]
+    fn a_busy_process_is_seen_before_a_run_and_named() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let q = quiet_check(0.5);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(q.cpu_busy.len(), crate::run::procs::online_cpus());
+        let seen = q.busy_processes.iter().find(|p| p.0 == child.id());
+        // A spinning shell gets at least BUSY_PROCESS of a CPU in half a second even on a
+        // loaded machine (the scheduler gives each runnable task a share).
+        assert!(seen.is_some_and(|p| p.1 == "sh"), "{q:?}");
+        let why = q.problem().unwrap();
+        assert!(why.contains(&format!("sh (pid {}", child.id())), "{why}");
+        assert!(!std::path::Path::new(&format!("/proc/{}", child.id())).exists());
+    }
+
+    #[test]
     fn shares_from_idle_and_wall_time() {
         let hz = ticks_per_second();
         let t0 = std::time::Instant::now();
@@ -179,5 +199,70 @@ mod cpu_tests {
         assert!(cpu_shares(&a, &a).is_none());
         // This machine's CPU 0 is in /proc/stat.
         assert_eq!(cpu_ticks(&[0]).cpus.len(), 1);
+    }
+}
+
+/// Every process's CPU time so far (user + system, ticks) and its command, from /proc.
+fn process_ticks() -> BTreeMap<u32, (u64, String)> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The command is in parentheses and may hold spaces; the fields follow the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of stat; f[0] is field 3.
+        let t = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        out.insert(pid, (t(11) + t(12), comm));
+    }
+    out
+}
+
+/// Watches the machine for `seconds`: each CPU's busy and stolen time, and the processes
+/// (other than this one) that used CPU meanwhile.
+pub fn quiet_check(seconds: f64) -> Quiet {
+    let cpus: Vec<usize> = (0..crate::run::procs::online_cpus()).collect();
+    let (a, pa) = (cpu_ticks(&cpus), process_ticks());
+    std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+    let (b, pb) = (cpu_ticks(&cpus), process_ticks());
+    let wall = b.at.saturating_duration_since(a.at).as_secs_f64().max(1e-3);
+    let hz = ticks_per_second();
+    let per = |x: u64, y: u64| (y.saturating_sub(x) as f64 / hz / wall).clamp(0.0, 1.0);
+    let me = std::process::id();
+    let mut busy_processes: Vec<(u32, String, f64)> = pb
+        .iter()
+        .filter(|(pid, _)| **pid != me)
+        .filter_map(|(pid, (t, comm))| {
+            let (t0, _) = pa.get(pid)?;
+            let share = t.saturating_sub(*t0) as f64 / hz / wall;
+            (share >= BUSY_PROCESS).then(|| (*pid, comm.clone(), share))
+        })
+        .collect();
+    busy_processes.sort_by(|x, y| y.2.total_cmp(&x.2));
+    Quiet {
+        seconds: wall,
+        cpu_busy: a
+            .cpus
+            .iter()
+            .zip(&b.cpus)
+            .map(|(x, y)| 1.0 - per(x.0, y.0))
+            .collect(),
+        steal: a
+            .cpus
+            .iter()
+            .zip(&b.cpus)
+            .map(|(x, y)| per(x.1, y.1))
+            .fold(0.0, f64::max),
+        busy_processes,
     }
 }

@@ -64,6 +64,7 @@ pub fn run(
         series: vec![],
         skipped: vec![],
         calibration: None,
+        quiet: None,
         points: vec![],
     };
     if !opts.quiet {

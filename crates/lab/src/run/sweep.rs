@@ -67,6 +67,15 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
     }
     let mut summary = new_summary(&opts, &series, skipped);
+    // Before anything is measured: is the machine quiet? Recorded either way.
+    let quiet = machine::quiet_check(1.0);
+    if let Some(why) = quiet.problem() {
+        progress.warn(&format!(
+            "evlab run: the machine is not quiet ({why}); its points may be flagged and its \
+             intervals wide"
+        ));
+    }
+    summary.quiet = Some(quiet);
     let (server_cpus, client_cpus) = pinned_cpus(spec, &progress);
     let scratch = Scratch::new()?;
     let fileset = make_filesets(&opts, &scratch.0, &progress)?;
@@ -110,6 +119,7 @@ fn new_summary(opts: &RunOptions, series: &[Series], skipped: Vec<SkippedSeries>
         series: series.to_vec(),
         skipped,
         calibration: None,
+        quiet: None,
         points: vec![],
     }
 }

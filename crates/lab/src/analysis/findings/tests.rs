@@ -77,6 +77,7 @@ pub(crate) fn summary(
         series: ser,
         skipped: vec![],
         calibration: None,
+        quiet: None,
         points,
     }
 }

@@ -18,6 +18,10 @@ pub struct Args {
     /// The origin server, HOST:PORT (every request goes there)
     #[arg(long)]
     pub origin: String,
+    /// Send this as every request's Host to the origin, instead of the client's (the cache
+    /// still keys objects by the client's host)
+    #[arg(long, value_name = "HOST")]
+    pub origin_host: Option<String>,
     /// Event mechanism (see `evlab serve --list-mechanisms`): every readiness mechanism, and
     /// uring, the io_uring completion engine
     #[arg(long, short = 'm', default_value = "epoll-et", value_parser = parse_mechanism)]
@@ -100,7 +104,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         if !v.is_finite() || v < 0.0 {
             anyhow::bail!("--{flag} must be a number of seconds >= 0, not {v}");
         }
-        Ok((v > 0.0).then(|| Duration::from_secs_f64(v)))
+        if v == 0.0 {
+            return Ok(None);
+        }
+        // from_secs_f64 would panic past u64::MAX seconds.
+        Duration::try_from_secs_f64(v)
+            .map(Some)
+            .with_context(|| format!("--{flag} {v}: too large"))
     };
     let mut cfg = Config::new(a.listen, origin, a.mechanism);
     cfg.forward = a.forward;
@@ -113,6 +123,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.cache_max_object = a.cache_max_object;
     cfg.cache_ttl = seconds("cache-ttl", a.cache_ttl)?.unwrap_or(Duration::ZERO);
     cfg.origin_idle = a.origin_idle;
+    cfg.origin_host = a.origin_host;
     cfg.timeout = seconds("timeout", a.timeout)?;
     cfg.max_conns = a.max_conns;
     cfg.stats = a.stats;

@@ -863,6 +863,25 @@ fn refuses_bad_flags_with_reasons() {
     }
     let e = run(&["proxy", "--origin", "no-such-host.invalid:80"]);
     assert!(e.contains("--origin"), "{e}");
+    // What goes into every request head as it is must be a host, nothing more.
+    let e = run(&[
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--origin",
+        "127.0.0.1:1",
+        "--origin-host",
+        "a.example\r\nX-Injected: 1",
+    ]);
+    assert!(
+        e.contains("--origin-host") && e.contains("not a host"),
+        "{e}"
+    );
+    // Seconds beyond what a Duration holds: a reason, not a panic.
+    for flag in ["--cache-ttl", "--timeout"] {
+        let e = run(&["proxy", "--origin", "127.0.0.1:1", flag, "1e300"]);
+        assert!(e.contains(flag) && e.contains("too large"), "{e}");
+    }
 }
 
 /// nginx as a reverse proxy (`proxy_pass` with kept upstream connections) in front of the same

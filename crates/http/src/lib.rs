@@ -22,8 +22,8 @@ pub mod response;
 pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
 pub use date::DateCache;
 pub use proxy::{
-    parse_response_head, write_forward_request, CacheInfo, ChunkedScanner, Forward, Framing,
-    ResponseHead, ResponseParse,
+    parse_response_head, write_forward_request, CacheInfo, ChunkedScanner, Forward, ForwardError,
+    ForwardOptions, Framing, ResponseHead, ResponseParse, MAX_DELTA_SECONDS,
 };
 pub use request::{parse_request, Limits, Method, Parse, Request, RequestError};
 pub use response::{write_error, write_head, Status};

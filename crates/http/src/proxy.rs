@@ -11,13 +11,20 @@
 //!
 //! Response framing, in the order RFC 9112 §6.3 gives it: no body for a HEAD request, 1xx, 204
 //! and 304; `Transfer-Encoding` whose final coding is `chunked`: chunked; any other
-//! `Transfer-Encoding`: until the origin closes; a valid `Content-Length`: that many bytes (an
-//! invalid or conflicting one is an error: the proxy answers 502); otherwise until close. A
-//! body delimited by close, or a response with both `Transfer-Encoding` and `Content-Length`,
-//! never leaves the origin connection reusable.
+//! `Transfer-Encoding`: until the origin closes; a valid `Content-Length`: that many bytes;
+//! otherwise until close. A body delimited by close never leaves the origin connection
+//! reusable.
+//!
+//! Ambiguous framing is how responses are smuggled past a proxy (one party reads a body where
+//! another reads the next response), so it is refused as nginx refuses it: `Transfer-Encoding`
+//! together with `Content-Length`, `Content-Length` given more than once (even with equal
+//! values), or an invalid one, is an error (the proxy answers 502 and closes the connection). A
+//! `Connection` field that names `Content-Length` or `Transfer-Encoding` does not remove them
+//! (nginx and HAProxy keep framing fields whatever `Connection` says), but the response is
+//! [`ResponseHead::suspect`]: its connection is not reused and it is not cached.
 
 use std::borrow::Cow;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Most header fields in a response head the proxy accepts.
 const MAX_HEADERS: usize = 100;
@@ -35,6 +42,11 @@ pub enum Framing {
     UntilClose,
 }
 
+/// The largest delta-seconds value a cache needs to tell apart: RFC 9111 §1.2.2 asks a cache
+/// to read anything larger (or anything whose arithmetic would overflow) as 2^31 seconds. Every
+/// freshness figure is bounded by it, so no time arithmetic on it can overflow.
+pub const MAX_DELTA_SECONDS: u64 = 1 << 31;
+
 /// What a shared cache needs from a response's fields. Anything that makes caching doubtful
 /// (`no-store`, `private`, `no-cache`, `Vary`, `Set-Cookie`) makes it uncacheable: the proxy
 /// stores only what it may reuse without revalidating.
@@ -43,17 +55,45 @@ pub struct CacheInfo {
     pub no_store: bool,
     pub private: bool,
     pub no_cache: bool,
-    /// `s-maxage` if given (it is for shared caches), else `max-age`.
+    /// `s-maxage` if given (it is for shared caches), else `max-age`; at most
+    /// [`MAX_DELTA_SECONDS`], and 0 for an invalid value (RFC 9111 §4.2.1: stale at once).
     pub max_age: Option<u64>,
+    /// `Expires`; an invalid date (`0`, say) is a time in the past (RFC 9111 §5.3), here the
+    /// epoch.
+    pub expires: Option<SystemTime>,
+    /// `Date`, if valid.
+    pub date: Option<SystemTime>,
+    /// `Age` (its first value, if valid; at most [`MAX_DELTA_SECONDS`]), else 0.
+    pub age: u64,
     pub vary: bool,
     pub set_cookie: bool,
 }
 
 impl CacheInfo {
-    /// Nothing forbids a shared cache to store and reuse the response.
+    /// Nothing forbids a shared cache to store and reuse the response (whether it is still
+    /// fresh is [`CacheInfo::fresh_for`]'s question).
     pub fn storable(&self) -> bool {
         !(self.no_store || self.private || self.no_cache || self.vary || self.set_cookie)
             && self.max_age != Some(0)
+    }
+
+    /// How long the response stays fresh from `now` (RFC 9111 §4.2, kept simple): its
+    /// lifetime (`s-maxage`/`max-age`, else `Expires` less `Date` (or less `now` without a
+    /// valid `Date`), else `default`) less its `Age`. Zero means stale: not to be reused.
+    /// Never panics, whatever the fields: every figure is bounded by [`MAX_DELTA_SECONDS`] and
+    /// differences of times saturate at zero.
+    pub fn fresh_for(&self, now: SystemTime, default: Duration) -> Duration {
+        let cap = Duration::from_secs(MAX_DELTA_SECONDS);
+        let lifetime = match (self.max_age, self.expires) {
+            (Some(s), _) => Duration::from_secs(s.min(MAX_DELTA_SECONDS)),
+            (None, Some(exp)) => exp
+                .duration_since(self.date.unwrap_or(now))
+                .unwrap_or(Duration::ZERO),
+            (None, None) => default,
+        };
+        lifetime
+            .min(cap)
+            .saturating_sub(Duration::from_secs(self.age.min(MAX_DELTA_SECONDS)))
     }
 }
 
@@ -71,6 +111,9 @@ pub struct ResponseHead {
     pub content_length: Option<u64>,
     pub last_modified: Option<SystemTime>,
     pub cache: CacheInfo,
+    /// The head is framed, but not beyond doubt (a `Connection` field names a framing field):
+    /// the connection must not carry another exchange and the response must not be cached.
+    pub suspect: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +129,14 @@ pub enum ResponseParse {
 
 /// Largest response head accepted.
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+
+/// Fields that frame a message or route it: never dropped because a `Connection` field names
+/// them (dropping them would change where a body ends, or where a request goes).
+fn framing_or_routing(name: &[u8]) -> bool {
+    [&b"content-length"[..], b"transfer-encoding", b"host"]
+        .iter()
+        .any(|f| f.eq_ignore_ascii_case(name))
+}
 
 /// Whether a field is hop-by-hop: it describes one connection and is never forwarded.
 fn hop_by_hop(name: &str) -> bool {
@@ -108,12 +159,14 @@ fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
-/// Names listed in `Connection` fields: hop-by-hop too (RFC 9110 §7.6.1).
+/// Names listed in `Connection` fields: hop-by-hop too (RFC 9110 §7.6.1), except the fields
+/// that frame or route a message (see [`framing_or_routing`]).
 fn listed_in_connection(headers: &[httparse::Header<'_>], name: &str) -> bool {
-    headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
-        .any(|h| tokens(h.value).any(|t| t.eq_ignore_ascii_case(name.as_bytes())))
+    !framing_or_routing(name.as_bytes())
+        && headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+            .any(|h| tokens(h.value).any(|t| t.eq_ignore_ascii_case(name.as_bytes())))
 }
 
 fn push_field(out: &mut Vec<u8>, h: &httparse::Header<'_>) {
@@ -134,13 +187,32 @@ fn parse_u64(digits: &[u8]) -> Option<u64> {
     Some(n)
 }
 
+/// delta-seconds (RFC 9111 §1.2.2): digits only; a value too large for the cache to care about
+/// (however many digits) is [`MAX_DELTA_SECONDS`].
+fn parse_delta_seconds(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(parse_u64(digits).map_or(MAX_DELTA_SECONDS, |n| n.min(MAX_DELTA_SECONDS)))
+}
+
+fn parse_date(value: &[u8]) -> Option<SystemTime> {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|s| httpdate::parse_http_date(s.trim()).ok())
+}
+
 /// Parses the response head at the start of `buf`. `head_request`: it answers a HEAD (no body
-/// whatever the fields say). On `Complete`, appends to `rewritten` the head for the client
-/// without its final blank line: `HTTP/1.1 <code> <reason>` and the end-to-end fields, so the
-/// caller can add its own (`Connection`, say) and the blank line.
+/// whatever the fields say). `http10_client`: the response goes to an HTTP/1.0 client, which
+/// cannot read a transfer coding, so `Transfer-Encoding` is not passed on (the caller removes
+/// the chunked framing from the body; a response with any other transfer coding is an error).
+/// On `Complete`, appends to `rewritten` the head for the client without its final blank
+/// line: `HTTP/1.1 <code> <reason>` and the end-to-end fields, so the caller can add its own
+/// (`Connection`, say) and the blank line.
 pub fn parse_response_head(
     buf: &[u8],
     head_request: bool,
+    http10_client: bool,
     rewritten: &mut Vec<u8>,
 ) -> ResponseParse {
     let window = &buf[..buf.len().min(MAX_RESPONSE_HEAD)];
@@ -160,6 +232,10 @@ pub fn parse_response_head(
     let (Some(status), Some(minor)) = (resp.code, resp.version) else {
         return ResponseParse::Error("malformed status line");
     };
+    // httparse takes any three digits; RFC 9110 §15 defines 100 to 999.
+    if !(100..=999).contains(&status) {
+        return ResponseParse::Error("status code outside 100..=999");
+    }
     if status == 101 {
         return ResponseParse::Error("101 Switching Protocols was not asked for");
     }
@@ -168,27 +244,32 @@ pub fn parse_response_head(
     }
     let fields: &[httparse::Header<'_>] = resp.headers;
     let mut content_length: Option<u64> = None;
+    let mut length_fields = 0usize;
     let mut length_error = false;
     let mut transfer_encoding = false;
     let mut chunked_final = false;
+    let mut only_chunked = true;
     let mut close = minor == 0;
+    let mut suspect = false;
     let mut cache = CacheInfo::default();
     let mut s_maxage = None;
+    let mut age = None;
     let mut last_modified = None;
     for h in fields {
         let n = h.name;
         if n.eq_ignore_ascii_case("content-length") {
             for t in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                match (parse_u64(t), content_length) {
-                    (None, _) => length_error = true,
-                    (Some(v), Some(prev)) if v != prev => length_error = true,
-                    (Some(v), _) => content_length = Some(v),
+                length_fields += 1;
+                match parse_u64(t) {
+                    None => length_error = true,
+                    Some(v) => content_length = Some(v),
                 }
             }
         } else if n.eq_ignore_ascii_case("transfer-encoding") {
             transfer_encoding = true;
-            if let Some(last) = tokens(h.value).last() {
-                chunked_final = last.eq_ignore_ascii_case(b"chunked");
+            for t in tokens(h.value) {
+                chunked_final = t.eq_ignore_ascii_case(b"chunked");
+                only_chunked &= chunked_final;
             }
         } else if n.eq_ignore_ascii_case("connection") {
             for t in tokens(h.value) {
@@ -196,6 +277,10 @@ pub fn parse_response_head(
                     close = true;
                 } else if t.eq_ignore_ascii_case(b"keep-alive") && minor == 0 {
                     close = false;
+                } else if t.eq_ignore_ascii_case(b"content-length")
+                    || t.eq_ignore_ascii_case(b"transfer-encoding")
+                {
+                    suspect = true;
                 }
             }
         } else if n.eq_ignore_ascii_case("cache-control") {
@@ -214,9 +299,9 @@ pub fn parse_response_head(
                     cache.no_cache = true;
                 } else if k.eq_ignore_ascii_case(b"max-age") {
                     // An invalid value makes the response stale at once (RFC 9111 §4.2.1).
-                    cache.max_age = Some(v.and_then(parse_u64).unwrap_or(0));
+                    cache.max_age = Some(v.and_then(parse_delta_seconds).unwrap_or(0));
                 } else if k.eq_ignore_ascii_case(b"s-maxage") {
-                    s_maxage = Some(v.and_then(parse_u64).unwrap_or(0));
+                    s_maxage = Some(v.and_then(parse_delta_seconds).unwrap_or(0));
                 }
             }
         } else if n.eq_ignore_ascii_case("pragma") {
@@ -228,34 +313,50 @@ pub fn parse_response_head(
         } else if n.eq_ignore_ascii_case("set-cookie") {
             cache.set_cookie = true;
         } else if n.eq_ignore_ascii_case("last-modified") {
-            last_modified = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|s| httpdate::parse_http_date(s.trim()).ok());
+            last_modified = parse_date(h.value);
+        } else if n.eq_ignore_ascii_case("expires") {
+            // Invalid (`0`, say) means already expired (RFC 9111 §5.3); given twice, the
+            // earlier wins, which errs on the side of staleness.
+            let at = parse_date(h.value).unwrap_or(SystemTime::UNIX_EPOCH);
+            cache.expires = Some(cache.expires.map_or(at, |e| e.min(at)));
+        } else if n.eq_ignore_ascii_case("date") {
+            cache.date = parse_date(h.value);
+        } else if n.eq_ignore_ascii_case("age") && age.is_none() {
+            // The first value; an invalid one is ignored (RFC 9111 §5.1).
+            age = Some(tokens(h.value).next().and_then(parse_delta_seconds));
         }
     }
     if s_maxage.is_some() {
         cache.max_age = s_maxage;
     }
+    cache.age = age.flatten().unwrap_or(0);
+    if transfer_encoding && length_fields > 0 {
+        return ResponseParse::Error("Transfer-Encoding together with Content-Length");
+    }
+    if length_fields > 1 {
+        return ResponseParse::Error("Content-Length given more than once");
+    }
+    if length_error {
+        return ResponseParse::Error("invalid Content-Length");
+    }
     let no_body = head_request || status == 204 || status == 304;
     let framing = if no_body {
         Framing::None
     } else if transfer_encoding {
+        if http10_client && !only_chunked {
+            return ResponseParse::Error("a transfer coding an HTTP/1.0 client cannot read");
+        }
         if chunked_final {
             Framing::Chunked
         } else {
             Framing::UntilClose
         }
-    } else if length_error {
-        return ResponseParse::Error("invalid or conflicting Content-Length");
     } else if let Some(l) = content_length {
         Framing::Length(l)
     } else {
         Framing::UntilClose
     };
-    // Transfer-Encoding with Content-Length may be a smuggling attempt: never reuse.
-    let keep_alive = !close
-        && framing != Framing::UntilClose
-        && !(transfer_encoding && content_length.is_some());
+    let keep_alive = !close && !suspect && framing != Framing::UntilClose;
 
     let reason = resp.reason.unwrap_or("");
     rewritten.reserve(head_len + 32);
@@ -268,9 +369,7 @@ pub fn parse_response_head(
         if hop_by_hop(h.name) || listed_in_connection(fields, h.name) {
             continue;
         }
-        // Both framings given: Transfer-Encoding wins and Content-Length must not pass
-        // (RFC 9112 §6.3, item 3).
-        if transfer_encoding && h.name.eq_ignore_ascii_case("content-length") {
+        if http10_client && h.name.eq_ignore_ascii_case("transfer-encoding") {
             continue;
         }
         push_field(rewritten, h);
@@ -281,17 +380,22 @@ pub fn parse_response_head(
         head_len,
         framing,
         keep_alive,
-        content_length: if length_error { None } else { content_length },
+        content_length,
         last_modified,
         cache,
+        suspect,
     })
 }
 
 /// What [`write_forward_request`] learnt of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Forward<'a> {
-    /// The target in origin form (`/path?query`): what was sent, and the cache key.
+    /// The target in origin form (`/path?query`): what was sent.
     pub target: Cow<'a, str>,
+    /// What the response may be cached under: scheme, host (lower-cased, without the scheme's
+    /// default port) and the target in origin form, so that one host's answer is never served
+    /// for another's.
+    pub key: String,
     pub head_request: bool,
     /// Carries credentials: a shared cache must not answer it, nor store its answer
     /// (RFC 9111 §3.5).
@@ -301,22 +405,70 @@ pub struct Forward<'a> {
     pub no_cache: bool,
 }
 
+/// What the proxy adds to or replaces in every request it forwards.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct ForwardOptions<'o> {
+    /// Sent as `Host` instead of the client's (`--origin-host`).
+    pub origin_host: Option<&'o str>,
+    /// The proxy's pseudonym in `Via` (RFC 9110 §7.6.3); none: no `Via` added.
+    pub via: Option<&'o str>,
+}
+
+/// Why a request cannot be forwarded (the proxy answers 400).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ForwardError {
+    /// Not a complete head, or a target that is neither origin-form nor http(s) absolute-form.
+    Malformed,
+    /// More than one `Host`.
+    Hosts,
+    /// The absolute-form target names another authority than `Host` (RFC 9112 §3.2.2 lets a
+    /// server ignore `Host` then; a proxy that caches must not let the two disagree).
+    HostMismatch,
+}
+
 /// Rewrites a request head for the origin and appends it to `out`: the request line with the
-/// target in origin form and the client's HTTP version, every end-to-end field, and for an
-/// HTTP/1.0 client `Connection: keep-alive` (the proxy keeps its origin connections). `head`
-/// must be a complete head that [`parse_request`](crate::parse_request) accepted; `None`
-/// otherwise.
-pub fn write_forward_request<'a>(head: &'a [u8], out: &mut Vec<u8>) -> Option<Forward<'a>> {
+/// target in origin form and the client's HTTP version, `Host` first (the `--origin-host` if
+/// given, else the client's, else the absolute-form target's authority), every other
+/// end-to-end field, `Via`, and for an HTTP/1.0 client `Connection: keep-alive` (the proxy
+/// keeps its origin connections). `head` must be a complete head that
+/// [`parse_request`](crate::parse_request) accepted.
+pub fn write_forward_request<'a>(
+    head: &'a [u8],
+    opts: &ForwardOptions<'_>,
+    out: &mut Vec<u8>,
+) -> Result<Forward<'a>, ForwardError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
-        _ => return None,
+        _ => return Err(ForwardError::Malformed),
     }
-    let (method, target, minor) = (req.method?, req.path?, req.version?);
-    let target = origin_form(target)?;
+    let (Some(method), Some(raw_target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(ForwardError::Malformed);
+    };
+    let (scheme, authority, target) = split_target(raw_target).ok_or(ForwardError::Malformed)?;
     let fields: &[httparse::Header<'a>] = req.headers;
-    out.reserve(head.len() + 32);
+    let mut hosts = fields
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("host"));
+    let host = hosts.next().map(|h| h.value);
+    if hosts.next().is_some() {
+        return Err(ForwardError::Hosts);
+    }
+    let key_host = match (authority, host) {
+        (Some(a), Some(h)) => {
+            let a = normalise_authority(a.as_bytes(), scheme);
+            if a != normalise_authority(h, scheme) {
+                return Err(ForwardError::HostMismatch);
+            }
+            a
+        }
+        (Some(a), None) => normalise_authority(a.as_bytes(), scheme),
+        (None, Some(h)) => normalise_authority(h, scheme),
+        (None, None) => String::new(),
+    };
+    let key = format!("{scheme}://{key_host}{target}");
+    out.reserve(head.len() + 64);
     out.extend_from_slice(method.as_bytes());
     out.push(b' ');
     out.extend_from_slice(target.as_bytes());
@@ -325,10 +477,23 @@ pub fn write_forward_request<'a>(head: &'a [u8], out: &mut Vec<u8>) -> Option<Fo
     } else {
         b" HTTP/1.1\r\n"
     });
+    let host_out = opts
+        .origin_host
+        .map(str::as_bytes)
+        .or(host)
+        .or(authority.map(str::as_bytes));
+    if let Some(h) = host_out {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(h);
+        out.extend_from_slice(b"\r\n");
+    }
     let mut authorization = false;
     let mut no_cache = false;
     for h in fields {
-        if hop_by_hop(h.name) || listed_in_connection(fields, h.name) {
+        if h.name.eq_ignore_ascii_case("host")
+            || hop_by_hop(h.name)
+            || listed_in_connection(fields, h.name)
+        {
             continue;
         }
         if h.name.eq_ignore_ascii_case("authorization") {
@@ -342,37 +507,76 @@ pub fn write_forward_request<'a>(head: &'a [u8], out: &mut Vec<u8>) -> Option<Fo
         }
         push_field(out, h);
     }
+    if let Some(via) = opts.via {
+        // The version is the one received (RFC 9110 §7.6.3); a Via field line of our own is
+        // the same as appending to the client's.
+        out.extend_from_slice(if minor == 0 {
+            b"Via: 1.0 "
+        } else {
+            b"Via: 1.1 "
+        });
+        out.extend_from_slice(via.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
     if minor == 0 {
         out.extend_from_slice(b"Connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    Some(Forward {
+    Ok(Forward {
         target,
+        key,
         head_request: method == "HEAD",
         authorization,
         no_cache,
     })
 }
 
-/// An origin-form target (`/path?query`) from an origin-form or absolute-form one; the
-/// fragment, which a client should not send, is dropped.
-fn origin_form(target: &str) -> Option<Cow<'_, str>> {
+/// A target's scheme (lower case; `http` for origin-form), its authority if absolute-form,
+/// and the target in origin form; the fragment, which a client should not send, is dropped.
+fn split_target(target: &str) -> Option<(&'static str, Option<&str>, Cow<'_, str>)> {
     let cut = |s: &str| s.find('#').map_or(s.len(), |i| i);
     if target.starts_with('/') {
-        return Some(Cow::Borrowed(&target[..cut(target)]));
+        return Some(("http", None, Cow::Borrowed(&target[..cut(target)])));
     }
     let (scheme, rest) = target.split_once("://")?;
-    if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+    let scheme = if scheme.eq_ignore_ascii_case("http") {
+        "http"
+    } else if scheme.eq_ignore_ascii_case("https") {
+        "https"
+    } else {
         return None;
-    }
+    };
     let start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..start];
     let after = &rest[start..];
     let after = &after[..cut(after)];
-    if after.starts_with('/') {
-        Some(Cow::Borrowed(after))
+    let target = if after.starts_with('/') {
+        Cow::Borrowed(after)
     } else {
         // An empty path means "/" (RFC 9112 §3.2.1); a query may follow.
-        Some(Cow::Owned(format!("/{after}")))
+        Cow::Owned(format!("/{after}"))
+    };
+    Some((scheme, Some(authority), target))
+}
+
+/// `host[:port]` as a cache compares it: lower case, without the scheme's default port (or an
+/// empty one), so `Example.COM:80` and `example.com` are one host for http.
+fn normalise_authority(a: &[u8], scheme: &str) -> String {
+    let a = String::from_utf8_lossy(a.trim_ascii()).to_ascii_lowercase();
+    // The port follows the last ':' that is not inside an IPv6 literal.
+    let port_at = match a.rfind(']') {
+        Some(b) => a[b..].rfind(':').map(|i| b + i),
+        None => a.rfind(':'),
+    };
+    let Some(i) = port_at else {
+        return a;
+    };
+    let port = &a[i + 1..];
+    let default = if scheme == "https" { "443" } else { "80" };
+    if port.is_empty() || port.trim_start_matches('0') == default {
+        a[..i].to_string()
+    } else {
+        a
     }
 }
 
@@ -449,12 +653,36 @@ impl ChunkedScanner {
     /// first `k` bytes of `data` (what follows is not part of it), `Ok(None)` when all of
     /// `data` belongs to the body and more is to come.
     pub fn feed(&mut self, data: &[u8]) -> Result<Option<usize>, &'static str> {
+        self.scan(data, None)
+    }
+
+    /// As [`ChunkedScanner::feed`], and appends the chunks' data (without framing, extensions
+    /// or trailers) to `out`: the body as a reader that does not speak chunked (an HTTP/1.0
+    /// client) must get it.
+    pub fn decode(
+        &mut self,
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Option<usize>, &'static str> {
+        self.scan(data, Some(out))
+    }
+
+    fn scan(
+        &mut self,
+        data: &[u8],
+        mut out: Option<&mut Vec<u8>>,
+    ) -> Result<Option<usize>, &'static str> {
         let mut i = 0;
         while i < data.len() {
             match self.state {
                 Chunk::Done => return Ok(Some(i)),
                 Chunk::Data(left) => {
-                    let n = (left as usize).min(data.len() - i);
+                    let n = usize::try_from(left)
+                        .unwrap_or(usize::MAX)
+                        .min(data.len() - i);
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend_from_slice(&data[i..i + n]);
+                    }
                     i += n;
                     self.skipped(n as u64);
                     continue;
@@ -553,7 +781,7 @@ mod tests {
 
     fn parse(head: &str, head_request: bool) -> (ResponseParse, String) {
         let mut out = Vec::new();
-        let r = parse_response_head(head.as_bytes(), head_request, &mut out);
+        let r = parse_response_head(head.as_bytes(), head_request, false, &mut out);
         (r, String::from_utf8(out).unwrap())
     }
 
@@ -610,9 +838,16 @@ mod tests {
                 Framing::UntilClose,
                 false,
             ),
-            // Both: chunked wins, and the connection is not reused.
+            // Connection naming a framing field: the field still frames, the connection is
+            // not reused.
             (
-                "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: Content-Length\r\n\r\n",
+                false,
+                Framing::Length(3),
+                false,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: transfer-encoding\r\n\r\n",
                 false,
                 Framing::Chunked,
                 false,
@@ -632,12 +867,6 @@ mod tests {
             ),
             (
                 "HTTP/1.0 200 OK\r\nContent-Length: 7\r\nConnection: keep-alive\r\n\r\n",
-                false,
-                Framing::Length(7),
-                true,
-            ),
-            (
-                "HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\n\r\n",
                 false,
                 Framing::Length(7),
                 true,
@@ -664,6 +893,18 @@ mod tests {
             "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
             "garbage\r\n\r\n",
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
+            // Ambiguous framing, the stuff of response smuggling: refused as nginx does.
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nContent-Length: 7\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n",
+            // Status codes outside 100..=999.
+            "HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 1000 High\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 99 Short\r\nContent-Length: 0\r\n\r\n",
         ] {
             assert!(
                 matches!(parse(bad, false).0, ResponseParse::Error(_)),
@@ -697,11 +938,29 @@ mod tests {
             "the body is not part of the head"
         );
         assert!(!h.keep_alive);
-        let (_, out) = complete(
-            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+        // A Connection field naming a framing field removes the others it names, not that one.
+        let (h, out) = complete(
+            "HTTP/1.1 200 OK\r\nConnection: Content-Length, X-A\r\nX-A: 1\r\nContent-Length: 2\r\n\r\n",
             false,
         );
-        assert_eq!(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n");
+        assert_eq!(out, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n");
+        assert!(h.suspect && !h.keep_alive);
+        // An HTTP/1.0 client gets no Transfer-Encoding (the caller de-chunks the body); a
+        // coding other than chunked it could not read at all.
+        let mut out = Vec::new();
+        let text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX: y\r\n\r\n";
+        let r = parse_response_head(text.as_bytes(), false, true, &mut out);
+        assert!(matches!(
+            r,
+            ResponseParse::Complete(ResponseHead {
+                framing: Framing::Chunked,
+                ..
+            })
+        ));
+        assert_eq!(out, b"HTTP/1.1 200 OK\r\nX: y\r\n");
+        let text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+        let r = parse_response_head(text.as_bytes(), false, true, &mut Vec::new());
+        assert!(matches!(r, ResponseParse::Error(_)), "{r:?}");
         // An HTTP/1.0 origin's status line is sent as HTTP/1.1, the proxy's own version.
         let (_, out) = complete("HTTP/1.0 404 Nope\r\n\r\n", false);
         assert_eq!(out, "HTTP/1.1 404 Nope\r\n");
@@ -745,11 +1004,13 @@ mod tests {
 
     #[test]
     fn forwarded_requests() {
-        let fwd = |head: &str| {
+        let plain = ForwardOptions::default();
+        let fwd_with = |head: &str, opts: &ForwardOptions<'_>| {
             let mut out = Vec::new();
-            let f = write_forward_request(head.as_bytes(), &mut out).map(|f| {
+            let f = write_forward_request(head.as_bytes(), opts, &mut out).map(|f| {
                 (
                     f.target.into_owned(),
+                    f.key,
                     f.head_request,
                     f.authorization,
                     f.no_cache,
@@ -757,29 +1018,277 @@ mod tests {
             });
             (f, String::from_utf8(out).unwrap())
         };
+        let fwd = |head: &str| fwd_with(head, &plain);
         assert_eq!(
             fwd("GET /a?b=1 HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nTE: trailers\r\nAccept: */*\r\n\r\n"),
             (
-                Some(("/a?b=1".into(), false, false, false)),
+                Ok(("/a?b=1".into(), "http://h/a?b=1".into(), false, false, false)),
                 "GET /a?b=1 HTTP/1.1\r\nHost: h\r\nAccept: */*\r\n\r\n".into()
             )
         );
+        // Absolute-form without Host (HTTP/1.0): the authority is the Host sent and keyed.
         assert_eq!(
             fwd("HEAD http://example.com:8080/x#frag HTTP/1.0\r\nAuthorization: Basic x\r\n\r\n"),
             (
-                Some(("/x".into(), true, true, false)),
-                "HEAD /x HTTP/1.0\r\nAuthorization: Basic x\r\nConnection: keep-alive\r\n\r\n"
+                Ok(("/x".into(), "http://example.com:8080/x".into(), true, true, false)),
+                "HEAD /x HTTP/1.0\r\nHost: example.com:8080\r\nAuthorization: Basic x\r\nConnection: keep-alive\r\n\r\n"
                     .into()
             )
         );
         assert_eq!(
             fwd("GET http://h?q HTTP/1.1\r\nHost: h\r\nPragma: no-cache\r\n\r\n").0,
-            Some(("/?q".into(), false, false, true))
+            Ok(("/?q".into(), "http://h/?q".into(), false, false, true))
         );
         let no_store = "GET / HTTP/1.1\r\nHost: h\r\nCache-Control: max-age=0, no-store\r\n\r\n";
-        assert!(fwd(no_store).0.unwrap().3);
-        assert_eq!(fwd("GET / HTTP/1.1\r\nHost: h\r\n").0, None);
-        assert_eq!(fwd("GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n").0, None);
+        assert!(fwd(no_store).0.unwrap().4);
+        assert_eq!(
+            fwd("GET / HTTP/1.1\r\nHost: h\r\n").0,
+            Err(ForwardError::Malformed)
+        );
+        assert_eq!(
+            fwd("GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n").0,
+            Err(ForwardError::Malformed)
+        );
+    }
+
+    /// The cache key names the host, however it is spelt; Host and an absolute-form target
+    /// must agree; `--origin-host` replaces the Host sent; `Connection: Host` drops nothing.
+    #[test]
+    fn hosts_keys_and_via() {
+        let key = |head: &str| {
+            write_forward_request(head.as_bytes(), &ForwardOptions::default(), &mut Vec::new())
+                .map(|f| f.key)
+        };
+        let rows: &[(&str, Result<&str, ForwardError>)] = &[
+            (
+                "GET /p HTTP/1.1\r\nHost: good.example\r\n\r\n",
+                Ok("http://good.example/p"),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+                Ok("http://evil.example/p"),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: GOOD.Example:80\r\n\r\n",
+                Ok("http://good.example/p"),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: good.example:\r\n\r\n",
+                Ok("http://good.example/p"),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: good.example:8080\r\n\r\n",
+                Ok("http://good.example:8080/p"),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+                Ok("http://[::1]/p"),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: [::1]\r\n\r\n",
+                Ok("http://[::1]/p"),
+            ),
+            (
+                "GET https://a.example:443/p HTTP/1.1\r\nHost: A.example\r\n\r\n",
+                Ok("https://a.example/p"),
+            ),
+            (
+                "GET https://a.example:80/p HTTP/1.1\r\nHost: a.example:80\r\n\r\n",
+                Ok("https://a.example:80/p"),
+            ),
+            (
+                "GET http://Good.Example/p HTTP/1.1\r\nHost: good.example:80\r\n\r\n",
+                Ok("http://good.example/p"),
+            ),
+            ("GET /p HTTP/1.0\r\n\r\n", Ok("http:///p")),
+            (
+                "GET http://evil.example/p HTTP/1.1\r\nHost: good.example\r\n\r\n",
+                Err(ForwardError::HostMismatch),
+            ),
+            (
+                "GET http://good.example:81/p HTTP/1.1\r\nHost: good.example\r\n\r\n",
+                Err(ForwardError::HostMismatch),
+            ),
+            (
+                "GET https://good.example/p HTTP/1.1\r\nHost: good.example:80\r\n\r\n",
+                Err(ForwardError::HostMismatch),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                Err(ForwardError::Hosts),
+            ),
+            (
+                "GET /p HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
+                Err(ForwardError::Hosts),
+            ),
+        ];
+        for (head, want) in rows {
+            assert_eq!(key(head).as_deref().map_err(|e| *e), *want, "{head:?}");
+        }
+        let opts = ForwardOptions {
+            origin_host: Some("origin.internal"),
+            via: Some("evlab"),
+        };
+        let mut out = Vec::new();
+        let head =
+            "GET /p HTTP/1.1\r\nX-A: 1\r\nHost: good.example\r\nConnection: Host, X-A\r\n\r\n";
+        let f = write_forward_request(head.as_bytes(), &opts, &mut out).unwrap();
+        assert_eq!(f.key, "http://good.example/p", "keyed by the client's Host");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET /p HTTP/1.1\r\nHost: origin.internal\r\nVia: 1.1 evlab\r\n\r\n"
+        );
+        // Connection: Host drops nothing Host-wise; the Via of an HTTP/1.0 request says 1.0.
+        let opts = ForwardOptions {
+            origin_host: None,
+            via: Some("evlab"),
+        };
+        let mut out = Vec::new();
+        let head =
+            "GET /p HTTP/1.0\r\nHost: good.example\r\nConnection: Host\r\nVia: 1.1 other\r\n\r\n";
+        write_forward_request(head.as_bytes(), &opts, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET /p HTTP/1.0\r\nHost: good.example\r\nVia: 1.1 other\r\nVia: 1.0 evlab\r\nConnection: keep-alive\r\n\r\n"
+        );
+    }
+
+    /// Freshness from extreme and hostile fields: nothing panics, every figure stays within
+    /// 2^31 seconds, and what is stale or invalid is not fresh.
+    #[test]
+    fn freshness_with_extreme_values() {
+        let info = |fields: &str| {
+            complete(&format!("HTTP/1.1 200 OK\r\n{fields}\r\n"), false)
+                .0
+                .cache
+        };
+        let now = SystemTime::now();
+        let ttl = Duration::from_secs(60);
+        let cap = Duration::from_secs(MAX_DELTA_SECONDS);
+        let fresh = |fields: &str| info(fields).fresh_for(now, ttl);
+        let huge = "9".repeat(400);
+        for v in [
+            u64::MAX.to_string(),
+            i64::MAX.to_string(),
+            (u64::MAX as u128 + 1).to_string(),
+            huge.clone(),
+            MAX_DELTA_SECONDS.to_string(),
+        ] {
+            for d in ["max-age", "s-maxage"] {
+                let f = format!("Cache-Control: {d}={v}\r\n");
+                assert_eq!(info(&f).max_age, Some(MAX_DELTA_SECONDS), "{f}");
+                assert_eq!(fresh(&f), cap, "{f}");
+                assert!(info(&f).storable(), "{f}");
+                // Huge Age on top: stale, not negative.
+                assert_eq!(fresh(&format!("{f}Age: {v}\r\n")), Duration::ZERO, "{f}");
+            }
+        }
+        for bad in ["-1", "-9223372036854775808", "", "1e9", "0x10", "12 34"] {
+            let f = format!("Cache-Control: max-age={bad}\r\n");
+            assert_eq!(info(&f).max_age, Some(0), "{f}");
+            assert_eq!(fresh(&f), Duration::ZERO, "{f}");
+            assert!(!info(&f).storable(), "{f}");
+        }
+        assert_eq!(
+            fresh("Cache-Control: max-age=100\r\nAge: 40\r\n"),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            fresh("Cache-Control: max-age=100\r\nAge: 100\r\n"),
+            Duration::ZERO
+        );
+        assert_eq!(
+            fresh(&format!("Cache-Control: max-age=100\r\nAge: {huge}\r\n")),
+            Duration::ZERO
+        );
+        // An invalid Age is ignored; a list takes its first value.
+        assert_eq!(
+            fresh("Cache-Control: max-age=100\r\nAge: -5\r\n"),
+            Duration::from_secs(100)
+        );
+        assert_eq!(
+            fresh("Cache-Control: max-age=100\r\nAge: 10, 90\r\n"),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            fresh("Age: 10\r\n"),
+            Duration::from_secs(50),
+            "the default lifetime"
+        );
+        // Expires: past, invalid, far future, against Date or now; max-age wins over it.
+        let date = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+        for past in [
+            "Expires: Sun, 06 Nov 1994 08:49:36 GMT\r\n",
+            "Expires: Thu, 01 Jan 1970 00:00:00 GMT\r\n",
+            "Expires: 0\r\n",
+            "Expires: -1\r\n",
+            "Expires: tomorrow\r\n",
+            "Expires: \r\n",
+        ] {
+            assert_eq!(fresh(past), Duration::ZERO, "{past}");
+            assert_eq!(fresh(&format!("{date}{past}")), Duration::ZERO, "{past}");
+        }
+        assert_eq!(
+            fresh(&format!("{date}Expires: Sun, 06 Nov 1994 08:50:37 GMT\r\n")),
+            Duration::from_secs(60),
+            "Expires less Date"
+        );
+        let far = "Expires: Fri, 31 Dec 9999 23:59:59 GMT\r\n";
+        assert_eq!(fresh(far), cap);
+        assert_eq!(fresh(&format!("{date}{far}")), cap);
+        assert_eq!(
+            fresh(&format!(
+                "Date: Fri, 31 Dec 9999 23:59:59 GMT\r\n{far}Age: {}\r\n",
+                u64::MAX
+            )),
+            Duration::ZERO
+        );
+        assert_eq!(
+            fresh("Expires: 0\r\nCache-Control: max-age=30\r\n"),
+            Duration::from_secs(30)
+        );
+        // Hand-made extremes the parser cannot produce.
+        let mut c = CacheInfo {
+            max_age: Some(u64::MAX),
+            age: u64::MAX,
+            ..CacheInfo::default()
+        };
+        assert_eq!(c.fresh_for(now, ttl), Duration::ZERO);
+        c.age = 0;
+        assert_eq!(c.fresh_for(now, ttl), cap);
+        let c = CacheInfo {
+            expires: Some(SystemTime::UNIX_EPOCH),
+            date: Some(now),
+            ..CacheInfo::default()
+        };
+        assert_eq!(c.fresh_for(now, ttl), Duration::ZERO);
+        let c = CacheInfo::default();
+        assert_eq!(c.fresh_for(now, Duration::MAX), cap);
+        assert_eq!(c.fresh_for(SystemTime::UNIX_EPOCH, ttl), ttl);
+    }
+
+    #[test]
+    fn chunked_bodies_decode_at_every_split() {
+        let body: &[u8] = b"5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\nNEXT";
+        let end = body.len() - 4;
+        for step in 1..body.len() {
+            let mut s = ChunkedScanner::new();
+            let mut out = Vec::new();
+            let mut off = 0;
+            let mut got = None;
+            for part in body.chunks(step) {
+                if let Some(k) = s.decode(part, &mut out).unwrap() {
+                    got = Some(off + k);
+                    break;
+                }
+                off += part.len();
+            }
+            assert_eq!(
+                (got, out.as_slice()),
+                (Some(end), &b"hello0123456789"[..]),
+                "step {step}"
+            );
+        }
     }
 
     fn scan_at_every_split(body: &[u8]) -> Result<Option<usize>, &'static str> {

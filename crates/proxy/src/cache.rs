@@ -4,9 +4,11 @@
 //! GET without `Authorization` or a client's `no-cache`, with status 200, a `Content-Length`
 //! body no larger than `--cache-max-object`, and nothing in the response that forbids a shared
 //! cache to reuse it (`no-store`, `private`, `no-cache`, `max-age=0`, `Vary`, `Set-Cookie`; see
-//! [`evlab_http::CacheInfo`]). The key is the request target in origin form, query included.
-//! An object is fresh for its `s-maxage` or `max-age`, else for `--cache-ttl`; a stale object is
-//! dropped when next looked up (no revalidation with the origin). Beyond `--cache-bytes` the
+//! [`evlab_http::CacheInfo`]). The key is scheme, host and the request target in origin form,
+//! query included ([`evlab_http::Forward::key`]). An object is fresh for what
+//! [`evlab_http::CacheInfo::fresh_for`] says (`s-maxage`, `max-age`, `Expires`, less `Age`; else
+//! `--cache-ttl`); a stale object is dropped when next looked up (no revalidation with the
+//! origin). Beyond `--cache-bytes` the
 //! least recently used objects are dropped. Answers in flight hold their object (an `Rc`), so
 //! dropping one never cuts a response short.
 
@@ -135,7 +137,8 @@ impl ObjectCache {
         true
     }
 
-    fn remove(&mut self, key: &str) {
+    /// Drops the object under `key`, if any.
+    pub fn remove(&mut self, key: &str) {
         if let Some((o, tick)) = self.map.remove(key) {
             self.lru.remove(&tick);
             self.bytes -= o.cost(key);

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use evlab_poll::{sys, Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 
-use crate::xfer::{in_flight, Io, Role};
+use crate::xfer::{in_flight, Io, Role, Unasked};
 
 const RING_ENTRIES: u32 = 4096;
 const CQ_ENTRIES: u32 = 32768;
@@ -119,6 +119,9 @@ struct FdState {
     /// Closed by the worker while splice or tee requests naming it were in flight: closed
     /// when the last of them completes (see `close`).
     close_on_free: bool,
+    /// The wait in whose harvest a recv came back short (the socket was empty when it ran):
+    /// until the next wait, nothing is known to have arrived since.
+    drained_at: u64,
 }
 
 pub(crate) struct Uring {
@@ -518,7 +521,7 @@ impl Uring {
         if op.close_after {
             let _ = sys::close(fd);
         }
-        let closing = self.closing;
+        let (closing, waits) = (self.closing, self.stats.waits);
         let st = self.st(fd);
         let live = match kind {
             Kind::Send | Kind::SpliceOut => st.wr == Some(i),
@@ -533,7 +536,9 @@ impl Uring {
             Kind::Accept => {}
             Kind::Poll => {
                 st.rd = None;
-                let again = st.registered && st.want_read;
+                // A connection's poll watches an idle origin connection once: the worker
+                // decides what comes next (a read would wait behind a poll re-armed here).
+                let again = st.registered && st.want_read && st.role != Some(Role::Conn);
                 self.event(fd, Event::READABLE);
                 if again {
                     let _ = self.arm_poll(fd);
@@ -542,6 +547,9 @@ impl Uring {
             Kind::Recv => {
                 st.rd = None;
                 if res > 0 {
+                    if (res as usize) < op.len {
+                        st.drained_at = waits;
+                    }
                     // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within
                     // the capacity reserved) at the front of the buffer.
                     unsafe { op.buf.set_len((res as usize).min(op.len)) };
@@ -1004,6 +1012,56 @@ impl Io for Uring {
             self.forget(wr);
         }
         busy
+    }
+
+    fn unasked(&mut self, fd: RawFd) -> Unasked {
+        let waits = self.stats.waits;
+        let st = self.st(fd);
+        if st.rx_pos < st.rx.len() || st.rd_done.is_some() {
+            return Unasked::Bytes;
+        }
+        if st.err.is_some() || st.eof {
+            return Unasked::Closed;
+        }
+        if st.rd.is_none() && st.drained_at == waits {
+            // A recv harvested in this turn found the socket empty behind its bytes, and all
+            // it brought has been taken: as good as a peek, without the syscall.
+            return Unasked::Quiet;
+        }
+        let reading = st
+            .rd
+            .and_then(|i| self.ops.get(i as usize)?.as_ref())
+            .is_some_and(|op| op.kind != Kind::Poll);
+        if reading {
+            // A read in flight may have taken bytes already: whatever they are, the
+            // connection cannot be trusted with another request.
+            return Unasked::Closed;
+        }
+        // A poll takes nothing: what arrived is still in the socket.
+        crate::xfer::peek_unasked(fd)
+    }
+
+    fn watch_idle(&mut self, fd: RawFd) {
+        // A poll, not a recv: a recv would take the bytes, and those that arrive after the
+        // next request is sent could not be told from its response.
+        if self.st(fd).rd.is_none() && self.arm_poll(fd).is_err() {
+            self.st(fd).err = Some(libc::EIO);
+        }
+    }
+
+    fn unwatch_idle(&mut self, fd: RawFd) {
+        if let Some(i) = self.st(fd).rd {
+            let poll = self.ops.get(i as usize).and_then(|o| o.as_ref());
+            if poll.is_some_and(|o| o.kind == Kind::Poll) {
+                // Its completion (cancelled or not) no longer matches `rd` and is dropped.
+                self.st(fd).rd = None;
+                self.cancel(i);
+            }
+        }
+        // Nothing is in flight to wake the fetch once the request is out: say the connection
+        // may be readable (the event comes after this turn has queued the request's send, so
+        // the recv it leads to is submitted behind it).
+        self.event(fd, Event::READABLE);
     }
 
     fn can_splice(&self) -> bool {

@@ -102,6 +102,11 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The origin server every request goes to.
     pub origin: SocketAddr,
+    /// Sent to the origin as every request's `Host` instead of the client's (the cache key
+    /// still names the client's host).
+    pub origin_host: Option<String>,
+    /// The proxy's name in the `Via` field added to requests (RFC 9110 §7.6.3); `None`: none.
+    pub via: Option<String>,
     pub mechanism: Mechanism,
     pub workers: usize,
     pub forward: ForwardMode,
@@ -141,6 +146,8 @@ impl Config {
         Config {
             listen,
             origin,
+            origin_host: None,
+            via: Some("evlab".into()),
             mechanism,
             workers: 1,
             forward: ForwardMode::Copy,
@@ -200,6 +207,19 @@ impl Proxy {
         }
         if cfg.workers == 0 {
             return Err(ProxyError::Config("--workers must be at least 1".into()));
+        }
+        if let Some(h) = &cfg.origin_host {
+            // It goes into every request head as it is: no room for a line break or a space.
+            if h.is_empty() || !h.bytes().all(|b| b.is_ascii_graphic() && b != b',') {
+                return Err(ProxyError::Config(format!(
+                    "--origin-host {h:?}: not a host[:port]"
+                )));
+            }
+        }
+        if let Some(v) = &cfg.via {
+            if v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic() && b != b',') {
+                return Err(ProxyError::Config(format!("via {v:?}: not a pseudonym")));
+            }
         }
         if cfg.buffer_size < 1024 {
             return Err(ProxyError::Config(

@@ -40,14 +40,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use evlab_http::{
     parse_request, parse_response_head, write_error, write_forward_request, write_head,
-    ChunkedScanner, DateCache, Framing, Parse, ResponseHead, ResponseParse, Status,
+    ChunkedScanner, DateCache, ForwardOptions, Framing, Parse, ResponseHead, ResponseParse, Status,
 };
 use evlab_poll::{sys, Events, Interest, Token};
 
 use crate::cache::{Object, ObjectCache};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
-use crate::xfer::{pending, Io, Role};
+use crate::xfer::{pending, Io, Role, Unasked};
 use crate::{Config, ForwardMode, Ready};
 
 /// The path the proxy answers itself with `--stats`.
@@ -99,6 +99,16 @@ struct Origin {
     f: Flags,
     /// Taken from the idle pool (so it may have been closed by the origin meanwhile).
     reused: bool,
+    /// The cache key of the last response read from it that was stored: if the origin then
+    /// sends bytes nobody asked for, that response is suspect and dropped from the cache.
+    stored: Option<Box<str>>,
+    /// The turn of the loop in which it was last seen to hold nothing unasked; checked again
+    /// before a request only after a wait (anything arriving since would be an event).
+    quiet_turn: u64,
+    /// The turn in which a read from it came back short: the socket was empty then, so the
+    /// end of a body needs no syscall to show that nothing follows it (readiness only: a
+    /// completion's short read proves nothing).
+    drained_turn: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -124,6 +134,9 @@ struct Xfer {
     /// Length-delimited: bytes still to receive from the origin.
     left: u64,
     scanner: ChunkedScanner,
+    /// Chunked, to an HTTP/1.0 client: the chunks' data only is passed on, and the end of the
+    /// body is the close of the connection.
+    dechunk: bool,
     /// Copy: bytes read from the origin; `buf[sent..]` not yet written to the client. When the
     /// body is kept for the cache (`keep_in_buf`), this is the object itself and is never
     /// cleared; otherwise it starts over once written.
@@ -315,6 +328,8 @@ pub(crate) struct Worker<P: Io> {
     accepting: bool,
     accept_retry_at: Option<Instant>,
     shutting_down: Option<Instant>,
+    /// Waits so far: what happened "in this turn" happened with no wait in between.
+    turn: u64,
 }
 
 /// Runs a worker with mechanism `P` until shutdown.
@@ -382,6 +397,7 @@ impl<P: Io> Worker<P> {
             accepting: true,
             accept_retry_at: None,
             shutting_down: None,
+            turn: 1,
             stats,
             shared,
             cfg,
@@ -401,6 +417,7 @@ impl<P: Io> Worker<P> {
             let timeout = self.wait_timeout();
             self.poller.wait(&mut self.events, timeout)?;
             self.now = Instant::now();
+            self.turn += 1;
             self.date.tick(self.now);
             let mut accept_now = false;
             for i in 0..self.events.len() {
@@ -781,14 +798,24 @@ impl<P: Io> Worker<P> {
     // ---- origin connections ----
 
     fn origin_for(&mut self, client_fd: RawFd, fresh_only: bool) -> io::Result<Origin> {
-        if !fresh_only {
-            if let Some(mut o) = self.idle.pop() {
-                o.reused = true;
-                o.f.writable = true;
-                *self.slot(o.fd) = Slot::Origin(client_fd);
-                self.stats.origin_reused.inc();
-                return Ok(o);
+        while let Some(mut o) = (!fresh_only).then(|| self.idle.pop()).flatten() {
+            // Whatever arrived while it was idle (since the last event was seen) is no answer
+            // to the request about to be sent: such a connection is never used again.
+            let unasked = if o.quiet_turn == self.turn {
+                Unasked::Quiet
+            } else {
+                self.poller.unasked(o.fd)
+            };
+            if unasked != Unasked::Quiet {
+                self.unusable_origin(o, unasked);
+                continue;
             }
+            self.poller.unwatch_idle(o.fd);
+            o.reused = true;
+            o.f.writable = true;
+            *self.slot(o.fd) = Slot::Origin(client_fd);
+            self.stats.origin_reused.inc();
+            return Ok(o);
         }
         let origin = self.cfg.origin;
         let domain = if origin.is_ipv4() {
@@ -826,7 +853,22 @@ impl<P: Io> Worker<P> {
             fd,
             f: Flags::new(Interest::WRITABLE, done),
             reused: false,
+            stored: None,
+            quiet_turn: 0,
+            drained_turn: 0,
         })
+    }
+
+    /// Closes an origin connection that holds what no request asked for; bytes make its last
+    /// stored response suspect, so it leaves the cache.
+    fn unusable_origin(&mut self, mut o: Origin, unasked: Unasked) {
+        if unasked == Unasked::Bytes {
+            self.stats.origin_errors.inc();
+            if let Some(key) = o.stored.take() {
+                self.cache.remove(&key);
+            }
+        }
+        self.close_origin(o);
     }
 
     fn close_origin(&mut self, o: Origin) {
@@ -846,7 +888,9 @@ impl<P: Io> Worker<P> {
             self.close_origin(o);
             return;
         }
-        if o.f.interest != Interest::READABLE {
+        // The completion engine watches an idle connection with the poll `watch_idle` arms;
+        // a registration would only make it report a readiness to try, for nothing.
+        if o.f.interest != Interest::READABLE && !P::COMPLETION {
             if self
                 .poller
                 .reregister(o.fd, Token(o.fd as usize), Interest::READABLE)
@@ -862,26 +906,21 @@ impl<P: Io> Worker<P> {
         let fd = o.fd;
         *self.slot(fd) = Slot::Idle;
         self.idle.push(o);
-        if P::COMPLETION {
-            // Nothing reports a close of an idle connection unless a read is in flight: the
-            // read that checks it arms one (whose completion also wakes a reused connection's
-            // fetch).
-            self.check_idle(fd);
-        }
+        self.poller.watch_idle(fd);
     }
 
     /// An event on an idle origin connection: the origin closed it, or sent what it should
-    /// not have. Either way it cannot serve another request.
+    /// not have. Either way it cannot serve another request. Nothing is read from it: bytes
+    /// that no request asked for are never taken for a response.
     fn check_idle(&mut self, fd: RawFd) {
         let Some(i) = self.idle.iter().position(|o| o.fd == fd) else {
             return;
         };
-        let mut b = [0u8; 64];
-        match self.poller.read(fd, &mut b) {
-            Err(e) if sys::would_block(&e) || pending(&e) => {}
-            _ => {
+        match self.poller.unasked(fd) {
+            Unasked::Quiet => self.poller.watch_idle(fd),
+            unasked => {
                 let o = self.idle.swap_remove(i);
-                self.close_origin(o);
+                self.unusable_origin(o, unasked);
             }
         }
     }
@@ -1092,23 +1131,30 @@ impl<P: Io> Worker<P> {
                 continue;
             }
             let mut fwd = self.bufs.take(head_len + 64);
-            let Some(f) = write_forward_request(&c.rbuf[..head_len], &mut fwd) else {
-                self.bufs.give(fwd);
-                self.error_response(c, Status::BadRequest, minor, false, false);
-                c.rbuf.clear();
-                continue;
+            let opts = ForwardOptions {
+                origin_host: self.cfg.origin_host.as_deref(),
+                via: self.cfg.via.as_deref(),
+            };
+            let f = match write_forward_request(&c.rbuf[..head_len], &opts, &mut fwd) {
+                Ok(f) => f,
+                Err(_) => {
+                    self.bufs.give(fwd);
+                    self.error_response(c, Status::BadRequest, minor, false, false);
+                    c.rbuf.clear();
+                    continue;
+                }
             };
             let head_request = f.head_request;
             let lookup = self.cache.enabled() && !f.authorization && !f.no_cache;
             if lookup {
-                if let Some(obj) = self.cache.get(&f.target, self.now) {
+                if let Some(obj) = self.cache.get(&f.key, self.now) {
                     self.bufs.give(fwd);
                     self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
                     c.rbuf.drain(..head_len);
                     continue;
                 }
             }
-            let store_key = (lookup && !head_request).then(|| Box::<str>::from(&*f.target));
+            let store_key = (lookup && !head_request).then(|| Box::<str>::from(f.key));
             if store_key.is_some() {
                 self.stats.misses.inc();
             } else {
@@ -1238,8 +1284,10 @@ impl<P: Io> Worker<P> {
             }
             Ok(n) => {
                 x.got_bytes = true;
+                o.drained_turn = 0;
                 if n < limit && !o.f.peer_closed && !P::COMPLETION {
                     o.f.readable = false;
+                    o.drained_turn = self.turn;
                 }
                 self.touch(c);
                 self.parse_head(c)
@@ -1260,7 +1308,8 @@ impl<P: Io> Worker<P> {
         loop {
             let x = c.x.as_mut().expect("an exchange");
             let before = c.out.len();
-            match parse_response_head(&x.resp, x.head_request, &mut c.out) {
+            let http10 = x.client_minor == 0;
+            match parse_response_head(&x.resp, x.head_request, http10, &mut c.out) {
                 ResponseParse::Partial => return Ok(true),
                 ResponseParse::Interim(n) => {
                     x.resp.drain(..n);
@@ -1307,7 +1356,9 @@ impl<P: Io> Worker<P> {
     fn start_body(&mut self, c: &mut Client, h: ResponseHead, head_start: usize) {
         let x = c.x.as_mut().expect("an exchange");
         self.stats.record_status(h.status);
-        if h.framing == Framing::UntilClose || self.shutting_down.is_some() {
+        // An HTTP/1.0 client cannot read chunks: it gets their data, ended by the close.
+        let dechunk = h.framing == Framing::Chunked && x.client_minor == 0;
+        if h.framing == Framing::UntilClose || dechunk || self.shutting_down.is_some() {
             c.close_after = true;
         }
         let store_head = (&c.out[head_start..]).into();
@@ -1322,6 +1373,7 @@ impl<P: Io> Worker<P> {
             framing: h.framing,
             left: 0,
             scanner: ChunkedScanner::new(),
+            dechunk,
             buf: Vec::new(),
             sent: 0,
             keep_in_buf: false,
@@ -1334,6 +1386,7 @@ impl<P: Io> Worker<P> {
             store: None,
         };
         let mut take = prefix.len();
+        let mut dechunked = Vec::new();
         match h.framing {
             Framing::None => {
                 // Bytes after a bodiless response are not the client's (and make the
@@ -1342,18 +1395,19 @@ impl<P: Io> Worker<P> {
                 b.in_done = true;
             }
             Framing::Length(total) => {
-                take = take.min(total as usize);
+                take = usize::try_from(total).map_or(take, |t| take.min(t));
                 b.left = total - take as u64;
                 b.in_done = b.left == 0;
+                let fresh_for = h.cache.fresh_for(SystemTime::now(), self.cfg.cache_ttl);
+                // Bytes after the body (see below) make the whole response suspect.
                 let cacheable = x.store_key.is_some()
                     && h.status == 200
                     && h.cache.storable()
+                    && !h.suspect
+                    && take == prefix.len()
+                    && fresh_for > Duration::ZERO
                     && self.cache.may_store(total);
                 if cacheable {
-                    let fresh_for = h
-                        .cache
-                        .max_age
-                        .map_or(self.cfg.cache_ttl, Duration::from_secs);
                     b.store = Some(Store {
                         key: x.store_key.take().expect("a key"),
                         head: store_head,
@@ -1378,7 +1432,7 @@ impl<P: Io> Worker<P> {
                     Mode::Copy => {}
                 }
             }
-            Framing::Chunked => match b.scanner.feed(prefix) {
+            Framing::Chunked => match scan_chunks(&mut b, prefix, &mut dechunked) {
                 Ok(Some(k)) => {
                     take = k;
                     b.in_done = true;
@@ -1392,11 +1446,19 @@ impl<P: Io> Worker<P> {
             Framing::UntilClose => b.reusable = false,
         }
         if take < prefix.len() {
-            // Bytes after the response: the origin is confused; never reuse the connection.
+            // Bytes after the response: the origin and the proxy disagree on where it ends
+            // (a smuggled response?). Never reuse the connection; nothing of it is cached.
             b.reusable = false;
+            b.store = None;
+            self.stats.origin_errors.inc();
         }
-        c.out.extend_from_slice(&prefix[..take]);
-        self.stats.bytes_copy.add(take as u64);
+        if dechunk {
+            c.out.extend_from_slice(&dechunked);
+            self.stats.bytes_copy.add(dechunked.len() as u64);
+        } else {
+            c.out.extend_from_slice(&prefix[..take]);
+            self.stats.bytes_copy.add(take as u64);
+        }
         if b.mode == Mode::Copy && !b.keep_in_buf && !b.in_done {
             b.buf = self.bufs.take(self.cfg.buffer_size);
         }
@@ -1464,6 +1526,11 @@ impl<P: Io> Worker<P> {
                 // mechanism would report the hang-up on every wait while the client drains.
                 b.reusable = false;
                 let o = x.origin.take().expect("an origin");
+                if self.poller.unasked(o.fd) == Unasked::Bytes {
+                    // It sent more than the response before it closed: nothing is cached.
+                    b.store = None;
+                    self.stats.origin_errors.inc();
+                }
                 self.close_origin(o);
             }
             return Ok(progress);
@@ -1531,12 +1598,17 @@ impl<P: Io> Worker<P> {
             Ok(n) => {
                 match b.mode {
                     Mode::Copy => {
-                        self.stats.bytes_copy.add(n as u64);
+                        if !b.dechunk {
+                            self.stats.bytes_copy.add(n as u64);
+                        }
+                        o.drained_turn = 0;
                         if n < max && !o.f.peer_closed && !P::COMPLETION {
                             o.f.readable = false;
+                            o.drained_turn = self.turn;
                         }
                     }
                     _ => {
+                        o.drained_turn = 0;
                         self.stats.bytes_splice.add(n as u64);
                         b.pipe.as_mut().expect("a pipe").len += n;
                     }
@@ -1546,6 +1618,23 @@ impl<P: Io> Worker<P> {
                         b.left -= n as u64;
                         b.in_done = b.left == 0;
                     }
+                    Framing::Chunked if b.dechunk => {
+                        let start = b.buf.len() - n;
+                        let raw = b.buf.split_off(start);
+                        let r = b.scanner.decode(&raw, &mut b.buf);
+                        self.stats.bytes_copy.add((b.buf.len() - start) as u64);
+                        match r {
+                            Ok(Some(k)) => {
+                                if k < raw.len() {
+                                    b.reusable = false;
+                                    self.stats.origin_errors.inc();
+                                }
+                                b.in_done = true;
+                            }
+                            Ok(None) => {}
+                            Err(_) => return self.body_failed(c).map(|_| true),
+                        }
+                    }
                     Framing::Chunked => {
                         let start = b.buf.len() - n;
                         match b.scanner.feed(&b.buf[start..]) {
@@ -1553,6 +1642,7 @@ impl<P: Io> Worker<P> {
                                 if start + k < b.buf.len() {
                                     b.buf.truncate(start + k);
                                     b.reusable = false;
+                                    self.stats.origin_errors.inc();
                                 }
                                 b.in_done = true;
                             }
@@ -1738,23 +1828,57 @@ impl<P: Io> Worker<P> {
             c.x.as_mut().expect("put back").body = Some(b);
             return Err(Close);
         }
+        let mut reusable = b.reusable;
+        if let Some(o) = x.origin.as_mut() {
+            o.stored = None;
+            // The body has ended where the head said; anything behind it already is no answer
+            // to any request (an until-close body ends with the close, and is never reused).
+            if b.framing != Framing::UntilClose {
+                let drained = !P::COMPLETION
+                    && o.drained_turn == self.turn
+                    && !o.f.readable
+                    && !o.f.hup
+                    && !o.f.peer_closed;
+                let unasked = if drained {
+                    Unasked::Quiet
+                } else {
+                    self.poller.unasked(o.fd)
+                };
+                match unasked {
+                    Unasked::Quiet => o.quiet_turn = self.turn,
+                    Unasked::Closed => reusable = false,
+                    Unasked::Bytes => {
+                        reusable = false;
+                        b.store = None;
+                        self.stats.origin_errors.inc();
+                    }
+                }
+            }
+        }
         if let Some(s) = b.store.take() {
             let body = if b.keep_in_buf {
                 std::mem::take(&mut b.buf)
             } else {
                 std::mem::take(&mut b.keep)
             };
-            self.cache.insert(
-                &s.key,
-                Object {
-                    head: s.head,
-                    body,
-                    last_modified: s.last_modified,
-                    expires: self.now + s.fresh_for,
-                },
-            );
+            // fresh_for is at most 2^31 s; checked all the same, as nothing may panic here.
+            if let Some(expires) = self.now.checked_add(s.fresh_for) {
+                let stored = self.cache.insert(
+                    &s.key,
+                    Object {
+                        head: s.head,
+                        body,
+                        last_modified: s.last_modified,
+                        expires,
+                    },
+                );
+                if stored && reusable {
+                    if let Some(o) = x.origin.as_mut() {
+                        o.stored = Some(s.key);
+                    }
+                }
+            }
         }
-        let reusable = b.reusable;
         x.body = Some(b);
         self.drop_exchange(*x, reusable);
         c.phase = Phase::Idle;
@@ -1894,6 +2018,20 @@ fn tee_into_keep(io: &mut impl Io, client: RawFd, b: &mut Xfer, stats: &WorkerSt
         }
     }
     Ok(progress)
+}
+
+/// Scans the next bytes of a chunked body, and when it goes to an HTTP/1.0 client appends
+/// the chunks' data to `out`.
+fn scan_chunks(
+    b: &mut Xfer,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<Option<usize>, &'static str> {
+    if b.dechunk {
+        b.scanner.decode(data, out)
+    } else {
+        b.scanner.feed(data)
+    }
 }
 
 /// The `Connection` field a response to the client needs.

@@ -32,6 +32,31 @@ pub(crate) fn in_flight() -> io::Error {
     io::Error::from_raw_os_error(libc::EINPROGRESS)
 }
 
+/// What an origin connection holds between two exchanges.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Unasked {
+    /// Nothing: it may carry the next request.
+    Quiet,
+    /// The origin closed it, or it failed: unusable, but nothing it said is in doubt.
+    Closed,
+    /// Bytes no request asked for (beyond a response's end, or a response to nothing): the
+    /// origin and the proxy disagree on where responses end, so the connection is unusable and
+    /// the response before them suspect.
+    Bytes,
+}
+
+/// `recv(MSG_PEEK)`: what waits in a socket, without taking it.
+pub(crate) fn peek_unasked(fd: RawFd) -> Unasked {
+    let mut b = [0u8; 1];
+    match sys::recv(fd, &mut b, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
+        Ok(0) => Unasked::Closed,
+        Ok(_) => Unasked::Bytes,
+        Err(e) if sys::would_block(&e) => Unasked::Quiet,
+        Err(e) if e.raw_os_error() == Some(libc::EINTR) => peek_unasked(fd),
+        Err(_) => Unasked::Closed,
+    }
+}
+
 /// A mechanism's way of moving bytes. Readiness mechanisms take the defaults: the syscalls.
 pub(crate) trait Io: Poller {
     /// Transfers complete asynchronously: a short read proves nothing (only [`pending`] says
@@ -104,6 +129,20 @@ pub(crate) trait Io: Poller {
     fn can_splice(&self) -> bool {
         true
     }
+
+    /// What an origin connection holds that no request asked for (after a response's end, or
+    /// while idle), without consuming it. Only responses to requests actually sent may be read
+    /// from a connection, so anything but [`Unasked::Quiet`] makes it unusable.
+    fn unasked(&mut self, fd: RawFd) -> Unasked {
+        peek_unasked(fd)
+    }
+
+    /// An origin connection goes idle: report bytes or a close on it as a readable event,
+    /// without reading them (a readiness mechanism does so by its registration).
+    fn watch_idle(&mut self, _fd: RawFd) {}
+
+    /// An idle origin connection is taken for a request: stop watching it.
+    fn unwatch_idle(&mut self, _fd: RawFd) {}
 }
 
 macro_rules! readiness_io {

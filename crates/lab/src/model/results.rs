@@ -12,7 +12,7 @@ use crate::model::machine::Machine;
 use crate::model::spec::{Series, ServerKind, Spec};
 use crate::LabError;
 
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -281,8 +281,28 @@ impl Summary {
         let p = dir.join("summary.json");
         let s = std::fs::read_to_string(&p)
             .map_err(|e| LabError::Io(format!("cannot read {}: {e}", p.display())))?;
-        serde_json::from_str(&s)
-            .map_err(|e| LabError::Io(format!("{}: not an evlab summary: {e}", p.display())))
+        let s: Summary = serde_json::from_str(&s)
+            .map_err(|e| LabError::Io(format!("{}: not an evlab summary: {e}", p.display())))?;
+        s.migrate()
+            .map_err(|e| LabError::Io(format!("{}: {e}", p.display())))
+    }
+
+    /// Brings a summary written by an older evlab to today's format, or says why it cannot.
+    /// Format 1 (before 2026-11-25) had no `findings` key: the family its shape implies is
+    /// written in, so the summary is judged as it was then, by name.
+    pub fn migrate(mut self) -> Result<Summary, String> {
+        match self.format {
+            1 => {
+                self.experiment.findings = Some(self.experiment.family());
+                self.format = FORMAT;
+                Ok(self)
+            }
+            FORMAT => Ok(self),
+            f => Err(format!(
+                "summary format {f}; this evlab reads formats 1 to {FORMAT} (a newer evlab \
+                 wrote it)"
+            )),
+        }
     }
 }
 
@@ -448,6 +468,20 @@ pub fn now_secs() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn format_1_summaries_migrate_and_newer_ones_are_refused() {
+        use crate::model::spec::Family;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/format1");
+        let s = super::Summary::read_json(&dir).unwrap();
+        assert_eq!(s.format, super::FORMAT);
+        assert_eq!(s.experiment.findings, Some(Family::Paper));
+        let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        let mut v: super::Summary = serde_json::from_str(&text).unwrap();
+        v.format = super::FORMAT + 1;
+        let e = v.migrate().unwrap_err();
+        assert!(e.contains("a newer evlab wrote it"), "{e}");
+    }
+
     use super::*;
 
     #[test]

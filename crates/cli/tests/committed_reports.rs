@@ -1,0 +1,100 @@
+//! Every committed reference run re-renders, with today's code, to exactly the report that is
+//! committed beside it: the reports under results/reference never go stale. When a change to
+//! the rules or the rendering changes them, re-render them in the same commit
+//! (`evlab report DIR` for each directory this test names).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The results directories under results/reference/<machine>/ (an experiment's summary.json,
+/// or a micro-benchmark's micro.json).
+fn committed() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let root = workspace().join("results/reference");
+    for machine in std::fs::read_dir(&root).unwrap().flatten() {
+        if !machine.path().is_dir() {
+            continue;
+        }
+        for run in std::fs::read_dir(machine.path()).unwrap().flatten() {
+            let p = run.path();
+            if p.join("summary.json").is_file() || p.join("micro.json").is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The files `evlab report` writes: the reports and the figures.
+fn rendered(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n == "report.md" || n == "report.html" || n.ends_with(".svg"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_committed_report_rerenders_unchanged() {
+    let dirs = committed();
+    assert!(
+        dirs.len() >= 5,
+        "only {} committed runs under results/reference",
+        dirs.len()
+    );
+    let scratch = std::env::temp_dir().join(format!("evlab-committed-{}", std::process::id()));
+    let mut stale = Vec::new();
+    for (i, dir) in dirs.iter().enumerate() {
+        let copy = scratch.join(i.to_string());
+        copy_dir(dir, &copy);
+        let o = Command::new(env!("CARGO_BIN_EXE_evlab"))
+            .arg("report")
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "evlab report {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (before, after) = (rendered(dir), rendered(&copy));
+        let rel = dir.strip_prefix(workspace()).unwrap_or(dir).display();
+        if before != after {
+            stale.push(format!("{rel}: files {before:?} became {after:?}"));
+            continue;
+        }
+        for f in &before {
+            if std::fs::read(dir.join(f)).unwrap() != std::fs::read(copy.join(f)).unwrap() {
+                stale.push(format!("{rel}/{f}"));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&scratch).unwrap();
+    assert!(
+        stale.is_empty(),
+        "committed reports that today's code renders differently (re-render each with \
+         `evlab report DIR`):\n{}",
+        stale.join("\n")
+    );
+}

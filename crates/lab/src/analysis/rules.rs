@@ -266,6 +266,18 @@ pub const RULES: &[Rule] = &[
         history: &["Before 2026-11-25: waits per request 1.2× epoll-lt's, on one point."],
     },
     Rule {
+        id: "control-budget-not-equivalent",
+        family: Family::Paper,
+        source: "Negative control of the \"no difference\" rules (docs/findings.md)",
+        seed: "A pair known to differ by twice the equivalence margin must not be judged equivalent: one mechanism on the experiment's CPU budget and on that budget ÷ (1 + 2 × SAME).",
+        quantity: "A = the control series (its own `cpu_budget`), B = the series of the same mechanism on the experiment's budget, no idle connections: replies/s at the highest offered rate.",
+        claim: Some(Claim::Within(SAME)),
+        at: At::Highest,
+        derivation: "The fig1/fig3 equivalence test on a known difference of about 20% (capacity grows about linearly with the budget). The control passes when this comes out \"not reproduced\" or \"inconclusive\"; \"reproduced\" means the equivalence rules can call a real difference none.",
+        trials: MIN_TRIALS,
+        history: &[],
+    },
+    Rule {
         id: "proxy-uselect-vs-select",
         family: Family::Proxy,
         source: "Rosu & Rosu 2003, abstract and §6.3",

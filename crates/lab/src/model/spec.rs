@@ -350,6 +350,15 @@ pub struct SeriesSpec {
     /// experiment's `object_size`.
     #[serde(default)]
     pub object_size: Option<String>,
+    /// This series' own CPU budget (a share of one CPU) instead of the experiment's: the
+    /// negative control of a "no difference" rule, the same mechanism on a budget that
+    /// differs by twice the rule's margin (docs/findings.md). Calibration does not probe it.
+    #[serde(default)]
+    pub cpu_budget: Option<f64>,
+    /// The idle counts this series runs at (some of the experiment's `idle`); every one when
+    /// absent.
+    #[serde(default)]
+    pub idle: Option<Vec<usize>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -565,8 +574,43 @@ impl Spec {
         }
         for s in &self.series {
             parse_mechanism_entry(&s.mechanism).map_err(|msg| ("mechanism", msg))?;
+            if let Some(b) = s.cpu_budget {
+                if !(b > 0.0 && b <= 1.0) {
+                    return Err(("cpu_budget", format!("{b}: must be in (0, 1]")));
+                }
+            }
+            if let Some(i) = s
+                .idle
+                .as_ref()
+                .and_then(|v| v.iter().find(|i| !self.idle.contains(i)))
+            {
+                return Err((
+                    "idle",
+                    format!(
+                        "series `{}`: {i} is not one of the experiment's idle counts",
+                        s.label
+                    ),
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// The series spec labelled `label`, if it came from `[[series]]`.
+    fn series_spec(&self, label: &str) -> Option<&SeriesSpec> {
+        self.series.iter().find(|s| s.label == label)
+    }
+
+    /// A series' own CPU budget (`[[series]] cpu_budget`), if it has one.
+    pub fn series_budget(&self, label: &str) -> Option<f64> {
+        self.series_spec(label).and_then(|s| s.cpu_budget)
+    }
+
+    /// Whether the series labelled `label` runs at `idle` idle connections.
+    pub fn series_runs_at(&self, label: &str, idle: usize) -> bool {
+        self.series_spec(label)
+            .and_then(|s| s.idle.as_ref())
+            .is_none_or(|v| v.contains(&idle))
     }
 
     /// The rates (fixed, "auto" or a search, one of them) and what chooses them: the
@@ -1019,6 +1063,27 @@ mechanism = "nginx"
         let s = Spec::parse(&format!("findings = \"none\"\n{GOOD}"), "t.toml").unwrap();
         assert_eq!(s.family(), Family::None);
         assert_eq!(err(&format!("findings = \"papers\"\n{GOOD}")).1, "findings");
+    }
+
+    #[test]
+    fn a_series_may_have_its_own_budget_and_idle_counts() {
+        let src = format!(
+            "{GOOD}\n[[series]]\nlabel = \"c\"\nmechanism = \"epoll-lt\"\ncpu_budget = 0.2\nidle = [0]\n"
+        );
+        let s = Spec::parse(&src, "t.toml").unwrap();
+        assert_eq!(s.series_budget("c"), Some(0.2));
+        assert_eq!(s.series_budget("select"), None);
+        assert!(s.series_runs_at("c", 0) && !s.series_runs_at("c", 100));
+        assert!(s.series_runs_at("select", 100));
+        let bad = src.replace("cpu_budget = 0.2", "cpu_budget = 0");
+        assert_eq!(err(&bad).1, "cpu_budget");
+        let bad = src.replace("idle = [0]\n", "idle = [5]\n");
+        let (_, key, msg) = err(&bad);
+        assert_eq!(key, "idle");
+        assert!(
+            msg.contains("5 is not one of the experiment's idle counts"),
+            "{msg}"
+        );
     }
 
     #[test]

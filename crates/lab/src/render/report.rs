@@ -1006,6 +1006,26 @@ fn validity_table(s: &Summary) -> Vec<Block> {
 /// that claims a difference; any other run that has the positive control's arms (select with
 /// idle connections against none) must decide it.
 fn controls(s: &Summary, fs: &[Finding]) -> String {
+    let negative = match fs
+        .iter()
+        .find(|f| f.rule == "control-budget-not-equivalent")
+    {
+        Some(f) if f.verdict == Verdict::Reproduced => " Negative control: FAILED: the pair on \
+             budgets that differ by twice the margin was judged equivalent, so this run's \
+             \"no difference\" verdicts cannot be trusted."
+            .to_string(),
+        Some(f) => format!(
+            " Negative control: passed: the pair on budgets that differ by twice the margin was \
+             not judged equivalent ({}).",
+            f.verdict.word()
+        ),
+        None => String::new(),
+    };
+    positive_and_placebo(s, fs) + &negative
+}
+
+/// The placebo control (a placebo run) or the positive control (any other run).
+fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
     let claims_difference = |f: &&Finding| {
         RULES
             .iter()

@@ -3,6 +3,7 @@
 //! then everything stopped and checked gone. A failed point is recorded and the sweep goes on;
 //! Ctrl-C ends the current point and the results so far are written.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -197,7 +198,14 @@ fn calibrate_or_budget(
         spec.rates.is_auto() || matches!(spec.server_cpu_budget, Some(Budget::Auto));
     if needs_calibration && !series.is_empty() {
         progress.note("evlab run: calibrating: the client's ceiling, then each series' capacity");
-        let (cal, b) = calibrate::run(base, series, progress)?;
+        // A series on its own budget (a control) is not probed: its capacity would move the
+        // median the rates are chosen from.
+        let probed: Vec<Series> = series
+            .iter()
+            .filter(|s| spec.series_budget(&s.label).is_none())
+            .cloned()
+            .collect();
+        let (cal, b) = calibrate::run(base, &probed, progress)?;
         budget = b;
         summary.calibration = Some(cal);
         write_tables(summary, base.out)?;
@@ -254,6 +262,16 @@ fn sweep(
         progress,
     );
 
+    // Series on their own budgets (the negative controls) each get a group of their own.
+    let mut own_budgets: BTreeMap<String, CpuBudget> = BTreeMap::new();
+    for s in series {
+        if let Some(b) = spec.series_budget(&s.label) {
+            let g = CpuBudget::new(b).map_err(|e| {
+                LabError::Io(format!("series `{}`: cpu_budget = {b}: {e}", s.label))
+            })?;
+            own_budgets.insert(s.label.clone(), g);
+        }
+    }
     let mut index = 0;
     'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
         let (trial, idle, swept) = (*trial, *idle, *swept);
@@ -276,7 +294,12 @@ fn sweep(
                     leg_label(spec, s, swept)
                 ),
             );
-            let p = run_point(ctx, index, s, swept, idle, rate, trial);
+            let own = own_budgets.get(&s.label);
+            let pctx = PointCtx {
+                budget: own.or(ctx.budget),
+                ..*ctx
+            };
+            let p = run_point(&pctx, index, s, swept, idle, rate, trial);
             forecast.point_done(leg, rate, p.wall_s);
             if p.status == Status::Interrupted {
                 summary.interrupted = true;
@@ -371,7 +394,9 @@ pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<SweepLeg<'a>> {
         for &idle in &spec.idle {
             for v in spec.sweep_values() {
                 for s in series[rot..].iter().chain(&series[..rot]) {
-                    out.push((trial, idle, s, v));
+                    if spec.series_runs_at(&s.label, idle) {
+                        out.push((trial, idle, s, v));
+                    }
                 }
             }
         }

@@ -81,7 +81,47 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     }
     accept_limit(s, &mut out);
     table1(s, &mut out);
+    negative_control(s, &mut out);
     out
+}
+
+/// The negative control of the equivalence rules: a series on its own, smaller budget against
+/// the series of its mechanism on the experiment's (the report says whether it passed).
+fn negative_control(s: &Summary, out: &mut Vec<Finding>) {
+    let e = &s.experiment;
+    for c in s
+        .series
+        .iter()
+        .filter(|x| e.series_budget(&x.label).is_some())
+    {
+        let reference = s
+            .series
+            .iter()
+            .filter(|x| e.series_budget(&x.label).is_none())
+            .find(|x| x.label == c.mechanism)
+            .or_else(|| {
+                s.series
+                    .iter()
+                    .filter(|x| e.series_budget(&x.label).is_none())
+                    .find(|x| x.mechanism == c.mechanism && x.flags == c.flags)
+            });
+        if let Some(b) = reference {
+            out.push(judge(
+                s,
+                rule("control-budget-not-equivalent"),
+                Side {
+                    series: &c.label,
+                    idle: 0,
+                },
+                Side {
+                    series: &b.label,
+                    idle: 0,
+                },
+                &replies,
+                "replies/s",
+            ));
+        }
+    }
 }
 
 /// Whether a series' flags set a finite `--accept-limit`.

@@ -614,3 +614,46 @@ fn dead_connections_cost_poll_not_epoll() {
     assert_eq!(judge(1_000.0, 5_000.0)[0].verdict, Verdict::Partly);
     assert_eq!(judge(9_500.0, 5_000.0)[0].verdict, Verdict::NotReproduced);
 }
+
+/// epoll-lt and a control series of it on its own budget answering `factor` × as much past
+/// the knee, 3 trials each.
+fn control(factor: f64) -> Summary {
+    let mut s = summary(&["epoll-lt"], &[0], &[2000.0, 8000.0], 3, &|_, _, r, t| {
+        r.min(5000.0) * [0.99, 1.0, 1.01][t as usize]
+    });
+    s.experiment.series.push(crate::model::spec::SeriesSpec {
+        label: "epoll-lt on less".into(),
+        mechanism: "epoll-lt".into(),
+        flags: vec![],
+        object_size: None,
+        cpu_budget: Some(0.2),
+        idle: Some(vec![0]),
+    });
+    let mut c = s.series[0].clone();
+    c.label = "epoll-lt on less".into();
+    s.series.push(c.clone());
+    let extra: Vec<PointResult> = s
+        .points
+        .iter()
+        .map(|p| {
+            let mut q = p.clone();
+            q.series = c.label.clone();
+            let l = q.load.as_mut().unwrap();
+            l.reply_rate_avg = l.reply_rate_avg.map(|x| x * factor);
+            q
+        })
+        .collect();
+    s.points.extend(extra);
+    s
+}
+
+#[test]
+fn the_negative_control_is_judged_by_the_equivalence_rule() {
+    // 20% less capacity: the equivalence test must see the difference.
+    let (v, e) = by_rule(&control(0.83), "control-budget-not-equivalent");
+    assert_eq!(v, Verdict::NotReproduced, "{e}");
+    assert!(e.contains("A epoll-lt on less, no idle: n = 3"), "{e}");
+    // Were the pair the same, the rule would call them equivalent: the control can fail.
+    let (v, e) = by_rule(&control(1.0), "control-budget-not-equivalent");
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+}

@@ -82,6 +82,11 @@ fn controller_root() -> Result<(PathBuf, Version), String> {
     Err("no cgroup CPU controller is mounted (neither cgroup v2 with `cpu` nor v1 `cpu`)".into())
 }
 
+/// The mounted CPU controller's root and cgroup version (1 or 2), or why there is none.
+pub fn cpu_controller() -> Result<(PathBuf, u32), String> {
+    controller_root().map(|(root, v)| (root, if v == Version::V2 { 2 } else { 1 }))
+}
+
 fn check_share(share: f64) -> Result<(), String> {
     if share.is_finite() && share > 0.0 {
         Ok(())

@@ -80,6 +80,9 @@ Examples:
       the paper's Fig. 5 with 10 s points instead of 120 s
   evlab run my-experiment.toml --out /tmp/my-run
       an experiment of your own, into exactly that directory
+  evlab run quick --cgroup /sys/fs/cgroup/cpu/evlab
+      as an ordinary user: the server's CPU budget in a group root made and chowned to you
+      (EVLAB_CGROUP=DIR does the same; without either, evlab looks for <cpu root>/evlab)
 
 The results directory is checked (created, written to) before anything runs. Ctrl-C stops the
 run; the report of the points finished is still written (exit status 130).";
@@ -124,6 +127,12 @@ pub struct RunArgs {
     /// difference may come out "reproduced". Results go to <experiment>-placebo/
     #[arg(long)]
     pub placebo: bool,
+    /// The cgroup the server's CPU budgets are made in (a group of the cpu controller that this
+    /// user may make groups in); default: $EVLAB_CGROUP, else the controller's root as root, or
+    /// as an ordinary user <cpu root>/evlab (v1), /sys/fs/cgroup/evlab or the user's own
+    /// delegated group (v2). Checked before anything is measured; the error says what root runs
+    #[arg(long, value_name = "DIR")]
+    pub cgroup: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -209,6 +218,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         out_dir: a.out,
         command,
         quiet: a.quiet,
+        cgroup: a.cgroup,
     })?;
     let failed = summary.points.iter().filter(|p| !p.ok()).count();
     if let Some(m) = &summary.experiment.micro {

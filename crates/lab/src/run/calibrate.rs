@@ -234,6 +234,14 @@ fn client_ceiling(
     Ok(())
 }
 
+/// A budget of `share` in the run's parent group (found and tried before calibration began).
+fn new_budget(ctx: &PointCtx, share: f64) -> Result<CpuBudget, String> {
+    match ctx.cgroup {
+        Some(parent) => CpuBudget::new_in(parent, share),
+        None => CpuBudget::new(share),
+    }
+}
+
 /// 2. The budget: none, the experiment's, or (`"auto"`) one chosen by probing `reference`
 ///    (probes numbered on from `n`), with the reason in `cal`.
 fn choose_budget(
@@ -249,7 +257,7 @@ fn choose_budget(
         None => cal.budget_reason = "none asked for: the server has its whole CPU".into(),
         Some(Budget::Share(b)) => {
             budget = Some(
-                CpuBudget::new(b)
+                new_budget(ctx, b)
                     .map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
             );
             cal.budget_reason = "given by the experiment".into();
@@ -258,7 +266,7 @@ fn choose_budget(
             let target = spec.auto_target * cal.client_clean;
             let mut b = TRIAL_BUDGET;
             for round in 0..2 {
-                let bud = CpuBudget::new(b)
+                let bud = new_budget(ctx, b)
                     .map_err(|e| LabError::Io(format!("server_cpu_budget = \"auto\": {e}")))?;
                 let c = PointCtx {
                     budget: Some(&bud),
@@ -288,7 +296,7 @@ fn choose_budget(
                 spec.auto_target * 100.0,
                 thousands(target)
             );
-            budget = Some(CpuBudget::new(b).map_err(|e| LabError::Io(e.to_string()))?);
+            budget = Some(new_budget(ctx, b).map_err(LabError::Io)?);
         }
     }
     Ok(budget)

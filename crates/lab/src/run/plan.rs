@@ -21,6 +21,9 @@ pub struct RunOptions {
     /// The `evlab run …` command line, recorded.
     pub command: String,
     pub quiet: bool,
+    /// The cgroup the server's CPU budgets are made in (`--cgroup`); None: `$EVLAB_CGROUP` or
+    /// the default (see `run::cgroup::Parent`).
+    pub cgroup: Option<PathBuf>,
 }
 
 /// Which evlab mechanisms this kernel supports: name → `Ok(())` or the reason it is not.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
 use crate::model::results::{self, PointResult, ServerCounters, Status, SyscallRow};
 use crate::model::spec::{Series, ServerKind, Spec, Workload};
-use crate::run::cgroup::CpuBudget;
+use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::machine;
 use crate::run::peers;
 use crate::run::plan::RunOptions;
@@ -29,6 +29,9 @@ pub(crate) struct PointCtx<'a> {
     pub duration: f64,
     /// The server's CPU budget for the sweep, if any.
     pub budget: Option<&'a CpuBudget>,
+    /// Where budgets are made: found and tried before anything is measured (None: the
+    /// experiment has no budget).
+    pub cgroup: Option<&'a Parent>,
 }
 
 /// Processes of one point, stopped in reverse order whatever happens.
@@ -316,7 +319,7 @@ fn push_background(ctx: &PointCtx, commands: &mut Vec<String>, cwd: Option<&Path
     match (ctx.budget, cwd) {
         (Some(b), _) => {
             commands.push(format!(
-                "{}   # as root: the server's CPU budget, {:.0}% of one CPU",
+                "{}   # as root, or the owner of its parent group: the server's CPU budget, {:.0}% of one CPU",
                 b.setup_shell(),
                 b.share * 100.0
             ));

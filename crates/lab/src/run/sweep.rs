@@ -11,7 +11,7 @@ use crate::model::results::{self, SkippedSeries, Status, Summary};
 use crate::model::spec::{Budget, Series, Spec, Workload};
 use crate::render::report;
 use crate::run::calibrate;
-use crate::run::cgroup::CpuBudget;
+use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::estimate::{self, Forecast};
 use crate::run::machine;
 use crate::run::plan::{plan, Plan, RunOptions};
@@ -56,6 +56,12 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     }
     let t0 = Instant::now();
     let spec = &opts.spec;
+    // A budget needs a group this user may write: found and tried before anything is made or
+    // measured, so that a run that cannot have one stops at once, saying what to do.
+    let cgroup = match spec.server_cpu_budget {
+        Some(_) => Some(Parent::for_run(opts.cgroup.as_deref()).map_err(LabError::Io)?),
+        None => None,
+    };
     let out = match &opts.out_dir {
         Some(d) => d.clone(),
         None => opts.results_root.join(&spec.name).join(stamp()),
@@ -89,6 +95,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         client_cpus: &client_cpus,
         duration: opts.duration_override.unwrap_or(spec.duration_s),
         budget: None,
+        cgroup: cgroup.as_ref(),
     };
     let budget = calibrate_or_budget(&base, &series, &mut summary, &progress)?;
     let ctx = PointCtx {
@@ -209,9 +216,10 @@ fn calibrate_or_budget(
         budget = b;
         summary.calibration = Some(cal);
         write_tables(summary, base.out)?;
-    } else if let Some(Budget::Share(b)) = spec.server_cpu_budget {
+    } else if let (Some(Budget::Share(b)), Some(parent)) = (spec.server_cpu_budget, base.cgroup) {
         budget = Some(
-            CpuBudget::new(b).map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
+            CpuBudget::new_in(parent, b)
+                .map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
         );
     }
     Ok(budget)

@@ -1488,7 +1488,7 @@ fn reproduce_section(s: &Summary) -> Vec<Block> {
          it ends), start the server (and the idle holder) in the background, wait until they \
          answer, run the load and stop them; pasted into a shell (sh or bash, with curl) they \
          measure the point again, on the port the run used. A CPU budget is made as the run \
-         made it: a cgroup with a CPU quota (as root), which the server joins.",
+         made it: a cgroup with a CPU quota (made by root, or by the owner of its parent group), which the server joins.",
         s.command, s.spec_path
     )));
     d.push(Block::Code(

@@ -85,7 +85,7 @@ pub(crate) fn grid_rate(s: &Summary, sides: &[&Side], at: At) -> Option<f64> {
         .into_iter()
         .filter(|r| sides.iter().all(|x| rates(x).contains(r)));
     match at {
-        At::Highest => common.reduce(f64::max),
+        At::Highest | At::PastKnee => common.reduce(f64::max),
         At::Lowest => common.reduce(f64::min),
     }
 }
@@ -175,6 +175,21 @@ pub(crate) fn judge(
         arm(&a, &va, na),
         arm(&b, &vb, nb)
     );
+    if rule.at == At::PastKnee {
+        let (replies, _) = trials(s, &b, rate, &|p| p.reply_rate());
+        if let Some(m) = crate::analysis::stats::Arm::of(&replies) {
+            if m.mean >= crate::analysis::curves::KEPT * rate {
+                return finding(
+                    Verdict::Inconclusive,
+                    format!(
+                        "{head}; B answered {:.0}% of the offered rate there: not past its knee, \
+                         so replies/s there measure the load, not the server",
+                        100.0 * m.mean / rate
+                    ),
+                );
+            }
+        }
+    }
     if va.len() < rule.trials || vb.len() < rule.trials {
         return finding(
             Verdict::Inconclusive,

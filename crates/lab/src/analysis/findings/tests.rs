@@ -657,3 +657,22 @@ fn the_negative_control_is_judged_by_the_equivalence_rule() {
     let (v, e) = by_rule(&control(1.0), "control-budget-not-equivalent");
     assert_eq!(v, Verdict::Reproduced, "{e}");
 }
+
+#[test]
+fn a_highest_rate_every_series_keeps_up_with_decides_nothing_on_replies() {
+    // Every series answers all it is offered at both rates: equal by construction.
+    let s = summary(
+        &["select", "epoll-lt"],
+        &[0, 10_000],
+        &[2000.0, 4000.0],
+        3,
+        &|_, _, r, t| r * [0.99, 1.0, 1.0][t as usize],
+    );
+    for id in ["fig1-select-as-epoll-lt", "fig5-select-replies"] {
+        let (v, e) = by_rule(&s, id);
+        assert_eq!(v, Verdict::Inconclusive, "{id}: {e}");
+        assert!(e.contains("not past its knee"), "{id}: {e}");
+    }
+    // CPU per reply at the lowest rate has no such condition.
+    assert_eq!(by_rule(&s, "fig5-select-cpu").0, Verdict::Reproduced);
+}

@@ -287,6 +287,18 @@ pub const RULES: &[Rule] = &[
         history: &[PAST_KNEE],
     },
     Rule {
+        id: "control-positive",
+        family: Family::Paper,
+        source: "Positive control of a placebo run (docs/findings.md)",
+        seed: "A placebo run must still find the paper's largest effect where it is really there: select with 10,000 idle connections, held for this series alone, against select without.",
+        quantity: "A = the series `select (positive control)` with the idle connections, B = it without: replies/s at the highest offered rate.",
+        claim: Some(Claim::AtMost(DEGRADE)),
+        at: At::PastKnee,
+        derivation: "fig5-select-replies' rule, on the series a placebo run adds and exempts; the control passes when it is reproduced.",
+        trials: MIN_TRIALS,
+        history: &[],
+    },
+    Rule {
         id: "proxy-uselect-vs-select",
         family: Family::Proxy,
         source: "Rosu & Rosu 2003, abstract and §6.3",

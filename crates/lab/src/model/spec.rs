@@ -142,6 +142,18 @@ pub struct Spec {
     pub placebo: bool,
 }
 
+/// The series a placebo run adds, exempt from the placebo: select with its idle connections
+/// really held, so that the run shows it can still find the paper's largest effect.
+pub const POSITIVE_CONTROL: &str = "select (positive control)";
+
+impl Spec {
+    /// Whether a point of series `label` holds its idle connections: always, except in a
+    /// placebo run, where only the positive control does.
+    pub fn holds_idle(&self, label: &str) -> bool {
+        !self.placebo || label == POSITIVE_CONTROL
+    }
+}
+
 /// The families of findings, one module each in `analysis::findings`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -1026,12 +1026,14 @@ fn controls(s: &Summary, fs: &[Finding]) -> String {
 
 /// The placebo control (a placebo run) or the positive control (any other run).
 fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
+    // The controls are judged apart (the positive control must find its difference).
     let claims_difference = |f: &&Finding| {
-        RULES
-            .iter()
-            .find(|r| r.id == f.rule)
-            .and_then(|r| r.claim)
-            .is_some_and(|c| c.claims_a_difference())
+        !f.rule.starts_with("control-")
+            && RULES
+                .iter()
+                .find(|r| r.id == f.rule)
+                .and_then(|r| r.claim)
+                .is_some_and(|c| c.claims_a_difference())
     };
     if s.experiment.placebo {
         let diff: Vec<&Finding> = fs.iter().filter(claims_difference).collect();
@@ -1040,18 +1042,31 @@ fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
             .filter(|f| f.verdict == Verdict::Reproduced)
             .map(|f| f.rule.as_str())
             .collect();
+        let positive = match fs.iter().find(|f| f.rule == "control-positive") {
+            Some(f) if f.verdict == Verdict::Reproduced => {
+                " Its positive control (select with idle connections really held) was \
+                 reproduced: the run could still see a real effect."
+                    .to_string()
+            }
+            Some(f) => format!(
+                " Its positive control (select with idle connections really held) FAILED ({}): \
+                 the run could not see a real effect, so its null results say little.",
+                f.verdict.word()
+            ),
+            None => " It had no positive control (no idle connections, or no select).".into(),
+        };
         return if wrong.is_empty() {
             format!(
                 "Placebo control: passed. This run gave both arms of every comparison the same \
                  condition, and none of its {} rules that claim a difference came out \
-                 reproduced.",
+                 reproduced.{positive}",
                 diff.len()
             )
         } else {
             format!(
                 "Placebo control: FAILED. This run gave both arms of every comparison the same \
                  condition, yet {} came out reproduced: those rules can find a difference where \
-                 there is none.",
+                 there is none.{positive}",
                 wrong.join(", ")
             )
         };

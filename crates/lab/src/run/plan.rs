@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::model::results::SkippedSeries;
-use crate::model::spec::{Series, ServerKind, Spec};
+use crate::model::spec::{Series, ServerKind, Spec, POSITIVE_CONTROL};
 use crate::run::peers;
 use crate::run::procs::{self};
 
@@ -130,6 +130,16 @@ pub fn plan_with(
     }
     if spec.placebo {
         placebo(&mut series);
+        // The positive control, exempt: select with its idle connections really held, where
+        // the experiment has idle connections and this kernel has select.
+        if spec.idle.iter().any(|&i| i > 0) && supported("select") {
+            series.push(Series {
+                label: POSITIVE_CONTROL.into(),
+                kind: ServerKind::Evlab,
+                mechanism: "select".into(),
+                flags: vec![],
+            });
+        }
     }
     Plan { series, skipped }
 }
@@ -149,5 +159,43 @@ fn placebo(series: &mut [Series]) {
         for s in series.iter_mut().filter(|s| s.kind == ServerKind::Evlab) {
             s.mechanism = m.clone();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn support(names: &[&str]) -> BTreeMap<String, Result<(), String>> {
+        names.iter().map(|n| (n.to_string(), Ok(()))).collect()
+    }
+
+    #[test]
+    fn a_placebo_plan_runs_one_mechanism_and_adds_the_exempt_positive_control() {
+        let mut spec = Spec::parse(
+            "name = \"t\"\nmechanisms = [\"select\", \"poll\", \"epoll-lt\", \"epoll-et\"]\n\
+             rates = [1000]\nidle = [0, 10000]\n",
+            "t",
+        )
+        .unwrap();
+        let all = support(&["select", "poll", "epoll-lt", "epoll-et"]);
+        let real = plan_with(&spec, &all, &[]);
+        assert_eq!(real.series.len(), 4);
+        assert!(real.series.iter().all(|s| s.label == s.mechanism));
+        spec.placebo = true;
+        let p = plan_with(&spec, &all, &[]);
+        let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["select", "poll", "epoll-lt", "epoll-et", POSITIVE_CONTROL]
+        );
+        // Every labelled series runs epoll-lt; the control runs select, and only it holds
+        // its idle connections.
+        assert!(p.series[..4].iter().all(|s| s.mechanism == "epoll-lt"));
+        assert_eq!(p.series[4].mechanism, "select");
+        assert!(spec.holds_idle(POSITIVE_CONTROL) && !spec.holds_idle("select"));
+        // No idle connections in the experiment: no positive control to add.
+        spec.idle = vec![0];
+        assert_eq!(plan_with(&spec, &all, &[]).series.len(), 4);
     }
 }

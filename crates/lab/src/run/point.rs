@@ -302,8 +302,9 @@ pub(crate) fn start_server(
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     commands.push(wait_answers_command(port));
     procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
-    // The placebo control holds no idle connections, whatever the point's label says.
-    if idle > 0 && !ctx.opts.spec.placebo {
+    // The placebo control holds no idle connections, whatever the point's label says (but for
+    // its positive control).
+    if idle > 0 && ctx.opts.spec.holds_idle(&s.label) {
         start_idle(ctx, idle, port, pdir, procs, commands)?;
     }
     Ok(port)
@@ -737,7 +738,7 @@ fn measured_run(
         .map(|(o, b)| (o.cpu_seconds() - b).max(0.0));
     p.commands.push(run.command.clone());
     p.commands
-        .push(stop_command(p.idle > 0 && !ctx.opts.spec.placebo));
+        .push(stop_command(p.idle > 0 && spec.holds_idle(&p.series)));
     if spec.proxy.is_some() {
         p.commands.push("kill $origin; wait $origin".into());
     }

@@ -4,6 +4,7 @@
 use super::common::*;
 use crate::analysis::rules::rule;
 use crate::model::results::{PointResult, Summary};
+use crate::model::spec::POSITIVE_CONTROL;
 
 /// Replies per second of a point.
 fn replies(p: &PointResult) -> Option<f64> {
@@ -82,6 +83,18 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     accept_limit(s, &mut out);
     table1(s, &mut out);
     negative_control(s, &mut out);
+    for idle in s.idle_counts().into_iter().filter(|&i| i > 0) {
+        if has(POSITIVE_CONTROL, idle) {
+            out.push(judge(
+                s,
+                rule("control-positive"),
+                side(POSITIVE_CONTROL, idle),
+                side(POSITIVE_CONTROL, 0),
+                &replies,
+                "replies/s",
+            ));
+        }
+    }
     out
 }
 

@@ -5,6 +5,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod docs;
 mod fileset;
 mod herd;
+mod hosts;
 mod idle;
 mod loadgen;
 mod micro;
@@ -79,6 +80,9 @@ enum Command {
     /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc
     #[command(after_help = micro::EXAMPLES)]
     Micro(micro::Args),
+    /// Check the hosts of a hosts file over OpenSSH: reachable, kernel, evlab, clock
+    #[command(after_help = hosts::EXAMPLES)]
+    Hosts(hosts::Args),
 }
 
 /// Ends the process with this exit status, printing nothing more: for an outcome that is not a
@@ -113,6 +117,7 @@ fn main() {
         Command::Pipetest(a) => pipetest::run(a),
         Command::Herd(a) => herd::run(a),
         Command::Micro(a) => micro::run(a),
+        Command::Hosts(a) => hosts::run(a),
     };
     if let Err(e) = result {
         if let Some(Exit(code)) = e.downcast_ref::<Exit>() {

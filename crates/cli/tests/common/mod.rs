@@ -125,3 +125,21 @@ pub fn stop_serve(s: &mut Serve) {
     assert!(st.success(), "evlab serve exited with {st:?}");
     assert_gone(s.child.id());
 }
+
+/// Whether the environment asks for `what` to be present: EVLAB_REQUIRE=all (as CI sets it),
+/// or a comma- or space-separated list naming it.
+pub fn required(what: &str) -> bool {
+    let req = std::env::var("EVLAB_REQUIRE").unwrap_or_default();
+    req.split([',', ' ']).any(|w| w == "all" || w == what)
+}
+
+/// `true` when `present`; else prints why the test skips, or fails when EVLAB_REQUIRE asks
+/// for `what`.
+pub fn present_or_skip(present: bool, what: &str, why: &str) -> bool {
+    if present {
+        return true;
+    }
+    assert!(!required(what), "EVLAB_REQUIRE asks for {what}: {why}");
+    eprintln!("SKIPPED: {why}");
+    false
+}

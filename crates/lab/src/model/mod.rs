@@ -2,6 +2,7 @@
 //! disk. It depends on nothing else in the lab.
 
 pub mod calibration;
+pub mod hosts;
 pub mod load;
 pub mod machine;
 pub mod micro;

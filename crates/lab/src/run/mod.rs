@@ -4,6 +4,7 @@
 pub mod calibrate;
 pub mod cgroup;
 pub mod estimate;
+pub mod hosts;
 pub mod machine;
 pub mod micro;
 pub mod peers;

@@ -1,0 +1,176 @@
+//! `evlab hosts` against real hosts: network namespaces made by scripts/netns-hosts.sh, each
+//! with its own sshd, reached over the system's OpenSSH. Needs root (namespaces) and sshd;
+//! skips with the reason otherwise, and fails where EVLAB_REQUIRE asks for `netns`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn evlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn usable() -> bool {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    common::present_or_skip(
+        root,
+        "netns",
+        "hosts: not root — network namespaces need root (CI runs as root)",
+    ) && common::present_or_skip(
+        Path::new("/usr/sbin/sshd").exists(),
+        "netns",
+        "hosts: no /usr/sbin/sshd (scripts/setup.sh installs openssh-server)",
+    )
+}
+
+/// The test hosts, taken down (and checked gone) however the test ends.
+struct Hosts {
+    dir: PathBuf,
+    tag: String,
+}
+
+impl Hosts {
+    fn up(n: usize) -> (Hosts, PathBuf) {
+        let tag = format!("t{}", std::process::id() % 100_000);
+        let dir = std::env::temp_dir().join(format!("evlab-hosts-{}", std::process::id()));
+        let h = Hosts {
+            dir: dir.clone(),
+            tag: tag.clone(),
+        };
+        let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
+            .args(["up", &n.to_string(), dir.to_str().unwrap()])
+            .env("EVLAB_NETNS_TAG", &tag)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let file = PathBuf::from(out.lines().last().unwrap().trim());
+        assert!(file.is_file(), "{out}");
+        (h, file)
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
+            .args(["down", self.dir.to_str().unwrap()])
+            .env("EVLAB_NETNS_TAG", &self.tag)
+            .output()
+            .unwrap();
+        let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let left = String::from_utf8_lossy(&ns.stdout);
+        if !std::thread::panicking() {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                !left.contains(&format!("{}-h", self.tag)),
+                "namespaces left: {left}"
+            );
+            assert!(!self.dir.exists());
+        }
+    }
+}
+
+fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn hosts_get_this_evlab_by_sha256_and_their_clocks_are_read() {
+    if !usable() {
+        return;
+    }
+    let (hosts, file) = Hosts::up(2);
+    let f = file.to_str().unwrap();
+    // First contact: no evlab there, so it is copied to each host.
+    let o = evlab(&["hosts", f, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json_lines(&o);
+    assert_eq!(v.len(), 2);
+    for h in &v {
+        assert_eq!(h["copied"], true, "{h}");
+        assert_eq!(h["sha256_found"], "", "{h}");
+        assert!(
+            h["evlab_version"].as_str().unwrap().starts_with("evlab "),
+            "{h}"
+        );
+        assert!(h["kernel"].as_str().unwrap().starts_with("Linux"), "{h}");
+        // The namespaces share this machine's clock: the estimate must hold 0 within its
+        // bound (and the bound of a local exchange is well under a second).
+        let (off, bound) = (
+            h["clock_offset_ms"].as_f64().unwrap(),
+            h["clock_bound_ms"].as_f64().unwrap(),
+        );
+        assert!(off.abs() <= bound + 0.01 && bound < 1000.0, "{h}");
+    }
+    // Again: the same sha256, nothing copied.
+    let v = json_lines(&evlab(&["hosts", f, "--json"]));
+    assert!(v.iter().all(|h| h["copied"] == false), "{v:?}");
+    // Another build on h1: found by its sha256, refused with --no-copy, replaced without.
+    let other = hosts.dir.join("h1/work/evlab");
+    std::fs::write(&other, b"#!/bin/sh\necho evlab 0.0.0-other\n").unwrap();
+    let o = evlab(&["hosts", f, "--no-copy"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("copying was not allowed"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("h0 ") && l.contains("same sha256")),
+        "{out}"
+    );
+    let v = json_lines(&evlab(&["hosts", f, "--json"]));
+    assert_eq!(v[0]["copied"], false);
+    assert_eq!(v[1]["copied"], true);
+    assert_eq!(v[1]["evlab_version"], v[0]["evlab_version"]);
+    // A host ssh cannot reach is an error naming it, and the others are still checked.
+    let text = std::fs::read_to_string(&file).unwrap()
+        + "\n[[host]]\nname = \"gone\"\ndestination = \"h9\"\nrole = \"client\"\n";
+    let bad = hosts.dir.join("bad.toml");
+    std::fs::write(&bad, text).unwrap();
+    let o = evlab(&["hosts", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("gone") && out.contains("ssh could not reach it"),
+        "{out}"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("1 of 3 host(s) failed"));
+    // No control socket directory is left behind.
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("evlab-ssh-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+}
+
+#[test]
+fn a_bad_hosts_file_is_refused_with_the_reason() {
+    let dir = std::env::temp_dir().join(format!("evlab-hostsfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("h.toml");
+    std::fs::write(
+        &f,
+        "[[host]]\nname = \"a\"\ndestination = \"-oProxyCommand=sh\"\nrole = \"server\"\n",
+    )
+    .unwrap();
+    let o = evlab(&["hosts", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("do not start with '-'"), "{err}");
+    let o = evlab(&["hosts", dir.join("none.toml").to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,188 @@
+//! A hosts file (`evlab hosts FILE`, `evlab run --hosts FILE`): the machines a run uses and
+//! their roles. A host is an OpenSSH destination, so the user's ~/.ssh/config (keys, jump
+//! hosts, ports) applies as it is; `ssh_config` names another config file instead (the test
+//! hosts of scripts/netns-hosts.sh have one of their own).
+//!
+//! ```toml
+//! ssh_config = "/tmp/evlab-netns/ssh_config"   # optional: ssh -F FILE
+//!
+//! [[host]]
+//! name = "h0"                 # how reports name it
+//! destination = "h0"          # what ssh is given: an alias, user@host or host
+//! role = "server"             # server, client or origin
+//! workdir = "/tmp/w"          # optional: where evlab keeps its binary there (~/.cache/evlab)
+//! address = "10.213.100.10"   # optional: the address the other hosts reach it at
+//! ```
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::LabError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Server,
+    Client,
+    Origin,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub name: String,
+    pub destination: String,
+    pub role: Role,
+    #[serde(default)]
+    pub workdir: Option<String>,
+    #[serde(default)]
+    pub address: Option<String>,
+}
+
+impl Host {
+    /// Where evlab keeps its binary on the host (a path the remote shell expands).
+    pub fn workdir(&self) -> &str {
+        self.workdir.as_deref().unwrap_or("~/.cache/evlab")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hosts {
+    #[serde(default)]
+    pub ssh_config: Option<String>,
+    #[serde(rename = "host")]
+    pub hosts: Vec<Host>,
+}
+
+/// A name or destination that a shell or ssh could read as something else.
+fn plain(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@:[]".contains(c))
+}
+
+impl Hosts {
+    pub fn parse(text: &str, origin: &str) -> Result<Hosts, LabError> {
+        let bad = |msg: String| LabError::Io(format!("{origin}: {msg}"));
+        let h: Hosts = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+        if h.hosts.is_empty() {
+            return Err(bad("no [[host]]: name at least a server".into()));
+        }
+        for x in &h.hosts {
+            if !plain(&x.name) || !plain(&x.destination) {
+                return Err(bad(format!(
+                    "host `{}` (destination `{}`): names and destinations are letters, digits \
+                     and -_.@:[] only, and do not start with '-'",
+                    x.name, x.destination
+                )));
+            }
+            if h.hosts.iter().filter(|y| y.name == x.name).count() > 1 {
+                return Err(bad(format!("host name `{}` is given twice", x.name)));
+            }
+            if let Some(w) = &x.workdir {
+                if w.is_empty() || w.contains(['\'', '"', '`', '$', ';', '\n', ' ']) {
+                    return Err(bad(format!(
+                        "host `{}`: workdir `{w}` must be a plain path",
+                        x.name
+                    )));
+                }
+            }
+        }
+        if h.hosts.iter().filter(|x| x.role == Role::Server).count() != 1 {
+            return Err(bad("name exactly one host with role = \"server\"".into()));
+        }
+        Ok(h)
+    }
+
+    pub fn load(path: &Path) -> Result<Hosts, LabError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LabError::Io(format!("cannot read {}: {e}", path.display())))?;
+        Hosts::parse(&text, &path.display().to_string())
+    }
+
+    pub fn server(&self) -> &Host {
+        self.hosts
+            .iter()
+            .find(|x| x.role == Role::Server)
+            .expect("parse checked there is one server")
+    }
+
+    pub fn clients(&self) -> impl Iterator<Item = &Host> {
+        self.hosts.iter().filter(|x| x.role == Role::Client)
+    }
+}
+
+/// What `evlab hosts` (and a run, before its first point) found on a host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCheck {
+    pub name: String,
+    pub destination: String,
+    /// `uname -sr` there.
+    pub kernel: String,
+    /// The sha256 of the evlab binary found in the workdir before the check (empty: none).
+    pub sha256_found: String,
+    /// Whether this evlab was copied there (the one found differed, or there was none).
+    pub copied: bool,
+    /// `evlab --version` there, after any copy.
+    pub evlab_version: String,
+    /// The host's clock minus this one's, estimated over ssh (milliseconds), and the bound
+    /// on its error (half the round trip of the best of several exchanges).
+    pub clock_offset_ms: f64,
+    pub clock_bound_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "ssh_config = \"/tmp/c\"\n\
+        [[host]]\nname = \"s\"\ndestination = \"alice@server.lan\"\nrole = \"server\"\n\
+        [[host]]\nname = \"c1\"\ndestination = \"c1\"\nrole = \"client\"\nworkdir = \"/tmp/w\"\n";
+
+    #[test]
+    fn a_hosts_file_names_one_server_and_its_clients() {
+        let h = Hosts::parse(GOOD, "h.toml").unwrap();
+        assert_eq!(h.server().name, "s");
+        assert_eq!(h.server().workdir(), "~/.cache/evlab");
+        assert_eq!(
+            h.clients().map(|c| c.workdir()).collect::<Vec<_>>(),
+            ["/tmp/w"]
+        );
+        assert_eq!(h.ssh_config.as_deref(), Some("/tmp/c"));
+    }
+
+    #[test]
+    fn bad_hosts_files_say_what_is_wrong() {
+        for (text, says) in [
+            ("", "no [[host]]"),
+            (
+                &GOOD.replace("role = \"server\"", "role = \"client\"")[..],
+                "exactly one host with role = \"server\"",
+            ),
+            (
+                &GOOD.replace("\"c1\"\nrole", "\"-oProxyCommand=x\"\nrole"),
+                "do not start with '-'",
+            ),
+            (
+                &GOOD.replace("name = \"c1\"", "name = \"s\""),
+                "given twice",
+            ),
+            (
+                &GOOD.replace("/tmp/w", "/tmp/$(reboot)"),
+                "must be a plain path",
+            ),
+            (
+                &GOOD.replace("role = \"client\"", "role = \"judge\""),
+                "unknown variant",
+            ),
+            (&format!("{GOOD}colour = 1\n"), "unknown field"),
+        ] {
+            let e = Hosts::parse(text, "h.toml").unwrap_err().to_string();
+            assert!(e.contains(says), "{text:?}: {e}");
+            assert!(e.starts_with("h.toml: "), "{e}");
+        }
+    }
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Test hosts on one machine: N network namespaces on a bridge of their own, each running its own
+# sshd with throw-away keys, for `evlab hosts` and `evlab run --hosts` (docs/hosts.md).
+#
+#   scripts/netns-hosts.sh up N [DIR]   make hosts h0 … h(N-1); the last line printed is the
+#                                       path of the hosts file (h0 the server, the rest clients)
+#   scripts/netns-hosts.sh down [DIR]   remove everything `up` made (namespaces, bridge, sshd
+#                                       processes, DIR), and check it is gone
+#
+# DIR defaults to /tmp/evlab-netns; EVLAB_NETNS_TAG (default: evh) prefixes every name, so two
+# sets can exist at once. The addresses (10.213.T.0/24, T from the tag) exist only on that
+# bridge and in the namespaces: no route, forwarding or NAT is added, so nothing sent to them
+# leaves the machine, and nothing in a namespace can reach anything but its peers and the
+# bridge's address. Needs root (ip netns); the namespaces share this machine's file system and
+# clock.
+set -euo pipefail
+
+cmd=${1:-}
+tag=${EVLAB_NETNS_TAG:-evh}
+if ! [[ $tag =~ ^[a-z][a-z0-9]{0,5}$ ]]; then
+  echo "netns-hosts: EVLAB_NETNS_TAG must be 1-6 lower-case letters or digits, starting with a letter" >&2
+  exit 2
+fi
+# One /24 per tag, from a checksum of it, so that two tags do not share addresses.
+octet=$((10 + $(printf '%s' "$tag" | cksum | cut -d' ' -f1) % 240))
+net="10.213.$octet"
+bridge="${tag}br"
+
+die() { echo "netns-hosts: $*" >&2; exit 1; }
+need_root() { [ "$(id -u)" -eq 0 ] || die "needs root (ip netns add); run it with sudo"; }
+
+down() {
+  local dir=$1
+  need_root
+  if [ -d "$dir" ]; then
+    for pidfile in "$dir"/h*/sshd.pid; do
+      [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    done
+  fi
+  for ns in $(ip netns list | awk '{print $1}' | grep -E "^${tag}-h[0-9]+$" || true); do
+    # Whatever still runs in the namespace (an sshd without a pid file, a test's evlab).
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns del "$ns"
+  done
+  ip link del "$bridge" 2>/dev/null || true
+  rm -rf "$dir"
+  # Checked gone.
+  if ip netns list | grep -qE "^${tag}-h[0-9]+"; then die "namespaces left: $(ip netns list)"; fi
+  if ip link show "$bridge" >/dev/null 2>&1; then die "bridge $bridge left"; fi
+}
+
+up() {
+  local n=$1 dir=$2
+  need_root
+  [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 32 ] || die "N must be 1 to 32, not '$n'"
+  command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || die "no sshd: install openssh-server"
+  local sshd; sshd=$(command -v sshd || echo /usr/sbin/sshd)
+  if ip link show "$bridge" >/dev/null 2>&1 || [ -e "$dir" ]; then
+    die "$bridge or $dir exists: run '$0 down $dir' first"
+  fi
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  ssh-keygen -q -t ed25519 -N '' -C evlab-test-client -f "$dir/id_ed25519"
+  cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
+  : > "$dir/known_hosts"
+  ip link add "$bridge" type bridge
+  ip addr add "$net.1/24" dev "$bridge"
+  ip link set "$bridge" up
+  local user; user=$(id -un)
+  {
+    echo "# Made by scripts/netns-hosts.sh; removed by its 'down'."
+    echo "Host *"
+    echo "  User $user"
+    echo "  IdentityFile $dir/id_ed25519"
+    echo "  IdentitiesOnly yes"
+    echo "  UserKnownHostsFile $dir/known_hosts"
+    echo "  StrictHostKeyChecking yes"
+    echo "  BatchMode yes"
+    echo "  ConnectTimeout 5"
+  } > "$dir/ssh_config"
+  {
+    echo "# Made by scripts/netns-hosts.sh up $n: h0 the server, the rest clients."
+    echo "ssh_config = \"$dir/ssh_config\""
+  } > "$dir/hosts.toml"
+  for ((i = 0; i < n; i++)); do
+    local ns="${tag}-h$i" veth="${tag}v$i" addr="$net.$((10 + i))" h="$dir/h$i"
+    mkdir -p "$h/work"
+    ip netns add "$ns"
+    ip link add "$veth" type veth peer name "${veth}p"
+    ip link set "${veth}p" netns "$ns"
+    ip link set "$veth" master "$bridge" up
+    ip netns exec "$ns" ip link set lo up
+    ip netns exec "$ns" ip link set "${veth}p" name eth0
+    ip netns exec "$ns" ip addr add "$addr/24" dev eth0
+    ip netns exec "$ns" ip link set eth0 up
+    ssh-keygen -q -t ed25519 -N '' -C "evlab-test-$ns" -f "$h/ssh_host_ed25519_key"
+    cat > "$h/sshd_config" <<EOF
+ListenAddress $addr:22
+HostKey $h/ssh_host_ed25519_key
+PidFile $h/sshd.pid
+AuthorizedKeysFile $dir/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin prohibit-password
+StrictModes no
+AllowTcpForwarding no
+X11Forwarding no
+MaxStartups 64
+MaxSessions 64
+EOF
+    mkdir -p /run/sshd
+    ip netns exec "$ns" "$sshd" -f "$h/sshd_config"
+    echo "h$i,$addr $(cut -d' ' -f1,2 "$h/ssh_host_ed25519_key.pub")" >> "$dir/known_hosts"
+    {
+      echo "Host h$i"
+      echo "  HostName $addr"
+    } >> "$dir/ssh_config"
+    local role=client
+    [ "$i" -eq 0 ] && role=server
+    {
+      echo ""
+      echo "[[host]]"
+      echo "name = \"h$i\""
+      echo "destination = \"h$i\""
+      echo "role = \"$role\""
+      echo "workdir = \"$h/work\""
+      echo "address = \"$addr\""
+    } >> "$dir/hosts.toml"
+  done
+  # Every sshd answers before the file is handed out.
+  for ((i = 0; i < n; i++)); do
+    local ok=0
+    for _ in $(seq 50); do
+      if ssh -F "$dir/ssh_config" "h$i" true 2>/dev/null; then ok=1; break; fi
+      sleep 0.1
+    done
+    [ $ok -eq 1 ] || die "h$i's sshd does not answer"
+  done
+  echo "$dir/hosts.toml"
+}
+
+case "$cmd" in
+  up) up "${2:-}" "${3:-/tmp/evlab-netns}" ;;
+  down) down "${2:-/tmp/evlab-netns}" ;;
+  *) echo "usage: $0 up N [DIR] | down [DIR]" >&2; exit 2 ;;
+esac

@@ -52,7 +52,7 @@ impl Host {
 pub struct Hosts {
     #[serde(default)]
     pub ssh_config: Option<String>,
-    #[serde(rename = "host")]
+    #[serde(rename = "host", default)]
     pub hosts: Vec<Host>,
 }
 

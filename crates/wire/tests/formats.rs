@@ -1,11 +1,12 @@
-//! The documents keep their format: committed ones (the reference results' load reports, and
-//! stats the server and the proxy answered, captured in `tests/data/`) read into the wire types
-//! and write out the same JSON value, field for field, so no field was renamed, dropped or added
-//! on the way.
+//! The documents keep their format: committed ones (the reference results' load and micro
+//! reports, and stats the server and the proxy answered, captured in `tests/data/`) read into
+//! the wire types and write out the same JSON value, field for field, so no field was renamed,
+//! dropped or added on the way.
 
 use std::path::{Path, PathBuf};
 
 use evlab_wire::load::LoadReport;
+use evlab_wire::micro::{fdalloc, herd, malloc, pipetest};
 use evlab_wire::proxy::ProxyStats;
 use evlab_wire::server::ServerStats;
 use serde::de::DeserializeOwned;
@@ -85,6 +86,20 @@ fn every_committed_load_report_reads_and_writes_back_the_same() {
         current >= 200 && older > 0,
         "{current} and {older} load reports found"
     );
+}
+
+#[test]
+fn the_reference_micro_reports_read_and_write_back_the_same() {
+    let dir = reference();
+    let file = |b: &str| read(&dir.join(format!("{b}/{b}.json")));
+    let p: pipetest::Report = round_trip(&file("pipetest"), "pipetest.json");
+    assert!(!p.points.is_empty() && !p.findings.is_empty());
+    let h: herd::Report = round_trip(&file("herd"), "herd.json");
+    assert!(!h.points.is_empty());
+    let f: fdalloc::Report = round_trip(&file("fdalloc"), "fdalloc.json");
+    assert!(!f.points.is_empty());
+    let m: malloc::Report = round_trip(&file("malloc"), "malloc.json");
+    assert!(!m.points.is_empty());
 }
 
 /// Stats as the server and the proxy answer them: pretty JSON and a newline. The type writes

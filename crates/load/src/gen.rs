@@ -37,7 +37,7 @@ use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
-use crate::summary::{RunConfig, RunInfo, Stats};
+use crate::summary::{ErrorTally, RunConfig, RunInfo, Stats, StatusClasses};
 use crate::workload::{Call, Method, Workload};
 
 /// Late by more than this counts as a late start.
@@ -881,10 +881,7 @@ impl<'a> Worker<'a> {
         let idx = self.sample_index(now);
         self.stats.sample(idx);
         self.stats.replies += 1;
-        let class = (reply.status / 100) as usize;
-        if class < 6 {
-            self.stats.status[class] += 1;
-        }
+        self.stats.status[StatusClasses::slot(reply.status)] += 1;
         self.stats.header_bytes += reply.header_bytes as u64;
         self.stats.body_bytes += reply.body_bytes;
         self.stats.footer_bytes += reply.footer_bytes;

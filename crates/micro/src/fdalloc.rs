@@ -19,42 +19,17 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::Instant;
 
 use evlab_poll::sys;
-use serde::{Deserialize, Serialize};
 
 use crate::plot::{Plot, Xy};
 use crate::stats::median;
 use crate::table::{num, Table};
-use crate::{render_findings, Finding, Machine, MicroError};
+use crate::{render_findings, this_machine, Finding, MicroError};
+
+/// The report's data, defined in `evlab-wire` (the lab reads it from there).
+pub use evlab_wire::micro::fdalloc::{Op, Point, Report};
 
 /// Descriptors left free below the limit for everything else the process holds.
 pub const FD_SLOP: u64 = 64;
-
-/// The call that is timed.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Op {
-    /// `openat(/dev, "null")`, as the seed's `open` (a path walk as well as an allocation).
-    #[default]
-    Open,
-    /// `fcntl(F_DUPFD_CLOEXEC)`: the allocation alone.
-    Dup,
-}
-
-impl Op {
-    pub fn from_name(s: &str) -> Option<Op> {
-        match s {
-            "open" => Some(Op::Open),
-            "dup" => Some(Op::Dup),
-            _ => None,
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Open => "open",
-            Op::Dup => "dup",
-        }
-    }
-}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -81,40 +56,6 @@ impl Default for Config {
     }
 }
 
-/// The report (`evlab micro fdalloc --json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub benchmark: String,
-    pub machine: Machine,
-    pub op: Op,
-    pub repeat: usize,
-    /// Descriptors held.
-    pub total: usize,
-    /// The first (lowest) descriptor held: what the first open returns.
-    pub first: u64,
-    /// The highest descriptor held.
-    pub highest: u64,
-    pub points: Vec<Point>,
-    /// The seed's finding judged on this run.
-    #[serde(default)]
-    pub findings: Vec<Finding>,
-}
-
-/// One n.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    /// The descriptor closed beside the first one.
-    pub n: u64,
-    /// What the first open returned, every time (the report's `first`).
-    pub first_fd: u64,
-    /// What the second open returned, every time (n: the lowest free descriptor).
-    pub second_fd: u64,
-    /// Medians, in nanoseconds.
-    pub first_open_ns: f64,
-    pub second_open_ns: f64,
-    pub both_ns: f64,
-}
-
 /// The held descriptors, indexed by number.
 struct Held(Vec<Option<OwnedFd>>);
 
@@ -136,7 +77,7 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
     if cfg.repeat == 0 {
         return Err(MicroError::Config("repeat must be at least 1".into()));
     }
-    let machine = Machine::here();
+    let machine = this_machine();
     let room = machine.nofile.saturating_sub(FD_SLOP) as usize;
     let total = cfg.total.unwrap_or(100_000.min(room));
     if total < 2 {
@@ -273,32 +214,31 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     )]
 }
 
-impl Report {
-    /// The LSP's figure: the time of the two opens after closing the first descriptor and n,
-    /// against n (medians): the first open, the second (the one that must find n), and both.
-    pub fn plots(&self) -> Vec<Plot> {
-        let mut p = Plot::new(
-            "fdalloc",
-            format!(
-                "descriptor allocation: {} descriptors held, {} timed",
-                num(self.total as f64, 0),
-                self.op.name()
-            ),
-            "n, the descriptor closed beside the first",
-            "time of the call (ns, median)",
-        );
-        let line = |f: fn(&Point) -> f64| {
-            self.points
-                .iter()
-                .map(move |q| Xy::new(q.n as f64, f(q)))
-                .collect::<Vec<_>>()
-        };
-        let op = self.op.name();
-        p.line(format!("1st {op}"), line(|q| q.first_open_ns));
-        p.line(format!("2nd {op} (finds n)"), line(|q| q.second_open_ns));
-        p.line("both", line(|q| q.both_ns));
-        vec![p]
-    }
+/// The LSP's figure: the time of the two opens after closing the first descriptor and n,
+/// against n (medians): the first open, the second (the one that must find n), and both.
+pub fn plots(report: &Report) -> Vec<Plot> {
+    let mut p = Plot::new(
+        "fdalloc",
+        format!(
+            "descriptor allocation: {} descriptors held, {} timed",
+            num(report.total as f64, 0),
+            report.op.name()
+        ),
+        "n, the descriptor closed beside the first",
+        "time of the call (ns, median)",
+    );
+    let line = |f: fn(&Point) -> f64| {
+        report
+            .points
+            .iter()
+            .map(move |q| Xy::new(q.n as f64, f(q)))
+            .collect::<Vec<_>>()
+    };
+    let op = report.op.name();
+    p.line(format!("1st {op}"), line(|q| q.first_open_ns));
+    p.line(format!("2nd {op} (finds n)"), line(|q| q.second_open_ns));
+    p.line("both", line(|q| q.both_ns));
+    vec![p]
 }
 
 /// The seed's figure as a table: the time of the two opens against n.
@@ -352,7 +292,7 @@ mod tests {
         };
         let r = Report {
             benchmark: "fdalloc".into(),
-            machine: Machine::here(),
+            machine: this_machine(),
             op: Op::Dup,
             repeat: 11,
             total: 1000,
@@ -365,7 +305,7 @@ mod tests {
             ],
             findings: vec![],
         };
-        let plots = r.plots();
+        let plots = plots(&r);
         assert_eq!(plots.len(), 1);
         let p = &plots[0];
         assert_eq!(p.name, "fdalloc");

@@ -30,90 +30,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use evlab_poll::sys::{self, Usage};
-use serde::{Deserialize, Serialize};
 
 use crate::plot::{Plot, Xy};
 use crate::stats::Percentiles;
 use crate::table::{num, Table};
-use crate::{render_findings, Finding, Machine, MicroError};
+use crate::{render_findings, this_machine, Finding, MicroError};
 
-/// How the workers wait for a connection.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Blocking `accept` on the shared listener (the kernel wakes one waiter).
-    Accept,
-    /// `poll` on the shared listener, then a non-blocking `accept`.
-    Poll,
-    /// An epoll instance per worker, the shared listener in each, level-triggered: the herd.
-    Epoll,
-    /// As `epoll`, with EPOLLEXCLUSIVE.
-    Exclusive,
-    /// A listener per worker with SO_REUSEPORT, blocking `accept`: the kernel picks the
-    /// listener by the connection's hash.
-    Reuseport,
-    /// An io_uring per worker, one IORING_OP_ACCEPT at a time on the shared listener.
-    Uring,
-}
+/// The report's data, defined in `evlab-wire` (the lab reads it from there).
+pub use evlab_wire::micro::herd::{As, Mode, Point, Report, Status, WorkerStats};
 
-impl Mode {
-    pub const ALL: [Mode; 6] = [
-        Mode::Accept,
-        Mode::Poll,
-        Mode::Epoll,
-        Mode::Exclusive,
-        Mode::Reuseport,
-        Mode::Uring,
-    ];
-
-    /// The mode's name in a figure's legend.
-    pub fn legend(self) -> &'static str {
-        match self {
-            Mode::Accept => "blocking accept",
-            Mode::Poll => "poll",
-            Mode::Epoll => "shared epoll",
-            Mode::Exclusive => "EPOLLEXCLUSIVE",
-            Mode::Reuseport => "SO_REUSEPORT",
-            Mode::Uring => "io_uring accept",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Accept => "accept",
-            Mode::Poll => "poll",
-            Mode::Epoll => "epoll",
-            Mode::Exclusive => "exclusive",
-            Mode::Reuseport => "reuseport",
-            Mode::Uring => "uring",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.name() == s)
-    }
-
-    /// Whether the mode's listener is non-blocking (those that wait for readiness first).
-    fn nonblocking(self) -> bool {
-        matches!(self, Mode::Poll | Mode::Epoll | Mode::Exclusive)
-    }
-}
-
-/// Workers as threads of this process or as forked processes.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum As {
-    Threads,
-    Processes,
-}
-
-impl As {
-    pub fn name(self) -> &'static str {
-        match self {
-            As::Threads => "threads",
-            As::Processes => "processes",
-        }
-    }
+/// Whether the mode's listener is non-blocking (those that wait for readiness first).
+fn nonblocking(mode: Mode) -> bool {
+    matches!(mode, Mode::Poll | Mode::Epoll | Mode::Exclusive)
 }
 
 /// What to run.
@@ -147,72 +75,6 @@ impl Default for Config {
     }
 }
 
-/// What one worker did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct WorkerStats {
-    pub accepts: u64,
-    /// Waits made (for blocking accept and io_uring: accepts attempted).
-    pub waits: u64,
-    /// Waits that ended without a connection to accept.
-    pub empty_wakeups: u64,
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
-    pub cpu_us: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The outcome of one point.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Ok,
-    Skipped,
-    Failed,
-}
-
-/// One mode at one N.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    pub mode: Mode,
-    #[serde(rename = "as")]
-    pub as_: As,
-    pub workers: usize,
-    pub status: Status,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Connections the client completed (got the byte).
-    pub connections: u64,
-    /// Connections the client could not complete.
-    pub client_errors: u64,
-    /// Connections the workers accepted, all together.
-    pub accepted: u64,
-    /// Connections accepted by each worker.
-    pub per_worker: Vec<u64>,
-    pub wakeups_per_accept: f64,
-    pub empty_wakeups: u64,
-    pub involuntary_switches: u64,
-    pub cpu_us_per_accept: f64,
-    pub wall_us_per_connection: f64,
-    /// The spread of `per_worker`: its coefficient of variation (0: perfectly even).
-    pub balance_cv: f64,
-    pub latency: Percentiles,
-    pub worker_stats: Vec<WorkerStats>,
-}
-
-/// The report (`evlab herd --json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub benchmark: String,
-    pub machine: Machine,
-    pub conns: usize,
-    pub clients: usize,
-    pub points: Vec<Point>,
-    /// The seed's findings judged on this run.
-    #[serde(default)]
-    pub findings: Vec<Finding>,
-}
-
 /// Runs every point, calling `progress` after each; a failed point is reported and the sweep
 /// goes on.
 pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, MicroError> {
@@ -229,7 +91,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
             "connections and clients must each be at least 1".into(),
         ));
     }
-    let machine = Machine::here();
+    let machine = this_machine();
     let mut points = Vec::new();
     for &as_ in &cfg.as_ {
         for &mode in &cfg.modes {
@@ -316,7 +178,7 @@ fn point(cfg: &Config, mode: Mode, as_: As, n: usize) -> Point {
     };
     p.balance_cv = cv(&p.per_worker);
     let mut lat = client.latencies;
-    p.latency = Percentiles::of(&mut lat);
+    p.latency = crate::stats::percentiles(&mut lat);
     let errors: Vec<String> = workers
         .iter()
         .enumerate()
@@ -365,7 +227,7 @@ impl Listeners {
         let mut addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
         for _ in 0..count {
             let mut ty = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
-            if mode.nonblocking() {
+            if nonblocking(mode) {
                 ty |= libc::SOCK_NONBLOCK;
             }
             let fd = sys::OwnedFd(sys::socket(libc::AF_INET, ty, 0)?);
@@ -837,64 +699,62 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     ]
 }
 
-impl Report {
-    /// The LSP's micro-benchmark figures, per way of running the workers (threads, processes):
-    /// wake-ups per accepted connection and the workers' CPU time per accept against the
-    /// number of workers (log x), one line per mode; and the balance, the coefficient of
-    /// variation of the connections per worker. Points that were not measured are gaps.
-    pub fn plots(&self) -> Vec<Plot> {
-        type Metric = fn(&Point) -> f64;
-        let metrics: [(&str, &str, &str, Metric); 3] = [
-            (
-                "wakeups",
-                "wake-ups per accepted connection",
-                "wake-ups per accept (voluntary context switches)",
-                |p| p.wakeups_per_accept,
-            ),
-            (
-                "cpu",
-                "workers' CPU time per accepted connection",
-                "CPU time per accept (µs)",
-                |p| p.cpu_us_per_accept,
-            ),
-            (
-                "balance",
-                "balance: spread of the connections over the workers",
-                "connections per worker, coefficient of variation",
-                |p| p.balance_cv,
-            ),
-        ];
-        let mut out = Vec::new();
-        for as_ in [As::Threads, As::Processes] {
-            let ok: Vec<&Point> = self
-                .points
-                .iter()
-                .filter(|p| p.as_ == as_ && p.status == Status::Ok && p.accepted > 0)
-                .collect();
-            if ok.is_empty() {
-                continue;
-            }
-            for (tag, title, y_label, f) in metrics {
-                let mut plot = Plot::new(
-                    &format!("herd-{tag}-{}", as_.name()),
-                    format!("{title}, workers as {}", as_.name()),
-                    "waiting workers",
-                    y_label,
-                )
-                .log_x();
-                for mode in Mode::ALL {
-                    plot.line(
-                        mode.legend(),
-                        ok.iter()
-                            .filter(|p| p.mode == mode)
-                            .map(|p| Xy::new(p.workers as f64, f(p))),
-                    );
-                }
-                out.push(plot);
-            }
+/// The LSP's micro-benchmark figures, per way of running the workers (threads, processes):
+/// wake-ups per accepted connection and the workers' CPU time per accept against the
+/// number of workers (log x), one line per mode; and the balance, the coefficient of
+/// variation of the connections per worker. Points that were not measured are gaps.
+pub fn plots(report: &Report) -> Vec<Plot> {
+    type Metric = fn(&Point) -> f64;
+    let metrics: [(&str, &str, &str, Metric); 3] = [
+        (
+            "wakeups",
+            "wake-ups per accepted connection",
+            "wake-ups per accept (voluntary context switches)",
+            |p| p.wakeups_per_accept,
+        ),
+        (
+            "cpu",
+            "workers' CPU time per accepted connection",
+            "CPU time per accept (µs)",
+            |p| p.cpu_us_per_accept,
+        ),
+        (
+            "balance",
+            "balance: spread of the connections over the workers",
+            "connections per worker, coefficient of variation",
+            |p| p.balance_cv,
+        ),
+    ];
+    let mut out = Vec::new();
+    for as_ in [As::Threads, As::Processes] {
+        let ok: Vec<&Point> = report
+            .points
+            .iter()
+            .filter(|p| p.as_ == as_ && p.status == Status::Ok && p.accepted > 0)
+            .collect();
+        if ok.is_empty() {
+            continue;
         }
-        out
+        for (tag, title, y_label, f) in metrics {
+            let mut plot = Plot::new(
+                &format!("herd-{tag}-{}", as_.name()),
+                format!("{title}, workers as {}", as_.name()),
+                "waiting workers",
+                y_label,
+            )
+            .log_x();
+            for mode in Mode::ALL {
+                plot.line(
+                    mode.legend(),
+                    ok.iter()
+                        .filter(|p| p.mode == mode)
+                        .map(|p| Xy::new(p.workers as f64, f(p))),
+                );
+            }
+            out.push(plot);
+        }
     }
+    out
 }
 
 /// The seed's figures as a table: per mode and N, wake-ups and time per accept, balance and
@@ -1036,13 +896,13 @@ mod tests {
         points.push(pt(Mode::Epoll, As::Processes, 8, 6.0, Status::Ok));
         let r = Report {
             benchmark: "herd".into(),
-            machine: Machine::here(),
+            machine: this_machine(),
             conns: 10,
             clients: 1,
             points,
             findings: vec![],
         };
-        let plots = r.plots();
+        let plots = plots(&r);
         let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
             names,

@@ -9,9 +9,10 @@
 //!   descriptor, time the next two opens).
 //! - [`malloc`]: the LSP's malloc-test, balanced `malloc`/`free` across threads and processes.
 //!
-//! Each benchmark returns a serde report (the `--json` of its subcommand), renders a text
-//! table, and describes the seed's figure(s) as [`plot::Plot`]s (`Report::plots`), which the
-//! lab draws as SVG in its report. No benchmark asserts anything about speed; the invariants that do not depend on it
+//! Each benchmark returns a serde report (the `--json` of its subcommand; its data types are
+//! defined in `evlab-wire`, `evlab_wire::micro`, and re-exported here), judges the seed's
+//! findings on it (`findings`), renders a text table (`render`), and describes the seed's
+//! figure(s) as [`plot::Plot`]s (`plots`), which the lab draws as SVG in its report. No benchmark asserts anything about speed; the invariants that do not depend on it
 //! (pass counts, accept counts, descriptor numbers) are checked by the tests.
 //!
 //! `unsafe` stays in `evlab-poll`: process-level calls (fork, getrusage, pipes, io_uring accept)
@@ -19,7 +20,7 @@
 
 use std::io;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub mod fdalloc;
 pub mod herd;
@@ -28,6 +29,9 @@ pub mod pipetest;
 pub mod plot;
 pub mod stats;
 pub mod table;
+
+/// The data of the reports, defined in `evlab-wire` (the lab reads them from there).
+pub use evlab_wire::micro::{Finding, Machine, Verdict};
 
 /// What a benchmark could not do.
 #[derive(Debug, thiserror::Error)]
@@ -51,75 +55,20 @@ impl MicroError {
     }
 }
 
-/// The machine a report was measured on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Machine {
-    /// `uname -r`.
-    pub kernel: String,
-    /// CPUs this process may run on.
-    pub cpus: usize,
-    /// The GNU C library's version (whose `malloc` the Rust `System` allocator calls).
-    pub glibc: String,
-    /// The open-descriptor limit (soft) after raising it to the hard limit.
-    pub nofile: u64,
-}
-
-impl Machine {
-    /// Describes this machine; raises the soft descriptor limit to the hard one first.
-    pub fn here() -> Machine {
-        let _ = evlab_poll::raise_fd_limit();
-        Machine {
-            kernel: evlab_poll::sys::uname()
-                .map(|u| u.release)
-                .unwrap_or_default(),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
-            glibc: evlab_poll::sys::glibc_version(),
-            nofile: evlab_poll::sys::nofile_limit()
-                .map(|(soft, _)| soft)
-                .unwrap_or(0),
-        }
-    }
-
-    /// One line for the head of a table.
-    pub fn line(&self) -> String {
-        format!(
-            "Linux {}, {} CPUs, glibc {}, {} descriptors",
-            self.kernel, self.cpus, self.glibc, self.nofile
-        )
-    }
-}
-
-/// Whether a seed's finding holds on this run.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Holds,
-    DoesNotHold,
-    /// The run lacks the points the finding needs.
-    NotMeasured,
-}
-
-/// One of the seed's findings, judged on a run, with the numbers that decided it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    pub claim: String,
-    pub verdict: Verdict,
-    pub evidence: String,
-}
-
-impl Finding {
-    pub fn new(claim: &str, holds: Option<bool>, evidence: String) -> Finding {
-        Finding {
-            claim: claim.to_string(),
-            verdict: match holds {
-                Some(true) => Verdict::Holds,
-                Some(false) => Verdict::DoesNotHold,
-                None => Verdict::NotMeasured,
-            },
-            evidence,
-        }
+/// Describes this machine (for a report's `machine`); raises the soft descriptor limit to the hard one first.
+pub fn this_machine() -> Machine {
+    let _ = evlab_poll::raise_fd_limit();
+    Machine {
+        kernel: evlab_poll::sys::uname()
+            .map(|u| u.release)
+            .unwrap_or_default(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        glibc: evlab_poll::sys::glibc_version(),
+        nofile: evlab_poll::sys::nofile_limit()
+            .map(|(soft, _)| soft)
+            .unwrap_or(0),
     }
 }
 

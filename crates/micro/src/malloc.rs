@@ -28,29 +28,14 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use evlab_poll::sys;
-use serde::{Deserialize, Serialize};
 
 use crate::plot::{Plot, Xy};
 use crate::stats::median;
 use crate::table::{num, Table};
-use crate::{render_findings, Finding, Machine, MicroError};
+use crate::{render_findings, this_machine, Finding, MicroError};
 
-/// Threads of one process, or processes.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Threads,
-    Processes,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Threads => "threads",
-            Mode::Processes => "processes",
-        }
-    }
-}
+/// The report's data, defined in `evlab-wire` (the lab reads it from there).
+pub use evlab_wire::micro::malloc::{Mode, Point, Report};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -76,43 +61,6 @@ impl Default for Config {
             repeat: 1,
         }
     }
-}
-
-/// The report (`evlab micro malloc --json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub benchmark: String,
-    pub machine: Machine,
-    /// Which allocator was measured.
-    pub allocator: String,
-    pub iterations: u64,
-    pub size: usize,
-    pub repeat: usize,
-    pub points: Vec<Point>,
-    /// The seed's findings judged on this run.
-    #[serde(default)]
-    pub findings: Vec<Finding>,
-}
-
-/// One mode at one number of workers (medians over the runs).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    pub mode: Mode,
-    pub workers: usize,
-    /// malloc/free pairs made, all workers together.
-    pub pairs: u64,
-    /// From the release of the workers to the end of the last.
-    pub wall_seconds: f64,
-    /// A worker's own time for its malloc loop: the mean and the longest.
-    pub worker_seconds_mean: f64,
-    pub worker_seconds_max: f64,
-    /// A worker's nanoseconds per pair (its time over its iterations), mean.
-    pub ns_per_pair: f64,
-    /// The empty loop's nanoseconds per iteration, mean over workers: malloc-test took it off;
-    /// evlab reports it instead (see the module's notes).
-    pub null_ns_per_iteration: f64,
-    /// Pairs per second, all workers together, by the wall clock.
-    pub pairs_per_sec: f64,
 }
 
 /// What one worker measured.
@@ -168,7 +116,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
     if cfg.modes.is_empty() {
         return Err(MicroError::Config("no mode to run".into()));
     }
-    let machine = Machine::here();
+    let machine = this_machine();
     let mut points = Vec::new();
     for &mode in &cfg.modes {
         for &n in &cfg.workers {
@@ -430,35 +378,34 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     ]
 }
 
-impl Report {
-    /// The LSP's figure: elapsed (wall) time against the number of workers, threads and
-    /// processes as lines (medians of the runs). Both axes are logarithmic: past the CPUs, time
-    /// growing linearly with the workers is a straight line of slope one.
-    pub fn plots(&self) -> Vec<Plot> {
-        let mut p = Plot::new(
-            "malloc",
-            format!(
-                "malloc-test: {} malloc/free pairs of {} B per worker, {}",
-                num(self.iterations as f64, 0),
-                self.size,
-                self.allocator.split(',').next().unwrap_or_default()
-            ),
-            "workers",
-            "elapsed time (s)",
-        )
-        .log_x()
-        .log_y();
-        for mode in [Mode::Threads, Mode::Processes] {
-            p.line(
-                mode.name(),
-                self.points
-                    .iter()
-                    .filter(|q| q.mode == mode)
-                    .map(|q| Xy::new(q.workers as f64, q.wall_seconds)),
-            );
-        }
-        vec![p]
+/// The LSP's figure: elapsed (wall) time against the number of workers, threads and
+/// processes as lines (medians of the runs). Both axes are logarithmic: past the CPUs, time
+/// growing linearly with the workers is a straight line of slope one.
+pub fn plots(report: &Report) -> Vec<Plot> {
+    let mut p = Plot::new(
+        "malloc",
+        format!(
+            "malloc-test: {} malloc/free pairs of {} B per worker, {}",
+            num(report.iterations as f64, 0),
+            report.size,
+            report.allocator.split(',').next().unwrap_or_default()
+        ),
+        "workers",
+        "elapsed time (s)",
+    )
+    .log_x()
+    .log_y();
+    for mode in [Mode::Threads, Mode::Processes] {
+        p.line(
+            mode.name(),
+            report
+                .points
+                .iter()
+                .filter(|q| q.mode == mode)
+                .map(|q| Xy::new(q.workers as f64, q.wall_seconds)),
+        );
     }
+    vec![p]
 }
 
 /// The seed's figure as a table: elapsed times against workers, per mode.
@@ -529,7 +476,7 @@ mod tests {
         };
         let r = Report {
             benchmark: "malloc".into(),
-            machine: Machine::here(),
+            machine: this_machine(),
             allocator: allocator(),
             iterations: 1000,
             size: 512,
@@ -543,7 +490,7 @@ mod tests {
             ],
             findings: vec![],
         };
-        let plots = r.plots();
+        let plots = plots(&r);
         assert_eq!(plots.len(), 1);
         let p = &plots[0];
         assert!(p.x_log && p.y_log);
@@ -562,6 +509,6 @@ mod tests {
             points: r.points[..2].to_vec(),
             ..r.clone()
         };
-        assert_eq!(only.plots()[0].lines.len(), 1);
+        assert_eq!(super::plots(&only)[0].lines.len(), 1);
     }
 }

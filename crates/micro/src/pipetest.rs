@@ -30,19 +30,20 @@
 //!   forever), so that a stalled run ends with an error instead of hanging;
 //! - the clock is `Instant` (CLOCK_MONOTONIC), not `gettimeofday`.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use evlab_poll::sys::{self, Syscall};
 use evlab_poll::{Events, Interest, Kind, Mechanism, Poller, Support, Token};
-use serde::{Deserialize, Serialize};
 
 use crate::plot::{range, Plot, Xy};
 use crate::stats::median;
 use crate::table::{num, Table};
-use crate::{render_findings, Finding, Machine, MicroError};
+use crate::{render_findings, this_machine, Finding, MicroError};
+
+/// The report's data, defined in `evlab-wire` (the lab reads it from there).
+pub use evlab_wire::micro::pipetest::{Point, Report, Route, Run, Status};
 
 /// A token's bytes: generation (i64), the read end it was sent to (i32), its thread (i32), as
 /// C's `struct token`.
@@ -52,46 +53,21 @@ const READ_TOKENS: usize = 256;
 /// Descriptors kept free beside the pipes (the mechanism's own, stdio, the ring of io_uring).
 pub const FD_SLOP: u64 = 64;
 
-/// How a token's next pipe is chosen.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Route {
-    /// `(generation × 17 + thread + thread × (num_pipes / message_threads)) mod num_pipes`: the
-    /// rule the 2006 revision kept under `#if 0`; the token goes round the pipes.
-    #[default]
-    Stride17,
-    /// `num_pipes - thread - 1`: the 2006 revision's rule; each token stays on one pipe.
-    Last,
-}
-
-impl Route {
-    pub const NAMES: [&'static str; 2] = ["stride17", "last"];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Route::Stride17 => "stride17",
-            Route::Last => "last",
+/// The pipe a token of `thread` at `generation` is written to.
+pub fn next_pipe(
+    route: Route,
+    generation: u64,
+    thread: usize,
+    pipes: usize,
+    threads: usize,
+) -> usize {
+    match route {
+        Route::Stride17 => {
+            let spread = (pipes / threads.max(1)) as u64;
+            let t = thread as u64;
+            ((generation.wrapping_mul(17) + t + t * spread) % pipes as u64) as usize
         }
-    }
-
-    pub fn from_name(s: &str) -> Option<Route> {
-        match s {
-            "stride17" => Some(Route::Stride17),
-            "last" => Some(Route::Last),
-            _ => None,
-        }
-    }
-
-    /// The pipe a token of `thread` at `generation` is written to.
-    pub fn pipe(self, generation: u64, thread: usize, pipes: usize, threads: usize) -> usize {
-        match self {
-            Route::Stride17 => {
-                let spread = (pipes / threads.max(1)) as u64;
-                let t = thread as u64;
-                ((generation.wrapping_mul(17) + t + t * spread) % pipes as u64) as usize
-            }
-            Route::Last => pipes - (thread % pipes) - 1,
-        }
+        Route::Last => pipes - (thread % pipes) - 1,
     }
 }
 
@@ -135,72 +111,11 @@ pub fn readiness_mechanisms() -> Vec<Mechanism> {
         .collect()
 }
 
-/// The report (`evlab pipetest --json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub benchmark: String,
-    pub machine: Machine,
-    pub message_threads: usize,
-    pub max_generation: u64,
-    pub route: Route,
-    pub repeat: usize,
-    pub mechanisms: Vec<String>,
-    pub pipes: Vec<usize>,
-    pub points: Vec<Point>,
-    /// The seed's findings judged on this run.
-    #[serde(default)]
-    pub findings: Vec<Finding>,
-}
-
-/// The outcome of one point.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Ok,
-    /// Not run: the mechanism is unavailable or the descriptors do not fit; see `reason`.
-    Skipped,
-    /// A run failed; see `reason`.
-    Failed,
-}
-
-/// One mechanism at one number of pipes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    pub mechanism: String,
-    pub pipes: usize,
-    pub status: Status,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The median over the runs of passes per second.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub passes_per_sec: Option<f64>,
-    pub runs: Vec<Run>,
-}
-
-/// One run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Run {
-    /// Tokens read: always message_threads × max_generation.
-    pub passes: u64,
-    pub seconds: f64,
-    pub passes_per_sec: f64,
-    /// Time to register the pipes' read ends (not in `seconds`).
-    pub setup_seconds: f64,
-    /// Calls to the mechanism's wait.
-    pub waits: u64,
-    /// Events the mechanism returned.
-    pub events: u64,
-    /// Reads that found the pipe empty (events that were stale or spurious).
-    pub empty_reads: u64,
-    /// Counted syscalls made while the clock ran, by name.
-    pub syscalls: BTreeMap<String, u64>,
-}
-
 /// Runs every point, calling `progress` after each; a failed point is reported and the sweep
 /// goes on.
 pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, MicroError> {
     validate(cfg)?;
-    let machine = Machine::here();
+    let machine = this_machine();
     let mut points = Vec::new();
     for &pipes in &cfg.pipes {
         for &m in &cfg.mechanisms {
@@ -391,9 +306,13 @@ pub fn run_once<P: Poller>(cfg: &Config, npipes: usize) -> io::Result<Run> {
     let mut pending: Vec<(usize, Toke)> = Vec::with_capacity(threads);
     let mut buf = vec![0u8; READ_TOKENS * TOKEN_BYTES];
     let send = |pending: &mut Vec<(usize, Toke)>, mut t: Toke| {
-        let idx = cfg
-            .route
-            .pipe(t.generation as u64, t.thread as usize, npipes, threads);
+        let idx = next_pipe(
+            cfg.route,
+            t.generation as u64,
+            t.thread as usize,
+            npipes,
+            threads,
+        );
         t.tofd = pipes.0[idx].0;
         pending.push((idx, t));
     };
@@ -566,40 +485,39 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     ]
 }
 
-impl Report {
-    /// The LSE page's figure: passes per second against the number of pipes (log x), one line
-    /// per mechanism (the median of the runs; a bar from the slowest to the fastest run when
-    /// there were several). Skipped and failed points are gaps.
-    pub fn plots(&self) -> Vec<Plot> {
-        let mut p = Plot::new(
-            "pipetest",
-            format!(
-                "pipetest: {} message thread(s), {} generations, route {}",
-                self.message_threads,
-                self.max_generation,
-                self.route.name()
-            ),
-            "pipes",
-            "passes per second",
-        )
-        .log_x();
-        for m in &self.mechanisms {
-            p.line(
-                m.clone(),
-                self.points
-                    .iter()
-                    .filter(|q| &q.mechanism == m && q.status == Status::Ok)
-                    .filter_map(|q| {
-                        Some(Xy {
-                            x: q.pipes as f64,
-                            y: q.passes_per_sec?,
-                            range: range(q.runs.iter().map(|r| r.passes_per_sec)),
-                        })
-                    }),
-            );
-        }
-        vec![p]
+/// The LSE page's figure: passes per second against the number of pipes (log x), one line
+/// per mechanism (the median of the runs; a bar from the slowest to the fastest run when
+/// there were several). Skipped and failed points are gaps.
+pub fn plots(report: &Report) -> Vec<Plot> {
+    let mut p = Plot::new(
+        "pipetest",
+        format!(
+            "pipetest: {} message thread(s), {} generations, route {}",
+            report.message_threads,
+            report.max_generation,
+            report.route.name()
+        ),
+        "pipes",
+        "passes per second",
+    )
+    .log_x();
+    for m in &report.mechanisms {
+        p.line(
+            m.clone(),
+            report
+                .points
+                .iter()
+                .filter(|q| &q.mechanism == m && q.status == Status::Ok)
+                .filter_map(|q| {
+                    Some(Xy {
+                        x: q.pipes as f64,
+                        y: q.passes_per_sec?,
+                        range: range(q.runs.iter().map(|r| r.passes_per_sec)),
+                    })
+                }),
+        );
     }
+    vec![p]
 }
 
 /// The seed's figure as a table: one row per number of pipes, one column of passes per second
@@ -661,21 +579,27 @@ pub fn render(r: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::Verdict;
 
     #[test]
     fn routes_follow_the_c_program() {
         // 2006: every token of thread t stays on pipe n - t - 1.
-        assert_eq!(Route::Last.pipe(0, 0, 10, 1), 9);
-        assert_eq!(Route::Last.pipe(99, 2, 10, 3), 7);
+        assert_eq!(next_pipe(Route::Last, 0, 0, 10, 1), 9);
+        assert_eq!(next_pipe(Route::Last, 99, 2, 10, 3), 7);
         // The older rule: generation × 17 + thread + thread × (n / threads), mod n.
-        assert_eq!(Route::Stride17.pipe(0, 0, 10, 1), 0);
-        assert_eq!(Route::Stride17.pipe(1, 0, 10, 1), 7);
-        assert_eq!(Route::Stride17.pipe(5, 1, 100, 2), (85 + 1 + 50) % 100);
+        assert_eq!(next_pipe(Route::Stride17, 0, 0, 10, 1), 0);
+        assert_eq!(next_pipe(Route::Stride17, 1, 0, 10, 1), 7);
+        assert_eq!(
+            next_pipe(Route::Stride17, 5, 1, 100, 2),
+            (85 + 1 + 50) % 100
+        );
         // It goes round every pipe when 17 and the count are coprime.
-        let seen: std::collections::HashSet<usize> =
-            (0..10).map(|g| Route::Stride17.pipe(g, 0, 10, 1)).collect();
+        let seen: std::collections::HashSet<usize> = (0..10)
+            .map(|g| next_pipe(Route::Stride17, g, 0, 10, 1))
+            .collect();
         assert_eq!(seen.len(), 10);
         for n in Route::NAMES {
             assert_eq!(Route::from_name(n).unwrap().name(), n);
@@ -729,7 +653,7 @@ mod tests {
         };
         let mut r = Report {
             benchmark: "pipetest".into(),
-            machine: Machine::here(),
+            machine: this_machine(),
             message_threads: 1,
             max_generation: 300,
             route: Route::Stride17,
@@ -807,7 +731,7 @@ mod tests {
         };
         let r = Report {
             benchmark: "pipetest".into(),
-            machine: Machine::here(),
+            machine: this_machine(),
             message_threads: 1,
             max_generation: 300,
             route: Route::Stride17,
@@ -824,7 +748,7 @@ mod tests {
             ],
             findings: vec![],
         };
-        let plots = r.plots();
+        let plots = plots(&r);
         assert_eq!(plots.len(), 1);
         let p = &plots[0];
         assert_eq!(p.name, "pipetest");

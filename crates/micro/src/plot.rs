@@ -1,4 +1,4 @@
-//! What a benchmark's figures show, independent of how they are drawn: each report's `plots()`
+//! What a benchmark's figures show, independent of how they are drawn: each benchmark's `plots`
 //! gives the seed's figure(s) as [`Plot`]s, which the lab draws as SVG (`evlab-lab`'s `svg`
 //! module) beside its report.md and report.html.
 

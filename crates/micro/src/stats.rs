@@ -15,6 +15,9 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     })
 }
 
+/// The percentiles a report carries, defined in `evlab-wire`.
+pub use evlab_wire::micro::Percentiles;
+
 /// The `p`-th percentile (0–100) of `sorted`, by the nearest-rank method; 0 when empty.
 pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
@@ -24,28 +27,16 @@ pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// Latency percentiles in microseconds, from nanoseconds.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Percentiles {
-    pub count: usize,
-    pub p50_us: f64,
-    pub p90_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
-}
-
-impl Percentiles {
-    /// Sorts `nanos` and reads the percentiles off it.
-    pub fn of(nanos: &mut [u64]) -> Percentiles {
-        nanos.sort_unstable();
-        let us = |n: u64| n as f64 / 1000.0;
-        Percentiles {
-            count: nanos.len(),
-            p50_us: us(percentile(nanos, 50.0)),
-            p90_us: us(percentile(nanos, 90.0)),
-            p99_us: us(percentile(nanos, 99.0)),
-            max_us: us(nanos.last().copied().unwrap_or(0)),
-        }
+/// Sorts `nanos` and reads the percentiles off it.
+pub fn percentiles(nanos: &mut [u64]) -> Percentiles {
+    nanos.sort_unstable();
+    let us = |n: u64| n as f64 / 1000.0;
+    Percentiles {
+        count: nanos.len(),
+        p50_us: us(percentile(nanos, 50.0)),
+        p90_us: us(percentile(nanos, 90.0)),
+        p99_us: us(percentile(nanos, 99.0)),
+        max_us: us(nanos.last().copied().unwrap_or(0)),
     }
 }
 
@@ -65,7 +56,7 @@ mod tests {
         assert_eq!(percentile(&v, 0.0), 1);
         assert_eq!(percentile(&[], 50.0), 0);
         let mut n = vec![3000, 1000, 2000];
-        let p = Percentiles::of(&mut n);
+        let p = percentiles(&mut n);
         assert_eq!((p.count, p.p50_us, p.max_us), (3, 2.0, 3.0));
     }
 }

@@ -41,11 +41,14 @@ use evlab_http::Limits;
 use evlab_poll::{sys, Mechanism, Support};
 
 pub use cache::{CacheCounts, Object, ObjectCache};
-pub use pipes::{Pipe, PipeCounts, PipePool};
-pub use stats::{
-    ByteCounts, CacheStats, ClientCounts, EventCounts, OriginCounts, PipeStats, ProxyStats, Shared,
-    StatusCounts, SyscallCount, TransferCounts, WorkerStats,
+/// The document `GET /.evlab/stats` answers, defined in `evlab-wire` (its readers depend on that
+/// crate, not on this one).
+pub use evlab_wire::proxy::{
+    ByteCounts, CacheStats, ClientCounts, EventCounts, OriginCounts, PipeStats, ProxyStats,
+    StatusClasses, SyscallCount, TransferCounts,
 };
+pub use pipes::{Pipe, PipeCounts, PipePool};
+pub use stats::{Shared, WorkerStats};
 
 /// How response bodies travel from the origin to the client.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

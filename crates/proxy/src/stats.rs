@@ -6,7 +6,6 @@
 //! `splice` origin → pipe → client in the kernel, `tee` duplicated from the pipe for the cache
 //! (splice-keep), `hit` sent from the cache. Response heads are in `to_clients` only.
 
-use std::collections::BTreeMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -15,158 +14,12 @@ use std::time::Instant;
 use evlab_poll::shutdown::Shutdown;
 use evlab_poll::sys::{self, Snapshot, ThreadCounters};
 use evlab_poll::{Mechanism, PollerStats};
-use serde::{Deserialize, Serialize};
+use evlab_wire::proxy::{
+    ByteCounts, CacheStats, ClientCounts, EventCounts, OriginCounts, PipeStats, ProxyStats,
+    StatusClasses, SyscallCount, TransferCounts,
+};
 
 use crate::ForwardMode;
-
-/// The document `GET /.evlab/stats` answers on the proxy.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProxyStats {
-    /// "evlab-proxy".
-    pub proxy: String,
-    pub version: String,
-    pub mechanism: String,
-    /// copy, splice or splice-keep.
-    pub forward: String,
-    pub workers: usize,
-    pub uptime_s: f64,
-    pub profile: bool,
-    pub connections: ClientCounts,
-    pub origin: OriginCounts,
-    pub requests: u64,
-    pub responses: StatusCounts,
-    pub cache: CacheStats,
-    pub bytes: ByteCounts,
-    pub transfers: TransferCounts,
-    pub pipes: PipeStats,
-    pub events: EventCounts,
-    pub syscalls: BTreeMap<String, SyscallCount>,
-    pub syscalls_total: u64,
-    pub syscalls_per_request: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientCounts {
-    pub accepted: u64,
-    pub closed: u64,
-    pub active: u64,
-    pub max_active: u64,
-    pub accept_errors: u64,
-    /// Closed after `--timeout` without progress.
-    pub timeouts: u64,
-    pub io_errors: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OriginCounts {
-    /// Connections opened to the origin.
-    pub connects: u64,
-    /// Requests sent on a connection taken from the idle pool.
-    pub reused: u64,
-    /// Requests sent again on a fresh connection after a pooled one failed before answering.
-    pub retries: u64,
-    pub closed: u64,
-    /// Idle connections in the pools now.
-    pub idle: u64,
-    /// Origin failures: refused, reset or closed early, or an unreadable response.
-    pub errors: u64,
-    /// Requests answered 502 (the origin failed before a response head arrived).
-    pub bad_gateway: u64,
-    /// Requests answered 504 (no response head within `--timeout`).
-    pub gateway_timeout: u64,
-    /// Responses cut short because the origin failed in the body: the client's connection is
-    /// closed once what arrived has been sent.
-    pub truncated: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusCounts {
-    #[serde(rename = "1xx")]
-    pub s1xx: u64,
-    #[serde(rename = "2xx")]
-    pub s2xx: u64,
-    #[serde(rename = "3xx")]
-    pub s3xx: u64,
-    #[serde(rename = "4xx")]
-    pub s4xx: u64,
-    #[serde(rename = "5xx")]
-    pub s5xx: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CacheStats {
-    pub hits: u64,
-    /// Hits answered 304 (If-Modified-Since).
-    pub not_modified: u64,
-    pub misses: u64,
-    /// Requests that could not be answered from the cache (HEAD of an uncached object,
-    /// Authorization, the client's no-cache) and went to the origin.
-    pub bypassed: u64,
-    pub stored: u64,
-    pub evicted: u64,
-    pub expired: u64,
-    pub rejected: u64,
-    pub objects: u64,
-    pub bytes: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ByteCounts {
-    /// Everything written to clients (heads and bodies).
-    pub to_clients: u64,
-    /// Body bytes moved through user space.
-    pub copy: u64,
-    /// Body bytes spliced from the origin into a pipe.
-    pub splice: u64,
-    /// Body bytes duplicated by tee for the cache (splice-keep).
-    pub tee: u64,
-    /// Body bytes sent from the cache.
-    pub hit: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TransferCounts {
-    /// Bodies moved through user space.
-    pub copied: u64,
-    /// Bodies spliced.
-    pub spliced: u64,
-    /// Bodies spliced with a tee'd copy for the cache.
-    pub spliced_keep: u64,
-    /// Bodies copied although their mode splices, because no pipe was free.
-    pub no_pipe: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PipeStats {
-    pub created: u64,
-    pub open: u64,
-    pub idle: u64,
-    pub max_open: u64,
-    pub closed_with_data: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EventCounts {
-    pub waits: u64,
-    pub events: u64,
-    pub per_wait: f64,
-    pub discarded: u64,
-    pub interest_changes: u64,
-    pub interest_changes_free: u64,
-    pub batches: u64,
-    pub waits_from_memory: u64,
-    pub waits_from_kernel: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SyscallCount {
-    pub calls: u64,
-    pub errors: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ns: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub share: Option<f64>,
-}
 
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -196,7 +49,8 @@ macro_rules! counters {
         #[derive(Debug)]
         pub struct WorkerStats {
             $(pub $name: Counter,)*
-            pub status: [Counter; 6],
+            /// Responses per status class, indexed by [`StatusClasses::slot`].
+            pub status: [Counter; StatusClasses::SLOTS],
             pub syscalls: Arc<ThreadCounters>,
         }
 
@@ -231,10 +85,7 @@ counters! {
 impl WorkerStats {
     #[inline]
     pub fn record_status(&self, code: u16) {
-        let class = (code / 100) as usize;
-        if class < 6 {
-            self.status[class].inc();
-        }
+        self.status[StatusClasses::slot(code)].inc();
     }
 
     pub fn set_poller(&self, p: &PollerStats) {
@@ -365,13 +216,9 @@ impl Shared {
                 truncated: sum(&|w| &w.truncated),
             },
             requests,
-            responses: StatusCounts {
-                s1xx: workers.iter().map(|w| w.status[1].get()).sum(),
-                s2xx: workers.iter().map(|w| w.status[2].get()).sum(),
-                s3xx: workers.iter().map(|w| w.status[3].get()).sum(),
-                s4xx: workers.iter().map(|w| w.status[4].get()).sum(),
-                s5xx: workers.iter().map(|w| w.status[5].get()).sum(),
-            },
+            responses: StatusClasses::from_slots(std::array::from_fn(|i| {
+                workers.iter().map(|w| w.status[i].get()).sum()
+            })),
             cache: CacheStats {
                 hits: sum(&|w| &w.hits),
                 not_modified: sum(&|w| &w.not_modified),

@@ -29,10 +29,13 @@ use std::time::Duration;
 use evlab_http::{CacheConfig, Limits};
 use evlab_poll::{sys, Mechanism, Support};
 
-pub use stats::{
-    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, Shared, StatusCounts, SyscallCount,
-    TimerCounts, WorkerCounts, WorkerStats,
+/// The document `GET /.evlab/stats` answers, defined in `evlab-wire` (its readers depend on that
+/// crate, not on this one).
+pub use evlab_wire::server::{
+    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, StatusClasses, SyscallCount,
+    TimerCounts, WorkerCounts,
 };
+pub use stats::{Shared, WorkerStats};
 
 /// How several workers share the listening port.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

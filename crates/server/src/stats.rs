@@ -5,7 +5,6 @@
 //! relaxed load and store, not a locked read-modify-write: counting must not perturb what it
 //! measures.
 
-use std::collections::BTreeMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -14,138 +13,10 @@ use std::time::Instant;
 use evlab_poll::shutdown::Shutdown;
 use evlab_poll::sys::{self, Snapshot, ThreadCounters};
 use evlab_poll::{Mechanism, PollerStats};
-use serde::{Deserialize, Serialize};
-
-/// The document `GET /.evlab/stats` answers: the server's counters since start, summed over its
-/// workers (syscalls since start or since [`Shared::reset_syscalls`]). `evlab run` reads it back
-/// into this type.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ServerStats {
-    /// "evlab".
-    pub server: String,
-    pub version: String,
-    pub mechanism: String,
-    pub workers: usize,
-    pub uptime_s: f64,
-    /// Whether syscalls are timed (`--profile`): then each has `ns` and `share`.
-    pub profile: bool,
-    pub connections: ConnectionCounts,
-    pub timers: TimerCounts,
-    /// What the workers keep for reuse (absent in reports written before it existed).
-    #[serde(default)]
-    pub memory: MemoryCounts,
-    pub requests: u64,
-    /// Responses per status class.
-    pub responses: StatusCounts,
-    pub bytes_sent: u64,
-    pub events: EventCounts,
-    /// Per syscall the workers made, by name (those made at least once).
-    pub syscalls: BTreeMap<String, SyscallCount>,
-    pub syscalls_total: u64,
-    pub syscalls_per_request: f64,
-    pub per_worker: Vec<WorkerCounts>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConnectionCounts {
-    pub accepted: u64,
-    pub closed: u64,
-    pub active: u64,
-    /// The sum of each worker's largest number of connections open at once.
-    pub max_active: u64,
-    pub accept_pauses: u64,
-    pub accept_errors: u64,
-    pub header_timeouts: u64,
-    /// Closed because the peer took none of a reply for `--send-timeout`.
-    pub send_timeouts: u64,
-    pub io_errors: u64,
-}
-
-/// The deadline queue (one entry per connection, re-armed lazily; see `timers.rs`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimerCounts {
-    /// Entries queued now, summed over workers.
-    pub entries: u64,
-    /// The sum of each worker's largest queue.
-    pub max_entries: u64,
-    /// Replies held for `--origin-delay` (each one a connection deadline).
-    #[serde(default)]
-    pub delayed: u64,
-}
-
-/// What the workers hold for reuse, summed over workers: memory that follows the most
-/// connections open at once (shells, the descriptor-indexed table, pooled buffers), not the
-/// number served.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemoryCounts {
-    /// Bytes of buffers in the pools, lent to no connection.
-    pub pool_bytes: u64,
-    pub pool_buffers: u64,
-    /// Closed connections' shells kept for the next connections.
-    pub spare_shells: u64,
-    /// Slots of the descriptor-indexed connection tables (their capacity).
-    pub table_slots: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusCounts {
-    #[serde(rename = "1xx")]
-    pub s1xx: u64,
-    #[serde(rename = "2xx")]
-    pub s2xx: u64,
-    #[serde(rename = "3xx")]
-    pub s3xx: u64,
-    #[serde(rename = "4xx")]
-    pub s4xx: u64,
-    #[serde(rename = "5xx")]
-    pub s5xx: u64,
-}
-
-/// The event mechanisms' own counters, summed over the workers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EventCounts {
-    pub waits: u64,
-    pub events: u64,
-    /// Events per wait (0 before the first).
-    pub per_wait: f64,
-    pub discarded: u64,
-    /// Interest changes that cost a syscall of their own.
-    pub interest_changes: u64,
-    /// Interest changes that cost none (batched, or free in the mechanism).
-    pub interest_changes_free: u64,
-    pub batches: u64,
-    pub changes_per_batch: f64,
-    pub waits_from_memory: u64,
-    pub waits_from_kernel: u64,
-    /// `uring` only: IORING_OP_ASYNC_CANCEL requests queued.
-    pub cancels: u64,
-    /// Full rescans because the mechanism's event queue lost events (`rtsig`: SIGIO after the
-    /// signal queue overflowed, then one poll sweep).
-    #[serde(default)]
-    pub overflows: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SyscallCount {
-    pub calls: u64,
-    pub errors: u64,
-    /// Nanoseconds inside the call (with `--profile` only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ns: Option<u64>,
-    /// Share of all syscall time (with `--profile` only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub share: Option<f64>,
-}
-
-/// One worker's main counters.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkerCounts {
-    pub worker: usize,
-    pub accepted: u64,
-    pub requests: u64,
-    pub active: u64,
-    pub waits: u64,
-}
+use evlab_wire::server::{
+    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, StatusClasses, SyscallCount,
+    TimerCounts, WorkerCounts,
+};
 
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -178,7 +49,8 @@ pub struct WorkerStats {
     pub active: Counter,
     pub max_active: Counter,
     pub requests: Counter,
-    pub status: [Counter; 6],
+    /// Responses per status class, indexed by [`StatusClasses::slot`].
+    pub status: [Counter; StatusClasses::SLOTS],
     pub bytes_sent: Counter,
     pub accept_pauses: Counter,
     pub accept_errors: Counter,
@@ -252,10 +124,7 @@ impl WorkerStats {
 
     #[inline]
     pub fn record_status(&self, code: u16) {
-        let class = (code / 100) as usize;
-        if class < 6 {
-            self.status[class].inc();
-        }
+        self.status[StatusClasses::slot(code)].inc();
     }
 
     pub fn set_poller(&self, p: &PollerStats) {
@@ -401,13 +270,9 @@ impl Shared {
                 table_slots: sum(&|w| w.table_slots.get()),
             },
             requests,
-            responses: StatusCounts {
-                s1xx: sum(&|w| w.status[1].get()),
-                s2xx: sum(&|w| w.status[2].get()),
-                s3xx: sum(&|w| w.status[3].get()),
-                s4xx: sum(&|w| w.status[4].get()),
-                s5xx: sum(&|w| w.status[5].get()),
-            },
+            responses: StatusClasses::from_slots(std::array::from_fn(|i| {
+                sum(&|w| w.status[i].get())
+            })),
             bytes_sent: sum(&|w| w.bytes_sent.get()),
             events: EventCounts {
                 waits,

@@ -1,7 +1,7 @@
 //! The lab's side of `evlab load --json` and `GET /.evlab/stats`: both are read into the types
-//! their producers serialize ([`LoadReport`] from `evlab-load`, [`ServerStats`] from
-//! `evlab-server`), so a field that is renamed or missing is an error naming it, not a guess or a
-//! made-up zero. The processes stay separate; only the types are shared.
+//! their producers serialize, defined in `evlab-wire` ([`LoadReport`], [`ServerStats`]), so a
+//! field that is renamed or missing is an error naming it, not a guess or a made-up zero. The
+//! processes stay separate; only the types are shared, and the lab depends on neither engine.
 //!
 //! [`LoadSummary`] is what a point keeps of the generator's report in `summary.json`. Its fields
 //! are optional because `evlab report` also reads results written before every field existed;
@@ -12,8 +12,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use evlab_load::summary::LoadReport;
-pub use evlab_server::ServerStats;
+pub use evlab_wire::load::LoadReport;
+pub use evlab_wire::server::ServerStats;
 
 use crate::LabError;
 
@@ -280,7 +280,6 @@ fn fmt_num(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evlab_load::summary::{self, RunConfig, RunInfo, Stats};
 
     #[test]
     fn active_conns_replace_rate_times_duration() {
@@ -311,51 +310,15 @@ mod tests {
         assert_eq!(after(&v, "--rate"), "100");
     }
 
-    /// A report as `evlab load` builds it, from measurements made up for the test.
+    /// A report as `evlab load` wrote it (`evlab_load::summary::report`) for a made-up run:
+    /// 3,000 connections at 1,000/s over 3 s, one of them started 40 ms late; 2,990 replies 2xx
+    /// and 10 5xx; two client timeouts and one fd-unavail error.
     fn report() -> LoadReport {
-        let mut s = Stats::default();
-        for i in 0..3000u64 {
-            s.record_start(
-                i * 1000,
-                i * 1000 + if i == 1500 { 40_000 } else { 20 },
-                (i / 1000) as usize,
-            );
-            s.initiated += 1;
-            s.sample((i / 1000) as usize);
-            let _ = s.latency.record(300 + i % 700);
-        }
-        s.completed = 3000;
-        s.requests = 3000;
-        s.replies = 3000;
-        s.status[2] = 2990;
-        s.status[5] = 10;
-        s.late_starts = 1;
-        s.max_late_us = 40_000;
-        s.errors.client_timo = 2;
-        s.errors.fd_unavail = 1;
-        let info = RunInfo {
-            config: RunConfig {
-                server: "127.0.0.1".into(),
-                port: 8080,
-                rate: 1000.0,
-                poisson: false,
-                num_conns: Some(3000),
-                duration_s: None,
-                timeout_s: 5.0,
-                threads: 1,
-                pipeline: 1,
-                source_addrs: 64,
-                workload: Some("/one x 1".into()),
-            },
-            duration_s: 3.0,
-            sample_interval_s: 1.0,
-            offered_rate: 1000.0,
-            user_s: 0.3,
-            system_s: 0.6,
-            syscalls: vec![("connect", 3000, 3000, 0), ("read", 6000, 3000, 0)],
-            profiled: false,
-        };
-        summary::report(&s, &info)
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/load-report.json"
+        ));
+        parse_report(text, "tests/data/load-report.json").unwrap()
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::fmt::Write as _;
 
 use evlab_micro::plot::Plot;
-use evlab_micro::{Finding, Verdict};
+use evlab_wire::micro::{Finding, Verdict};
 
 use crate::model::micro::{MicroRun, RECORD};
 use crate::model::results::{self};
@@ -37,39 +37,42 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, La
         .map_err(|e| LabError::Io(format!("{}: not {what}: {e}", path.display())))
 }
 
+/// Reads the benchmark's report (an `evlab-wire` type) and has `evlab-micro` render its table
+/// and figures.
 fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
     use evlab_micro::{fdalloc, herd, malloc, pipetest};
+    use evlab_wire::micro as wire;
     const WHAT: &str = "the benchmark's report";
     Ok(match benchmark {
         "pipetest" => {
-            let r: pipetest::Report = read(json, WHAT)?;
+            let r: wire::pipetest::Report = read(json, WHAT)?;
             Outcome {
                 table: pipetest::render(&r),
-                plots: r.plots(),
+                plots: pipetest::plots(&r),
                 findings: r.findings,
             }
         }
         "herd" => {
-            let r: herd::Report = read(json, WHAT)?;
+            let r: wire::herd::Report = read(json, WHAT)?;
             Outcome {
                 table: herd::render(&r),
-                plots: r.plots(),
+                plots: herd::plots(&r),
                 findings: r.findings,
             }
         }
         "fdalloc" => {
-            let r: fdalloc::Report = read(json, WHAT)?;
+            let r: wire::fdalloc::Report = read(json, WHAT)?;
             Outcome {
                 table: fdalloc::render(&r),
-                plots: r.plots(),
+                plots: fdalloc::plots(&r),
                 findings: r.findings,
             }
         }
         "malloc" => {
-            let r: malloc::Report = read(json, WHAT)?;
+            let r: wire::malloc::Report = read(json, WHAT)?;
             Outcome {
                 table: malloc::render(&r),
-                plots: r.plots(),
+                plots: malloc::plots(&r),
                 findings: r.findings,
             }
         }
@@ -315,7 +318,7 @@ mod tests {
     use super::*;
     use crate::model::micro::orphan_json;
     use crate::run::machine;
-    use evlab_micro::{fdalloc, herd, malloc, pipetest};
+    use evlab_wire::micro::{fdalloc, herd, malloc, pipetest};
 
     fn scratch(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("evlab-micro-{tag}-{}", std::process::id()));
@@ -392,8 +395,8 @@ mod tests {
         figs
     }
 
-    fn machine() -> evlab_micro::Machine {
-        evlab_micro::Machine {
+    fn machine() -> evlab_wire::micro::Machine {
+        evlab_wire::micro::Machine {
             kernel: "6.18".into(),
             cpus: 2,
             glibc: "2.36".into(),
@@ -436,7 +439,7 @@ mod tests {
             ));
             r.points.push(pt("epoll-lt", pipes, (!top).then_some(3e5)));
         }
-        r.findings = pipetest::findings(&r);
+        r.findings = evlab_micro::pipetest::findings(&r);
         let d = dir_with("pipetest", "pipetest", &r);
         let figs = written(&d);
         assert_eq!(figs.len(), 1);

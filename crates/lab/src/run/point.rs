@@ -1114,15 +1114,26 @@ mod tests {
         assert!(lag_grows(&[0.0, 5.0, 20.0, 55.0]));
     }
 
-    /// Stats as `evlab serve --profile` builds them (a server with no workers yet), with the
-    /// counters the test sets, read back as the lab reads them.
+    /// Stats as `evlab serve --profile` answers them before any worker started.
+    const NO_WORKERS: &str = r#"{"server":"evlab","version":"0.1.0","mechanism":"poll","workers":0,
+        "uptime_s":0.000011297,"profile":true,"connections":{"accepted":0,"closed":0,"active":0,
+        "max_active":0,"accept_pauses":0,"accept_errors":0,"header_timeouts":0,"send_timeouts":0,
+        "io_errors":0},"timers":{"entries":0,"max_entries":0,"delayed":0},"memory":{
+        "pool_bytes":0,"pool_buffers":0,"spare_shells":0,"table_slots":0},"requests":0,
+        "responses":{"1xx":0,"2xx":0,"3xx":0,"4xx":0,"5xx":0},"bytes_sent":0,"events":{
+        "waits":0,"events":0,"per_wait":0.0,"discarded":0,"interest_changes":0,
+        "interest_changes_free":0,"batches":0,"changes_per_batch":0.0,"waits_from_memory":0,
+        "waits_from_kernel":0,"cancels":0,"overflows":0},"syscalls":{},"syscalls_total":0,
+        "syscalls_per_request":0.0,"per_worker":[]}"#;
+
+    /// Those stats with the counters the test sets, read back as the lab reads them.
     fn stats(
         requests: u64,
         waits: u64,
         events: u64,
         rows: &[(&str, u64, u64, u64)],
     ) -> ServerStats {
-        let mut s = evlab_server::Shared::new(evlab_poll::Mechanism::Poll, 1, true).stats();
+        let mut s = load::parse_server_stats(NO_WORKERS).unwrap();
         s.requests = requests;
         s.events.waits = waits;
         s.events.events = events;
@@ -1130,7 +1141,7 @@ mod tests {
         s.syscalls = rows
             .iter()
             .map(|&(name, calls, errors, ns)| {
-                let row = evlab_server::SyscallCount {
+                let row = evlab_wire::SyscallCount {
                     calls,
                     errors,
                     ns: Some(ns),
@@ -1170,7 +1181,7 @@ mod tests {
 
     #[test]
     fn per_worker_accepts_are_deltas_by_worker() {
-        let worker = |worker: usize, accepted: u64| evlab_server::WorkerCounts {
+        let worker = |worker: usize, accepted: u64| evlab_wire::server::WorkerCounts {
             worker,
             accepted,
             requests: accepted,

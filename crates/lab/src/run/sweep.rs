@@ -76,8 +76,10 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     let mut summary = new_summary(&opts, &series, skipped);
     // Before anything is measured: is the machine quiet? Recorded either way.
     let quiet = machine::quiet_check(1.0);
+    // A note, not a warning: `--quiet` keeps its promise of one line per point (the report
+    // and summary.json record it either way).
     if let Some(why) = quiet.problem() {
-        progress.warn(&format!(
+        progress.note(&format!(
             "evlab run: the machine is not quiet ({why}); its points may be flagged and its \
              intervals wide"
         ));

@@ -502,7 +502,9 @@ pub fn markdown() -> String {
                     },
                     r.trials
                 )),
-                None => out.push_str("- **Claim:** none: withdrawn, no finding is printed (see its history)\n"),
+                None => out.push_str(
+                    "- **Claim:** none: withdrawn, no finding is printed (see its history)\n",
+                ),
             }
             out.push_str(&format!("- **Threshold:** {}\n", r.derivation));
             if r.history.is_empty() {

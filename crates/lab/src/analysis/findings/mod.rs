@@ -16,7 +16,7 @@ mod proxy;
 
 pub use common::{flag_kind, Finding, Verdict};
 pub use deadconn::{DEADCONN_COSTS, DEADCONN_FREE};
-pub use herd::{accept_mode, HERD_COST, HERD_WAKEUPS};
+pub use herd::accept_mode;
 pub use paper::profile_point;
 pub(crate) use proxy::{proxy_series, ProxySeries};
 

@@ -150,137 +150,162 @@ pub(crate) fn herd_summary(
     s
 }
 
-#[test]
-fn herd_findings_compare_shared_with_the_other_modes_at_the_most_workers() {
-    // Shared loses 30% of its replies at 64 workers and wakes 6 workers per connection.
-    let shared_falls = |m: &str, n: f64| {
-        if m == "shared" && n > 1.0 {
-            10_000.0 - 3_000.0 * (n.log2() / 6.0)
-        } else {
-            10_000.0
-        }
-    };
-    let wakes = |m: &str, n: f64| {
-        if m == "shared" {
-            1.0 + n / 16.0 + 1.0
-        } else {
-            2.0
-        }
-    };
-    let s = herd_summary(&[1.0, 4.0, 64.0], 2, &shared_falls, &wakes);
-    let f = findings(&s);
-    assert_eq!(f.len(), 3, "{f:?}");
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    // The means of two trials (×1.00 and ×1.01) at 64 workers, and the curves.
-    assert!(
-            e.starts_with("replies/s at 64 workers: shared 7,035, exclusive 10,050 (shared -30%), reuseport 10,050 (shared -30%); at 1 worker: shared 10,050"),
-            "{e}"
+/// A/B ratios that clearly satisfy and clearly contradict rule `id`'s claim, and its threshold.
+fn pass_fail_edge(id: &str) -> (f64, f64, f64) {
+    use crate::analysis::stats::Claim;
+    match crate::analysis::rules::rule(id).claim.unwrap() {
+        Claim::AtMost(x) => (x * 0.8, x * 1.25, x),
+        Claim::AtLeast(x) => (x * 1.25, x * 0.8, x),
+        Claim::Within(m) => (1.0, (1.0 + m) * 1.5, 1.0 + m),
+    }
+}
+
+/// One arm of a rule in a synthetic run: which points it holds, how its quantity is scaled,
+/// and whether it is arm B (scaled by 1/ratio, so that A/B is the ratio either way).
+struct Arm<'a> {
+    holds: &'a dyn Fn(&PointResult) -> bool,
+    scale: &'a dyn Fn(&mut PointResult, f64),
+    is_b: bool,
+}
+
+/// Rule `id` on `base` (both arms equal), with the arm's trials scaled so that A/B is
+/// `ratio`, each trial by `noise[trial % 3]`; the finding of `id` whose evidence has `has`.
+fn decide(
+    base: &Summary,
+    id: &str,
+    arm: &Arm,
+    has: &str,
+    (ratio, noise): (f64, [f64; 3]),
+) -> Finding {
+    let mut s = base.clone();
+    for p in s.points.iter_mut().filter(|p| (arm.holds)(p)) {
+        let r = if arm.is_b { 1.0 / ratio } else { ratio };
+        (arm.scale)(p, r * noise[p.trial as usize % 3]);
+    }
+    findings(&s)
+        .into_iter()
+        .find(|f| f.rule == id && f.evidence.contains(has))
+        .unwrap_or_else(|| panic!("no finding of {id} with {has:?}: {:?}", findings(&s)))
+}
+
+/// Each outcome of rule `id`: reproduced at a ratio well inside its claim, not reproduced well
+/// outside it, inconclusive at its threshold with a wide spread, and inconclusive with one of
+/// the arm's three trials flagged.
+fn each_outcome(base: &Summary, id: &str, arm: &Arm, has: &str) {
+    let (pass, fail, edge) = pass_fail_edge(id);
+    let tight = [0.99, 1.0, 1.01];
+    for (case, want) in [
+        ((pass, tight), Verdict::Reproduced),
+        ((fail, tight), Verdict::NotReproduced),
+        ((edge, [0.7, 1.0, 1.3]), Verdict::Inconclusive),
+    ] {
+        let f = decide(base, id, arm, has, case);
+        assert_eq!(f.verdict, want, "{id} at A/B {}: {}", case.0, f.evidence);
+        assert!(
+            f.evidence.contains("n = 3") && f.evidence.contains("A/B = "),
+            "{id}: {}",
+            f.evidence
         );
-    assert!(e.contains("shared [1: 10,050, 4: 9,045, 64: 7,035]"), "{e}");
-    assert!(
-        f[0].claim.contains("than EPOLLEXCLUSIVE and SO_REUSEPORT"),
-        "{}",
-        f[0].claim
-    );
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "CPU per reply",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(
-        e.contains("shared 35.5, exclusive 24.9 (shared +43%)"),
-        "{e}"
-    );
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4)",
-        "wakes workers for nothing",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(e.contains("context switches per connection at 64 workers: shared 6.00, exclusive 2.00 (shared +200%)"), "{e}");
-    // Exclusive's first worker takes half of the connections: 32× the mean at 64.
-    assert!(
-        e.ends_with("at 64 workers: shared 1.00, exclusive 32.01, reuseport 1.00"),
-        "{e}"
-    );
-
-    // Below capacity every mode answers the offered 10,000/s; shared costs a third more CPU
-    // per reply at 64 workers, so at its quarter of a CPU it could answer 25% fewer.
-    let mut s = herd_summary(&[1.0, 64.0], 1, &|_, _| 10_000.0, &|_, _| 2.0);
-    for p in &mut s.points {
-        let shared64 = p.series == "shared" && p.swept_value() == Some(64.0);
-        p.server_cpu_us_per_reply = Some(if shared64 { 100.0 / 3.0 } else { 25.0 });
     }
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
+    let mut flagged = base.clone();
+    if let Some(p) = flagged.points.iter_mut().find(|p| (arm.holds)(p)) {
+        p.flags.push("client fell behind: started 90%".into());
+    }
+    let f = decide(&flagged, id, arm, has, (pass, tight));
+    assert_eq!(f.verdict, Verdict::Inconclusive, "{id}: {}", f.evidence);
     assert!(
-        e.starts_with(
-            "every mode answered the offered rate at 64 workers, so the reply rates are \
-                 equal; the capacity each has at its CPU budget (0.25 of a CPU ÷ CPU per reply), \
-                 replies/s at 64 workers: shared 7,500, exclusive 10,000 (shared -25%)"
+        f.evidence.contains("n = 2 of 3 trials") && f.evidence.contains("needs ≥ 3"),
+        "{id}: {}",
+        f.evidence
+    );
+}
+
+fn scale_cpu(p: &mut PointResult, r: f64) {
+    p.server_cpu_us_per_reply = p.server_cpu_us_per_reply.map(|c| c * r);
+}
+
+fn scale_ctx(p: &mut PointResult, r: f64) {
+    p.server_ctx_switches = p.server_ctx_switches.map(|c| (c as f64 * r).round() as u64);
+}
+
+/// The herd-serve shape: 1, 4 and 64 workers, 3 trials, every mode alike (10,000 replies/s,
+/// 2 context switches per connection).
+fn herd_base() -> Summary {
+    herd_summary(&[1.0, 4.0, 64.0], 3, &|_, _| 10_000.0, &|_, _| 2.0)
+}
+
+#[test]
+fn herd_rules_give_each_outcome_at_the_most_workers() {
+    let base = herd_base();
+    for (id, other, scale) in [
+        (
+            "herd-cpu-vs-exclusive",
+            "exclusive",
+            scale_cpu as fn(&mut PointResult, f64),
         ),
+        ("herd-cpu-vs-reuseport", "reuseport", scale_cpu),
+        ("herd-wakeups-vs-exclusive", "exclusive", scale_ctx),
+        ("herd-wakeups-vs-reuseport", "reuseport", scale_ctx),
+    ] {
+        let holds = |p: &PointResult| p.series == other && p.swept_value() == Some(64.0);
+        let arm = Arm {
+            holds: &holds,
+            scale: &scale,
+            is_b: true,
+        };
+        each_outcome(&base, id, &arm, "A shared, no idle, 64 workers");
+    }
+}
+
+#[test]
+fn herd_judges_each_mode_alone_and_prints_no_throughput_finding() {
+    // Shared costs 40% more CPU than exclusive at 64 workers, as much as reuseport: one rule
+    // is reproduced, the other not; no "partly".
+    let mut s = herd_base();
+    for p in &mut s.points {
+        if p.series != "exclusive" && p.swept_value() == Some(64.0) {
+            scale_cpu(p, 1.4);
+        }
+    }
+    let f = findings(&s);
+    let ids: Vec<&str> = f.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "herd-cpu-vs-exclusive",
+            "herd-wakeups-vs-exclusive",
+            "herd-cpu-vs-reuseport",
+            "herd-wakeups-vs-reuseport"
+        ]
+    );
+    assert_eq!(by_rule(&s, "herd-cpu-vs-exclusive").0, Verdict::Reproduced);
+    assert_eq!(
+        by_rule(&s, "herd-cpu-vs-reuseport").0,
+        Verdict::NotReproduced
+    );
+    assert!(f.iter().all(|f| f.verdict != Verdict::Partly));
+    let (_, e) = by_rule(&s, "herd-cpu-vs-exclusive");
+    assert!(
+        e.starts_with("at 10,000/s offered: A shared, no idle, 64 workers: n = 3"),
         "{e}"
     );
-
-    // Equal reply rates and CPU, one extra wake-up per connection: not the seed's herd.
-    let s = herd_summary(&[1.0, 64.0], 1, &|_, _| 8_000.0, &|m, _| {
-        if m == "shared" {
-            2.5
-        } else {
-            2.0
-        }
-    });
-    for f in findings(&s) {
-        assert_eq!(f.verdict, Verdict::NotReproduced, "{f:?}");
-    }
-    // Worse than exclusive only: partly.
-    let s = herd_summary(
-        &[1.0, 8.0],
-        1,
-        &|m, _| match m {
-            "exclusive" => 10_000.0,
-            _ => 8_000.0,
-        },
-        &|_, _| 2.0,
-    );
-    let (v, _) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Partly);
     // A sweep of workers whose series are not accept modes: no herd finding, and none of the
     // paper's (its points at different worker counts are not trials of one curve).
-    let mut s = herd_summary(&[1.0, 8.0], 1, &|_, _| 8_000.0, &|_, _| 2.0);
+    let mut s = herd_summary(&[1.0, 8.0], 3, &|_, _| 8_000.0, &|_, _| 2.0);
     for x in &mut s.series {
         x.flags.clear();
     }
     assert!(findings(&s).is_empty());
-    // Only 1 and 2 workers: too few for a herd.
-    let s = herd_summary(&[1.0, 2.0], 1, &shared_falls, &wakes);
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Inconclusive, "{e}");
-    assert!(
-        e.ends_with("only up to 2 workers measured validly by every mode"),
-        "{e}"
-    );
+    // Exclusive not measured at 64 workers: judged at the most workers both were, 4.
+    let mut s = herd_base();
+    s.points
+        .retain(|p| !(p.series == "exclusive" && p.swept_value() == Some(64.0)));
+    let (_, e) = by_rule(&s, "herd-wakeups-vs-exclusive");
+    assert!(e.contains("A shared, no idle, 4 workers"), "{e}");
+    let (_, e) = by_rule(&s, "herd-wakeups-vs-reuseport");
+    assert!(e.contains("A shared, no idle, 64 workers"), "{e}");
 }
 
-/// A summary of a built-in proxy experiment, every series measured once, valid, at the
 /// CPU per reply `cpu(label)`.
 fn proxy_summary(name: &str, cpu: &dyn Fn(&str) -> f64) -> Summary {
     proxy_summary_idle(name, &|l, _| cpu(l))

@@ -50,10 +50,6 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
-pub(crate) fn k(x: f64) -> String {
-    thousands(x)
-}
-
 /// One arm of a rule: a series, an idle count, and how it reads in evidence.
 #[derive(Clone, Copy)]
 pub(crate) struct Side<'a> {

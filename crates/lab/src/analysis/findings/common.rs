@@ -46,10 +46,6 @@ pub fn flag_kind(flag: &str) -> String {
     flag.split(':').next().unwrap_or(flag).trim().to_string()
 }
 
-pub(crate) fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
 /// One arm of a rule: a series, an idle count, and how it reads in evidence.
 #[derive(Clone, Copy)]
 pub(crate) struct Side<'a> {

@@ -224,6 +224,11 @@ fn scale_cpu(p: &mut PointResult, r: f64) {
     p.server_cpu_us_per_reply = p.server_cpu_us_per_reply.map(|c| c * r);
 }
 
+fn scale_replies(p: &mut PointResult, r: f64) {
+    let l = p.load.as_mut().unwrap();
+    l.reply_rate_avg = l.reply_rate_avg.map(|x| x * r);
+}
+
 fn scale_ctx(p: &mut PointResult, r: f64) {
     p.server_ctx_switches = p.server_ctx_switches.map(|c| (c as f64 * r).round() as u64);
 }
@@ -306,11 +311,6 @@ fn herd_judges_each_mode_alone_and_prints_no_throughput_finding() {
     assert!(e.contains("A shared, no idle, 64 workers"), "{e}");
 }
 
-fn scale_replies(p: &mut PointResult, r: f64) {
-    let l = p.load.as_mut().unwrap();
-    l.reply_rate_avg = l.reply_rate_avg.map(|x| x * r);
-}
-
 /// lse-deadconn's shape: poll, epoll-lt, epoll-et and uring with 0, 5,000 and 19,000 dead
 /// connections, 3 trials, every one answering 10,000/s.
 fn deadconn_base() -> Summary {
@@ -372,150 +372,164 @@ fn deadconn_judges_each_epoll_alone_and_not_uring() {
     assert!(e.contains("A poll, 5,000 idle: n = 3"), "{e}");
 }
 
-/// CPU per reply `cpu(label)`.
-fn proxy_summary(name: &str, cpu: &dyn Fn(&str) -> f64) -> Summary {
-    proxy_summary_idle(name, &|l, _| cpu(l))
-}
-
-/// As `proxy_summary`, a point per series and idle count of the spec, `cpu(label, idle)`.
-fn proxy_summary_idle(name: &str, cpu: &dyn Fn(&str, usize) -> f64) -> Summary {
+/// A built-in proxy experiment with 3 trials of every series at each of its idle counts,
+/// every point valid at 20/s and 100 µs per request.
+fn proxy_run(name: &str) -> Summary {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../experiments")
         .join(format!("{name}.toml"));
     let spec = Spec::load(&path).unwrap();
     let ser = spec.series_list(&|_| true, &[]);
     let mut s = summary(&["select"], &[0], &[10.0], 1, &|_, _, _, _| 10.0);
-    s.points = spec
-        .idle
-        .iter()
-        .flat_map(|&idle| ser.iter().map(move |se| (idle, se)))
-        .enumerate()
-        .map(|(i, (idle, se))| {
-            let mut p = PointResult::new(i + 1, se, idle, 20.0, 1, 2.0);
-            p.status = Status::Ok;
-            p.server_cpu_us_per_reply = Some(cpu(&se.label, idle));
-            p
-        })
-        .collect();
+    s.points.clear();
+    for t in 0..3 {
+        for &idle in &spec.idle {
+            for se in &ser {
+                let mut p = PointResult::new(s.points.len() + 1, se, idle, 20.0, t, 2.0);
+                p.server_cpu_us_per_reply = Some(100.0);
+                s.points.push(p);
+            }
+        }
+    }
     s.experiment = spec;
     s.series = ser;
     s
 }
 
-#[test]
-fn proxy_findings_compare_mechanisms_modes_and_sizes() {
-    // uring-poll 60% below select in every mode; splice 10% below copy.
-    let cpu = |l: &str| {
-        let base = if l.starts_with("uring-poll") {
-            40.0
-        } else {
-            100.0
-        };
-        if l.ends_with(" splice") {
-            base * 0.9
-        } else {
-            base
+/// fig-proxy-sizes with its load's `--cacheable` share set to `share` (None: removed).
+fn proxy_sizes(share: Option<&str>) -> Summary {
+    let mut s = proxy_run("fig-proxy-sizes");
+    let flags = &mut s.experiment.load_flags;
+    let i = flags.iter().position(|f| f == "--cacheable").unwrap();
+    match share {
+        Some(v) => flags[i + 1] = v.into(),
+        None => {
+            flags.drain(i..i + 2);
         }
-    };
-    let s = proxy_summary("fig-proxy-cpu", &cpu);
-    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect");
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(
-        e.contains("copy: select 100.0 µs, uring-poll 40.0 µs (60% less)"),
-        "{e}"
-    );
-    let (_, e) = verdict(&s, "Rosu & Rosu 2003, abstract", "splice costs less");
-    assert!(
-        e.contains("nginx proxy_pass 100.0 µs; epoll-et copy, no cache 100.0 µs"),
-        "{e}"
-    );
-    // uselect is judged with the most idle connections, splice with the fewest.
-    let s = proxy_summary_idle("fig-proxy-cpu", &|l, idle| {
-        let base = match (l.starts_with("uring-poll"), idle) {
-            (true, _) => 40.0,
-            (false, 0) => 50.0,
-            (false, _) => 200.0,
-        };
-        if l.ends_with(" splice") {
-            base * 0.9
-        } else {
-            base
-        }
-    });
-    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect");
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(
-        e.contains("copy: select 200.0 µs, uring-poll 40.0 µs (80% less)")
-            && e.contains(
-                "with no idle connections: copy select 50.0 µs, uring-poll 40.0 µs (20% less)"
-            ),
-        "{e}"
-    );
-    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract", "splice costs less");
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(e.contains("select: copy 50.0 µs, splice 45.0 µs"), "{e}");
-    assert!(e.contains("nginx proxy_pass 50.0 µs"), "{e}");
-    // Only 30% below select: partly.
-    let s = proxy_summary("fig-proxy-cpu", &|l| {
-        if l.starts_with("uring") {
-            70.0
-        } else {
-            100.0
-        }
-    });
-    assert_eq!(
-        verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect").0,
-        Verdict::Partly
-    );
-    // fig-proxy-sizes with splice's gain at each size `gain(size)`: the size finding.
-    let sizes = |gain: &dyn Fn(&str) -> f64| {
-        let s = proxy_summary("fig-proxy-sizes", &|l| {
-            let (mode, size) = l.split_once(' ').unwrap();
-            if mode == "splice" {
-                100.0 * (1.0 - gain(size))
-            } else {
-                100.0
-            }
-        });
-        let (v, e) = verdict(
-            &s,
-            "Rosu & Rosu 2003, §6.2, Fig. 7",
-            "grows with object size",
-        );
-        (s, v, e)
-    };
-    // Sizes: splice loses at 4K and 8K, gains from 12K on, more with size.
-    let (s, v, e) = sizes(&|z| match z {
-        "4K" => -0.1,
-        "8K" => -0.05,
-        "12K" => 0.05,
-        "25K" => 0.2,
-        "64K" => 0.4,
-        _ => 0.6,
-    });
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(e.contains("4K -10%") && e.contains("128K 60%"), "{e}");
-    assert!(e.ends_with("splice pays from 12K"), "{e}");
-    // The μserver's findings do not apply to proxy runs.
-    assert!(findings(&s).iter().all(|f| f.source.starts_with("Rosu")));
-    // A gain that grows to 8% only (this machine's first full run): part of the claim.
-    let (_, v, e) = sizes(&|z| match z {
-        "4K" => 0.03,
-        "8K" | "12K" => -0.05,
-        "25K" => -0.04,
-        "64K" => 0.02,
-        _ => 0.08,
-    });
-    assert_eq!(v, Verdict::Partly, "{e}");
-    assert!(e.ends_with("splice pays from 64K"), "{e}");
+    }
+    s
 }
 
-fn verdict(s: &Summary, source: &str, claim_has: &str) -> (Verdict, String) {
-    let f = findings(s)
-        .into_iter()
-        .find(|f| f.source == source && f.claim.contains(claim_has))
-        .unwrap_or_else(|| panic!("no {source} finding about {claim_has}"));
-    (f.verdict, f.evidence)
+#[test]
+fn proxy_rules_give_each_outcome() {
+    let cpu_run = proxy_run("fig-proxy-cpu");
+    let plain = proxy_sizes(Some("0"));
+    let cacheable = proxy_sizes(Some("1"));
+    for (base, id, series, idle, is_b) in [
+        (&cpu_run, "proxy-uselect-vs-select", "select copy", 0, true),
+        (
+            &cpu_run,
+            "proxy-uselect-vs-select",
+            "select copy",
+            10000,
+            true,
+        ),
+        (&cpu_run, "proxy-uselect-vs-epoll", "epoll-et copy", 0, true),
+        (
+            &cpu_run,
+            "proxy-uselect-vs-epoll",
+            "epoll-et copy",
+            10000,
+            true,
+        ),
+        (
+            &cpu_run,
+            "proxy-splice-vs-copy",
+            "select splice-keep",
+            0,
+            false,
+        ),
+        (
+            &cpu_run,
+            "proxy-splice-vs-copy",
+            "uring splice-keep",
+            0,
+            false,
+        ),
+        (&plain, "proxy-splice-size-small", "splice 4K", 0, false),
+        (&plain, "proxy-splice-size-large", "splice 128K", 0, false),
+        (
+            &cacheable,
+            "proxy-keepcopy-small",
+            "splice-keep 4K",
+            0,
+            false,
+        ),
+        (
+            &cacheable,
+            "proxy-keepcopy-large",
+            "splice-keep 128K",
+            0,
+            false,
+        ),
+    ] {
+        let holds = |p: &PointResult| p.series == series && p.idle == idle;
+        let arm = Arm {
+            holds: &holds,
+            scale: &scale_cpu,
+            is_b,
+        };
+        let idle_words = if idle == 0 { "no idle" } else { "10,000 idle" };
+        let has = if is_b {
+            format!("B {series}, {idle_words}")
+        } else {
+            format!("A {series}, {idle_words}")
+        };
+        each_outcome(base, id, &arm, &has);
+    }
+}
+
+#[test]
+fn proxy_rules_apply_where_the_seed_measured() {
+    // fig-proxy-cpu: uselect at every idle count (select and epoll), splice-keep against copy
+    // per mechanism (not nginx, not the proxy with its cache off), no size rule.
+    let mut s = proxy_run("fig-proxy-cpu");
+    for p in &mut s.points {
+        if p.series == "select copy" && p.idle == 10000 {
+            scale_cpu(p, 3.0);
+        }
+    }
+    let count = |s: &Summary, id: &str| findings(s).iter().filter(|f| f.rule == id).count();
+    assert_eq!(count(&s, "proxy-uselect-vs-select"), 2);
+    assert_eq!(count(&s, "proxy-uselect-vs-epoll"), 2);
+    assert_eq!(count(&s, "proxy-splice-vs-copy"), 5);
+    assert_eq!(findings(&s).len(), 9, "{:?}", findings(&s));
+    // uselect equals select without idle connections and is a third of it with them: both
+    // verdicts are printed, the unfavourable one too.
+    let of = |id: &str, has: &str| {
+        findings(&s)
+            .into_iter()
+            .find(|f| f.rule == id && f.evidence.contains(has))
+            .unwrap()
+            .verdict
+    };
+    assert_eq!(
+        of("proxy-uselect-vs-select", "select copy, no idle"),
+        Verdict::NotReproduced
+    );
+    assert_eq!(
+        of("proxy-uselect-vs-select", "select copy, 10,000 idle"),
+        Verdict::Reproduced
+    );
+    assert_eq!(
+        of("proxy-uselect-vs-epoll", "epoll-et copy, 10,000 idle"),
+        Verdict::NotReproduced
+    );
+    // The μserver's findings do not apply to proxy runs.
+    assert!(findings(&s).iter().all(|f| f.source.starts_with("Rosu")));
+    // Sizes: splice's rules on a non-cacheable run, KeepCopy's on a cacheable one, neither
+    // on a mix.
+    let ids = |s: &Summary| -> Vec<String> { findings(s).into_iter().map(|f| f.rule).collect() };
+    assert_eq!(
+        ids(&proxy_sizes(Some("0"))),
+        ["proxy-splice-size-small", "proxy-splice-size-large"]
+    );
+    assert_eq!(
+        ids(&proxy_sizes(Some("1"))),
+        ["proxy-keepcopy-small", "proxy-keepcopy-large"]
+    );
+    assert!(ids(&proxy_sizes(Some("0.7"))).is_empty());
+    assert!(ids(&proxy_sizes(None)).is_empty());
 }
 
 fn by_rule(s: &Summary, id: &str) -> (Verdict, String) {

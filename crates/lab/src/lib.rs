@@ -10,6 +10,8 @@
 //! - [`run`]: the plan, the sweep, each point's processes (a fresh server pinned to its CPU, idle
 //!   holders, one measured `evlab load`), calibration and CPU budgets.
 
+#![deny(clippy::too_many_lines)]
+
 pub mod analysis;
 pub mod model;
 pub mod render;

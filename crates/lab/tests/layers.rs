@@ -5,6 +5,8 @@
 //! and test modules is resolved to the file of the longest module it names. Test code may reach
 //! across (a test builds fixtures from anywhere); the library may not.
 
+#![deny(clippy::too_many_lines)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -13,7 +13,7 @@ use crate::analysis::stats::Arm;
 use crate::analysis::syscalls::{syscall_shares, Profile, PAPER_ROWS};
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, PointResult, ServerCounters, Status, Summary};
-use crate::model::spec::{Spec, SweepSpec, Workload};
+use crate::model::spec::{Family, Spec, SweepSpec, Workload};
 use crate::model::text::thousands;
 use crate::render::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
@@ -1083,6 +1083,11 @@ fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
             f.verdict.word(),
             s.experiment.name
         ),
+        // The positive control is the paper family's; other families have none yet.
+        None if s.experiment.family() != Family::Paper => format!(
+            "Controls: the placebo control is `evlab run {} --placebo`.",
+            s.experiment.name
+        ),
         None => format!(
             "Controls: this run has no positive control (select with and without idle \
              connections); the placebo control is `evlab run {} --placebo`.",
@@ -1431,11 +1436,14 @@ fn paper_section(s: &Summary, fs: &[Finding]) -> Vec<Block> {
          client machines over gigabit Ethernet"
     };
     d.push(Block::P(format!(
-        "Of {} findings checked, {} reproduced, {} partly, {} not reproduced, {} inconclusive. \
+        "Of {} findings checked, {} reproduced, {}{} not reproduced, {} inconclusive. \
          {paper}; this run had {} on one machine over loopback ({}).",
         fs.len(),
         n(Verdict::Reproduced),
-        n(Verdict::Partly),
+        match n(Verdict::Partly) {
+            0 => String::new(),
+            p => format!("{p} partly, "),
+        },
         n(Verdict::NotReproduced),
         n(Verdict::Inconclusive),
         s.machine.cpu_model,

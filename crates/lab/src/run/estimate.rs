@@ -118,18 +118,21 @@ pub struct Estimate {
     pub seconds: f64,
 }
 
-/// Estimates an experiment with `series` series at `duration` seconds per point.
+/// Estimates an experiment with `series` series at `duration` seconds per point. A
+/// `[[series]]` that runs at only some idle counts is counted at those, and one on its own
+/// budget (a control) is not probed by calibration.
 pub fn estimate(spec: &Spec, series: usize, duration: f64) -> Estimate {
-    let per_idle = |n: f64| -> f64 {
-        spec.idle
-            .iter()
-            .map(|&i| n * point_seconds(spec, duration, i))
-            .sum::<f64>()
-            * spec.trials as f64
-    };
     // A `[sweep]` runs every series at each of its values.
-    let series = series * spec.sweep_values().len();
-    let runs = series * spec.idle.len() * spec.trials as usize;
+    let values = spec.sweep_values().len();
+    let at = |i: usize| -> usize {
+        let left_out = spec
+            .series
+            .iter()
+            .filter(|s| s.idle.as_ref().is_some_and(|v| !v.contains(&i)))
+            .count();
+        series.saturating_sub(left_out) * values
+    };
+    let runs: usize = spec.idle.iter().map(|&i| at(i)).sum::<usize>() * spec.trials as usize;
     let (points, per_series) = match &spec.rate_search {
         Some(rs) => {
             let e = search_points_at(rs, prior_knee(rs.start, rs.max));
@@ -150,9 +153,20 @@ pub fn estimate(spec: &Spec, series: usize, duration: f64) -> Estimate {
             (Count::Exact(n * runs), n as f64)
         }
     };
+    let sweep_s: f64 = spec
+        .idle
+        .iter()
+        .map(|&i| at(i) as f64 * per_series * point_seconds(spec, duration, i))
+        .sum::<f64>()
+        * spec.trials as f64;
+    let controls = spec
+        .series
+        .iter()
+        .filter(|s| s.cpu_budget.is_some())
+        .count();
     Estimate {
         points,
-        seconds: calibration_seconds(spec, series) + series as f64 * per_idle(per_series),
+        seconds: calibration_seconds(spec, series.saturating_sub(controls) * values) + sweep_s,
     }
 }
 
@@ -457,11 +471,10 @@ mod tests {
             "quick.toml",
         )
         .unwrap();
-        // 6 series (the control runs with no idle connections only, so 99 points are run; the
-        // estimate counts it at both idle counts: at most 108).
+        // 6 series, the control with no idle connections only: 11 × 3 rates × 3 trials.
         let e = estimate(&q, 6, q.duration_s);
-        assert_eq!(e.points, Count::AtMost(108));
-        assert_eq!(e.points.to_string(), "≤108");
+        assert_eq!(e.points, Count::AtMost(99));
+        assert_eq!(e.points.to_string(), "≤99");
         // A run of 90 points (without the control) on the 2-vCPU EPYC VM (2026-11-25) took
         // 267 s.
         assert!((250.0..380.0).contains(&e.seconds), "{e:?}");

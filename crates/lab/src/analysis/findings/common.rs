@@ -46,15 +46,8 @@ pub fn flag_kind(flag: &str) -> String {
     flag.split(':').next().unwrap_or(flag).trim().to_string()
 }
 
-pub(crate) fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
-pub(crate) fn k(x: f64) -> String {
-    thousands(x)
-}
-
 /// One arm of a rule: a series, an idle count, and how it reads in evidence.
+#[derive(Clone, Copy)]
 pub(crate) struct Side<'a> {
     pub series: &'a str,
     pub idle: usize,
@@ -69,38 +62,97 @@ impl Side<'_> {
     }
 }
 
+/// Which points an arm reads: its side's, and, in a run that sweeps a flag, only those at the
+/// swept value `swept` (herd: `--workers 64`).
+#[derive(Clone, Copy)]
+struct Pick<'a, 'b> {
+    side: &'b Side<'a>,
+    swept: Option<f64>,
+}
+
+impl Pick<'_, '_> {
+    fn has(&self, p: &PointResult) -> bool {
+        p.ok()
+            && p.series == self.side.series
+            && p.idle == self.side.idle
+            && self.swept.is_none_or(|v| p.swept_value() == Some(v))
+    }
+
+    /// "shared, no idle, 64 workers".
+    fn words(&self, s: &Summary) -> String {
+        let Some(v) = self.swept else {
+            return self.side.words();
+        };
+        let name = s
+            .points
+            .iter()
+            .find_map(|p| p.swept.as_ref().map(|w| w.name.clone()))
+            .unwrap_or_else(|| "swept".into());
+        let name = match (v == 1.0, name.strip_suffix('s')) {
+            (true, Some(one)) => one.to_string(),
+            _ => name,
+        };
+        format!(
+            "{}, {} {name}",
+            self.side.words(),
+            crate::model::spec::SweepSpec::arg(v)
+        )
+    }
+}
+
 /// The offered rate a rule reads its arms at: the highest (or lowest) rate every arm was
 /// measured at, valid or not (a grid rate, chosen before the data; an invalid trial there
 /// is left out, never replaced by another rate).
-pub(crate) fn grid_rate(s: &Summary, sides: &[&Side], at: At) -> Option<f64> {
-    let rates = |x: &Side| -> Vec<f64> {
+fn grid_rate(s: &Summary, picks: &[Pick], at: At) -> Option<f64> {
+    let rates = |x: &Pick| -> Vec<f64> {
         s.points
             .iter()
-            .filter(|p| p.ok() && p.series == x.series && p.idle == x.idle)
+            .filter(|p| x.has(p))
             .map(|p| p.rate)
             .collect()
     };
-    let first = rates(sides.first()?);
+    let first = rates(picks.first()?);
     let common = first
         .into_iter()
-        .filter(|r| sides.iter().all(|x| rates(x).contains(r)));
+        .filter(|r| picks.iter().all(|x| rates(x).contains(r)));
     match at {
         At::Highest | At::PastKnee => common.reduce(f64::max),
         At::Lowest => common.reduce(f64::min),
     }
 }
 
+/// The largest value of the run's swept flag at which every side was measured (valid or
+/// not: a grid value, like [`grid_rate`]).
+pub(crate) fn most_swept(s: &Summary, sides: &[&Side]) -> Option<f64> {
+    let values = |x: &Side| -> Vec<f64> {
+        let pick = Pick {
+            side: x,
+            swept: None,
+        };
+        s.points
+            .iter()
+            .filter(|p| pick.has(p))
+            .filter_map(|p| p.swept_value())
+            .collect()
+    };
+    let first = values(sides.first()?);
+    first
+        .into_iter()
+        .filter(|v| sides.iter().all(|x| values(x).contains(v)))
+        .reduce(f64::max)
+}
+
 /// The quantity of each valid trial of `x` at `rate`, and how many trials there were.
 fn trials(
     s: &Summary,
-    x: &Side,
+    x: Pick,
     rate: f64,
     f: &dyn Fn(&PointResult) -> Option<f64>,
 ) -> (Vec<f64>, usize) {
     let at: Vec<&PointResult> = s
         .points
         .iter()
-        .filter(|p| p.ok() && p.series == x.series && p.idle == x.idle && p.rate == rate)
+        .filter(|p| x.has(p) && p.rate == rate)
         .collect();
     let v = at
         .iter()
@@ -132,6 +184,19 @@ pub(crate) fn judge(
     f: &dyn Fn(&PointResult) -> Option<f64>,
     unit: &str,
 ) -> Finding {
+    judge_swept(s, rule, (a, b), None, f, unit)
+}
+
+/// As [`judge`], both arms read at the swept value `swept` of a run that sweeps a flag
+/// (None: every point of the side, as `judge`).
+pub(crate) fn judge_swept(
+    s: &Summary,
+    rule: &Rule,
+    (a, b): (Side, Side),
+    swept: Option<f64>,
+    f: &dyn Fn(&PointResult) -> Option<f64>,
+    unit: &str,
+) -> Finding {
     let claim = rule.claim.expect("judge takes interval rules");
     let finding = |verdict: Verdict, evidence: String| Finding {
         rule: rule.id.into(),
@@ -140,43 +205,27 @@ pub(crate) fn judge(
         verdict,
         evidence,
     };
-    let Some(rate) = grid_rate(s, &[&a, &b], rule.at) else {
+    let (a, b) = (Pick { side: &a, swept }, Pick { side: &b, swept });
+    let Some(rate) = grid_rate(s, &[a, b], rule.at) else {
         return finding(
             Verdict::Inconclusive,
             format!(
                 "no offered rate measured for both A ({}) and B ({})",
-                a.words(),
-                b.words()
+                a.words(s),
+                b.words(s)
             ),
         );
     };
-    let (va, na) = trials(s, &a, rate, f);
-    let (vb, nb) = trials(s, &b, rate, f);
-    let arm = |x: &Side, v: &[f64], n: usize| -> String {
-        let mut w = format!("{}: n = {}", x.words(), v.len());
-        if n > v.len() {
-            w.push_str(&format!(" of {n} trials"));
-        }
-        match crate::analysis::stats::Arm::of(v) {
-            Some(m) if v.len() >= 2 => w.push_str(&format!(
-                ", mean {} {unit} [90%: {}–{}]",
-                num(m.mean),
-                num(m.lo),
-                num(m.hi)
-            )),
-            Some(m) => w.push_str(&format!(", {} {unit}", num(m.mean))),
-            None => {}
-        }
-        w
-    };
+    let (va, na) = trials(s, a, rate, f);
+    let (vb, nb) = trials(s, b, rate, f);
     let head = format!(
         "at {}/s offered: A {}; B {}",
         thousands(rate),
-        arm(&a, &va, na),
-        arm(&b, &vb, nb)
+        arm_words(&a.words(s), &va, na, unit),
+        arm_words(&b.words(s), &vb, nb, unit)
     );
     if rule.at == At::PastKnee {
-        let (replies, _) = trials(s, &b, rate, &|p| p.reply_rate());
+        let (replies, _) = trials(s, b, rate, &|p| p.reply_rate());
         if let Some(m) = crate::analysis::stats::Arm::of(&replies) {
             if m.mean >= crate::analysis::curves::KEPT * rate {
                 return finding(
@@ -222,4 +271,23 @@ pub(crate) fn judge(
             claim.words()
         ),
     )
+}
+
+/// One arm in evidence: "select, no idle: n = 2 of 3 trials, mean 2,000 replies/s [90%: …]".
+fn arm_words(who: &str, v: &[f64], n: usize, unit: &str) -> String {
+    let mut w = format!("{who}: n = {}", v.len());
+    if n > v.len() {
+        w.push_str(&format!(" of {n} trials"));
+    }
+    match crate::analysis::stats::Arm::of(v) {
+        Some(m) if v.len() >= 2 => w.push_str(&format!(
+            ", mean {} {unit} [90%: {}–{}]",
+            num(m.mean),
+            num(m.lo),
+            num(m.hi)
+        )),
+        Some(m) => w.push_str(&format!(", {} {unit}", num(m.mean))),
+        None => {}
+    }
+    w
 }

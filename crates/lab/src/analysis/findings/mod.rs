@@ -4,7 +4,6 @@
 //! Each check applies only when the run measured what it needs (the mechanisms, the idle
 //! counts); thresholds are stated in the text so that a reader can disagree with them.
 
-use crate::analysis::curves::valid_curves;
 use crate::model::results::Summary;
 use crate::model::spec::Family;
 
@@ -15,8 +14,7 @@ mod paper;
 mod proxy;
 
 pub use common::{flag_kind, Finding, Verdict};
-pub use deadconn::{DEADCONN_COSTS, DEADCONN_FREE};
-pub use herd::{accept_mode, HERD_COST, HERD_WAKEUPS};
+pub use herd::accept_mode;
 pub use paper::profile_point;
 pub(crate) use proxy::{proxy_series, ProxySeries};
 
@@ -27,7 +25,7 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
         Family::Paper => paper::findings(s),
         Family::Proxy => proxy::findings(s),
         Family::Herd => herd::findings(s),
-        Family::Deadconn => deadconn::findings(s, &valid_curves(s)),
+        Family::Deadconn => deadconn::findings(s),
         Family::None => Vec::new(),
     }
 }

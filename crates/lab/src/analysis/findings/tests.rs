@@ -151,281 +151,386 @@ pub(crate) fn herd_summary(
     s
 }
 
-#[test]
-fn herd_findings_compare_shared_with_the_other_modes_at_the_most_workers() {
-    // Shared loses 30% of its replies at 64 workers and wakes 6 workers per connection.
-    let shared_falls = |m: &str, n: f64| {
-        if m == "shared" && n > 1.0 {
-            10_000.0 - 3_000.0 * (n.log2() / 6.0)
-        } else {
-            10_000.0
-        }
-    };
-    let wakes = |m: &str, n: f64| {
-        if m == "shared" {
-            1.0 + n / 16.0 + 1.0
-        } else {
-            2.0
-        }
-    };
-    let s = herd_summary(&[1.0, 4.0, 64.0], 2, &shared_falls, &wakes);
-    let f = findings(&s);
-    assert_eq!(f.len(), 3, "{f:?}");
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    // The means of two trials (×1.00 and ×1.01) at 64 workers, and the curves.
-    assert!(
-            e.starts_with("replies/s at 64 workers: shared 7,035, exclusive 10,050 (shared -30%), reuseport 10,050 (shared -30%); at 1 worker: shared 10,050"),
-            "{e}"
+/// A/B ratios that clearly satisfy and clearly contradict rule `id`'s claim, and its threshold.
+fn pass_fail_edge(id: &str) -> (f64, f64, f64) {
+    use crate::analysis::stats::Claim;
+    match crate::analysis::rules::rule(id).claim.unwrap() {
+        Claim::AtMost(x) => (x * 0.8, x * 1.25, x),
+        Claim::AtLeast(x) => (x * 1.25, x * 0.8, x),
+        Claim::Within(m) => (1.0, (1.0 + m) * 1.5, 1.0 + m),
+    }
+}
+
+/// One arm of a rule in a synthetic run: which points it holds, how its quantity is scaled,
+/// and whether it is arm B (scaled by 1/ratio, so that A/B is the ratio either way).
+struct Arm<'a> {
+    holds: &'a dyn Fn(&PointResult) -> bool,
+    scale: &'a dyn Fn(&mut PointResult, f64),
+    is_b: bool,
+}
+
+/// Rule `id` on `base` (both arms equal), with the arm's trials scaled so that A/B is
+/// `ratio`, each trial by `noise[trial % 3]`; the finding of `id` whose evidence has `has`.
+fn decide(
+    base: &Summary,
+    id: &str,
+    arm: &Arm,
+    has: &str,
+    (ratio, noise): (f64, [f64; 3]),
+) -> Finding {
+    let mut s = base.clone();
+    for p in s.points.iter_mut().filter(|p| (arm.holds)(p)) {
+        let r = if arm.is_b { 1.0 / ratio } else { ratio };
+        (arm.scale)(p, r * noise[p.trial as usize % 3]);
+    }
+    findings(&s)
+        .into_iter()
+        .find(|f| f.rule == id && f.evidence.contains(has))
+        .unwrap_or_else(|| panic!("no finding of {id} with {has:?}: {:?}", findings(&s)))
+}
+
+/// Each outcome of rule `id`: reproduced at a ratio well inside its claim, not reproduced well
+/// outside it, inconclusive at its threshold with a wide spread, and inconclusive with one of
+/// the arm's three trials flagged.
+fn each_outcome(base: &Summary, id: &str, arm: &Arm, has: &str) {
+    let (pass, fail, edge) = pass_fail_edge(id);
+    let tight = [0.99, 1.0, 1.01];
+    for (case, want) in [
+        ((pass, tight), Verdict::Reproduced),
+        ((fail, tight), Verdict::NotReproduced),
+        ((edge, [0.7, 1.0, 1.3]), Verdict::Inconclusive),
+    ] {
+        let f = decide(base, id, arm, has, case);
+        assert_eq!(f.verdict, want, "{id} at A/B {}: {}", case.0, f.evidence);
+        assert!(
+            f.evidence.contains("n = 3") && f.evidence.contains("A/B = "),
+            "{id}: {}",
+            f.evidence
         );
-    assert!(e.contains("shared [1: 10,050, 4: 9,045, 64: 7,035]"), "{e}");
-    assert!(
-        f[0].claim.contains("than EPOLLEXCLUSIVE and SO_REUSEPORT"),
-        "{}",
-        f[0].claim
-    );
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "CPU per reply",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(
-        e.contains("shared 35.5, exclusive 24.9 (shared +43%)"),
-        "{e}"
-    );
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4)",
-        "wakes workers for nothing",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(e.contains("context switches per connection at 64 workers: shared 6.00, exclusive 2.00 (shared +200%)"), "{e}");
-    // Exclusive's first worker takes half of the connections: 32× the mean at 64.
-    assert!(
-        e.ends_with("at 64 workers: shared 1.00, exclusive 32.01, reuseport 1.00"),
-        "{e}"
-    );
-
-    // Below capacity every mode answers the offered 10,000/s; shared costs a third more CPU
-    // per reply at 64 workers, so at its quarter of a CPU it could answer 25% fewer.
-    let mut s = herd_summary(&[1.0, 64.0], 1, &|_, _| 10_000.0, &|_, _| 2.0);
-    for p in &mut s.points {
-        let shared64 = p.series == "shared" && p.swept_value() == Some(64.0);
-        p.server_cpu_us_per_reply = Some(if shared64 { 100.0 / 3.0 } else { 25.0 });
     }
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Reproduced, "{e}");
+    let mut flagged = base.clone();
+    if let Some(p) = flagged.points.iter_mut().find(|p| (arm.holds)(p)) {
+        p.flags.push("client fell behind: started 90%".into());
+    }
+    let f = decide(&flagged, id, arm, has, (pass, tight));
+    assert_eq!(f.verdict, Verdict::Inconclusive, "{id}: {}", f.evidence);
     assert!(
-        e.starts_with(
-            "every mode answered the offered rate at 64 workers, so the reply rates are \
-                 equal; the capacity each has at its CPU budget (0.25 of a CPU ÷ CPU per reply), \
-                 replies/s at 64 workers: shared 7,500, exclusive 10,000 (shared -25%)"
+        f.evidence.contains("n = 2 of 3 trials") && f.evidence.contains("needs ≥ 3"),
+        "{id}: {}",
+        f.evidence
+    );
+}
+
+fn scale_cpu(p: &mut PointResult, r: f64) {
+    p.server_cpu_us_per_reply = p.server_cpu_us_per_reply.map(|c| c * r);
+}
+
+fn scale_replies(p: &mut PointResult, r: f64) {
+    let l = p.load.as_mut().unwrap();
+    l.reply_rate_avg = l.reply_rate_avg.map(|x| x * r);
+}
+
+fn scale_ctx(p: &mut PointResult, r: f64) {
+    p.server_ctx_switches = p.server_ctx_switches.map(|c| (c as f64 * r).round() as u64);
+}
+
+/// The herd-serve shape: 1, 4 and 64 workers, 3 trials, every mode alike (10,000 replies/s,
+/// 2 context switches per connection).
+fn herd_base() -> Summary {
+    herd_summary(&[1.0, 4.0, 64.0], 3, &|_, _| 10_000.0, &|_, _| 2.0)
+}
+
+#[test]
+fn herd_rules_give_each_outcome_at_the_most_workers() {
+    let base = herd_base();
+    for (id, other, scale) in [
+        (
+            "herd-cpu-vs-exclusive",
+            "exclusive",
+            scale_cpu as fn(&mut PointResult, f64),
         ),
+        ("herd-cpu-vs-reuseport", "reuseport", scale_cpu),
+        ("herd-wakeups-vs-exclusive", "exclusive", scale_ctx),
+        ("herd-wakeups-vs-reuseport", "reuseport", scale_ctx),
+    ] {
+        let holds = |p: &PointResult| p.series == other && p.swept_value() == Some(64.0);
+        let arm = Arm {
+            holds: &holds,
+            scale: &scale,
+            is_b: true,
+        };
+        each_outcome(&base, id, &arm, "A shared, no idle, 64 workers");
+    }
+}
+
+#[test]
+fn herd_judges_each_mode_alone_and_prints_no_throughput_finding() {
+    // Shared costs 40% more CPU than exclusive at 64 workers, as much as reuseport: one rule
+    // is reproduced, the other not; no "partly".
+    let mut s = herd_base();
+    for p in &mut s.points {
+        if p.series != "exclusive" && p.swept_value() == Some(64.0) {
+            scale_cpu(p, 1.4);
+        }
+    }
+    let f = findings(&s);
+    let ids: Vec<&str> = f.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "herd-cpu-vs-exclusive",
+            "herd-wakeups-vs-exclusive",
+            "herd-cpu-vs-reuseport",
+            "herd-wakeups-vs-reuseport"
+        ]
+    );
+    assert_eq!(by_rule(&s, "herd-cpu-vs-exclusive").0, Verdict::Reproduced);
+    assert_eq!(
+        by_rule(&s, "herd-cpu-vs-reuseport").0,
+        Verdict::NotReproduced
+    );
+    assert!(f.iter().all(|f| f.verdict != Verdict::Partly));
+    let (_, e) = by_rule(&s, "herd-cpu-vs-exclusive");
+    assert!(
+        e.starts_with("at 10,000/s offered: A shared, no idle, 64 workers: n = 3"),
         "{e}"
     );
-
-    // Equal reply rates and CPU, one extra wake-up per connection: not the seed's herd.
-    let s = herd_summary(&[1.0, 64.0], 1, &|_, _| 8_000.0, &|m, _| {
-        if m == "shared" {
-            2.5
-        } else {
-            2.0
-        }
-    });
-    for f in findings(&s) {
-        assert_eq!(f.verdict, Verdict::NotReproduced, "{f:?}");
-    }
-    // Worse than exclusive only: partly.
-    let s = herd_summary(
-        &[1.0, 8.0],
-        1,
-        &|m, _| match m {
-            "exclusive" => 10_000.0,
-            _ => 8_000.0,
-        },
-        &|_, _| 2.0,
-    );
-    let (v, _) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Partly);
     // A sweep of workers whose series are not accept modes: no herd finding, and none of the
     // paper's (its points at different worker counts are not trials of one curve).
-    let mut s = herd_summary(&[1.0, 8.0], 1, &|_, _| 8_000.0, &|_, _| 2.0);
+    let mut s = herd_summary(&[1.0, 8.0], 3, &|_, _| 8_000.0, &|_, _| 2.0);
     for x in &mut s.series {
         x.flags.clear();
     }
     assert!(findings(&s).is_empty());
-    // Only 1 and 2 workers: too few for a herd.
-    let s = herd_summary(&[1.0, 2.0], 1, &shared_falls, &wakes);
-    let (v, e) = verdict(
-        &s,
-        "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        "fewer replies/s",
-    );
-    assert_eq!(v, Verdict::Inconclusive, "{e}");
-    assert!(
-        e.ends_with("only up to 2 workers measured validly by every mode"),
-        "{e}"
-    );
+    // Exclusive not measured at 64 workers: judged at the most workers both were, 4.
+    let mut s = herd_base();
+    s.points
+        .retain(|p| !(p.series == "exclusive" && p.swept_value() == Some(64.0)));
+    let (_, e) = by_rule(&s, "herd-wakeups-vs-exclusive");
+    assert!(e.contains("A shared, no idle, 4 workers"), "{e}");
+    let (_, e) = by_rule(&s, "herd-wakeups-vs-reuseport");
+    assert!(e.contains("A shared, no idle, 64 workers"), "{e}");
 }
 
-/// A summary of a built-in proxy experiment, every series measured once, valid, at the
-/// CPU per reply `cpu(label)`.
-fn proxy_summary(name: &str, cpu: &dyn Fn(&str) -> f64) -> Summary {
-    proxy_summary_idle(name, &|l, _| cpu(l))
+/// lse-deadconn's shape: poll, epoll-lt, epoll-et and uring with 0, 5,000 and 19,000 dead
+/// connections, 3 trials, every one answering 10,000/s.
+fn deadconn_base() -> Summary {
+    let mut s = summary(
+        &["poll", "epoll-lt", "epoll-et", "uring"],
+        &[0, 5000, 19000],
+        &[100.0],
+        3,
+        &|_, _, _, _| 10_000.0,
+    );
+    s.experiment.idle_request_first = true;
+    s
 }
 
-/// As `proxy_summary`, a point per series and idle count of the spec, `cpu(label, idle)`.
-fn proxy_summary_idle(name: &str, cpu: &dyn Fn(&str, usize) -> f64) -> Summary {
+#[test]
+fn deadconn_rules_give_each_outcome_per_mechanism() {
+    let base = deadconn_base();
+    for (id, m) in [
+        ("deadconn-poll-drops", "poll"),
+        ("deadconn-epoll-flat", "epoll-lt"),
+        ("deadconn-epoll-flat", "epoll-et"),
+    ] {
+        let holds = |p: &PointResult| p.series == m && p.idle == 19000;
+        let arm = Arm {
+            holds: &holds,
+            scale: &scale_replies,
+            is_b: false,
+        };
+        each_outcome(&base, id, &arm, &format!("A {m}, 19,000 idle"));
+    }
+}
+
+#[test]
+fn deadconn_judges_each_epoll_alone_and_not_uring() {
+    let mut s = deadconn_base();
+    for p in &mut s.points {
+        if p.idle == 19000 && p.series != "epoll-lt" {
+            scale_replies(p, if p.series == "poll" { 0.1 } else { 0.5 });
+        }
+    }
+    let f = findings(&s);
+    assert_eq!(f.len(), 3, "{f:?}");
+    let verdict_of = |m: &str| {
+        f.iter()
+            .find(|f| f.evidence.contains(&format!("A {m}, 19,000 idle")))
+            .unwrap()
+            .verdict
+    };
+    assert_eq!(verdict_of("poll"), Verdict::Reproduced);
+    assert_eq!(verdict_of("epoll-lt"), Verdict::Reproduced);
+    assert_eq!(verdict_of("epoll-et"), Verdict::NotReproduced);
+    // poll's points with 19,000 failed: the most it was measured with is 5,000.
+    for p in &mut s.points {
+        if p.series == "poll" && p.idle == 19000 {
+            p.status = Status::Failed;
+        }
+    }
+    let (_, e) = by_rule(&s, "deadconn-poll-drops");
+    assert!(e.contains("A poll, 5,000 idle: n = 3"), "{e}");
+}
+
+/// A built-in proxy experiment with 3 trials of every series at each of its idle counts,
+/// every point valid at 20/s and 100 µs per request.
+fn proxy_run(name: &str) -> Summary {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../experiments")
         .join(format!("{name}.toml"));
     let spec = Spec::load(&path).unwrap();
     let ser = spec.series_list(&|_| true, &[]);
     let mut s = summary(&["select"], &[0], &[10.0], 1, &|_, _, _, _| 10.0);
-    s.points = spec
-        .idle
-        .iter()
-        .flat_map(|&idle| ser.iter().map(move |se| (idle, se)))
-        .enumerate()
-        .map(|(i, (idle, se))| {
-            let mut p = PointResult::new(i + 1, se, idle, 20.0, 1, 2.0);
-            p.status = Status::Ok;
-            p.server_cpu_us_per_reply = Some(cpu(&se.label, idle));
-            p
-        })
-        .collect();
+    s.points.clear();
+    for t in 0..3 {
+        for &idle in &spec.idle {
+            for se in &ser {
+                let mut p = PointResult::new(s.points.len() + 1, se, idle, 20.0, t, 2.0);
+                p.server_cpu_us_per_reply = Some(100.0);
+                s.points.push(p);
+            }
+        }
+    }
     s.experiment = spec;
     s.series = ser;
     s
 }
 
-#[test]
-fn proxy_findings_compare_mechanisms_modes_and_sizes() {
-    // uring-poll 60% below select in every mode; splice 10% below copy.
-    let cpu = |l: &str| {
-        let base = if l.starts_with("uring-poll") {
-            40.0
-        } else {
-            100.0
-        };
-        if l.ends_with(" splice") {
-            base * 0.9
-        } else {
-            base
+/// fig-proxy-sizes with its load's `--cacheable` share set to `share` (None: removed).
+fn proxy_sizes(share: Option<&str>) -> Summary {
+    let mut s = proxy_run("fig-proxy-sizes");
+    let flags = &mut s.experiment.load_flags;
+    let i = flags.iter().position(|f| f == "--cacheable").unwrap();
+    match share {
+        Some(v) => flags[i + 1] = v.into(),
+        None => {
+            flags.drain(i..i + 2);
         }
-    };
-    let s = proxy_summary("fig-proxy-cpu", &cpu);
-    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect");
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(
-        e.contains("copy: select 100.0 µs, uring-poll 40.0 µs (60% less)"),
-        "{e}"
-    );
-    let (_, e) = verdict(&s, "Rosu & Rosu 2003, abstract", "splice costs less");
-    assert!(
-        e.contains("nginx proxy_pass 100.0 µs; epoll-et copy, no cache 100.0 µs"),
-        "{e}"
-    );
-    // uselect is judged with the most idle connections, splice with the fewest.
-    let s = proxy_summary_idle("fig-proxy-cpu", &|l, idle| {
-        let base = match (l.starts_with("uring-poll"), idle) {
-            (true, _) => 40.0,
-            (false, 0) => 50.0,
-            (false, _) => 200.0,
-        };
-        if l.ends_with(" splice") {
-            base * 0.9
-        } else {
-            base
-        }
-    });
-    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect");
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(
-        e.contains("copy: select 200.0 µs, uring-poll 40.0 µs (80% less)")
-            && e.contains(
-                "with no idle connections: copy select 50.0 µs, uring-poll 40.0 µs (20% less)"
-            ),
-        "{e}"
-    );
-    let (v, e) = verdict(&s, "Rosu & Rosu 2003, abstract", "splice costs less");
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(e.contains("select: copy 50.0 µs, splice 45.0 µs"), "{e}");
-    assert!(e.contains("nginx proxy_pass 50.0 µs"), "{e}");
-    // Only 30% below select: partly.
-    let s = proxy_summary("fig-proxy-cpu", &|l| {
-        if l.starts_with("uring") {
-            70.0
-        } else {
-            100.0
-        }
-    });
-    assert_eq!(
-        verdict(&s, "Rosu & Rosu 2003, abstract and §6.3", "uselect").0,
-        Verdict::Partly
-    );
-    // fig-proxy-sizes with splice's gain at each size `gain(size)`: the size finding.
-    let sizes = |gain: &dyn Fn(&str) -> f64| {
-        let s = proxy_summary("fig-proxy-sizes", &|l| {
-            let (mode, size) = l.split_once(' ').unwrap();
-            if mode == "splice" {
-                100.0 * (1.0 - gain(size))
-            } else {
-                100.0
-            }
-        });
-        let (v, e) = verdict(
-            &s,
-            "Rosu & Rosu 2003, §6.2, Fig. 7",
-            "grows with object size",
-        );
-        (s, v, e)
-    };
-    // Sizes: splice loses at 4K and 8K, gains from 12K on, more with size.
-    let (s, v, e) = sizes(&|z| match z {
-        "4K" => -0.1,
-        "8K" => -0.05,
-        "12K" => 0.05,
-        "25K" => 0.2,
-        "64K" => 0.4,
-        _ => 0.6,
-    });
-    assert_eq!(v, Verdict::Reproduced, "{e}");
-    assert!(e.contains("4K -10%") && e.contains("128K 60%"), "{e}");
-    assert!(e.ends_with("splice pays from 12K"), "{e}");
-    // The μserver's findings do not apply to proxy runs.
-    assert!(findings(&s).iter().all(|f| f.source.starts_with("Rosu")));
-    // A gain that grows to 8% only (this machine's first full run): part of the claim.
-    let (_, v, e) = sizes(&|z| match z {
-        "4K" => 0.03,
-        "8K" | "12K" => -0.05,
-        "25K" => -0.04,
-        "64K" => 0.02,
-        _ => 0.08,
-    });
-    assert_eq!(v, Verdict::Partly, "{e}");
-    assert!(e.ends_with("splice pays from 64K"), "{e}");
+    }
+    s
 }
 
-fn verdict(s: &Summary, source: &str, claim_has: &str) -> (Verdict, String) {
-    let f = findings(s)
-        .into_iter()
-        .find(|f| f.source == source && f.claim.contains(claim_has))
-        .unwrap_or_else(|| panic!("no {source} finding about {claim_has}"));
-    (f.verdict, f.evidence)
+#[test]
+fn proxy_rules_give_each_outcome() {
+    let cpu_run = proxy_run("fig-proxy-cpu");
+    let plain = proxy_sizes(Some("0"));
+    let cacheable = proxy_sizes(Some("1"));
+    for (base, id, series, idle, is_b) in [
+        (&cpu_run, "proxy-uselect-vs-select", "select copy", 0, true),
+        (
+            &cpu_run,
+            "proxy-uselect-vs-select",
+            "select copy",
+            10000,
+            true,
+        ),
+        (&cpu_run, "proxy-uselect-vs-epoll", "epoll-et copy", 0, true),
+        (
+            &cpu_run,
+            "proxy-uselect-vs-epoll",
+            "epoll-et copy",
+            10000,
+            true,
+        ),
+        (
+            &cpu_run,
+            "proxy-splice-vs-copy",
+            "select splice-keep",
+            0,
+            false,
+        ),
+        (
+            &cpu_run,
+            "proxy-splice-vs-copy",
+            "uring splice-keep",
+            0,
+            false,
+        ),
+        (&plain, "proxy-splice-size-small", "splice 4K", 0, false),
+        (&plain, "proxy-splice-size-large", "splice 128K", 0, false),
+        (
+            &cacheable,
+            "proxy-keepcopy-small",
+            "splice-keep 4K",
+            0,
+            false,
+        ),
+        (
+            &cacheable,
+            "proxy-keepcopy-large",
+            "splice-keep 128K",
+            0,
+            false,
+        ),
+    ] {
+        let holds = |p: &PointResult| p.series == series && p.idle == idle;
+        let arm = Arm {
+            holds: &holds,
+            scale: &scale_cpu,
+            is_b,
+        };
+        let idle_words = if idle == 0 { "no idle" } else { "10,000 idle" };
+        let has = if is_b {
+            format!("B {series}, {idle_words}")
+        } else {
+            format!("A {series}, {idle_words}")
+        };
+        each_outcome(base, id, &arm, &has);
+    }
+}
+
+#[test]
+fn proxy_rules_apply_where_the_seed_measured() {
+    // fig-proxy-cpu: uselect at every idle count (select and epoll), splice-keep against copy
+    // per mechanism (not nginx, not the proxy with its cache off), no size rule.
+    let mut s = proxy_run("fig-proxy-cpu");
+    for p in &mut s.points {
+        if p.series == "select copy" && p.idle == 10000 {
+            scale_cpu(p, 3.0);
+        }
+    }
+    let count = |s: &Summary, id: &str| findings(s).iter().filter(|f| f.rule == id).count();
+    assert_eq!(count(&s, "proxy-uselect-vs-select"), 2);
+    assert_eq!(count(&s, "proxy-uselect-vs-epoll"), 2);
+    assert_eq!(count(&s, "proxy-splice-vs-copy"), 5);
+    assert_eq!(findings(&s).len(), 9, "{:?}", findings(&s));
+    // uselect equals select without idle connections and is a third of it with them: both
+    // verdicts are printed, the unfavourable one too.
+    let of = |id: &str, has: &str| {
+        findings(&s)
+            .into_iter()
+            .find(|f| f.rule == id && f.evidence.contains(has))
+            .unwrap()
+            .verdict
+    };
+    assert_eq!(
+        of("proxy-uselect-vs-select", "select copy, no idle"),
+        Verdict::NotReproduced
+    );
+    assert_eq!(
+        of("proxy-uselect-vs-select", "select copy, 10,000 idle"),
+        Verdict::Reproduced
+    );
+    assert_eq!(
+        of("proxy-uselect-vs-epoll", "epoll-et copy, 10,000 idle"),
+        Verdict::NotReproduced
+    );
+    // The μserver's findings do not apply to proxy runs.
+    assert!(findings(&s).iter().all(|f| f.source.starts_with("Rosu")));
+    // Sizes: splice's rules on a non-cacheable run, KeepCopy's on a cacheable one, neither
+    // on a mix.
+    let ids = |s: &Summary| -> Vec<String> { findings(s).into_iter().map(|f| f.rule).collect() };
+    assert_eq!(
+        ids(&proxy_sizes(Some("0"))),
+        ["proxy-splice-size-small", "proxy-splice-size-large"]
+    );
+    assert_eq!(
+        ids(&proxy_sizes(Some("1"))),
+        ["proxy-keepcopy-small", "proxy-keepcopy-large"]
+    );
+    assert!(ids(&proxy_sizes(Some("0.7"))).is_empty());
+    assert!(ids(&proxy_sizes(None)).is_empty());
 }
 
 fn by_rule(s: &Summary, id: &str) -> (Verdict, String) {
@@ -573,46 +678,6 @@ fn fig7_finds_the_unlimited_series_by_inf_or_no_flag() {
     let (v, e) = by_rule(&s, "fig7-accept-limit");
     assert_eq!(v, Verdict::Reproduced, "{e}");
     assert!(e.contains("A epoll-lt accept-limit=10"), "{e}");
-}
-
-#[test]
-fn dead_connections_cost_poll_not_epoll() {
-    let series = ["poll", "epoll-lt", "epoll-et", "uring"];
-    let judge = |poll_at_max: f64, et_at_max: f64| {
-        let mut s = summary(
-            &series,
-            &[0, 5000, 19000],
-            &[100.0],
-            1,
-            &|m, idle, _, _| match (m, idle) {
-                (_, 0) => 10_000.0,
-                ("poll", 19000) => poll_at_max,
-                ("epoll-et", 19000) => et_at_max,
-                _ => 9_900.0,
-            },
-        );
-        s.experiment.idle_request_first = true;
-        findings(&s)
-    };
-    let f = judge(1_000.0, 9_950.0);
-    assert_eq!(f.len(), 1, "{f:?}");
-    assert_eq!(f[0].verdict, Verdict::Reproduced, "{f:?}");
-    assert!(
-        f[0].claim.contains("19,000 dead connections"),
-        "{}",
-        f[0].claim
-    );
-    assert!(f[0].evidence.contains("poll 90%"), "{}", f[0].evidence);
-    // Every mechanism's reply rate at each dead-connection count: the page's figure as text.
-    for line in [
-        "poll [0: 10,000, 5,000: 9,900, 19,000: 1,000]",
-        "epoll-et [0: 10,000, 5,000: 9,900, 19,000: 9,950]",
-        "uring [0: 10,000, 5,000: 9,900, 19,000: 9,900]",
-    ] {
-        assert!(f[0].evidence.contains(line), "{line}: {}", f[0].evidence);
-    }
-    assert_eq!(judge(1_000.0, 5_000.0)[0].verdict, Verdict::Partly);
-    assert_eq!(judge(9_500.0, 5_000.0)[0].verdict, Verdict::NotReproduced);
 }
 
 /// epoll-lt and a control series of it on its own budget answering `factor` × as much past

@@ -822,8 +822,7 @@ mod cases {
             Mechanism::EpollLt | Mechanism::EpollEt | Mechanism::Epoll2
         );
         if !epoll {
-            if let evlab_poll::Support::No(why) = mech.support() {
-                eprintln!("skipped: mechanism {m} unavailable: {why}");
+            if !evlab_poll::testing::mechanism(mech) {
                 return;
             }
             let root = make_root();

@@ -85,8 +85,7 @@ impl Drop for TestServer {
 /// Starts a server for `mech`, or prints why this kernel cannot and returns None.
 pub fn start(mech: &str, tweak: impl FnOnce(&mut Config)) -> Option<TestServer> {
     let m = Mechanism::from_name(mech).unwrap();
-    if let evlab_poll::Support::No(why) = m.support() {
-        eprintln!("skipped: mechanism {mech} unavailable: {why}");
+    if !evlab_poll::testing::mechanism(m) {
         return None;
     }
     evlab_server::signals::ignore_sigpipe();

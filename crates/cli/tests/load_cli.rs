@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{have, serve, sigterm_and_wait, spawn, Serve, BIN};
+use common::{serve, sigterm_and_wait, spawn, Serve, BIN};
 
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("evlab-loadcli-{tag}-{}", std::process::id()));
@@ -183,8 +183,7 @@ fn counts_exactly_against_nginx_and_lighttpd() {
     }
     let mut ran = 0;
     for peer in ["nginx", "lighttpd"] {
-        if !have(peer) {
-            println!("skipped {peer}: not installed (scripts/setup.sh installs it)");
+        if !evlab_poll::testing::program(peer) {
             continue;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")

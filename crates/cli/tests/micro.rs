@@ -164,7 +164,12 @@ fn pipetest_passes_every_token_on_every_readiness_mechanism() {
                 "skipped" => {
                     let why = p["reason"].as_str().unwrap();
                     assert!(why.contains("unavailable"), "{what}: {why}");
-                    eprintln!("skipped: {what}: {why}");
+                    let m = Mechanism::from_name(p["mechanism"].as_str().unwrap()).unwrap();
+                    evlab_poll::testing::require(
+                        evlab_poll::testing::needs(m),
+                        false,
+                        &format!("pipetest {what}: {why}"),
+                    );
                 }
                 s => panic!("{what}: {s}: {}", p["reason"]),
             }
@@ -368,7 +373,8 @@ fn herd_accepts_every_connection_once_in_every_mode() {
                 match p["status"].as_str().unwrap() {
                     "ok" => {}
                     "skipped" if mode == "uring" => {
-                        eprintln!("skipped: {what}: {}", p["reason"]);
+                        let why = format!("herd {what}: {}", p["reason"]);
+                        evlab_poll::testing::require("io_uring", false, &why);
                         continue;
                     }
                     s => panic!("{what}: {s}: {}", p["reason"]),

@@ -19,15 +19,14 @@ fn evlab(args: &[&str]) -> Output {
 }
 
 fn usable() -> bool {
-    // SAFETY: geteuid takes nothing and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    common::present_or_skip(
-        root,
+    use evlab_poll::testing::{require, root};
+    require(
         "netns",
+        root(),
         "hosts: not root — network namespaces need root (CI runs as root)",
-    ) && common::present_or_skip(
-        Path::new("/usr/sbin/sshd").exists(),
+    ) && require(
         "netns",
+        Path::new("/usr/sbin/sshd").exists(),
         "hosts: no /usr/sbin/sshd (scripts/setup.sh installs openssh-server)",
     )
 }

@@ -8,7 +8,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{have, serve, sigterm_and_wait, spawn, Serve, BIN};
+use common::{serve, sigterm_and_wait, spawn, Serve, BIN};
+use evlab_load::summary::LoadReport;
+use evlab_server::ServerStats;
 
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("evlab-loadcli-{tag}-{}", std::process::id()));
@@ -102,17 +104,19 @@ fn report_json_and_samples_against_evlab_serve() {
     assert_eq!(field(&out, "Reply status: 1xx=0 2xx="), 600.0, "{out}");
     // The file is one byte: 600 bytes of content in all, 1 per reply.
     assert_eq!(field(&out, "content "), 1.0, "{out}");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(v["replies"]["total"], 600, "{v}");
-    assert_eq!(v["connections"]["completed"], 200, "{v}");
-    assert_eq!(v["syscalls"]["connect"]["calls"], 200, "{v}");
+    let r: LoadReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r.replies.total, 600, "{r:?}");
+    assert_eq!(r.connections.completed, 200, "{r:?}");
+    assert_eq!(
+        r.syscalls.get("connect").map(|c| c.calls),
+        Some(200),
+        "{r:?}"
+    );
     let csv = std::fs::read_to_string(&samples).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert!(rows.len() >= 3, "a 0.5 s run in 0.1 s samples: {csv}");
     assert!(rows[0].contains("replies"), "header row: {csv}");
-    // The file is a LoadReport: its sample intervals are the CSV's rows.
-    let r: evlab_load::summary::LoadReport =
-        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // Its sample intervals are the CSV's rows.
     assert_eq!(r.samples.len(), rows.len() - 1, "{csv}");
     assert_eq!(r.samples.iter().map(|x| x.replies).sum::<u64>(), 600);
     assert_eq!(r.config.workload.as_deref(), Some("/one x 3"));
@@ -183,8 +187,7 @@ fn counts_exactly_against_nginx_and_lighttpd() {
     }
     let mut ran = 0;
     for peer in ["nginx", "lighttpd"] {
-        if !have(peer) {
-            println!("skipped {peer}: not installed (scripts/setup.sh installs it)");
+        if !evlab_poll::testing::program(peer) {
             continue;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -401,7 +404,7 @@ fn sigint_prints_the_summary_and_writes_the_json() {
     let mut polls = 0;
     loop {
         polls += 1;
-        let served = stats(&s)["requests"].as_u64().unwrap();
+        let served = stats(&s).requests;
         if served >= 20 + polls {
             break;
         }
@@ -436,7 +439,7 @@ fn sigint_prints_the_summary_and_writes_the_json() {
     }
     let replies = field(&out, " replies ") as u64;
     assert!(replies >= 1, "{out}");
-    let r: evlab_load::summary::LoadReport =
+    let r: LoadReport =
         serde_json::from_slice(&std::fs::read(&json).expect("the JSON was written")).unwrap();
     assert!(r.interrupted);
     assert_eq!(r.replies.total, replies, "the JSON and the text agree");
@@ -447,7 +450,7 @@ fn sigint_prints_the_summary_and_writes_the_json() {
 }
 
 /// The server's stats page.
-fn stats(s: &Serve) -> serde_json::Value {
+fn stats(s: &Serve) -> ServerStats {
     let mut c = TcpStream::connect(s.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     std::io::Write::write_all(&mut c, b"GET /.evlab/stats HTTP/1.0\r\nHost: t\r\n\r\n").unwrap();
@@ -465,7 +468,7 @@ fn json_to_stdout_moves_the_report_to_stderr() {
     let o = load(&[&args[..], &["--num-conns", "10", "--json", "-"]].concat());
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
-    let r: evlab_load::summary::LoadReport = serde_json::from_str(&out)
+    let r: LoadReport = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{out}"));
     assert_eq!(r.replies.total, 10);
     assert!(
@@ -476,10 +479,7 @@ fn json_to_stdout_moves_the_report_to_stderr() {
     let o = load(&[&args[..], &["--num-conns", "5", "--json", "-", "--quiet"]].concat());
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
-    assert!(
-        serde_json::from_str::<serde_json::Value>(&out).is_ok(),
-        "{out}"
-    );
+    assert!(serde_json::from_str::<LoadReport>(&out).is_ok(), "{out}");
     assert!(!err.contains("Total:"), "--quiet prints no report: {err}");
     common::stop_serve(&mut s);
 }
@@ -559,18 +559,14 @@ fn outputs_are_checked_before_the_run() {
     }
     assert!(!missing.exists() && !dir.join("missing").exists());
     // No run started: the only connection the server ever accepted is this stats request's.
-    assert_eq!(stats(&s)["connections"]["accepted"], 1);
+    assert_eq!(stats(&s).connections.accepted, 1);
     common::stop_serve(&mut s);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The server's open-connection count from its stats page.
 fn open_conns(s: &Serve) -> u64 {
-    let v = stats(s);
-    let active = v["connections"]["active"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no connections.active in {v}"));
-    active - 1 // this one
+    stats(s).connections.active - 1 // this one
 }
 
 #[test]
@@ -618,8 +614,7 @@ fn idle_holds_connections_until_sigterm() {
 fn idle_request_first_sends_one_request_per_connection() {
     const N: u64 = 200;
     let s = serve("idle-rf", &["--stats", "--header-timeout", "0"], |_| {});
-    let requests = |v: &serde_json::Value| v["requests"].as_u64().unwrap();
-    let before = requests(&stats(&s));
+    let before = stats(&s).requests;
     let mut idle = spawn(
         Command::new(BIN)
             .args(["idle", "--port", &s.addr.port().to_string()])
@@ -643,9 +638,9 @@ fn idle_request_first_sends_one_request_per_connection() {
     let v = stats(&s);
     // This stats request and the one before count too.
     assert_eq!(
-        requests(&v) - before,
+        v.requests - before,
         N + 1,
-        "requests the server counted: {v}"
+        "requests the server counted: {v:?}"
     );
     assert_eq!(open_conns(&s), N, "connections the server sees open");
     let status = sigterm_and_wait(&mut idle);
@@ -849,19 +844,14 @@ fn polymix_workload_against_a_delaying_origin() {
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let replies = v["replies"]["total"].as_u64().unwrap();
-    assert!(replies >= 20, "{v}");
-    assert_eq!(v["replies"]["status"]["2xx"], replies, "{v}");
-    assert!(
-        v["config"]["workload"]
-            .as_str()
-            .unwrap()
-            .starts_with("polymix:"),
-        "{v}"
-    );
+    let v: LoadReport = serde_json::from_str(&out).unwrap();
+    let replies = v.replies.total;
+    assert!(replies >= 20, "{v:?}");
+    assert_eq!(v.replies.status.s2xx, replies, "{v:?}");
+    let workload = v.config.workload.as_deref().unwrap_or_default();
+    assert!(workload.starts_with("polymix:"), "{workload}");
     let st = stats(&s);
-    assert_eq!(st["timers"]["delayed"], replies, "{st}");
+    assert_eq!(st.timers.delayed, replies, "{st:?}");
     // The uncacheable objects say so; the cacheable ones do not.
     for (path, no_store) in [("/polymix/u/000007", true), ("/polymix/c/000007", false)] {
         let mut c = TcpStream::connect(s.addr).unwrap();

@@ -162,12 +162,7 @@ fn origin() -> Proc {
 
 /// Whether the proxy can run `m` here; prints why not.
 fn runs(m: &str) -> bool {
-    let mech = Mechanism::from_name(m).unwrap();
-    if let Support::No(why) = mech.support() {
-        eprintln!("skipped: mechanism {m} unavailable: {why}");
-        return false;
-    }
-    true
+    evlab_poll::testing::mechanism(Mechanism::from_name(m).unwrap())
 }
 
 fn proxy(origin: SocketAddr, m: &str, mode: &str, extra: &[&str]) -> Proc {
@@ -889,11 +884,15 @@ fn refuses_bad_flags_with_reasons() {
 /// same Content-Length and the same body bytes. Skipped with a reason without nginx.
 #[test]
 fn same_bytes_as_nginx_proxy_pass() {
-    let Some(nginx_bin) = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
+    let nginx_bin = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
         .into_iter()
-        .find(|p| Path::new(p).is_file())
-    else {
-        eprintln!("skipped: nginx is not installed (scripts/setup.sh installs nginx-light)");
+        .find(|p| Path::new(p).is_file());
+    let Some(nginx_bin) = nginx_bin else {
+        evlab_poll::testing::require(
+            "nginx",
+            false,
+            "nginx is not installed (scripts/setup.sh installs nginx-light)",
+        );
         return;
     };
     let o = origin();

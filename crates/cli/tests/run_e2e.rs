@@ -18,19 +18,6 @@ fn scratch(tag: &str) -> PathBuf {
     d
 }
 
-/// `evlab load` is built by another piece of work; until it runs, the happy path cannot.
-fn load_available() -> bool {
-    let out = Command::new(evlab())
-        .args(["load", "--help"])
-        .output()
-        .unwrap();
-    let ok = out.status.success() && String::from_utf8_lossy(&out.stdout).contains("--rate");
-    if !ok {
-        eprintln!("SKIPPED: `evlab load` is not implemented in this build; the end-to-end measurement test needs it");
-    }
-    ok
-}
-
 fn run(spec: &str, dir: &Path, extra: &[&str]) -> Output {
     let f = dir.join("spec.toml");
     std::fs::write(&f, spec).unwrap();
@@ -88,9 +75,6 @@ fn check_rerender(out: &Path) {
 
 #[test]
 fn tiny_experiment_end_to_end() {
-    if !load_available() {
-        return;
-    }
     let d = scratch("tiny");
     let spec = "name = \"tiny\"\nmechanisms = [\"select\", \"epoll-et\"]\nrates = [100, 200]\n\
                 idle = [0]\nduration_s = 1\ntimeout_s = 2\n";
@@ -193,9 +177,6 @@ fn unsupported_or_missing_series_are_skipped_with_a_reason() {
 
 #[test]
 fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
-    if !load_available() {
-        return;
-    }
     let d = scratch("int");
     let f = d.join("spec.toml");
     std::fs::write(
@@ -249,9 +230,6 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
 
 #[test]
 fn non_2xx_replies_are_flagged() {
-    if !load_available() {
-        return;
-    }
     let d = scratch("non2xx");
     let uris = d.join("uris.txt");
     std::fs::write(&uris, "/does-not-exist\n").unwrap();
@@ -274,9 +252,6 @@ fn non_2xx_replies_are_flagged() {
 /// CPU per reply measured on the proxy, and nothing left running after the run.
 #[test]
 fn proxy_experiment_end_to_end() {
-    if !load_available() {
-        return;
-    }
     let d = scratch("proxy");
     let f = d.join("spec.toml");
     std::fs::write(

@@ -15,25 +15,18 @@ use evlab_lab::run::cgroup;
 
 mod common;
 
-/// Whether the environment asks for `what` to be present (EVLAB_REQUIRE=all, or a list naming it).
-fn required(what: &str) -> bool {
-    let req = std::env::var("EVLAB_REQUIRE").unwrap_or_default();
-    req.split([',', ' ']).any(|w| w == "all" || w == what)
-}
+use evlab_poll::testing::require;
 
 /// Root, or a printed reason to skip (a failure where root is required).
 fn root_or_skip(test: &str) -> bool {
-    // SAFETY: geteuid takes nothing and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    let why = format!(
-        "{test}: not root — making a system user and a cgroup for it needs root (run the tests \
-         as root, e.g. in CI)"
-    );
-    assert!(!required("root"), "EVLAB_REQUIRE asks for root: {why}");
-    eprintln!("SKIPPED: {why}");
-    false
+    require(
+        "root",
+        evlab_poll::testing::root(),
+        &format!(
+            "{test}: not root — making a system user and a cgroup for it needs root (run the \
+             tests as root, e.g. in CI)"
+        ),
+    )
 }
 
 /// Runs a root-side tool, retrying while another process holds /etc/passwd's lock.
@@ -356,11 +349,11 @@ fn an_ordinary_user_runs_a_budgeted_experiment_in_a_group_root_gave_it() {
     let (root, version) = match cgroup::cpu_controller() {
         Ok(c) => c,
         Err(why) => {
-            assert!(
-                !required("cgroup"),
-                "EVLAB_REQUIRE asks for a cgroup: {why}"
+            require(
+                "cgroup",
+                false,
+                &format!("no CPU budget on this machine: {why}"),
             );
-            eprintln!("SKIPPED: no CPU budget on this machine: {why}");
             return;
         }
     };
@@ -402,7 +395,15 @@ fn an_ordinary_user_without_a_group_is_told_what_root_runs_and_runs_without_a_bu
     let user = TestUser::new("b");
     let spec = format!("{TINY}server_cpu_budget = 0.25\n");
     match cgroup::cpu_controller() {
-        Err(why) => eprintln!("no CPU controller here ({why}): only the message is checked"),
+        Err(why) => {
+            require(
+                "cgroup",
+                false,
+                &format!(
+                    "no CPU controller here ({why}): the default group's refusal is not checked"
+                ),
+            );
+        }
         Ok((root, version)) => {
             // The default group, looked for by itself: none that this user may write.
             let o = user.run(&spec, &[], None);

@@ -45,17 +45,6 @@ fn read(dir: &Path, f: &str) -> String {
     std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
 }
 
-fn have(prog: &str) -> bool {
-    let ok = Command::new("sh")
-        .args(["-c", &format!("command -v {prog}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: `{prog}` is not installed (scripts/setup.sh installs it)");
-    }
-    ok
-}
-
 /// Tick labels (`text-anchor="end"`: y; `"middle"` numbers: x) of an SVG figure.
 fn tick_labels(svg: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -74,7 +63,7 @@ fn tick_labels(svg: &str) -> Vec<String> {
 
 #[test]
 fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
-    if !have("curl") {
+    if !evlab_poll::testing::program("curl") {
         return;
     }
     let d = scratch("replay");

@@ -77,7 +77,11 @@ fn a_client_starved_of_cpu_is_flagged() {
     let budget = match CpuBudget::new(0.02) {
         Ok(b) => b,
         Err(why) => {
-            println!("SKIPPED: cannot make a cgroup CPU budget here: {why}");
+            evlab_poll::testing::require(
+                "cgroup",
+                false,
+                &format!("cannot make a cgroup CPU budget here: {why}"),
+            );
             return;
         }
     };

@@ -6,7 +6,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{have, serve, sigterm_and_wait, spawn, BIN};
+use common::{serve, sigterm_and_wait, spawn, BIN};
+use evlab_poll::testing::program;
 
 fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -310,8 +311,7 @@ fn sigterm_exits_cleanly_with_summary() {
 
 #[test]
 fn curl_gets_files() {
-    if !have("curl") {
-        eprintln!("skipped: curl is not installed (apt-get install -y curl)");
+    if !program("curl") {
         return;
     }
     let s = serve("curl", &["--mechanism", "select"], |_| {});
@@ -346,8 +346,7 @@ fn curl_gets_files() {
 
 #[test]
 fn ab_completes_without_failures() {
-    if !have("ab") {
-        eprintln!("skipped: ab is not installed (apt-get install -y apache2-utils)");
+    if !program("ab") {
         return;
     }
     for mech in ["epoll-et", "select"] {
@@ -371,8 +370,7 @@ fn ab_completes_without_failures() {
 
 #[test]
 fn wrk_runs_without_errors() {
-    if !have("wrk") {
-        eprintln!("skipped: wrk is not installed (apt-get install -y wrk)");
+    if !program("wrk") {
         return;
     }
     let s = serve("wrk", &["--mechanism", "epoll2"], |_| {});

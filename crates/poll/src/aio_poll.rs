@@ -538,13 +538,7 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     fn poller() -> Option<AioPoll> {
-        match AioPoll::support() {
-            Support::Yes => Some(AioPoll::new().unwrap()),
-            Support::No(why) => {
-                eprintln!("skipped: aio-poll unavailable: {why}");
-                None
-            }
-        }
+        crate::testing::mechanism(Mechanism::AioPoll).then(|| AioPoll::new().unwrap())
     }
 
     fn pair() -> (UnixStream, UnixStream) {

@@ -41,6 +41,8 @@ for_each_mechanism!(declare_mechanism_modules);
 pub mod epoll;
 pub mod shutdown;
 pub mod sys;
+#[doc(hidden)]
+pub mod testing;
 pub mod uring_probe;
 
 pub use epoll::{Epoll2, EpollEt, EpollLt};

@@ -703,13 +703,7 @@ mod tests {
     const SHORT: Option<Duration> = Some(Duration::from_millis(200));
 
     fn poller() -> Option<RtSig> {
-        match RtSig::support() {
-            Support::Yes => Some(RtSig::new().unwrap()),
-            Support::No(why) => {
-                eprintln!("skipped: rtsig unavailable: {why}");
-                None
-            }
-        }
+        crate::testing::mechanism(Mechanism::RtSig).then(|| RtSig::new().unwrap())
     }
 
     fn pair() -> (UnixStream, UnixStream) {

@@ -20,13 +20,8 @@ fn pair() -> (UnixStream, UnixStream) {
 }
 
 fn available<P: Poller>() -> Option<P> {
-    match P::MECHANISM.support() {
-        Support::Yes => Some(P::new().expect("supported mechanism starts")),
-        Support::No(why) => {
-            eprintln!("skipped: {} unavailable: {why}", P::MECHANISM);
-            None
-        }
-    }
+    evlab_poll::testing::mechanism(P::MECHANISM)
+        .then(|| P::new().expect("supported mechanism starts"))
 }
 
 fn wait_for<P: Poller>(p: &mut P, ev: &mut Events, token: usize) -> Option<Event> {

@@ -1106,11 +1106,7 @@ mod tests {
     use std::os::fd::IntoRawFd;
 
     fn engine() -> Option<Uring> {
-        if let Support::No(why) = Mechanism::Uring.support() {
-            eprintln!("skipped: io_uring unavailable: {why}");
-            return None;
-        }
-        Some(Uring::new().expect("a ring"))
+        evlab_poll::testing::mechanism(Mechanism::Uring).then(|| Uring::new().expect("a ring"))
     }
 
     /// A connected pair: the engine's side (non-blocking, adopted, registered) and the peer.
@@ -1206,8 +1202,11 @@ mod tests {
     #[test]
     fn splice_moves_socket_to_pipe_to_socket() {
         let Some(mut u) = engine() else { return };
-        if !u.can_splice() {
-            eprintln!("skipped: this kernel's io_uring cannot splice");
+        if !evlab_poll::testing::require(
+            "io_uring",
+            u.can_splice(),
+            "this kernel's io_uring cannot splice (IORING_OP_SPLICE)",
+        ) {
             return;
         }
         let (origin, mut origin_peer) = pair(&mut u);

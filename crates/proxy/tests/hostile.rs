@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use evlab_poll::{Mechanism, Support};
+use evlab_poll::Mechanism;
 use evlab_proxy::{Config, ForwardMode, Proxy};
 
 /// What the smuggling origin slips behind a response: a whole response of its own, cacheable,
@@ -219,8 +219,7 @@ fn proxy_with(
     tune: impl FnOnce(&mut Config),
 ) -> Option<Proxy> {
     let mech = Mechanism::from_name(m).unwrap();
-    if let Support::No(why) = mech.support() {
-        eprintln!("skipped: mechanism {m} unavailable: {why}");
+    if !evlab_poll::testing::mechanism(mech) {
         return None;
     }
     let mut cfg = Config::new("127.0.0.1:0".parse().unwrap(), origin, mech);

@@ -185,9 +185,8 @@ mod cases {
             closed_by_server(&mut s),
             "{m}: not closed after the half-close"
         );
-        let v: serde_json::Value =
-            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
-        assert_eq!(v["timers"]["delayed"], 7, "{v}");
+        let v = stats_over_http(t.addr);
+        assert_eq!(v.timers.delayed, 7, "{v:?}");
     }
 
     pub fn pipelining(m: &str) {
@@ -281,19 +280,15 @@ mod cases {
         assert_eq!(n, 300);
     }
 
-    fn stats_of(t: &TestServer) -> serde_json::Value {
-        serde_json::from_str(&t.server.as_ref().unwrap().stats_json()).unwrap()
-    }
-
     /// Polls the stats until `done` holds; the deadline only turns a hang into a failure.
-    fn wait_stats(t: &TestServer, what: &str, done: impl Fn(&serde_json::Value) -> bool) {
+    fn wait_stats(t: &TestServer, what: &str, done: impl Fn(&evlab_server::ServerStats) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let v = stats_of(t);
+            let v = t.stats();
             if done(&v) {
                 return;
             }
-            assert!(Instant::now() < deadline, "{what} never happened: {v}");
+            assert!(Instant::now() < deadline, "{what} never happened: {v:?}");
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -330,11 +325,11 @@ mod cases {
             got += chunk;
             std::thread::sleep(Duration::from_millis(100));
         }
-        let v = stats_of(&t);
-        assert_eq!(v["connections"]["send_timeouts"], 0, "{v}");
+        let v = t.stats();
+        assert_eq!(v.connections.send_timeouts, 0, "{v:?}");
         // Now stop reading: the server gives up on the reply and closes.
         wait_stats(&t, "a send timeout", |v| {
-            v["connections"]["send_timeouts"] == 1 && v["connections"]["active"] == 0
+            v.connections.send_timeouts == 1 && v.connections.active == 0
         });
         let mut rest = Vec::new();
         let _ = s.read_to_end(&mut rest); // what was in flight, then EOF or a reset
@@ -379,8 +374,8 @@ mod cases {
             writer.join().unwrap(),
             "the server stopped taking the requests"
         );
-        let v = stats_of(&t);
-        assert_eq!(v["connections"]["io_errors"], 0, "{v}");
+        let v = t.stats();
+        assert_eq!(v.connections.io_errors, 0, "{v:?}");
     }
 
     pub fn big_file_writev(m: &str) {
@@ -586,9 +581,8 @@ mod cases {
             let r = read_response(s, &mut buf, false).unwrap_or_else(|| panic!("conn {i}: EOF"));
             assert_eq!((r.status, r.body.as_slice()), (200, &b"a"[..]), "conn {i}");
         }
-        let stats: serde_json::Value =
-            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
-        assert!(stats["connections"]["max_active"].as_u64().unwrap() >= N as u64);
+        let stats = stats_over_http(t.addr);
+        assert!(stats.connections.max_active >= N as u64, "{stats:?}");
     }
 
     pub fn reset_mid_response(m: &str) {
@@ -641,9 +635,8 @@ mod cases {
             .unwrap();
         assert_eq!(read_response(&mut k, &mut buf, false).unwrap().status, 200);
         assert!(closed_by_server(&mut k));
-        let stats: serde_json::Value =
-            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
-        assert!(stats["connections"]["header_timeouts"].as_u64().unwrap() >= 3);
+        let stats = stats_over_http(t.addr);
+        assert!(stats.connections.header_timeouts >= 3, "{stats:?}");
     }
 
     pub fn no_header_timeout(m: &str) {
@@ -683,51 +676,42 @@ mod cases {
         // out again, nothing is lost or added.
         let typed: evlab_server::ServerStats = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(serde_json::to_value(&typed).unwrap(), v);
-        assert_eq!(typed.requests, v["requests"].as_u64().unwrap());
-        assert_eq!(v["mechanism"], m);
-        assert!(v["requests"].as_u64().unwrap() >= 11);
-        assert!(v["responses"]["2xx"].as_u64().unwrap() >= 10);
-        assert!(v["connections"]["accepted"].as_u64().unwrap() >= 11);
+        let v = typed;
+        assert_eq!(v.mechanism, m);
+        assert!(v.profile);
+        assert!(v.requests >= 11, "{v:?}");
+        assert!(v.responses.s2xx >= 10, "{v:?}");
+        assert!(v.connections.accepted >= 11, "{v:?}");
+        let call = |name: &str| v.syscalls.get(name);
         let mech = Mechanism::from_name(m).unwrap();
         if mech.kind() == Kind::Completion {
             // Multishot accept and recv: connections and requests arrive without syscalls.
-            assert!(v["syscalls"]["accept4"].is_null(), "{v}");
-            assert!(v["syscalls"]["read"].is_null(), "{v}");
-            assert!(v["syscalls"]["io_uring_enter"]["ns"].as_u64().is_some());
+            assert!(call("accept4").is_none(), "{v:?}");
+            assert!(call("read").is_none(), "{v:?}");
+            assert!(
+                call("io_uring_enter").is_some_and(|c| c.ns.is_some()),
+                "{v:?}"
+            );
         } else {
-            assert!(v["syscalls"]["accept4"]["calls"].as_u64().unwrap() >= 11);
-            assert!(v["syscalls"]["accept4"]["ns"].as_u64().is_some());
+            let accept4 = call("accept4").unwrap_or_else(|| panic!("no accept4: {v:?}"));
+            assert!(accept4.calls >= 11, "{v:?}");
+            assert!(accept4.ns.is_some(), "profiled: {v:?}");
         }
         let wait_call = mech.wait_syscall().name();
-        assert!(
-            v["syscalls"][wait_call]["calls"].as_u64().unwrap() >= 1,
-            "{v}"
-        );
+        assert!(call(wait_call).is_some_and(|c| c.calls >= 1), "{v:?}");
+        let epoll_ctl = call("epoll_ctl").map_or(0, |c| c.calls);
         if mech == Mechanism::EpollLt {
             // ADD + MOD to write + MOD back to read (+ DEL) per one-request connection.
-            assert!(
-                v["syscalls"]["epoll_ctl"]["calls"].as_u64().unwrap() >= 30,
-                "{v}"
-            );
+            assert!(epoll_ctl >= 30, "{v:?}");
         }
         if mech == Mechanism::EpollCtlv {
-            assert!(v["events"]["batches"].as_u64().unwrap() >= 1, "{v}");
-            assert!(
-                v["events"]["changes_per_batch"].as_f64().unwrap() >= 1.0,
-                "{v}"
-            );
-            assert!(
-                v["syscalls"]["epoll_ctl"]["calls"].as_u64().unwrap_or(0) <= 12,
-                "only DEL is immediate: {v}"
-            );
+            assert!(v.events.batches >= 1, "{v:?}");
+            assert!(v.events.changes_per_batch >= 1.0, "{v:?}");
+            assert!(epoll_ctl <= 12, "only DEL is immediate: {v:?}");
         }
         if mech == Mechanism::UringPoll {
-            let mem = v["events"]["waits_from_memory"].as_u64().unwrap();
-            let kern = v["events"]["waits_from_kernel"].as_u64().unwrap();
-            assert_eq!(mem + kern, v["events"]["waits"].as_u64().unwrap(), "{v}");
-        }
-        if mech == Mechanism::Epoll2 || mech == Mechanism::EpollEt {
-            assert!(v["events"]["interest_changes_free"].as_u64().is_some());
+            let (mem, kern) = (v.events.waits_from_memory, v.events.waits_from_kernel);
+            assert_eq!(mem + kern, v.events.waits, "{v:?}");
         }
         // Disabled unless asked.
         let Some(t2) = start(m, |c| c.stats = false) else {
@@ -822,8 +806,7 @@ mod cases {
             Mechanism::EpollLt | Mechanism::EpollEt | Mechanism::Epoll2
         );
         if !epoll {
-            if let evlab_poll::Support::No(why) = mech.support() {
-                eprintln!("skipped: mechanism {m} unavailable: {why}");
+            if !evlab_poll::testing::mechanism(mech) {
                 return;
             }
             let root = make_root();
@@ -851,18 +834,12 @@ mod cases {
         for _ in 0..N {
             assert_eq!(get(t.addr, "/one").status, 200);
         }
-        let v: serde_json::Value =
-            serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
-        let per: Vec<u64> = v["per_worker"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no per_worker in {v}"))
-            .iter()
-            .map(|w| w["accepted"].as_u64().unwrap())
-            .collect();
-        assert_eq!(per.len(), 2, "{v}");
+        let v = stats_over_http(t.addr);
+        let per: Vec<u64> = v.per_worker.iter().map(|w| w.accepted).collect();
+        assert_eq!(per.len(), 2, "{v:?}");
         // The stats request's own connection is the last accepted.
         assert_eq!(per.iter().sum::<u64>(), N + 1, "per-worker accepts {per:?}");
-        assert_eq!(v["connections"]["accepted"], N + 1);
+        assert_eq!(v.connections.accepted, N + 1);
     }
 
     pub fn workers_share_port(m: &str) {
@@ -879,13 +856,10 @@ mod cases {
             for _ in 0..40 {
                 assert_eq!(get(t.addr, "/one").status, 200);
             }
-            let v: serde_json::Value =
-                serde_json::from_slice(&get(t.addr, "/.evlab/stats").body).unwrap();
-            assert_eq!(v["workers"], 2);
-            assert!(
-                v["connections"]["accepted"].as_u64().unwrap() >= 41,
-                "{mode:?}"
-            );
+            let v = stats_over_http(t.addr);
+            assert_eq!(v.workers, 2);
+            assert_eq!(v.per_worker.len(), 2, "{v:?}");
+            assert!(v.connections.accepted >= 41, "{mode:?}");
         }
     }
 }
@@ -957,11 +931,10 @@ fn timers_stay_bounded(m: &str) {
             }
         }
     }
-    let v: serde_json::Value =
-        serde_json::from_str(&t.server.as_ref().unwrap().stats_json()).unwrap();
-    assert_eq!(v["requests"].as_u64().unwrap(), TOTAL as u64 + 1, "{v}");
-    assert_eq!(v["connections"]["header_timeouts"], 0, "{v}");
-    let max = v["timers"]["max_entries"].as_u64().unwrap();
+    let v = t.stats();
+    assert_eq!(v.requests, TOTAL as u64 + 1, "{v:?}");
+    assert_eq!(v.connections.header_timeouts, 0, "{v:?}");
+    let max = v.timers.max_entries;
     // One entry per connection (the 8, the one that measured the length), plus at most as many
     // again from deadlines that moved earlier.
     let bound = 2 * (CONNS as u64 + 1);
@@ -971,7 +944,7 @@ fn timers_stay_bounded(m: &str) {
     );
     assert!(
         max <= bound,
-        "{m}: {max} timer entries (bound {bound}): {v}"
+        "{m}: {max} timer entries (bound {bound}): {v:?}"
     );
 }
 
@@ -995,15 +968,16 @@ fn uring_cancels_only_armed_recvs() {
     let Some(t) = start("uring", |_| {}) else {
         return;
     };
-    let stats = |t: &TestServer| -> serde_json::Value {
-        serde_json::from_str(&t.server.as_ref().unwrap().stats_json()).unwrap()
-    };
-    let closed = |t: &TestServer| stats(t)["connections"]["closed"].as_u64().unwrap();
+    let closed = |t: &TestServer| t.stats().connections.closed;
     let wait_closed = |t: &TestServer, n: u64| {
         // Not a timing assumption: the deadline only turns a hang into a failure.
         let deadline = Instant::now() + Duration::from_secs(20);
         while closed(t) < n {
-            assert!(Instant::now() < deadline, "closes never seen: {}", stats(t));
+            assert!(
+                Instant::now() < deadline,
+                "closes never seen: {:?}",
+                t.stats()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     };
@@ -1017,8 +991,8 @@ fn uring_cancels_only_armed_recvs() {
         drop(connect(t.addr));
     }
     wait_closed(&t, 25);
-    let v = stats(&t);
-    assert_eq!(v["events"]["cancels"].as_u64(), Some(0), "{v}");
+    let v = t.stats();
+    assert_eq!(v.events.cancels, 0, "{v:?}");
 
     // Server-closed: the recv is still armed, is cancelled, and the client sees the close.
     let mut s = connect(t.addr);
@@ -1030,6 +1004,6 @@ fn uring_cancels_only_armed_recvs() {
     assert!(all.starts_with(b"HTTP/1.1 200 OK\r\n"));
     assert!(all.ends_with(b"\r\n\r\na"));
     wait_closed(&t, 26);
-    let v = stats(&t);
-    assert_eq!(v["events"]["cancels"].as_u64(), Some(1), "{v}");
+    let v = t.stats();
+    assert_eq!(v.events.cancels, 1, "{v:?}");
 }

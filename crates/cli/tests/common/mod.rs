@@ -71,15 +71,6 @@ pub fn serve(tag: &str, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Ser
     Serve { child, addr, dir }
 }
 
-pub fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
 /// Sends SIGTERM to `child` and waits at most 10 s for it to exit.
 pub fn sigterm_and_wait(child: &mut Child) -> ExitStatus {
     // It may have exited already.
@@ -124,22 +115,4 @@ pub fn stop_serve(s: &mut Serve) {
     let st = sigterm_and_wait(&mut s.child);
     assert!(st.success(), "evlab serve exited with {st:?}");
     assert_gone(s.child.id());
-}
-
-/// Whether the environment asks for `what` to be present: EVLAB_REQUIRE=all (as CI sets it),
-/// or a comma- or space-separated list naming it.
-pub fn required(what: &str) -> bool {
-    let req = std::env::var("EVLAB_REQUIRE").unwrap_or_default();
-    req.split([',', ' ']).any(|w| w == "all" || w == what)
-}
-
-/// `true` when `present`; else prints why the test skips, or fails when EVLAB_REQUIRE asks
-/// for `what`.
-pub fn present_or_skip(present: bool, what: &str, why: &str) -> bool {
-    if present {
-        return true;
-    }
-    assert!(!required(what), "EVLAB_REQUIRE asks for {what}: {why}");
-    eprintln!("SKIPPED: {why}");
-    false
 }

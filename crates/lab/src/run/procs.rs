@@ -575,10 +575,16 @@ mod tests {
 
     #[test]
     fn child_is_pinned_measured_and_stopped() {
-        let argv: Vec<String> = ["sh", "-c", "sleep 30 & echo ready; wait"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        // A sleeper and a spinner, both descendants.
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "sleep 30 & while :; do :; done & echo ready; wait",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let t0 = Instant::now();
         let mut c = Child::spawn("sh", &argv, &[0], None).unwrap();
         assert!(c.command.starts_with("taskset -c 0 sh -c"));
         c.wait_line(|l| l == "ready", Duration::from_secs(5), "ready")
@@ -589,8 +595,22 @@ mod tests {
             .find(|l| l.starts_with("Cpus_allowed_list"))
             .unwrap();
         assert!(allowed.trim_end().ends_with('0'), "{allowed}");
-        assert!(process_tree(c.pid).len() >= 2);
-        assert!(c.cpu_seconds() >= 0.0);
+        assert!(process_tree(c.pid).len() >= 3);
+        // The spinner's CPU time counts: a tenth of a second comes within seconds even on a
+        // busy machine; and, the whole tree pinned to one CPU, never more than the time since
+        // it started (and a tick's slack).
+        let cpu = loop {
+            let cpu = c.cpu_seconds();
+            if cpu >= 0.1 || t0.elapsed() > Duration::from_secs(10) {
+                break cpu;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let wall = t0.elapsed().as_secs_f64();
+        assert!(
+            (0.1..=wall + 0.02).contains(&cpu),
+            "{cpu} s of CPU in {wall} s on one CPU"
+        );
         let pid = c.pid;
         let left = c.stop(Duration::from_secs(2));
         assert!(left.is_empty(), "left running: {left:?}");

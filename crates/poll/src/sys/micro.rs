@@ -324,13 +324,15 @@ mod tests {
     fn uring_accept_takes_a_connection_or_says_why_not() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
-        let mut a = match UringAcceptor::new(fd) {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
-        };
+        if let crate::Support::No(why) = UringAcceptor::support() {
+            // Refused, with the reason; but nothing was accepted.
+            let e = UringAcceptor::new(fd).expect_err("no io_uring accept, yet a ring");
+            assert!(e.to_string().contains(&why), "{e}");
+            let why = format!("io_uring accept unavailable: {why}");
+            crate::testing::require("io_uring", false, &why);
+            return;
+        }
+        let mut a = UringAcceptor::new(fd).expect("io_uring accepts here");
         let addr = l.local_addr().unwrap();
         let t = std::thread::spawn(move || TcpStream::connect(addr).unwrap());
         let c = a.accept().unwrap();

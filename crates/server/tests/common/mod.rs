@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use evlab_poll::Mechanism;
-use evlab_server::{Config, Server};
+use evlab_server::{Config, Server, ServerStats};
 
 pub const BIG_LEN: usize = 4 << 20;
 
@@ -67,6 +67,10 @@ impl TestServer {
     pub fn docroot(&self) -> PathBuf {
         self.root.dir.join("root")
     }
+    /// The server's stats as `stats_json` writes them, read back into the type.
+    pub fn stats(&self) -> ServerStats {
+        serde_json::from_str(&self.server.as_ref().unwrap().stats_json()).expect("ServerStats")
+    }
     pub fn stop(&mut self) {
         if let Some(s) = self.server.take() {
             s.shutdown().unwrap();
@@ -85,8 +89,7 @@ impl Drop for TestServer {
 /// Starts a server for `mech`, or prints why this kernel cannot and returns None.
 pub fn start(mech: &str, tweak: impl FnOnce(&mut Config)) -> Option<TestServer> {
     let m = Mechanism::from_name(mech).unwrap();
-    if let evlab_poll::Support::No(why) = m.support() {
-        eprintln!("skipped: mechanism {mech} unavailable: {why}");
+    if !evlab_poll::testing::mechanism(m) {
         return None;
     }
     evlab_server::signals::ignore_sigpipe();
@@ -199,6 +202,13 @@ pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Sends one request on a fresh connection and reads one response.
+/// `GET /.evlab/stats`, read into the type.
+pub fn stats_over_http(addr: SocketAddr) -> ServerStats {
+    let r = get(addr, "/.evlab/stats");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    serde_json::from_slice(&r.body).expect("ServerStats")
+}
+
 pub fn get(addr: SocketAddr, path: &str) -> Response {
     let mut s = connect(addr);
     let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");

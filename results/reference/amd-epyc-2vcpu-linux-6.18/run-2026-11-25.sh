@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The reference runs of 2026-11-25, as they were made (from the repository's root, after
+# `cargo build --release`). Each writes results/reference/amd-epyc-2vcpu-linux-6.18/NAME/ and
+# NAME.log; --duration 2 shortens the figure experiments' 120 s points (their reports say so).
+set -euo pipefail
+out=results/reference/amd-epyc-2vcpu-linux-6.18
+evlab=target/release/evlab
+run() { # NAME EXPERIMENT [FLAGS...]
+  local name=$1; shift
+  rm -rf "${out:?}/$name"
+  "$evlab" run "$@" --quiet --out "$out/$name" 2>&1 | tee "$out/$name.log"
+}
+case "${1:-all}" in
+  quick)
+    run quick-run1 quick
+    run quick-run2 quick
+    run quick-placebo quick --placebo
+    ;;
+  figures)
+    for e in fig1-one-byte fig3-epoll-variants fig5-one-byte-idle fig7-accept-limit table1-syscalls; do
+      run "$e" "$e" --duration 2
+    done
+    ;;
+  *) echo "usage: $0 quick | figures" >&2; exit 2 ;;
+esac

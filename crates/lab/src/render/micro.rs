@@ -175,6 +175,14 @@ fn document(dir: &Path, run: &MicroRun) -> Result<Vec<Block>, LabError> {
                     })
                     .collect(),
             ));
+            if !ruled && !o.findings.is_empty() {
+                d.push(Block::P(
+                    "This report predates the registered micro rules: its findings were judged \
+                     on the medians by the rules of its day (\"holds\" read as reproduced), \
+                     which `docs/findings.md` keeps in each rule's history."
+                        .into(),
+                ));
+            }
             if ruled {
                 d.push(Block::P(
                     "Each rule, its threshold and how it follows from the seed are in \

@@ -340,7 +340,7 @@ pub fn flat(points: &[Point], repeat: usize, call: &str, rule: &str, claim: &str
         );
     };
     let mut why = format!(
-        "second {call}: k = {} over n = {}..{}; medians {} ns at n = {}, {} ns at n = {} (x{:.2})",
+        "second {call}: k = {}, n = {}..{}; medians {} ns at n = {}, {} ns at n = {} (x{:.2})",
         iv.words(2, "rounds"),
         lo.n,
         hi.n,

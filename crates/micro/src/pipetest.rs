@@ -541,7 +541,7 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     let say = |s: &Slope| {
         let iv = Interval::of_mean(&s.k).expect("finite k");
         format!(
-            "{}: k = {} over {}..{} pipes{}",
+            "{}: k = {}, {}..{} pipes{}",
             s.mechanism,
             iv.words(2, "sweeps"),
             s.pipes.first().unwrap_or(&0),

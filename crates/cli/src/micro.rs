@@ -30,7 +30,8 @@ pub struct FdallocArgs {
     /// How many n to spread over the table when --at is not given
     #[arg(long, default_value_t = 20)]
     pub points: usize,
-    /// Measurements per n; the table shows medians
+    /// Rounds: measurements per n, interleaved over the n; the table shows medians, and the
+    /// finding is decided on the 90% interval of the rounds' fits, which needs at least 3
     #[arg(long, default_value_t = 11)]
     pub repeat: usize,
     /// The call timed: open (/dev/null, as the seed) or dup (the allocation alone)

@@ -22,8 +22,10 @@ pub struct Args {
     /// How a token's next pipe is chosen: stride17 (round the pipes) or last (the same pipe)
     #[arg(long, default_value = "stride17", value_parser = parse_route)]
     pub route: Route,
-    /// Runs per point; the table shows their median
-    #[arg(long, default_value_t = 3)]
+    /// Sweeps: the whole sweep is run this many times, interleaved (every point once per
+    /// sweep); the table shows each point's median, and the findings are decided on the 90%
+    /// interval of the sweeps' fits, which needs at least 3
+    #[arg(long, alias = "repeats", default_value_t = 3)]
     pub repeat: usize,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)
     #[arg(long)]
@@ -42,7 +44,7 @@ fn parse_route(s: &str) -> Result<Route, String> {
 pub const EXAMPLES: &str = "\
 Examples:
   evlab pipetest
-      every readiness mechanism, 10 to 16,000 pipes (as the descriptor limit allows), 3 runs each
+      every readiness mechanism, 10 to 16,000 pipes (as the descriptor limit allows), 3 sweeps
   evlab pipetest --mechanism poll,epoll-et --pipes 100,1000 --generations 1000 --json pipes.json
       two mechanisms, two sizes, longer runs, the report as JSON too
 
@@ -58,9 +60,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         repeat: a.repeat,
         ..Config::default()
     };
+    let sweeps = cfg.repeat;
     let report = pipetest::run(&cfg, |p| {
-        let what = match (p.status, p.passes_per_sec) {
-            (Status::Ok, Some(v)) => format!("{v:.0} passes/s"),
+        let what = match (p.status, p.runs.last()) {
+            (Status::Ok, Some(r)) => format!(
+                "{:.0} passes/s (sweep {}/{sweeps})",
+                r.passes_per_sec,
+                p.runs.len()
+            ),
             _ => format!("{:?}: {}", p.status, p.reason.as_deref().unwrap_or("")),
         };
         eprintln!("pipetest: {} {} pipes: {what}", p.mechanism, p.pipes);

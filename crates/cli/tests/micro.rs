@@ -98,9 +98,16 @@ fn check_findings(v: &Value, count: usize) {
         assert!(!x["evidence"].as_str().unwrap().is_empty());
         let verdict = x["verdict"].as_str().unwrap();
         assert!(
-            ["holds", "does-not-hold", "not-measured"].contains(&verdict),
+            [
+                "reproduced",
+                "not-reproduced",
+                "inconclusive",
+                "not-measured"
+            ]
+            .contains(&verdict),
             "{verdict}"
         );
+        assert!(!x["rule"].as_str().unwrap().is_empty(), "{x}");
     }
 }
 
@@ -236,7 +243,7 @@ fn fdalloc_gets_the_first_descriptor_then_n() {
             "-",
         ]);
         assert_eq!(v["benchmark"], "fdalloc");
-        check_findings(&v, 1);
+        check_findings(&v, 2);
         assert_eq!(v["op"], op);
         assert_eq!(v["total"], 300);
         let first = v["first"].as_u64().unwrap();
@@ -252,7 +259,23 @@ fn fdalloc_gets_the_first_descriptor_then_n() {
             for k in ["first_open_ns", "second_open_ns", "both_ns"] {
                 assert!(p[k].as_f64().unwrap() > 0.0, "{k}: {p}");
             }
+            assert_eq!(p["second_runs_ns"].as_array().unwrap().len(), 3, "{p}");
         }
+        // The negative control: the same n, the same rounds, the rule's verdict on them.
+        let c = &v["negative_control"];
+        assert_eq!(
+            c["slots"].as_u64().unwrap(),
+            v["highest"].as_u64().unwrap() + 1
+        );
+        let cn: Vec<u64> = c["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["n"].as_u64().unwrap())
+            .collect();
+        assert_eq!(cn, ns);
+        assert_eq!(c["finding"]["rule"], "fdalloc-flat");
+        assert_eq!(v["findings"][1]["verdict"], c["finding"]["verdict"]);
     }
     // Spread over the table by default, the last at the highest descriptor.
     let v = json(&[

@@ -12,7 +12,16 @@
 //! `total` (100,000 where the descriptor limit allows, else the limit less a margin), then for
 //! each n closes the first descriptor it holds and the n-th, times each of the next two opens
 //! (`openat` of `/dev/null`, or `dup` with `--op dup`, which leaves out the path walk), checks
-//! that they returned the first descriptor and n, and repeats; the figures are medians.
+//! that they returned the first descriptor and n, and repeats; the figures are medians. The
+//! repeats are rounds: every n is measured once per round (interleaved), so a disturbance of
+//! the machine falls on one round rather than on one n.
+//!
+//! The finding is decided on the exponent k of time ∝ n^k of the second open, fitted to each
+//! round, with the 90% t interval of its mean over the rounds ([`K_LINEAR_HALF`]). Its
+//! negative control ([`LinearScan`]) is a lowest-free allocator in user space that scans its
+//! table from slot 0, as the seed's single bitmap did; it is measured in the same rounds, at
+//! the same n, by the same clock calls, and judged by the same function, which must then
+//! find it growing.
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -21,12 +30,12 @@ use std::time::Instant;
 use evlab_poll::sys;
 
 use crate::plot::{Plot, Xy};
-use crate::stats::median;
+use crate::stats::{median, power_exponent, Interval, MIN_REPEATS};
 use crate::table::{num, Table};
-use crate::{render_findings, this_machine, Finding, MicroError};
+use crate::{render_findings, this_machine, Finding, MicroError, Verdict};
 
 /// The report's data, defined in `evlab-wire` (the lab reads it from there).
-pub use evlab_wire::micro::fdalloc::{Op, Point, Report};
+pub use evlab_wire::micro::fdalloc::{Control, Op, Point, Report};
 
 /// Descriptors left free below the limit for everything else the process holds.
 pub const FD_SLOP: u64 = 64;
@@ -39,7 +48,7 @@ pub struct Config {
     /// The descriptors n to close; `None`: `points` spread evenly over the table.
     pub at: Option<Vec<u64>>,
     pub points: usize,
-    /// Measurements per n; the figures are their medians.
+    /// Rounds: measurements per n, interleaved over the n; the figures are their medians.
     pub repeat: usize,
     pub op: Op,
 }
@@ -135,10 +144,11 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
         }
     }
 
-    let mut points = Vec::with_capacity(at.len());
-    for &n in &at {
-        let (mut t1s, mut t2s, mut both) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..cfg.repeat {
+    let mut control = LinearScan::new(highest as usize + 1);
+    let mut kernel = vec![Times::default(); at.len()];
+    let mut user = vec![Times::default(); at.len()];
+    for _ in 0..cfg.repeat {
+        for (i, &n) in at.iter().enumerate() {
             drop(held.take(first));
             drop(held.take(n));
             let t0 = Instant::now();
@@ -159,21 +169,35 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
                      thread is opening or closing descriptors"
                 )));
             }
-            let ns = |d: std::time::Duration| d.as_nanos() as f64;
-            t1s.push(ns(t1 - t0));
-            t2s.push(ns(t2 - t1));
-            both.push(ns(t2 - t0));
+            kernel[i].push(t0, t1, t2);
+
+            // The control, the same way: free the two slots, time the two allocations.
+            control.free(first as usize);
+            control.free(n as usize);
+            let t0 = Instant::now();
+            let a = control.alloc();
+            let t1 = Instant::now();
+            let b = control.alloc();
+            let t2 = Instant::now();
+            if (a as u64, b as u64) != (first, n) {
+                return Err(MicroError::Config(format!(
+                    "the linear-scan control returned slots {a} and {b}, not {first} and {n}"
+                )));
+            }
+            user[i].push(t0, t1, t2);
         }
-        points.push(Point {
-            n,
-            first_fd: first,
-            second_fd: n,
-            first_open_ns: median(&t1s).unwrap_or(0.0),
-            second_open_ns: median(&t2s).unwrap_or(0.0),
-            both_ns: median(&both).unwrap_or(0.0),
-        });
     }
     drop(held);
+    let points: Vec<Point> = at
+        .iter()
+        .zip(&kernel)
+        .map(|(&n, t)| t.point(n, first))
+        .collect();
+    let control_points: Vec<Point> = at
+        .iter()
+        .zip(&user)
+        .map(|(&n, t)| t.point(n, first))
+        .collect();
     let mut r = Report {
         benchmark: "fdalloc".into(),
         machine,
@@ -184,34 +208,182 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
         highest,
         points,
         findings: Vec::new(),
+        negative_control: Some(Control {
+            allocator: LinearScan::DESCRIPTION.into(),
+            slots: control.slots(),
+            finding: flat(
+                &control_points,
+                cfg.repeat,
+                "allocation",
+                FLAT_RULE,
+                FLAT_CLAIM,
+            ),
+            points: control_points,
+        }),
     };
     r.findings = findings(&r);
     Ok(r)
 }
 
-/// The LSP's finding: with a two-level bitmap the search for n does not grow with n (with one
-/// bitmap it grew linearly).
+/// One n's measurements: the two calls' times and both, in nanoseconds, round by round.
+#[derive(Clone, Default)]
+struct Times {
+    first: Vec<f64>,
+    second: Vec<f64>,
+    both: Vec<f64>,
+}
+
+impl Times {
+    fn push(&mut self, t0: Instant, t1: Instant, t2: Instant) {
+        let ns = |d: std::time::Duration| d.as_nanos() as f64;
+        self.first.push(ns(t1 - t0));
+        self.second.push(ns(t2 - t1));
+        self.both.push(ns(t2 - t0));
+    }
+
+    fn point(&self, n: u64, first: u64) -> Point {
+        Point {
+            n,
+            first_fd: first,
+            second_fd: n,
+            first_open_ns: median(&self.first).unwrap_or(0.0),
+            second_open_ns: median(&self.second).unwrap_or(0.0),
+            both_ns: median(&self.both).unwrap_or(0.0),
+            second_runs_ns: self.second.clone(),
+        }
+    }
+}
+
+/// The negative control: the lowest free slot of a table found by scanning it from slot 0,
+/// one `bool` per slot. It is what the seed's single bitmap did (the 2.2 kernel scanned a
+/// bitmap word by word; a byte per slot makes the same linear search slower per slot, so that
+/// its growth stands out of the clock's own cost even in a small table).
+pub struct LinearScan {
+    used: Vec<bool>,
+}
+
+impl LinearScan {
+    pub const DESCRIPTION: &'static str =
+        "lowest free slot by a linear scan from slot 0 of a Vec<bool> (user space)";
+
+    /// A table of `slots`, all in use, like the kernel's after the fill.
+    pub fn new(slots: usize) -> LinearScan {
+        LinearScan {
+            used: vec![true; slots],
+        }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.used.len()
+    }
+
+    pub fn free(&mut self, slot: usize) {
+        self.used[slot] = false;
+    }
+
+    /// The lowest free slot, now in use (the table grows by one when none is free).
+    pub fn alloc(&mut self) -> usize {
+        let used = std::hint::black_box(&mut self.used);
+        match used.iter().position(|u| !u) {
+            Some(i) => {
+                used[i] = true;
+                i
+            }
+            None => {
+                used.push(true);
+                used.len() - 1
+            }
+        }
+    }
+}
+
+/// The threshold on the exponent k of time ∝ n^k of the second open, from the seed's own
+/// claim (`seeds/linux-scalability-project.txt`): with one bitmap "the time to find an open
+/// file descriptor increases linearly with the number of open files" (k = 1); with the
+/// two-level bitmap it does not grow (k = 0). Half-way between them in log terms — over any
+/// range n0..n, the geometric mean of the flat ratio 1 and the linear ratio n/n0 — is k = ½:
+/// "flat" is k < ½, nearer flat than linear.
+pub const K_LINEAR_HALF: f64 = 0.5;
+
+/// The registry ids of fdalloc's findings (the lab's `analysis::rules`, docs/findings.md).
+pub const RULE_IDS: [&str; 2] = ["fdalloc-flat", "fdalloc-negative-control"];
+const FLAT_RULE: &str = RULE_IDS[0];
+const FLAT_CLAIM: &str = "the second open does not grow with n (a two-level bitmap, as the seed \
+                          proposed): time ∝ n^k with k < 0.5, nearer flat than linear (90% \
+                          interval over the rounds)";
+
+/// The flatness rule on `points`: k fitted to each round's second call against n, decided on
+/// the 90% t interval of its mean. Used alike for the kernel and for the control.
+pub fn flat(points: &[Point], repeat: usize, call: &str, rule: &str, claim: &str) -> Finding {
+    let mut pts: Vec<&Point> = points.iter().collect();
+    pts.sort_by_key(|p| p.n);
+    let complete = repeat > 0 && pts.iter().all(|p| p.second_runs_ns.len() == repeat);
+    let rounds = if complete { repeat } else { 0 };
+    let ks: Option<Vec<f64>> = (0..rounds)
+        .map(|i| {
+            let xy: Vec<(f64, f64)> = pts
+                .iter()
+                .map(|p| (p.n as f64, p.second_runs_ns[i].max(1.0)))
+                .collect();
+            power_exponent(&xy)
+        })
+        .collect();
+    let iv = ks
+        .filter(|_| complete && pts.len() >= 2)
+        .and_then(|k| Interval::of_mean(&k));
+    let (Some(iv), Some(lo), Some(hi)) = (iv, pts.first(), pts.last()) else {
+        return Finding::decided(
+            rule,
+            claim,
+            Verdict::NotMeasured,
+            "fewer than two values of n were measured in every round".into(),
+        );
+    };
+    let mut why = format!(
+        "second {call}: k = {}, n = {}..{}; medians {} ns at n = {}, {} ns at n = {} (x{:.2})",
+        iv.words(2, "rounds"),
+        lo.n,
+        hi.n,
+        num(lo.second_open_ns, 0),
+        lo.n,
+        num(hi.second_open_ns, 0),
+        hi.n,
+        hi.second_open_ns / lo.second_open_ns.max(1.0)
+    );
+    if iv.n < MIN_REPEATS {
+        why.push_str(&format!(" ({} round(s): {MIN_REPEATS} needed)", iv.n));
+    }
+    Finding::decided(rule, claim, iv.at_most(K_LINEAR_HALF), why)
+}
+
+/// The LSP's finding (with a two-level bitmap the search for n does not grow with n; with one
+/// bitmap it grew linearly), and its negative control: the same rule on the linear-scan
+/// allocator must not find it flat.
 pub fn findings(r: &Report) -> Vec<Finding> {
-    let lo = r.points.iter().min_by_key(|p| p.n);
-    let hi = r.points.iter().max_by_key(|p| p.n);
-    let pair = lo
-        .zip(hi)
-        .filter(|(a, b)| b.n > a.n && a.second_open_ns > 0.0);
-    vec![Finding::new(
-        "the second open does not grow with n (a two-level bitmap, as the seed proposed)",
-        pair.map(|(a, b)| b.second_open_ns <= 1.5 * a.second_open_ns),
-        match pair {
-            Some((a, b)) => format!(
-                "{} ns at n = {}, {} ns at n = {} (x{:.2})",
-                num(a.second_open_ns, 0),
-                a.n,
-                num(b.second_open_ns, 0),
-                b.n,
-                b.second_open_ns / a.second_open_ns
-            ),
-            None => "fewer than two values of n were measured".into(),
-        },
-    )]
+    let mut out = vec![flat(
+        &r.points,
+        r.repeat,
+        r.op.name(),
+        FLAT_RULE,
+        FLAT_CLAIM,
+    )];
+    if let Some(c) = &r.negative_control {
+        let v = c.finding.verdict;
+        let outcome = match v {
+            Verdict::NotReproduced => "the control passes: the rule can find growth",
+            Verdict::Reproduced => "the control FAILS: the rule called a linear search flat",
+            Verdict::Inconclusive => "the control is not decided",
+            Verdict::NotMeasured => "the control was not measured",
+        };
+        out.push(Finding::decided(
+            RULE_IDS[1],
+            "negative control: the same rule on a linear-scan allocator in user space (the seed's \
+             single bitmap) must come out not reproduced",
+            v,
+            format!("{}; {outcome}", c.finding.evidence),
+        ));
+    }
+    out
 }
 
 /// The LSP's figure: the time of the two opens after closing the first descriptor and n,
@@ -238,6 +410,15 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     p.line(format!("1st {op}"), line(|q| q.first_open_ns));
     p.line(format!("2nd {op} (finds n)"), line(|q| q.second_open_ns));
     p.line("both", line(|q| q.both_ns));
+    if let Some(c) = &report.negative_control {
+        p.line(
+            "control: 2nd allocation, linear scan (user space)",
+            c.points
+                .iter()
+                .map(|q| Xy::new(q.n as f64, q.second_open_ns))
+                .collect::<Vec<_>>(),
+        );
+    }
     vec![p]
 }
 
@@ -272,6 +453,22 @@ pub fn render(r: &Report) -> String {
         ]);
     }
     out.push_str(&t.render());
+    if let Some(c) = &r.negative_control {
+        out.push_str(&format!(
+            "\nnegative control: {}, {} slots, timed the same way\n",
+            c.allocator, c.slots
+        ));
+        let mut t = Table::new(["n", "1st ns", "2nd ns", "both ns"]);
+        for p in &c.points {
+            t.row([
+                p.n.to_string(),
+                num(p.first_open_ns, 0),
+                num(p.second_open_ns, 0),
+                num(p.both_ns, 0),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
     out.push_str(&render_findings(&r.findings));
     out
 }
@@ -289,6 +486,7 @@ mod tests {
             first_open_ns: a,
             second_open_ns: b,
             both_ns: a + b,
+            second_runs_ns: vec![],
         };
         let r = Report {
             benchmark: "fdalloc".into(),
@@ -304,6 +502,7 @@ mod tests {
                 pt(1000, 190.0, 260.0),
             ],
             findings: vec![],
+            negative_control: None,
         };
         let plots = plots(&r);
         assert_eq!(plots.len(), 1);
@@ -318,5 +517,64 @@ mod tests {
         }
         assert_eq!(p.lines[1].y_at(1000.0), Some(260.0));
         assert_eq!(p.lines[2].y_at(10.0), Some(440.0));
+    }
+
+    /// Points at n = 1,000, 2,000, 4,000, 8,000 whose second call takes c × n^k[i] ns in round i.
+    fn synthetic(ks: &[f64]) -> Vec<Point> {
+        [1000u64, 2000, 4000, 8000]
+            .iter()
+            .map(|&n| {
+                let runs: Vec<f64> = ks
+                    .iter()
+                    .map(|k| 300.0 * (n as f64 / 1000.0).powf(*k))
+                    .collect();
+                Point {
+                    n,
+                    first_fd: 3,
+                    second_fd: n,
+                    first_open_ns: 300.0,
+                    second_open_ns: median(&runs).unwrap(),
+                    both_ns: 600.0,
+                    second_runs_ns: runs,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_flat_rule_gives_each_outcome_on_synthetic_rounds() {
+        use Verdict::*;
+        let v = |ks: &[f64]| flat(&synthetic(ks), ks.len(), "open", FLAT_RULE, FLAT_CLAIM);
+        let f = v(&[0.01, -0.02, 0.0, 0.02, -0.01]);
+        assert_eq!(f.verdict, Reproduced, "{}", f.evidence);
+        assert_eq!(f.rule, "fdalloc-flat");
+        assert!(f.evidence.contains("k = 0.00 ["), "{}", f.evidence);
+        assert_eq!(v(&[0.9, 0.95, 1.0, 0.92]).verdict, NotReproduced);
+        assert_eq!(v(&[0.1, 0.9, 0.5, 0.3]).verdict, Inconclusive);
+        let two = v(&[0.0, 0.01]);
+        assert_eq!(two.verdict, Inconclusive, "two rounds decide nothing");
+        assert!(two.evidence.contains("3 needed"), "{}", two.evidence);
+        // One n, or medians without their rounds (a report from before the rule): not measured.
+        let mut one = synthetic(&[0.0, 0.0, 0.0]);
+        one.truncate(1);
+        assert_eq!(
+            flat(&one, 3, "open", FLAT_RULE, FLAT_CLAIM).verdict,
+            NotMeasured
+        );
+        let mut old = synthetic(&[0.0, 0.0, 0.0]);
+        old.iter_mut().for_each(|p| p.second_runs_ns.clear());
+        assert_eq!(
+            flat(&old, 3, "open", FLAT_RULE, FLAT_CLAIM).verdict,
+            NotMeasured
+        );
+    }
+
+    #[test]
+    fn the_linear_scan_finds_the_lowest_free_slot() {
+        let mut t = LinearScan::new(10);
+        t.free(7);
+        t.free(2);
+        assert_eq!((t.alloc(), t.alloc(), t.alloc()), (2, 7, 10));
+        assert_eq!(t.slots(), 11);
     }
 }

@@ -659,7 +659,7 @@ pub fn findings(r: &Report) -> Vec<Finding> {
             .filter(|p| p.accepted > 0)
             .max_by_key(|p| (p.as_ == As::Threads, p.workers))
     };
-    let judge = |claim: &str, mode: Mode, herd: bool| {
+    let judge = |id: &str, claim: &str, mode: Mode, herd: bool| {
         let p = top(mode);
         Finding::new(
             claim,
@@ -682,22 +682,44 @@ pub fn findings(r: &Report) -> Vec<Finding> {
                 None => format!("{} was not measured with 4 or more workers", mode.name()),
             },
         )
+        .rule(id)
     };
     vec![
         judge(
+            RULE_IDS[0],
             "blocking accept wakes one worker per connection (the herd is gone)",
             Mode::Accept,
             false,
         ),
-        judge("poll on a shared listener wakes a herd", Mode::Poll, true),
-        judge("epoll on a shared listener wakes a herd", Mode::Epoll, true),
         judge(
+            RULE_IDS[1],
+            "poll on a shared listener wakes a herd",
+            Mode::Poll,
+            true,
+        ),
+        judge(
+            RULE_IDS[2],
+            "epoll on a shared listener wakes a herd",
+            Mode::Epoll,
+            true,
+        ),
+        judge(
+            RULE_IDS[3],
             "EPOLLEXCLUSIVE wakes one worker per connection",
             Mode::Exclusive,
             false,
         ),
     ]
 }
+
+/// The registry ids of the micro-benchmark's findings (the lab's `analysis::rules`,
+/// docs/findings.md). Not yet decided on intervals: on the point with the most workers.
+pub const RULE_IDS: [&str; 4] = [
+    "herd-micro-accept-wakes-one",
+    "herd-micro-poll-wakes-herd",
+    "herd-micro-epoll-wakes-herd",
+    "herd-micro-exclusive-wakes-one",
+];
 
 /// The LSP's micro-benchmark figures, per way of running the workers (threads, processes):
 /// wake-ups per accepted connection and the workers' CPU time per accept against the

@@ -79,12 +79,12 @@ pub fn render_findings(findings: &[Finding]) -> String {
     }
     let mut out = String::from("\nthe seed's findings on this run:\n");
     for f in findings {
-        let v = match f.verdict {
-            Verdict::Holds => "holds",
-            Verdict::DoesNotHold => "does not hold",
-            Verdict::NotMeasured => "not measured",
-        };
-        out.push_str(&format!("  {}: {v} — {}\n", f.claim, f.evidence));
+        out.push_str(&format!(
+            "  {}: {} — {}\n",
+            f.claim,
+            f.verdict.word(),
+            f.evidence
+        ));
     }
     out
 }
@@ -176,5 +176,51 @@ mod tests {
             vec![evlab_poll::Mechanism::Poll, evlab_poll::Mechanism::EpollLt]
         );
         assert!(parse_mechanisms("kqueue").unwrap_err().contains("kqueue"));
+    }
+
+    /// Reports written before the rules (verdicts `holds`/`does-not-hold`, no rule, no
+    /// slopes, no control, no per-round times) still read, in today's words.
+    #[test]
+    fn old_reports_still_read() {
+        let f: Vec<Finding> = serde_json::from_str(
+            r#"[{"claim": "a", "verdict": "holds", "evidence": "x"},
+                {"claim": "b", "verdict": "does-not-hold", "evidence": "y"},
+                {"claim": "c", "verdict": "not-measured", "evidence": "z"}]"#,
+        )
+        .unwrap();
+        let v: Vec<Verdict> = f.iter().map(|f| f.verdict).collect();
+        assert_eq!(
+            v,
+            [
+                Verdict::Reproduced,
+                Verdict::NotReproduced,
+                Verdict::NotMeasured
+            ]
+        );
+        assert!(f.iter().all(|f| f.rule.is_empty()));
+        let text = serde_json::to_string(&f[0]).unwrap();
+        assert!(
+            !text.contains("rule") && text.contains("\"reproduced\""),
+            "{text}"
+        );
+
+        let machine = r#"{"kernel": "6.18", "cpus": 2, "glibc": "2.36", "nofile": 20000}"#;
+        let p: pipetest::Report = serde_json::from_str(&format!(
+            r#"{{"benchmark": "pipetest", "machine": {machine}, "message_threads": 1,
+                "max_generation": 300, "route": "stride17", "repeat": 1,
+                "mechanisms": ["poll"], "pipes": [10], "points": []}}"#
+        ))
+        .unwrap();
+        assert!(p.slopes.is_empty() && p.findings.is_empty());
+        let d: fdalloc::Report = serde_json::from_str(&format!(
+            r#"{{"benchmark": "fdalloc", "machine": {machine}, "op": "open", "repeat": 11,
+                "total": 300, "first": 3, "highest": 302, "findings": [],
+                "points": [{{"n": 100, "first_fd": 3, "second_fd": 100, "first_open_ns": 1.0,
+                             "second_open_ns": 2.0, "both_ns": 3.0}}]}}"#
+        ))
+        .unwrap();
+        assert!(d.negative_control.is_none() && d.points[0].second_runs_ns.is_empty());
+        assert!(fdalloc::render(&d).contains("100"));
+        assert!(pipetest::render(&p).contains("passes per second"));
     }
 }

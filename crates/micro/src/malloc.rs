@@ -360,7 +360,8 @@ pub fn findings(r: &Report) -> Vec<Finding> {
                 ),
                 None => "threads and processes were not both measured".into(),
             },
-        ),
+        )
+        .rule(RULE_IDS[0]),
         Finding::new(
             "past the CPUs, the elapsed time grows linearly with the threads",
             spread.map(|(lo, hi)| hi <= 2.0 * lo),
@@ -374,9 +375,14 @@ pub fn findings(r: &Report) -> Vec<Finding> {
                 ),
                 None => format!("fewer than two thread counts of {cpus} or more were measured"),
             },
-        ),
+        )
+        .rule(RULE_IDS[1]),
     ]
 }
+
+/// The registry ids of malloc's findings (the lab's `analysis::rules`, docs/findings.md). Not
+/// yet decided on intervals: on the medians of the runs.
+pub const RULE_IDS: [&str; 2] = ["malloc-threads-as-processes", "malloc-linear-past-cpus"];
 
 /// The LSP's figure: elapsed (wall) time against the number of workers, threads and
 /// processes as lines (medians of the runs). Both axes are logarithmic: past the CPUs, time

@@ -38,12 +38,12 @@ use evlab_poll::sys::{self, Syscall};
 use evlab_poll::{Events, Interest, Kind, Mechanism, Poller, Support, Token};
 
 use crate::plot::{range, Plot, Xy};
-use crate::stats::median;
+use crate::stats::{median, power_exponent, Interval, MIN_REPEATS};
 use crate::table::{num, Table};
-use crate::{render_findings, this_machine, Finding, MicroError};
+use crate::{render_findings, this_machine, Finding, MicroError, Verdict};
 
 /// The report's data, defined in `evlab-wire` (the lab reads it from there).
-pub use evlab_wire::micro::pipetest::{Point, Report, Route, Run, Status};
+pub use evlab_wire::micro::pipetest::{Point, Report, Route, Run, Slope, Status};
 
 /// A token's bytes: generation (i64), the read end it was sent to (i32), its thread (i32), as
 /// C's `struct token`.
@@ -82,7 +82,8 @@ pub struct Config {
     /// Passes each token makes (the C program's `max_generation`).
     pub max_generation: u64,
     pub route: Route,
-    /// Runs per point; the point's figure is their median.
+    /// Sweeps (every point once each, interleaved); a point's figure is the median of its
+    /// runs, and the findings are decided on the spread of the sweeps' fits.
     pub repeat: usize,
     /// A run that passes no token for this long fails.
     pub stall_timeout: Duration,
@@ -111,18 +112,40 @@ pub fn readiness_mechanisms() -> Vec<Mechanism> {
         .collect()
 }
 
-/// Runs every point, calling `progress` after each; a failed point is reported and the sweep
-/// goes on.
+/// Runs the whole sweep `repeat` times over (each run of a point in its own sweep, so that
+/// a disturbance of the machine falls on one sweep's points rather than on one point's runs),
+/// calling `progress` after each run; a point that fails is reported, left out of the later
+/// sweeps, and the sweep goes on.
 pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, MicroError> {
     validate(cfg)?;
     let machine = this_machine();
     let mut points = Vec::new();
     for &pipes in &cfg.pipes {
         for &m in &cfg.mechanisms {
-            let p = point(cfg, m, pipes, machine.nofile);
-            progress(&p);
+            let p = point(m, pipes, machine.nofile);
+            if p.status != Status::Ok {
+                progress(&p);
+            }
             points.push(p);
         }
+    }
+    for _ in 0..cfg.repeat {
+        for p in points.iter_mut().filter(|p| p.status == Status::Ok) {
+            let m = Mechanism::from_name(&p.mechanism).expect("a mechanism of the registry");
+            match run_dyn(m, cfg, p.pipes) {
+                Ok(r) => p.runs.push(r),
+                Err(e) => {
+                    p.status = Status::Failed;
+                    p.reason = Some(format!("{m} with {} pipes: {e}", p.pipes));
+                }
+            }
+            let rates: Vec<f64> = p.runs.iter().map(|r| r.passes_per_sec).collect();
+            p.passes_per_sec = median(&rates);
+            progress(p);
+        }
+    }
+    for p in points.iter_mut().filter(|p| p.status == Status::Failed) {
+        p.passes_per_sec = None;
     }
     let mut r = Report {
         benchmark: "pipetest".into(),
@@ -139,7 +162,9 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
         pipes: cfg.pipes.clone(),
         points,
         findings: Vec::new(),
+        slopes: Vec::new(),
     };
+    r.slopes = slopes(&r);
     r.findings = findings(&r);
     Ok(r)
 }
@@ -184,7 +209,9 @@ fn validate(cfg: &Config) -> Result<(), MicroError> {
     Ok(())
 }
 
-fn point(cfg: &Config, m: Mechanism, pipes: usize, nofile: u64) -> Point {
+/// A point before its runs: skipped, with the reason, when the mechanism is unavailable or
+/// its descriptors do not fit.
+fn point(m: Mechanism, pipes: usize, nofile: u64) -> Point {
     let mut p = Point {
         mechanism: m.name().to_string(),
         pipes,
@@ -205,20 +232,7 @@ fn point(cfg: &Config, m: Mechanism, pipes: usize, nofile: u64) -> Point {
             "{pipes} pipes need {need} descriptors; the limit is {nofile} (raise the hard \
              RLIMIT_NOFILE)"
         ));
-        return p;
     }
-    for _ in 0..cfg.repeat {
-        match run_dyn(m, cfg, pipes) {
-            Ok(r) => p.runs.push(r),
-            Err(e) => {
-                p.status = Status::Failed;
-                p.reason = Some(format!("{m} with {pipes} pipes: {e}"));
-                return p;
-            }
-        }
-    }
-    let rates: Vec<f64> = p.runs.iter().map(|r| r.passes_per_sec).collect();
-    p.passes_per_sec = median(&rates);
     p
 }
 
@@ -431,56 +445,187 @@ pub fn run_once<P: Poller>(cfg: &Config, npipes: usize) -> io::Result<Run> {
     })
 }
 
-/// The LSE page's findings: poll falls as the pipes grow, sys_epoll (level-triggered) does not.
+/// The threshold on the exponent k of rate ∝ pipes^k, from the LSE page's own claim. The page
+/// (`seeds/epoll-scalability-page.txt`) gives its pipetest results as figures only; its words
+/// are that sys_epoll stays flat while poll falls as the pipes grow, because poll copies and
+/// scans every registered pipe at every wait: its rate falls in proportion to the pipes. The
+/// two shapes are k = 0 (flat) and k = −1 (proportional). Half-way between them in log terms
+/// — over any range of pipes N0..N, the geometric mean of the flat ratio 1 and the
+/// proportional ratio N0/N, which is (N0/N)^½ — is k = −½: a line nearer flat than
+/// proportional has k > −½, one nearer proportional k < −½.
+pub const K_HALFWAY: f64 = -0.5;
+
+/// The least difference k(epoll-lt) − k(other) that "scales better" means: flat against
+/// proportional is a difference of 1, and half of it (the same half-way in log terms) is ½.
+pub const K_BETTER: f64 = 0.5;
+
+/// The registry ids of pipetest's findings (the lab's `analysis::rules`, docs/findings.md).
+pub const RULE_IDS: [&str; 3] = [
+    "pipetest-poll-falls",
+    "pipetest-epoll-flat",
+    "pipetest-epoll-beats-poll-aio",
+];
+
+/// Each mechanism's k, fitted to each sweep over the points measured in every sweep.
+pub fn slopes(r: &Report) -> Vec<Slope> {
+    let mut out = Vec::new();
+    for m in &r.mechanisms {
+        let pts: Vec<&Point> = r
+            .points
+            .iter()
+            .filter(|p| &p.mechanism == m && p.status == Status::Ok)
+            .filter(|p| p.runs.len() == r.repeat && r.repeat > 0)
+            .collect();
+        let mut pipes: Vec<usize> = pts.iter().map(|p| p.pipes).collect();
+        pipes.sort_unstable();
+        pipes.dedup();
+        if pipes.len() < 2 {
+            continue;
+        }
+        let k: Option<Vec<f64>> = (0..r.repeat)
+            .map(|i| {
+                let xy: Vec<(f64, f64)> = pts
+                    .iter()
+                    .map(|p| (p.pipes as f64, p.runs[i].passes_per_sec))
+                    .collect();
+                power_exponent(&xy)
+            })
+            .collect();
+        let Some(k) = k else { continue };
+        let Some(iv) = Interval::of_mean(&k) else {
+            continue;
+        };
+        let bounded = iv.n >= 2;
+        out.push(Slope {
+            mechanism: m.clone(),
+            k,
+            pipes,
+            mean: iv.mean,
+            lo: bounded.then_some(iv.lo),
+            hi: bounded.then_some(iv.hi),
+        });
+    }
+    out
+}
+
+/// The LSE page's findings, each decided on the 90% t interval of k (or of the difference of
+/// two mechanisms' k, sweep by sweep) over the sweeps: poll falls, sys_epoll (level-triggered,
+/// as on the page) stays flat, and sys_epoll scales better than poll and AIO poll.
 pub fn findings(r: &Report) -> Vec<Finding> {
-    // A mechanism's rate at the fewest and at the most pipes it was measured with.
-    let ends = |m: &str| -> Option<((usize, f64), (usize, f64))> {
+    let slopes = if r.slopes.is_empty() {
+        slopes(r)
+    } else {
+        r.slopes.clone()
+    };
+    let of = |m: &str| slopes.iter().find(|s| s.mechanism == m);
+    // The ends of a mechanism's line (medians), for the evidence.
+    let ends = |m: &str| -> String {
         let mut pts: Vec<(usize, f64)> = r
             .points
             .iter()
-            .filter(|p| p.mechanism == m)
+            .filter(|p| p.mechanism == m && p.status == Status::Ok)
             .filter_map(|p| p.passes_per_sec.map(|v| (p.pipes, v)))
-            .filter(|p| p.1 > 0.0)
             .collect();
         pts.sort_by_key(|p| p.0);
-        let (a, b) = (*pts.first()?, *pts.last()?);
-        (b.0 > a.0).then_some((a, b))
+        match (pts.first(), pts.last()) {
+            (Some(a), Some(b)) if b.0 > a.0 => format!(
+                "; median {} passes/s at {} pipes, {} at {}",
+                num(a.1, 0),
+                a.0,
+                num(b.1, 0),
+                b.0
+            ),
+            _ => String::new(),
+        }
     };
-    let ratio = |e: ((usize, f64), (usize, f64))| e.1 .1 / e.0 .1;
-    // How the rate scales with the pipes, as an exponent: rate ∝ pipes^k between the ends. A
-    // scan of every descriptor per wait (poll) is k = -1; a cost independent of the pipes is
-    // k = 0, and the caches that more pipes outgrow pull it a little below. An exponent, not
-    // a ratio, so that the verdict does not hang on how far the range reaches.
-    let exponent =
-        |e: ((usize, f64), (usize, f64))| ratio(e).ln() / (e.1 .0 as f64 / e.0 .0 as f64).ln();
-    let say = |m: &str, e: Option<((usize, f64), (usize, f64))>| match e {
-        Some((a, b)) => format!(
-            "{m}: {} passes/s at {} pipes, {} at {} (x{:.3}; rate ∝ pipes^{:.2})",
-            num(a.1, 0),
-            a.0,
-            num(b.1, 0),
-            b.0,
-            b.1 / a.1,
-            exponent((a, b))
-        ),
-        None => format!("{m} was not measured at two numbers of pipes"),
+    let say = |s: &Slope| {
+        let iv = Interval::of_mean(&s.k).expect("finite k");
+        format!(
+            "{}: k = {}, {}..{} pipes{}",
+            s.mechanism,
+            iv.words(2, "sweeps"),
+            s.pipes.first().unwrap_or(&0),
+            s.pipes.last().unwrap_or(&0),
+            ends(&s.mechanism)
+        )
     };
-    let (poll, ep) = (ends("poll"), ends("epoll-lt"));
+    let missing = |m: &str| format!("{m} was not measured at two numbers of pipes");
+    let one = |id: &str, claim: &str, m: &str, decide: fn(&Interval) -> Verdict| match of(m) {
+        Some(s) => {
+            let iv = Interval::of_mean(&s.k).expect("finite k");
+            let mut why = say(s);
+            if iv.n < MIN_REPEATS {
+                why.push_str(&format!(" ({} sweep(s): {MIN_REPEATS} needed)", iv.n));
+            }
+            Finding::decided(id, claim, decide(&iv), why)
+        }
+        None => Finding::decided(id, claim, Verdict::NotMeasured, missing(m)),
+    };
+    // sys_epoll against each of the others, sweep by sweep (the sweeps are interleaved, so
+    // sweep i of both ran under the same conditions).
+    let better = {
+        let ep = of("epoll-lt");
+        let others: Vec<(&str, Option<&Slope>)> =
+            ["poll", "aio-poll"].iter().map(|m| (*m, of(m))).collect();
+        match ep {
+            None => (Verdict::NotMeasured, missing("epoll-lt")),
+            Some(e) => {
+                let mut verdicts = Vec::new();
+                let mut words = Vec::new();
+                for (m, o) in others {
+                    let Some(o) = o else {
+                        verdicts.push(Verdict::NotMeasured);
+                        words.push(missing(m));
+                        continue;
+                    };
+                    let d: Vec<f64> = e.k.iter().zip(&o.k).map(|(a, b)| a - b).collect();
+                    let iv = Interval::of_mean(&d).expect("finite k");
+                    verdicts.push(iv.at_least(K_BETTER));
+                    words.push(format!(
+                        "k(epoll-lt) − k({m}) = {} (k({m}) = {:.2})",
+                        iv.words(2, "sweeps"),
+                        o.mean
+                    ));
+                }
+                let v = if verdicts.contains(&Verdict::NotMeasured) {
+                    Verdict::NotMeasured
+                } else if verdicts.contains(&Verdict::NotReproduced) {
+                    Verdict::NotReproduced
+                } else if verdicts.iter().all(|v| *v == Verdict::Reproduced) {
+                    Verdict::Reproduced
+                } else {
+                    Verdict::Inconclusive
+                };
+                let n = e.k.len();
+                let mut why = format!("k(epoll-lt) = {:.2}; {}", e.mean, words.join("; "));
+                if n < MIN_REPEATS {
+                    why.push_str(&format!(" ({n} sweep(s): {MIN_REPEATS} needed)"));
+                }
+                (v, why)
+            }
+        }
+    };
     vec![
-        Finding::new(
-            "poll falls as the pipes grow (rate ∝ pipes^k with k ≤ -0.5; a scan of them all is -1)",
-            poll.map(|e| exponent(e) <= -0.5),
-            say("poll", poll),
+        one(
+            RULE_IDS[0],
+            "poll falls as the pipes grow: rate ∝ pipes^k with k < -0.5, nearer a scan of \
+             every pipe (k = -1) than flat (90% interval over the sweeps)",
+            "poll",
+            |iv| iv.at_most(K_HALFWAY),
         ),
-        Finding::new(
-            "epoll falls far less than poll (at least 4 times less)",
-            poll.zip(ep).map(|(p, e)| ratio(e) >= 4.0 * ratio(p)),
-            format!("{}; {}", say("epoll-lt", ep), say("poll", poll)),
+        one(
+            RULE_IDS[1],
+            "sys_epoll (epoll-lt) stays about flat: rate ∝ pipes^k with k > -0.5, nearer flat \
+             than a scan of every pipe (90% interval over the sweeps)",
+            "epoll-lt",
+            |iv| iv.at_least(K_HALFWAY),
         ),
-        Finding::new(
-            "epoll stays flat (rate ∝ pipes^k with k ≥ -0.2: nearly independent of the pipes)",
-            ep.map(|e| exponent(e) >= -0.2),
-            say("epoll-lt", ep),
+        Finding::decided(
+            RULE_IDS[2],
+            "sys_epoll scales better than poll and AIO poll: k(epoll-lt) − k(poll) ≥ 0.5 and \
+             k(epoll-lt) − k(aio-poll) ≥ 0.5 (90% interval of the sweeps' differences)",
+            better.0,
+            better.1,
         ),
     ]
 }
@@ -554,6 +699,25 @@ pub fn render(r: &Report) -> String {
     }
     out.push_str("passes per second\n");
     out.push_str(&t.render());
+    if !r.slopes.is_empty() {
+        out.push_str("\nrate ∝ pipes^k, k fitted to each sweep (mean and 90% interval)\n");
+        let mut t = Table::new(["mechanism", "k", "90% interval", "each sweep"]);
+        for s in &r.slopes {
+            t.row([
+                s.mechanism.clone(),
+                format!("{:.2}", s.mean),
+                match (s.lo, s.hi) {
+                    (Some(lo), Some(hi)) => format!("[{lo:.2}, {hi:.2}]"),
+                    _ => "-".into(),
+                },
+                s.k.iter()
+                    .map(|k| format!("{k:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
     let notes: Vec<String> = r
         .points
         .iter()
@@ -637,51 +801,144 @@ mod tests {
         }
     }
 
-    #[test]
-    fn findings_compare_the_ends_of_each_line() {
-        let pt = |m: &str, pipes: usize, v: Option<f64>| Point {
-            mechanism: m.into(),
-            pipes,
-            status: if v.is_some() {
-                Status::Ok
-            } else {
-                Status::Skipped
-            },
-            reason: None,
+    fn run_at(v: f64) -> Run {
+        Run {
+            passes: 300,
+            seconds: 300.0 / v,
             passes_per_sec: v,
-            runs: vec![],
-        };
+            setup_seconds: 0.0,
+            waits: 0,
+            events: 0,
+            empty_reads: 0,
+            syscalls: BTreeMap::new(),
+        }
+    }
+
+    /// A report whose mechanism m, in sweep i, has rate 100,000 × (pipes / 10)^k[i] at 10, 100
+    /// and 1,000 pipes.
+    fn synthetic(lines: &[(&str, &[f64])]) -> Report {
+        let repeat = lines.first().map_or(0, |l| l.1.len());
+        let pipes = vec![10, 100, 1000];
+        let mut points = Vec::new();
+        for &n in &pipes {
+            for (m, ks) in lines {
+                let runs: Vec<Run> = ks
+                    .iter()
+                    .map(|k| run_at(1e5 * (n as f64 / 10.0).powf(*k)))
+                    .collect();
+                points.push(Point {
+                    mechanism: m.to_string(),
+                    pipes: n,
+                    status: Status::Ok,
+                    reason: None,
+                    passes_per_sec: median(
+                        &runs.iter().map(|r| r.passes_per_sec).collect::<Vec<_>>(),
+                    ),
+                    runs,
+                });
+            }
+        }
         let mut r = Report {
             benchmark: "pipetest".into(),
             machine: this_machine(),
             message_threads: 1,
             max_generation: 300,
             route: Route::Stride17,
-            repeat: 1,
-            mechanisms: vec!["poll".into(), "epoll-lt".into()],
-            pipes: vec![10, 1000, 16000],
-            points: vec![
-                pt("poll", 10, Some(100_000.0)),
-                pt("poll", 1000, Some(5_000.0)),
-                pt("poll", 16000, None),
-                pt("epoll-lt", 10, Some(100_000.0)),
-                pt("epoll-lt", 1000, Some(90_000.0)),
-            ],
+            repeat,
+            mechanisms: lines.iter().map(|l| l.0.to_string()).collect(),
+            pipes,
+            points,
             findings: vec![],
+            slopes: vec![],
         };
-        let v: Vec<Verdict> = findings(&r).iter().map(|f| f.verdict).collect();
-        assert_eq!(v, [Verdict::Holds; 3]);
-        r.points[4].passes_per_sec = Some(30_000.0);
-        let f = findings(&r);
-        assert_eq!(
-            f.iter().map(|f| f.verdict).collect::<Vec<_>>(),
-            [Verdict::Holds, Verdict::Holds, Verdict::DoesNotHold]
+        r.slopes = slopes(&r);
+        r
+    }
+
+    fn verdicts(r: &Report) -> Vec<Verdict> {
+        findings(r).iter().map(|f| f.verdict).collect()
+    }
+
+    #[test]
+    fn each_finding_is_decided_on_the_interval_of_k() {
+        use Verdict::*;
+        let poll: &[f64] = &[-0.90, -0.92, -0.88];
+        let flat: &[f64] = &[-0.05, -0.07, -0.06];
+        let aio: &[f64] = &[-0.80, -0.85, -0.90];
+        let r = synthetic(&[("poll", poll), ("epoll-lt", flat), ("aio-poll", aio)]);
+        let s = &r.slopes[0];
+        assert_eq!(s.mechanism, "poll");
+        assert_eq!(s.pipes, [10, 100, 1000]);
+        assert!(
+            (s.k[1] + 0.92).abs() < 1e-9 && (s.mean + 0.90).abs() < 1e-9,
+            "{s:?}"
         );
-        assert!(f[2].evidence.contains("x0.300"), "{}", f[2].evidence);
-        r.points.retain(|p| p.mechanism == "poll" && p.pipes == 10);
-        assert!(findings(&r)
-            .iter()
-            .all(|f| f.verdict == Verdict::NotMeasured));
+        assert!(s.lo.unwrap() < -0.9 && s.hi.unwrap() > -0.9);
+        let f = findings(&r);
+        assert_eq!(verdicts(&r), [Reproduced; 3]);
+        let ids: Vec<&str> = f.iter().map(|f| f.rule.as_str()).collect();
+        assert_eq!(ids, RULE_IDS);
+        assert!(f[1].evidence.contains("k = -0.06 ["), "{}", f[1].evidence);
+        assert!(
+            f[2].evidence.contains("k(epoll-lt) − k(aio-poll) = 0.79"),
+            "{}",
+            f[2].evidence
+        );
+
+        // epoll falling as poll does: not flat, not better.
+        let r = synthetic(&[("poll", poll), ("epoll-lt", aio), ("aio-poll", aio)]);
+        assert_eq!(verdicts(&r), [Reproduced, NotReproduced, NotReproduced]);
+        // poll flat: does not fall; epoll not better than it.
+        let r = synthetic(&[("poll", flat), ("epoll-lt", flat), ("aio-poll", aio)]);
+        assert_eq!(verdicts(&r), [NotReproduced, Reproduced, NotReproduced]);
+        // Sweeps that straddle the threshold: inconclusive.
+        let wide: &[f64] = &[-0.2, -0.8, -0.5];
+        let r = synthetic(&[("poll", poll), ("epoll-lt", wide), ("aio-poll", aio)]);
+        assert_eq!(verdicts(&r), [Reproduced, Inconclusive, Inconclusive]);
+        let r = synthetic(&[("poll", wide), ("epoll-lt", flat), ("aio-poll", aio)]);
+        assert_eq!(verdicts(&r), [Inconclusive, Reproduced, Inconclusive]);
+        // Two sweeps decide nothing, however clear.
+        let r = synthetic(&[
+            ("poll", &poll[..2]),
+            ("epoll-lt", &flat[..2]),
+            ("aio-poll", &aio[..2]),
+        ]);
+        assert_eq!(verdicts(&r), [Inconclusive; 3]);
+        assert!(findings(&r)[0].evidence.contains("3 needed"));
+        // A mechanism missing: not measured.
+        let r = synthetic(&[("poll", poll), ("epoll-lt", flat)]);
+        assert_eq!(verdicts(&r), [Reproduced, Reproduced, NotMeasured]);
+        assert!(findings(&r)[2]
+            .evidence
+            .contains("aio-poll was not measured"));
+        let mut r = synthetic(&[("poll", poll)]);
+        r.points.retain(|p| p.pipes == 10);
+        r.slopes = slopes(&r);
+        assert_eq!(verdicts(&r), [NotMeasured; 3]);
+    }
+
+    #[test]
+    fn the_interleaved_sweep_runs_every_point_repeat_times() {
+        let cfg = Config {
+            mechanisms: vec![Mechanism::Poll, Mechanism::EpollLt],
+            pipes: vec![2, 8],
+            max_generation: 5,
+            repeat: 3,
+            ..Config::default()
+        };
+        let mut seen = Vec::new();
+        let r = run(&cfg, |p| {
+            seen.push((p.mechanism.clone(), p.pipes, p.runs.len()))
+        })
+        .unwrap();
+        // Sweep by sweep: every point's first run before any point's second.
+        assert_eq!(seen.len(), 12);
+        assert_eq!(seen[3], ("epoll-lt".to_string(), 8, 1));
+        assert_eq!(seen[4], ("poll".to_string(), 2, 2));
+        assert!(r.points.iter().all(|p| p.runs.len() == 3));
+        assert_eq!(r.slopes.len(), 2);
+        assert!(r.slopes.iter().all(|s| s.k.len() == 3 && s.lo.is_some()));
+        assert_eq!(r.findings.len(), 3);
     }
 
     #[test]
@@ -707,16 +964,7 @@ mod tests {
 
     #[test]
     fn the_figure_has_a_line_per_measured_mechanism_with_bars_over_runs() {
-        let run = |v: f64| Run {
-            passes: 300,
-            seconds: 300.0 / v,
-            passes_per_sec: v,
-            setup_seconds: 0.0,
-            waits: 0,
-            events: 0,
-            empty_reads: 0,
-            syscalls: BTreeMap::new(),
-        };
+        let run = run_at;
         let pt = |m: &str, pipes: usize, runs: Vec<f64>| Point {
             mechanism: m.into(),
             pipes,
@@ -747,6 +995,7 @@ mod tests {
                 pt("aio-poll", 10, vec![]),
             ],
             findings: vec![],
+            slopes: vec![],
         };
         let plots = plots(&r);
         assert_eq!(plots.len(), 1);

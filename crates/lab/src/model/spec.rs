@@ -127,7 +127,8 @@ pub struct Spec {
     /// Polymix-like workload: `polymix4` or one size for every object (`8K`, `65536`).
     #[serde(default = "default_object_size")]
     pub object_size: String,
-    /// Which family of findings judges the run (`paper`, `proxy`, `deadconn`, `herd`, `none`).
+    /// Which family of findings judges the run (`paper`, `proxy`, `deadconn`, `herd`, `none`;
+    /// `micro` names the micro-benchmarks' rules and judges nothing in a sweep).
     /// Absent (a summary written before the key existed): the family the run's shape implies
     /// ([`Spec::family`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,6 +169,10 @@ pub enum Family {
     Herd,
     /// No findings (a sweep whose series are not accept modes).
     None,
+    /// The micro-benchmarks' own findings (pipetest, fdalloc, herd, malloc): judged by
+    /// `evlab-micro` on its report, registered in `analysis::rules` beside the others. Never
+    /// inferred from a sweep's shape; a sweep that names it has no findings of its own.
+    Micro,
 }
 
 impl Spec {

@@ -152,20 +152,44 @@ fn document(dir: &Path, run: &MicroRun) -> Result<Vec<Block>, LabError> {
         None => {
             let o = outcome(&run.benchmark, &dir.join(&run.json))?;
             d.push(Block::H(2, "The seed's findings on this run".into()));
+            // Reports written before the rules were registered name none: no rule column.
+            let ruled = o.findings.iter().any(|f| !f.rule.is_empty());
+            let mut head: Vec<String> = vec!["finding".into(), "verdict".into(), "numbers".into()];
+            if ruled {
+                head.insert(0, "rule".into());
+            }
             d.push(Block::Table(
-                vec!["finding".into(), "verdict".into(), "numbers".into()],
+                head,
                 o.findings
                     .iter()
                     .map(|f| {
                         let v = match f.verdict {
-                            Verdict::Holds => "holds",
-                            Verdict::DoesNotHold => "**does not hold**",
-                            Verdict::NotMeasured => "not measured",
+                            Verdict::NotReproduced => "**not reproduced**",
+                            v => v.word(),
                         };
-                        vec![f.claim.clone(), v.into(), f.evidence.clone()]
+                        let mut row = vec![f.claim.clone(), v.into(), f.evidence.clone()];
+                        if ruled {
+                            row.insert(0, format!("`{}`", f.rule));
+                        }
+                        row
                     })
                     .collect(),
             ));
+            if !ruled && !o.findings.is_empty() {
+                d.push(Block::P(
+                    "This report predates the registered micro rules: its findings were judged \
+                     on the medians by the rules of its day (\"holds\" read as reproduced), \
+                     which `docs/findings.md` keeps in each rule's history."
+                        .into(),
+                ));
+            }
+            if ruled {
+                d.push(Block::P(
+                    "Each rule, its threshold and how it follows from the seed are in \
+                     `docs/findings.md` (family `micro`)."
+                        .into(),
+                ));
+            }
             if !o.plots.is_empty() {
                 d.push(Block::H(2, "Figures".into()));
                 for p in &o.plots {
@@ -254,7 +278,8 @@ table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border
 th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 8px 0.8em 0;display:inline-block;vertical-align:top}\
 h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}\
-.verdict-holds{color:#176b1d}.verdict-not{color:#a11}";
+.verdict-reproduced{color:#176b1d}.verdict-not{color:#a11}\
+.verdict-inconclusive{color:#777}";
 
 fn render_html(title: &str, doc: &[Block]) -> String {
     let mut o = format!(
@@ -287,8 +312,9 @@ fn render_html(title: &str, doc: &[Block]) -> String {
                     o.push_str("<tr>");
                     for c in r {
                         let class = match c.as_str() {
-                            "**does not hold**" => " class=\"verdict-not\"",
-                            "holds" => " class=\"verdict-holds\"",
+                            "**not reproduced**" => " class=\"verdict-not\"",
+                            "reproduced" => " class=\"verdict-reproduced\"",
+                            "inconclusive" => " class=\"verdict-inconclusive\"",
                             _ => "",
                         };
                         let _ = write!(o, "<td{class}>{}</td>", html_inline(c));
@@ -416,7 +442,24 @@ mod tests {
             },
             reason: v.is_none().then(|| "too many descriptors".into()),
             passes_per_sec: v,
-            runs: vec![],
+            // Three sweeps, each the same line a little higher or lower: k is the same in each.
+            runs: v
+                .map(|v| {
+                    [0.98, 1.0, 1.02]
+                        .iter()
+                        .map(|f| pipetest::Run {
+                            passes: 300,
+                            seconds: 300.0 / (v * f),
+                            passes_per_sec: v * f,
+                            setup_seconds: 0.0,
+                            waits: 300,
+                            events: 300,
+                            empty_reads: 0,
+                            syscalls: Default::default(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         let mut r = pipetest::Report {
             benchmark: "pipetest".into(),
@@ -424,11 +467,12 @@ mod tests {
             message_threads: 1,
             max_generation: 300,
             route: pipetest::Route::Stride17,
-            repeat: 1,
+            repeat: 3,
             mechanisms: vec!["poll".into(), "epoll-lt".into()],
             pipes: vec![10, 100, 1000, 16000],
             points: vec![],
             findings: vec![],
+            slopes: vec![],
         };
         for (i, &pipes) in r.pipes.clone().iter().enumerate() {
             let top = pipes == 16000;
@@ -439,6 +483,7 @@ mod tests {
             ));
             r.points.push(pt("epoll-lt", pipes, (!top).then_some(3e5)));
         }
+        r.slopes = evlab_micro::pipetest::slopes(&r);
         r.findings = evlab_micro::pipetest::findings(&r);
         let d = dir_with("pipetest", "pipetest", &r);
         let figs = written(&d);
@@ -458,12 +503,18 @@ mod tests {
         }
         let md = read_file(&d, "report.md");
         assert!(
-            md.contains("| poll falls as the pipes grow (rate ∝ pipes^k with k ≤ -0.5; a scan of them all is -1) | holds |"),
+            md.contains("| `pipetest-poll-falls` | poll falls as the pipes grow: rate ∝ pipes^k with k < -0.5"),
             "{md}"
         );
+        assert!(
+            md.contains("| reproduced | poll: k = -1.00 [-1.00, -1.00] over 3 sweeps"),
+            "{md}"
+        );
+        assert!(md.contains("aio-poll was not measured"), "{md}");
+        assert!(md.contains("docs/findings.md"), "{md}");
         let html = read_file(&d, "report.html");
         assert!(
-            html.contains("<td class=\"verdict-holds\">holds</td>"),
+            html.contains("<td class=\"verdict-reproduced\">reproduced</td>"),
             "{html}"
         );
         let _ = std::fs::remove_dir_all(&d);
@@ -488,9 +539,11 @@ mod tests {
                     first_open_ns: 1000.0,
                     second_open_ns: 1200.0,
                     both_ns: 2200.0,
+                    second_runs_ns: vec![],
                 })
                 .collect(),
             findings: vec![],
+            negative_control: None,
         };
         let d = dir_with("fdalloc", "fdalloc", &r);
         let figs = written(&d);

@@ -38,6 +38,8 @@ pub struct Report {
     pub benchmark: String,
     pub machine: Machine,
     pub op: Op,
+    /// Measurements per n. The n are measured in turn, `repeat` times over (interleaved), so
+    /// `second_runs_ns[i]` of every point comes from round i.
     pub repeat: usize,
     /// Descriptors held.
     pub total: usize,
@@ -49,6 +51,25 @@ pub struct Report {
     /// The seed's finding judged on this run.
     #[serde(default)]
     pub findings: Vec<Finding>,
+    /// The negative control: the same measurement and the same rule on a linear-scan
+    /// allocator in user space. Absent in reports written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negative_control: Option<Control>,
+}
+
+/// The negative control of the flatness rule: a lowest-free allocator that scans its table
+/// from slot 0 (the search the seed's single bitmap made), timed at the same n, the same
+/// number of times, in the same order, and judged by the same function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Control {
+    /// What the allocator is.
+    pub allocator: String,
+    /// Its slots (the kernel table's `highest + 1`).
+    pub slots: usize,
+    pub points: Vec<Point>,
+    /// The flatness rule's decision on these points (the control passes when it is not
+    /// reproduced).
+    pub finding: Finding,
 }
 
 /// One n.
@@ -64,4 +85,8 @@ pub struct Point {
     pub first_open_ns: f64,
     pub second_open_ns: f64,
     pub both_ns: f64,
+    /// The second open's time of each measurement, in order (the rule fits each repeat).
+    /// Absent in reports written before the rule used them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub second_runs_ns: Vec<f64>,
 }

@@ -46,6 +46,8 @@ pub struct Report {
     pub message_threads: usize,
     pub max_generation: u64,
     pub route: Route,
+    /// Runs per point. The sweep is run this many times over, each run of a point in its own
+    /// sweep (interleaved), so `runs[i]` of every point comes from sweep i.
     pub repeat: usize,
     pub mechanisms: Vec<String>,
     pub pipes: Vec<usize>,
@@ -53,6 +55,28 @@ pub struct Report {
     /// The seed's findings judged on this run.
     #[serde(default)]
     pub findings: Vec<Finding>,
+    /// Per mechanism, the exponent k of rate ∝ pipes^k fitted to each sweep, with the 90% t
+    /// interval of its mean (what the findings are decided on). Absent in reports written
+    /// before the findings were decided on intervals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slopes: Vec<Slope>,
+}
+
+/// How one mechanism's rate scales with the pipes: rate ∝ pipes^k, k fitted by least squares
+/// on the logarithms of every measured point of one sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slope {
+    pub mechanism: String,
+    /// k of each sweep, in order.
+    pub k: Vec<f64>,
+    /// The numbers of pipes the fits used (points measured in every sweep).
+    pub pipes: Vec<usize>,
+    /// The mean of `k` and its 90% t interval; `None` with fewer than two sweeps.
+    pub mean: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lo: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hi: Option<f64>,
 }
 
 /// The outcome of one point.

@@ -313,3 +313,74 @@ fn the_checker_sees_a_cycle_and_a_grouped_import() {
     assert_eq!(c[0].len(), 2, "{c:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The crate graph docs/architecture.md states (`a → {b, c}` and `a → b` in its "Dependency
+/// direction" paragraph): crate → the evlab crates it depends on.
+fn documented_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let text = std::fs::read_to_string(workspace().join("docs/architecture.md")).unwrap();
+    let start = text
+        .find("**Dependency direction.**")
+        .expect("architecture.md has its Dependency direction paragraph");
+    let para = &text[start..start + text[start..].find("\n\n").unwrap_or(text.len() - start)];
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for span in para.split('`').skip(1).step_by(2) {
+        let Some((from, to)) = span.split_once(" → ") else {
+            continue;
+        };
+        let to = to.trim().trim_start_matches('{').trim_end_matches('}');
+        g.entry(from.trim().to_string())
+            .or_default()
+            .extend(to.split(',').map(|t| t.trim().to_string()));
+    }
+    g
+}
+
+/// The same graph from `cargo metadata`: each workspace crate's normal (not dev or build)
+/// dependencies on other evlab crates, named without the `evlab-` prefix (`evlab` is `cli`).
+fn cargo_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let o = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let short = |n: &str| match n {
+        "evlab" => "cli".to_string(),
+        n => n.trim_start_matches("evlab-").to_string(),
+    };
+    let mut g = BTreeMap::new();
+    for p in v["packages"].as_array().unwrap() {
+        let deps: BTreeSet<String> = p["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null())
+            .filter_map(|d| d["name"].as_str())
+            .filter(|n| n.starts_with("evlab"))
+            .map(short)
+            .collect();
+        if !deps.is_empty() {
+            g.insert(short(p["name"].as_str().unwrap()), deps);
+        }
+    }
+    g
+}
+
+#[test]
+fn architecture_md_states_the_crate_graph_cargo_builds() {
+    let (doc, cargo) = (documented_graph(), cargo_graph());
+    assert!(cargo.len() >= 6, "{cargo:?}");
+    assert_eq!(
+        doc, cargo,
+        "docs/architecture.md's Dependency direction (left) is not the crate graph cargo \
+         metadata gives (right)"
+    );
+}

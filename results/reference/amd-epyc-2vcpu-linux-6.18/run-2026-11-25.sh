@@ -17,7 +17,7 @@ case "${1:-all}" in
     run quick-placebo quick --placebo
     ;;
   figures)
-    for e in fig1-one-byte fig3-epoll-variants fig5-one-byte-idle fig7-accept-limit table1-syscalls; do
+    for e in fig1-one-byte fig3-epoll-variants fig7-accept-limit table1-syscalls fig5-one-byte-idle; do
       run "$e" "$e" --duration 2
     done
     ;;

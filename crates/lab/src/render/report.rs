@@ -1071,15 +1071,15 @@ fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
             )
         };
     }
-    match fs.iter().find(|f| f.rule == "fig5-select-replies") {
+    match fs.iter().find(|f| f.rule == "fig5-select-cpu") {
         Some(f) if f.verdict == Verdict::Inconclusive => "Positive control: not decided. The \
-             run could not decide fig5-select-replies (select with idle connections against \
-             none), the largest effect in the paper, so its other inconclusive verdicts say \
-             little."
+             run could not decide fig5-select-cpu (select's CPU per reply with idle connections \
+             against none), the steadiest measure of the paper's largest effect, so its other \
+             inconclusive verdicts say little."
             .into(),
         Some(f) => format!(
-            "Positive control: passed (fig5-select-replies, select with idle connections against \
-             none, was decided: {}). The placebo control is `evlab run {} --placebo`.",
+            "Positive control: passed (fig5-select-cpu, select's CPU per reply with idle \
+             connections against none, was decided: {}). The placebo control is `evlab run {} --placebo`.",
             f.verdict.word(),
             s.experiment.name
         ),

@@ -90,8 +90,8 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
                 rule("control-positive"),
                 side(POSITIVE_CONTROL, idle),
                 side(POSITIVE_CONTROL, 0),
-                &replies,
-                "replies/s",
+                &cpu_per_reply,
+                "µs/reply",
             ));
         }
     }

@@ -9,150 +9,11 @@
 
 use serde::Serialize;
 
-/// Two-sided confidence level of every interval.
-pub const LEVEL: f64 = 0.90;
-
-/// The fewest trials per arm a verdict is decided on.
-pub const MIN_TRIALS: usize = 3;
-
-/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9: about 15 digits).
-fn ln_gamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection: Γ(x) Γ(1 − x) = π / sin(πx).
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = C[0];
-    let t = x + G + 0.5;
-    for (i, c) in C.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
-}
-
-/// The continued fraction of the incomplete beta function (modified Lentz).
-fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    let mut c = 1.0;
-    let mut d = 1.0 - (a + b) * x / (a + 1.0);
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..300 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        let num = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
-        for num in [
-            num,
-            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0)),
-        ] {
-            d = 1.0 + num * d;
-            if d.abs() < TINY {
-                d = TINY;
-            }
-            c = 1.0 + num / c;
-            if c.abs() < TINY {
-                c = TINY;
-            }
-            d = 1.0 / d;
-            h *= d * c;
-        }
-        if (d * c - 1.0).abs() < 1e-15 {
-            break;
-        }
-    }
-    h
-}
-
-/// The regularized incomplete beta function I_x(a, b).
-fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let front =
-        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_fraction(a, b, x) / a
-    } else {
-        1.0 - front * beta_fraction(b, a, 1.0 - x) / b
-    }
-}
-
-/// P(T ≤ t) for Student's t with `df` degrees of freedom (df may be fractional: Welch's).
-pub fn t_cdf(t: f64, df: f64) -> f64 {
-    let tail = 0.5 * inc_beta(df / 2.0, 0.5, df / (df + t * t));
-    if t >= 0.0 {
-        1.0 - tail
-    } else {
-        tail
-    }
-}
-
-/// Student's t density.
-fn t_pdf(t: f64, df: f64) -> f64 {
-    (ln_gamma((df + 1.0) / 2.0) - ln_gamma(df / 2.0)).exp() / (df * std::f64::consts::PI).sqrt()
-        * (1.0 + t * t / df).powf(-(df + 1.0) / 2.0)
-}
-
-/// The `p` quantile of Student's t (0.5 < p < 1): Newton's method from the normal quantile's
-/// neighbourhood, kept inside a bracket that bisection narrows whenever a step leaves it.
-pub fn t_quantile(p: f64, df: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
-    while t_cdf(hi, df) < p {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 1e12 {
-            return f64::INFINITY;
-        }
-    }
-    let mut t = 0.5 * (lo + hi);
-    for _ in 0..100 {
-        let f = t_cdf(t, df) - p;
-        if f.abs() < 1e-13 {
-            break;
-        }
-        if f < 0.0 {
-            lo = t;
-        } else {
-            hi = t;
-        }
-        let next = t - f / t_pdf(t, df);
-        t = if next > lo && next < hi {
-            next
-        } else {
-            0.5 * (lo + hi)
-        };
-    }
-    t
-}
-
-pub fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
-}
-
-/// The sample variance (n − 1).
-pub fn variance(v: &[f64]) -> f64 {
-    let m = mean(v);
-    v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() as f64 - 1.0)
-}
+// Student's t, the level and the fewest repeats are evlab-micro's (the lower crate), which
+// judges the micro-benchmarks by the same discipline.
+pub use evlab_micro::stats::{
+    mean, t_cdf, t_quantile, variance, Interval, LEVEL, MIN_REPEATS as MIN_TRIALS,
+};
 
 /// One arm of a comparison: its trials' values.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -165,26 +26,13 @@ pub struct Arm {
 }
 
 impl Arm {
+    /// The mean of `v` with its own 90% t interval (unbounded with one value).
     pub fn of(v: &[f64]) -> Option<Arm> {
-        if v.is_empty() || v.iter().any(|x| !x.is_finite()) {
-            return None;
-        }
-        let m = mean(v);
-        if v.len() < 2 {
-            return Some(Arm {
-                n: v.len(),
-                mean: m,
-                lo: f64::NEG_INFINITY,
-                hi: f64::INFINITY,
-            });
-        }
-        let half = t_quantile(1.0 - (1.0 - LEVEL) / 2.0, v.len() as f64 - 1.0)
-            * (variance(v) / v.len() as f64).sqrt();
-        Some(Arm {
-            n: v.len(),
-            mean: m,
-            lo: m - half,
-            hi: m + half,
+        Interval::of_mean(v).map(|i| Arm {
+            n: i.n,
+            mean: i.mean,
+            lo: i.lo,
+            hi: i.hi,
         })
     }
 }

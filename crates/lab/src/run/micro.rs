@@ -10,8 +10,7 @@ use crate::model::micro::{MicroRun, RECORD};
 use crate::model::results::{self, Summary};
 use crate::model::spec::MicroSpec;
 use crate::render::micro::write_report;
-use crate::run::machine;
-use crate::run::plan::RunOptions;
+use crate::run::plan::{new_summary, RunOptions};
 use crate::run::procs::{self, Child};
 use crate::LabError;
 
@@ -49,24 +48,7 @@ pub fn run(
     argv.extend(m.args.iter().cloned());
     argv.push("--json".into());
     argv.push(json.display().to_string());
-    let mut summary = Summary {
-        format: results::FORMAT,
-        experiment: spec.clone(),
-        spec_path: opts.spec_path.clone(),
-        spec_text: opts.spec_text.clone(),
-        command: opts.command.clone(),
-        duration_override: opts.duration_override,
-        started: results::utc(results::now_secs()),
-        finished: None,
-        wall_s: 0.0,
-        interrupted: false,
-        machine: machine::collect(env!("CARGO_PKG_VERSION")),
-        series: vec![],
-        skipped: vec![],
-        calibration: None,
-        quiet: None,
-        points: vec![],
-    };
+    let mut summary = new_summary(opts, &[], vec![]);
     if !opts.quiet {
         eprintln!("evlab run: {}", crate::model::text::shell_line(&argv));
     }

@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::model::results::SkippedSeries;
+use crate::model::results::{self, SkippedSeries, Summary};
 use crate::model::spec::{Series, ServerKind, Spec, POSITIVE_CONTROL};
+use crate::run::machine;
 use crate::run::peers;
 use crate::run::procs::{self};
 
@@ -159,6 +160,32 @@ fn placebo(series: &mut [Series]) {
         for s in series.iter_mut().filter(|s| s.kind == ServerKind::Evlab) {
             s.mechanism = m.clone();
         }
+    }
+}
+
+/// The summary as it stands before the first point: what was asked for, on what machine.
+pub(crate) fn new_summary(
+    opts: &RunOptions,
+    series: &[Series],
+    skipped: Vec<SkippedSeries>,
+) -> Summary {
+    Summary {
+        format: results::FORMAT,
+        experiment: opts.spec.clone(),
+        spec_path: opts.spec_path.clone(),
+        spec_text: opts.spec_text.clone(),
+        command: opts.command.clone(),
+        duration_override: opts.duration_override,
+        started: results::utc(results::now_secs()),
+        finished: None,
+        wall_s: 0.0,
+        interrupted: false,
+        machine: machine::collect(env!("CARGO_PKG_VERSION")),
+        series: series.to_vec(),
+        skipped,
+        calibration: None,
+        quiet: None,
+        points: vec![],
     }
 }
 

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::results::{self, SkippedSeries, Status, Summary};
+use crate::model::results::{self, Status, Summary};
 use crate::model::spec::{Budget, Series, Spec, Workload};
 use crate::render::report;
 use crate::run::calibrate;
 use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::estimate::{self, Forecast};
 use crate::run::machine;
-use crate::run::plan::{plan, Plan, RunOptions};
+use crate::run::plan::{new_summary, plan, Plan, RunOptions};
 use crate::run::point::{make_fileset, polymix_dir, polymix_fileset_argv, run_point, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
@@ -110,28 +110,6 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     write_tables(&summary, &out)?;
     report::write(&summary, &out)?;
     Ok((out, summary))
-}
-
-/// The summary as it stands before the first point: what was asked for, on what machine.
-fn new_summary(opts: &RunOptions, series: &[Series], skipped: Vec<SkippedSeries>) -> Summary {
-    Summary {
-        format: results::FORMAT,
-        experiment: opts.spec.clone(),
-        spec_path: opts.spec_path.clone(),
-        spec_text: opts.spec_text.clone(),
-        command: opts.command.clone(),
-        duration_override: opts.duration_override,
-        started: results::utc(results::now_secs()),
-        finished: None,
-        wall_s: 0.0,
-        interrupted: false,
-        machine: machine::collect(env!("CARGO_PKG_VERSION")),
-        series: series.to_vec(),
-        skipped,
-        calibration: None,
-        quiet: None,
-        points: vec![],
-    }
 }
 
 /// The server's and the clients' CPUs, those this machine has; a warning when some are

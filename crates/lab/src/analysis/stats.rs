@@ -54,6 +54,14 @@ impl Ratio {
     /// None when either arm has a value that is not positive and finite, or fewer than two
     /// values (no spread to build an interval on).
     pub fn of(a: &[f64], b: &[f64]) -> Option<Ratio> {
+        Ratio::of_floored(a, b, 0.0)
+    }
+
+    /// As [`Ratio::of`], each arm's variance (of the logarithms) at least `floor`: the variance
+    /// of a measurement that is only known to within a bracket (a capacity bisected to a ratio
+    /// r is uniform within it: ln(r)²/12), so that trials which fell in one bracket do not make
+    /// an interval narrower than the measurement can be.
+    pub fn of_floored(a: &[f64], b: &[f64], floor: f64) -> Option<Ratio> {
         let ok = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite() && *x > 0.0);
         if !ok(a) || !ok(b) {
             return None;
@@ -61,7 +69,7 @@ impl Ratio {
         let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
         let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
         let (na, nb) = (la.len() as f64, lb.len() as f64);
-        let (va, vb) = (variance(&la) / na, variance(&lb) / nb);
+        let (va, vb) = (variance(&la).max(floor) / na, variance(&lb).max(floor) / nb);
         let d = mean(&la) - mean(&lb);
         let se2 = va + vb;
         let (half, df) = if se2 <= 0.0 {
@@ -281,6 +289,22 @@ mod tests {
         // Power: select with 10,000 idle connections at a third of its rate is found.
         assert!(reproduced_rate(Claim::AtMost(0.8), 0.33, 0.15, 3, 2000, 17) > 0.9);
         assert!(reproduced_rate(Claim::Within(0.1), 1.0, 0.02, 3, 2000, 19) > 0.8);
+    }
+
+    #[test]
+    fn a_floor_widens_an_interval_of_identical_trials() {
+        let same = Ratio::of(&[100.0, 100.0, 100.0], &[50.0, 50.0, 50.0]).unwrap();
+        assert_eq!((same.lo, same.hi), (same.ratio, same.ratio));
+        let floor = 1.06f64.ln().powi(2) / 12.0;
+        let r = Ratio::of_floored(&[100.0, 100.0, 100.0], &[50.0, 50.0, 50.0], floor).unwrap();
+        assert!((r.ratio - 2.0).abs() < 1e-12);
+        assert!(r.lo < 2.0 && r.hi > 2.0 && r.lo > 1.9, "{r:?}");
+        // A spread wider than the floor is left as it is.
+        let wide = [80.0, 100.0, 120.0];
+        assert_eq!(
+            Ratio::of(&wide, &[50.0, 60.0, 70.0]),
+            Ratio::of_floored(&wide, &[50.0, 60.0, 70.0], floor)
+        );
     }
 
     #[test]

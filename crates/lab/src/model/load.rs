@@ -211,6 +211,8 @@ pub struct LoadArgs<'a> {
     /// A fixed number of connections (httperf's `--num-conns`) instead of rate × duration.
     pub active_conns: Option<u64>,
     pub timeout_s: f64,
+    /// The reply rate's sampling interval (s).
+    pub sample_interval_s: f64,
     pub json: &'a std::path::Path,
     pub extra: &'a [String],
 }
@@ -224,9 +226,10 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         "127.0.0.1".into(),
         "--port".into(),
         a.port.to_string(),
-        // Points are seconds long, not httperf's minutes: sample the reply rate every second.
+        // Points are seconds long, not httperf's minutes: sample the reply rate every second
+        // (a capacity search's steps every tenth of one).
         "--sample-interval".into(),
-        "1".into(),
+        fmt_num(a.sample_interval_s),
         "--quiet".into(),
         // A point with no replies is a measurement the lab judges, not a failed command.
         "--allow-no-replies".into(),
@@ -294,6 +297,7 @@ mod tests {
             calls_per_conn: 300,
             active_conns: None,
             timeout_s: 5.0,
+            sample_interval_s: 1.0,
             json: p,
             extra: &[],
         };
@@ -332,6 +336,7 @@ mod tests {
             duration_s: 2.0,
             calls_per_conn: 1,
             timeout_s: 5.0,
+            sample_interval_s: 1.0,
             json: &json,
             extra: &["--hit-ratio".into(), "0".into()],
             active_conns: None,

@@ -259,6 +259,9 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quiet: Option<crate::model::machine::Quiet>,
     pub points: Vec<PointResult>,
+    /// Each capacity search (`[knee]`), in the order run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knees: Vec<crate::model::knee::Knee>,
 }
 
 impl Summary {

@@ -55,6 +55,11 @@ pub struct Spec {
     #[serde(default = "default_auto_target")]
     pub auto_target: f64,
     pub rate_search: Option<RateSearch>,
+    /// `[knee]`: after each series' rates at each idle count in each trial, its capacity found
+    /// by bisection on one server (`model::knee`); the rules on what a server sustains read
+    /// it where a run has it (docs/findings.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<crate::model::knee::KneeSpec>,
     #[serde(default = "one")]
     pub calls_per_conn: u32,
     /// Idle connection counts; one set of lines (one figure) per count.
@@ -676,6 +681,19 @@ impl Spec {
         }
         if !(self.start_rate_limit > 0.0 && self.start_rate_limit <= 1.0) {
             return Err(("start_rate_limit", "must be in (0, 1]".into()));
+        }
+        if let Some(k) = &self.knee {
+            k.validate()?;
+            if self.sweep.is_some()
+                || self.active_conns.is_some()
+                || self.proxy.is_some()
+                || self.rate_search.is_some()
+            {
+                return Err((
+                    "knee",
+                    "a capacity search follows each series' rates on one server: not with `[sweep]`, `[proxy]`, `rate_search` or `active_conns`".into(),
+                ));
+            }
         }
         if let Some(rs) = &self.rate_search {
             if !(rs.start > 0.0 && rs.step > 0.0 && rs.max >= rs.start) {

@@ -1,5 +1,7 @@
 //! Rendering: Markdown, HTML and SVG from the model and its analysis.
 
+pub(crate) mod block;
+pub mod knee;
 pub mod micro;
 pub mod report;
 pub mod svg;

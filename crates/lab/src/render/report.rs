@@ -15,21 +15,9 @@ use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, PointResult, ServerCounters, Status, Summary};
 use crate::model::spec::{Family, Spec, SweepSpec, Workload};
 use crate::model::text::thousands;
+use crate::render::block::Block;
 use crate::render::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
-
-enum Block {
-    H(u8, String),
-    P(String),
-    List(Vec<String>),
-    Table(Vec<String>, Vec<Vec<String>>),
-    Figure {
-        file: String,
-        svg: String,
-        alt: String,
-    },
-    Code(Vec<String>),
-}
 
 type Metric = Box<dyn Fn(&PointResult) -> Option<f64>>;
 
@@ -1106,10 +1094,14 @@ fn document(s: &Summary) -> Vec<Block> {
         d.push(Block::H(2, "What this run shows".into()));
         d.push(Block::List(
             fs.iter()
-                .map(|f| format!("**{}** ({}): {}.", f.verdict.word(), f.source, f.claim))
+                .map(|f| {
+                    let stop = if f.claim.ends_with('.') { "" } else { "." };
+                    format!("**{}** ({}): {}{stop}", f.verdict.word(), f.source, f.claim)
+                })
                 .collect(),
         ));
     }
+    d.extend(crate::render::knee::section(s));
     d.extend(size_section(s));
     let ax = axis(s);
     if ax != Axis::Rate {
@@ -1324,7 +1316,19 @@ fn calibration_section(c: &Calibration) -> Vec<Block> {
 /// and the client's tables.
 fn rate_section(s: &Summary, idle: usize) -> Vec<Block> {
     let mut d = vec![Block::H(2, format!("Reply rate, {}", idle_words(idle)))];
-    d.extend(figures(s, idle));
+    // A line needs two rates: with one (quick: a low rate, and a capacity search for the
+    // rest), the tables say it all.
+    let mut rates: Vec<f64> = s
+        .points
+        .iter()
+        .filter(|p| p.idle == idle)
+        .map(|p| p.rate)
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    if rates.len() > 1 {
+        d.extend(figures(s, idle));
+    }
     d.push(Block::P(
         "Replies/s: the mean over valid trials, ± the half-width of the mean's 90% interval where \
          two or more (the figures' bars: their min–max). † marks a \
@@ -1729,9 +1733,21 @@ pub fn render_html(s: &Summary) -> String {
 
 /// Writes report.md, report.html and every figure as `fig-*.svg`.
 pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
+    let mut written = Vec::new();
     for b in document(s) {
         if let Block::Figure { file, svg, .. } = b {
-            write_atomic(&dir.join(file), &svg)?;
+            write_atomic(&dir.join(&file), &svg)?;
+            written.push(file);
+        }
+    }
+    // A figure an earlier rendering drew and this one does not would be a stale file beside
+    // the report: the report's figures are exactly those it names.
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with("fig-") && name.ends_with(".svg") && !written.contains(&name) {
+                std::fs::remove_file(e.path())?;
+            }
         }
     }
     write_atomic(&dir.join("report.md"), &render_md(s))?;

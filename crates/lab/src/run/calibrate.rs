@@ -50,6 +50,7 @@ fn probe_step(
             rate,
             secs,
             timeout_s: 1.0,
+            sample_interval_s: 1.0,
             tag,
         },
     )?;

@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod cgroup;
 pub mod estimate;
 pub mod hosts;
+pub mod knee;
 pub mod machine;
 pub mod micro;
 pub mod peers;

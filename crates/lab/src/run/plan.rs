@@ -186,6 +186,7 @@ pub(crate) fn new_summary(
         calibration: None,
         quiet: None,
         points: vec![],
+        knees: vec![],
     }
 }
 

@@ -306,8 +306,29 @@ pub(crate) fn start_server(
     // its positive control).
     if idle > 0 && ctx.opts.spec.holds_idle(&s.label) {
         start_idle(ctx, idle, port, pdir, procs, commands)?;
+        // The holder's connections are up when the client sees them connected; the server may
+        // still be accepting them (select at a quarter of a CPU scans a growing set for each):
+        // the load starts once it has done so.
+        if let Some(server) = procs.server.as_ref() {
+            settle(server);
+        }
     }
     Ok(port)
+}
+
+/// Waits until the server's process tree has used under 1 ms of CPU in 50 ms (at most 3 s):
+/// what it had queued is done.
+pub(crate) fn settle(server: &Child) {
+    let t0 = Instant::now();
+    let mut last = server.cpu_seconds();
+    while t0.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = server.cpu_seconds();
+        if now - last < 0.001 {
+            return;
+        }
+        last = now;
+    }
 }
 
 /// Records the command that starts the server in the background, from `cwd` if given, inside
@@ -537,6 +558,8 @@ pub(crate) struct LoadAsk<'a> {
     pub rate: f64,
     pub secs: f64,
     pub timeout_s: f64,
+    /// The reply rate's sampling interval (s).
+    pub sample_interval_s: f64,
     pub tag: &'a str,
 }
 
@@ -553,6 +576,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         calls_per_conn: spec.calls_per_conn,
         active_conns: spec.active_conns,
         timeout_s: a.timeout_s,
+        sample_interval_s: a.sample_interval_s,
         json: &json,
         extra: &spec.load_flags,
     }));
@@ -655,6 +679,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         rate: p.rate,
         secs,
         timeout_s: spec.timeout_s,
+        sample_interval_s: 1.0,
         tag,
     };
     if spec.warmup_s > 0.0 {

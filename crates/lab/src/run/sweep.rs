@@ -7,12 +7,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::model::knee::{Knee, KneeSpec, FAR_WIDENING, NEAR_WIDENING};
 use crate::model::results::{self, Status, Summary};
 use crate::model::spec::{Budget, Series, Spec, Workload};
 use crate::render::report;
 use crate::run::calibrate;
 use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::estimate::{self, Forecast};
+use crate::run::knee::{self, Bounds, Start};
 use crate::run::machine;
 use crate::run::plan::{new_summary, plan, Plan, RunOptions};
 use crate::run::point::{make_fileset, polymix_dir, polymix_fileset_argv, run_point, PointCtx};
@@ -323,8 +325,102 @@ fn sweep(
             }
         }
         forecast.leg_over(leg);
+        if let Some(ks) = &spec.knee {
+            if interrupted() {
+                summary.interrupted = true;
+                break 'all;
+            }
+            let pctx = PointCtx {
+                budget: own_budgets.get(&s.label).or(ctx.budget),
+                ..*ctx
+            };
+            let k = knee_leg(&pctx, ks, summary, (s, idle, trial), &fixed, progress);
+            forecast.knee_done(leg, k.wall_s);
+            summary.knees.push(k);
+            summary.wall_s = t0.elapsed().as_secs_f64();
+            write_tables(summary, ctx.out)?;
+        }
     }
     Ok(())
+}
+
+/// One capacity search (`[knee]`) after a leg's rates: from an earlier trial's capacity of the
+/// same series at the same idle count when there is one, else from calibration's (or the
+/// highest fixed rate), between 1/16 of that and the client's clean ceiling.
+fn knee_leg(
+    ctx: &PointCtx,
+    ks: &KneeSpec,
+    summary: &Summary,
+    (s, idle, trial): (&Series, usize, u32),
+    fixed: &[f64],
+    progress: &Progress,
+) -> Knee {
+    let earlier: Vec<f64> = summary
+        .knees
+        .iter()
+        .filter(|k| k.series == s.label && k.idle == idle)
+        .filter_map(|k| k.capacity(ks.resolution))
+        .collect();
+    let cal = summary.calibration.as_ref();
+    let calibrated = cal.and_then(|c| {
+        let caps: Vec<f64> = c
+            .capacities
+            .iter()
+            .map(|x| x.replies_per_s)
+            .filter(|x| *x > 0.0)
+            .collect();
+        c.capacities
+            .iter()
+            .find(|x| x.series == s.label && x.replies_per_s > 0.0)
+            .map(|x| (x.replies_per_s, "calibration's capacity of the series"))
+            .or_else(|| {
+                crate::analysis::stats::Arm::of(&caps)
+                    .map(|a| (a.mean, "calibration's mean capacity"))
+            })
+    });
+    let top = fixed.iter().copied().reduce(f64::max).unwrap_or(1000.0);
+    let start = if earlier.is_empty() {
+        let (rate, from) = calibrated.unwrap_or((top, "the highest fixed rate"));
+        Start {
+            rate,
+            from: from.into(),
+            widening: FAR_WIDENING,
+        }
+    } else {
+        let g = (earlier.iter().map(|x| x.ln()).sum::<f64>() / earlier.len() as f64).exp();
+        Start {
+            rate: g,
+            from: format!("the capacity of {} earlier trial(s)", earlier.len()),
+            widening: NEAR_WIDENING,
+        }
+    };
+    let bounds = Bounds {
+        floor: (start.rate / 16.0).max(1.0),
+        ceiling: cal
+            .map(|c| c.client_clean)
+            .filter(|c| *c > 0.0)
+            .unwrap_or(2.0 * top),
+    };
+    let n = summary.knees.len() + 1;
+    progress.note(&format!(
+        "evlab run: knee {n}: {} idle={idle} trial {trial}, from {:.0}/s",
+        s.label, start.rate
+    ));
+    let k = knee::search(ctx, ks, (s, idle, trial), start, &bounds, n);
+    let got = match (k.capacity(ks.resolution), k.kept(), k.failed()) {
+        (Some(c), Some(lo), Some(hi)) => format!("{c:.0}/s (kept {lo:.0}, not {hi:.0})"),
+        _ => format!(
+            "no capacity: {}",
+            k.stopped.as_deref().unwrap_or("bracket not closed")
+        ),
+    };
+    progress.note(&format!(
+        "  knee {n}: {} idle={idle} trial {trial}: {got} in {} steps, {:.1} s",
+        s.label,
+        k.steps.len(),
+        k.wall_s
+    ));
+    k
 }
 
 /// The run's opening line: its shape, its number of points, how long it should take, and

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::analysis::rules::{At, Rule};
-use crate::analysis::stats::{Decision, Ratio};
+use crate::analysis::stats::{Claim, Decision, Ratio};
 use crate::model::results::{PointResult, Summary};
 pub(crate) use crate::model::text::thousands;
 
@@ -116,7 +116,7 @@ fn grid_rate(s: &Summary, picks: &[Pick], at: At) -> Option<f64> {
         .into_iter()
         .filter(|r| picks.iter().all(|x| rates(x).contains(r)));
     match at {
-        At::Highest | At::PastKnee => common.reduce(f64::max),
+        At::Highest | At::PastKnee | At::Knee => common.reduce(f64::max),
         At::Lowest => common.reduce(f64::min),
     }
 }
@@ -205,8 +205,15 @@ pub(crate) fn judge_swept(
         verdict,
         evidence,
     };
+    if rule.at == At::Knee && !s.knees.is_empty() {
+        return judge_knee(s, rule, claim, (a, b), finding);
+    }
+    let at = match rule.at {
+        At::Knee => At::PastKnee,
+        at => at,
+    };
     let (a, b) = (Pick { side: &a, swept }, Pick { side: &b, swept });
-    let Some(rate) = grid_rate(s, &[a, b], rule.at) else {
+    let Some(rate) = grid_rate(s, &[a, b], at) else {
         return finding(
             Verdict::Inconclusive,
             format!(
@@ -224,7 +231,7 @@ pub(crate) fn judge_swept(
         arm_words(&a.words(s), &va, na, unit),
         arm_words(&b.words(s), &vb, nb, unit)
     );
-    if rule.at == At::PastKnee {
+    if at == At::PastKnee {
         let (replies, _) = trials(s, b, rate, &|p| p.reply_rate());
         if let Some(m) = crate::analysis::stats::Arm::of(&replies) {
             if m.mean >= crate::analysis::curves::KEPT * rate {
@@ -248,7 +255,18 @@ pub(crate) fn judge_swept(
             ),
         );
     }
-    let Some(r) = Ratio::of(&va, &vb) else {
+    decide(claim, Ratio::of(&va, &vb), &head, finding)
+}
+
+/// The verdict of `claim` on the ratio `r` (None: a value was zero or missing), with its
+/// evidence after `head`.
+fn decide(
+    claim: Claim,
+    r: Option<Ratio>,
+    head: &str,
+    finding: impl Fn(Verdict, String) -> Finding,
+) -> Finding {
+    let Some(r) = r else {
         return finding(
             Verdict::Inconclusive,
             format!("{head}; a value is zero or missing, so no ratio"),
@@ -271,6 +289,51 @@ pub(crate) fn judge_swept(
             claim.words()
         ),
     )
+}
+
+/// Each capacity search of `side`: the capacities of those whose bracket closed, and how many
+/// searches there were.
+pub(crate) fn knee_trials(s: &Summary, side: &Side) -> (Vec<f64>, usize) {
+    let res = s.experiment.knee.clone().unwrap_or_default().resolution;
+    let of: Vec<&crate::model::knee::Knee> = s
+        .knees
+        .iter()
+        .filter(|k| k.series == side.series && k.idle == side.idle)
+        .collect();
+    let v = of.iter().filter_map(|k| k.capacity(res)).collect();
+    (v, of.len())
+}
+
+/// Decides `rule` on the arms' capacities (`At::Knee` in a run with a capacity search): the
+/// ratio of their trials' capacities, each arm's variance at least that of a value known only
+/// to within its bracket (`Ratio::of_floored`).
+fn judge_knee(
+    s: &Summary,
+    rule: &Rule,
+    claim: Claim,
+    (a, b): (Side, Side),
+    finding: impl Fn(Verdict, String) -> Finding,
+) -> Finding {
+    let res = s.experiment.knee.clone().unwrap_or_default().resolution;
+    let (va, na) = knee_trials(s, &a);
+    let (vb, nb) = knee_trials(s, &b);
+    let head = format!(
+        "capacity (bisected to ±{:.1}%): A {}; B {}",
+        (res.sqrt() - 1.0) * 100.0,
+        arm_words(&a.words(), &va, na, "replies/s"),
+        arm_words(&b.words(), &vb, nb, "replies/s")
+    );
+    if va.len() < rule.trials || vb.len() < rule.trials {
+        return finding(
+            Verdict::Inconclusive,
+            format!(
+                "{head}; the rule needs ≥ {} closed searches per arm",
+                rule.trials
+            ),
+        );
+    }
+    let floor = res.ln().powi(2) / 12.0;
+    decide(claim, Ratio::of_floored(&va, &vb, floor), &head, finding)
 }
 
 /// One arm in evidence: "select, no idle: n = 2 of 3 trials, mean 2,000 replies/s [90%: …]".

@@ -14,6 +14,7 @@ mod paper;
 mod proxy;
 
 pub use common::{flag_kind, Finding, Verdict};
+pub(crate) use common::{knee_trials, Side};
 pub use herd::accept_mode;
 pub use paper::profile_point;
 pub(crate) use proxy::{proxy_series, ProxySeries};

@@ -1,4 +1,5 @@
 use super::*;
+use crate::analysis::stats::Claim;
 use crate::model::load::LoadSummary;
 use crate::model::results::PointResult;
 use crate::model::results::Status;
@@ -79,6 +80,7 @@ pub(crate) fn summary(
         calibration: None,
         quiet: None,
         points,
+        knees: vec![],
     }
 }
 
@@ -740,4 +742,148 @@ fn a_highest_rate_every_series_keeps_up_with_decides_nothing_on_replies() {
     }
     // CPU per reply at the lowest rate has no such condition.
     assert_eq!(by_rule(&s, "fig5-select-cpu").0, Verdict::Reproduced);
+}
+
+/// A search of `series` at `idle` in `trial`, as `run::knee` makes one, against a server of
+/// capacity `truth` (it answers min(offered, truth)).
+fn knee_of(series: &str, idle: usize, trial: u32, truth: f64) -> crate::model::knee::Knee {
+    use crate::model::knee::{next_rate, Knee, KneeSpec, KneeStep, FAR_WIDENING};
+    let ks = KneeSpec::default();
+    let mut k = Knee {
+        series: series.into(),
+        idle,
+        trial,
+        start: 5000.0,
+        widening: FAR_WIDENING,
+        ..Knee::default()
+    };
+    while let Some(r) = next_rate(&k, &ks, 100.0, 20_000.0) {
+        let mut step = KneeStep {
+            offered: r,
+            connections: 1000,
+            replies: 1000,
+            // Over capacity, the server answers at its capacity.
+            settled_rate: r.min(truth),
+            ..KneeStep::default()
+        };
+        step.kept = step.judge();
+        k.steps.push(step);
+    }
+    k
+}
+
+/// `s` with a capacity search per series, idle count and trial, closed around
+/// `truth(series, idle)` × the trial's noise (±2%).
+fn with_knees(mut s: Summary, truth: &dyn Fn(&str, usize) -> f64) -> Summary {
+    s.experiment.knee = Some(crate::model::knee::KneeSpec::default());
+    for t in 0..s.experiment.trials {
+        for &idle in &s.experiment.idle.clone() {
+            for series in s.series.clone() {
+                let noise = [0.98, 1.0, 1.02][t as usize % 3];
+                let k = knee_of(&series.label, idle, t, truth(&series.label, idle) * noise);
+                s.knees.push(k);
+            }
+        }
+    }
+    s
+}
+
+#[test]
+fn capacity_rules_read_the_knees_where_a_run_has_them() {
+    // The overloaded reply rates say the opposite of the paper; the capacities say the paper's
+    // shape, and decide.
+    let s = fig5(&|m| match m {
+        "select" | "poll" => 5000.0,
+        _ => 2000.0,
+    });
+    let s = with_knees(s, &|m, idle| match (m, idle) {
+        (_, 0) => 6000.0,
+        ("select" | "poll", _) => 3000.0,
+        ("epoll-lt", _) => 5700.0,
+        _ => 6000.0,
+    });
+    for id in [
+        "fig1-select-as-epoll-lt",
+        "fig1-poll-as-epoll-lt",
+        "fig3-epoll-et-no-gain",
+        "fig5-select-replies",
+        "fig5-poll-replies",
+        "fig5-epoll-lt-slight",
+        "fig5-epoll-et-unaffected",
+    ] {
+        let (v, e) = by_rule(&s, id);
+        assert_eq!(v, Verdict::Reproduced, "{id}: {e}");
+        assert!(
+            e.starts_with("capacity (bisected to ±3.0%): A "),
+            "{id}: {e}"
+        );
+        assert!(e.contains("n = 3") && e.contains("[90%: "), "{id}: {e}");
+    }
+    // The CPU rules still read the lowest rate's points.
+    let (v, e) = by_rule(&s, "fig5-select-cpu");
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    assert!(e.starts_with("at 2,000/s offered"), "{e}");
+}
+
+#[test]
+fn searches_that_did_not_close_leave_a_capacity_rule_inconclusive() {
+    let mut s = with_knees(fig5(&|_| 5000.0), &|_, _| 6000.0);
+    // select's searches with idle connections: one never closed (it reached the client's
+    // ceiling, say), so two trials remain.
+    let k = s
+        .knees
+        .iter_mut()
+        .find(|k| k.series == "select" && k.idle == 10_000)
+        .unwrap();
+    k.steps.retain(|st| st.kept);
+    let (v, e) = by_rule(&s, "fig5-select-replies");
+    assert_eq!(v, Verdict::Inconclusive, "{e}");
+    assert!(e.contains("n = 2 of 3 trials"), "{e}");
+    assert!(e.contains("≥ 3 closed searches per arm"), "{e}");
+}
+
+/// Synthetic null runs of the capacity rules: each trial's true capacity varies by `cv`
+/// (log-normal), is bisected as a search does, and judged as the rules do (floor included).
+fn knee_rule_rate(claim: Claim, true_ratio: f64, cv: f64, runs: usize, seed: u64) -> f64 {
+    use crate::analysis::stats::{Decision, Ratio, Rng};
+    let res = crate::model::knee::KneeSpec::default().resolution;
+    let floor = res.ln().powi(2) / 12.0;
+    let mut rng = Rng::new(seed);
+    let mut yes = 0;
+    for _ in 0..runs {
+        let mut arm = |m: f64| -> Vec<f64> {
+            (0..3)
+                .map(|_| {
+                    let truth = 6000.0 * m * (cv * rng.normal()).exp();
+                    knee_of("x", 0, 0, truth).capacity(res).unwrap()
+                })
+                .collect()
+        };
+        let (a, b) = (arm(true_ratio), arm(1.0));
+        let r = Ratio::of_floored(&a, &b, floor).unwrap();
+        if claim.decide(r.lo, r.hi) == Decision::Reproduced {
+            yes += 1;
+        }
+    }
+    yes as f64 / runs as f64
+}
+
+#[test]
+fn capacity_rules_keep_their_error_rates_on_bisected_values() {
+    use crate::analysis::rules::{DEGRADE, SAME};
+    for cv in [0.0, 0.02, 0.05, 0.10] {
+        // No difference: "degrades" (A/B ≤ 0.80) almost never.
+        let fp = knee_rule_rate(Claim::AtMost(DEGRADE), 1.0, cv, 400, 7);
+        assert!(fp <= 0.05, "cv {cv}: degrade reproduced {fp} of null runs");
+        // A true gap of twice the margin: "the same" almost never.
+        let fp = knee_rule_rate(Claim::Within(SAME), 1.0 / (1.0 + 2.0 * SAME), cv, 400, 8);
+        assert!(
+            fp <= 0.05,
+            "cv {cv}: equivalence passed {fp} of runs 20% apart"
+        );
+    }
+    // And the rules have power where the effects are the seed's: select's drop to half, and
+    // two servers within a few percent, with trials that vary by 2%.
+    assert!(knee_rule_rate(Claim::AtMost(DEGRADE), 0.5, 0.02, 400, 9) >= 0.95);
+    assert!(knee_rule_rate(Claim::Within(SAME), 1.0, 0.02, 400, 10) >= 0.5);
 }

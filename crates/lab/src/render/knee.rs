@@ -1,0 +1,164 @@
+//! The report's capacity section (`[knee]`): each series' capacity at each idle count, as a
+//! figure (capacity against idle connections, one line per series) and two tables: the means
+//! with their intervals, and every search with its bracket.
+
+use crate::analysis::findings::knee_trials;
+use crate::analysis::stats::Arm;
+use crate::model::knee::{KneeSpec, ANSWERED, KEPT, SAMPLE_S};
+use crate::model::results::Summary;
+use crate::model::text::thousands;
+use crate::render::block::Block;
+use crate::render::svg::{self, Chart, Line, Scale};
+
+/// The section, or nothing for a run without capacity searches.
+pub(crate) fn section(s: &Summary) -> Vec<Block> {
+    if s.knees.is_empty() {
+        return vec![];
+    }
+    let ks = s.experiment.knee.clone().unwrap_or_default();
+    let mut d = vec![
+        Block::H(2, "Capacity".into()),
+        Block::P(format!(
+            "The highest rate each server kept up with, found by bisection on one server per \
+             series, idle count and trial, its idle connections held throughout: steps of {} s, \
+             each kept when its reply rate from {} s to its end was at least {:.0}% of the \
+             offered rate and {:.0}% of its connections were answered (sampled every {SAMPLE_S} \
+             s), until the highest rate kept and the lowest not kept were within ×{}; the \
+             capacity is their geometric middle (±{:.1}%). The rules on what a server sustains \
+             read it (docs/findings.md).",
+            ks.step_s,
+            ks.settle_s,
+            KEPT * 100.0,
+            ANSWERED * 100.0,
+            ks.resolution,
+            (ks.resolution.sqrt() - 1.0) * 100.0
+        )),
+    ];
+    let idles = s.idle_counts();
+    let lines: Vec<Line> = s
+        .series
+        .iter()
+        .map(|series| {
+            let mut line = Line {
+                label: series.label.clone(),
+                points: vec![],
+                flagged: vec![],
+                ranges: vec![],
+                stray: vec![],
+            };
+            for &idle in &idles {
+                let side = crate::analysis::findings::Side {
+                    series: &series.label,
+                    idle,
+                };
+                let (v, _) = knee_trials(s, &side);
+                let Some(m) = Arm::of(&v) else { continue };
+                line.points.push((idle as f64, m.mean));
+                line.flagged.push(false);
+                line.ranges.push((v.len() > 1).then(|| {
+                    (
+                        v.iter().copied().fold(f64::INFINITY, f64::min),
+                        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    )
+                }));
+            }
+            line
+        })
+        .collect();
+    if lines.iter().any(|l| !l.points.is_empty()) {
+        let title = format!(
+            "capacity against idle connections, {} workload",
+            s.experiment.workload.label()
+        );
+        d.push(Block::Figure {
+            file: "fig-capacity.svg".into(),
+            svg: svg::line_chart(&Chart {
+                title: title.clone(),
+                x_label: "idle connections".into(),
+                y_label: "capacity (requests/s kept up with)".into(),
+                lines,
+                diagonal: false,
+                y_scale: Scale::Linear,
+            }),
+            alt: title,
+        });
+    }
+    d.push(Block::P(
+        "Capacity (requests/s): the mean of the trials whose search closed, ± the half-width \
+         of its 90% interval, and how many closed of how many run (the figure's bars: their \
+         min–max)."
+            .into(),
+    ));
+    d.push(means_table(s, &idles));
+    d.push(Block::P("Every search, in the order run:".into()));
+    d.push(searches_table(s, &ks));
+    d
+}
+
+fn means_table(s: &Summary, idles: &[usize]) -> Block {
+    let mut header = vec!["series".to_string()];
+    header.extend(idles.iter().map(|&i| match i {
+        0 => "no idle".to_string(),
+        n => format!("{} idle", thousands(n as f64)),
+    }));
+    let rows = s
+        .series
+        .iter()
+        .map(|series| {
+            let mut row = vec![series.label.clone()];
+            for &idle in idles {
+                let side = crate::analysis::findings::Side {
+                    series: &series.label,
+                    idle,
+                };
+                let (v, n) = knee_trials(s, &side);
+                row.push(match Arm::of(&v) {
+                    _ if n == 0 => "–".into(),
+                    Some(m) if v.len() >= 2 => format!(
+                        "{} ± {} ({} of {n})",
+                        thousands(m.mean),
+                        thousands(m.hi - m.mean),
+                        v.len()
+                    ),
+                    Some(m) => format!("{} ({} of {n})", thousands(m.mean), v.len()),
+                    None => format!("none (0 of {n})"),
+                });
+            }
+            row
+        })
+        .collect();
+    Block::Table(header, rows)
+}
+
+fn searches_table(s: &Summary, ks: &KneeSpec) -> Block {
+    let header = [
+        "series", "idle", "trial", "from", "steps", "kept", "not kept", "capacity", "s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rate = |x: Option<f64>| x.map_or("–".into(), thousands);
+    let rows = s
+        .knees
+        .iter()
+        .map(|k| {
+            vec![
+                k.series.clone(),
+                thousands(k.idle as f64),
+                k.trial.to_string(),
+                thousands(k.start),
+                k.steps.len().to_string(),
+                rate(k.kept()),
+                rate(k.failed()),
+                match k.capacity(ks.resolution) {
+                    Some(c) => thousands(c),
+                    None => format!(
+                        "none: {}",
+                        k.stopped.as_deref().unwrap_or("bracket not closed")
+                    ),
+                },
+                format!("{:.1}", k.wall_s),
+            ]
+        })
+        .collect();
+    Block::Table(header, rows)
+}

@@ -1,0 +1,152 @@
+//! The capacity search (`[knee]`, `model::knee`): one server of a series, started as a point's
+//! is (pinned, inside its budget, with the leg's idle connections held throughout), and short
+//! steps of load against it, each judged kept or not, until the bracket around its knee is
+//! closed. Between steps the server is let drain: the next step starts once it has used no
+//! CPU for a while (what an overloaded step left queued is gone).
+
+use std::time::Instant;
+
+use crate::model::knee::{self, Knee, KneeSpec, KneeStep};
+use crate::model::spec::Series;
+use crate::run::point::{self, LoadAsk, PointCtx, Procs};
+use crate::run::procs::interrupted;
+use crate::LabError;
+
+/// Where a search starts, and how far it widens first.
+pub(crate) struct Start {
+    pub rate: f64,
+    pub from: String,
+    pub widening: f64,
+}
+
+/// The rates a search may offer: from `floor` up to `ceiling` (the client's clean ceiling).
+pub(crate) struct Bounds {
+    pub floor: f64,
+    pub ceiling: f64,
+}
+
+/// One search of series `s` at `idle` idle connections in `trial`.
+pub(crate) fn search(
+    ctx: &PointCtx,
+    ks: &KneeSpec,
+    (s, idle, trial): (&Series, usize, u32),
+    start: Start,
+    bounds: &Bounds,
+    n: usize,
+) -> Knee {
+    let t0 = Instant::now();
+    let mut k = Knee {
+        series: s.label.clone(),
+        idle,
+        trial,
+        start: start.rate,
+        start_from: start.from,
+        widening: start.widening,
+        ..Knee::default()
+    };
+    let mut procs = Procs::default();
+    let r = steps(ctx, ks, s, bounds, n, &mut k, &mut procs);
+    if let Some(left) = procs.stop() {
+        k.stopped.get_or_insert(left);
+    }
+    if let Err(e) = r {
+        k.stopped = Some(e.to_string());
+    }
+    k.wall_s = t0.elapsed().as_secs_f64();
+    k
+}
+
+fn steps(
+    ctx: &PointCtx,
+    ks: &KneeSpec,
+    s: &Series,
+    bounds: &Bounds,
+    n: usize,
+    k: &mut Knee,
+    procs: &mut Procs,
+) -> Result<(), LabError> {
+    let spec = &ctx.opts.spec;
+    let pdir = ctx.scratch.join(format!("knee-{n}"));
+    let docroot = point::docroot(ctx, &pdir)?;
+    let port = point::start_server(ctx, s, k.idle, &docroot, &pdir, procs, &mut k.commands)?;
+    while let Some(rate) = knee::next_rate(k, ks, bounds.floor, bounds.ceiling) {
+        if interrupted() {
+            k.stopped = Some("interrupted".into());
+            return Ok(());
+        }
+        let rate = rate.round();
+        let run = point::run_load(
+            ctx,
+            "evlab load (knee)",
+            &LoadAsk {
+                port,
+                docroot: &docroot,
+                pdir: &pdir,
+                rate,
+                secs: ks.step_s,
+                timeout_s: ks.timeout_s,
+                sample_interval_s: knee::SAMPLE_S,
+                tag: &format!("k{}", k.steps.len() + 1),
+            },
+        )?;
+        k.commands.push(run.command.clone());
+        let l = &run.report;
+        let mut step = KneeStep {
+            offered: rate,
+            connections: l.connections.initiated,
+            replies: l.replies.status.s2xx,
+            settled_rate: knee::settled_rate(
+                &l.samples
+                    .iter()
+                    .map(|x| (x.start_s, x.end_s, x.replies))
+                    .collect::<Vec<_>>(),
+                ks.settle_s,
+                ks.step_s,
+            ),
+            p99_ms: l.latency_ms.p99,
+            achieved_start_rate: l.schedule.achieved_start_rate,
+            client_cpu_busy: run.client_busy,
+            kept: false,
+            invalid: None,
+        };
+        step.kept = step.judge();
+        // The points' validity rule: a step that measured the client says nothing of the
+        // server, and ends the search.
+        if let Some(a) = step
+            .achieved_start_rate
+            .filter(|a| *a < spec.start_rate_limit * rate)
+        {
+            step.invalid = Some(format!(
+                "client fell behind: started {a:.0} connections/s of {rate:.0} offered"
+            ));
+        } else if let Some(b) = step.client_cpu_busy.filter(|b| *b >= spec.client_cpu_limit) {
+            step.invalid = Some(format!("client saturated: its CPU busy {:.0}%", b * 100.0));
+        }
+        if let Some(why) = &step.invalid {
+            k.stopped = Some(why.clone());
+        }
+        k.steps.push(step);
+        if let Some(server) = procs.server.as_mut() {
+            if !server.alive() {
+                return Err(LabError::Point(format!(
+                    "server exited during the search: {}",
+                    server.stderr_tail(3)
+                )));
+            }
+            point::settle(server);
+        }
+    }
+    if k.stopped.is_none() && k.capacity(ks.resolution).is_none() {
+        k.stopped = Some(match (k.kept(), k.failed()) {
+            (Some(lo), None) => {
+                format!("kept up with {lo:.0}/s, the most the client offers cleanly: a lower bound")
+            }
+            (None, Some(_)) => format!(
+                "not kept up with at {:.0}/s, the search's floor",
+                bounds.floor
+            ),
+            _ => format!("bracket not closed in {} steps", ks.steps),
+        });
+    }
+    Ok(())
+}

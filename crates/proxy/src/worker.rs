@@ -1134,6 +1134,7 @@ impl<P: Io> Worker<P> {
             let opts = ForwardOptions {
                 origin_host: self.cfg.origin_host.as_deref(),
                 via: self.cfg.via.as_deref(),
+                ..ForwardOptions::default()
             };
             let f = match write_forward_request(&c.rbuf[..head_len], &opts, &mut fwd) {
                 Ok(f) => f,

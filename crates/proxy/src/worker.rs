@@ -1444,6 +1444,13 @@ impl<P: Io> Worker<P> {
             // Only what a cache may answer (RFC 9111 §4): GET and HEAD without a body. Any
             // other method is forwarded, never looked up, and its answer never stored.
             let safe = matches!(req.method, "GET" | "HEAD") && body == RequestBody::None;
+            // A request that may not be sent twice (RFC 9110 §9.2.2) never goes on a pooled
+            // connection, which the origin may have closed meanwhile: it could then be neither
+            // retried nor answered but with 502.
+            let idempotent = matches!(
+                req.method,
+                "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+            );
             let stats_asked = self.cfg.stats && safe && req.path == STATS_PATH;
             let connect = req.connect.map(|t| t.to_ascii_lowercase());
             drop(req);
@@ -1574,7 +1581,7 @@ impl<P: Io> Worker<P> {
             let resp = self.bufs.take(self.cfg.buffer_size);
             c.x = Some(Box::new(Exchange {
                 origin: None,
-                fresh_only: false,
+                fresh_only: !idempotent,
                 req: fwd,
                 req_pos: 0,
                 req_body,

@@ -858,6 +858,22 @@ fn refuses_bad_flags_with_reasons() {
     }
     let e = run(&["proxy", "--origin", "no-such-host.invalid:80"]);
     assert!(e.contains("--origin"), "{e}");
+    for bad in [
+        "127.0.0.1",
+        "127.0.0.1:1,no-port",
+        "no-such-host.invalid:443",
+    ] {
+        let e = run(&[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--origin",
+            "127.0.0.1:1",
+            "--allow-connect",
+            bad,
+        ]);
+        assert!(e.contains("--allow-connect"), "{bad}: {e}");
+    }
     // What goes into every request head as it is must be a host, nothing more.
     let e = run(&[
         "proxy",

@@ -620,6 +620,11 @@ mod cases {
             Some("203.0.113.7, 198.51.100.1, 10.1.1.1, 127.0.0.1"),
             "{m} {mode}"
         );
+        // The address costs a readiness engine no syscall (accept4 gives it); the completion
+        // engine's multishot accept does not, so it asks once per connection.
+        let stats: ProxyStats = serde_json::from_str(&p.stats_json()).unwrap();
+        let asked = stats.syscalls.get("getpeername").map_or(0, |c| c.calls);
+        assert_eq!(asked, if m == "uring" { 2 } else { 0 }, "{m} {mode}");
         p.shutdown().unwrap();
     }
 

@@ -1654,8 +1654,14 @@ impl<P: Io> Worker<P> {
                 }
             }
         }
+        let unsent = unsent_body(x);
         let o = x.origin.as_mut().expect("an origin");
-        if x.req_pos < x.req.len() {
+        // An origin may answer before it has the whole body (an early 413, say) and stop
+        // reading: while a body is being sent, its answer is looked for first.
+        let answer_early = o.f.readable && unsent;
+        if answer_early {
+            // Read the head below.
+        } else if x.req_pos < x.req.len() {
             if !o.f.writable {
                 return Ok(false);
             }
@@ -1681,7 +1687,7 @@ impl<P: Io> Worker<P> {
                 }
             };
         }
-        if x.req_body.as_ref().is_some_and(|b| !b.done) {
+        if !answer_early && x.req_body.as_ref().is_some_and(|b| !b.done) {
             return self.pull_request_body(c);
         }
         if !o.f.readable {
@@ -1713,7 +1719,8 @@ impl<P: Io> Worker<P> {
             }
             Err(e) if sys::would_block(&e) || pending(&e) => {
                 o.f.readable = false;
-                Ok(false)
+                // Nothing yet: the request's sending goes on.
+                Ok(answer_early)
             }
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
             Err(_) => {
@@ -1775,6 +1782,13 @@ impl<P: Io> Worker<P> {
     fn start_body(&mut self, c: &mut Client, h: ResponseHead, head_start: usize) {
         let x = c.x.as_mut().expect("an exchange");
         self.stats.record_status(h.status);
+        // Answered before the whole request body was sent: the rest of the body is not sent,
+        // so neither connection can carry another request (the client's remaining body bytes
+        // are read and discarded while lingering).
+        let early = unsent_body(x);
+        if early {
+            c.close_after = true;
+        }
         // An HTTP/1.0 client cannot read chunks: it gets their data, ended by the close.
         let dechunk = h.framing == Framing::Chunked && x.client_minor == 0;
         if h.framing == Framing::UntilClose || dechunk || self.shutting_down.is_some() {
@@ -1801,7 +1815,7 @@ impl<P: Io> Worker<P> {
             tee: None,
             in_done: false,
             failed: false,
-            reusable: h.keep_alive,
+            reusable: h.keep_alive && !early,
             store: None,
         };
         let mut take = prefix.len();
@@ -2379,9 +2393,13 @@ impl<P: Io> Worker<P> {
             return true;
         };
         let want = match (&x.body, c.phase) {
+            // With a body on its way, an early answer is watched for too.
+            (None, _) if x.req_pos < x.req.len() && x.req_body.is_some() => {
+                Interest::WRITABLE.with(Interest::READABLE)
+            }
             (None, _) if x.req_pos < x.req.len() => Interest::WRITABLE,
             // Waiting for more of the request body from the client.
-            (None, _) if pulling => Interest::NONE,
+            (None, _) if pulling => Interest::READABLE,
             (None, _) => Interest::READABLE,
             (Some(b), _) if b.in_done || b.failed => Interest::NONE,
             (Some(b), _) => {
@@ -2409,6 +2427,13 @@ impl<P: Io> Worker<P> {
         }
         true
     }
+}
+
+/// The request has a body not all sent to the origin yet.
+fn unsent_body(x: &Exchange) -> bool {
+    x.req_body
+        .as_ref()
+        .is_some_and(|b| !b.done || x.req_pos < x.req.len())
 }
 
 /// Splice-keep: duplicates what the first pipe holds into the second (bound for the client)

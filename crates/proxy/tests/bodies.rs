@@ -148,6 +148,24 @@ fn serve(mut s: TcpStream, id: usize, log: Arc<Mutex<Vec<Seen>>>) {
         };
         let head = String::from_utf8_lossy(&buf[..end]).to_string();
         buf.drain(..end);
+        if head.starts_with("POST /early ") {
+            // Refused on sight, before any of the body is read (as a server checking the
+            // length would), then the rest read and dropped until the proxy closes.
+            let r = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo much";
+            let _ = s.write_all(r);
+            let _ = s.shutdown(Shutdown::Write);
+            let mut n = buf.len();
+            while let Ok(k @ 1..) = s.read(&mut chunk) {
+                n += k;
+            }
+            log.lock().unwrap().push(Seen {
+                conn: id,
+                head,
+                body: vec![0; n],
+                complete: false,
+            });
+            return;
+        }
         let length: Option<usize> = field(&head, "content-length").map(|v| v.parse().unwrap());
         let chunked = field(&head, "transfer-encoding").is_some_and(|v| v.contains("chunked"));
         let complete = loop {
@@ -524,6 +542,34 @@ mod cases {
         p.shutdown().unwrap();
     }
 
+    /// An origin that answers before it has read the body (an early 413) and stops reading:
+    /// the client gets that answer and the close (its body cannot be sent on), not a 502 or a
+    /// hang.
+    pub fn early_answer(m: &str, mode: &str) {
+        let o = Origin::start();
+        let Some(p) = proxy(&o, m, mode) else {
+            return;
+        };
+        let mut s = connect(&p);
+        send(
+            &mut s,
+            format!(
+                "POST /early HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+                64 * MIB
+            )
+            .as_bytes(),
+        );
+        send(&mut s, &pattern(256 * 1024, 4));
+        let r = read_response(&mut s, &mut Vec::new(), false);
+        assert_eq!((r.status, r.text()), (413, "too much".into()), "{m} {mode}");
+        assert_eq!(r.header("connection"), Some("close"), "{m} {mode}");
+        assert!(closed(&mut s), "{m} {mode}: still open");
+        let r = exchange(&p, b"GET /after-early HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.text(), answer("GET", b""), "{m} {mode}");
+        assert_ne!(o.seen("/after-early")[0].conn, o.seen("/early")[0].conn);
+        p.shutdown().unwrap();
+    }
+
     /// `Expect: 100-continue`: the proxy answers 100 Continue itself before the body comes,
     /// does not pass the expectation on, and forwards the body when it comes.
     pub fn expect_continue(m: &str, mode: &str) {
@@ -792,6 +838,7 @@ macro_rules! body_tests {
                 chunked_bodies,
                 malformed_bodies,
                 bodies_cut_short,
+                early_answer,
                 expect_continue,
                 bodies_and_the_cache,
                 forwarded_for,

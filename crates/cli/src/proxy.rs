@@ -48,7 +48,8 @@ pub struct Args {
     /// Pipe capacity asked for with F_SETPIPE_SZ (0: the kernel's default, 64K)
     #[arg(long, default_value = "0", value_parser = parse_bytes)]
     pub pipe_size: u64,
-    /// User-space buffer per copied body (the most one read takes)
+    /// User-space buffer per copied body, request body batch and tunnel direction (the most
+    /// one read takes)
     #[arg(long, default_value = "64K", value_parser = parse_bytes)]
     pub buffer_size: u64,
     /// Bytes of objects each worker's cache holds (0: no cache); K, M or G suffix
@@ -64,7 +65,7 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub origin_idle: usize,
     /// Seconds a client connection may make no progress before it is closed (408 with part of
-    /// a request head, 504 while waiting for the origin; 0 = no limit)
+    /// a request head or body, 504 while waiting for the origin; 0 = no limit); tunnels too
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
     /// Maximum simultaneous client connections; accepting pauses at the limit

@@ -608,6 +608,36 @@ mod cases {
         p.shutdown().unwrap();
     }
 
+    /// `--timeout` (here 300 ms): a body that stops coming is 408 and the close, and its
+    /// origin connection is closed; an idle tunnel is closed both ways.
+    pub fn stalls_time_out(m: &str, mode: &str) {
+        let o = Origin::start();
+        let e = Echo::start();
+        let target = format!("127.0.0.1:{}", e.addr.port());
+        let Some(p) = proxy_with(o.addr, m, mode, |c| {
+            c.timeout = Some(Duration::from_millis(300));
+            c.allow_connect = vec![ConnectTarget::resolve(&target).unwrap()];
+        }) else {
+            return;
+        };
+        let mut s = connect(&p);
+        send(&mut s, &with_body("POST", "/stalled", "", &[7; 100])[..80]);
+        let r = read_response(&mut s, &mut Vec::new(), false);
+        assert_eq!(r.status, 408, "{m} {mode}");
+        assert!(closed(&mut s), "{m} {mode}");
+        o.wait_seen("/stalled");
+        assert!(!o.seen("/stalled")[0].complete);
+        let mut t = open_tunnel(&p, &target);
+        let mut b = [0u8; 16];
+        assert_eq!(
+            read_some(&mut t, &mut b).unwrap(),
+            0,
+            "{m} {mode}: tunnel open"
+        );
+        assert_eq!(echoed(&e), vec![(0, true)], "{m} {mode}");
+        p.shutdown().unwrap();
+    }
+
     /// `Expect: 100-continue`: the proxy answers 100 Continue itself before the body comes,
     /// does not pass the expectation on, and forwards the body when it comes.
     pub fn expect_continue(m: &str, mode: &str) {
@@ -877,6 +907,7 @@ macro_rules! body_tests {
                 malformed_bodies,
                 bodies_cut_short,
                 early_answer,
+                stalls_time_out,
                 expect_continue,
                 bodies_and_the_cache,
                 forwarded_for,

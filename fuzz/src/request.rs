@@ -17,9 +17,19 @@
 //!   `max_request_line`, refused with 414 as soon as that many bytes are in, while the whole may
 //!   be refused for a syntax error seen later (both close);
 //! - a head complete under tight limits is the same complete head under the default ones.
+//!
+//! The proxy's judgement, `parse_proxy_request`, of the same bytes: never panics; waits
+//! exactly when the server's does; a head the server serves is the same head to the proxy,
+//! without a body; a body is `Content-Length` > 0 or chunked in HTTP/1.1; CONNECT has a target
+//! and no body; a closing error consumes nothing and only 403 keeps the connection. The input
+//! is also a request body for the strict chunked scanner: the same answer all at once and in
+//! pieces, and what it accepts the lenient scanner accepts with the same end.
 #![allow(dead_code)]
 
-use evlab_http::{parse_request, Limits, Method, Parse, Status};
+use evlab_http::{
+    parse_proxy_request, parse_request, ChunkedScanner, Limits, Method, Parse, ProxyParse,
+    RequestBody, Status,
+};
 
 /// Tokens for seeded mutations (the replay tests) and `fuzz/dict/request.dict`.
 pub const TOKENS: &[&[u8]] = &[
@@ -78,6 +88,7 @@ pub const MAX_PIPELINE: usize = 8;
 
 /// `exhaustive`: check every prefix for incremental consistency, not just a few.
 pub fn check(data: &[u8], exhaustive: bool) {
+    check_chunked(data);
     for limits in &LIMITS {
         let mut rest = data;
         for _ in 0..MAX_PIPELINE {
@@ -121,6 +132,7 @@ fn skip_empty_lines(buf: &[u8]) -> &[u8] {
 /// next head (None when it would wait or close).
 fn check_one(buf: &[u8], limits: &Limits, exhaustive: bool) -> Option<usize> {
     let got = parse_request(buf, limits);
+    check_proxy(buf, limits, &got);
     let next = match &got {
         Parse::Partial => {
             assert!(buf.len() <= limits.max_head, "Partial past max_head");
@@ -224,6 +236,89 @@ fn assert_normal_path(p: &str) {
         assert!(
             *seg != "." && *seg != ".." && (last || !seg.is_empty()),
             "{p:?} has segment {seg:?}"
+        );
+    }
+}
+
+fn check_proxy(buf: &[u8], limits: &Limits, server: &Parse<'_>) {
+    let proxy = parse_proxy_request(buf, limits);
+    assert_eq!(
+        matches!(server, Parse::Partial),
+        matches!(proxy, ProxyParse::Partial),
+        "server {server:?}, proxy {proxy:?}"
+    );
+    match &proxy {
+        ProxyParse::Partial => {}
+        ProxyParse::Complete(r) => {
+            assert!(r.head_len > 0 && r.head_len <= buf.len().min(limits.max_head));
+            assert_eq!(buf[r.head_len - 1], b'\n');
+            assert!(r.minor_version <= 1);
+            assert!(skip_empty_lines(buf).starts_with(r.method.as_bytes()));
+            match r.body {
+                RequestBody::Length(n) => assert!(n > 0),
+                RequestBody::Chunked => assert_eq!(r.minor_version, 1),
+                RequestBody::None => assert!(!r.expect_continue),
+            }
+            match r.connect {
+                Some(t) => {
+                    assert!(r.method == "CONNECT" && r.body == RequestBody::None && t.contains(':'))
+                }
+                None => assert_normal_path(&r.path),
+            }
+            if let Parse::Complete(s) = server {
+                assert_eq!(
+                    (
+                        s.head_len,
+                        s.minor_version,
+                        s.keep_alive,
+                        &s.path,
+                        s.if_modified_since
+                    ),
+                    (
+                        r.head_len,
+                        r.minor_version,
+                        r.keep_alive,
+                        &r.path,
+                        r.if_modified_since
+                    ),
+                );
+                assert_eq!(r.body, RequestBody::None);
+            }
+        }
+        ProxyParse::Error(e) => {
+            assert!(e.minor_version <= 1);
+            if e.keep_alive {
+                assert_eq!(e.status, Status::Forbidden, "{e:?} keeps the connection");
+                assert!(e.consumed > 0 && e.consumed <= buf.len());
+            } else {
+                assert_eq!(e.consumed, 0);
+            }
+            assert!(
+                !matches!(server, Parse::Complete(_)),
+                "the server serves what the proxy refuses: {e:?}"
+            );
+        }
+    }
+}
+
+fn check_chunked(data: &[u8]) {
+    let whole = ChunkedScanner::strict().feed(data);
+    let mut s = ChunkedScanner::strict();
+    let mut off = 0;
+    let mut got = Ok(None);
+    for part in data.chunks(7) {
+        got = s.feed(part).map(|r| r.map(|k| off + k));
+        off += part.len();
+        if !matches!(got, Ok(None)) {
+            break;
+        }
+    }
+    assert_eq!(whole, got, "strict chunked: all at once vs in pieces");
+    if let Ok(Some(end)) = whole {
+        assert_eq!(
+            ChunkedScanner::new().feed(data),
+            Ok(Some(end)),
+            "strict accepts what lenient reads otherwise"
         );
     }
 }

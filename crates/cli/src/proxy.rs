@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use evlab_poll::Mechanism;
-use evlab_proxy::{signals, Config, ForwardMode, Proxy};
+use evlab_proxy::{signals, Config, ConnectTarget, ForwardMode, Proxy};
 
 use crate::serve::{parse_bytes, parse_mechanism};
 
@@ -22,12 +22,18 @@ pub struct Args {
     /// still keys objects by the client's host)
     #[arg(long, value_name = "HOST")]
     pub origin_host: Option<String>,
+    /// CONNECT may open a tunnel only to these targets, HOST:PORT,... (resolved at start; a
+    /// client must name one as given, in any case). Anything else, and every CONNECT when none
+    /// is given, is answered 403 without connecting anywhere
+    #[arg(long, value_name = "HOST:PORT,...", value_delimiter = ',')]
+    pub allow_connect: Vec<String>,
     /// Event mechanism (see `evlab serve --list-mechanisms`): every readiness mechanism, and
     /// uring, the io_uring completion engine
     #[arg(long, short = 'm', default_value = "epoll-et", value_parser = parse_mechanism)]
     pub mechanism: Mechanism,
-    /// How bodies travel: copy (read/write), splice (socket → pipe → socket), splice-keep
-    /// (splice, with a tee'd copy of cacheable bodies for the cache)
+    /// How response bodies travel: copy (read/write), splice (socket → pipe → socket),
+    /// splice-keep (splice, with a tee'd copy of cacheable bodies for the cache). Request
+    /// bodies are always copied; CONNECT tunnels are spliced both ways in the splice modes
     #[arg(long, default_value = "copy", value_parser = ForwardMode::from_name)]
     pub forward: ForwardMode,
     /// Worker threads, each with its own event loop, cache and pools
@@ -42,7 +48,8 @@ pub struct Args {
     /// Pipe capacity asked for with F_SETPIPE_SZ (0: the kernel's default, 64K)
     #[arg(long, default_value = "0", value_parser = parse_bytes)]
     pub pipe_size: u64,
-    /// User-space buffer per copied body (the most one read takes)
+    /// User-space buffer per copied body, request body batch and tunnel direction (the most
+    /// one read takes)
     #[arg(long, default_value = "64K", value_parser = parse_bytes)]
     pub buffer_size: u64,
     /// Bytes of objects each worker's cache holds (0: no cache); K, M or G suffix
@@ -58,7 +65,7 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub origin_idle: usize,
     /// Seconds a client connection may make no progress before it is closed (408 with part of
-    /// a request head, 504 while waiting for the origin; 0 = no limit)
+    /// a request head or body, 504 while waiting for the origin; 0 = no limit); tunnels too
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
     /// Maximum simultaneous client connections; accepting pauses at the limit
@@ -90,6 +97,12 @@ Examples:
       splice bodies of known length socket -> pipe -> socket, two workers
   evlab load --port 8081 --uri /one --rate 100 --num-conns 100
       load through the proxy
+  evlab proxy --origin 127.0.0.1:8080 --forward splice --allow-connect 127.0.0.1:8443
+      also tunnel CONNECT 127.0.0.1:8443 (spliced both ways); any other CONNECT is 403
+
+Any method is forwarded with its body (Content-Length or chunked); Expect: 100-continue is
+answered by the proxy; X-Forwarded-For gets the client's address appended. Only GET and HEAD
+are answered from the cache.
 
 Exit status: 0 after a clean stop (SIGINT or SIGTERM); 1 on an error; 2 on a usage error.";
 
@@ -124,6 +137,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.cache_ttl = seconds("cache-ttl", a.cache_ttl)?.unwrap_or(Duration::ZERO);
     cfg.origin_idle = a.origin_idle;
     cfg.origin_host = a.origin_host;
+    cfg.allow_connect = a
+        .allow_connect
+        .iter()
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| ConnectTarget::resolve(t))
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("--allow-connect {e}"))?;
     cfg.timeout = seconds("timeout", a.timeout)?;
     cfg.max_conns = a.max_conns;
     cfg.stats = a.stats;

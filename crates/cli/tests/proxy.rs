@@ -47,6 +47,15 @@ fn content(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// A name no other writer uses at once: the tests of one process run in threads, and the
+/// same file may be written by two of them (the process id alone raced: a rename found its
+/// temporary file already renamed by another thread).
+fn unique() -> String {
+    let t = format!("{:?}", std::thread::current().id());
+    let t: String = t.chars().filter(char::is_ascii_digit).collect();
+    format!("{}-{t}", std::process::id())
+}
+
 /// The origin's document root, made once and kept in cargo's test scratch directory (each
 /// file written under a temporary name and renamed, so concurrent test processes agree).
 fn docroot() -> PathBuf {
@@ -57,13 +66,13 @@ fn docroot() -> PathBuf {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == len as u64) {
             continue;
         }
-        let tmp = dir.join(format!(".b{len}.{}", std::process::id()));
+        let tmp = dir.join(format!(".b{len}.{}", unique()));
         std::fs::write(&tmp, content(len)).unwrap();
         std::fs::rename(&tmp, &path).unwrap();
     }
     let hello = dir.join("hello.txt");
     if !hello.exists() {
-        let tmp = dir.join(format!(".hello.{}", std::process::id()));
+        let tmp = dir.join(format!(".hello.{}", unique()));
         std::fs::write(&tmp, b"hello, world\n").unwrap();
         std::fs::rename(&tmp, &hello).unwrap();
     }
@@ -858,6 +867,22 @@ fn refuses_bad_flags_with_reasons() {
     }
     let e = run(&["proxy", "--origin", "no-such-host.invalid:80"]);
     assert!(e.contains("--origin"), "{e}");
+    for bad in [
+        "127.0.0.1",
+        "127.0.0.1:1,no-port",
+        "no-such-host.invalid:443",
+    ] {
+        let e = run(&[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--origin",
+            "127.0.0.1:1",
+            "--allow-connect",
+            bad,
+        ]);
+        assert!(e.contains("--allow-connect"), "{bad}: {e}");
+    }
     // What goes into every request head as it is must be a host, nothing more.
     let e = run(&[
         "proxy",

@@ -25,5 +25,8 @@ pub use proxy::{
     parse_response_head, write_forward_request, CacheInfo, ChunkedScanner, Forward, ForwardError,
     ForwardOptions, Framing, ResponseHead, ResponseParse, MAX_DELTA_SECONDS,
 };
-pub use request::{parse_request, Limits, Method, Parse, Request, RequestError};
+pub use request::{
+    parse_proxy_request, parse_request, Limits, Method, Parse, ProxyParse, ProxyRequest, Request,
+    RequestBody, RequestError,
+};
 pub use response::{write_error, write_head, Status};

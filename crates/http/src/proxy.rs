@@ -412,6 +412,12 @@ pub struct ForwardOptions<'o> {
     pub origin_host: Option<&'o str>,
     /// The proxy's pseudonym in `Via` (RFC 9110 §7.6.3); none: no `Via` added.
     pub via: Option<&'o str>,
+    /// The client's address, appended to `X-Forwarded-For` (the client's fields, joined
+    /// into one in their order) or sent as a new one; none: the client's fields pass as they
+    /// are.
+    pub forwarded_for: Option<&'o str>,
+    /// The proxy answers `Expect: 100-continue` itself: that expectation is not forwarded.
+    pub drop_expect_continue: bool,
 }
 
 /// Why a request cannot be forwarded (the proxy answers 400).
@@ -489,10 +495,28 @@ pub fn write_forward_request<'a>(
     }
     let mut authorization = false;
     let mut no_cache = false;
+    let mut xff: Option<Vec<u8>> = None;
     for h in fields {
         if h.name.eq_ignore_ascii_case("host")
             || hop_by_hop(h.name)
             || listed_in_connection(fields, h.name)
+        {
+            continue;
+        }
+        if opts.forwarded_for.is_some() && h.name.eq_ignore_ascii_case("x-forwarded-for") {
+            let v = h.value.trim_ascii();
+            if !v.is_empty() {
+                let acc = xff.get_or_insert_with(Vec::new);
+                if !acc.is_empty() {
+                    acc.extend_from_slice(b", ");
+                }
+                acc.extend_from_slice(v);
+            }
+            continue;
+        }
+        if opts.drop_expect_continue
+            && h.name.eq_ignore_ascii_case("expect")
+            && h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue")
         {
             continue;
         }
@@ -506,6 +530,15 @@ pub fn write_forward_request<'a>(
             no_cache |= tokens(h.value).any(|t| t.eq_ignore_ascii_case(b"no-cache"));
         }
         push_field(out, h);
+    }
+    if let Some(client) = opts.forwarded_for {
+        out.extend_from_slice(b"X-Forwarded-For: ");
+        if let Some(earlier) = xff {
+            out.extend_from_slice(&earlier);
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(client.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
     if let Some(via) = opts.via {
         // The version is the one received (RFC 9110 §7.6.3); a Via field line of our own is
@@ -586,6 +619,9 @@ fn normalise_authority(a: &[u8], scheme: &str) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct ChunkedScanner {
     state: Chunk,
+    /// Request bodies ([`ChunkedScanner::strict`]): every line ends in CRLF, nothing but
+    /// whitespace between the size and `;`, no control characters in extensions or trailers.
+    strict: bool,
     /// Bytes of the current line (size line or trailer line).
     line: usize,
     trailers: usize,
@@ -611,6 +647,12 @@ enum Chunk {
     Trailer,
     /// The final blank line's CR was seen.
     LastCr,
+    /// Strict: whitespace after the size digits (only more of it, `;` or CR may follow).
+    SizeWs(u64),
+    /// Strict: the CR ending a size line.
+    SizeCr(u64),
+    /// Strict: the CR ending a trailer line.
+    TrailerCr,
     Done,
 }
 
@@ -620,6 +662,16 @@ const MAX_TRAILERS: usize = 64 * 1024;
 impl ChunkedScanner {
     pub fn new() -> ChunkedScanner {
         ChunkedScanner::default()
+    }
+
+    /// A scanner for what a proxy forwards on a client's behalf (request bodies): the lenient
+    /// spellings a response scanner tolerates (bare LF, anything after the size) are errors,
+    /// since an origin may read them otherwise than the proxy did (request smuggling).
+    pub fn strict() -> ChunkedScanner {
+        ChunkedScanner {
+            strict: true,
+            ..ChunkedScanner::default()
+        }
     }
 
     /// Whether the body's end has been found.
@@ -695,6 +747,75 @@ impl ChunkedScanner {
             if self.line > MAX_LINE {
                 return Err("chunk line too long");
             }
+            let ctl = (b < 0x20 && b != b'\t') || b == 0x7f;
+            if self.strict {
+                let next = match self.state {
+                    Chunk::Size { n, ext: false } => match b {
+                        b'\r' => Some(Chunk::SizeCr(n)),
+                        b' ' | b'\t' => Some(Chunk::SizeWs(n)),
+                        b';' => Some(Chunk::Size { n, ext: true }),
+                        b'\n' => return Err("bare LF in a chunk size line"),
+                        _ => None,
+                    },
+                    Chunk::Size { n, ext: true } => match b {
+                        b'\r' => Some(Chunk::SizeCr(n)),
+                        _ if ctl => return Err("control character in a chunk extension"),
+                        _ => Some(Chunk::Size { n, ext: true }),
+                    },
+                    Chunk::SizeWs(n) => match b {
+                        b' ' | b'\t' => Some(Chunk::SizeWs(n)),
+                        b';' => Some(Chunk::Size { n, ext: true }),
+                        b'\r' => Some(Chunk::SizeCr(n)),
+                        _ => return Err("bad chunk size"),
+                    },
+                    Chunk::SizeCr(n) => match b {
+                        b'\n' => {
+                            self.line = 0;
+                            Some(if n == 0 {
+                                Chunk::TrailerStart
+                            } else {
+                                Chunk::Data(n)
+                            })
+                        }
+                        _ => return Err("CR without LF in a chunk size line"),
+                    },
+                    Chunk::DataEnd { cr: false } if b != b'\r' => {
+                        return Err("chunk data not followed by CRLF")
+                    }
+                    Chunk::TrailerStart => match b {
+                        b'\r' => Some(Chunk::LastCr),
+                        _ if ctl => return Err("bad trailer line"),
+                        _ => Some(Chunk::Trailer),
+                    },
+                    Chunk::LastCr if b != b'\n' => return Err("CR without LF after trailers"),
+                    Chunk::Trailer => {
+                        self.trailers += 1;
+                        if self.trailers > MAX_TRAILERS {
+                            return Err("trailers too large");
+                        }
+                        match b {
+                            b'\r' => Some(Chunk::TrailerCr),
+                            _ if ctl => return Err("control character in a trailer"),
+                            _ => Some(Chunk::Trailer),
+                        }
+                    }
+                    Chunk::TrailerCr => match b {
+                        b'\n' => {
+                            self.line = 0;
+                            Some(Chunk::TrailerStart)
+                        }
+                        _ => return Err("CR without LF in a trailer"),
+                    },
+                    _ => None,
+                };
+                if let Some(next) = next {
+                    self.state = next;
+                    if self.state == Chunk::Done {
+                        return Ok(Some(i));
+                    }
+                    continue;
+                }
+            }
             self.state = match self.state {
                 Chunk::SizeStart => match hex(b) {
                     Some(d) => Chunk::Size {
@@ -753,6 +874,10 @@ impl ChunkedScanner {
                     }
                 }
                 Chunk::Data(_) | Chunk::Done => unreachable!("handled above"),
+                // Only the strict scanner enters these, and it handled them above.
+                Chunk::SizeWs(_) | Chunk::SizeCr(_) | Chunk::TrailerCr => {
+                    return Err("bad chunk framing")
+                }
             };
             if self.state == Chunk::Done {
                 return Ok(Some(i));
@@ -1128,6 +1253,7 @@ mod tests {
         let opts = ForwardOptions {
             origin_host: Some("origin.internal"),
             via: Some("evlab"),
+            ..ForwardOptions::default()
         };
         let mut out = Vec::new();
         let head =
@@ -1142,6 +1268,7 @@ mod tests {
         let opts = ForwardOptions {
             origin_host: None,
             via: Some("evlab"),
+            ..ForwardOptions::default()
         };
         let mut out = Vec::new();
         let head =
@@ -1346,5 +1473,77 @@ mod tests {
         assert_eq!(s.data_left(), 0);
         assert_eq!(s.feed(b"\r\n0\r\n\r\n"), Ok(Some(7)));
         assert!(s.done());
+    }
+
+    #[test]
+    fn strict_chunked_table() {
+        let done: &[&[u8]] = &[
+            b"0\r\n\r\n",
+            b"5\r\nhello\r\n0\r\n\r\n",
+            b"5;ext=1\r\nhello\r\nA \t;x\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n",
+            b"00005\r\nhello\r\n0\r\n\r\n",
+        ];
+        for body in done {
+            for step in 1..body.len() {
+                let mut s = ChunkedScanner::strict();
+                let mut got = Ok(None);
+                let mut off = 0;
+                for part in body.chunks(step) {
+                    got = s.feed(part).map(|r| r.map(|k| off + k));
+                    off += part.len();
+                    if !matches!(got, Ok(None)) {
+                        break;
+                    }
+                }
+                assert_eq!(got, Ok(Some(body.len())), "{body:?} step {step}");
+            }
+        }
+        let bad: &[&[u8]] = &[
+            b"3\nabc\r\n0\r\n\r\n",
+            b"3\r\nabc\n0\r\n\r\n",
+            b"0\r\n\n",
+            b"0\r\nX: 1\n\r\n",
+            b"5 x\r\nhello\r\n",
+            b"5\rx",
+            b"-5\r\n",
+            b"0x5\r\n",
+            b"\r\n",
+            b"11111111111111111\r\n",
+            b"5;a\x01\r\n",
+            b"5\r\nhelloXY",
+            b"0\r\n\rX",
+        ];
+        for body in bad {
+            assert!(ChunkedScanner::strict().feed(body).is_err(), "{body:?}");
+        }
+    }
+
+    #[test]
+    fn forwarded_for_is_appended_and_expect_dropped() {
+        let opts = ForwardOptions {
+            forwarded_for: Some("10.0.0.9"),
+            drop_expect_continue: true,
+            ..ForwardOptions::default()
+        };
+        let mut out = Vec::new();
+        write_forward_request(
+            b"POST /p HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 1.1.1.1\r\nExpect: 100-continue\r\nx-forwarded-for: 2.2.2.2 \r\nContent-Length: 1\r\n\r\n",
+            &opts,
+            &mut out,
+        )
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains("X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\n"),
+            "{out}"
+        );
+        assert_eq!(out.matches("orwarded-For").count(), 1, "{out}");
+        assert!(!out.contains("Expect"), "{out}");
+        assert!(out.contains("Content-Length: 1\r\n"), "{out}");
+        let mut out = Vec::new();
+        write_forward_request(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", &opts, &mut out).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("\r\nX-Forwarded-For: 10.0.0.9\r\n"));
     }
 }

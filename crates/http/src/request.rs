@@ -151,14 +151,86 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Parse<'a> {
     let mut slots = [MaybeUninit::<httparse::Header<'a>>::uninit(); MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let res = req.parse_with_uninit_headers(window, &mut slots);
-    let who = Who::of(&req);
     match res {
         Ok(httparse::Status::Complete(head_len)) => judge(&req, head_len, limits),
-        Ok(httparse::Status::Partial) => incomplete(buf, limits, who),
+        other => not_complete(buf, &req, limits, other),
+    }
+}
+
+/// How a request's body is framed (RFC 9112 §6.3), as the proxy forwards it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RequestBody {
+    /// No body (no Transfer-Encoding, Content-Length absent or 0).
+    None,
+    /// Exactly this many bytes (> 0).
+    Length(u64),
+    /// Chunked transfer coding (the final coding; HTTP/1.1 only).
+    Chunked,
+}
+
+/// A request head a proxy will forward: any method, any body framing it can delimit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyRequest<'a> {
+    pub method: &'a str,
+    /// As [`Request::path`]; for CONNECT, the authority-form target (`host:port`).
+    pub path: Cow<'a, str>,
+    /// CONNECT: the tunnel's target, `host:port` as the client wrote it.
+    pub connect: Option<&'a str>,
+    pub body: RequestBody,
+    /// `Expect: 100-continue` on an HTTP/1.1 request with a body (RFC 9110 §10.1.1: ignored
+    /// for HTTP/1.0 and without a body).
+    pub expect_continue: bool,
+    pub minor_version: u8,
+    pub keep_alive: bool,
+    pub if_modified_since: Option<SystemTime>,
+    pub head_len: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProxyParse<'a> {
+    Partial,
+    Complete(ProxyRequest<'a>),
+    Error(RequestError),
+}
+
+/// As [`parse_request`], judged for a proxy: every syntax, size, Host and framing rule is the
+/// same (Transfer-Encoding with Content-Length, a chunked that is not final, an invalid,
+/// duplicate-and-different or oversized Content-Length: 400, close), but any method is
+/// forwarded with its body. Decisions of its own: chunked in an HTTP/1.0 request is 400 (RFC
+/// 9112 §6.1: its framing is faulty); CONNECT needs an authority-form target `host:port` with a
+/// port and no body (else 400); other targets must be origin- or absolute-form (so `OPTIONS *`
+/// is 400, as for the server).
+pub fn parse_proxy_request<'a>(buf: &'a [u8], limits: &Limits) -> ProxyParse<'a> {
+    let window = &buf[..buf.len().min(limits.max_head)];
+    let mut slots = [MaybeUninit::<httparse::Header<'a>>::uninit(); MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let res = req.parse_with_uninit_headers(window, &mut slots);
+    let p = match res {
+        Ok(httparse::Status::Complete(head_len)) => return judge_proxy(&req, head_len, limits),
+        other => not_complete(buf, &req, limits, other),
+    };
+    match p {
+        Parse::Error(e) => ProxyParse::Error(e),
+        // `not_complete` never answers Complete.
+        Parse::Partial | Parse::Complete(_) => ProxyParse::Partial,
+    }
+}
+
+fn not_complete<'a>(
+    buf: &'a [u8],
+    req: &httparse::Request<'_, 'a>,
+    limits: &Limits,
+    res: Result<httparse::Status<usize>, httparse::Error>,
+) -> Parse<'a> {
+    let who = Who::of(req);
+    match res {
+        Ok(httparse::Status::Complete(_)) | Ok(httparse::Status::Partial) => {
+            incomplete(buf, limits, who)
+        }
         Err(httparse::Error::TooManyHeaders) => {
             who.fail(Status::HeaderFieldsTooLarge, "more than 64 header fields")
         }
-        Err(httparse::Error::Version) => bad_version(buf, &req, limits, who),
+        Err(httparse::Error::Version) => bad_version(buf, req, limits, who),
         Err(httparse::Error::Token) => who.fail(Status::BadRequest, "invalid request line"),
         Err(httparse::Error::HeaderName) => {
             who.fail(Status::BadRequest, "invalid header field name")
@@ -318,6 +390,7 @@ struct Fields<'a> {
     keep_alive: bool,
     ims: Option<&'a [u8]>,
     ims_count: u32,
+    expect_continue: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -329,6 +402,9 @@ impl<'a> Fields<'a> {
             // Dispatch on length first: most fields (User-Agent, Accept...) then cost one
             // comparison of integers.
             match name.len() {
+                6 if name.eq_ignore_ascii_case("expect") => {
+                    f.expect_continue |= value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+                }
                 4 if name.eq_ignore_ascii_case("host") => {
                     f.hosts += 1;
                     if !valid_authority(value) {
@@ -457,17 +533,30 @@ fn target_path(target: &str) -> Option<&str> {
     }
 }
 
-fn judge<'a>(req: &httparse::Request<'_, 'a>, head_len: usize, limits: &Limits) -> Parse<'a> {
+/// What every judgement (the server's and the proxy's) decides first, in the same order.
+struct Judged<'a> {
+    who: Who,
+    method: &'a str,
+    target: &'a str,
+    minor: u8,
+    keep_alive: bool,
+    f: Fields<'a>,
+}
+
+fn judge_common<'a>(
+    req: &httparse::Request<'_, 'a>,
+    limits: &Limits,
+) -> Result<Judged<'a>, Parse<'a>> {
     let who = Who::of(req);
     let (Some(method), Some(target), Some(_)) = (req.method, req.path, req.version) else {
         // httparse fills all three before it reports a complete head.
-        return who.fail(Status::BadRequest, "malformed request line");
+        return Err(who.fail(Status::BadRequest, "malformed request line"));
     };
     let minor = who.minor;
     // httparse allows exactly one space between the three parts and an 8-byte version.
     let line_len = method.len() + 1 + target.len() + 1 + 8;
     if line_len > limits.max_request_line {
-        return who.fail(Status::UriTooLong, "request line too long");
+        return Err(who.fail(Status::UriTooLong, "request line too long"));
     }
 
     let f = Fields::gather(req.headers);
@@ -477,32 +566,135 @@ fn judge<'a>(req: &httparse::Request<'_, 'a>, head_len: usize, limits: &Limits) 
         f.keep_alive && !f.close
     };
     if minor == 1 && f.hosts == 0 {
-        return who.fail(Status::BadRequest, "HTTP/1.1 request without Host");
+        return Err(who.fail(Status::BadRequest, "HTTP/1.1 request without Host"));
     }
     if f.hosts > 1 {
-        return who.fail(Status::BadRequest, "more than one Host");
+        return Err(who.fail(Status::BadRequest, "more than one Host"));
     }
     if f.host_invalid {
-        return who.fail(Status::BadRequest, "invalid Host");
+        return Err(who.fail(Status::BadRequest, "invalid Host"));
     }
     if f.transfer_encoding && f.content_length_seen {
-        return who.fail(
+        return Err(who.fail(
             Status::BadRequest,
             "Transfer-Encoding together with Content-Length",
-        );
+        ));
     }
     let chunked = f
         .final_coding
         .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
     if f.transfer_encoding && !chunked {
-        return who.fail(
+        return Err(who.fail(
             Status::BadRequest,
             "chunked is not the final transfer coding",
-        );
+        ));
     }
     if let Some(reason) = f.content_length_error {
-        return who.fail(Status::BadRequest, reason);
+        return Err(who.fail(Status::BadRequest, reason));
     }
+    Ok(Judged {
+        who,
+        method,
+        target,
+        minor,
+        keep_alive,
+        f,
+    })
+}
+
+fn if_modified_since(f: &Fields<'_>) -> Option<SystemTime> {
+    match (f.ims_count, f.ims) {
+        (1, Some(v)) => std::str::from_utf8(v)
+            .ok()
+            .and_then(|s| httpdate::parse_http_date(s).ok()),
+        _ => None,
+    }
+}
+
+fn judge_proxy<'a>(
+    req: &httparse::Request<'_, 'a>,
+    head_len: usize,
+    limits: &Limits,
+) -> ProxyParse<'a> {
+    let j = match judge_common(req, limits) {
+        Ok(j) => j,
+        Err(Parse::Error(e)) => return ProxyParse::Error(e),
+        Err(_) => return ProxyParse::Partial,
+    };
+    let (who, f) = (j.who, &j.f);
+    let fail = |status, reason| match who.fail(status, reason) {
+        Parse::Error(e) => ProxyParse::Error(e),
+        _ => ProxyParse::Partial,
+    };
+    let body = if f.transfer_encoding {
+        if j.minor == 0 {
+            return fail(
+                Status::BadRequest,
+                "Transfer-Encoding in an HTTP/1.0 request",
+            );
+        }
+        RequestBody::Chunked
+    } else {
+        match f.content_length {
+            Some(n) if n > 0 => RequestBody::Length(n),
+            _ => RequestBody::None,
+        }
+    };
+    let (path, connect) = if j.method == "CONNECT" {
+        let t = j.target;
+        let port_ok = t.rsplit_once(':').is_some_and(|(h, p)| {
+            !h.is_empty() && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+        });
+        if !port_ok || !valid_authority(t.as_bytes()) || t.contains(['/', '?', '#']) {
+            return fail(Status::BadRequest, "CONNECT needs host:port");
+        }
+        if body != RequestBody::None {
+            return fail(Status::BadRequest, "CONNECT with a body");
+        }
+        (Cow::Borrowed(t), Some(t))
+    } else {
+        let Some(raw) = target_path(j.target) else {
+            return fail(Status::BadRequest, "invalid request target");
+        };
+        match path::normalize(raw) {
+            Ok(p) => (p, None),
+            Err(PathError::Invalid) => return fail(Status::BadRequest, "invalid path encoding"),
+            Err(PathError::Escapes) => {
+                // A body would be read as the next request: close unless there is none.
+                let keep = j.keep_alive && body == RequestBody::None;
+                return match who.refuse(Status::Forbidden, keep, head_len, "path escapes the root")
+                {
+                    Parse::Error(e) => ProxyParse::Error(e),
+                    _ => ProxyParse::Partial,
+                };
+            }
+        }
+    };
+    ProxyParse::Complete(ProxyRequest {
+        method: j.method,
+        path,
+        connect,
+        body,
+        expect_continue: f.expect_continue && j.minor == 1 && body != RequestBody::None,
+        minor_version: j.minor,
+        keep_alive: j.keep_alive,
+        if_modified_since: if_modified_since(f),
+        head_len,
+    })
+}
+
+fn judge<'a>(req: &httparse::Request<'_, 'a>, head_len: usize, limits: &Limits) -> Parse<'a> {
+    let Judged {
+        who,
+        method,
+        target,
+        minor,
+        keep_alive,
+        f,
+    } = match judge_common(req, limits) {
+        Ok(j) => j,
+        Err(p) => return p,
+    };
     let has_body = f.transfer_encoding || f.content_length.unwrap_or(0) > 0;
 
     let method = match method {
@@ -544,12 +736,7 @@ fn judge<'a>(req: &httparse::Request<'_, 'a>, head_len: usize, limits: &Limits) 
             )
         }
     };
-    let if_modified_since = match (f.ims_count, f.ims) {
-        (1, Some(v)) => std::str::from_utf8(v)
-            .ok()
-            .and_then(|s| httpdate::parse_http_date(s).ok()),
-        _ => None,
-    };
+    let if_modified_since = if_modified_since(&f);
     Parse::Complete(Request {
         method,
         path,
@@ -1338,6 +1525,57 @@ mod tests {
             alloc_count::count(|| matches!(parse_request(keep, &limits), Parse::Complete(_)));
         assert!(parsed);
         assert_eq!(n, 0, "allocations while parsing a typical request");
+    }
+    #[test]
+    fn proxy_judgement() {
+        fn p(s: &str) -> ProxyParse<'_> {
+            parse_proxy_request(s.as_bytes(), &Limits::default())
+        }
+        let body = |s: &str| match p(s) {
+            ProxyParse::Complete(r) => (r.method.to_string(), r.body, r.expect_continue),
+            other => panic!("{s:?}: {other:?}"),
+        };
+        let status = |s: &str| match p(s) {
+            ProxyParse::Error(e) => (e.status, e.keep_alive),
+            other => panic!("{s:?}: {other:?}"),
+        };
+        assert_eq!(
+            body("POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"),
+            ("POST".into(), RequestBody::Length(5), false)
+        );
+        assert_eq!(
+            body("PATCH /f HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nExpect: 100-Continue\r\n\r\n"),
+            ("PATCH".into(), RequestBody::Chunked, true)
+        );
+        assert_eq!(
+            body("GET /f HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nExpect: 100-continue\r\n\r\n"),
+            ("GET".into(), RequestBody::None, false)
+        );
+        assert_eq!(
+            body("PUT /f HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"),
+            ("PUT".into(), RequestBody::Length(2), false)
+        );
+        match p("CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n") {
+            ProxyParse::Complete(r) => assert_eq!(r.connect, Some("a.example:443")),
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            "POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            "POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+            "POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+            "POST /f HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+            "POST /f HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "CONNECT a.example HTTP/1.1\r\nHost: a\r\n\r\n",
+            "CONNECT a.example:443 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n",
+            "CONNECT /x HTTP/1.1\r\nHost: a\r\n\r\n",
+        ] {
+            assert_eq!(status(bad), (Status::BadRequest, false), "{bad:?}");
+        }
+        assert!(matches!(
+            p("POST /f HTTP/1.1\r\nHost: x\r\nContent-"),
+            ProxyParse::Partial
+        ));
     }
 }
 

@@ -78,6 +78,7 @@ syscalls! {
     Splice => "splice",
     Tee => "tee",
     Pipe2 => "pipe2",
+    Getpeername => "getpeername",
 }
 
 /// Number of counted syscalls.
@@ -368,6 +369,35 @@ pub fn getsockname(fd: RawFd) -> io::Result<SocketAddr> {
 
 /// accept4(2) with the given flags (SOCK_NONBLOCK | SOCK_CLOEXEC, typically).
 #[inline]
+/// accept4(2) that also says who connected (the address costs no syscall of its own).
+pub fn accept4_peer(fd: RawFd, flags: i32) -> io::Result<(RawFd, Option<SocketAddr>)> {
+    // SAFETY: zeroed sockaddr_storage is valid; the kernel writes at most `len` bytes.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `ss` and `len` are valid for writing.
+    let r = counted(Syscall::Accept4, || unsafe {
+        libc::accept4(
+            fd,
+            &mut ss as *mut _ as *mut libc::sockaddr,
+            &mut len,
+            flags,
+        ) as libc::c_long
+    })?;
+    Ok((r as RawFd, from_sockaddr(&ss)))
+}
+
+/// getpeername(2).
+pub fn getpeername(fd: RawFd) -> io::Result<SocketAddr> {
+    // SAFETY: zeroed sockaddr_storage is valid; the kernel writes at most `len` bytes.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `ss` and `len` are valid for writing.
+    counted(Syscall::Getpeername, || unsafe {
+        libc::getpeername(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len) as libc::c_long
+    })?;
+    from_sockaddr(&ss).ok_or_else(|| io::Error::other("not an inet socket"))
+}
+
 pub fn accept4(fd: RawFd, flags: i32) -> io::Result<RawFd> {
     // SAFETY: null address pointers are allowed by accept4(2).
     counted(Syscall::Accept4, || unsafe {

@@ -846,9 +846,9 @@ impl Io for Uring {
         }
     }
 
-    fn accept(&mut self, listen_fd: RawFd) -> io::Result<RawFd> {
+    fn accept(&mut self, listen_fd: RawFd) -> io::Result<(RawFd, Option<std::net::SocketAddr>)> {
         if let Some(fd) = self.accepted.pop_front() {
-            return Ok(fd);
+            return Ok((fd, None));
         }
         if let Some(e) = self.accept_err.take() {
             return Err(errno(e));

@@ -13,6 +13,10 @@
 //! - `splice-keep`: as `splice`, and a cacheable body is also `tee(2)`d into a second pipe and
 //!   read from there into the cache: the paper's KeepCopy.
 //!
+//! Request bodies (Content-Length or chunked, any method) are forwarded through user space in
+//! every mode; `Expect: 100-continue` is answered by the proxy; CONNECT opens a tunnel to the
+//! targets of `--allow-connect` only, spliced both ways in the splice modes.
+//!
 //! Like the server, the loop is generic over [`evlab_poll::Poller`], chosen once at start-up
 //! from the mechanism registry, so every mechanism runs the proxy with no dynamic dispatch.
 //! Every transfer the loop makes goes through one trait (`xfer.rs`): a readiness mechanism makes
@@ -142,6 +146,40 @@ pub struct Config {
     pub events_per_wait: usize,
     /// How long to read and discard a client's input after closing our side.
     pub linger: Duration,
+    /// The only targets a CONNECT may open a tunnel to (`--allow-connect`); empty: none.
+    pub allow_connect: Vec<ConnectTarget>,
+}
+
+/// A target CONNECT may tunnel to: the `host:port` a client must name (compared without
+/// regard to case) and the address it was resolved to when the proxy started (the event loop
+/// never resolves names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectTarget {
+    pub name: String,
+    pub addr: SocketAddr,
+}
+
+impl ConnectTarget {
+    /// `HOST:PORT`, resolved now (the first address).
+    pub fn resolve(s: &str) -> Result<ConnectTarget, String> {
+        use std::net::ToSocketAddrs;
+        let s = s.trim();
+        let port_ok = s
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(format!("{s:?}: not a HOST:PORT"));
+        }
+        let addr = s
+            .to_socket_addrs()
+            .map_err(|e| format!("{s:?}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{s:?}: no address"))?;
+        Ok(ConnectTarget {
+            name: s.to_ascii_lowercase(),
+            addr,
+        })
+    }
 }
 
 impl Config {
@@ -170,6 +208,7 @@ impl Config {
             backlog: 4096,
             events_per_wait: 512,
             linger: Duration::from_secs(2),
+            allow_connect: Vec::new(),
         }
     }
 }

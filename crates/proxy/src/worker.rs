@@ -11,7 +11,10 @@
 //! - `Idle`: parse the requests buffered. A cache hit or an error is answered at once (its
 //!   bytes queued behind whatever is still being sent); a miss takes an origin connection
 //!   (an idle one from the pool, or a new one) and moves to `Fetch`.
-//! - `Fetch`: the request is written to the origin and its response head read and parsed. A
+//! - `Fetch`: the request is written to the origin (with the body bytes that came with its
+//!   head; a body with more to come is then read from the client a batch at a time and
+//!   written on, a chunked one scanned strictly as it passes) and, once all of it is sent, its
+//!   response head read and parsed. A
 //!   pooled connection that fails before any byte of the answer (the origin closed it while
 //!   idle) is replaced by a fresh one and the request sent again, once; otherwise the client
 //!   gets 502 (504 after `--timeout`).
@@ -22,6 +25,9 @@
 //!   pool (if the origin keeps it) and the client back to `Idle`.
 //! - `Lingering`: the proxy closed its side after a `Connection: close`; it reads and
 //!   discards until the client closes, so that its last response is not destroyed by a reset.
+//! - `Tunnel`: a CONNECT to a target of `--allow-connect`; bytes are relayed both ways (a
+//!   pipe each way in the splice modes, a buffer each way in copy mode), and each side's EOF
+//!   is passed on as a shutdown of the other once what it sent is through.
 //!
 //! Readiness is kept per descriptor (readable, writable), set by events and cleared by EAGAIN
 //! or a short transfer, so the same code serves level- and edge-triggered mechanisms: after
@@ -33,14 +39,16 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, IoSlice};
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use evlab_http::{
-    parse_request, parse_response_head, write_error, write_forward_request, write_head,
-    ChunkedScanner, DateCache, ForwardOptions, Framing, Parse, ResponseHead, ResponseParse, Status,
+    parse_proxy_request, parse_response_head, write_error, write_forward_request, write_head,
+    ChunkedScanner, DateCache, ForwardOptions, Framing, ProxyParse, RequestBody, ResponseHead,
+    ResponseParse, Status,
 };
 use evlab_poll::{sys, Events, Interest, Token};
 
@@ -117,6 +125,8 @@ enum Phase {
     Fetch,
     Body,
     Lingering,
+    /// A CONNECT tunnel: bytes relayed both ways until both sides have ended.
+    Tunnel,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -167,14 +177,32 @@ struct Store {
     fresh_for: Duration,
 }
 
+/// A request body on its way from the client to the origin (always through `Exchange::req`:
+/// see docs/proxy.md, "Request bodies").
+#[derive(Debug)]
+struct ReqBody {
+    /// Content-Length: bytes still to come from the client; chunked: `None`.
+    left: Option<u64>,
+    /// Chunked: where the body ends (strict: what the origin might read otherwise is a 400).
+    scanner: ChunkedScanner,
+    /// Every byte of it has been taken from the client (and is in `req` or sent).
+    done: bool,
+}
+
 /// One request forwarded to the origin, and its response.
 #[derive(Debug)]
 struct Exchange {
     origin: Option<Origin>,
     /// Only a fresh connection will do (a pooled one failed for this request already).
     fresh_only: bool,
+    /// What goes to the origin: the head and the body bytes that came with it, then each
+    /// further batch of the body read from the client.
     req: Vec<u8>,
     req_pos: usize,
+    req_body: Option<ReqBody>,
+    /// `req` was refilled from the client: what was sent before is gone, so the request
+    /// cannot be sent again on another connection.
+    streamed: bool,
     head_request: bool,
     client_minor: u8,
     client_keep: bool,
@@ -209,6 +237,39 @@ struct Client {
     close_after: bool,
     deadline: Option<Instant>,
     armed_at: Option<Instant>,
+    /// Who connected (from accept4, or asked once when first needed).
+    peer: Option<SocketAddr>,
+    /// `peer`'s address as `X-Forwarded-For` gives it, written once per connection.
+    xff: Option<Box<str>>,
+    tunnel: Option<Box<Tunnel>>,
+}
+
+/// Bytes relayed one way through a CONNECT tunnel: through a buffer, or a pipe (splice modes).
+#[derive(Debug, Default)]
+struct Pump {
+    buf: Vec<u8>,
+    pos: usize,
+    pipe: Option<Pipe>,
+    /// The source has ended (EOF): once the bytes held are out, the destination is shut.
+    eof: bool,
+    /// The destination's sending side has been shut.
+    shut: bool,
+}
+
+impl Pump {
+    fn held(&self) -> usize {
+        self.buf.len() - self.pos + self.pipe.as_ref().map_or(0, |p| p.len)
+    }
+}
+
+/// A CONNECT tunnel: the connection to the target, and a pump each way.
+#[derive(Debug)]
+struct Tunnel {
+    target: Origin,
+    /// The connection to the target is up and the client has been told so.
+    established: bool,
+    up: Pump,
+    down: Pump,
 }
 
 impl Client {
@@ -228,6 +289,9 @@ impl Client {
             close_after: false,
             deadline: None,
             armed_at: None,
+            peer: None,
+            xff: None,
+            tunnel: None,
         }
     }
 
@@ -239,6 +303,9 @@ impl Client {
     fn has_output(&self) -> bool {
         if self.out_pending() > 0 {
             return true;
+        }
+        if let Some(t) = &self.tunnel {
+            return t.down.held() > 0;
         }
         match self.x.as_ref().and_then(|x| x.body.as_ref()) {
             Some(b) => b.buf.len() > b.sent || src_pipe(b).is_some_and(|p| p.len > 0),
@@ -502,7 +569,8 @@ impl<P: Io> Worker<P> {
         };
         match self.slots.get_mut(fd as usize) {
             Some(Slot::Client(c)) => {
-                if ev.hup() || ev.error() {
+                // A tunnel reads on to the client's EOF: its last bytes may be in the socket.
+                if (ev.hup() || ev.error()) && c.phase != Phase::Tunnel {
                     // Reset, or both directions shut: nothing can be sent any more.
                     let c = self.take_client(fd).expect("a client");
                     self.close_client(c);
@@ -517,6 +585,11 @@ impl<P: Io> Worker<P> {
                     if let Some(o) = c.x.as_mut().and_then(|x| x.origin.as_mut()) {
                         if o.fd == fd {
                             set(&mut o.f);
+                        }
+                    }
+                    if let Some(t) = c.tunnel.as_mut() {
+                        if t.target.fd == fd {
+                            set(&mut t.target.f);
                         }
                     }
                     self.drive_client(cfd);
@@ -566,7 +639,7 @@ impl<P: Io> Worker<P> {
                 return Ok(());
             }
             match self.poller.accept(self.listen_fd) {
-                Ok(fd) => {
+                Ok((fd, peer)) => {
                     self.poller.adopt(fd, Role::Conn);
                     if self
                         .poller
@@ -577,7 +650,7 @@ impl<P: Io> Worker<P> {
                         self.poller.close(fd);
                         continue;
                     }
-                    self.add_client(fd);
+                    self.add_client(fd, peer);
                 }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN) => return Ok(()),
@@ -597,7 +670,7 @@ impl<P: Io> Worker<P> {
         }
     }
 
-    fn add_client(&mut self, fd: RawFd) {
+    fn add_client(&mut self, fd: RawFd, peer: Option<SocketAddr>) {
         self.next_id = self.next_id.wrapping_add(1);
         let mut c = self
             .spares
@@ -609,6 +682,7 @@ impl<P: Io> Worker<P> {
         c.out = out;
         c.fd = fd;
         c.id = self.next_id;
+        c.peer = peer;
         self.active += 1;
         self.stats.accepted.inc();
         self.stats.active.set(self.active as u64);
@@ -622,6 +696,9 @@ impl<P: Io> Worker<P> {
     fn close_client(&mut self, mut c: Box<Client>) {
         if let Some(x) = c.x.take() {
             self.drop_exchange(*x, false);
+        }
+        if let Some(t) = c.tunnel.take() {
+            self.drop_tunnel(*t);
         }
         let _ = self.poller.deregister(c.fd);
         self.poller.close(c.fd);
@@ -773,7 +850,10 @@ impl<P: Io> Worker<P> {
     fn timed_out(&mut self, mut c: Box<Client>) {
         self.stats.timeouts.inc();
         let fd = c.fd;
-        let waiting_head = c.phase == Phase::Fetch;
+        let pulling =
+            c.x.as_ref()
+                .is_some_and(|x| x.req_body.as_ref().is_some_and(|b| !b.done));
+        let waiting_head = c.phase == Phase::Fetch && !pulling;
         let partial_request = c.phase == Phase::Idle && !c.rbuf.is_empty() && !c.has_output();
         if waiting_head {
             let x = c.x.take().expect("fetching");
@@ -781,7 +861,11 @@ impl<P: Io> Worker<P> {
             self.drop_exchange(*x, false);
             self.stats.gateway_timeout.inc();
             self.error_response(&mut c, Status::GatewayTimeout, minor, false, head);
-        } else if partial_request {
+        } else if partial_request || (c.phase == Phase::Fetch && pulling) {
+            // The client stopped sending its request (head, or body).
+            if let Some(x) = c.x.take() {
+                self.drop_exchange(*x, false);
+            }
             c.rbuf.clear();
             self.error_response(&mut c, Status::RequestTimeout, 1, false, false);
         } else {
@@ -818,6 +902,12 @@ impl<P: Io> Worker<P> {
             return Ok(o);
         }
         let origin = self.cfg.origin;
+        self.connect_to(origin, client_fd)
+    }
+
+    /// A new non-blocking connection to `origin`, registered for writability (its connect
+    /// completes with the first event).
+    fn connect_to(&mut self, origin: SocketAddr, client_fd: RawFd) -> io::Result<Origin> {
         let domain = if origin.is_ipv4() {
             libc::AF_INET
         } else {
@@ -954,6 +1044,248 @@ impl<P: Io> Worker<P> {
         self.pipes.give(p);
     }
 
+    // ---- request bodies ----
+
+    /// Fetch, the request's buffered bytes sent: reads the next batch of its body from the
+    /// client into `req` (which goes to the origin next). A chunked body is scanned as it
+    /// passes: bytes after its end are the client's next request, and a malformed one is 400.
+    fn pull_request_body(&mut self, c: &mut Client) -> Step {
+        if !c.f.readable {
+            return Ok(false);
+        }
+        let buffer_size = self.cfg.buffer_size;
+        let x = c.x.as_mut().expect("an exchange");
+        let b = x.req_body.as_mut().expect("a request body");
+        x.req.clear();
+        x.req_pos = 0;
+        let max = b.left.map_or(buffer_size, |l| {
+            buffer_size.min(usize::try_from(l).unwrap_or(usize::MAX))
+        });
+        if x.req.capacity() < max {
+            x.req.reserve(max);
+        }
+        match self.poller.read_max(c.fd, &mut x.req, max) {
+            // The client ended inside its body: the request can never be complete, and the
+            // origin connection that carried part of it is closed with the client.
+            Ok(0) => {
+                c.peer_eof = true;
+                Err(Close)
+            }
+            Ok(n) => {
+                x.streamed = true;
+                if n < max && !c.f.peer_closed && !P::COMPLETION {
+                    c.f.readable = false;
+                }
+                match b.left.as_mut() {
+                    Some(left) => {
+                        *left -= n as u64;
+                        b.done = *left == 0;
+                    }
+                    None => match b.scanner.feed(&x.req) {
+                        Ok(Some(k)) => {
+                            c.rbuf.extend_from_slice(&x.req[k..]);
+                            x.req.truncate(k);
+                            b.done = true;
+                        }
+                        Ok(None) => {}
+                        Err(_) => return self.bad_request_body(c),
+                    },
+                }
+                self.touch(c);
+                Ok(true)
+            }
+            Err(e) if sys::would_block(&e) || pending(&e) => {
+                c.f.readable = false;
+                Ok(false)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
+            Err(_) => Err(Close),
+        }
+    }
+
+    /// A chunked request body turned out malformed after part of it was forwarded: the origin
+    /// connection is closed (never pooled), the client gets 400 and the close.
+    fn bad_request_body(&mut self, c: &mut Client) -> Step {
+        let x = c.x.take().expect("an exchange");
+        let minor = x.client_minor;
+        self.drop_exchange(*x, false);
+        c.rbuf.clear();
+        self.error_response(c, Status::BadRequest, minor, false, false);
+        c.phase = Phase::Idle;
+        Ok(true)
+    }
+
+    // ---- CONNECT tunnels ----
+
+    /// CONNECT to `target` (lower case): a tunnel if `--allow-connect` names it, else 403
+    /// without connecting anywhere.
+    fn connect_tunnel(&mut self, c: &mut Client, target: &str, minor: u8, keep: bool) {
+        let allowed = self
+            .cfg
+            .allow_connect
+            .iter()
+            .find(|t| t.name == target)
+            .map(|t| t.addr);
+        let Some(addr) = allowed else {
+            self.error_response(c, Status::Forbidden, minor, keep && !c.close_after, false);
+            return;
+        };
+        let target = match self.connect_to(addr, c.fd) {
+            Ok(o) => o,
+            Err(_) => {
+                self.stats.origin_errors.inc();
+                self.stats.bad_gateway.inc();
+                self.error_response(c, Status::BadGateway, minor, false, false);
+                return;
+            }
+        };
+        let (mut up, mut down) = (Pump::default(), Pump::default());
+        // Splice modes splice both ways (the paper's bidirectional splice), each way through
+        // its own pipe; without two pipes, or in copy mode, both ways are copied.
+        if self.cfg.forward.splices() && self.poller.can_splice() && self.pipes.available(2) {
+            match (self.pipes.take(), self.pipes.take()) {
+                (Ok(Some(a)), Ok(Some(b))) => (up.pipe, down.pipe) = (Some(a), Some(b)),
+                (a, b) => {
+                    for p in [a, b].into_iter().flat_map(|r| r.ok().flatten()) {
+                        self.pipes.give(p);
+                    }
+                    self.stats.no_pipe.inc();
+                }
+            }
+        }
+        if up.pipe.is_none() {
+            up.buf = self.bufs.take(self.cfg.buffer_size);
+            down.buf = self.bufs.take(self.cfg.buffer_size);
+        }
+        // Bytes the client sent behind its CONNECT (a TLS hello, say) are the tunnel's first,
+        // and an EOF read with them is passed on after them.
+        up.buf.extend_from_slice(&c.rbuf);
+        c.rbuf.clear();
+        up.eof = c.peer_eof;
+        c.tunnel = Some(Box::new(Tunnel {
+            target,
+            established: false,
+            up,
+            down,
+        }));
+        c.phase = Phase::Tunnel;
+    }
+
+    /// Relays what each side has to the other; a side's EOF is passed on as a shutdown of
+    /// the other once what it sent is through. Closes when both ways have ended.
+    fn tunnel(&mut self, c: &mut Client) -> Step {
+        let buffer_size = self.cfg.buffer_size;
+        let mut progress = false;
+        let t = c.tunnel.as_mut().expect("a tunnel");
+        if !t.established {
+            if t.target.f.hup {
+                // The connection to the target failed.
+                let t = c.tunnel.take().expect("a tunnel");
+                self.drop_tunnel(*t);
+                self.stats.origin_errors.inc();
+                self.stats.bad_gateway.inc();
+                self.error_response(c, Status::BadGateway, 1, false, false);
+                c.phase = Phase::Idle;
+                return Ok(true);
+            }
+            if !t.target.f.writable {
+                return Ok(false);
+            }
+            t.established = true;
+            c.out
+                .extend_from_slice(b"HTTP/1.1 200 Connection Established\r\n\r\n");
+            self.stats.record_status(200);
+            progress = true;
+        }
+        progress |= self.write_client(c)?;
+        let out_clear = c.out_pending() == 0;
+        let cfd = c.fd;
+        let t = c.tunnel.as_mut().expect("a tunnel");
+        let (tfd, tf) = (t.target.fd, &mut t.target.f);
+        progress |= pump(
+            &mut self.poller,
+            (cfd, &mut c.f),
+            (tfd, tf),
+            &mut t.up,
+            true,
+            buffer_size,
+            &self.stats,
+        )?;
+        progress |= pump(
+            &mut self.poller,
+            (tfd, &mut t.target.f),
+            (cfd, &mut c.f),
+            &mut t.down,
+            out_clear,
+            buffer_size,
+            &self.stats,
+        )?;
+        if progress {
+            self.touch(c);
+        }
+        let t = c.tunnel.as_ref().expect("a tunnel");
+        let up_done = t.up.shut;
+        let down_done = t.down.shut;
+        if up_done && down_done {
+            return Err(Close);
+        }
+        // Hung up (both ways shut, or reset): what it sent has been passed on, and it takes
+        // no more.
+        if t.target.f.hup && down_done {
+            return Err(Close);
+        }
+        if c.f.hup && up_done {
+            return Err(Close);
+        }
+        Ok(progress)
+    }
+
+    fn set_tunnel_interest(&mut self, c: &mut Client) -> bool {
+        let out_pending = c.out_pending() > 0;
+        let t = c.tunnel.as_mut().expect("a tunnel");
+        let room = |p: &Pump| match &p.pipe {
+            Some(pipe) => !pipe.full && pipe.room() > 0,
+            None => p.pos == p.buf.len(),
+        };
+        let mut cw = Interest::NONE;
+        if t.established && !t.up.eof && room(&t.up) {
+            cw = cw.with(Interest::READABLE);
+        }
+        if out_pending || t.down.held() > 0 {
+            cw = cw.with(Interest::WRITABLE);
+        }
+        let mut tw = Interest::NONE;
+        if t.established && !t.down.eof && room(&t.down) {
+            tw = tw.with(Interest::READABLE);
+        }
+        if !t.established || t.up.held() > 0 {
+            tw = tw.with(Interest::WRITABLE);
+        }
+        for (fd, f, want) in [(c.fd, &mut c.f, cw), (t.target.fd, &mut t.target.f, tw)] {
+            if want != f.interest {
+                if self
+                    .poller
+                    .reregister(fd, Token(fd as usize), want)
+                    .is_err()
+                {
+                    return false;
+                }
+                f.interest = want;
+            }
+        }
+        true
+    }
+
+    fn drop_tunnel(&mut self, mut t: Tunnel) {
+        self.close_origin(t.target);
+        for p in [&mut t.up, &mut t.down] {
+            if let Some(pipe) = p.pipe.take() {
+                self.give_pipe(pipe);
+            }
+            self.bufs.give(std::mem::take(&mut p.buf));
+        }
+    }
+
     // ---- driving a client ----
 
     /// Advances the client (and its exchange) as far as readiness allows. Ok(true): the
@@ -981,6 +1313,7 @@ impl<P: Io> Worker<P> {
                     }
                 }
                 Phase::Body => progress |= self.fill(c)?,
+                Phase::Tunnel => progress |= self.tunnel(c)?,
             }
             progress |= self.write_client(c)?;
             if c.phase == Phase::Body && self.body_complete(c) {
@@ -1083,12 +1416,12 @@ impl<P: Io> Worker<P> {
                 c.need_input = true;
                 break;
             }
-            let req = match parse_request(&c.rbuf, &self.cfg.limits) {
-                Parse::Partial => {
+            let req = match parse_proxy_request(&c.rbuf, &self.cfg.limits) {
+                ProxyParse::Partial => {
                     c.need_input = true;
                     break;
                 }
-                Parse::Error(e) => {
+                ProxyParse::Error(e) => {
                     progress = true;
                     self.stats.requests.inc();
                     self.error_response(c, e.status, e.minor_version, e.keep_alive, e.head_only);
@@ -1099,17 +1432,38 @@ impl<P: Io> Worker<P> {
                     }
                     continue;
                 }
-                Parse::Complete(req) => req,
+                ProxyParse::Complete(req) => req,
             };
             progress = true;
             self.stats.requests.inc();
             let head_len = req.head_len;
             let (minor, keep) = (req.minor_version, req.keep_alive);
             let ims = req.if_modified_since;
-            let stats_asked = self.cfg.stats && req.path == STATS_PATH;
+            let body = req.body;
+            let expect_continue = req.expect_continue;
+            // Only what a cache may answer (RFC 9111 §4): GET and HEAD without a body. Any
+            // other method is forwarded, never looked up, and its answer never stored.
+            let safe = matches!(req.method, "GET" | "HEAD") && body == RequestBody::None;
+            // A request that may not be sent twice (RFC 9110 §9.2.2) never goes on a pooled
+            // connection, which the origin may have closed meanwhile: it could then be neither
+            // retried nor answered but with 502.
+            let idempotent = matches!(
+                req.method,
+                "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+            );
+            let stats_asked = self.cfg.stats && safe && req.path == STATS_PATH;
+            let connect = req.connect.map(|t| t.to_ascii_lowercase());
             drop(req);
             if !keep {
                 c.close_after = true;
+            }
+            if let Some(target) = connect {
+                c.rbuf.drain(..head_len);
+                self.connect_tunnel(c, &target, minor, keep);
+                if c.phase == Phase::Tunnel {
+                    break;
+                }
+                continue;
             }
             if stats_asked {
                 let body = self.shared.to_json();
@@ -1130,10 +1484,20 @@ impl<P: Io> Worker<P> {
                 c.rbuf.drain(..head_len);
                 continue;
             }
+            if c.xff.is_none() {
+                // The completion engine's accept does not give the address: asked once per
+                // connection, when its first request is forwarded.
+                if c.peer.is_none() {
+                    c.peer = sys::getpeername(c.fd).ok();
+                }
+                c.xff = c.peer.map(|a| a.ip().to_string().into_boxed_str());
+            }
             let mut fwd = self.bufs.take(head_len + 64);
             let opts = ForwardOptions {
                 origin_host: self.cfg.origin_host.as_deref(),
                 via: self.cfg.via.as_deref(),
+                forwarded_for: c.xff.as_deref(),
+                drop_expect_continue: true,
             };
             let f = match write_forward_request(&c.rbuf[..head_len], &opts, &mut fwd) {
                 Ok(f) => f,
@@ -1145,7 +1509,7 @@ impl<P: Io> Worker<P> {
                 }
             };
             let head_request = f.head_request;
-            let lookup = self.cache.enabled() && !f.authorization && !f.no_cache;
+            let lookup = safe && self.cache.enabled() && !f.authorization && !f.no_cache;
             if lookup {
                 if let Some(obj) = self.cache.get(&f.key, self.now) {
                     self.bufs.give(fwd);
@@ -1154,22 +1518,74 @@ impl<P: Io> Worker<P> {
                     continue;
                 }
             }
+            if !safe {
+                // An unsafe method changes what the target is (RFC 9111 §4.4): what was stored
+                // for it is not served again.
+                self.cache.remove(&f.key);
+            }
             let store_key = (lookup && !head_request).then(|| Box::<str>::from(f.key));
+            // The body bytes that came with the head go out behind it, in one write; a
+            // chunked body is checked first, so that a malformed one is refused before the
+            // origin sees any of the request.
+            let mut taken = head_len;
+            let req_body = match body {
+                RequestBody::None => None,
+                RequestBody::Length(n) => {
+                    let avail =
+                        (c.rbuf.len() - head_len).min(usize::try_from(n).unwrap_or(usize::MAX));
+                    fwd.extend_from_slice(&c.rbuf[head_len..head_len + avail]);
+                    taken += avail;
+                    let left = n - avail as u64;
+                    Some(ReqBody {
+                        left: Some(left),
+                        scanner: ChunkedScanner::new(),
+                        done: left == 0,
+                    })
+                }
+                RequestBody::Chunked => {
+                    let mut scanner = ChunkedScanner::strict();
+                    let rest = &c.rbuf[head_len..];
+                    let (n, done) = match scanner.feed(rest) {
+                        Ok(Some(k)) => (k, true),
+                        Ok(None) => (rest.len(), false),
+                        Err(_) => {
+                            self.bufs.give(fwd);
+                            self.error_response(c, Status::BadRequest, minor, false, false);
+                            c.rbuf.clear();
+                            continue;
+                        }
+                    };
+                    fwd.extend_from_slice(&rest[..n]);
+                    taken += n;
+                    Some(ReqBody {
+                        left: None,
+                        scanner,
+                        done,
+                    })
+                }
+            };
             if store_key.is_some() {
                 self.stats.misses.inc();
             } else {
                 self.stats.bypassed.inc();
             }
-            c.rbuf.drain(..head_len);
+            if expect_continue && req_body.as_ref().is_some_and(|b| !b.done) {
+                // Answered here, not by the origin: the proxy reads the body only to forward
+                // it, and the origin then never waits for a 100 of its own (docs/proxy.md).
+                c.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
+            c.rbuf.drain(..taken);
             if c.rbuf.is_empty() {
                 self.bufs.give(std::mem::take(&mut c.rbuf));
             }
             let resp = self.bufs.take(self.cfg.buffer_size);
             c.x = Some(Box::new(Exchange {
                 origin: None,
-                fresh_only: false,
+                fresh_only: !idempotent,
                 req: fwd,
                 req_pos: 0,
+                req_body,
+                streamed: false,
                 head_request,
                 client_minor: minor,
                 client_keep: keep,
@@ -1238,8 +1654,14 @@ impl<P: Io> Worker<P> {
                 }
             }
         }
+        let unsent = unsent_body(x);
         let o = x.origin.as_mut().expect("an origin");
-        if x.req_pos < x.req.len() {
+        // An origin may answer before it has the whole body (an early 413, say) and stop
+        // reading: while a body is being sent, its answer is looked for first.
+        let answer_early = o.f.readable && unsent;
+        if answer_early {
+            // Read the head below.
+        } else if x.req_pos < x.req.len() {
             if !o.f.writable {
                 return Ok(false);
             }
@@ -1264,6 +1686,9 @@ impl<P: Io> Worker<P> {
                     self.origin_failed(c)
                 }
             };
+        }
+        if !answer_early && x.req_body.as_ref().is_some_and(|b| !b.done) {
+            return self.pull_request_body(c);
         }
         if !o.f.readable {
             return Ok(false);
@@ -1294,7 +1719,8 @@ impl<P: Io> Worker<P> {
             }
             Err(e) if sys::would_block(&e) || pending(&e) => {
                 o.f.readable = false;
-                Ok(false)
+                // Nothing yet: the request's sending goes on.
+                Ok(answer_early)
             }
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
             Err(_) => {
@@ -1335,7 +1761,7 @@ impl<P: Io> Worker<P> {
         if let Some(o) = x.origin.take() {
             self.close_origin(o);
         }
-        if reused && !x.got_bytes && !x.retried {
+        if reused && !x.got_bytes && !x.retried && !x.streamed {
             x.retried = true;
             x.fresh_only = true;
             x.req_pos = 0;
@@ -1356,6 +1782,13 @@ impl<P: Io> Worker<P> {
     fn start_body(&mut self, c: &mut Client, h: ResponseHead, head_start: usize) {
         let x = c.x.as_mut().expect("an exchange");
         self.stats.record_status(h.status);
+        // Answered before the whole request body was sent: the rest of the body is not sent,
+        // so neither connection can carry another request (the client's remaining body bytes
+        // are read and discarded while lingering).
+        let early = unsent_body(x);
+        if early {
+            c.close_after = true;
+        }
         // An HTTP/1.0 client cannot read chunks: it gets their data, ended by the close.
         let dechunk = h.framing == Framing::Chunked && x.client_minor == 0;
         if h.framing == Framing::UntilClose || dechunk || self.shutting_down.is_some() {
@@ -1382,7 +1815,7 @@ impl<P: Io> Worker<P> {
             tee: None,
             in_done: false,
             failed: false,
-            reusable: h.keep_alive,
+            reusable: h.keep_alive && !early,
             store: None,
         };
         let mut take = prefix.len();
@@ -1828,7 +2261,9 @@ impl<P: Io> Worker<P> {
             c.x.as_mut().expect("put back").body = Some(b);
             return Err(Close);
         }
-        let mut reusable = b.reusable;
+        // The response is read only once the whole request body has been sent, so this holds;
+        // a connection that carried part of a body is never pooled, whatever happened.
+        let mut reusable = b.reusable && x.req_body.as_ref().is_none_or(|r| r.done);
         if let Some(o) = x.origin.as_mut() {
             o.stored = None;
             // The body has ended where the head said; anything behind it already is no answer
@@ -1921,8 +2356,18 @@ impl<P: Io> Worker<P> {
     /// Registers the interest the client and its origin connection still need; false if the
     /// mechanism refused.
     fn set_interest(&mut self, c: &mut Client) -> bool {
-        let want_read =
-            c.phase == Phase::Lingering || (c.phase == Phase::Idle && self.wants_input(c));
+        if c.phase == Phase::Tunnel {
+            return self.set_tunnel_interest(c);
+        }
+        let pulling = c.phase == Phase::Fetch
+            && c.x.as_ref().is_some_and(|x| {
+                x.body.is_none()
+                    && x.req_pos == x.req.len()
+                    && x.req_body.as_ref().is_some_and(|b| !b.done)
+            });
+        let want_read = c.phase == Phase::Lingering
+            || (c.phase == Phase::Idle && self.wants_input(c))
+            || pulling;
         let mut want = Interest::NONE;
         if want_read {
             want = want.with(Interest::READABLE);
@@ -1948,7 +2393,13 @@ impl<P: Io> Worker<P> {
             return true;
         };
         let want = match (&x.body, c.phase) {
+            // With a body on its way, an early answer is watched for too.
+            (None, _) if x.req_pos < x.req.len() && x.req_body.is_some() => {
+                Interest::WRITABLE.with(Interest::READABLE)
+            }
             (None, _) if x.req_pos < x.req.len() => Interest::WRITABLE,
+            // Waiting for more of the request body from the client.
+            (None, _) if pulling => Interest::READABLE,
             (None, _) => Interest::READABLE,
             (Some(b), _) if b.in_done || b.failed => Interest::NONE,
             (Some(b), _) => {
@@ -1976,6 +2427,13 @@ impl<P: Io> Worker<P> {
         }
         true
     }
+}
+
+/// The request has a body not all sent to the origin yet.
+fn unsent_body(x: &Exchange) -> bool {
+    x.req_body
+        .as_ref()
+        .is_some_and(|b| !b.done || x.req_pos < x.req.len())
 }
 
 /// Splice-keep: duplicates what the first pipe holds into the second (bound for the client)
@@ -2041,4 +2499,104 @@ fn connection_field(out: &mut Vec<u8>, minor: u8, keep: bool) {
     } else if minor == 0 {
         out.extend_from_slice(b"Connection: keep-alive\r\n");
     }
+}
+
+/// Moves what `src` has to `dst` for a tunnel, through the pump's buffer or its pipe (bytes
+/// in the buffer first: they came before any spliced), and shuts `dst`'s sending side once
+/// `src` has ended and everything it sent is through. `may_write`: nothing is queued before
+/// this pump's bytes on `dst`.
+fn pump<P: Io>(
+    io: &mut P,
+    (src, sf): (RawFd, &mut Flags),
+    (dst, df): (RawFd, &mut Flags),
+    p: &mut Pump,
+    may_write: bool,
+    buffer_size: usize,
+    stats: &WorkerStats,
+) -> Step {
+    let mut progress = false;
+    for _ in 0..DRIVE_BUDGET {
+        let mut moved = false;
+        if !p.eof && sf.readable {
+            let r = match p.pipe.as_mut() {
+                Some(pipe) if !pipe.full && pipe.room() > 0 => {
+                    Some(io.splice(src, pipe.wr, pipe.room(), src).inspect(|&n| {
+                        pipe.len += n;
+                        stats.bytes_splice.add(n as u64);
+                    }))
+                }
+                None if p.pos == p.buf.len() => {
+                    p.buf.clear();
+                    p.pos = 0;
+                    if p.buf.capacity() < buffer_size {
+                        p.buf.reserve(buffer_size);
+                    }
+                    let r = io.read_max(src, &mut p.buf, buffer_size);
+                    if let Ok(n) = r {
+                        stats.bytes_copy.add(n as u64);
+                        if n > 0 && n < buffer_size && !sf.peer_closed && !P::COMPLETION {
+                            sf.readable = false;
+                        }
+                    }
+                    Some(r)
+                }
+                _ => None,
+            };
+            match r {
+                None => {}
+                Some(Ok(0)) => {
+                    p.eof = true;
+                    moved = true;
+                }
+                Some(Ok(_)) => moved = true,
+                Some(Err(e)) if pending(&e) => sf.readable = false,
+                Some(Err(e)) if sys::would_block(&e) => match p.pipe.as_mut() {
+                    // Full, or the socket is empty: drain the pipe, then try again.
+                    Some(pipe) if pipe.len > 0 => pipe.full = true,
+                    _ => sf.readable = false,
+                },
+                Some(Err(e)) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Some(Err(_)) => return Err(Close),
+            }
+        }
+        if may_write && df.writable && p.pos < p.buf.len() {
+            match io.writev(dst, &[IoSlice::new(&p.buf[p.pos..])]) {
+                Ok(n) => {
+                    p.pos += n;
+                    moved = true;
+                    if p.pos < p.buf.len() {
+                        df.writable = false;
+                    }
+                }
+                Err(e) if sys::would_block(&e) || pending(&e) => df.writable = false,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(_) => return Err(Close),
+            }
+        }
+        if may_write && df.writable && p.pos == p.buf.len() {
+            if let Some(pipe) = p.pipe.as_mut().filter(|pipe| pipe.len > 0) {
+                match io.splice(pipe.rd, dst, pipe.len, dst) {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        pipe.len -= n;
+                        pipe.full = false;
+                        moved = true;
+                    }
+                    Err(e) if sys::would_block(&e) || pending(&e) => df.writable = false,
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                    Err(_) => return Err(Close),
+                }
+            }
+        }
+        if p.eof && p.held() == 0 && !p.shut {
+            io.shutdown_write(dst);
+            p.shut = true;
+            moved = true;
+        }
+        progress |= moved;
+        if !moved {
+            break;
+        }
+    }
+    Ok(progress)
 }

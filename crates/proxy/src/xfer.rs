@@ -9,6 +9,7 @@
 //! drained, when to close) are written once.
 
 use std::io::{self, IoSlice};
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
 use evlab_poll::{sys, Poller};
@@ -66,8 +67,10 @@ pub(crate) trait Io: Poller {
     /// Says what `fd` is, before it is registered.
     fn adopt(&mut self, _fd: RawFd, _role: Role) {}
 
-    fn accept(&mut self, listen_fd: RawFd) -> io::Result<RawFd> {
-        sys::accept4(listen_fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+    /// A new connection, and its peer's address when it comes for free (accept4 gives it;
+    /// the completion engine's multishot accept does not, and the worker asks once if needed).
+    fn accept(&mut self, listen_fd: RawFd) -> io::Result<(RawFd, Option<SocketAddr>)> {
+        sys::accept4_peer(listen_fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
     }
 
     /// Reads at most `max` bytes into `buf`'s spare capacity.

@@ -137,8 +137,8 @@ pub struct KneeStep {
     pub client_cpu_busy: Option<f64>,
     /// Kept up with, by [`KneeStep::judge`].
     pub kept: bool,
-    /// Why the step says nothing of the server (the client fell behind, or was saturated);
-    /// such a step ends the search.
+    /// Why the step says nothing of the server (the client fell behind, or was saturated):
+    /// it is repeated once (`next_rate`), and a second such step ends the search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
 }
@@ -232,6 +232,9 @@ impl Knee {
     }
 }
 
+/// Steps that measured the client a search takes before it ends: the first is repeated.
+pub const MAX_INVALID: usize = 1;
+
 /// The next rate a search should offer, or None when it is over: its bracket closed, or a
 /// bound reached with nothing more to learn (kept at the ceiling, or not kept at the floor).
 ///
@@ -243,8 +246,14 @@ impl Knee {
 /// it halves the bracket (in log terms).
 pub fn next_rate(k: &Knee, spec: &KneeSpec, floor: f64, ceiling: f64) -> Option<f64> {
     let valid: Vec<&KneeStep> = k.valid_steps().collect();
-    if valid.len() < k.steps.len() || k.steps.len() >= spec.steps as usize {
+    let invalid = k.steps.len() - valid.len();
+    if invalid > MAX_INVALID || k.steps.len() >= spec.steps as usize {
         return None;
+    }
+    // A step that measured the client is offered again, once: over a 0.7 s step a stall of
+    // 25 ms of the client is already 3.6% of its schedule.
+    if let Some(last) = k.steps.last().filter(|s| s.invalid.is_some()) {
+        return Some(last.offered);
     }
     let first = if k.widening > 1.0 {
         k.widening
@@ -422,13 +431,46 @@ mod tests {
             start: 5000.0,
             ..Knee::default()
         };
-        k.steps.push(KneeStep {
+        let bad = KneeStep {
             offered: 5000.0,
             invalid: Some("client saturated".into()),
             ..KneeStep::default()
-        });
+        };
+        k.steps.push(bad.clone());
+        // The first is repeated at its rate…
+        assert_eq!(
+            next_rate(&k, &KneeSpec::default(), 100.0, 9000.0),
+            Some(5000.0)
+        );
+        // … and a second ends the search.
+        k.steps.push(bad);
         assert_eq!(next_rate(&k, &KneeSpec::default(), 100.0, 9000.0), None);
         assert_eq!(k.kept(), None);
+    }
+
+    #[test]
+    fn a_repeated_step_that_is_valid_lets_the_search_go_on() {
+        let spec = KneeSpec::default();
+        let mut k = Knee {
+            start: 5000.0,
+            ..Knee::default()
+        };
+        k.steps.push(KneeStep {
+            offered: 5000.0,
+            invalid: Some("client fell behind".into()),
+            ..KneeStep::default()
+        });
+        k.steps.push(KneeStep {
+            offered: 5000.0,
+            connections: 100,
+            replies: 100,
+            settled_rate: 5000.0,
+            kept: true,
+            ..KneeStep::default()
+        });
+        assert_eq!(k.kept(), Some(5000.0));
+        let next = next_rate(&k, &spec, 100.0, 9000.0).unwrap();
+        assert!(next > 5000.0, "{next}");
     }
 
     #[test]

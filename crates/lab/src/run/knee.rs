@@ -111,7 +111,7 @@ fn steps(
         };
         step.kept = step.judge();
         // The points' validity rule: a step that measured the client says nothing of the
-        // server, and ends the search.
+        // server; it is repeated once (`knee::next_rate`).
         if let Some(a) = step
             .achieved_start_rate
             .filter(|a| *a < spec.start_rate_limit * rate)
@@ -121,9 +121,6 @@ fn steps(
             ));
         } else if let Some(b) = step.client_cpu_busy.filter(|b| *b >= spec.client_cpu_limit) {
             step.invalid = Some(format!("client saturated: its CPU busy {:.0}%", b * 100.0));
-        }
-        if let Some(why) = &step.invalid {
-            k.stopped = Some(why.clone());
         }
         k.steps.push(step);
         if let Some(server) = procs.server.as_mut() {
@@ -137,7 +134,11 @@ fn steps(
         }
     }
     if k.stopped.is_none() && k.capacity(ks.resolution).is_none() {
+        let last_invalid = k.steps.last().and_then(|s| s.invalid.clone());
         k.stopped = Some(match (k.kept(), k.failed()) {
+            _ if last_invalid.is_some() => {
+                format!("{} (twice)", last_invalid.unwrap_or_default())
+            }
             (Some(lo), None) => {
                 format!("kept up with {lo:.0}/s, the most the client offers cleanly: a lower bound")
             }

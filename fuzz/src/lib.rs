@@ -6,6 +6,7 @@
 //! these files with `#[path]` and add [`mutate`]'s seeded mutations of the committed corpora.
 
 pub mod mutate;
+pub mod origin;
 pub mod path;
 pub mod request;
 pub mod response;

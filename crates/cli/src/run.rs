@@ -234,8 +234,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             dir.join("report.html").display()
         );
     } else {
+        let fs = evlab_lab::analysis::findings::findings(&summary);
         println!(
-            "evlab run: {} points ({} failed) in {:.0} s{}; report: {}",
+            "evlab run: {} points ({} failed) in {:.0} s{}{}; report: {}",
             summary.points.len(),
             failed,
             summary.wall_s,
@@ -243,6 +244,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
                 ", interrupted"
             } else {
                 ""
+            },
+            if fs.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {}",
+                    evlab_lab::render::report::verdict_counts(&fs).to_lowercase()
+                )
             },
             dir.join("report.html").display()
         );

@@ -216,12 +216,13 @@ fn list_gives_points_and_estimated_times() {
             .collect()
     };
     assert_eq!(row("experiment")[1..3], ["points", "time"]);
-    // quick: 5 mechanisms × 2 idle counts and the control at one, × 3 calibrated rates × 3
-    // trials (at most; fewer where this kernel lacks a mechanism, 9 fewer a series).
+    // quick: 5 mechanisms × 2 idle counts and the control at one, × 1 calibrated rate × 3
+    // trials (at most; fewer where this kernel lacks a mechanism, 6 fewer a series), each
+    // point followed by a capacity search.
     let quick = row("quick");
     let n: usize = quick[1].trim_start_matches('≤').parse().unwrap();
     assert!(
-        quick[1].starts_with('≤') && n <= 99 && n.is_multiple_of(9) && n > 0,
+        quick[1].starts_with('≤') && n <= 33 && n.is_multiple_of(3) && n > 0,
         "{quick:?}"
     );
     assert!(

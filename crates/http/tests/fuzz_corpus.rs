@@ -1,11 +1,13 @@
 //! The fuzz targets' short run on a stable toolchain (what CI runs; docs/fuzzing.md): every
-//! committed corpus file of `fuzz/corpus/{request,path}` through the targets' property checks
+//! committed corpus file of `fuzz/corpus/{request,path,origin}` through the targets' property checks
 //! (every prefix of a request checked for incremental consistency), then seeded mutations of
 //! the corpus. Deterministic: a fixed seed; a time budget only cuts the sequence short on a slow
 //! machine, and nothing is asserted about time.
 
 #[path = "../../../fuzz/src/mutate.rs"]
 mod mutate;
+#[path = "../../../fuzz/src/origin.rs"]
+mod origin;
 #[path = "../../../fuzz/src/path.rs"]
 mod path;
 #[path = "../../../fuzz/src/request.rs"]
@@ -46,4 +48,18 @@ fn path_corpus_and_mutations() {
         &path::check,
     );
     eprintln!("path: {r:?}");
+}
+
+#[test]
+fn origin_corpus_and_mutations() {
+    let r = mutate::replay(
+        &corpus("origin"),
+        origin::TOKENS,
+        0x5eed_0004,
+        100_000,
+        Duration::from_secs(6),
+        4096,
+        &origin::check,
+    );
+    eprintln!("origin: {r:?}");
 }

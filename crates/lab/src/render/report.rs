@@ -1084,22 +1084,16 @@ fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
     }
 }
 
+/// The report, answer first: what the run shows (each verdict with its ratio and interval),
+/// then the figures and tables, then how it was measured (calibration, validity), the
+/// evidence in full, the machine and the commands.
 fn document(s: &Summary) -> Vec<Block> {
     let mut d = overview(s);
-    if let Some(c) = &s.calibration {
-        d.extend(calibration_section(c));
-    }
     let fs = findings::findings(s);
     if !fs.is_empty() {
         d.push(Block::H(2, "What this run shows".into()));
-        d.push(Block::List(
-            fs.iter()
-                .map(|f| {
-                    let stop = if f.claim.ends_with('.') { "" } else { "." };
-                    format!("**{}** ({}): {}{stop}", f.verdict.word(), f.source, f.claim)
-                })
-                .collect(),
-        ));
+        d.push(Block::P(format!("{}.", verdict_counts(&fs))));
+        d.push(Block::List(fs.iter().map(verdict_line).collect()));
     }
     d.extend(crate::render::knee::section(s));
     d.extend(size_section(s));
@@ -1111,11 +1105,49 @@ fn document(s: &Summary) -> Vec<Block> {
         d.extend(rate_section(s, idle));
     }
     d.extend(syscall_table(s));
+    if let Some(c) = &s.calibration {
+        d.extend(calibration_section(c));
+    }
     d.extend(validity_section(s));
     d.extend(paper_section(s, &fs));
     d.extend(machine_section(s));
     d.extend(reproduce_section(s));
     d
+}
+
+/// "Of 10 findings: 5 reproduced, 0 not reproduced, 5 inconclusive" (and "partly" where any).
+pub fn verdict_counts(fs: &[Finding]) -> String {
+    let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+    format!(
+        "Of {} findings: {} reproduced, {}{} not reproduced, {} inconclusive",
+        fs.len(),
+        n(Verdict::Reproduced),
+        match n(Verdict::Partly) {
+            0 => String::new(),
+            p => format!("{p} partly, "),
+        },
+        n(Verdict::NotReproduced),
+        n(Verdict::Inconclusive)
+    )
+}
+
+/// One verdict: its word, the claim, the ratio with its interval where the rule decided on
+/// one (else why not, in short), and where the paper says it.
+fn verdict_line(f: &Finding) -> String {
+    let stop = if f.claim.ends_with('.') { "" } else { "." };
+    let numbers = match f.interval {
+        Some([r, lo, hi]) => format!(" A/B = {r:.2} [90%: {lo:.2}–{hi:.2}]."),
+        None => match f.evidence.rsplit_once("; ") {
+            Some((_, why)) if f.verdict == Verdict::Inconclusive => format!(" ({why})."),
+            _ => String::new(),
+        },
+    };
+    format!(
+        "**{}**: {}{stop}{numbers} ({})",
+        f.verdict.word(),
+        f.claim,
+        f.source
+    )
 }
 
 /// The title, the experiment's description and one paragraph on what was run and how it went.
@@ -1785,6 +1817,33 @@ mod tests {
             }
         }
         s
+    }
+
+    #[test]
+    fn the_report_opens_with_its_verdicts_and_their_numbers() {
+        let mut s = run();
+        s.calibration = Some(Calibration::default());
+        let md = render_md(&s);
+        let at = |h: &str| md.find(h).unwrap_or_else(|| panic!("no {h}:\n{md}"));
+        let answer = at("\n## What this run shows\n");
+        assert!(answer < at("\n## Reply rate"), "{md}");
+        assert!(answer < at("\n## Calibration\n"), "{md}");
+        assert!(at("\n## Reply rate") < at("\n## Calibration\n"), "{md}");
+        assert!(md.contains("Of 2 findings: "), "{md}");
+        // Each decided verdict with its ratio and interval in the list itself, and an
+        // undecided one with why.
+        let line = |claim: &str| {
+            md.lines()
+                .find(|l| l.starts_with("- **") && l.contains(claim))
+                .unwrap()
+        };
+        let select = line("select and poll perform as well");
+        assert!(select.contains(" A/B = 1.00 [90%: "), "{select}");
+        let poll = line("poll performs as well");
+        assert!(
+            poll.contains("(the rule needs ≥ 3 valid trials per arm)"),
+            "{poll}"
+        );
     }
 
     #[test]

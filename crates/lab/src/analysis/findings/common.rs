@@ -36,6 +36,9 @@ pub struct Finding {
     pub claim: String,
     pub verdict: Verdict,
     pub evidence: String,
+    /// The ratio A/B and its 90% interval, where the rule decided on one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 3]>,
 }
 
 /// The kind of a flag or note: the words before its colon ("client fell behind").
@@ -204,6 +207,7 @@ pub(crate) fn judge_swept(
         claim: format!("{} Rule: {}.", rule.seed, claim.words()),
         verdict,
         evidence,
+        interval: None,
     };
     if rule.at == At::Knee && !s.knees.is_empty() {
         return judge_knee(s, rule, claim, (a, b), finding);
@@ -277,7 +281,7 @@ fn decide(
         Decision::NotReproduced => Verdict::NotReproduced,
         Decision::Inconclusive => Verdict::Inconclusive,
     };
-    finding(
+    let mut f = finding(
         verdict,
         format!(
             "{head}; A/B = {:.2} [90%: {:.2}–{:.2}], Welch df {:.1}, resolution ±{:.0}%; claim {}",
@@ -288,7 +292,9 @@ fn decide(
             r.resolution() * 100.0,
             claim.words()
         ),
-    )
+    );
+    f.interval = Some([r.ratio, r.lo, r.hi]);
+    f
 }
 
 /// Each capacity search of `side`: the capacities of those whose bracket closed, and how many

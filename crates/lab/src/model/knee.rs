@@ -299,14 +299,43 @@ pub fn next_rate(k: &Knee, spec: &KneeSpec, floor: f64, ceiling: f64) -> Option<
         .filter(|r| !valid.iter().any(|s| s.offered == *r))
 }
 
+/// A whole search against a simulated server of capacity `truth`: it answers min(offered,
+/// truth), so its steps are kept up to truth ÷ KEPT (the unit tests' and the rules' tests'
+/// model of a server).
+#[cfg(test)]
+pub(crate) fn simulate(
+    truth: f64,
+    start: f64,
+    widening: f64,
+    spec: &KneeSpec,
+    (floor, ceiling): (f64, f64),
+) -> Knee {
+    let mut k = Knee {
+        start,
+        widening,
+        ..Knee::default()
+    };
+    while let Some(r) = next_rate(&k, spec, floor, ceiling) {
+        let mut step = KneeStep {
+            offered: r,
+            connections: 100,
+            replies: 100,
+            // Over capacity, the server answers at its capacity.
+            settled_rate: r.min(truth),
+            ..KneeStep::default()
+        };
+        step.kept = step.judge();
+        k.steps.push(step);
+    }
+    k
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A search against a server of capacity `truth`: it answers min(offered, truth), so its
-    /// steps are kept up to truth ÷ KEPT.
     fn search(truth: f64, start: f64, spec: &KneeSpec, floor: f64, ceiling: f64) -> Knee {
-        search_from(truth, start, FAR_WIDENING, spec, floor, ceiling)
+        simulate(truth, start, FAR_WIDENING, spec, (floor, ceiling))
     }
 
     fn search_from(
@@ -317,24 +346,7 @@ mod tests {
         floor: f64,
         ceiling: f64,
     ) -> Knee {
-        let mut k = Knee {
-            start,
-            widening,
-            ..Knee::default()
-        };
-        while let Some(r) = next_rate(&k, spec, floor, ceiling) {
-            let mut step = KneeStep {
-                offered: r,
-                connections: 100,
-                replies: 100,
-                // Over capacity, the server answers at its capacity.
-                settled_rate: r.min(truth),
-                ..KneeStep::default()
-            };
-            step.kept = step.judge();
-            k.steps.push(step);
-        }
-        k
+        simulate(truth, start, widening, spec, (floor, ceiling))
     }
 
     #[test]

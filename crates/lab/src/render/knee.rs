@@ -39,13 +39,7 @@ pub(crate) fn section(s: &Summary) -> Vec<Block> {
         .series
         .iter()
         .map(|series| {
-            let mut line = Line {
-                label: series.label.clone(),
-                points: vec![],
-                flagged: vec![],
-                ranges: vec![],
-                stray: vec![],
-            };
+            let mut line = svg::empty_line(&series.label);
             for &idle in &idles {
                 let side = crate::analysis::findings::Side {
                     series: &series.label,
@@ -55,12 +49,7 @@ pub(crate) fn section(s: &Summary) -> Vec<Block> {
                 let Some(m) = Arm::of(&v) else { continue };
                 line.points.push((idle as f64, m.mean));
                 line.flagged.push(false);
-                line.ranges.push((v.len() > 1).then(|| {
-                    (
-                        v.iter().copied().fold(f64::INFINITY, f64::min),
-                        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                    )
-                }));
+                line.ranges.push(svg::min_max(&v));
             }
             line
         })

@@ -45,14 +45,6 @@ fn lines_by(
     x: &dyn Fn(&PointResult) -> Option<f64>,
     f: &dyn Fn(&PointResult) -> Option<f64>,
 ) -> Vec<Line> {
-    let range = |v: &[f64]| {
-        (v.len() > 1).then(|| {
-            (
-                v.iter().copied().fold(f64::INFINITY, f64::min),
-                v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            )
-        })
-    };
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut out = Vec::new();
     for series in &s.series {
@@ -75,20 +67,14 @@ fn lines_by(
                 }
             }
         }
-        let mut line = Line {
-            label: series.label.clone(),
-            points: vec![],
-            flagged: vec![],
-            ranges: vec![],
-            stray: vec![],
-        };
+        let mut line = svg::empty_line(&series.label);
         // Rates, counts, swept values: zero or more, so their bits order as the numbers.
         for (r, (valid, invalid)) in by_rate {
             let rate = f64::from_bits(r);
             let shown = if valid.is_empty() { &invalid } else { &valid };
             line.points.push((rate, mean(shown)));
             line.flagged.push(valid.is_empty());
-            line.ranges.push(range(shown));
+            line.ranges.push(svg::min_max(shown));
             if !valid.is_empty() {
                 line.stray.extend(invalid.iter().map(|&v| (rate, v)));
             }

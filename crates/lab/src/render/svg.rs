@@ -16,6 +16,27 @@ pub struct Line {
     pub stray: Vec<(f64, f64)>,
 }
 
+/// The min–max of `v` as an error bar: None for fewer than two values.
+pub fn min_max(v: &[f64]) -> Option<(f64, f64)> {
+    (v.len() > 1).then(|| {
+        (
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        )
+    })
+}
+
+/// A series' line with nothing on it yet.
+pub fn empty_line(label: &str) -> Line {
+    Line {
+        label: label.to_string(),
+        points: vec![],
+        flagged: vec![],
+        ranges: vec![],
+        stray: vec![],
+    }
+}
+
 pub struct Chart {
     pub title: String,
     pub x_label: String,

@@ -745,30 +745,19 @@ fn a_highest_rate_every_series_keeps_up_with_decides_nothing_on_replies() {
 }
 
 /// A search of `series` at `idle` in `trial`, as `run::knee` makes one, against a server of
-/// capacity `truth` (it answers min(offered, truth)).
+/// capacity `truth` (`model::knee::simulate`).
 fn knee_of(series: &str, idle: usize, trial: u32, truth: f64) -> crate::model::knee::Knee {
-    use crate::model::knee::{next_rate, Knee, KneeSpec, KneeStep, FAR_WIDENING};
-    let ks = KneeSpec::default();
-    let mut k = Knee {
-        series: series.into(),
-        idle,
-        trial,
-        start: 5000.0,
-        widening: FAR_WIDENING,
-        ..Knee::default()
-    };
-    while let Some(r) = next_rate(&k, &ks, 100.0, 20_000.0) {
-        let mut step = KneeStep {
-            offered: r,
-            connections: 1000,
-            replies: 1000,
-            // Over capacity, the server answers at its capacity.
-            settled_rate: r.min(truth),
-            ..KneeStep::default()
-        };
-        step.kept = step.judge();
-        k.steps.push(step);
-    }
+    use crate::model::knee::{simulate, KneeSpec, FAR_WIDENING};
+    let mut k = simulate(
+        truth,
+        5000.0,
+        FAR_WIDENING,
+        &KneeSpec::default(),
+        (100.0, 20_000.0),
+    );
+    k.series = series.into();
+    k.idle = idle;
+    k.trial = trial;
     k
 }
 

@@ -279,7 +279,7 @@ pub(crate) fn start_server(
             let cap = peers::haproxy_maxconn();
             if idle + 1000 > cap {
                 return Err(LabError::Point(format!(
-                    "haproxy may hold at most {cap} connections here (two descriptors each within the descriptor limit): it cannot hold {idle} idle connections plus the load"
+                    "haproxy may hold at most {cap} connections here (its maxconn within the descriptor limit): it cannot hold {idle} idle connections plus the load"
                 )));
             }
             start_peer(ctx, s, pdir, commands, |conf_dir, port| {

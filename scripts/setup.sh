@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what evlab's tests and experiments use on a fresh Debian machine: the peer servers and
-# clients (nginx, lighttpd, wrk, httperf, ab, curl), OpenSSH's server and iproute2 for the test
+# clients (nginx, lighttpd, HAProxy, wrk, httperf, ab, curl), OpenSSH's server and iproute2 for the test
 # hosts, cargo-nextest, cargo-machete, rustfmt and clippy.
 # Idempotent and non-interactive; safe to run again.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 # openssh-server, iproute2 and iptables: the test hosts of scripts/netns-hosts.sh.
-pkgs=(curl wrk httperf apache2-utils nginx-light lighttpd procps openssh-server iproute2 iptables)
+pkgs=(curl wrk httperf apache2-utils nginx-light lighttpd haproxy procps openssh-server iproute2 iptables)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,9 +16,11 @@ if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # Debian starts the packaged nginx and lighttpd on port 80; evlab starts its own on loopback.
+  # Debian starts the packaged nginx and lighttpd on port 80, and HAProxy with its sample
+  # config; evlab starts its own on loopback.
   $SUDO service nginx stop >/dev/null 2>&1 || true
   $SUDO service lighttpd stop >/dev/null 2>&1 || true
+  $SUDO service haproxy stop >/dev/null 2>&1 || true
   # Nor does it need the system's sshd: each test host runs its own.
   $SUDO service ssh stop >/dev/null 2>&1 || true
 fi

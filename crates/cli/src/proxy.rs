@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use evlab_poll::Mechanism;
-use evlab_proxy::{signals, Config, ConnectTarget, ForwardMode, Proxy};
+use evlab_proxy::{signals, AccessLog, Config, ConnectTarget, ForwardMode, Proxy};
 
 use crate::serve::{parse_bytes, parse_mechanism};
 
@@ -71,6 +71,13 @@ pub struct Args {
     /// Maximum simultaneous client connections; accepting pauses at the limit
     #[arg(long, default_value_t = 100_000)]
     pub max_conns: usize,
+    /// Append one line per request to FILE (`-`: standard output): client address, method,
+    /// target, status, bytes sent to the client, cache (HIT, MISS or -), forwarding mode (copy,
+    /// splice, splice-keep or -) and microseconds to the last byte. Lines are written in
+    /// batches (32 KiB, or a second after the first), never one write per request. Off by
+    /// default
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<String>,
     /// Answer GET /.evlab/stats with the proxy's counters (not forwarded)
     #[arg(long)]
     pub stats: bool,
@@ -99,6 +106,9 @@ Examples:
       load through the proxy
   evlab proxy --origin 127.0.0.1:8080 --forward splice --allow-connect 127.0.0.1:8443
       also tunnel CONNECT 127.0.0.1:8443 (spliced both ways); any other CONNECT is 403
+  evlab proxy --origin 127.0.0.1:8080 --access-log /var/log/evlab-access.log
+      one line per request, e.g.
+      127.0.0.1:41206 GET /one 200 193 HIT - 79
 
 Any method is forwarded with its body (Content-Length or chunked); Expect: 100-continue is
 answered by the proxy; X-Forwarded-For gets the client's address appended. Only GET and HEAD
@@ -145,6 +155,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!("--allow-connect {e}"))?;
     cfg.timeout = seconds("timeout", a.timeout)?;
+    cfg.access_log = match a.access_log.as_deref() {
+        Some(path) => Some(std::sync::Arc::new(
+            AccessLog::open(path).with_context(|| format!("--access-log {path}"))?,
+        )),
+        None => None,
+    };
+    let access_log = cfg.access_log.clone();
     cfg.max_conns = a.max_conns;
     cfg.stats = a.stats;
     cfg.profile = a.profile;
@@ -162,6 +179,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let shared = proxy.shared().clone();
     let result = proxy.wait();
     eprint!("{}", shared.summary());
+    if let Some(n) = access_log.map(|l| l.failed_batches()).filter(|&n| n > 0) {
+        eprintln!("access log: {n} batches of lines could not be written and were dropped");
+    }
     result.context("evlab proxy")?;
     Ok(())
 }

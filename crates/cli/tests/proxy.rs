@@ -689,6 +689,122 @@ mod cases {
         p.stop();
         o.stop();
     }
+
+    /// One request and its response, framed by Content-Length: (status, X-Cache, the bytes
+    /// the client received for it, head included).
+    fn counted(s: &mut TcpStream, req: &str) -> (u16, Option<String>, u64) {
+        s.write_all(req.as_bytes()).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = vec![0u8; 1 << 16];
+        let head_end = loop {
+            if let Some(p) = find(&buf, b"\r\n\r\n") {
+                break p + 4;
+            }
+            let n = read_some(s, &mut chunk).unwrap();
+            assert!(n > 0, "EOF inside a head");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+        let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let field = |name: &str| {
+            head.split("\r\n").find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            })
+        };
+        let len: usize = field("content-length")
+            .expect("a Content-Length")
+            .parse()
+            .unwrap();
+        while buf.len() < head_end + len {
+            let n = read_some(s, &mut chunk).unwrap();
+            assert!(n > 0, "EOF inside a body");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        assert_eq!(buf.len(), head_end + len, "nothing follows the response");
+        (status, field("x-cache"), buf.len() as u64)
+    }
+
+    /// `--access-log FILE`: one line per request, in order, each with the client's address,
+    /// method and target, status, the bytes the client got, HIT/MISS/-, the forwarding mode
+    /// and a time to the last byte: a miss, a hit, a spliced body, a 404, a 400, a 502 and the
+    /// proxy's own stats.
+    pub fn access_log(m: &str) {
+        if !runs(m) {
+            return;
+        }
+        let o = origin();
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("access-log-{m}-{}", unique()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("access.log");
+        let p = proxy(
+            o.addr,
+            m,
+            "splice",
+            &["--access-log", file.to_str().unwrap()],
+        );
+        let get = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+        // (client, target, status, bytes, cache, mode) of each request, in order.
+        let mut want: Vec<(String, String, u16, u64, &str, &str)> = Vec::new();
+        let mut ask = |s: &mut TcpStream,
+                       req: String,
+                       x_cache: Option<&str>,
+                       cache: &'static str,
+                       mode: &'static str| {
+            let (status, got_cache, bytes) = counted(s, &req);
+            assert_eq!(got_cache.as_deref(), x_cache, "{req}");
+            let target = req.split(' ').nth(1).unwrap().to_string();
+            let me = s.local_addr().unwrap().to_string();
+            want.push((me, target, status, bytes, cache, mode));
+            status
+        };
+        let mut s = connect(p.addr);
+        let hit = Some("HIT");
+        let miss = Some("MISS");
+        assert_eq!(ask(&mut s, get("/hello.txt"), miss, "MISS", "copy"), 200);
+        assert_eq!(ask(&mut s, get("/hello.txt"), hit, "HIT", "-"), 200);
+        // Spliced, or copied where this engine cannot splice (checked below).
+        assert_eq!(ask(&mut s, get("/b1048583"), miss, "MISS", "splice"), 200);
+        assert_eq!(ask(&mut s, get("/nope"), miss, "MISS", "copy"), 404);
+        let mut bad = connect(p.addr);
+        let req = "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".to_string();
+        assert_eq!(ask(&mut bad, req, None, "-", "-"), 400);
+        drop(bad);
+        // The origin gone: looked up, missed, and answered 502 by the proxy.
+        o.stop();
+        let mut late = connect(p.addr);
+        assert_eq!(ask(&mut late, get("/b4097"), None, "MISS", "-"), 502);
+        let st = stats(p.addr);
+        drop((s, late));
+        p.stop();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // The stats request is logged too, last.
+        assert_eq!(lines.len(), want.len() + 1, "{text}");
+        for ((addr, target, status, bytes, cache, mode), line) in want.iter().zip(&lines) {
+            let f: Vec<&str> = line.split(' ').collect();
+            assert_eq!(f.len(), 8, "{line}");
+            assert_eq!(f[0], addr, "{line}");
+            assert_eq!((f[1], f[2]), ("GET", target.as_str()), "{line}");
+            assert_eq!(f[3], status.to_string(), "{line}");
+            assert_eq!(f[4], bytes.to_string(), "{line}: the bytes the client got");
+            let mode = match *mode {
+                "splice" if st.transfers.spliced == 0 => "copy",
+                m => m,
+            };
+            assert_eq!((f[5], f[6]), (*cache, mode), "{line}");
+            f[7].parse::<u64>()
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        let last: Vec<&str> = lines[want.len()].split(' ').collect();
+        assert_eq!(
+            (last[1], last[2], last[3], last[5], last[6]),
+            ("GET", "/.evlab/stats", "200", "-", "-"),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// An origin scripted per path, in this process: each connection in its own thread.
@@ -834,6 +950,7 @@ macro_rules! proxy_tests {
             #[test] fn splice_origin_failures() { crate::cases::origin_failures(M, "splice") }
             #[test] fn splice_pipe_exhaustion() { crate::cases::pipe_exhaustion(M, "splice") }
             #[test] fn splice_keep_pipe_exhaustion() { crate::cases::pipe_exhaustion(M, "splice-keep") }
+            #[test] fn access_log() { crate::cases::access_log(M) }
         }
         )*}
     };
@@ -1081,4 +1198,73 @@ fn timeouts(m: &str) {
         "{st:?}"
     );
     p.stop();
+}
+
+/// `--access-log -`: the lines go to the standard output, after `listening on`.
+#[test]
+fn access_log_to_stdout() {
+    let o = origin();
+    let mut child = Command::new(BIN)
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--origin",
+            &o.addr.to_string(),
+        ])
+        .args(["--access-log", "-"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("spawn evlab proxy");
+    struct KillGroup(u32);
+    impl Drop for KillGroup {
+        fn drop(&mut self) {
+            let _ = evlab_poll::sys::kill_process_group(self.0, libc::SIGKILL);
+        }
+    }
+    let pgid = child.id();
+    let guard = KillGroup(pgid);
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut s = connect(addr);
+    let mut buf = Vec::new();
+    assert_eq!(get(&mut s, &mut buf, "/hello.txt").status, 200);
+    let me = s.local_addr().unwrap();
+    drop(s);
+    evlab_poll::sys::kill_process_group(pgid, libc::SIGTERM).unwrap();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    let lines: Vec<&str> = rest.lines().collect();
+    assert_eq!(lines.len(), 1, "{rest}");
+    let f: Vec<&str> = lines[0].split(' ').collect();
+    assert_eq!(
+        (f[0], f[1], f[2], f[3], f[5], f[6]),
+        (
+            me.to_string().as_str(),
+            "GET",
+            "/hello.txt",
+            "200",
+            "MISS",
+            "copy"
+        ),
+        "{rest}"
+    );
+    let t0 = Instant::now();
+    while evlab_poll::sys::kill_process_group(pgid, 0).is_ok() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "processes left");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::mem::forget(guard);
+    o.stop();
 }

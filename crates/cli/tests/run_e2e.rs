@@ -342,3 +342,98 @@ object_size = "8K"
     assert_eq!(content, 8192.0, "{v}");
     assert!(c.stop(Duration::from_secs(1)).is_empty());
 }
+
+/// The proxy peers of a `[proxy]` experiment: HAProxy (and nginx `proxy_pass`, where
+/// installed) started by the lab from its generated config on a free port, in front of the
+/// run's origin, measured like `evlab proxy` (replies, no errors, its CPU per reply), the config
+/// recorded with the commands, and nothing left running. Without HAProxy: skipped with the
+/// reason (a failure under EVLAB_REQUIRE).
+#[test]
+fn proxy_peers_end_to_end() {
+    if !evlab_poll::testing::program("haproxy") {
+        return;
+    }
+    let mut peers = vec![("haproxy", "haproxy")];
+    if evlab_poll::testing::program("nginx") {
+        peers.push(("nginx proxy_pass", "nginx"));
+    }
+    let d = scratch("proxy-peers");
+    let mut spec = String::from(
+        "name = \"px-peers\"\nworkload = \"polymix\"\npolymix_objects = 100\nrates = [10]\n\
+         duration_s = 1.5\ntimeout_s = 5\n\n[proxy]\norigin_flags = [\"--origin-delay\", \"5\"]\n",
+    );
+    for (label, m) in &peers {
+        spec.push_str(&format!(
+            "\n[[series]]\nlabel = \"{label}\"\nmechanism = \"{m}\"\n"
+        ));
+    }
+    let f = d.join("spec.toml");
+    std::fs::write(&f, spec).unwrap();
+    let mut c = ProcessGroup::spawn(
+        Command::new(evlab())
+            .arg("run")
+            .arg(&f)
+            .arg("--out")
+            .arg(d.join("out"))
+            .arg("--quiet"),
+    )
+    .unwrap();
+    let t = Instant::now();
+    // Everything the run started while it ran (evlab run, the origin, a peer, the load).
+    let mut seen = Vec::new();
+    let status = loop {
+        for p in tree_snapshot(c.pid()) {
+            if !seen
+                .iter()
+                .any(|s: &evlab_lab::run::procs::Seen| s.pid == p.pid)
+            {
+                seen.push(p);
+            }
+        }
+        if let Some(st) = c.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the run took too long"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    let left: Vec<u32> = seen.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
+    assert!(left.is_empty(), "evlab run left {left:?}");
+    let out = d.join("out");
+    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    let pts = summary["points"].as_array().unwrap();
+    assert_eq!(pts.len(), peers.len(), "{summary}");
+    for ((label, m), p) in peers.iter().zip(pts) {
+        assert_eq!(p["series"], *label, "{p}");
+        assert_eq!(p["status"], "ok", "{p}");
+        let replies = p["load"]["replies"].as_u64().unwrap();
+        assert!(replies > 0, "{p}");
+        assert_eq!(p["load"]["errors"]["total"], 0, "{p}");
+        assert!(p["server_cpu_us_per_reply"].as_f64().unwrap() > 0.0, "{p}");
+        let all: Vec<&str> = p["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        let all = all.join("\n");
+        let want: &[&str] = if *m == "haproxy" {
+            &[
+                "haproxy -db -f ",
+                "option splice-auto",
+                "nbthread 1",
+                "origin=$!",
+            ]
+        } else {
+            &["nginx -p ", "proxy_pass http://origin", "origin=$!"]
+        };
+        for w in want {
+            assert!(all.contains(w), "{label}: commands lack `{w}`:\n{all}");
+        }
+    }
+    assert!(c.stop(Duration::from_secs(1)).is_empty());
+    let _ = std::fs::remove_dir_all(&d);
+}

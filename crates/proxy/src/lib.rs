@@ -27,6 +27,7 @@
 //!
 //! See `docs/proxy.md` for the rules the forwarding follows and what the cache stores.
 
+mod access_log;
 mod cache;
 mod completion;
 mod pipes;
@@ -44,6 +45,7 @@ use std::time::Duration;
 use evlab_http::Limits;
 use evlab_poll::{sys, Mechanism, Support};
 
+pub use access_log::AccessLog;
 pub use cache::{CacheCounts, Object, ObjectCache};
 /// The document `GET /.evlab/stats` answers, defined in `evlab-wire` (its readers depend on that
 /// crate, not on this one).
@@ -148,6 +150,8 @@ pub struct Config {
     pub linger: Duration,
     /// The only targets a CONNECT may open a tunnel to (`--allow-connect`); empty: none.
     pub allow_connect: Vec<ConnectTarget>,
+    /// One line per request, written in batches (`--access-log`); `None`: no log, and no cost.
+    pub access_log: Option<Arc<AccessLog>>,
 }
 
 /// A target CONNECT may tunnel to: the `host:port` a client must name (compared without
@@ -209,6 +213,7 @@ impl Config {
             events_per_wait: 512,
             linger: Duration::from_secs(2),
             allow_connect: Vec::new(),
+            access_log: None,
         }
     }
 }

@@ -37,7 +37,7 @@
 //! without waiting, so one large transfer cannot starve the others.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -52,6 +52,7 @@ use evlab_http::{
 };
 use evlab_poll::{sys, Events, Interest, Token};
 
+use crate::access_log::{request_words, CacheMark, Entry, LogBuf};
 use crate::cache::{Object, ObjectCache};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
@@ -242,6 +243,10 @@ struct Client {
     /// `peer`'s address as `X-Forwarded-For` gives it, written once per connection.
     xff: Option<Box<str>>,
     tunnel: Option<Box<Tunnel>>,
+    /// Bytes written to it so far (the access log's offsets; a tunnel's are added at its end).
+    written: u64,
+    /// With the access log: its requests whose lines are not written yet, oldest first.
+    log: VecDeque<Entry>,
 }
 
 /// Bytes relayed one way through a CONNECT tunnel: through a buffer, or a pipe (splice modes).
@@ -254,6 +259,8 @@ struct Pump {
     eof: bool,
     /// The destination's sending side has been shut.
     shut: bool,
+    /// Bytes written to the destination.
+    sent: u64,
 }
 
 impl Pump {
@@ -292,6 +299,8 @@ impl Client {
             peer: None,
             xff: None,
             tunnel: None,
+            written: 0,
+            log: VecDeque::new(),
         }
     }
 
@@ -397,6 +406,8 @@ pub(crate) struct Worker<P: Io> {
     shutting_down: Option<Instant>,
     /// Waits so far: what happened "in this turn" happened with no wait in between.
     turn: u64,
+    /// The access log's lines not written yet (`None`: no log).
+    log: Option<LogBuf>,
 }
 
 /// Runs a worker with mechanism `P` until shutdown.
@@ -465,6 +476,7 @@ impl<P: Io> Worker<P> {
             accept_retry_at: None,
             shutting_down: None,
             turn: 1,
+            log: cfg.access_log.clone().map(LogBuf::new),
             stats,
             shared,
             cfg,
@@ -513,6 +525,9 @@ impl<P: Io> Worker<P> {
             }
             self.expire();
             self.publish();
+            if let Some(l) = self.log.as_mut().filter(|l| l.due(self.now)) {
+                l.flush();
+            }
         }
     }
 
@@ -527,6 +542,9 @@ impl<P: Io> Worker<P> {
         }
         if let Some(t) = self.shutting_down {
             consider(t.min(self.now + Duration::from_millis(100)));
+        }
+        if let Some(t) = self.log.as_ref().and_then(|l| l.deadline()) {
+            consider(t);
         }
         first.map(|t| t.saturating_duration_since(self.now))
     }
@@ -614,7 +632,11 @@ impl<P: Io> Worker<P> {
         let Some(mut c) = self.take_client(fd) else {
             return;
         };
-        match self.drive(&mut c) {
+        let r = self.drive(&mut c);
+        if !c.log.is_empty() {
+            self.log_done(&mut c, false);
+        }
+        match r {
             Ok(more) => {
                 if more {
                     self.again.push((c.fd, c.id));
@@ -698,7 +720,11 @@ impl<P: Io> Worker<P> {
             self.drop_exchange(*x, false);
         }
         if let Some(t) = c.tunnel.take() {
+            c.written += t.down.sent;
             self.drop_tunnel(*t);
+        }
+        if !c.log.is_empty() {
+            self.log_done(&mut c, true);
         }
         let _ = self.poller.deregister(c.fd);
         self.poller.close(c.fd);
@@ -796,6 +822,9 @@ impl<P: Io> Worker<P> {
         }
         let _ = self.poller.deregister(self.waker_fd);
         self.pipes.clear();
+        if let Some(l) = self.log.as_mut() {
+            l.flush();
+        }
         self.shared.remove_waker(self.waker_tx);
         let _ = sys::close(self.waker_tx);
         let _ = sys::close(self.waker_fd);
@@ -1195,6 +1224,12 @@ impl<P: Io> Worker<P> {
             c.out
                 .extend_from_slice(b"HTTP/1.1 200 Connection Established\r\n\r\n");
             self.stats.record_status(200);
+            let spliced = t.down.pipe.is_some();
+            if let Some(e) = c.log.back_mut() {
+                // Its line is written when the tunnel ends, with every byte it sent.
+                e.status = 200;
+                e.mode = if spliced { "splice" } else { "copy" };
+            }
             progress = true;
         }
         progress |= self.write_client(c)?;
@@ -1396,10 +1431,69 @@ impl<P: Io> Worker<P> {
         keep: bool,
         head_only: bool,
     ) {
+        if self.log.is_some() && c.log.back().is_none_or(|e| e.end.is_some()) {
+            // No request this answers was taken (a head that never ended, say).
+            self.log_open(c, b"");
+        }
         write_error(&mut c.out, status, minor, self.date.get(), keep, head_only);
         self.stats.record_status(status.code());
+        self.log_answered(c, status.code(), None);
         if !keep {
             c.close_after = true;
+        }
+    }
+
+    // ---- the access log ----
+
+    /// A request was taken from `c.rbuf` (whose start is its head, `head`): its line waits
+    /// for its response.
+    fn log_open(&mut self, c: &mut Client, head: &[u8]) {
+        if self.log.is_none() {
+            return;
+        }
+        c.log.push_back(Entry {
+            first: c.written + c.out_pending() as u64,
+            end: None,
+            start: self.now,
+            request: request_words(head),
+            status: 0,
+            cache: CacheMark::None,
+            mode: "-",
+        });
+    }
+
+    /// The open request's response is `status`; with `cache`, it is all queued now.
+    fn log_answered(&mut self, c: &mut Client, status: u16, cache: Option<CacheMark>) {
+        let end = c.written + c.out_pending() as u64;
+        if let Some(e) = c.log.back_mut().filter(|e| e.end.is_none()) {
+            e.status = status;
+            e.end = Some(end);
+            if let Some(m) = cache {
+                e.cache = m;
+            }
+        }
+    }
+
+    /// Writes the lines of the requests whose responses are all out (every one when the
+    /// client is `closing`, with what it was sent).
+    fn log_done(&mut self, c: &mut Client, closing: bool) {
+        let Some(log) = self.log.as_mut() else {
+            c.log.clear();
+            return;
+        };
+        let mut done = None;
+        while let Some(e) = c.log.front() {
+            let complete = e.end.is_some_and(|end| end <= c.written);
+            if !complete && !closing {
+                break;
+            }
+            let e = c.log.pop_front().expect("an entry");
+            let now = *done.get_or_insert_with(Instant::now);
+            if c.peer.is_none() {
+                c.peer = sys::getpeername(c.fd).ok();
+            }
+            let end = e.end.unwrap_or(c.written).min(c.written);
+            log.line(c.peer, &e, end.saturating_sub(e.first), now);
         }
     }
 
@@ -1424,6 +1518,11 @@ impl<P: Io> Worker<P> {
                 ProxyParse::Error(e) => {
                     progress = true;
                     self.stats.requests.inc();
+                    if self.log.is_some() {
+                        let rbuf = std::mem::take(&mut c.rbuf);
+                        self.log_open(c, &rbuf);
+                        c.rbuf = rbuf;
+                    }
                     self.error_response(c, e.status, e.minor_version, e.keep_alive, e.head_only);
                     if e.keep_alive {
                         c.rbuf.drain(..e.consumed);
@@ -1454,6 +1553,11 @@ impl<P: Io> Worker<P> {
             let stats_asked = self.cfg.stats && safe && req.path == STATS_PATH;
             let connect = req.connect.map(|t| t.to_ascii_lowercase());
             drop(req);
+            if self.log.is_some() {
+                let rbuf = std::mem::take(&mut c.rbuf);
+                self.log_open(c, &rbuf);
+                c.rbuf = rbuf;
+            }
             if !keep {
                 c.close_after = true;
             }
@@ -1481,6 +1585,7 @@ impl<P: Io> Worker<P> {
                 );
                 c.out.extend_from_slice(body.as_bytes());
                 self.stats.record_status(200);
+                self.log_answered(c, 200, None);
                 c.rbuf.drain(..head_len);
                 continue;
             }
@@ -1513,7 +1618,8 @@ impl<P: Io> Worker<P> {
             if lookup {
                 if let Some(obj) = self.cache.get(&f.key, self.now) {
                     self.bufs.give(fwd);
-                    self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
+                    let status = self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
+                    self.log_answered(c, status, Some(CacheMark::Hit));
                     c.rbuf.drain(..head_len);
                     continue;
                 }
@@ -1566,6 +1672,9 @@ impl<P: Io> Worker<P> {
             };
             if store_key.is_some() {
                 self.stats.misses.inc();
+                if let Some(e) = c.log.back_mut() {
+                    e.cache = CacheMark::Miss;
+                }
             } else {
                 self.stats.bypassed.inc();
             }
@@ -1609,7 +1718,7 @@ impl<P: Io> Worker<P> {
         keep: bool,
         ims: Option<SystemTime>,
         head_only: bool,
-    ) {
+    ) -> u16 {
         self.stats.hits.inc();
         let not_modified = ims.is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims));
         if not_modified {
@@ -1623,7 +1732,7 @@ impl<P: Io> Worker<P> {
                 b"X-Cache: HIT\r\n",
             );
             self.stats.record_status(304);
-            return;
+            return 304;
         }
         c.out.extend_from_slice(&obj.head);
         c.out.extend_from_slice(b"X-Cache: HIT\r\n");
@@ -1631,7 +1740,7 @@ impl<P: Io> Worker<P> {
         c.out.extend_from_slice(b"\r\n");
         self.stats.record_status(200);
         if head_only || obj.body.is_empty() {
-            return;
+            return 200;
         }
         self.stats.bytes_hit.add(obj.body.len() as u64);
         if obj.body.len() <= COPY_HIT_MAX {
@@ -1639,6 +1748,7 @@ impl<P: Io> Worker<P> {
         } else {
             c.hit = Some((obj, 0));
         }
+        200
     }
 
     /// Fetch: connect, send the request, read and parse the response head.
@@ -1903,6 +2013,10 @@ impl<P: Io> Worker<P> {
         if b.failed {
             self.stats.origin_errors.inc();
         }
+        if let Some(e) = c.log.back_mut().filter(|e| e.end.is_none()) {
+            e.status = h.status;
+            e.mode = mode_name(b.mode);
+        }
         x.resp = resp;
         x.resp.clear();
         x.body = Some(b);
@@ -2157,6 +2271,7 @@ impl<P: Io> Worker<P> {
             match r {
                 Ok(n) => {
                     self.stats.bytes_to_clients.add(n as u64);
+                    c.written += n as u64;
                     self.advance(c, n);
                     self.touch(c);
                     progress = true;
@@ -2196,6 +2311,7 @@ impl<P: Io> Worker<P> {
                     p.len -= n;
                     p.full = false;
                     self.stats.bytes_to_clients.add(n as u64);
+                    c.written += n as u64;
                     progress = true;
                 }
                 Err(e) if sys::would_block(&e) || pending(&e) => {
@@ -2317,6 +2433,10 @@ impl<P: Io> Worker<P> {
         x.body = Some(b);
         self.drop_exchange(*x, reusable);
         c.phase = Phase::Idle;
+        let end = c.written + c.out_pending() as u64;
+        if let Some(e) = c.log.back_mut().filter(|e| e.end.is_none()) {
+            e.end = Some(end);
+        }
         Ok(())
     }
 
@@ -2492,6 +2612,15 @@ fn scan_chunks(
     }
 }
 
+/// A body's forwarding mode as the access log names it.
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Copy => "copy",
+        Mode::Splice => "splice",
+        Mode::SpliceKeep => "splice-keep",
+    }
+}
+
 /// The `Connection` field a response to the client needs.
 fn connection_field(out: &mut Vec<u8>, minor: u8, keep: bool) {
     if !keep {
@@ -2563,6 +2692,7 @@ fn pump<P: Io>(
             match io.writev(dst, &[IoSlice::new(&p.buf[p.pos..])]) {
                 Ok(n) => {
                     p.pos += n;
+                    p.sent += n as u64;
                     moved = true;
                     if p.pos < p.buf.len() {
                         df.writable = false;
@@ -2580,6 +2710,7 @@ fn pump<P: Io>(
                     Ok(n) => {
                         pipe.len -= n;
                         pipe.full = false;
+                        p.sent += n as u64;
                         moved = true;
                     }
                     Err(e) if sys::would_block(&e) || pending(&e) => df.writable = false,

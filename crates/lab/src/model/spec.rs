@@ -21,8 +21,8 @@ pub struct Spec {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    /// Mechanisms (evlab) and peers (`nginx`, `lighttpd:<handler>`, `lighttpd:*`), or `"all"`
-    /// for every evlab mechanism this kernel supports.
+    /// Mechanisms (evlab) and peers (`nginx`, `lighttpd:<handler>`, `lighttpd:*`, and with
+    /// `[proxy]` `haproxy`), or `"all"` for every evlab mechanism this kernel supports.
     #[serde(default)]
     pub mechanisms: Vec<String>,
     /// Extra lines with their own flags (the accept-limit study), drawn after `mechanisms`.
@@ -119,7 +119,8 @@ pub struct Spec {
     /// the proxy) in front of an `evlab serve` origin; three processes per point. The proxy
     /// runs pinned to `server_cpu` inside the budget, and its CPU per reply is the point's; the
     /// origin runs outside the budget and is not measured. Series `nginx` is nginx
-    /// `proxy_pass` (no cache) in front of the same origin.
+    /// `proxy_pass` (no cache) in front of the same origin, series `haproxy` HAProxy (no cache,
+    /// `option splice-auto`).
     #[serde(default)]
     pub proxy: Option<ProxySpec>,
     /// `[sweep]`: a server flag swept over values (`--workers` 1, 2, 4, …): every series runs at
@@ -530,6 +531,8 @@ pub enum ServerKind {
     Evlab,
     Nginx,
     Lighttpd,
+    /// HAProxy, a proxy peer only (it serves no files).
+    Haproxy,
 }
 
 impl Spec {
@@ -591,11 +594,20 @@ impl Spec {
                 "no mechanisms and no [[series]]: nothing to run".into(),
             ));
         }
+        let proxy_only = |key: &'static str, e: Entry| match e {
+            Entry::Haproxy if self.proxy.is_none() => Err((
+                key,
+                "haproxy is a proxy peer: it needs `[proxy]` (it serves no files)".to_string(),
+            )),
+            _ => Ok(()),
+        };
         for m in &self.mechanisms {
-            parse_mechanism_entry(m).map_err(|msg| ("mechanisms", msg))?;
+            let e = parse_mechanism_entry(m).map_err(|msg| ("mechanisms", msg))?;
+            proxy_only("mechanisms", e)?;
         }
         for s in &self.series {
-            parse_mechanism_entry(&s.mechanism).map_err(|msg| ("mechanism", msg))?;
+            let e = parse_mechanism_entry(&s.mechanism).map_err(|msg| ("mechanism", msg))?;
+            proxy_only("mechanism", e)?;
             if let Some(b) = s.cpu_budget {
                 if !(b > 0.0 && b <= 1.0) {
                     return Err(("cpu_budget", format!("{b}: must be in (0, 1]")));
@@ -857,6 +869,12 @@ impl Spec {
                     mechanism: "epoll".into(),
                     flags: vec![],
                 }),
+                Ok(Entry::Haproxy) => out.push(Series {
+                    label: "haproxy".into(),
+                    kind: ServerKind::Haproxy,
+                    mechanism: "epoll".into(),
+                    flags: vec![],
+                }),
                 Ok(Entry::Lighttpd(None)) => {
                     for h in lighttpd_handlers {
                         out.push(lighttpd_series(h));
@@ -869,12 +887,13 @@ impl Spec {
         for s in &self.series {
             let kind = match parse_mechanism_entry(&s.mechanism) {
                 Ok(Entry::Nginx) => ServerKind::Nginx,
+                Ok(Entry::Haproxy) => ServerKind::Haproxy,
                 Ok(Entry::Lighttpd(_)) => ServerKind::Lighttpd,
                 _ => ServerKind::Evlab,
             };
             let mechanism = match parse_mechanism_entry(&s.mechanism) {
                 Ok(Entry::Lighttpd(Some(h))) => h,
-                Ok(Entry::Nginx) => "epoll".into(),
+                Ok(Entry::Nginx | Entry::Haproxy) => "epoll".into(),
                 _ => s.mechanism.clone(),
             };
             out.push(Series {
@@ -902,6 +921,7 @@ pub enum Entry {
     All,
     Evlab(String),
     Nginx,
+    Haproxy,
     /// `None`: every handler this lighttpd offers.
     Lighttpd(Option<String>),
 }
@@ -915,6 +935,9 @@ pub fn parse_mechanism_entry(m: &str) -> Result<Entry, String> {
     }
     if m == "nginx" {
         return Ok(Entry::Nginx);
+    }
+    if m == "haproxy" {
+        return Ok(Entry::Haproxy);
     }
     if m == "lighttpd" || m == "lighttpd:*" {
         return Ok(Entry::Lighttpd(None));
@@ -936,7 +959,7 @@ pub fn parse_mechanism_entry(m: &str) -> Result<Entry, String> {
         ));
     }
     Err(format!(
-        "unknown mechanism `{m}`: expected one of {}, \"all\", \"nginx\", \"lighttpd\", \"lighttpd:HANDLER\"",
+        "unknown mechanism `{m}`: expected one of {}, \"all\", \"nginx\", \"haproxy\", \"lighttpd\", \"lighttpd:HANDLER\"",
         EVLAB_MECHANISMS.join(", ")
     ))
 }
@@ -1054,6 +1077,10 @@ object_size = "8K"
 [[series]]
 label = "nginx proxy_pass"
 mechanism = "nginx"
+
+[[series]]
+label = "haproxy"
+mechanism = "haproxy"
 "#;
         let s = Spec::parse(src, "p.toml").unwrap();
         assert_eq!(s.workload, Workload::Polymix);
@@ -1065,6 +1092,12 @@ mechanism = "nginx"
         assert_eq!(s.series[0].object_size.as_deref(), Some("8K"));
         let list = s.series_list(&|_| true, &[]);
         assert_eq!(list[1].kind, ServerKind::Nginx);
+        assert_eq!(list[2].kind, ServerKind::Haproxy);
+        assert_eq!(list[2].label, "haproxy");
+        // HAProxy serves no files: only a proxy peer.
+        let (line, key, msg) = err("name = \"p\"\nrates = [1]\nmechanisms = [\"haproxy\"]\n");
+        assert_eq!((line, key.as_str()), (3, "mechanisms"), "{msg}");
+        assert!(msg.contains("[proxy]"), "{msg}");
         // The built-in proxy experiments parse.
         for f in ["fig-proxy-cpu", "fig-proxy-sizes"] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR"))

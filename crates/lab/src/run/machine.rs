@@ -64,6 +64,7 @@ pub fn collect(evlab_version: &str) -> Machine {
     let mut tools = BTreeMap::new();
     tools.insert("nginx".into(), tool_version(&["nginx", "-v"]));
     tools.insert("lighttpd".into(), tool_version(&["lighttpd", "-v"]));
+    tools.insert("haproxy".into(), tool_version(&["haproxy", "-v"]));
     Machine {
         hostname,
         kernel,

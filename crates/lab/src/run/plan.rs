@@ -122,6 +122,9 @@ pub fn plan_with(
             ServerKind::Nginx if !peers::installed("nginx") => {
                 skip(&s.label, "nginx is not installed".into())
             }
+            ServerKind::Haproxy if !peers::installed("haproxy") => {
+                skip(&s.label, "haproxy is not installed".into())
+            }
             ServerKind::Lighttpd if !handlers.contains(&s.mechanism) => skip(
                 &s.label,
                 format!("this lighttpd has no `{}` event handler", s.mechanism),

@@ -275,9 +275,25 @@ pub(crate) fn start_server(
                 peers::nginx_proxy_argv(conf_dir, origin, port)
             })?
         }
+        (ServerKind::Haproxy, Some(origin)) => {
+            let cap = peers::haproxy_maxconn();
+            if idle + 1000 > cap {
+                return Err(LabError::Point(format!(
+                    "haproxy may hold at most {cap} connections here (its maxconn within the descriptor limit): it cannot hold {idle} idle connections plus the load"
+                )));
+            }
+            start_peer(ctx, s, pdir, commands, |conf_dir, port| {
+                peers::haproxy_argv(conf_dir, origin, port)
+            })?
+        }
         (ServerKind::Lighttpd, Some(_)) => {
             return Err(LabError::Point(
-                "lighttpd is not a proxy peer here (nginx proxy_pass is)".into(),
+                "lighttpd is not a proxy peer here (nginx proxy_pass and haproxy are)".into(),
+            ))
+        }
+        (ServerKind::Haproxy, None) => {
+            return Err(LabError::Point(
+                "haproxy is a proxy peer: it needs `[proxy]`".into(),
             ))
         }
         (ServerKind::Evlab, None) => start_evlab_serve(ctx, s, docroot, commands)?,
@@ -422,7 +438,7 @@ fn start_evlab_serve(
     start_evlab(ctx, "evlab serve", &argv, commands)
 }
 
-/// A peer server (nginx or lighttpd) on a free port, with the config `peer_argv` writes into
+/// A peer server (nginx, lighttpd, HAProxy) on a free port, with the config `peer_argv` writes into
 /// the point's `peer` directory; the config is recorded with the commands, as the scratch
 /// directory does not outlive the run.
 fn start_peer(

@@ -5,8 +5,10 @@
 use super::common::*;
 use crate::analysis::rules::rule;
 use crate::model::results::{PointResult, Summary};
+use crate::model::spec::ServerKind;
 
-/// What a proxy series is: its mechanism (or `nginx`), forwarding mode and object size.
+/// What a proxy series is: its mechanism (or `nginx`, `haproxy`), forwarding mode and object
+/// size.
 pub(crate) struct ProxySeries {
     pub(crate) label: String,
     pub(crate) mechanism: String,
@@ -22,10 +24,10 @@ pub(crate) fn proxy_series(s: &Summary) -> Vec<ProxySeries> {
         .iter()
         .map(|x| ProxySeries {
             label: x.label.clone(),
-            mechanism: if x.kind == crate::model::spec::ServerKind::Nginx {
-                "nginx".into()
-            } else {
-                x.mechanism.clone()
+            mechanism: match x.kind {
+                ServerKind::Nginx => "nginx".into(),
+                ServerKind::Haproxy => "haproxy".into(),
+                _ => x.mechanism.clone(),
             },
             mode: x
                 .flags
@@ -40,7 +42,7 @@ pub(crate) fn proxy_series(s: &Summary) -> Vec<ProxySeries> {
                 .find(|y| y.label == x.label)
                 .and_then(|y| y.object_size.clone())
                 .unwrap_or_else(|| s.experiment.object_size.clone()),
-            plain: x.kind != crate::model::spec::ServerKind::Nginx
+            plain: x.kind == ServerKind::Evlab
                 && match x.flags.as_slice() {
                     [] => true,
                     [f, _] => f == "--forward",

@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""evlab proxy against nginx proxy_pass and HAProxy: proxy CPU time per request.
+
+Every configuration proxies the same origin (`evlab serve`, epoll-et) for the same load
+generator (`evlab load`, keep-alive connections at a fixed request rate), with its cache off:
+evlab proxy on each engine (--engines) in each forwarding mode (--modes), nginx proxy_pass (kept
+upstream connections, one worker) and HAProxy (HTTP mode, `option splice-auto`, one thread), at
+16 KiB objects (where copying is expected to be cheapest) and 1 MiB objects (where splicing
+is), by default. The proxy runs alone on CPU 0; the load generator and the origin share CPU 1.
+
+CPU per request: the proxy's CPU time (every thread of every process of its tree, from
+/proc/PID/task/TID/schedstat, in nanoseconds) over the measured load, divided by the 2xx replies.
+A point is kept only if the client side kept up: no errors, only 2xx replies, at least 97% of
+the offered request rate answered, under 1% late starts, and CPU 1 (client and origin) under 90%
+busy with the client under 80% of one CPU (else the client, not the proxy, could set the pace).
+
+Rounds are interleaved: each round visits every (size, configuration) once, in an order rotated
+by one each round, so that a drift of the machine spreads over all configurations. Per
+configuration the table gives the mean over rounds and its 90% interval (Student t with n - 1
+degrees of freedom), and per size the ratio of evlab's best configuration (lowest mean) to
+HAProxy's and to nginx's, with whether the upper end of evlab's interval is at or below
+HAProxy's mean.
+
+Writes results/bench/proxy-<timestamp>/{raw.csv,summary.md} and prints the summary.
+Quick smoke run: bench/proxy_bench.py --rounds 2 --duration 1 (numbers from it mean nothing).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (NOFILE, PRLIMIT, ROOT, evlab_bin, free_port, leftovers, proc_tree,  # noqa: E402
+                     spawn_group, stop_all_groups, stop_group, supported, wait_port)
+
+PROXY_CPU, CLIENT_CPU = "0", "1"
+# Two-sided 90% Student t quantiles (t at 0.95) by degrees of freedom; 1.645 beyond 30.
+T90 = [None, 6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782,
+       1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708,
+       1.706, 1.703, 1.701, 1.699, 1.697]
+
+
+def size_bytes(s):
+    s = s.strip().upper()
+    mult = {"K": 1024, "M": 1 << 20}.get(s[-1:], 1)
+    return int(float(s.rstrip("KM")) * mult)
+
+
+def size_label(n):
+    for unit, mult in (("M", 1 << 20), ("K", 1024)):
+        if n % mult == 0:
+            return f"{n // mult}{unit}"
+    return f"{n} B"
+
+
+def interval(v):
+    """(mean, half-width of the 90% interval); the half-width is nan for one value."""
+    m = statistics.fmean(v)
+    if len(v) < 2:
+        return m, float("nan")
+    df = len(v) - 1
+    t = T90[df] if df < len(T90) else 1.645
+    return m, t * statistics.stdev(v) / math.sqrt(len(v))
+
+
+# ---- /proc ----
+
+def cpu_ns(pid):
+    """CPU time of pid's whole tree, every thread, in ns (schedstat's first field)."""
+    total = 0
+    for p in proc_tree(pid):
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open(f"/proc/{p}/task/{t}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
+def cpu_times(cpu):
+    """(busy, total) jiffies of one CPU from /proc/stat."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                v = [int(x) for x in line.split()[1:]]
+                idle = v[3] + (v[4] if len(v) > 4 else 0)
+                return sum(v[:8]) - idle, sum(v[:8])
+    raise RuntimeError(f"no cpu{cpu} in /proc/stat")
+
+
+# ---- the proxies ----
+
+def nginx_argv(tmp, origin_port, port):
+    # As the lab's nginx proxy peer (crates/lab/src/run/peers.rs, nginx_proxy_argv).
+    conf = os.path.join(tmp, f"nginx-{port}.conf")
+    with open(conf, "w") as f:
+        f.write(f"""worker_processes 1;
+worker_rlimit_nofile 40000;
+daemon off;
+pid {tmp}/nginx-{port}.pid;
+error_log {tmp}/nginx-error.log error;
+events {{ worker_connections 30000; use epoll; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 600s;
+  client_body_temp_path {tmp}/nb; proxy_temp_path {tmp}/np;
+  fastcgi_temp_path {tmp}/nf; uwsgi_temp_path {tmp}/nu; scgi_temp_path {tmp}/ns;
+  upstream origin {{ server 127.0.0.1:{origin_port}; keepalive 64; }}
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    location / {{
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_max_temp_file_size 0;
+    }}
+  }}
+}}
+""")
+    return ["nginx", "-p", tmp, "-c", conf]
+
+
+def haproxy_maxconn():
+    # As the lab's (peers::haproxy_maxconn): 20,000, or what the descriptor limit holds beside
+    # the pipes' descriptors.
+    hard = NOFILE if PRLIMIT else resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        hard = NOFILE
+    return min(20000, hard - 2 * 2048 - 256)
+
+
+def haproxy_argv(tmp, origin_port, port):
+    # As the lab's HAProxy peer (crates/lab/src/run/peers.rs, haproxy_argv).
+    maxconn = haproxy_maxconn()
+    conf = os.path.join(tmp, f"haproxy-{port}.cfg")
+    with open(conf, "w") as f:
+        f.write(f"""# No `log` line: nothing is logged.
+global
+    nbthread 1
+    no strict-limits
+    maxconn {maxconn}
+    maxpipes 2048
+
+defaults
+    mode http
+    maxconn {maxconn}
+    option splice-auto
+    option http-keep-alive
+    http-reuse always
+    timeout connect 10s
+    timeout client 600s
+    timeout server 600s
+    timeout http-request 600s
+    timeout http-keep-alive 600s
+
+frontend measured
+    bind 127.0.0.1:{port} backlog 4096
+    default_backend origin
+
+backend origin
+    server origin 127.0.0.1:{origin_port} pool-max-conn 64 pool-purge-delay 600s
+""")
+    return ["haproxy", "-db", "-f", conf]
+
+
+def proxy_argv(name, tmp, origin_port, port, evlab):
+    if name == "nginx":
+        return nginx_argv(tmp, origin_port, port)
+    if name == "haproxy":
+        return haproxy_argv(tmp, origin_port, port)
+    _, engine, mode = name.split(" ")
+    return [evlab, "proxy", "--listen", f"127.0.0.1:{port}", "--origin",
+            f"127.0.0.1:{origin_port}", "--mechanism", engine, "--forward", mode,
+            "--cache-bytes", "0"]
+
+
+def answers(port, path, timeout=10):
+    t0 = time.time()
+    last = None
+    while time.time() - t0 < timeout:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                r.read()
+                if r.status == 200:
+                    return
+                last = r.status
+        except OSError as e:
+            last = e
+        time.sleep(0.05)
+    raise RuntimeError(f"no 200 for {path} on port {port} within {timeout} s ({last})")
+
+
+class Proxy:
+    def __init__(self, name, tmp, origin_port, evlab):
+        self.name, self.port = name, free_port()
+        argv = proxy_argv(name, tmp, origin_port, self.port, evlab)
+        self.log = open(os.path.join(tmp, f"proxy-{self.port}.err"), "w")
+        self.proc = spawn_group(PRLIMIT + ["taskset", "-c", PROXY_CPU] + argv,
+                                stdout=subprocess.DEVNULL, stderr=self.log, cwd=tmp)
+        if not wait_port(self.port):
+            self.stop()
+            raise RuntimeError(f"{name} did not listen: {' '.join(argv)}")
+
+    def stop(self):
+        left = stop_group(self.proc)
+        self.log.close()
+        if left:
+            raise RuntimeError(f"{self.name} left processes {left}")
+
+
+# ---- the load ----
+
+def load(evlab, port, path, rps, calls, duration, timeout=5):
+    argv = ["taskset", "-c", CLIENT_CPU, evlab, "load", "--server", "127.0.0.1", "--port",
+            str(port), "--uri", path, "--rate", f"{rps / calls:g}", "--num-calls", str(calls),
+            "--duration", str(duration), "--timeout", str(timeout), "--json", "-", "--quiet"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=duration + timeout + 60)
+    if p.returncode != 0:
+        raise RuntimeError(f"evlab load failed ({p.returncode}): {p.stderr.strip()[-300:]}")
+    return json.loads(p.stdout)
+
+
+def measure(name, size, rps, args, tmp, origin_port):
+    path = f"/o{size}"
+    px = Proxy(name, tmp, origin_port, args.evlab)
+    try:
+        answers(px.port, path)
+        if args.warmup > 0:
+            load(args.evlab, px.port, path, rps, args.calls, args.warmup)
+        c0, b0 = cpu_ns(px.proc.pid), cpu_times(CLIENT_CPU)
+        r = load(args.evlab, px.port, path, rps, args.calls, args.duration)
+        c1, b1 = cpu_ns(px.proc.pid), cpu_times(CLIENT_CPU)
+    finally:
+        px.stop()
+    ok = r["replies"]["status"]["2xx"]
+    busy = (b1[0] - b0[0]) / max(b1[1] - b0[1], 1)
+    offered = r["schedule"]["offered_rate"] * args.calls
+    row = dict(size=size, config=name, rps_offered=rps, replies_2xx=ok,
+               reply_rate=ok / max(r["duration_s"], 1e-9), errors=r["errors"]["total"],
+               non_2xx=r["replies"]["total"] - ok, late=r["late_starts"]["count"],
+               client_cpu_pct=r["cpu"]["percent"], cpu1_busy_pct=100 * busy,
+               proxy_cpu_s=(c1 - c0) / 1e9, us_per_req=(c1 - c0) / 1e3 / max(ok, 1))
+    why = []
+    if row["errors"] or row["non_2xx"]:
+        why.append(f"{row['errors']} errors, {row['non_2xx']} non-2xx")
+    if ok < 0.97 * offered * r["duration_s"]:
+        why.append(f"answered {row['reply_rate']:.0f}/s of {offered:.0f}/s offered")
+    if row["late"] > 0.01 * max(r["connections"]["initiated"], 1):
+        why.append(f"{row['late']} late starts")
+    if busy >= 0.90 or row["client_cpu_pct"] >= 80:
+        why.append(f"client side saturated (CPU {CLIENT_CPU} {100 * busy:.0f}% busy, "
+                   f"client {row['client_cpu_pct']:.0f}% of a CPU)")
+    row["invalid"] = "; ".join(why)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--duration", type=float, default=10, help="seconds of measured load per point (default 10)")
+    ap.add_argument("--warmup", type=float, default=1, help="seconds of load before measuring (default 1)")
+    ap.add_argument("--sizes", default="16K,1M", help="object sizes (default 16K,1M)")
+    ap.add_argument("--rates", default="4000,200",
+                    help="offered requests/s, one per size (default 4000,200)")
+    ap.add_argument("--calls", type=int, default=10, help="requests per connection (default 10)")
+    ap.add_argument("--engines", default="epoll-et,uring-poll,uring",
+                    help="evlab proxy mechanisms (those this kernel lacks are left out)")
+    ap.add_argument("--modes", default="copy,splice",
+                    help="evlab forwarding modes (default copy,splice: with the cache off, "
+                         "splice-keep tees nothing and moves bodies as splice does)")
+    ap.add_argument("--peers", default="nginx,haproxy", help="peer proxies (default nginx,haproxy)")
+    ap.add_argument("--evlab", default=None, help="the evlab binary (default: this tree's "
+                                                  "release build, built first)")
+    args = ap.parse_args()
+    if args.rounds < 1 or args.duration <= 0:
+        sys.exit("--rounds must be at least 1 and --duration above 0")
+    sizes = [size_bytes(s) for s in args.sizes.split(",") if s]
+    rates = [float(r) for r in args.rates.split(",") if r]
+    if len(rates) != len(sizes):
+        sys.exit(f"--rates gives {len(rates)} rates for {len(sizes)} sizes")
+    if args.evlab:
+        args.evlab = os.path.abspath(args.evlab)
+    else:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "evlab", "--bins"], cwd=ROOT,
+                       check=True)
+        args.evlab = evlab_bin("evlab")
+    if not os.access(args.evlab, os.X_OK):
+        sys.exit(f"{args.evlab}: not an executable file")
+    if not shutil.which("taskset"):
+        sys.exit("taskset is not installed: run scripts/setup.sh")
+    if (os.cpu_count() or 1) < 2:
+        sys.exit("needs two CPUs: the proxy on CPU 0, the client and origin on CPU 1")
+
+    ok = supported(args.evlab)
+    configs = [f"evlab {e} {m}" for e in args.engines.split(",") if e
+               for m in args.modes.split(",") if m if e in ok]
+    for peer in [p for p in args.peers.split(",") if p]:
+        if shutil.which(peer) or os.path.exists(f"/usr/sbin/{peer}"):
+            configs.append(peer)
+        else:
+            print(f"note: {peer} is not installed (scripts/setup.sh installs it); left out",
+                  file=sys.stderr)
+    plan = [(size, rate, c) for size, rate in zip(sizes, rates) for c in configs]
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    outdir = os.path.join(ROOT, "results", "bench", f"proxy-{stamp}")
+    os.makedirs(outdir, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="evlab-proxy-bench-") as tmp:
+        os.chmod(tmp, 0o755)
+        www = os.path.join(tmp, "www")
+        os.makedirs(www)
+        for size in sizes:
+            with open(os.path.join(www, f"o{size}"), "wb") as f:
+                f.write(os.urandom(size))
+        origin_port = free_port()
+        origin = spawn_group(PRLIMIT + ["taskset", "-c", CLIENT_CPU, args.evlab, "serve",
+                                        "--listen", f"127.0.0.1:{origin_port}", "--root", www,
+                                        "--mechanism", "epoll-et", "--header-timeout", "0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            answers(origin_port, f"/o{sizes[0]}")
+            for r in range(args.rounds):
+                k = r % len(plan)
+                for size, rate, name in plan[k:] + plan[:k]:
+                    try:
+                        row = measure(name, size, rate, args, tmp, origin_port)
+                    except Exception as e:  # a failed point is reported, the run goes on
+                        print(f"round {r + 1}: {size_label(size)} {name}: FAILED: {e}",
+                              file=sys.stderr)
+                        continue
+                    row["round"] = r + 1
+                    rows.append(row)
+                    print(f"round {r + 1}: {size_label(size):>4} {name:<24} {row['us_per_req']:8.1f} us/req "
+                          f"{row['reply_rate']:7.0f} req/s client {row['client_cpu_pct']:3.0f}% "
+                          f"cpu{CLIENT_CPU} {row['cpu1_busy_pct']:3.0f}%"
+                          + (f"  INVALID: {row['invalid']}" if row["invalid"] else ""),
+                          file=sys.stderr)
+        finally:
+            stop_group(origin)
+            stop_all_groups()
+    left = leftovers()
+    if left:
+        print(f"warning: processes left: {left}", file=sys.stderr)
+
+    fields = ["round", "size", "config", "rps_offered", "replies_2xx", "reply_rate", "errors",
+              "non_2xx", "late", "client_cpu_pct", "cpu1_busy_pct", "proxy_cpu_s", "us_per_req",
+              "invalid"]
+    with open(os.path.join(outdir, "raw.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+    uname = os.uname()
+    cmd = " ".join(["bench/proxy_bench.py"] + sys.argv[1:])
+    lines = [f"# evlab proxy benchmark ({stamp})", "",
+             f"Machine: {uname.sysname} {uname.release}, {os.cpu_count()} CPUs. Proxy on CPU "
+             f"{PROXY_CPU}; `evlab load` ({args.calls} requests per connection) and the origin "
+             f"(`evlab serve`, epoll-et) on CPU {CLIENT_CPU}. Cache off. {args.rounds} "
+             f"interleaved rounds of {args.duration:g} s (after {args.warmup:g} s of warm-up).",
+             f"Command: `{cmd}`", "",
+             "Proxy CPU µs per request: mean over the valid rounds and its 90% interval "
+             "(Student t).", "",
+             "| size | configuration | offered req/s | valid rounds | CPU µs/request | 90% interval |",
+             "|---:|---|---:|---:|---:|---|"]
+    summary = {}
+    for size, rate in zip(sizes, rates):
+        for name in configs:
+            v = [x["us_per_req"] for x in rows
+                 if x["size"] == size and x["config"] == name and not x["invalid"]]
+            if not v:
+                lines.append(f"| {size_label(size)} | {name} | {rate:g} | 0 | | |")
+                continue
+            m, h = interval(v)
+            summary[(size, name)] = (m, h, len(v))
+            iv = f"{m - h:.1f} – {m + h:.1f}" if h == h else "(one round)"
+            lines.append(f"| {size_label(size)} | {name} | {rate:g} | {len(v)} | {m:.1f} | {iv} |")
+    lines.append("")
+    for size in sizes:
+        ev = [(summary[(size, c)], c) for c in configs
+              if c.startswith("evlab ") and (size, c) in summary]
+        if not ev:
+            continue
+        (m, h, n), best = min(ev)
+        for peer in ("haproxy", "nginx"):
+            if (size, peer) not in summary:
+                continue
+            pm = summary[(size, peer)][0]
+            line = (f"- {size_label(size)}: evlab's best ({best}, {m:.1f} µs) / {peer} ({pm:.1f} µs) = "
+                    f"{m / pm:.2f}")
+            if peer == "haproxy" and h == h:
+                verdict = "yes" if m + h <= pm else "no"
+                line += (f"; the upper end of evlab's 90% interval ({m + h:.1f}) at or below "
+                         f"HAProxy's mean: {verdict}")
+            lines.append(line)
+    invalid = [x for x in rows if x["invalid"]]
+    if invalid:
+        lines.append(f"- {len(invalid)} point(s) left out as invalid (raw.csv says why).")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(outdir, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+    print(f"raw data: {outdir}/raw.csv")
+
+
+if __name__ == "__main__":
+    main()

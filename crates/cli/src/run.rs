@@ -68,6 +68,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "fig-proxy-sizes",
         include_str!("../../../experiments/fig-proxy-sizes.toml"),
     ),
+    (
+        "fig-proxy-sizes-cacheable",
+        include_str!("../../../experiments/fig-proxy-sizes-cacheable.toml"),
+    ),
 ];
 
 pub const RUN_EXAMPLES: &str = "\

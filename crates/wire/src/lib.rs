@@ -12,6 +12,8 @@
 //! they write out the same). Add a field with `#[serde(default)]` so older documents still read.
 //!
 //! - [`load`]: `evlab load`'s report ([`load::LoadReport`]).
+//! - [`histogram`]: a latency histogram as HdrHistogram's compressed V2, base64
+//!   ([`histogram::EncodedHistogram`]), checked when read.
 //! - [`server`]: the μserver's `GET /.evlab/stats` ([`server::ServerStats`]).
 //! - [`proxy`]: the proxy's `GET /.evlab/stats` ([`proxy::ProxyStats`]).
 //! - [`micro`]: the micro-benchmarks' reports (pipetest, herd, fdalloc, malloc).
@@ -19,6 +21,7 @@
 //!   [`SyscallCount`] (one syscall's counts, for the server and the proxy).
 
 mod counts;
+pub mod histogram;
 pub mod load;
 pub mod micro;
 pub mod proxy;

@@ -14,6 +14,7 @@
 //! - [`load`]: `evlab load`'s report ([`load::LoadReport`]).
 //! - [`histogram`]: a latency histogram as HdrHistogram's compressed V2, base64
 //!   ([`histogram::EncodedHistogram`]), checked when read.
+//! - [`merge`]: several clients' load reports merged exactly ([`merge::merge`]).
 //! - [`server`]: the μserver's `GET /.evlab/stats` ([`server::ServerStats`]).
 //! - [`proxy`]: the proxy's `GET /.evlab/stats` ([`proxy::ProxyStats`]).
 //! - [`micro`]: the micro-benchmarks' reports (pipetest, herd, fdalloc, malloc).
@@ -23,6 +24,7 @@
 mod counts;
 pub mod histogram;
 pub mod load;
+pub mod merge;
 pub mod micro;
 pub mod proxy;
 pub mod server;

@@ -1,5 +1,6 @@
-//! evlab-wire: the documents that cross a process or host boundary, as serde types and nothing
-//! else.
+//! evlab-wire: the documents that cross a process or host boundary, as serde types, and the
+//! little code that their writers and readers must share so that both do it the same way (a
+//! status code's class, a latency histogram's encoding, the merge of several load reports).
 //!
 //! Each process that produces one of these builds it and writes it as JSON (`evlab load
 //! --json`, `GET /.evlab/stats` on the server and the proxy, the micro-benchmarks' `--json`);

@@ -122,6 +122,12 @@ pub struct Args {
     /// not errors
     #[arg(long, value_name = "SHARE", value_parser = parse_share)]
     pub max_error_rate: Option<f64>,
+    /// Start the schedule at this wall-clock instant, Unix seconds (`date +%s.%N`), once
+    /// everything is ready: so that clients on several hosts start together. If it has
+    /// passed by then, the run starts at once and reports how late (`clock.late_ms` in the
+    /// JSON, and a warning). At most an hour ahead
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    pub start_at: Option<f64>,
     /// Exit with status 0 even when no reply arrived (by default that is a failure, status 1);
     /// for callers that judge the report themselves, such as `evlab run`
     #[arg(long)]
@@ -141,6 +147,12 @@ Examples:
   evlab load --polymix /tmp/polymix --port 3128 --rate 50 --duration 10
       the Polymix-like workload through a proxy on port 3128 (58% offered hits, 70%
       cacheable); the origin: evlab serve --root /tmp/polymix --no-store-prefix /polymix/u/
+  evlab load --uri /one --rate 500 --duration 30 --start-at $(date -d '+5 sec' +%s.%N) --json c1.json
+      start at an agreed instant, 5 s from now (run the same on other clients), then
+      merge their reports exactly: evlab load-merge c1.json c2.json
+
+The JSON report carries the latency histogram (HdrHistogram V2, compressed, base64:
+latency_histogram) and the run's wall-clock start and end (clock), for evlab load-merge.
 
 Ctrl-C (SIGINT) or SIGTERM stops the run early: the report and --json cover what was done
 until then, and the exit status is 130; a second Ctrl-C ends the process at once.
@@ -273,7 +285,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         sample_interval: positive("--sample-interval", a.sample_interval)?,
         seed: a.seed,
         profile: a.profile,
+        start_at: a.start_at,
     };
+    if let Some(at) = a.start_at {
+        gen::check_start_at(at, gen::unix_now())?;
+    }
     if num_conns.is_none() && duration.is_none() {
         bail!("give --num-conns or --duration: every run must end by itself");
     }
@@ -351,6 +367,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
         runner.join().unwrap_or(Err(gen::LoadError::Panicked))
     })?;
+    if let Some(late) = info.clock.late_ms.filter(|&l| l > 1.0) {
+        eprintln!(
+            "evlab load: warning: started {late:.3} ms after --start-at {:.6}: it had passed \
+             when the generator was ready",
+            info.clock.start_at.unwrap_or_default()
+        );
+    }
     let mut r = summary::report(&stats, &info);
     r.interrupted = interrupted;
     r.config.workload = Some(

@@ -8,6 +8,7 @@ mod herd;
 mod hosts;
 mod idle;
 mod loadgen;
+mod loadmerge;
 mod micro;
 mod output;
 mod pipetest;
@@ -50,6 +51,9 @@ enum Command {
     /// Open-loop HTTP load generator (httperf-compatible flags)
     #[command(after_help = loadgen::EXAMPLES)]
     Load(Box<loadgen::Args>),
+    /// Merge several clients' `load --json` reports exactly (histograms, not percentiles)
+    #[command(after_help = loadmerge::EXAMPLES)]
+    LoadMerge(loadmerge::Args),
     /// Hold N idle connections open, re-opening any the server closes
     #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
@@ -107,6 +111,7 @@ fn main() {
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Load(a) => loadgen::run(*a),
+        Command::LoadMerge(a) => loadmerge::run(a),
         Command::Idle(a) => idle::run(a),
         Command::Proxy(a) => proxy::run(a),
         Command::Fileset(a) => fileset::run(a),

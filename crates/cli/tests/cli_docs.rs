@@ -13,6 +13,7 @@ use common::BIN;
 const SUBCOMMANDS: &[&str] = &[
     "serve",
     "load",
+    "load-merge",
     "idle",
     "proxy",
     "fileset",
@@ -80,7 +81,7 @@ fn bash_accepts_the_completions_and_completes_subcommands() {
             assert!(script.contains(sub), "{shell} completions lack {sub}");
         }
     }
-    // bash loads the script and completes `evlab lo` to `load`.
+    // bash loads the script and completes `evlab lo` to `load` and `load-merge`.
     let script = stdout(&evlab(&["completions", "bash"]));
     let dir = std::env::temp_dir().join(format!("evlab-completions-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -96,7 +97,7 @@ fn bash_accepts_the_completions_and_completes_subcommands() {
         .output()
         .unwrap();
     let out = stdout(&o);
-    assert!(out.lines().last() == Some("load"), "{out}");
+    assert!(out.lines().last() == Some("load load-merge"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
     // An unknown shell is a usage error that names the valid ones.
     let o = evlab(&["completions", "tcsh"]);

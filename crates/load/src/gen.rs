@@ -30,14 +30,14 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
-use crate::summary::{ErrorTally, RunConfig, RunInfo, Stats, StatusClasses};
+use crate::summary::{Clock, ErrorTally, RunConfig, RunInfo, Stats, StatusClasses};
 use crate::workload::{Call, Method, Workload};
 
 /// Late by more than this counts as a late start.
@@ -52,6 +52,12 @@ const OUT_CAPACITY: usize = 512;
 const HEAD_CAPACITY: usize = 1024;
 /// No connection (an end of a deadline list).
 const NIL: RawFd = -1;
+/// Without `--start-at`, the schedule begins this long after the threads are ready: time for
+/// each to get from the start line into its loop.
+const LEAD: Duration = Duration::from_millis(20);
+/// `--start-at` further ahead than this is taken for a mistake (milliseconds given for
+/// seconds, a wrong day) rather than waited for.
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(3600);
 
 #[derive(Clone, Debug)]
 pub struct LoadConfig {
@@ -70,6 +76,9 @@ pub struct LoadConfig {
     pub seed: u64,
     /// Time every syscall (adds two clock reads to each); counts are always kept.
     pub profile: bool,
+    /// Start the schedule at this wall-clock instant (Unix seconds), once everything is ready;
+    /// at once, and said to be late, if it has passed by then. `None`: as soon as ready.
+    pub start_at: Option<f64>,
 }
 
 impl LoadConfig {
@@ -92,6 +101,7 @@ impl LoadConfig {
             sample_interval: Duration::from_secs(5),
             seed: 1,
             profile: false,
+            start_at: None,
         }
     }
 }
@@ -170,30 +180,54 @@ pub fn run_pooled(
             "give --num-conns or --duration: every run must end by itself".into(),
         ));
     }
+    if let Some(at) = cfg.start_at {
+        check_start_at(at, unix_now())?;
+    }
     let threads = cfg.threads.max(1);
-    let t0 = Instant::now() + Duration::from_millis(20);
     if cfg.profile {
         sys::set_profiling(true);
     }
     let sys0 = sys::snapshot_all();
     let ru0 = rusage();
+    // Every thread makes its workload and its poller, then all wait at the start line; only
+    // then is the schedule's origin fixed (at `start_at`, or just ahead), and given to them.
+    let ready = Barrier::new(threads + 1);
+    let origin: OnceLock<Instant> = OnceLock::new();
+    let mut start = None;
     let results: Vec<Result<(Stats, Pools), LoadError>> = std::thread::scope(|sc| {
+        let (ready, origin) = (&ready, &origin);
         let handles: Vec<_> = (0..threads)
             .map(|tid| {
                 let w = workload(tid);
                 sc.spawn(move || {
-                    Worker::new(cfg, tid, threads, t0, w)
-                        .and_then(|wk| wk.run(stop, live))
-                        .map_err(|e| LoadError::Thread(tid, e))
+                    let wk = Worker::new(cfg, tid, threads, w);
+                    ready.wait(); // everyone ready
+                    ready.wait(); // the origin is set
+                    let t0 = *origin
+                        .get()
+                        .expect("the origin is set before the second wait");
+                    wk.and_then(|mut wk| {
+                        wk.t0 = t0;
+                        wk.run(stop, live)
+                    })
+                    .map_err(|e| LoadError::Thread(tid, e))
                 })
             })
             .collect();
+        ready.wait();
+        let (t0, clock) = schedule_origin(cfg.start_at);
+        let _ = origin.set(t0);
+        start = Some((t0, clock));
+        ready.wait();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(LoadError::Panicked)))
             .collect()
     });
     let end = Instant::now();
+    let ended_at = unix_now();
+    let (t0, mut clock) = start.expect("the origin was fixed");
+    clock.ended_at = ended_at;
     let ru1 = rusage();
     let syscalls = sys::snapshot_all().since(&sys0).rows();
     let mut total = Stats::default();
@@ -226,8 +260,54 @@ pub fn run_pooled(
         system_s: ru1.1 - ru0.1,
         syscalls,
         profiled: cfg.profile,
+        clock,
     };
     Ok((total, info, pools))
+}
+
+/// The wall clock (CLOCK_REALTIME), Unix seconds.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// `--start-at` is a wall-clock instant, not too far ahead of `now`.
+pub fn check_start_at(at: f64, now: f64) -> Result<(), LoadError> {
+    if !(at.is_finite() && at > 0.0) {
+        return Err(LoadError::Config(format!(
+            "--start-at must be a wall-clock instant in Unix seconds (such as {now:.3}), not {at}"
+        )));
+    }
+    if at - now > MAX_START_AHEAD.as_secs_f64() {
+        return Err(LoadError::Config(format!(
+            "--start-at {at} is {:.0} s ahead of this host's clock ({now:.3}): more than {} s, \
+             taken for a mistake (Unix seconds, not milliseconds)",
+            at - now,
+            MAX_START_AHEAD.as_secs()
+        )));
+    }
+    Ok(())
+}
+
+/// The schedule's origin as an `Instant`, and as the wall clock: at `start_at` if it is still
+/// ahead, at once (and late by how much) if it has passed, or [`LEAD`] ahead without one.
+fn schedule_origin(start_at: Option<f64>) -> (Instant, Clock) {
+    // Read together, so that one maps onto the other to within the time between the reads.
+    let mono = Instant::now();
+    let wall = unix_now();
+    let (t0, started_at) = match start_at {
+        Some(at) if at > wall => (mono + Duration::from_secs_f64(at - wall), at),
+        Some(_) => (mono, wall),
+        None => (mono + LEAD, wall + LEAD.as_secs_f64()),
+    };
+    let clock = Clock {
+        start_at,
+        started_at,
+        late_ms: start_at.map(|at| ((started_at - at) * 1e3).max(0.0)),
+        ended_at: started_at,
+    };
+    (t0, clock)
 }
 
 fn rusage() -> (f64, f64) {
@@ -348,11 +428,11 @@ struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
+    /// A thread's worker, ready to run once given its schedule's origin (`t0`).
     fn new(
         cfg: &'a LoadConfig,
         tid: usize,
         threads: usize,
-        t0: Instant,
         workload: Box<dyn Workload>,
     ) -> io::Result<Worker<'a>> {
         let starts_total = cfg.num_conns.map(|n| {
@@ -382,7 +462,7 @@ impl<'a> Worker<'a> {
         Ok(Worker {
             cfg,
             threads,
-            t0,
+            t0: Instant::now(),
             workload,
             poller: EpollEt::new()?,
             events: Events::with_capacity(1024),

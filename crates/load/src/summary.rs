@@ -10,10 +10,13 @@ use hdrhistogram::Histogram;
 /// The report's data, defined in `evlab-wire` (its readers depend on that crate, not on this
 /// one).
 pub use evlab_wire::load::{
-    Connections, Cpu, ErrorCounts, Errors, LateStarts, Latency, Lateness, LoadReport, Mean, Net,
-    Replies, ReplyRate, ReplySize, Requests, RunConfig, Sample, Schedule, StatusClasses,
-    SyscallUse, TimeSummary,
+    Clock, Connections, Cpu, EncodedHistogram, ErrorCounts, Errors, LateStarts, Latency, Lateness,
+    LoadReport, Mean, Net, Replies, ReplyRate, ReplySize, Requests, RunConfig, Sample, Schedule,
+    StatusClasses, SyscallUse, TimeSummary,
 };
+
+/// The unit of [`Stats::latency`] (and of every histogram here), as the report states it.
+pub const HISTOGRAM_UNIT: &str = "us";
 
 /// Counting errors into [`Errors`], as httperf files them.
 pub trait ErrorTally {
@@ -36,15 +39,7 @@ impl ErrorTally for Errors {
     }
 
     fn merge(&mut self, o: &Errors) {
-        self.client_timo += o.client_timo;
-        self.socket_timo += o.socket_timo;
-        self.connrefused += o.connrefused;
-        self.connreset += o.connreset;
-        self.fd_unavail += o.fd_unavail;
-        self.addrunavail += o.addrunavail;
-        self.ftab_full += o.ftab_full;
-        self.other += o.other;
-        self.parse += o.parse;
+        self.add(o);
     }
 }
 
@@ -214,6 +209,8 @@ pub struct RunInfo {
     /// measured only with `profiled`.
     pub syscalls: Vec<(&'static str, u64, u64, u64)>,
     pub profiled: bool,
+    /// When the run started and ended by the wall clock.
+    pub clock: Clock,
 }
 
 fn ms(us: f64) -> f64 {
@@ -272,6 +269,15 @@ pub fn samples_csv(samples: &[Sample]) -> String {
 
 /// The report of a finished run.
 pub fn report(s: &Stats, info: &RunInfo) -> LoadReport {
+    LoadReport {
+        // Encoded once, at the end; a histogram of u64 counts always encodes.
+        latency_histogram: EncodedHistogram::encode(&s.latency, HISTOGRAM_UNIT).ok(),
+        ..figures(s, info)
+    }
+}
+
+/// The report's figures, all but the encoded histogram (which the text report does not need).
+fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
     let d = info.duration_s.max(1e-9);
     let (rmin, ravg, rmax, rsd, rn) = reply_rate(s, info);
     let pct = |h: &Histogram<u64>, q: f64| {
@@ -340,14 +346,7 @@ pub fn report(s: &Stats, info: &RunInfo) -> LoadReport {
             },
             status: StatusClasses::from_slots(s.status),
         },
-        latency_ms: Latency {
-            p50: pct(&s.latency, 0.5),
-            p90: pct(&s.latency, 0.9),
-            p99: pct(&s.latency, 0.99),
-            p999: pct(&s.latency, 0.999),
-            max: ms(s.latency.max() as f64),
-            mean: ms(s.latency.mean()),
-        },
+        latency_ms: Latency::from_histogram(&s.latency, 1000.0),
         late_starts: LateStarts {
             count: s.late_starts,
             max_ms: ms(s.max_late_us as f64),
@@ -394,6 +393,8 @@ pub fn report(s: &Stats, info: &RunInfo) -> LoadReport {
             })
             .collect(),
         interrupted: false,
+        clock: Some(info.clock.clone()),
+        latency_histogram: None,
     }
 }
 
@@ -418,6 +419,20 @@ fn reply_rate_line(r: &ReplyRate, info: &RunInfo) -> String {
     )
 }
 
+/// When the run started and ended by the wall clock, and how late it started after
+/// `--start-at`.
+fn clock_line(c: &Clock) -> String {
+    let mut o = format!(
+        "Clock [Unix s]: started {:.6} ended {:.6}",
+        c.started_at, c.ended_at
+    );
+    if let (Some(at), Some(late)) = (c.start_at, c.late_ms) {
+        o.push_str(&format!(" (--start-at {at:.6}: {late:.3} ms late)"));
+    }
+    o.push('\n');
+    o
+}
+
 /// Errors (as httperf counts them) per connection started: the share `--max-error-rate`
 /// bounds; `None` before any connection started.
 pub fn error_share(s: &Stats) -> Option<f64> {
@@ -426,7 +441,7 @@ pub fn error_share(s: &Stats) -> Option<f64> {
 
 /// httperf's report, line for line where the meaning is the same.
 pub fn to_text(s: &Stats, info: &RunInfo) -> String {
-    let r = report(s, info);
+    let r = figures(s, info);
     let d = info.duration_s.max(1e-9);
     let conn_rate = s.initiated as f64 / d;
     let req_rate = s.requests as f64 / d;
@@ -555,6 +570,7 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         s.late_starts,
         ms(s.max_late_us as f64)
     ));
+    o.push_str(&clock_line(&info.clock));
     o.push_str(&format!(
         "Schedule: lateness p50 {:.3} p99 {:.3} max {:.3} ms; lag at end {:.3} ms; {}\n",
         r.schedule.lateness_ms.p50,
@@ -596,6 +612,70 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            config: RunConfig {
+                server: "127.0.0.1".into(),
+                port: 8080,
+                rate: 10.0,
+                poisson: false,
+                num_conns: Some(3),
+                duration_s: None,
+                timeout_s: 5.0,
+                threads: 1,
+                pipeline: 1,
+                source_addrs: 0,
+                workload: None,
+            },
+            duration_s: 0.5,
+            sample_interval_s: 1.0,
+            offered_rate: 10.0,
+            user_s: 0.0,
+            system_s: 0.0,
+            syscalls: Vec::new(),
+            profiled: false,
+            clock: Clock {
+                start_at: Some(1_000.0),
+                started_at: 1_000.25,
+                late_ms: Some(250.0),
+                ended_at: 1_000.75,
+            },
+        }
+    }
+
+    #[test]
+    fn the_report_carries_the_histogram_exactly_and_the_clock() {
+        let mut s = Stats::default();
+        for us in [90, 120, 4_000, 250_000] {
+            s.latency.record(us).unwrap();
+        }
+        s.replies = 4;
+        let r = report(&s, &info());
+        let h = r.latency_histogram.as_ref().unwrap();
+        assert_eq!((h.unit.as_str(), h.significant_figures), ("us", 3));
+        assert_eq!(h.decode().unwrap(), s.latency);
+        // 250,000 µs's bucket (3 significant figures) ends at 250,111.
+        assert!(
+            (r.latency_ms.max - 250.111).abs() < 1e-9,
+            "{}",
+            r.latency_ms.max
+        );
+        assert_eq!(r.clock.as_ref().unwrap().late_ms, Some(250.0));
+        // The text report says when it ran, and how late after --start-at.
+        let t = to_text(&s, &info());
+        assert!(
+            t.contains("Clock [Unix s]: started 1000.250000 ended 1000.750000 (--start-at 1000.000000: 250.000 ms late)"),
+            "{t}"
+        );
+        // Written as JSON and read back: the same report.
+        let json = serde_json_round_trip(&r);
+        assert_eq!(json, r);
+    }
+
+    fn serde_json_round_trip(r: &LoadReport) -> LoadReport {
+        serde_json::from_str(&serde_json::to_string(r).unwrap()).unwrap()
+    }
 
     #[test]
     fn schedule_figures_from_recorded_starts() {

@@ -1,5 +1,6 @@
-//! evlab-wire: the documents that cross a process or host boundary, as serde types and nothing
-//! else.
+//! evlab-wire: the documents that cross a process or host boundary, as serde types, and the
+//! little code that their writers and readers must share so that both do it the same way (a
+//! status code's class, a latency histogram's encoding, the merge of several load reports).
 //!
 //! Each process that produces one of these builds it and writes it as JSON (`evlab load
 //! --json`, `GET /.evlab/stats` on the server and the proxy, the micro-benchmarks' `--json`);
@@ -12,6 +13,9 @@
 //! they write out the same). Add a field with `#[serde(default)]` so older documents still read.
 //!
 //! - [`load`]: `evlab load`'s report ([`load::LoadReport`]).
+//! - [`histogram`]: a latency histogram as HdrHistogram's compressed V2, base64
+//!   ([`histogram::EncodedHistogram`]), checked when read.
+//! - [`merge`]: several clients' load reports merged exactly ([`merge::merge`]).
 //! - [`server`]: the μserver's `GET /.evlab/stats` ([`server::ServerStats`]).
 //! - [`proxy`]: the proxy's `GET /.evlab/stats` ([`proxy::ProxyStats`]).
 //! - [`micro`]: the micro-benchmarks' reports (pipetest, herd, fdalloc, malloc).
@@ -19,7 +23,9 @@
 //!   [`SyscallCount`] (one syscall's counts, for the server and the proxy).
 
 mod counts;
+pub mod histogram;
 pub mod load;
+pub mod merge;
 pub mod micro;
 pub mod proxy;
 pub mod server;

@@ -16,15 +16,23 @@
 //!    addrunavail, ftab_full, other, parse},
 //!    "samples": [{start_s, end_s, replies, reply_rate} per interval],
 //!    "syscalls": {NAME: {calls, errors, per_conn, us_per_conn (with --profile)}},
-//!    "interrupted" (stopped by SIGINT or SIGTERM: the figures cover what was done until then) }`
+//!    "interrupted" (stopped by SIGINT or SIGTERM: the figures cover what was done until then),
+//!    "clock": {start_at (with --start-at), started_at, late_ms (with --start-at), ended_at},
+//!    "latency_histogram": {format, unit, significant_figures, lowest_discernible_value,
+//!    highest_trackable_value, count, data} }`
+//!
+//! `clock` and `latency_histogram` are absent from reports written before they existed;
+//! [`crate::merge`] needs both.
 //!
 //! A syscall's `errors` include the expected ones: every non-blocking `connect` "fails" with
 //! EINPROGRESS, every drained socket's last `read` with EAGAIN.
 
 use std::collections::BTreeMap;
 
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub use crate::histogram::EncodedHistogram;
 pub use crate::StatusClasses;
 
 /// The whole `--json` document: what `evlab_load::summary::report` builds and `evlab run`
@@ -55,6 +63,34 @@ pub struct LoadReport {
     /// done until then. (Absent in reports written before the field existed: false.)
     #[serde(default)]
     pub interrupted: bool,
+    /// When the run really started and ended, by the wall clock. (Absent in reports written
+    /// before the field existed.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<Clock>,
+    /// The latency histogram ([`LoadReport::latency_ms`]'s), exactly, in microseconds: what
+    /// several clients' reports are merged by. (Absent in reports written before the field
+    /// existed.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<EncodedHistogram>,
+}
+
+/// The run on the wall clock (CLOCK_REALTIME), Unix seconds with a fractional part: what a lab
+/// needs to find the window several clients have in common (the latest start to the earliest
+/// end), once it knows each host's clock offset.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Clock {
+    /// `--start-at`: the instant the run was asked to start at, when it was given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<f64>,
+    /// The schedule's origin: the first connection's slot (with fixed gaps, the first
+    /// connection's start), from which `duration_s` and the samples count. With `--start-at`,
+    /// that instant, or the moment the generator was ready if that was later.
+    pub started_at: f64,
+    /// With `--start-at`: how far `started_at` was behind it, ms (0 when on time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_ms: Option<f64>,
+    /// The end of the run (its last connection closed), read from the wall clock.
+    pub ended_at: f64,
 }
 
 /// What the run was asked to do.
@@ -156,6 +192,29 @@ pub struct Latency {
     pub mean: f64,
 }
 
+impl Latency {
+    /// The figures of `h`, whose values are in a unit `units_per_ms` of which make a
+    /// millisecond (zeros when it is empty): the one definition used by a client's report and
+    /// by a merge of several.
+    pub fn from_histogram(h: &Histogram<u64>, units_per_ms: f64) -> Latency {
+        let at = |q: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(q) as f64 / units_per_ms
+            }
+        };
+        Latency {
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            p999: at(0.999),
+            max: h.max() as f64 / units_per_ms,
+            mean: h.mean() / units_per_ms,
+        }
+    }
+}
+
 /// Starts more than 1 ms behind their slot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LateStarts {
@@ -228,6 +287,19 @@ pub struct Errors {
 }
 
 impl Errors {
+    /// Adds `o`'s counts, cause by cause.
+    pub fn add(&mut self, o: &Errors) {
+        self.client_timo += o.client_timo;
+        self.socket_timo += o.socket_timo;
+        self.connrefused += o.connrefused;
+        self.connreset += o.connreset;
+        self.fd_unavail += o.fd_unavail;
+        self.addrunavail += o.addrunavail;
+        self.ftab_full += o.ftab_full;
+        self.other += o.other;
+        self.parse += o.parse;
+    }
+
     /// Every error, whatever its cause.
     pub fn total(&self) -> u64 {
         self.client_timo

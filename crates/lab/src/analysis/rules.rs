@@ -78,11 +78,15 @@ const FIG5_HISTORY: &[&str] = &[
     "2026-11-25: the 20% threshold restored (a quarter of the paper's 79%), compared where the paper reports its 79%: at the highest offered rate, with a 90% interval over ≥ 3 trials. Written before any run judged it.",
     PAST_KNEE,
     KNEE,
+    PAST_KNEE_SESSIONS,
 ];
 
 /// The change of 2026-11-25 from replies at the highest rate to the capacity, where a run
 /// measures it.
 const KNEE: &str = "2026-11-25, after the reference runs quick-run1 and quick-run2 and before any run with a capacity search: the quantity became each trial's capacity from a bisection (`[knee]`: steps of 0.7 s on one server with the idle connections held, a step kept when ≥ 95% of its connections were answered with p99 ≤ 50 ms, the bracket closed within ×1.06; model::knee) in a run that has one; a run without one is still read at the highest offered rate, with B past its knee. Prompted by the spread of overloaded reply rates: select with no idle connections answered 4,095, 7,322 and 5,540 replies/s at 9,700/s offered in quick-run1's three trials (2,000-7,900 client timeouts each), so fig5-select-replies was inconclusive there (A/B 0.52, 90% interval 0.33-0.81) and no equivalence rule could be decided in either run. The threshold did not change. To stay within five minutes, quick's fixed rates became 0.25 × capacity alone (what the CPU rules read).";
+
+/// The correction of "past its knee" for sessions of several requests.
+const PAST_KNEE_SESSIONS: &str = "2026-11-25, after fig2-specweb's first 3-trial run and before it was judged again: \"past its knee\" compares B's replies with what it answers per offered connection at its lowest rate (where every server keeps up), not with one reply per connection. SPECweb99-like sessions carry several requests: in that run B answered 278% of the offered session rate at the highest rate, so the check read every SPECweb run as below its knee and no rule on it could ever be decided. For one request per connection nothing changes (the ratio is taken as at least 1). The threshold did not change.";
 
 /// The change every rule on replies/s at the highest rate had on 2026-11-25.
 const PAST_KNEE: &str = "2026-11-25, before any reference run: arm B must be past its knee at the highest offered rate (under 95% answered), else inconclusive. Prompted by a run on a busy machine (compilers running) whose highest rate, capped at the client's clean ceiling, was 4,900/s, which every series kept up with: equal reply rates there are equal by construction. The threshold did not change.";
@@ -99,7 +103,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "\"As well as\" read as equivalence within the smallest gap the paper's figures show (SAME = 10%), by two one-sided tests: the whole 90% interval inside 0.91-1.10.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: \"where epoll-LT keeps up, they answer at least 90% of what it answers\" on the mean of the trials at rates below the knee, where every server answers all it is offered: reproduced by construction. Replaced by the equivalence test at the highest rate.", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: \"where epoll-LT keeps up, they answer at least 90% of what it answers\" on the mean of the trials at rates below the knee, where every server answers all it is offered: reproduced by construction. Replaced by the equivalence test at the highest rate.", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig1-poll-as-epoll-lt",
@@ -111,7 +115,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "As fig1-select-as-epoll-lt.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: judged together with select (see fig1-select-as-epoll-lt).", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: judged together with select (see fig1-select-as-epoll-lt).", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig3-epoll-et-no-gain",
@@ -123,7 +127,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "\"No appreciable improvement\" as equivalence within SAME (10%).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: no variant answers 10% more at the rate where epoll-LT first falls behind, on means; an earlier 0.9× rate was dropped after it gave \"partly\". Replaced by the equivalence test.", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: no variant answers 10% more at the rate where epoll-LT first falls behind, on means; an earlier 0.9× rate was dropped after it gave \"partly\". Replaced by the equivalence test.", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig3-epoll2-no-gain",
@@ -135,7 +139,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "As fig3-epoll-et-no-gain.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: judged with the other variants (see fig3-epoll-et-no-gain).", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: judged with the other variants (see fig3-epoll-et-no-gain).", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig3-epoll-ctlv-no-gain",
@@ -147,7 +151,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "As fig3-epoll-et-no-gain.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: judged with the other variants (see fig3-epoll-et-no-gain).", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: judged with the other variants (see fig3-epoll-et-no-gain).", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig5-select-replies",
@@ -183,7 +187,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "\"Similarly\" to select and poll: the same threshold as fig5-select-replies.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: a drop ≥ 5% and 5 points more than epoll-ET's at the rate of its largest drop, on means. Replaced by select's rule, as the seed says \"similarly\".", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: a drop ≥ 5% and 5 points more than epoll-ET's at the rate of its largest drop, on means. Replaced by select's rule, as the seed says \"similarly\".", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig5-select-cpu",
@@ -219,7 +223,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "\"Not impacted\" as equivalence within SAME (10%).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: the largest drop at rates it kept up with ≤ 5%, on means.", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: the largest drop at rates it kept up with ≤ 5%, on means.", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig5-epoll-lt-slight",
@@ -231,7 +235,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "\"Slightly\": less than the degradation select and poll show (A/B ≥ DEGRADE = 0.80).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: the largest drop at rates it kept up with ≤ 15%, on means.", PAST_KNEE, KNEE],
+        history: &["Before 2026-11-25: the largest drop at rates it kept up with ≤ 15%, on means.", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig7-accept-limit",
@@ -243,7 +247,7 @@ pub const RULES: &[Rule] = &[
         at: At::PastKnee,
         derivation: "At least the smallest gain the paper reports (7%, epoll-ctlv's at its peak).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: peak reply rate 2% higher, on means; and it never ran, since both epoll-lt series of fig7 carried --accept-limit, so the unlimited one was never found. Now a series without the flag or with `inf` is the unlimited arm.", PAST_KNEE],
+        history: &["Before 2026-11-25: peak reply rate 2% higher, on means; and it never ran, since both epoll-lt series of fig7 carried --accept-limit, so the unlimited one was never found. Now a series without the flag or with `inf` is the unlimited arm.", PAST_KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "table1-epoll-et-epoll-ctl",
@@ -303,7 +307,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "The fig1/fig3 equivalence test on a known difference of about 20% (capacity grows about linearly with the budget). The control passes when this comes out \"not reproduced\" or \"inconclusive\"; \"reproduced\" means the equivalence rules can call a real difference none.",
         trials: MIN_TRIALS,
-        history: &[PAST_KNEE, KNEE],
+        history: &[PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "control-positive",

@@ -1121,10 +1121,14 @@ pub fn verdict_counts(fs: &[Finding]) -> String {
 /// one (else why not, in short), and where the paper says it.
 fn verdict_line(f: &Finding) -> String {
     let stop = if f.claim.ends_with('.') { "" } else { "." };
+    let arms = f
+        .arms
+        .as_ref()
+        .map_or(String::new(), |[a, b]| format!(" A = {a}; B = {b}:"));
     let numbers = match f.interval {
-        Some([r, lo, hi]) => format!(" A/B = {r:.2} [90%: {lo:.2}–{hi:.2}]."),
+        Some([r, lo, hi]) => format!("{arms} A/B = {r:.2} [90%: {lo:.2}–{hi:.2}]."),
         None => match f.evidence.rsplit_once("; ") {
-            Some((_, why)) if f.verdict == Verdict::Inconclusive => format!(" ({why})."),
+            Some((_, why)) if f.verdict == Verdict::Inconclusive => format!("{arms} {why}."),
             _ => String::new(),
         },
     };
@@ -1824,10 +1828,13 @@ mod tests {
                 .unwrap()
         };
         let select = line("select and poll perform as well");
-        assert!(select.contains(" A/B = 1.00 [90%: "), "{select}");
+        assert!(
+            select.contains(" A = select, no idle; B = epoll-lt, no idle: A/B = 1.00 [90%: "),
+            "{select}"
+        );
         let poll = line("poll performs as well");
         assert!(
-            poll.contains("(the rule needs ≥ 3 valid trials per arm)"),
+            poll.contains(": the rule needs ≥ 3 valid trials per arm."),
             "{poll}"
         );
     }

@@ -39,6 +39,9 @@ pub struct Finding {
     /// The ratio A/B and its 90% interval, where the rule decided on one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 3]>,
+    /// Arms A and B in words ("select, 10,000 idle"), for rules that compare two arms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arms: Option<[String; 2]>,
 }
 
 /// The kind of a flag or note: the words before its colon ("client fell behind").
@@ -201,6 +204,10 @@ pub(crate) fn judge_swept(
     unit: &str,
 ) -> Finding {
     let claim = rule.claim.expect("judge takes interval rules");
+    let arms = [
+        Pick { side: &a, swept }.words(s),
+        Pick { side: &b, swept }.words(s),
+    ];
     let finding = |verdict: Verdict, evidence: String| Finding {
         rule: rule.id.into(),
         source: rule.source.into(),
@@ -208,6 +215,7 @@ pub(crate) fn judge_swept(
         verdict,
         evidence,
         interval: None,
+        arms: Some(arms.clone()),
     };
     if rule.at == At::Knee && !s.knees.is_empty() {
         return judge_knee(s, rule, claim, (a, b), finding);
@@ -237,14 +245,33 @@ pub(crate) fn judge_swept(
     );
     if at == At::PastKnee {
         let (replies, _) = trials(s, b, rate, &|p| p.reply_rate());
+        // What B answers per offered connection where it keeps up (its lowest rate): 1 for one
+        // request per connection, more for SPECweb99-like sessions of several requests.
+        let per_conn = grid_rate(s, &[b], At::Lowest)
+            .filter(|low| *low < rate)
+            .and_then(|low| {
+                let (v, _) = trials(s, b, low, &|p| p.reply_rate());
+                crate::analysis::stats::Arm::of(&v).map(|m| m.mean / low)
+            })
+            .filter(|x| x.is_finite())
+            .map_or(1.0, |x| x.max(1.0));
         if let Some(m) = crate::analysis::stats::Arm::of(&replies) {
-            if m.mean >= crate::analysis::curves::KEPT * rate {
+            let kept = m.mean / (rate * per_conn);
+            if kept >= crate::analysis::curves::KEPT {
                 return finding(
                     Verdict::Inconclusive,
                     format!(
-                        "{head}; B answered {:.0}% of the offered rate there: not past its knee, \
-                         so replies/s there measure the load, not the server",
-                        100.0 * m.mean / rate
+                        "{head}; B answered {:.0}% of {} there: not past its knee, so \
+                         replies/s there measure the load, not the server",
+                        100.0 * kept,
+                        if per_conn > 1.0 {
+                            format!(
+                                "what it answers per offered connection below its knee \
+                                 ({per_conn:.2} replies each)"
+                            )
+                        } else {
+                            "the offered rate".into()
+                        }
                     ),
                 );
             }

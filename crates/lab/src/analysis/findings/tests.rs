@@ -876,3 +876,32 @@ fn capacity_rules_keep_their_error_rates_on_bisected_values() {
     assert!(knee_rule_rate(Claim::AtMost(DEGRADE), 0.5, 0.02, 400, 9) >= 0.95);
     assert!(knee_rule_rate(Claim::Within(SAME), 1.0, 0.02, 400, 10) >= 0.5);
 }
+
+#[test]
+fn sessions_of_several_requests_are_past_the_knee_by_their_own_measure() {
+    // SPECweb99-like: 3 replies per offered session where every server keeps up (2,000/s),
+    // 15,000 of the 24,000 a server that kept up would give at 8,000/s.
+    let s = summary(
+        &["select", "epoll-lt"],
+        &[0],
+        &[2000.0, 8000.0],
+        3,
+        &|_, _, r, t| (3.0 * r).min(15_000.0) * [0.99, 1.0, 1.01][t as usize],
+    );
+    let (v, e) = by_rule(&s, "fig1-select-as-epoll-lt");
+    assert_eq!(v, Verdict::Reproduced, "{e}");
+    // Where the sessions are all answered at the highest rate too, it is not past its knee.
+    let s = summary(
+        &["select", "epoll-lt"],
+        &[0],
+        &[2000.0, 4000.0],
+        3,
+        &|_, _, r, t| 3.0 * r * [0.99, 1.0, 1.01][t as usize],
+    );
+    let (v, e) = by_rule(&s, "fig1-select-as-epoll-lt");
+    assert_eq!(v, Verdict::Inconclusive, "{e}");
+    assert!(
+        e.contains("of what it answers per offered connection below its knee (3.00 replies each)"),
+        "{e}"
+    );
+}

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common::{connect, field, find, proxy_with, read_response, read_some, Response};
+use common::{connect, field, find, next_head, proxy_with, read_response, read_some, Response};
 use evlab_proxy::{ConnectTarget, Proxy, ProxyStats};
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -170,17 +170,9 @@ fn serve(
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        let end = loop {
-            if let Some(p) = find(&buf, b"\r\n\r\n") {
-                break p + 4;
-            }
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
+        let Some(head) = next_head(&mut s, &mut buf, &mut chunk) else {
+            return;
         };
-        let head = String::from_utf8_lossy(&buf[..end]).to_string();
-        buf.drain(..end);
         started.lock().unwrap().push(head.clone());
         if head.starts_with("POST /early ") {
             // Refused on sight, before any of the body is read (as a server checking the

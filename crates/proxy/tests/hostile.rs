@@ -9,14 +9,14 @@
 #[macro_use]
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common::{connect, field, find, proxy, proxy_with, read_response, read_some, Response};
+use common::{connect, field, next_head, proxy, proxy_with, read_response, read_some, Response};
 use evlab_proxy::Proxy;
 
 /// What the smuggling origin slips behind a response: a whole response of its own, cacheable,
@@ -138,17 +138,9 @@ fn serve(mut s: TcpStream, id: usize, log: Log) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        let end = loop {
-            if let Some(p) = find(&buf, b"\r\n\r\n") {
-                break p + 4;
-            }
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
+        let Some(head) = next_head(&mut s, &mut buf, &mut chunk) else {
+            return;
         };
-        let head = String::from_utf8_lossy(&buf[..end]).to_string();
-        buf.drain(..end);
         log.lock().unwrap().push((id, head.clone()));
         let path = head.split(' ').nth(1).unwrap_or("").to_string();
         let cacheable = "Cache-Control: max-age=600\r\n";

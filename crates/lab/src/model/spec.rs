@@ -635,6 +635,14 @@ impl Spec {
         self.series.iter().find(|s| s.label == label)
     }
 
+    /// The width a capacity search closes its bracket to (`[knee] resolution`, or its default).
+    pub fn knee_resolution(&self) -> f64 {
+        self.knee.as_ref().map_or_else(
+            || crate::model::knee::KneeSpec::default().resolution,
+            |k| k.resolution,
+        )
+    }
+
     /// A series' own CPU budget (`[[series]] cpu_budget`), if it has one.
     pub fn series_budget(&self, label: &str) -> Option<f64> {
         self.series_spec(label).and_then(|s| s.cpu_budget)

@@ -15,6 +15,23 @@ pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// The next request head an origin reads from `s`, taken off the front of `buf` (None when
+/// the peer closed or the read failed first); `chunk` is the read buffer.
+pub fn next_head(s: &mut TcpStream, buf: &mut Vec<u8>, chunk: &mut [u8]) -> Option<String> {
+    let end = loop {
+        if let Some(p) = find(buf, b"\r\n\r\n") {
+            break p + 4;
+        }
+        match std::io::Read::read(s, chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+    buf.drain(..end);
+    Some(head)
+}
+
 pub fn field<'h>(head: &'h str, name: &str) -> Option<&'h str> {
     head.split("\r\n").skip(1).find_map(|l| {
         let (k, v) = l.split_once(':')?;

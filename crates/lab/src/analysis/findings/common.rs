@@ -327,7 +327,7 @@ fn decide(
 /// Each capacity search of `side`: the capacities of those whose bracket closed, and how many
 /// searches there were.
 pub(crate) fn knee_trials(s: &Summary, side: &Side) -> (Vec<f64>, usize) {
-    let res = s.experiment.knee.clone().unwrap_or_default().resolution;
+    let res = s.experiment.knee_resolution();
     let of: Vec<&crate::model::knee::Knee> = s
         .knees
         .iter()
@@ -347,7 +347,7 @@ fn judge_knee(
     (a, b): (Side, Side),
     finding: impl Fn(Verdict, String) -> Finding,
 ) -> Finding {
-    let res = s.experiment.knee.clone().unwrap_or_default().resolution;
+    let res = s.experiment.knee_resolution();
     let (va, na) = knee_trials(s, &a);
     let (vb, nb) = knee_trials(s, &b);
     let head = format!(

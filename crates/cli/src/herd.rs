@@ -27,6 +27,10 @@ pub struct Args {
     /// Milliseconds between the workers' readiness and the first connection
     #[arg(long, default_value_t = 50)]
     pub settle_ms: u64,
+    /// Rounds: every point once per round, the rounds one after the other; the findings are
+    /// decided on the interval over the rounds (at least 3 needed)
+    #[arg(long, default_value_t = herd::REPEAT)]
+    pub repeat: usize,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -72,6 +76,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         conns: a.conns,
         clients: a.clients,
         settle: Duration::from_millis(a.settle_ms),
+        repeat: a.repeat,
         ..Config::default()
     };
     let report = herd::run(&cfg, |p| {

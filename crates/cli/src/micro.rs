@@ -56,8 +56,9 @@ pub struct MallocArgs {
     /// Bytes per allocation
     #[arg(long, default_value_t = 512)]
     pub size: usize,
-    /// Runs per point; the table shows medians
-    #[arg(long, default_value_t = 1)]
+    /// Rounds: every point once per round, the rounds one after the other; the table shows
+    /// medians, and the findings are decided on the interval over the rounds (at least 3)
+    #[arg(long, default_value_t = evlab_micro::malloc::REPEAT)]
     pub repeat: usize,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)
     #[arg(long)]

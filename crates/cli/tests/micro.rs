@@ -376,67 +376,74 @@ fn herd_accepts_every_connection_once_in_every_mode() {
         "both",
         "--settle-ms",
         "5",
+        "--repeat",
+        "2",
         "--json",
         "-",
     ]);
     assert_eq!(v["benchmark"], "herd");
     check_findings(&v, 4);
     assert_eq!(v["conns"], 12);
+    assert_eq!(v["repeat"], 2);
     let points = v["points"].as_array().unwrap();
     let modes = ["accept", "poll", "epoll", "exclusive", "reuseport", "uring"];
-    assert_eq!(points.len(), 2 * modes.len() * 2);
-    for as_ in ["threads", "processes"] {
-        for mode in modes {
-            for n in [1u64, 3] {
-                let p = points
-                    .iter()
-                    .find(|p| p["as"] == as_ && p["mode"] == mode && p["workers"] == n)
-                    .unwrap_or_else(|| panic!("no point {as_} {mode} {n}"));
-                let what = format!("{as_} {mode} N={n}");
-                match p["status"].as_str().unwrap() {
-                    "ok" => {}
-                    "skipped" if mode == "uring" => {
-                        let why = format!("herd {what}: {}", p["reason"]);
-                        evlab_poll::testing::require("io_uring", false, &why);
-                        continue;
-                    }
-                    s => panic!("{what}: {s}: {}", p["reason"]),
-                }
-                assert_eq!(p["connections"], 12, "{what}");
-                assert_eq!(p["client_errors"], 0, "{what}");
-                let per: Vec<u64> = p["per_worker"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_u64().unwrap())
-                    .collect();
-                assert_eq!(per.len() as u64, n, "{what}");
-                // Every connection made was accepted by exactly one worker.
-                assert_eq!(per.iter().sum::<u64>(), 12, "{what}");
-                assert_eq!(p["accepted"], 12, "{what}");
-                assert_eq!(p["latency"]["count"], 12, "{what}");
-                assert_eq!(
-                    p["worker_stats"].as_array().unwrap().len() as u64,
-                    n,
-                    "{what}"
-                );
-                // The workers sleep in their wait through the 5 ms settle, so the first accept
-                // woke somebody (a voluntary switch): at least 1 in 12. A connection wakes at
-                // most every worker (the herd), a few times over if a woken wait sleeps again.
-                let wakeups = p["wakeups_per_accept"].as_f64().unwrap();
-                assert!(
-                    wakeups >= 1.0 / 12.0 && wakeups <= 4.0 * n as f64 + 2.0,
-                    "{what}: {wakeups} wake-ups per accept"
-                );
-                // An accept, a write and a close (and the waits between): some microseconds of
-                // CPU, never none, and not milliseconds per worker.
-                let cpu = p["cpu_us_per_accept"].as_f64().unwrap();
-                assert!(
-                    cpu > 0.0 && cpu < 5_000.0 * n as f64,
-                    "{what}: {cpu} µs of CPU per accept"
-                );
+    assert_eq!(points.len(), 2 * 2 * modes.len() * 2);
+    for (round, as_, mode, n) in (0..2u64).flat_map(|r| {
+        ["threads", "processes"].into_iter().flat_map(move |a| {
+            modes
+                .into_iter()
+                .flat_map(move |m| [1u64, 3].map(move |n| (r, a, m, n)))
+        })
+    }) {
+        let p = points
+            .iter()
+            .find(|p| {
+                p["round"] == round && p["as"] == as_ && p["mode"] == mode && p["workers"] == n
+            })
+            .unwrap_or_else(|| panic!("no point {as_} {mode} {n} in round {round}"));
+        let what = format!("{as_} {mode} N={n} round {round}");
+        match p["status"].as_str().unwrap() {
+            "ok" => {}
+            "skipped" if mode == "uring" => {
+                let why = format!("herd {what}: {}", p["reason"]);
+                evlab_poll::testing::require("io_uring", false, &why);
+                continue;
             }
+            s => panic!("{what}: {s}: {}", p["reason"]),
         }
+        assert_eq!(p["connections"], 12, "{what}");
+        assert_eq!(p["client_errors"], 0, "{what}");
+        let per: Vec<u64> = p["per_worker"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        assert_eq!(per.len() as u64, n, "{what}");
+        // Every connection made was accepted by exactly one worker.
+        assert_eq!(per.iter().sum::<u64>(), 12, "{what}");
+        assert_eq!(p["accepted"], 12, "{what}");
+        assert_eq!(p["latency"]["count"], 12, "{what}");
+        assert_eq!(
+            p["worker_stats"].as_array().unwrap().len() as u64,
+            n,
+            "{what}"
+        );
+        // The workers sleep in their wait through the 5 ms settle, so the first accept
+        // woke somebody (a voluntary switch): at least 1 in 12. A connection wakes at
+        // most every worker (the herd), a few times over if a woken wait sleeps again.
+        let wakeups = p["wakeups_per_accept"].as_f64().unwrap();
+        assert!(
+            wakeups >= 1.0 / 12.0 && wakeups <= 4.0 * n as f64 + 2.0,
+            "{what}: {wakeups} wake-ups per accept"
+        );
+        // An accept, a write and a close (and the waits between): some microseconds of
+        // CPU, never none, and not milliseconds per worker.
+        let cpu = p["cpu_us_per_accept"].as_f64().unwrap();
+        assert!(
+            cpu > 0.0 && cpu < 5_000.0 * n as f64,
+            "{what}: {cpu} µs of CPU per accept"
+        );
     }
 }
 

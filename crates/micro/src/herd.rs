@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 use evlab_poll::sys::{self, Usage};
 
 use crate::plot::{Plot, Xy};
-use crate::stats::Percentiles;
+use crate::stats::{Interval, Percentiles, MIN_REPEATS};
 use crate::table::{num, Table};
-use crate::{render_findings, this_machine, Finding, MicroError};
+use crate::{render_findings, this_machine, Finding, MicroError, Verdict};
 
 /// The report's data, defined in `evlab-wire` (the lab reads it from there).
 pub use evlab_wire::micro::herd::{As, Mode, Point, Report, Status, WorkerStats};
@@ -59,6 +59,10 @@ pub struct Config {
     pub settle: Duration,
     /// How long the client waits for a connection's byte, and the run for its workers to stop.
     pub timeout: Duration,
+    /// Rounds: every point is measured once per round, the rounds one after the other, so that
+    /// a disturbance of the machine falls on one round of every point rather than on every
+    /// round of one (the findings' intervals are over the rounds).
+    pub repeat: usize,
 }
 
 impl Default for Config {
@@ -71,6 +75,7 @@ impl Default for Config {
             clients: 1,
             settle: Duration::from_millis(50),
             timeout: Duration::from_secs(10),
+            repeat: REPEAT,
         }
     }
 }
@@ -86,19 +91,22 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
             "workers: give one or more counts, each at least 1".into(),
         ));
     }
-    if cfg.conns == 0 || cfg.clients == 0 {
+    if cfg.conns == 0 || cfg.clients == 0 || cfg.repeat == 0 {
         return Err(MicroError::Config(
-            "connections and clients must each be at least 1".into(),
+            "connections, clients and repeat must each be at least 1".into(),
         ));
     }
     let machine = this_machine();
     let mut points = Vec::new();
-    for &as_ in &cfg.as_ {
-        for &mode in &cfg.modes {
-            for &n in &cfg.workers {
-                let p = point(cfg, mode, as_, n);
-                progress(&p);
-                points.push(p);
+    for round in 0..cfg.repeat {
+        for &as_ in &cfg.as_ {
+            for &mode in &cfg.modes {
+                for &n in &cfg.workers {
+                    let mut p = point(cfg, mode, as_, n);
+                    p.round = round;
+                    progress(&p);
+                    points.push(p);
+                }
             }
         }
     }
@@ -107,6 +115,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
         machine,
         conns: cfg.conns,
         clients: cfg.clients,
+        repeat: cfg.repeat,
         points,
         findings: Vec::new(),
     };
@@ -117,6 +126,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
 fn point(cfg: &Config, mode: Mode, as_: As, n: usize) -> Point {
     let mut p = Point {
         mode,
+        round: 0,
         as_,
         workers: n,
         status: Status::Ok,
@@ -649,40 +659,79 @@ fn drive(dst: SocketAddr, cfg: &Config) -> ClientOut {
 
 // ---- output ----
 
-/// The LSP's finding on today's ways of waiting: judged at the largest N of 4 or more that was
-/// measured (threads first), by the wake-ups per accepted connection.
-pub fn findings(r: &Report) -> Vec<Finding> {
-    let top = |mode: Mode| {
+/// Rounds the CLI and the experiment make by default: a round of the default sweep takes
+/// about 16 s here, and the rules need at least [`MIN_REPEATS`].
+pub const REPEAT: usize = 5;
+/// A herd: at least one waiter woken for nothing per connection, on average.
+pub const HERD_AT_LEAST: f64 = 2.0;
+/// Wake-one: at most half a waiter woken for nothing per connection (1 is the floor).
+pub const ONE_AT_MOST: f64 = 1.5;
+
+/// Where a mode's rule reads: of the points with at least 4 workers, the one measured in the
+/// most rounds, then threads before processes, then the most workers.
+fn judged_point(r: &Report, mode: Mode) -> Option<(As, usize)> {
+    let ok = |p: &&Point| p.mode == mode && p.status == Status::Ok && p.accepted > 0;
+    let rounds = |as_: As, n: usize| {
         r.points
             .iter()
-            .filter(|p| p.mode == mode && p.status == Status::Ok && p.workers >= 4)
-            .filter(|p| p.accepted > 0)
-            .max_by_key(|p| (p.as_ == As::Threads, p.workers))
+            .filter(ok)
+            .filter(|p| p.as_ == as_ && p.workers == n)
+            .count()
     };
+    r.points
+        .iter()
+        .filter(ok)
+        .filter(|p| p.workers >= 4)
+        .map(|p| (p.as_, p.workers))
+        .max_by_key(|&(as_, n)| (rounds(as_, n), as_ == As::Threads, n))
+}
+
+/// The LSP's finding on today's ways of waiting: the wake-ups per accepted connection at the
+/// point [`judged_point`] picks, one value per round, decided on the 90% t interval of their
+/// mean: a herd when the interval lies wholly at or above [`HERD_AT_LEAST`], wake-one when it
+/// lies wholly at or below [`ONE_AT_MOST`].
+pub fn findings(r: &Report) -> Vec<Finding> {
     let judge = |id: &str, claim: &str, mode: Mode, herd: bool| {
-        let p = top(mode);
-        Finding::new(
-            claim,
-            p.map(|p| {
-                if herd {
-                    p.wakeups_per_accept >= 2.0
-                } else {
-                    p.wakeups_per_accept <= 1.5
-                }
-            }),
-            match p {
-                Some(p) => format!(
-                    "{}: {:.2} wake-ups and {:.1} us CPU per accept with {} {}",
-                    mode.name(),
-                    p.wakeups_per_accept,
-                    p.cpu_us_per_accept,
-                    p.workers,
-                    p.as_.name()
-                ),
-                None => format!("{} was not measured with 4 or more workers", mode.name()),
-            },
-        )
-        .rule(id)
+        let Some((as_, n)) = judged_point(r, mode) else {
+            return Finding::decided(
+                id,
+                claim,
+                Verdict::NotMeasured,
+                format!("{} was not measured with 4 or more workers", mode.name()),
+            );
+        };
+        let at: Vec<&Point> = r
+            .points
+            .iter()
+            .filter(|p| p.mode == mode && p.as_ == as_ && p.workers == n)
+            .filter(|p| p.status == Status::Ok && p.accepted > 0)
+            .collect();
+        let wakeups: Vec<f64> = at.iter().map(|p| p.wakeups_per_accept).collect();
+        let cpu: Vec<f64> = at.iter().map(|p| p.cpu_us_per_accept).collect();
+        let Some(iv) = Interval::of_mean(&wakeups) else {
+            return Finding::decided(
+                id,
+                claim,
+                Verdict::NotMeasured,
+                format!("{}: no finite wake-up count", mode.name()),
+            );
+        };
+        let verdict = if herd {
+            iv.at_least(HERD_AT_LEAST)
+        } else {
+            iv.at_most(ONE_AT_MOST)
+        };
+        let mut why = format!(
+            "{} with {n} {}: {} wake-ups per accept; {:.1} us CPU per accept (mean)",
+            mode.name(),
+            as_.name(),
+            iv.words(2, "rounds"),
+            cpu.iter().sum::<f64>() / cpu.len().max(1) as f64,
+        );
+        if iv.n < MIN_REPEATS {
+            why.push_str(&format!(" ({} round(s): {MIN_REPEATS} needed)", iv.n));
+        }
+        Finding::decided(id, claim, verdict, why)
     };
     vec![
         judge(
@@ -713,7 +762,7 @@ pub fn findings(r: &Report) -> Vec<Finding> {
 }
 
 /// The registry ids of the micro-benchmark's findings (the lab's `analysis::rules`,
-/// docs/findings.md). Not yet decided on intervals: on the point with the most workers.
+/// docs/findings.md).
 pub const RULE_IDS: [&str; 4] = [
     "herd-micro-accept-wakes-one",
     "herd-micro-poll-wakes-herd",
@@ -766,12 +815,7 @@ pub fn plots(report: &Report) -> Vec<Plot> {
             )
             .log_x();
             for mode in Mode::ALL {
-                plot.line(
-                    mode.legend(),
-                    ok.iter()
-                        .filter(|p| p.mode == mode)
-                        .map(|p| Xy::new(p.workers as f64, f(p))),
-                );
+                plot.line(mode.legend(), mean_over_rounds(&ok, mode, f));
             }
             out.push(plot);
         }
@@ -779,11 +823,38 @@ pub fn plots(report: &Report) -> Vec<Plot> {
     out
 }
 
+/// One mode's points as (workers, the mean of `f` over the rounds measured), in order of
+/// workers.
+fn mean_over_rounds(ok: &[&Point], mode: Mode, f: fn(&Point) -> f64) -> Vec<Xy> {
+    let mut ns: Vec<usize> = ok
+        .iter()
+        .filter(|p| p.mode == mode)
+        .map(|p| p.workers)
+        .collect();
+    ns.sort_unstable();
+    ns.dedup();
+    ns.into_iter()
+        .map(|n| {
+            let v: Vec<f64> = ok
+                .iter()
+                .filter(|p| p.mode == mode && p.workers == n)
+                .map(|p| f(p))
+                .collect();
+            Xy::new(n as f64, v.iter().sum::<f64>() / v.len() as f64)
+        })
+        .collect()
+}
+
 /// The seed's figures as a table: per mode and N, wake-ups and time per accept, balance and
 /// latency.
 pub fn render(r: &Report) -> String {
+    let rounds = if r.repeat > 1 {
+        format!(", {} rounds (figures: the mean over them)", r.repeat)
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "herd: {} connections per point, {} client(s) one connection at a time\n{}\n\n",
+        "herd: {} connections per point, {} client(s) one connection at a time{rounds}\n{}\n\n",
         r.conns,
         r.clients,
         r.machine.line()
@@ -803,12 +874,25 @@ pub fn render(r: &Report) -> String {
         "p99 us",
     ]);
     let mut notes = Vec::new();
-    for p in &r.points {
+    // Rounds side by side: each point's rounds one under the other.
+    let mut points: Vec<&Point> = r.points.iter().collect();
+    points.sort_by_key(|p| {
+        let mode = Mode::ALL.iter().position(|&m| m == p.mode);
+        (p.as_ != As::Threads, mode, p.workers, p.round)
+    });
+    let n = |p: &Point| {
+        if r.repeat > 1 {
+            format!("{} r{}", p.workers, p.round + 1)
+        } else {
+            p.workers.to_string()
+        }
+    };
+    for p in points {
         if p.status != Status::Ok {
             t.row([
                 p.as_.name().to_string(),
                 p.mode.name().to_string(),
-                p.workers.to_string(),
+                n(p),
                 format!("{:?}", p.status).to_lowercase(),
             ]);
             if let Some(why) = &p.reason {
@@ -816,7 +900,7 @@ pub fn render(r: &Report) -> String {
                     "  {} {} N={}: {why}",
                     p.as_.name(),
                     p.mode.name(),
-                    p.workers
+                    n(p)
                 ));
             }
             continue;
@@ -826,7 +910,7 @@ pub fn render(r: &Report) -> String {
         t.row([
             p.as_.name().to_string(),
             p.mode.name().to_string(),
-            p.workers.to_string(),
+            n(p),
             p.accepted.to_string(),
             num(p.wakeups_per_accept, 2),
             p.empty_wakeups.to_string(),
@@ -893,10 +977,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn figures_per_way_of_running_with_a_line_per_mode() {
-        let pt = |mode: Mode, as_: As, n: usize, wakeups: f64, status: Status| Point {
+    fn pt(mode: Mode, as_: As, n: usize, wakeups: f64, status: Status) -> Point {
+        Point {
             mode,
+            round: 0,
             as_,
             workers: n,
             status,
@@ -913,7 +997,107 @@ mod tests {
             balance_cv: 0.5,
             latency: Percentiles::default(),
             worker_stats: vec![],
-        };
+        }
+    }
+
+    fn report(points: Vec<Point>, repeat: usize) -> Report {
+        Report {
+            benchmark: "herd".into(),
+            machine: this_machine(),
+            conns: 10,
+            clients: 1,
+            repeat,
+            points,
+            findings: vec![],
+        }
+    }
+
+    /// `values[mode][round]` wake-ups per accept at 4 and 64 threads in every round.
+    fn rounds(values: &[(Mode, &[f64])]) -> Report {
+        let mut points = Vec::new();
+        let repeat = values.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        for (mode, v) in values {
+            for (round, &w) in v.iter().enumerate() {
+                for n in [4, 64] {
+                    let mut p = pt(*mode, As::Threads, n, w, Status::Ok);
+                    p.round = round;
+                    points.push(p);
+                }
+            }
+        }
+        report(points, repeat)
+    }
+
+    fn verdicts(r: &Report) -> Vec<Verdict> {
+        findings(r).iter().map(|f| f.verdict).collect()
+    }
+
+    #[test]
+    fn findings_are_decided_on_the_interval_over_rounds() {
+        use Verdict::*;
+        let r = rounds(&[
+            (Mode::Accept, &[1.0, 1.01, 1.0]),
+            (Mode::Poll, &[3.1, 2.9, 3.0]),
+            (Mode::Epoll, &[2.5, 2.6, 2.4]),
+            (Mode::Exclusive, &[1.02, 1.0, 1.01]),
+        ]);
+        assert_eq!(
+            verdicts(&r),
+            [Reproduced, Reproduced, Reproduced, Reproduced]
+        );
+        let f = &findings(&r)[1];
+        assert_eq!(f.rule, RULE_IDS[1]);
+        assert!(
+            f.evidence.starts_with("poll with 64 threads: 3.00 [")
+                && f.evidence.contains("over 3 rounds"),
+            "{}",
+            f.evidence
+        );
+        // The opposite shape: the herd gone for poll, back for accept.
+        let r = rounds(&[
+            (Mode::Accept, &[3.0, 3.1, 2.9]),
+            (Mode::Poll, &[1.0, 1.0, 1.01]),
+            (Mode::Epoll, &[1.0, 1.01, 1.0]),
+            (Mode::Exclusive, &[2.0, 2.1, 2.2]),
+        ]);
+        assert_eq!(
+            verdicts(&r),
+            [NotReproduced, NotReproduced, NotReproduced, NotReproduced]
+        );
+        // Rounds that straddle the threshold, and too few rounds, decide nothing.
+        let r = rounds(&[
+            (Mode::Accept, &[1.0, 2.0, 1.2]),
+            (Mode::Poll, &[3.0, 3.1]),
+            (Mode::Epoll, &[1.0, 4.0, 2.5]),
+            (Mode::Exclusive, &[1.0]),
+        ]);
+        assert_eq!(
+            verdicts(&r),
+            [Inconclusive, Inconclusive, Inconclusive, Inconclusive]
+        );
+    }
+
+    #[test]
+    fn a_point_missing_from_a_round_moves_the_judged_point_down() {
+        let mut r = rounds(&[(Mode::Poll, &[3.0, 3.1, 2.9])]);
+        // 64 threads failed in round 2: the rule reads 4 threads, measured in every round.
+        for p in r.points.iter_mut() {
+            if p.workers == 64 && p.round == 1 {
+                p.status = Status::Failed;
+            }
+        }
+        let f = &findings(&r)[1];
+        assert_eq!(f.verdict, Verdict::Reproduced);
+        assert!(
+            f.evidence.starts_with("poll with 4 threads"),
+            "{}",
+            f.evidence
+        );
+        assert_eq!(findings(&r)[0].verdict, Verdict::NotMeasured);
+    }
+
+    #[test]
+    fn figures_per_way_of_running_with_a_line_per_mode() {
         let mut points = Vec::new();
         for n in [1, 4, 64] {
             points.push(pt(Mode::Accept, As::Threads, n, 1.0, Status::Ok));
@@ -921,14 +1105,11 @@ mod tests {
             points.push(pt(Mode::Uring, As::Threads, n, 0.0, Status::Skipped));
         }
         points.push(pt(Mode::Epoll, As::Processes, 8, 6.0, Status::Ok));
-        let r = Report {
-            benchmark: "herd".into(),
-            machine: this_machine(),
-            conns: 10,
-            clients: 1,
-            points,
-            findings: vec![],
-        };
+        // A second round of poll at 64: the figure draws the mean of the rounds.
+        let mut again = pt(Mode::Poll, As::Threads, 64, 32.0, Status::Ok);
+        again.round = 1;
+        points.push(again);
+        let r = report(points, 2);
         let plots = plots(&r);
         let names: Vec<&str> = plots.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
@@ -952,7 +1133,7 @@ mod tests {
             "uring was skipped: no line"
         );
         assert_eq!(w.series("poll").unwrap().xs(), [1.0, 4.0, 64.0]);
-        assert_eq!(w.series("poll").unwrap().y_at(64.0), Some(64.0));
+        assert_eq!(w.series("poll").unwrap().y_at(64.0), Some(48.0));
         assert!(plots[1].y_label.contains("(µs)"));
         assert_eq!(plots[1].series("poll").unwrap().y_at(4.0), Some(40.0));
         assert_eq!(

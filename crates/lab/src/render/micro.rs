@@ -569,6 +569,7 @@ mod tests {
             ns_per_pair: 10.0,
             null_ns_per_iteration: 1.0,
             pairs_per_sec: 1e8,
+            wall_runs_seconds: vec![],
         };
         let r = malloc::Report {
             benchmark: "malloc".into(),
@@ -600,6 +601,7 @@ mod tests {
     fn herd_figures_per_way_of_running_with_a_line_per_mode() {
         let pt = |mode: herd::Mode, n: usize| herd::Point {
             mode,
+            round: 0,
             as_: herd::As::Threads,
             workers: n,
             status: herd::Status::Ok,
@@ -626,6 +628,7 @@ mod tests {
             machine: machine(),
             conns: 10,
             clients: 1,
+            repeat: 1,
             points: herd::Mode::ALL
                 .iter()
                 .flat_map(|&m| [1, 2, 4, 8].map(|n| pt(m, n)))

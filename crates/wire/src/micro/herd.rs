@@ -103,10 +103,14 @@ pub enum Status {
     Failed,
 }
 
-/// One mode at one N.
+/// One mode at one N, in one round.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     pub mode: Mode,
+    /// The round (0 …): every point is measured once per round, the rounds one after the
+    /// other (0 in reports written before rounds existed).
+    #[serde(default)]
+    pub round: usize,
     #[serde(rename = "as")]
     pub as_: As,
     pub workers: usize,
@@ -139,8 +143,15 @@ pub struct Report {
     pub machine: Machine,
     pub conns: usize,
     pub clients: usize,
+    /// Rounds: every point measured once per round (1 in reports written before rounds).
+    #[serde(default = "one")]
+    pub repeat: usize,
     pub points: Vec<Point>,
     /// The seed's findings judged on this run.
     #[serde(default)]
     pub findings: Vec<Finding>,
+}
+
+fn one() -> usize {
+    1
 }

@@ -57,4 +57,8 @@ pub struct Point {
     pub null_ns_per_iteration: f64,
     /// Pairs per second, all workers together, by the wall clock.
     pub pairs_per_sec: f64,
+    /// The wall time of each round, in round order (the rounds interleaved over the points);
+    /// empty in reports written before rounds, whose findings had no interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wall_runs_seconds: Vec<f64>,
 }

@@ -80,6 +80,25 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
             }
         }
     }
+    // Figures 5-6 across mechanisms: select and poll against epoll-lt, both with the idle
+    // connections.
+    for idle in s.idle_counts().into_iter().filter(|&i| i > 0) {
+        for (m, id) in [
+            ("select", "fig5-select-below-epoll-lt"),
+            ("poll", "fig5-poll-below-epoll-lt"),
+        ] {
+            if has(m, idle) && has("epoll-lt", idle) {
+                out.push(judge(
+                    s,
+                    rule(id),
+                    side(m, idle),
+                    side("epoll-lt", idle),
+                    &replies,
+                    "replies/s",
+                ));
+            }
+        }
+    }
     accept_limit(s, &mut out);
     table1(s, &mut out);
     negative_control(s, &mut out);

@@ -579,6 +579,8 @@ fn paper_rules_reproduce_on_the_papers_shape() {
         "fig5-select-replies",
         "fig5-poll-replies",
         "fig5-epoll-lt-slight",
+        "fig5-select-below-epoll-lt",
+        "fig5-poll-below-epoll-lt",
         "fig5-epoll-et-unaffected",
         "fig5-select-cpu",
         "fig5-poll-cpu",
@@ -616,6 +618,8 @@ fn paper_rules_reject_the_opposite_shape() {
         "fig1-select-as-epoll-lt",
         "fig5-poll-replies",
         "fig5-epoll-lt-slight",
+        "fig5-select-below-epoll-lt",
+        "fig5-poll-below-epoll-lt",
         "fig5-epoll-et-unaffected",
         "fig5-select-cpu",
     ] {
@@ -798,6 +802,8 @@ fn capacity_rules_read_the_knees_where_a_run_has_them() {
         "fig5-select-replies",
         "fig5-poll-replies",
         "fig5-epoll-lt-slight",
+        "fig5-select-below-epoll-lt",
+        "fig5-poll-below-epoll-lt",
         "fig5-epoll-et-unaffected",
     ] {
         let (v, e) = by_rule(&s, id);

@@ -375,6 +375,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         );
     }
     let mut r = summary::report(&stats, &info);
+    // The build, not the bare version: `evlab compare` warns on reports of different builds.
+    r.version = env!("EVLAB_BUILD").into();
     r.interrupted = interrupted;
     r.config.workload = Some(
         a.specweb

@@ -2,6 +2,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod compare;
 mod docs;
 mod fileset;
 mod herd;
@@ -23,7 +24,7 @@ pub const DEFAULT_PORT: u16 = 8080;
 #[derive(Parser, Debug)]
 #[command(
     name = "evlab",
-    version,
+    version = env!("EVLAB_BUILD"),
     about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel",
     after_help = EXAMPLES
 )]
@@ -69,6 +70,9 @@ enum Command {
     /// Re-render a report from saved results
     #[command(after_help = run::REPORT_EXAMPLES)]
     Report(run::ReportArgs),
+    /// Compare two runs: each finding's verdict and each point's change with its interval
+    #[command(after_help = compare::EXAMPLES)]
+    Compare(compare::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(after_help = docs::COMPLETIONS_EXAMPLES)]
     Completions(docs::CompletionsArgs),
@@ -117,6 +121,7 @@ fn main() {
         Command::Fileset(a) => fileset::run(a),
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
+        Command::Compare(a) => compare::run(a),
         Command::Completions(a) => docs::completions(a, Cli::command()),
         Command::Man(a) => docs::man(a, Cli::command()),
         Command::Pipetest(a) => pipetest::run(a),

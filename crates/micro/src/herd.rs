@@ -722,7 +722,7 @@ pub fn findings(r: &Report) -> Vec<Finding> {
             iv.at_most(ONE_AT_MOST)
         };
         let mut why = format!(
-            "{} with {n} {}: {} wake-ups per accept; {:.1} us CPU per accept (mean)",
+            "{} with {n} {}: wake-ups per accept {}; {:.1} us CPU per accept (mean)",
             mode.name(),
             as_.name(),
             iv.words(2, "rounds"),
@@ -1048,7 +1048,8 @@ mod tests {
         let f = &findings(&r)[1];
         assert_eq!(f.rule, RULE_IDS[1]);
         assert!(
-            f.evidence.starts_with("poll with 64 threads: 3.00 [")
+            f.evidence
+                .starts_with("poll with 64 threads: wake-ups per accept 3.00 [")
                 && f.evidence.contains("over 3 rounds"),
             "{}",
             f.evidence

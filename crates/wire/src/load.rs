@@ -41,6 +41,8 @@ pub use crate::StatusClasses;
 pub struct LoadReport {
     /// "evlab load".
     pub tool: String,
+    /// The build: `evlab --version` without the name (version, git commit, clean or dirty,
+    /// rustc) when written by the evlab binary.
     pub version: String,
     pub config: RunConfig,
     /// Seconds from the first scheduled start to the end of the run.

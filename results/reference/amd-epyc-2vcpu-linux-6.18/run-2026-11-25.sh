@@ -42,5 +42,15 @@ case "${1:-all}" in
       run "$e" "$e" --duration 2
     done
     ;;
-  *) echo "usage: $0 quick | knee | knee2 | rest | figures" >&2; exit 2 ;;
+  judged)
+    # The two runs that judge the rules added on 2026-11-25 (third session) before they ran
+    # (fig5-select-below-epoll-lt, fig5-poll-below-epoll-lt), and the micro-benchmarks whose
+    # rules then became intervals over rounds.
+    run quick-knee-run5 quick
+    run quick-knee-run6 quick
+    run herd herd
+    run malloc malloc
+    run quick-knee-placebo2 quick --placebo
+    ;;
+  *) echo "usage: $0 quick | knee | knee2 | rest | figures | judged" >&2; exit 2 ;;
 esac

@@ -19,6 +19,8 @@ pub struct Machine {
     pub ip_local_port_range: String,
     pub tcp_tw_reuse: String,
     pub somaxconn: String,
+    /// The build of the evlab that ran the points: its `--version` line without the name
+    /// (version, git commit, clean or dirty, rustc); the version alone in older summaries.
     pub evlab_version: String,
     /// Tool name → version line (nginx, lighttpd), or "not installed".
     pub tools: BTreeMap<String, String>,

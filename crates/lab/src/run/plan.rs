@@ -167,6 +167,18 @@ fn placebo(series: &mut [Series]) {
 }
 
 /// The summary as it stands before the first point: what was asked for, on what machine.
+/// The build of the `evlab` binary that runs the points: its `--version` line without the
+/// name ("0.1.0 (commit 0cf31d8a1b2c, clean; rustc 1.91.0 …)"), or this crate's version when
+/// the binary does not answer.
+fn build_of(evlab: &Path) -> String {
+    procs::command_line_output(&[&evlab.display().to_string(), "--version"])
+        .and_then(|s| {
+            let line = s.lines().next()?.trim().to_string();
+            line.strip_prefix("evlab ").map(str::to_string)
+        })
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+}
+
 pub(crate) fn new_summary(
     opts: &RunOptions,
     series: &[Series],
@@ -183,7 +195,7 @@ pub(crate) fn new_summary(
         finished: None,
         wall_s: 0.0,
         interrupted: false,
-        machine: machine::collect(env!("CARGO_PKG_VERSION")),
+        machine: machine::collect(&build_of(&opts.evlab)),
         series: series.to_vec(),
         skipped,
         calibration: None,

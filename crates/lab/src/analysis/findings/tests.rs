@@ -547,7 +547,7 @@ fn by_rule(s: &Summary, id: &str) -> (Verdict, String) {
 /// that vary by ±1% (the same in every series: a trial's machine state). Past the knee
 /// (8,000/s) every series answers 5,000/s without idle connections; `at_idle(m)` what it
 /// answers with them. select and poll pay 30 µs per reply with idle connections, 10 without.
-fn fig5(at_idle: &dyn Fn(&str) -> f64) -> Summary {
+pub(crate) fn fig5(at_idle: &dyn Fn(&str) -> f64) -> Summary {
     summary(
         &["select", "poll", "epoll-lt", "epoll-et"],
         &[0, 10_000],
@@ -767,7 +767,7 @@ fn knee_of(series: &str, idle: usize, trial: u32, truth: f64) -> crate::model::k
 
 /// `s` with a capacity search per series, idle count and trial, closed around
 /// `truth(series, idle)` × the trial's noise (±2%).
-fn with_knees(mut s: Summary, truth: &dyn Fn(&str, usize) -> f64) -> Summary {
+pub(crate) fn with_knees(mut s: Summary, truth: &dyn Fn(&str, usize) -> f64) -> Summary {
     s.experiment.knee = Some(crate::model::knee::KneeSpec::default());
     for t in 0..s.experiment.trials {
         for &idle in &s.experiment.idle.clone() {

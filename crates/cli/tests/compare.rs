@@ -1,0 +1,175 @@
+//! `evlab compare` on committed reference runs and on two real `evlab load` reports: the text,
+//! the Markdown and JSON, the exit status when a verdict changed, and the errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::{serve, BIN};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn reference(run: &str) -> String {
+    workspace()
+        .join("results/reference/amd-epyc-2vcpu-linux-6.18")
+        .join(run)
+        .display()
+        .to_string()
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("evlab-compare-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn evlab(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run evlab")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn two_reference_runs_side_by_side() {
+    let d = scratch("runs");
+    let (md, json) = (d.join("c.md"), d.join("c.json"));
+    let (a, b) = (reference("quick-knee-run1"), reference("quick-knee-run2"));
+    let o = evlab(&[
+        "compare",
+        &a,
+        &b,
+        "--md",
+        md.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let changed = findings.iter().filter(|f| f["a"] != f["b"]).count();
+    // Runs 1 and 2 differ on fig5-epoll-lt-slight (inconclusive, then reproduced): the exit
+    // status says a verdict changed, and that finding is named first.
+    assert!(changed >= 1, "{out}");
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert_eq!(findings[0]["rule"], "fig5-epoll-lt-slight", "{out}");
+    assert!(out.contains("CHANGED  fig5-epoll-lt-slight"), "{out}");
+    assert!(out.contains(&format!("A = {a} (quick")), "{out}");
+    assert!(
+        out.lines().last().unwrap().starts_with(&format!(
+            "{changed} of {} findings changed verdict",
+            findings.len()
+        )),
+        "{out}"
+    );
+    // The capacities of both runs' searches, with intervals, and the points.
+    let caps = v["capacities"].as_array().unwrap();
+    assert_eq!(
+        caps.len(),
+        11,
+        "5 mechanisms × 2 idle counts and the control"
+    );
+    assert!(caps.iter().all(|c| c["ratio"].is_array()), "{caps:?}");
+    assert!(out.contains("select, 10,000 idle"), "{out}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.starts_with("# evlab compare\n\n"), "{md}");
+    assert!(
+        md.contains("| where | quantity | A (n) | B (n) | B/A [90%] |"),
+        "{md}"
+    );
+    // A run against itself: nothing changed, exit 0.
+    let o = evlab(&["compare", &a, &a, "--json", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["a"] == f["b"]));
+    assert!(v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["significant"] == false));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn two_load_reports_and_the_errors() {
+    let d = scratch("load");
+    let mut s = serve("compare", &[], |_| {});
+    let port = s.addr.port().to_string();
+    let mut files = Vec::new();
+    for (i, rate) in ["200", "100"].iter().enumerate() {
+        let f = d.join(format!("{i}.json"));
+        let o = evlab(&[
+            "load",
+            "--port",
+            &port,
+            "--uri",
+            "/one",
+            "--rate",
+            rate,
+            "--num-conns",
+            "20",
+            "--quiet",
+            "--json",
+            f.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        files.push(f.display().to_string());
+    }
+    common::stop_serve(&mut s);
+    let o = evlab(&["compare", &files[0], &files[1]]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("warning: one run per side: no interval"),
+        "{out}"
+    );
+    assert!(out.contains("warning: the offered rates differ"), "{out}");
+    assert!(out.contains("replies/s"), "{out}");
+    assert!(out.contains("(no interval)"), "{out}");
+    // One of each kind, a file that is neither, and a missing argument.
+    let o = evlab(&["compare", &reference("quick-knee-run1"), &files[0]]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not one of each"));
+    let junk = d.join("junk.json");
+    std::fs::write(&junk, "{\"not\": \"a report\"}").unwrap();
+    let o = evlab(&["compare", junk.to_str().unwrap(), &files[0]]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("neither a results directory"));
+    let o = evlab(&["compare", &files[0]]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The build every result records: the version, the commit, clean or dirty, and rustc.
+#[test]
+fn the_version_line_names_the_build() {
+    let o = evlab(&["--version"]);
+    assert!(o.status.success());
+    let v = text(&o);
+    let rest = v
+        .trim()
+        .strip_prefix(&format!("evlab {} (", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("{v}"));
+    // A checkout (CI's fresh clone is one) names its commit; a tarball says it has none.
+    let commit = rest
+        .strip_prefix("commit ")
+        .unwrap_or_else(|| panic!("{v}"));
+    let ok = commit.starts_with("unknown (not built from a git checkout)")
+        || (commit.len() > 13
+            && commit[..12].chars().all(|c| c.is_ascii_hexdigit())
+            && (commit[12..].starts_with(", clean; ") || commit[12..].starts_with(", dirty; ")));
+    assert!(ok, "{v}");
+    assert!(rest.contains("rustc "), "{v}");
+}

@@ -21,8 +21,9 @@ pub struct Args {
     /// Server port (`evlab serve` listens on the same one by default)
     #[arg(long, default_value_t = crate::DEFAULT_PORT)]
     pub port: u16,
-    /// Stop after this many seconds (default: until SIGINT or SIGTERM)
-    #[arg(long)]
+    /// Stop after this long: seconds, or with a unit (30s, 2m; default: until SIGINT or
+    /// SIGTERM)
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::seconds)]
     pub duration: Option<f64>,
     /// Source addresses from the idle pool 127.1.0.0/16 (loopback servers only; 0: one per
     /// 10,000 connections)
@@ -31,8 +32,9 @@ pub struct Args {
     /// Connection attempts per second (default: unlimited, 256 per pass of the event loop)
     #[arg(long)]
     pub rate: Option<f64>,
-    /// Seconds before a connect attempt is abandoned (counted as a timeout and retried)
-    #[arg(long, default_value_t = 5.0)]
+    /// How long a connect attempt may take before it is abandoned (counted as a timeout and
+    /// retried): seconds, or 500ms, 5s…
+    #[arg(long, value_name = "DURATION", default_value = "5", value_parser = crate::args::seconds)]
     pub connect_timeout: f64,
     /// Seconds between progress lines
     #[arg(long, default_value_t = 1.0)]

@@ -15,6 +15,7 @@ use evlab_load::workload::specweb::{CallsPerConn, SpecWeb, SpecWebConfig};
 use evlab_load::workload::urilist::UriList;
 use evlab_load::workload::{Fixed, Method, Workload};
 
+use crate::args::usage;
 use crate::output::Sink;
 use crate::Exit;
 
@@ -30,10 +31,10 @@ pub struct Args {
     #[arg(long, default_value = "/")]
     pub uri: String,
     /// Request method, GET or HEAD (session files may give their own per line with method=)
-    #[arg(long, default_value = "GET")]
+    #[arg(long, default_value = "GET", value_parser = ["GET", "HEAD"], ignore_case = true)]
     pub method: String,
     /// Connections (sessions) started per second, on a fixed schedule (or Poisson)
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::rate, allow_hyphen_values = true)]
     pub rate: f64,
     /// Exponentially distributed gaps between starts instead of fixed ones
     #[arg(long)]
@@ -41,17 +42,20 @@ pub struct Args {
     /// Connections to start in all (the run ends when they are done)
     #[arg(long)]
     pub num_conns: Option<u64>,
-    /// Seconds to keep starting connections (alternative to --num-conns)
-    #[arg(long)]
+    /// How long to keep starting connections (alternative to --num-conns): seconds, or with a
+    /// unit (500ms, 30s, 2m)
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::seconds)]
     pub duration: Option<f64>,
     /// Calls (requests) per connection
     #[arg(long, default_value_t = 1)]
     pub num_calls: usize,
-    /// Seconds each stage (connect, reply) may take before the connection counts as client-timo
-    #[arg(long, default_value_t = 5.0)]
+    /// How long each stage (connect, reply) may take before the connection counts as
+    /// client-timo (seconds, or 500ms, 2s…)
+    #[arg(long, value_name = "DURATION", default_value = "5", value_parser = crate::args::seconds)]
     pub timeout: f64,
-    /// Seconds the server may take to start a reply, added to --timeout while replies are awaited (httperf's)
-    #[arg(long, default_value_t = 0.0)]
+    /// How long the server may take to start a reply, added to --timeout while replies are
+    /// awaited (httperf's)
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = crate::args::seconds_or_zero)]
     pub think_timeout: f64,
     /// Accepted for httperf compatibility (evlab load always uses many ports and addresses)
     #[arg(long)]
@@ -179,7 +183,9 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 fn positive(name: &str, v: f64) -> anyhow::Result<Duration> {
     if !(v.is_finite() && v > 0.0) {
-        bail!("{name} must be a positive number of seconds, not {v}");
+        return Err(usage(format!(
+            "{name} must be a positive number of seconds, not {v}"
+        )));
     }
     Ok(Duration::from_secs_f64(v))
 }
@@ -191,25 +197,27 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .find(|s| s.is_ipv4())
         .with_context(|| format!("--server {} has no IPv4 address", a.server))?;
     if !(a.rate.is_finite() && a.rate > 0.0) {
-        bail!(
+        return Err(usage(format!(
             "--rate must be a positive number of connections per second, not {}",
             a.rate
-        );
+        )));
     }
     let duration = a.duration.map(|d| positive("--duration", d)).transpose()?;
     let mut num_conns = a.num_conns;
     if num_conns == Some(0) {
-        bail!("--num-conns must be at least 1");
+        return Err(usage("--num-conns must be at least 1"));
     }
     if a.num_calls == 0 || a.pipeline == 0 || a.threads == 0 {
-        bail!("--num-calls, --pipeline and --threads must be at least 1");
+        return Err(usage(
+            "--num-calls, --pipeline and --threads must be at least 1",
+        ));
     }
     let method = Method::parse(&a.method).map_err(|e| anyhow::anyhow!("--method: {e}"))?;
     if (a.specweb.is_some() || a.polymix.is_some()) && method != Method::Get {
-        bail!(
+        return Err(usage(format!(
             "--method {}: the SPECweb99 workload sends GET requests only",
             a.method
-        );
+        )));
     }
     let factory: Box<dyn Fn(usize) -> Box<dyn Workload> + Sync> = if let Some(p) = &a.uri_list {
         let w = UriList::from_file(p, a.num_calls)?.with_method(method);
@@ -261,7 +269,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Box::new(move |_| Box::new(w.clone()))
     } else {
         if !a.uri.starts_with('/') {
-            bail!("--uri must start with '/', not {}", a.uri);
+            return Err(usage(format!("--uri must start with '/', not {}", a.uri)));
         }
         let w = Fixed::new(&a.uri, a.num_calls).with_method(method);
         Box::new(move |_| Box::new(w.clone()))
@@ -291,17 +299,21 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         gen::check_start_at(at, gen::unix_now())?;
     }
     if num_conns.is_none() && duration.is_none() {
-        bail!("give --num-conns or --duration: every run must end by itself");
+        return Err(usage(
+            "give --num-conns or --duration: every run must end by itself",
+        ));
     }
     // The outputs, checked (opened) before the run, not found unwritable at its end.
     if a.quiet && a.json.is_none() && a.samples.is_none() {
-        bail!(
+        return Err(usage(
             "--quiet without --json or --samples would write nothing: drop --quiet, or add \
-             --json FILE (or --json - for stdout)"
-        );
+             --json FILE (or --json - for stdout)",
+        ));
     }
     if a.json.as_deref() == Some(Path::new("-")) && a.samples.as_deref() == Some(Path::new("-")) {
-        bail!("--json - and --samples - cannot both go to stdout: give one of them a file");
+        return Err(usage(
+            "--json - and --samples - cannot both go to stdout: give one of them a file",
+        ));
     }
     let mut json = a
         .json

@@ -2,6 +2,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod args;
 mod compare;
 mod docs;
 mod fileset;
@@ -134,7 +135,13 @@ fn main() {
             std::process::exit(*code);
         }
         eprintln!("evlab: error: {e:#}");
-        std::process::exit(1);
+        // A wrong command line exits 2 wherever it is found, as clap's own errors do.
+        let code = if e.downcast_ref::<args::Usage>().is_some() {
+            2
+        } else {
+            1
+        };
+        std::process::exit(code);
     }
 }
 

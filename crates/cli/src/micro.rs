@@ -34,7 +34,7 @@ pub struct FdallocArgs {
     /// finding is decided on the 90% interval of the rounds' fits, which needs at least 3
     #[arg(long, default_value_t = 11)]
     pub repeat: usize,
-    /// The call timed: open (/dev/null, as the seed) or dup (the allocation alone)
+    /// The call timed: open (/dev/null, as the LSP did) or dup (the allocation alone)
     #[arg(long, default_value = "open", value_parser = parse_op)]
     pub op: fdalloc::Op,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)

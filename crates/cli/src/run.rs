@@ -103,8 +103,9 @@ pub struct RunArgs {
     /// Experiment: a name (quick, fig1-one-byte, …; see --list) or a TOML file
     #[arg(default_value = "quick")]
     pub experiment: String,
-    /// Seconds per point, overriding the experiment's duration_s (the paper's points are 120 s)
-    #[arg(long)]
+    /// Length of each point, overriding the experiment's duration_s (the paper's points are
+    /// 120 s): seconds, or with a unit (500ms, 10s, 2m)
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::seconds)]
     pub duration: Option<f64>,
     /// Where results go: DIR/<experiment>/<timestamp>/
     #[arg(long, default_value = "results")]

@@ -268,13 +268,20 @@ fn bad_input_names_what_is_wrong() {
             &["--rate", "10", "--num-conns", "1", "--timeout", "0"],
             "--timeout",
         ),
+        (&["--rate", "-5", "--num-conns", "1"], "more than zero"),
+        (&["--rate", "10", "--duration", "10x"], "500ms, 30s, 2m, 1h"),
     ];
+    // What the file says is an error of the run (1); everything else is the command line's
+    // (2, as clap's own errors).
+    let of_the_run = ["/nonexistent/x.log", "bad.log:2: think=soon"];
     for (args, want) in cases {
         let o = load(args);
         let (out, err) = text(&o);
         assert!(!o.status.success(), "{args:?} succeeded: {out}");
         assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        let code = if of_the_run.contains(want) { 1 } else { 2 };
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -358,7 +365,7 @@ fn reply_rate_statistics_only_with_samples() {
         .find(|l| l.starts_with("Reply rate [replies/s]:"))
         .unwrap();
     assert!(
-        line.contains("no samples") && !line.contains("min ") && !line.contains("max "),
+        line.contains("no whole sample") && !line.contains("min ") && !line.contains("max "),
         "{line}"
     );
     // 0.05 s intervals: at least one whole one, and the count agrees in number.
@@ -378,6 +385,63 @@ fn reply_rate_statistics_only_with_samples() {
         "{line}"
     );
     common::stop_serve(&mut s);
+}
+
+/// A run that ends inside a sample interval: that interval is marked partial, ends with the
+/// run, and its rate is over what it covered (50/s, not a false drop to 25/s), in the JSON and
+/// the CSV alike. The duration is given with a unit.
+#[test]
+fn the_last_sample_interval_is_marked_partial() {
+    let dir = scratch("partial");
+    let (json, csv) = (dir.join("r.json"), dir.join("s.csv"));
+    let mut s = serve("load-partial", &[], |_| {});
+    let port = s.addr.port().to_string();
+    let o = load(&[
+        "--port",
+        &port,
+        "--uri",
+        "/one",
+        "--rate",
+        "50",
+        "--duration",
+        "1480ms",
+        "--sample-interval",
+        "1",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--samples",
+        csv.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    common::stop_serve(&mut s);
+    let r: LoadReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r.samples.len(), 2, "{:?}", r.samples);
+    let (first, last) = (&r.samples[0], &r.samples[1]);
+    assert!(!first.partial && first.end_s == 1.0, "{first:?}");
+    assert!(last.partial, "{last:?}");
+    assert!(
+        (last.end_s - r.duration_s).abs() < 1e-9,
+        "{last:?} {}",
+        r.duration_s
+    );
+    assert!(last.end_s > 1.4 && last.end_s < 2.0, "{last:?}");
+    // 24 or 25 starts in 0.48 s at 50/s: about 50 per second over the part covered.
+    assert!(last.reply_rate > 35.0 && last.reply_rate < 70.0, "{last:?}");
+    let rows: Vec<String> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(rows[0], "sample,start_s,end_s,replies,reply_rate,partial");
+    assert!(
+        rows[1].ends_with(",0") && rows[2].ends_with(",1"),
+        "{rows:?}"
+    );
+    // Only the whole interval counts in the reply-rate statistics, as httperf.
+    assert_eq!(r.replies.rate.samples, 1);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Ctrl-C on a long run: the report of what was done so far on stdout, the JSON written and
@@ -551,7 +615,14 @@ fn outputs_are_checked_before_the_run() {
             .unwrap()
             .read_to_string(&mut err)
             .unwrap();
-        assert_eq!(st.code(), Some(1), "{extra:?}: {err}");
+        // Flags that cannot go together are the command line's error (2); a path that cannot
+        // be written is the run's (1).
+        let usage = want.contains("--quiet without") || want.contains("cannot both go");
+        assert_eq!(
+            st.code(),
+            Some(if usage { 2 } else { 1 }),
+            "{extra:?}: {err}"
+        );
         assert!(
             err.contains(&want),
             "{extra:?}: stderr lacks '{want}': {err}"

@@ -202,7 +202,11 @@ fn pipetest_table_and_limits() {
     );
     assert!(out.ok, "{}", out.stderr);
     assert!(out.stdout.contains("passes per second"), "{}", out.stdout);
-    assert!(out.stdout.contains("the seed's findings"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("findings on this run:"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stdout.contains("epoll-lt"), "{}", out.stdout);
     // 600,000 pipes need 1.2 million descriptors: more than any limit allows.
     assert!(out.stdout.contains("skipped"), "{}", out.stdout);
@@ -509,7 +513,7 @@ fn run_a_micro_experiment_writes_the_table_and_the_findings() {
     assert_eq!(v["points"].as_array().unwrap().len(), 4);
     check_findings(&v, 3);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("The seed's findings on this run"), "{md}");
+    assert!(md.contains("## Findings on this run"), "{md}");
     assert!(md.contains("passes per second"), "{md}");
     assert!(out.join("report.html").is_file());
 

@@ -240,28 +240,46 @@ pub fn reply_rate(s: &Stats, info: &RunInfo) -> (f64, f64, f64, f64, usize) {
     (min, avg, max, var.sqrt(), v.len())
 }
 
-/// The samples of a run, one per interval.
+/// The samples of a run, one per interval. The last one ends with the run: when the run ended
+/// inside it, it is marked `partial`, ends at the run's end and its rate is over what it
+/// covered, so a cut-off interval never reads as a drop (nor an interrupted run as longer
+/// than it was).
 pub fn samples(s: &Stats, info: &RunInfo) -> Vec<Sample> {
     let iv = info.sample_interval_s;
+    let end = info.duration_s;
     s.samples
         .iter()
         .enumerate()
-        .map(|(i, &c)| Sample {
-            start_s: i as f64 * iv,
-            end_s: (i + 1) as f64 * iv,
-            replies: c,
-            reply_rate: c as f64 / iv,
+        .map(|(i, &c)| {
+            let start_s = i as f64 * iv;
+            let full = (i + 1) as f64 * iv;
+            // A run's end a hair past a boundary (float noise) is not a new interval.
+            let partial = end < full - 1e-9 && end > start_s;
+            let end_s = if partial { end } else { full };
+            Sample {
+                start_s,
+                end_s,
+                replies: c,
+                reply_rate: c as f64 / (end_s - start_s),
+                partial,
+            }
         })
         .collect()
 }
 
-/// The `--samples` CSV: a header row, then one row per sample interval.
+/// The `--samples` CSV: a header row, then one row per sample interval (`partial` 1: the
+/// interval the run ended in, its rate over the part it covered).
 pub fn samples_csv(samples: &[Sample]) -> String {
-    let mut out = String::from("sample,start_s,end_s,replies,reply_rate\n");
+    let mut out = String::from("sample,start_s,end_s,replies,reply_rate,partial\n");
     for (i, x) in samples.iter().enumerate() {
         out.push_str(&format!(
-            "{},{:.3},{:.3},{},{:.3}\n",
-            i, x.start_s, x.end_s, x.replies, x.reply_rate
+            "{},{:.3},{:.3},{},{:.3},{}\n",
+            i,
+            x.start_s,
+            x.end_s,
+            x.replies,
+            x.reply_rate,
+            u8::from(x.partial)
         ));
     }
     out
@@ -403,8 +421,8 @@ fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
 fn reply_rate_line(r: &ReplyRate, info: &RunInfo) -> String {
     if r.samples == 0 {
         return format!(
-            "Reply rate [replies/s]: avg {:.1} over the whole run (no samples: it was shorter \
-             than one {} s sample interval)\n",
+            "Reply rate [replies/s]: avg {:.1} over the whole run (no whole sample: it was \
+             shorter than one {} s sample interval; --samples holds it as a partial one)\n",
             r.avg, info.sample_interval_s
         );
     }

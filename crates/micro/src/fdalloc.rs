@@ -308,7 +308,7 @@ pub const K_LINEAR_HALF: f64 = 0.5;
 /// The registry ids of fdalloc's findings (the lab's `analysis::rules`, docs/findings.md).
 pub const RULE_IDS: [&str; 2] = ["fdalloc-flat", "fdalloc-negative-control"];
 const FLAT_RULE: &str = RULE_IDS[0];
-const FLAT_CLAIM: &str = "the second open does not grow with n (a two-level bitmap, as the seed \
+const FLAT_CLAIM: &str = "the second open does not grow with n (a two-level bitmap, as the LSP \
                           proposed): time ∝ n^k with k < 0.5, nearer flat than linear (90% \
                           interval over the rounds)";
 
@@ -377,7 +377,7 @@ pub fn findings(r: &Report) -> Vec<Finding> {
         };
         out.push(Finding::decided(
             RULE_IDS[1],
-            "negative control: the same rule on a linear-scan allocator in user space (the seed's \
+            "negative control: the same rule on a linear-scan allocator in user space (the LSP's \
              single bitmap) must come out not reproduced",
             v,
             format!("{}; {outcome}", c.finding.evidence),

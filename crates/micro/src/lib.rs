@@ -77,7 +77,7 @@ pub fn render_findings(findings: &[Finding]) -> String {
     if findings.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\nthe seed's findings on this run:\n");
+    let mut out = String::from("\nfindings on this run:\n");
     for f in findings {
         out.push_str(&format!(
             "  {}: {} — {}\n",

@@ -366,8 +366,8 @@ fn with_rounds(iv: &Interval, mut why: String) -> String {
 /// claim holds when every N's interval lies at or below [`THREADS_AT_MOST`], fails when one
 /// lies wholly above it.
 fn threads_as_processes(r: &Report) -> Finding {
-    const CLAIM: &str = "threads do about as well as processes (wall time within 25%; the seed \
-                         lost about 10%; 90% interval over the rounds)";
+    const CLAIM: &str = "threads do about as well as processes (wall time within 25%; the LSP's \
+                         threads lost about 10%; 90% interval over the rounds)";
     let mut per_n: Vec<(usize, Interval)> = r
         .points
         .iter()

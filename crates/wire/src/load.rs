@@ -323,7 +323,12 @@ pub struct Sample {
     pub start_s: f64,
     pub end_s: f64,
     pub replies: u64,
+    /// Replies over the interval's length (`end_s - start_s`).
     pub reply_rate: f64,
+    /// The interval the run ended in, cut off at the run's end (absent in reports written
+    /// before it was marked, whose last interval read as whole).
+    #[serde(default)]
+    pub partial: bool,
 }
 
 /// One syscall's use by the generator.

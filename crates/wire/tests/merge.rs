@@ -76,6 +76,7 @@ fn report(lat: &[u64], started_at: f64, duration_s: f64, k: u64) -> LoadReport {
             end_s: (i + 1) as f64,
             replies: share,
             reply_rate: share as f64,
+            partial: false,
         });
     }
     LoadReport {

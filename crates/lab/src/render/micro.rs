@@ -151,7 +151,7 @@ fn document(dir: &Path, run: &MicroRun) -> Result<Vec<Block>, LabError> {
         Some(why) => d.push(Block::P(format!("The benchmark failed: {why}"))),
         None => {
             let o = outcome(&run.benchmark, &dir.join(&run.json))?;
-            d.push(Block::H(2, "The seed's findings on this run".into()));
+            d.push(Block::H(2, "Findings on this run".into()));
             // Reports written before the rules were registered name none: no rule column.
             let ruled = o.findings.iter().any(|f| !f.rule.is_empty());
             let mut head: Vec<String> = vec!["finding".into(), "verdict".into(), "numbers".into()];
@@ -185,8 +185,8 @@ fn document(dir: &Path, run: &MicroRun) -> Result<Vec<Block>, LabError> {
             }
             if ruled {
                 d.push(Block::P(
-                    "Each rule, its threshold and how it follows from the seed are in \
-                     `docs/findings.md` (family `micro`)."
+                    "Each rule, its threshold and how it follows from the source's numbers are \
+                     in `docs/findings.md` (family `micro`)."
                         .into(),
                 ));
             }
@@ -413,7 +413,7 @@ mod tests {
                 "{f}"
             );
         }
-        assert!(md.contains("The seed's findings on this run"));
+        assert!(md.contains("Findings on this run"));
         assert!(html.contains("a &lt;test&gt; &amp; more"));
         write_report(d).unwrap();
         assert_eq!(read_file(d, "report.md"), md);

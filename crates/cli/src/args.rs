@@ -1,0 +1,107 @@
+//! What the subcommands share in reading their arguments: durations with units, positive
+//! numbers, and the usage error that exits 2 (as clap does for the errors it finds itself).
+
+use std::fmt;
+
+/// A usage error found after parsing (flags that do not go together, a value out of range):
+/// `main` prints it and exits 2, so a script can tell a wrong command line from a failed run.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A usage error as an `anyhow::Error`, for `return Err(usage(…))`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    Usage(msg.into()).into()
+}
+
+/// Seconds from "30", "30s", "1.5s", "500ms", "2m" or "1h"; zero allowed when `zero_ok`.
+fn seconds_of(s: &str, zero_ok: bool) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| {
+        format!("'{s}' is not a duration: give seconds (30, 1.5) or a number with a unit (500ms, 30s, 2m, 1h)")
+    })?;
+    let v = v * scale;
+    if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) {
+        return Err(format!(
+            "'{s}': a duration must be {}",
+            if zero_ok {
+                "zero or more"
+            } else {
+                "more than zero"
+            }
+        ));
+    }
+    Ok(v)
+}
+
+/// A positive duration in seconds (`value_parser = args::seconds`).
+pub fn seconds(s: &str) -> Result<f64, String> {
+    seconds_of(s, false)
+}
+
+/// A duration in seconds where 0 means "no limit" (`value_parser = args::seconds_or_zero`).
+pub fn seconds_or_zero(s: &str) -> Result<f64, String> {
+    seconds_of(s, true)
+}
+
+/// A rate above zero, per second. The flag takes `allow_hyphen_values`, so that "-5" reaches
+/// this and is refused as a negative rate rather than read as a flag.
+pub fn rate(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches("/s")
+        .parse()
+        .map_err(|_| format!("'{s}' is not a rate: give a number per second, e.g. 100"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("'{s}': a rate must be more than zero per second"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units_and_refuse_nonsense() {
+        assert_eq!(seconds("30"), Ok(30.0));
+        assert_eq!(seconds("1.5s"), Ok(1.5));
+        assert_eq!(seconds("500ms"), Ok(0.5));
+        assert_eq!(seconds("2m"), Ok(120.0));
+        assert_eq!(seconds("1h"), Ok(3600.0));
+        assert_eq!(seconds_or_zero("0"), Ok(0.0));
+        for bad in ["0", "-1", "10x", "", "inf", "NaN", "s"] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
+        assert!(seconds("10x").unwrap_err().contains("500ms, 30s, 2m, 1h"));
+    }
+
+    #[test]
+    fn rates_are_positive() {
+        assert_eq!(rate("100"), Ok(100.0));
+        assert_eq!(rate("2.5/s"), Ok(2.5));
+        for bad in ["0", "-5", "x", "inf"] {
+            assert!(rate(bad).is_err(), "{bad}");
+        }
+        assert!(rate("-5").unwrap_err().contains("more than zero"));
+    }
+}

@@ -77,8 +77,63 @@ pub fn rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `http://HOST[:PORT][/PATH]` as (host, port, path): the port 80 when absent, the path `/`
+/// when empty. Only http: evlab load speaks no TLS.
+pub fn http_url(url: &str) -> Result<(String, u16, String), String> {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(if url.starts_with("https://") {
+            format!("{url}: evlab load speaks HTTP only, not TLS (https)")
+        } else {
+            format!("{url}: not an http:// URL (give http://HOST[:PORT]/PATH, or --server, --port and --uri)")
+        });
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => (
+            h,
+            p.parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("{url}: '{p}' is not a port"))?,
+        ),
+        _ => (authority, 80),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("{url}: no host"));
+    }
+    Ok((host.to_string(), port, path.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn urls_give_server_port_and_uri() {
+        use super::http_url;
+        assert_eq!(
+            http_url("http://127.0.0.1:8080/one"),
+            Ok(("127.0.0.1".into(), 8080, "/one".into()))
+        );
+        assert_eq!(
+            http_url("http://localhost"),
+            Ok(("localhost".into(), 80, "/".into()))
+        );
+        assert_eq!(
+            http_url("http://h:81/a/b?x=1"),
+            Ok(("h".into(), 81, "/a/b?x=1".into()))
+        );
+        assert!(http_url("https://h/").unwrap_err().contains("not TLS"));
+        assert!(http_url("h:80/x")
+            .unwrap_err()
+            .contains("not an http:// URL"));
+        assert!(http_url("http://h:0/").is_err());
+        assert!(http_url("http://h:x/").is_err());
+        assert!(http_url("http:///x").is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -21,6 +21,10 @@ use crate::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The target as one URL, as wrk and oha take it (http://HOST[:PORT]/PATH): sets --server,
+    /// --port and --uri
+    #[arg(value_name = "URL", conflicts_with_all = ["server", "port", "uri"])]
+    pub url: Option<String>,
     /// Server host name or address
     #[arg(long, default_value = "127.0.0.1")]
     pub server: String,
@@ -141,6 +145,9 @@ pub struct Args {
 pub const EXAMPLES: &str = "\
 Examples:
   evlab load --uri /one --rate 100 --num-conns 500
+      100 connections a second to 127.0.0.1:8080, one GET /one each, 500 in all
+  evlab load http://127.0.0.1:8080/one --rate 100 --duration 10s
+      the same target as a URL (as wrk and oha take it), for ten seconds
       500 connections, 100 per second, one GET /one each, against 127.0.0.1:8080
   evlab load --uri /one --rate 1000 --duration 60 --num-calls 10 --json run.json
       a minute of 1,000 connections/s with 10 requests each; the report also as JSON
@@ -190,7 +197,11 @@ fn positive(name: &str, v: f64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
-pub fn run(a: Args) -> anyhow::Result<()> {
+pub fn run(mut a: Args) -> anyhow::Result<()> {
+    if let Some(url) = &a.url {
+        let (host, port, uri) = crate::args::http_url(url).map_err(usage)?;
+        (a.server, a.port, a.uri) = (host, port, uri);
+    }
     let target: SocketAddr = (a.server.as_str(), a.port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve --server {}", a.server))?
@@ -418,16 +429,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         out.write(summary::samples_csv(&r.samples).as_bytes())?;
     }
     if !a.quiet {
+        // The command as given (so that it can be run again exactly), and where it went.
+        let mut argv: Vec<String> = std::env::args().skip(1).collect();
+        argv.insert(0, "evlab".into());
         let mut text = format!(
-            "evlab load --server {} --port {} --rate {} {}\n",
-            a.server,
-            a.port,
-            a.rate,
-            match (num_conns, duration) {
-                (Some(n), _) => format!("--num-conns {n}"),
-                (None, Some(d)) => format!("--duration {}", d.as_secs_f64()),
-                _ => String::new(),
-            }
+            "{} (to {target})\n",
+            evlab_lab::model::text::shell_line(&argv)
         );
         text.push_str(&summary::to_text(&stats, &info));
         if report_to_stderr {

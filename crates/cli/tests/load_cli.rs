@@ -387,6 +387,42 @@ fn reply_rate_statistics_only_with_samples() {
     common::stop_serve(&mut s);
 }
 
+/// The target as a URL, as wrk and oha take it; the report's first line is the command as given
+/// (it runs again exactly); a URL beside --port is a usage error.
+#[test]
+fn a_url_names_the_target_and_the_header_reruns_the_command() {
+    let mut s = serve("load-url", &[], |_| {});
+    let url = format!("http://127.0.0.1:{}/one", s.addr.port());
+    let args = [url.as_str(), "--rate", "100", "--num-conns", "5"];
+    let o = load(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let first = out.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "evlab load {} (to 127.0.0.1:{})",
+            args.join(" "),
+            s.addr.port()
+        )
+    );
+    assert!(out.contains("replies 5 "), "{out}");
+    let o = load(&[
+        url.as_str(),
+        "--port",
+        "1",
+        "--rate",
+        "1",
+        "--num-conns",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = load(&["https://127.0.0.1/", "--rate", "1", "--num-conns", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("not TLS"));
+    common::stop_serve(&mut s);
+}
+
 /// A run that ends inside a sample interval: that interval is marked partial, ends with the
 /// run, and its rate is over what it covered (50/s, not a false drop to 25/s), in the JSON and
 /// the CSV alike. The duration is given with a unit.

@@ -1,9 +1,11 @@
-//! `evlab completions SHELL` and `evlab man [COMMAND]`: generated from the same clap definition
-//! as the parser, so they cannot drift from it.
+//! `evlab completions SHELL` and `evlab man [COMMAND…] [--dir DIR]`: generated from the same
+//! clap definition as the parser, so they cannot drift from it.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use clap::builder::PossibleValuesParser;
 use clap_complete::Shell;
 
 #[derive(clap::Args, Debug)]
@@ -14,8 +16,12 @@ pub struct CompletionsArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ManArgs {
-    /// A subcommand (serve, load, …) for its own page, evlab-COMMAND(1); none for evlab(1)
-    pub command: Option<String>,
+    /// A subcommand for its own page (`load` for evlab-load(1), `micro fdalloc` for
+    /// evlab-micro-fdalloc(1)); none for evlab(1)
+    pub command: Vec<String>,
+    /// Write every page (evlab.1 and one per subcommand) into this directory instead
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 pub const COMPLETIONS_EXAMPLES: &str = "\
@@ -28,29 +34,193 @@ pub const MAN_EXAMPLES: &str = "\
 Examples:
   evlab man | man -l -                            read evlab(1)
   evlab man load | man -l -                       read evlab-load(1)
-  mkdir -p ~/.local/share/man/man1 && evlab man > ~/.local/share/man/man1/evlab.1";
+  evlab man micro fdalloc | man -l -              read evlab-micro-fdalloc(1)
+  evlab man --dir ~/.local/share/man/man1         every page, then: man evlab-load";
 
-pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<()> {
+/// The values each choice flag takes, for the completion scripts: those flags are parsed by
+/// functions (a registry lookup, a comma list), so clap cannot list their values itself, and
+/// a shell would offer file names instead.
+fn choices() -> Vec<(&'static [&'static str], &'static str, Vec<&'static str>)> {
+    let mechanisms: Vec<&'static str> = evlab_poll::Mechanism::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    let with_all = |v: &[&'static str]| {
+        let mut out = vec!["all"];
+        out.extend_from_slice(v);
+        out
+    };
+    let herd_modes: Vec<&'static str> = evlab_micro::herd::Mode::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    let forward: Vec<&'static str> = evlab_proxy::ForwardMode::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    vec![
+        (&["serve"], "mechanism", mechanisms.clone()),
+        (&["proxy"], "mechanism", mechanisms.clone()),
+        (&["pipetest"], "mechanism", with_all(&mechanisms)),
+        (
+            &["serve"],
+            "accept_mode",
+            vec!["shared", "exclusive", "reuseport"],
+        ),
+        (&["proxy"], "forward", forward),
+        (
+            &["pipetest"],
+            "route",
+            evlab_micro::pipetest::Route::NAMES.to_vec(),
+        ),
+        (&["herd"], "mode", with_all(&herd_modes)),
+        (&["micro", "fdalloc"], "op", vec!["open", "dup"]),
+    ]
+}
+
+/// `cmd` with the choice flags' values made known to the completion generators.
+fn with_choices(mut cmd: clap::Command) -> clap::Command {
+    for (path, arg, values) in choices() {
+        let set = |c: clap::Command| {
+            c.mut_arg(arg, |a| {
+                a.value_parser(PossibleValuesParser::new(values.clone()))
+            })
+        };
+        cmd = match path {
+            [one] => cmd.mut_subcommand(one, set),
+            [one, two] => cmd.mut_subcommand(one, |c| c.mut_subcommand(two, set)),
+            _ => cmd,
+        };
+    }
+    cmd
+}
+
+pub fn completions(a: CompletionsArgs, cmd: clap::Command) -> anyhow::Result<()> {
+    let mut cmd = with_choices(cmd);
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "evlab", &mut out);
     write_stdout(&out)
 }
 
-pub fn man(a: ManArgs, mut cmd: clap::Command) -> anyhow::Result<()> {
-    // Building gives each subcommand its display name (evlab-load) and usage (evlab load …).
-    cmd.build();
-    let page = match &a.command {
-        None => cmd,
-        Some(name) => cmd.find_subcommand(name).cloned().with_context(|| {
-            let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
-            format!("no subcommand `{name}` (there are: {})", names.join(", "))
-        })?,
-    };
+/// Text for roff as it is: backslashes and hyphens escaped, a line that starts with a dot or a
+/// quote protected.
+fn roff_text(line: &str) -> String {
+    let t = line.replace('\\', "\\e").replace('-', "\\-");
+    if t.starts_with('.') || t.starts_with('\'') {
+        format!("\\&{t}")
+    } else {
+        t
+    }
+}
+
+/// One page: clap_mangen's sections, then the examples as their own section, verbatim (not
+/// reflowed), and the exit status as its own.
+fn page(cmd: clap::Command) -> anyhow::Result<Vec<u8>> {
+    let after = cmd
+        .get_after_help()
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    let cmd = cmd.after_help(None::<&str>).after_long_help(None::<&str>);
+    let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
+    let has_subcommands = cmd.get_subcommands().any(|s| !s.is_hide_set());
+    let has_version = cmd.get_version().or(cmd.get_long_version()).is_some();
+    let man = clap_mangen::Man::new(cmd).source(format!("evlab {}", env!("CARGO_PKG_VERSION")));
     let mut out = Vec::new();
-    clap_mangen::Man::new(page)
-        .source(format!("evlab {}", env!("CARGO_PKG_VERSION")))
-        .render(&mut out)?;
-    write_stdout(&out)
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    if has_args {
+        man.render_options_section(&mut out)?;
+    }
+    if has_subcommands {
+        man.render_subcommands_section(&mut out)?;
+    }
+    let (examples, exit) = match after.find("Exit status") {
+        Some(i) => (&after[..i], &after[i..]),
+        None => (after.as_str(), ""),
+    };
+    let examples = examples
+        .trim()
+        .trim_start_matches("Examples:")
+        .trim_matches('\n');
+    if !examples.trim().is_empty() {
+        out.extend_from_slice(b".SH EXAMPLES\n.nf\n");
+        for l in examples.lines() {
+            out.extend_from_slice(roff_text(l).as_bytes());
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b".fi\n");
+    }
+    let exit = exit.trim().trim_start_matches("Exit status:").trim();
+    if !exit.is_empty() {
+        out.extend_from_slice(b".SH \"EXIT STATUS\"\n");
+        out.extend_from_slice(roff_text(&exit.replace('\n', " ")).as_bytes());
+        out.push(b'\n');
+    }
+    if has_version {
+        man.render_version_section(&mut out)?;
+    }
+    Ok(ascii_roff(&String::from_utf8_lossy(&out)).into_bytes())
+}
+
+/// roff reads bytes: every character beyond ASCII (…, –, ×, µ) as groff's escape for it, so
+/// that `man` renders it on any terminal and groff warns about none.
+fn ascii_roff(page: &str) -> String {
+    page.chars()
+        .map(|c| {
+            if c.is_ascii() {
+                c.to_string()
+            } else {
+                format!("\\[u{:04X}]", c as u32)
+            }
+        })
+        .collect()
+}
+
+/// Every page under `cmd`, with the file name each goes to (evlab-micro-fdalloc.1).
+fn all_pages(cmd: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
+    let name = cmd.get_display_name().unwrap_or(cmd.get_name()).to_string();
+    out.push((format!("{name}.1"), cmd.clone()));
+    for s in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        all_pages(s, out);
+    }
+}
+
+pub fn man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<()> {
+    // No help(1) page: `evlab help` is clap's own, not a command with a manual. Building gives
+    // each subcommand its display name (evlab-load) and usage (evlab load …).
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    if let Some(dir) = &a.dir {
+        return write_all(&cmd, dir);
+    }
+    let mut page_of = cmd;
+    for name in &a.command {
+        let next = page_of.find_subcommand(name).cloned().with_context(|| {
+            let names: Vec<&str> = page_of.get_subcommands().map(|c| c.get_name()).collect();
+            if names.is_empty() {
+                format!("`{}` has no subcommand `{name}`", page_of.get_name())
+            } else {
+                format!("no subcommand `{name}` (there are: {})", names.join(", "))
+            }
+        })?;
+        page_of = next;
+    }
+    write_stdout(&page(page_of)?)
+}
+
+fn write_all(cmd: &clap::Command, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut pages = Vec::new();
+    all_pages(cmd, &mut pages);
+    for (file, c) in pages {
+        let path = dir.join(&file);
+        std::fs::write(&path, page(c)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("{}", path.display());
+    }
+    Ok(())
 }
 
 fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {

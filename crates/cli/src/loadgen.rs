@@ -145,10 +145,9 @@ pub struct Args {
 pub const EXAMPLES: &str = "\
 Examples:
   evlab load --uri /one --rate 100 --num-conns 500
-      100 connections a second to 127.0.0.1:8080, one GET /one each, 500 in all
+      500 connections, 100 per second, one GET /one each, against 127.0.0.1:8080
   evlab load http://127.0.0.1:8080/one --rate 100 --duration 10s
       the same target as a URL (as wrk and oha take it), for ten seconds
-      500 connections, 100 per second, one GET /one each, against 127.0.0.1:8080
   evlab load --uri /one --rate 1000 --duration 60 --num-calls 10 --json run.json
       a minute of 1,000 connections/s with 10 requests each; the report also as JSON
   evlab load --uri /one --rate 200 --duration 30 --json - --quiet | jq .replies.rate

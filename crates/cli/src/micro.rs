@@ -14,8 +14,10 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum Bench {
     /// Hold many descriptors, close the first and the n-th, time the next two opens
+    #[command(after_help = FDALLOC_EXAMPLES)]
     Fdalloc(FdallocArgs),
     /// Balanced malloc/free pairs across threads and processes (glibc's allocator)
+    #[command(after_help = MALLOC_EXAMPLES)]
     Malloc(MallocArgs),
 }
 
@@ -82,6 +84,24 @@ Examples:
       the cost of the next two opens after closing the n-th of many descriptors
   evlab micro malloc --json malloc.json
       balanced malloc/free pairs across threads and processes, the report as JSON too
+
+Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
+
+const FDALLOC_EXAMPLES: &str = "\
+Examples:
+  evlab micro fdalloc
+      about 20 values of n spread over the descriptor table, 11 interleaved rounds
+  evlab micro fdalloc --at 1000,10000 --repeat 5 --op dup --json fdalloc.json
+      two values of n, the allocation alone (dup), the report as JSON too
+
+Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
+
+const MALLOC_EXAMPLES: &str = "\
+Examples:
+  evlab micro malloc
+      1 to 64 workers, threads and processes, 10 million pairs each, 5 rounds
+  evlab micro malloc --workers 1,2 --mode threads --iterations 1000000 --json malloc.json
+      a short run of one or two threads, the report as JSON too
 
 Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
 

@@ -24,6 +24,8 @@ const SUBCOMMANDS: &[&str] = &[
     "pipetest",
     "herd",
     "micro",
+    "hosts",
+    "compare",
 ];
 
 fn evlab(args: &[&str]) -> Output {
@@ -133,6 +135,9 @@ fn man_pages_render_for_evlab_and_each_subcommand() {
         assert!(o.status.success());
         assert_eq!(String::from_utf8_lossy(&o.stderr), "", "groff warnings");
     }
+    // Nested subcommands have pages of their own.
+    let fd = stdout(&evlab(&["man", "micro", "fdalloc"]));
+    assert!(fd.contains(".TH evlab-micro-fdalloc 1"), "{fd}");
     let o = evlab(&["man", "nope"]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -140,6 +145,106 @@ fn man_pages_render_for_evlab_and_each_subcommand() {
         err.contains("no subcommand `nope`") && err.contains("load"),
         "{err}"
     );
+}
+
+/// `evlab man --dir DIR`: a page per command, nested ones too, none for clap's `help`; each
+/// with its examples as a section of their own, verbatim, and its exit status; groff renders
+/// every page without a warning (where installed).
+#[test]
+fn man_dir_writes_a_page_per_command_with_examples() {
+    let dir = std::env::temp_dir().join(format!("evlab-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let listed = stdout(&evlab(&["man", "--dir", dir.to_str().unwrap()]));
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(listed.lines().count(), files.len(), "{listed}");
+    assert!(files.contains(&"evlab.1".to_string()));
+    for sub in SUBCOMMANDS {
+        assert!(files.contains(&format!("evlab-{sub}.1")), "{files:?}");
+    }
+    for nested in ["evlab-micro-fdalloc.1", "evlab-micro-malloc.1"] {
+        assert!(files.contains(&nested.to_string()), "{files:?}");
+    }
+    assert!(
+        !files.iter().any(|f| f.contains("help")),
+        "no page for clap's help: {files:?}"
+    );
+    for f in &files {
+        let page = std::fs::read_to_string(dir.join(f)).unwrap();
+        if f != "evlab.1" || page.contains("Examples") {
+            assert!(page.contains(".SH EXAMPLES\n.nf\n"), "{f}: {page}");
+        }
+        assert!(!page.contains(".SH EXTRA"), "{f}: examples under EXTRA");
+        assert!(!page.contains("evlab\\-help"), "{f}: names evlab-help(1)");
+        if evlab_poll::testing::program("groff") {
+            let mut g = Command::new("groff")
+                .args(["-man", "-Tutf8", "-ww", "-z"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(g.stdin.as_mut().unwrap(), page.as_bytes()).unwrap();
+            drop(g.stdin.take());
+            let o = g.wait_with_output().unwrap();
+            assert!(o.status.success(), "{f}");
+            assert_eq!(
+                String::from_utf8_lossy(&o.stderr),
+                "",
+                "{f}: groff warnings"
+            );
+        }
+    }
+    let load = std::fs::read_to_string(dir.join("evlab-load.1")).unwrap();
+    assert!(load.contains(".SH \"EXIT STATUS\""), "{load}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// bash completes the choice flags with their values, not with file names.
+#[test]
+fn bash_completes_choice_flags_with_their_values() {
+    let script = stdout(&evlab(&["completions", "bash"]));
+    let dir = std::env::temp_dir().join(format!("evlab-choices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("evlab.bash");
+    std::fs::write(&file, script).unwrap();
+    let complete = |line: &str| {
+        let words: Vec<&str> = line.split(' ').collect();
+        let o =
+            Command::new("bash")
+                .arg("-c")
+                .arg(format!(
+                "source '{}' && COMP_WORDS=({}) COMP_CWORD={} COMP_LINE='{line}' COMP_POINT={} \
+                 && _evlab evlab '{}' '{}' && echo \"${{COMPREPLY[@]}}\"",
+                file.display(),
+                words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" "),
+                words.len() - 1,
+                line.len(),
+                words[words.len() - 1],
+                words[words.len() - 2],
+            ))
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+        stdout(&o).lines().last().unwrap_or("").to_string()
+    };
+    let m = complete("evlab serve --mechanism ");
+    for want in ["select", "poll", "epoll-lt", "epoll-et", "uring"] {
+        assert!(m.split(' ').any(|x| x == want), "--mechanism: {m}");
+    }
+    assert!(!m.contains("evlab.bash"), "file names offered: {m}");
+    assert_eq!(
+        complete("evlab proxy --forward "),
+        "copy splice splice-keep"
+    );
+    assert_eq!(
+        complete("evlab serve --accept-mode "),
+        "shared exclusive reuseport"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `evlab run --out` and `--results` are checked before anything runs.

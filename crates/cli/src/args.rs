@@ -77,6 +77,21 @@ pub fn rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A listening address: `ADDR:PORT`, or a bare port for 127.0.0.1 (`8080`, `:8080`).
+pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    let t = s.trim();
+    if let Ok(a) = t.parse() {
+        return Ok(a);
+    }
+    match t.trim_start_matches(':').parse::<u16>() {
+        Ok(port) => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+        Err(_) => Err(format!(
+            "'{s}' is not an address to listen on: give ADDR:PORT (127.0.0.1:8080, 0.0.0.0:80) \
+             or a bare port for 127.0.0.1 (8080)"
+        )),
+    }
+}
+
 /// `http://HOST[:PORT][/PATH]` as (host, port, path): the port 80 when absent, the path `/`
 /// when empty. Only http: evlab load speaks no TLS.
 pub fn http_url(url: &str) -> Result<(String, u16, String), String> {
@@ -110,6 +125,18 @@ pub fn http_url(url: &str) -> Result<(String, u16, String), String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn listen_takes_an_address_or_a_bare_port() {
+        use super::listen_addr;
+        assert_eq!(listen_addr("8080"), Ok("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(listen_addr(":0"), Ok("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(listen_addr("0.0.0.0:80"), Ok("0.0.0.0:80".parse().unwrap()));
+        assert!(listen_addr("localhost:x")
+            .unwrap_err()
+            .contains("ADDR:PORT"));
+        assert!(listen_addr("70000").is_err());
+    }
+
     #[test]
     fn urls_give_server_port_and_uri() {
         use super::http_url;

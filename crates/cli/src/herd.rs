@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value_t = herd::REPEAT)]
     pub repeat: usize,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 

@@ -74,13 +74,13 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub source_addrs: usize,
     /// One URI per line, taken round-robin, --num-calls per connection
-    #[arg(long, conflicts_with_all = ["wsesslog", "specweb"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["wsesslog", "specweb"])]
     pub uri_list: Option<PathBuf>,
     /// httperf session log: N,X,FILE (N sessions, X default think seconds, FILE)
     #[arg(long, conflicts_with = "specweb")]
     pub wsesslog: Option<String>,
     /// SPECweb99-like workload over the file set in DIR (made by `evlab fileset`)
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub specweb: Option<PathBuf>,
     /// SPECweb99 requests per connection: specweb99, N, uniform:A-B or mixed:P,A-B
     #[arg(long, default_value = "specweb99")]

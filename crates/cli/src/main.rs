@@ -42,8 +42,9 @@ Examples:
   evlab completions bash > ~/.local/share/bash-completion/completions/evlab
   evlab man | man -l -                                read the manual page
 
-Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 130 when
-stopped by SIGINT or SIGTERM (`load` and `run` still write what they measured).";
+Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error. SIGINT or
+SIGTERM: `serve`, `proxy` and `idle` stop gracefully and exit 0; `load` and `run` write what
+they measured and exit 130.";
 
 #[derive(Subcommand, Debug)]
 enum Command {

@@ -40,7 +40,7 @@ pub struct FdallocArgs {
     #[arg(long, default_value = "open", value_parser = parse_op)]
     pub op: fdalloc::Op,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 
@@ -63,7 +63,7 @@ pub struct MallocArgs {
     #[arg(long, default_value_t = evlab_micro::malloc::REPEAT)]
     pub repeat: usize,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 

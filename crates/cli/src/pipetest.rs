@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, alias = "repeats", default_value_t = 3)]
     pub repeat: usize,
     /// Write the report as JSON to this file (`-`: stdout, instead of the table)
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 

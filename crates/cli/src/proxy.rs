@@ -12,8 +12,14 @@ use crate::serve::{parse_bytes, parse_mechanism};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`)
-    #[arg(long, default_value = "127.0.0.1:8081")]
+    /// Address to listen on (or a bare port for 127.0.0.1); port 0 picks a free port (printed
+    /// as `listening on ADDR:PORT`)
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        default_value = "127.0.0.1:8081",
+        value_parser = crate::args::listen_addr
+    )]
     pub listen: SocketAddr,
     /// The origin server, HOST:PORT (every request goes there)
     #[arg(long)]
@@ -40,23 +46,23 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
     /// Bodies with fewer bytes than this left after the head's read are copied, not spliced
-    #[arg(long, default_value = "4096", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "4096", value_parser = parse_bytes)]
     pub splice_min: u64,
     /// Pipes each worker may have open (idle and in use); beyond, bodies are copied
     #[arg(long, default_value_t = 256)]
     pub pipes: usize,
     /// Pipe capacity asked for with F_SETPIPE_SZ (0: the kernel's default, 64K)
-    #[arg(long, default_value = "0", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_bytes)]
     pub pipe_size: u64,
     /// User-space buffer per copied body, request body batch and tunnel direction (the most
     /// one read takes)
-    #[arg(long, default_value = "64K", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = parse_bytes)]
     pub buffer_size: u64,
     /// Bytes of objects each worker's cache holds (0: no cache); K, M or G suffix
-    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_bytes)]
     pub cache_bytes: u64,
     /// Largest body the cache stores
-    #[arg(long, default_value = "16M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_bytes)]
     pub cache_max_object: u64,
     /// Seconds an object without max-age stays fresh
     #[arg(long, default_value_t = 60.0)]

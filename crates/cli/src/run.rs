@@ -111,7 +111,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
     /// Write the results into exactly this directory instead
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Directory of experiment files (names are looked up here before the built-in copies)
     #[arg(long, default_value = "experiments")]
@@ -125,7 +125,7 @@ pub struct RunArgs {
     pub quiet: bool,
     /// The evlab binary that runs the servers, idle holders and load (default: this one; another
     /// build can be measured with this one's runner)
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub evlab: Option<PathBuf>,
     /// The placebo control: both arms of every comparison get the same condition (one
     /// mechanism for every series, no idle connections held), so that no finding claiming a

@@ -11,9 +11,15 @@ use evlab_server::{signals, AcceptMode, Config, Server};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Address to listen on; port 0 picks a free port (printed as `listening on ADDR:PORT`).
+    /// Address to listen on, or a bare port for 127.0.0.1; port 0 picks a free port (printed as
+    /// `listening on ADDR:PORT`).
     /// `evlab load` and `evlab idle` connect to the same port by default
-    #[arg(long, default_value_t = SocketAddr::from(([127, 0, 0, 1], crate::DEFAULT_PORT)))]
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        default_value_t = SocketAddr::from(([127, 0, 0, 1], crate::DEFAULT_PORT)),
+        value_parser = crate::args::listen_addr
+    )]
     pub listen: SocketAddr,
     /// Document root
     #[arg(long, required_unless_present = "list_mechanisms")]
@@ -93,13 +99,14 @@ pub struct Args {
     /// Events asked for per wait
     #[arg(long, default_value_t = 512)]
     pub events_per_wait: usize,
-    /// Files larger than this many bytes are not cached in memory (always sendfile)
-    #[arg(long, default_value_t = 64 << 20)]
+    /// Files larger than this are not cached in memory (always sendfile): bytes, or with a unit
+    /// (64K, 64M)
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_bytes)]
     pub max_in_memory: u64,
     /// Bytes of file bodies each worker's content cache holds in memory; beyond it the least
     /// recently used are dropped and read again when next asked for. A number with an optional
     /// K, M or G suffix (powers of 1,024), e.g. 64M. HEAD and 304 answers read no body
-    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_bytes)]
     pub cache_bytes: u64,
     /// Files each worker's content cache keeps open (those whose body it holds, or sends by
     /// sendfile)
@@ -126,7 +133,7 @@ Examples:
       the mechanisms and whether this kernel supports each
 
 Ctrl-C (SIGINT) or SIGTERM stops accepting, finishes the replies in flight and prints a
-summary on stderr.";
+summary on stderr; the exit status is then 0 (a graceful stop is not a failure).";
 
 #[derive(Copy, Clone, Debug)]
 pub struct AcceptLimit(pub Option<usize>);

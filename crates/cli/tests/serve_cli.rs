@@ -232,8 +232,46 @@ fn bad_root_and_bad_flags_name_the_problem() {
         .args(["serve", "--root", "/tmp", "--listen", "not-an-address"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
+    // A usage error (2) that says what to give instead.
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--listen") && err.contains("give ADDR:PORT"),
+        "{err}"
+    );
+}
+
+/// `--listen` takes a bare port, for 127.0.0.1; SIGINT stops the server gracefully, exit 0.
+#[test]
+fn a_bare_port_listens_on_loopback_and_sigint_exits_0() {
+    let dir = common::docroot("bare-port");
+    let mut child = spawn(
+        Command::new(BIN)
+            .args(["serve", "--listen", "0", "--root"])
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .parse()
+        .unwrap();
+    assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
+    assert!(http_get(addr, "/one").contains("200 OK"));
+    // SAFETY: kill(2) on the child this test started and still owns.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let st = common::wait_within(&mut child, Duration::from_secs(10), "evlab serve");
+    assert_eq!(st.code(), Some(0), "{st:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--accept-mode exclusive` (EPOLLEXCLUSIVE) with two workers serves every connection, and the

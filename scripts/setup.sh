@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what evlab's tests and experiments use on a fresh Debian machine: the peer servers and
 # clients (nginx, lighttpd, HAProxy, wrk, httperf, ab, curl), OpenSSH's server and iproute2 for the test
-# hosts, cargo-nextest, cargo-machete, rustfmt and clippy.
+# hosts, Chromium (headless: the reports are tested in it), cargo-nextest, cargo-machete, rustfmt
+# and clippy.
 # Idempotent and non-interactive; safe to run again.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 # openssh-server, iproute2 and iptables: the test hosts of scripts/netns-hosts.sh.
-pkgs=(curl wrk httperf apache2-utils nginx-light lighttpd haproxy procps openssh-server iproute2 iptables)
+pkgs=(curl wrk httperf apache2-utils nginx-light lighttpd haproxy procps openssh-server iproute2 iptables chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

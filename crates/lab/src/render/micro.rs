@@ -331,6 +331,7 @@ fn render_html(title: &str, doc: &[Block]) -> String {
             }
         }
     }
+    o.push_str(crate::render::svg::SCRIPT);
     o.push_str("</body></html>\n");
     o
 }

@@ -237,17 +237,51 @@ fn shape_points(i: usize) -> &'static [(f64, f64)] {
 /// Marker `i` at (x, y): filled with the line's colour, or white inside a thicker outline when
 /// `hollow` (an invalid point).
 fn marker(out: &mut String, i: usize, x: f64, y: f64, colour: &str, hollow: bool) {
+    marker_with(out, i, (x, y), colour, hollow, None);
+}
+
+/// A marker; with `tip`, a point of the chart: its series' name as `data-series` (the legend
+/// toggles it) and its values as the `<title>` a browser shows on hover.
+fn marker_with(
+    out: &mut String,
+    i: usize,
+    (x, y): (f64, f64),
+    colour: &str,
+    hollow: bool,
+    tip: Option<(&str, &str)>,
+) {
     let (fill, width) = if hollow {
         ("white", 1.6)
     } else {
         (colour, 1.0)
     };
-    let class = if hollow { r#" class="invalid""# } else { "" };
+    let mut attrs = String::new();
+    match (hollow, tip.is_some()) {
+        (true, true) => attrs.push_str(r#" class="mark invalid""#),
+        (true, false) => attrs.push_str(r#" class="invalid""#),
+        (false, true) => attrs.push_str(r#" class="mark""#),
+        (false, false) => {}
+    }
+    if let Some((series, _)) = tip {
+        let _ = write!(attrs, r#" data-series="{}""#, esc(series));
+    }
+    let close = match tip {
+        Some((_, text)) => format!("><title>{}</title>", esc(text)),
+        None => "/>".into(),
+    };
+    let end = |el: &str| {
+        if tip.is_some() {
+            format!("</{el}>")
+        } else {
+            String::new()
+        }
+    };
     let pts = shape_points(i);
     if pts.is_empty() {
         let _ = write!(
             out,
-            r#"<circle{class} cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{fill}" stroke="{colour}" stroke-width="{width}"/>"#
+            r#"<circle{attrs} cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{fill}" stroke="{colour}" stroke-width="{width}"{close}{}"#,
+            end("circle")
         );
         return;
     }
@@ -265,16 +299,18 @@ fn marker(out: &mut String, i: usize, x: f64, y: f64, colour: &str, hollow: bool
         .collect();
     let _ = write!(
         out,
-        r#"<path{class} d="{} Z" fill="{fill}" stroke="{colour}" stroke-width="{width}"/>"#,
-        d.join(" ")
+        r#"<path{attrs} d="{} Z" fill="{fill}" stroke="{colour}" stroke-width="{width}"{close}{}"#,
+        d.join(" "),
+        end("path")
     );
 }
 
 /// A vertical min–max bar with caps.
-fn error_bar(out: &mut String, x: f64, y_lo: f64, y_hi: f64, colour: &str) {
+fn error_bar(out: &mut String, x: f64, y_lo: f64, y_hi: f64, colour: &str, series: &str) {
     let _ = write!(
         out,
-        r#"<path class="range" d="M{x:.1},{y_lo:.1} L{x:.1},{y_hi:.1} M{:.1},{y_lo:.1} L{:.1},{y_lo:.1} M{:.1},{y_hi:.1} L{:.1},{y_hi:.1}" stroke="{colour}" stroke-width="1"/>"#,
+        r#"<path class="range" data-series="{}" d="M{x:.1},{y_lo:.1} L{x:.1},{y_hi:.1} M{:.1},{y_lo:.1} L{:.1},{y_lo:.1} M{:.1},{y_hi:.1} L{:.1},{y_hi:.1}" stroke="{colour}" stroke-width="1"/>"#,
+        esc(series),
         x - 3.0,
         x + 3.0,
         x - 3.0,
@@ -294,6 +330,8 @@ struct Mark {
     y: f64,
     hollow: bool,
     bar: Option<(f64, f64)>,
+    /// What hovering shows: the series and the point's values.
+    tip: String,
 }
 
 /// Sets markers that would overlap side by side: at one x, markers whose y lie within `OVERLAP`
@@ -382,12 +420,7 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
         esc(&c.title)
     );
     let _ = write!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="20" text-anchor="middle" font-size="14" font-weight="bold">{}</text>"#,
-        L + PW / 2.0,
-        esc(&c.title)
-    );
+    title(&mut s, &c.title);
     x_grid(&mut s, &plot, &x_ticks);
     y_grid(&mut s, &plot, &y_ticks);
     axes(&mut s, c, &plot);
@@ -395,27 +428,139 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     // invalid point is never hidden under a valid one.
     let mut marks = lines_and_marks(&mut s, c, &plot);
     let dodged = dodge(&mut marks);
+    let label = |m: &Mark| c.lines[m.series].label.as_str();
     for m in &marks {
         if let Some((lo, hi)) = m.bar {
-            error_bar(&mut s, m.x, lo, hi, COLOURS[m.series % COLOURS.len()]);
+            error_bar(
+                &mut s,
+                m.x,
+                lo,
+                hi,
+                COLOURS[m.series % COLOURS.len()],
+                label(m),
+            );
         }
     }
     for hollow in [false, true] {
         for m in marks.iter().filter(|m| m.hollow == hollow) {
-            marker(
+            marker_with(
                 &mut s,
                 m.series,
-                m.x,
-                m.y,
+                (m.x, m.y),
                 COLOURS[m.series % COLOURS.len()],
                 hollow,
+                Some((label(m), &m.tip)),
             );
         }
     }
-    legend(&mut s, c, logs, &marks, dodged);
+    let bottom = legend(&mut s, c, logs, &marks, dodged);
     s.push_str("</svg>");
-    s
+    fit(s, c, bottom)
 }
+
+/// Widest a bold character is, as a share of the font size (Helvetica's widest common letters,
+/// so that an estimate never falls short).
+const BOLD_EM: f64 = 0.62;
+
+/// The title over the plot: one line of 14 px where it fits in the image, else two lines split
+/// at the ", " or ": " nearest its middle, at the size that fits (never under 9 px).
+fn title(s: &mut String, text: &str) {
+    let room = W - 16.0;
+    let width = |t: &str, px: f64| t.chars().count() as f64 * px * BOLD_EM;
+    if width(text, 14.0) <= room {
+        let x = (L + PW / 2.0).max(8.0 + width(text, 14.0) / 2.0);
+        let _ = write!(
+            s,
+            r#"<text x="{x:.1}" y="20" text-anchor="middle" font-size="14" font-weight="bold">{}</text>"#,
+            esc(text)
+        );
+        return;
+    }
+    let mid = text.chars().count() / 2;
+    let split = text
+        .match_indices(", ")
+        .chain(text.match_indices(": "))
+        .map(|(i, _)| i)
+        .min_by_key(|&i| (text[..i].chars().count() as i64 - mid as i64).abs());
+    let lines: Vec<&str> = match split {
+        Some(i) => vec![&text[..i + 1], text[i + 2..].trim_start()],
+        None => vec![text],
+    };
+    let longest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(1) as f64;
+    let px = (room / (longest * BOLD_EM)).clamp(9.0, 12.0);
+    for (k, l) in lines.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="{px:.1}" font-weight="bold">{}</text>"#,
+            W / 2.0,
+            13.0 + k as f64 * (px + 2.0),
+            esc(l)
+        );
+    }
+}
+
+/// Rough width of `text` at the chart's 12 px font: enough to keep a label inside the image.
+fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * 7.0
+}
+
+/// `svg` made as wide and as tall as its legend needs (a long label, many series): no text is
+/// drawn outside the image.
+fn fit(svg: String, c: &Chart, legend_bottom: f64) -> String {
+    let widest = c
+        .lines
+        .iter()
+        .map(|l| L + PW + 14.0 + 30.0 + text_width(&l.label))
+        .fold(W, f64::max);
+    let w = widest.max(W).ceil();
+    let h = (legend_bottom + 8.0).max(H).ceil();
+    if w == W && h == H {
+        return svg;
+    }
+    svg.replacen(
+        &format!(r#"viewBox="0 0 {W} {H}" width="{W}" height="{H}""#),
+        &format!(r#"viewBox="0 0 {w} {h}" width="{w}" height="{h}""#),
+        1,
+    )
+    .replacen(
+        &format!(r#"<rect width="{W}" height="{H}" fill="white"/>"#),
+        &format!(r#"<rect width="{w}" height="{h}" fill="white"/>"#),
+        1,
+    )
+}
+
+/// The script every HTML report carries (inline: a report opens from a file, with no network):
+/// a click on a legend entry, or Enter or Space on it, hides that series' line, markers and bars
+/// in its figure, and shows them again on the next; hovering a marker shows its values (each
+/// marker's `<title>`, no script needed).
+pub const SCRIPT: &str = r#"<script>
+(function () {
+  document.querySelectorAll('svg').forEach(function (svg) {
+    svg.querySelectorAll('g.legend[data-series]').forEach(function (entry) {
+      var name = entry.getAttribute('data-series');
+      entry.setAttribute('tabindex', '0');
+      entry.setAttribute('role', 'button');
+      entry.setAttribute('aria-pressed', 'true');
+      entry.style.cursor = 'pointer';
+      function toggle() {
+        var hide = entry.getAttribute('aria-pressed') === 'true';
+        entry.setAttribute('aria-pressed', hide ? 'false' : 'true');
+        entry.style.opacity = hide ? '0.35' : '';
+        svg.querySelectorAll('[data-series]').forEach(function (el) {
+          if (!el.classList.contains('legend') && el.getAttribute('data-series') === name) {
+            el.style.display = hide ? 'none' : '';
+          }
+        });
+      }
+      entry.addEventListener('click', toggle);
+      entry.addEventListener('keydown', function (e) {
+        if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); }
+      });
+    });
+  });
+})();
+</script>
+"#;
 
 /// The plot area's size: the chart less its margins.
 const PW: f64 = W - L - R;
@@ -748,12 +893,14 @@ fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
                 Some(&Some((lo, hi))) if hi > lo => Some((plot.py(lo), plot.py(hi))),
                 _ => None,
             };
+            let hollow = line.flagged.get(k).copied().unwrap_or(false);
             marks.push(Mark {
                 series: i,
                 x: plot.px(x),
                 y: plot.py(y),
-                hollow: line.flagged.get(k).copied().unwrap_or(false),
+                hollow,
                 bar,
+                tip: tip(c, &line.label, (x, y), hollow),
             });
         }
         for &(x, y) in line.stray.iter().filter(|p| logs.shown(p)) {
@@ -763,27 +910,56 @@ fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
                 y: plot.py(y),
                 hollow: true,
                 bar: None,
+                tip: tip(c, &line.label, (x, y), true),
             });
         }
     }
     marks
 }
 
-/// The legend, and under it notes on what the markers drawn mean.
-fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], dodged: bool) {
+/// A value as hovering shows it: whole numbers with separators from 100 up, three significant
+/// digits below.
+fn value_text(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        crate::model::text::thousands(v)
+    } else if v == 0.0 {
+        "0".into()
+    } else {
+        let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+        format!("{v:.digits$}")
+    }
+}
+
+/// The hover text of a point: "select: 1,500 requests/s offered → 85.8 server CPU µs per reply".
+fn tip(c: &Chart, series: &str, (x, y): (f64, f64), hollow: bool) -> String {
+    format!(
+        "{series}: {} {} → {} {}{}",
+        value_text(x),
+        c.x_label,
+        value_text(y),
+        c.y_label,
+        if hollow { " (invalid)" } else { "" }
+    )
+}
+
+/// The legend, and under it notes on what the markers drawn mean; returns the y of its last
+/// line. Each entry is a group with its series' name (`data-series`): the report's script
+/// toggles the series when it is clicked.
+fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], dodged: bool) -> f64 {
     for (i, line) in c.lines.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let ly = T + 8.0 + i as f64 * 20.0;
         let lx = L + PW + 14.0;
         let _ = write!(
             s,
-            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="1.8"/>"#,
+            r#"<g class="legend" data-series="{}"><line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="1.8"/>"#,
+            esc(&line.label),
             lx + 24.0
         );
         marker(s, i, lx + 12.0, ly, colour, false);
         let _ = write!(
             s,
-            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}">{}</text></g>"#,
             lx + 30.0,
             ly + 4.0,
             esc(&line.label)
@@ -808,6 +984,7 @@ fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], dodged: bool) {
     }
     let lx = L + PW + 14.0;
     let mut ly = T + 8.0 + c.lines.len() as f64 * 20.0 + 6.0;
+    let mut bottom = T + 8.0 + c.lines.len() as f64 * 20.0;
     for group in notes {
         for text in group {
             let _ = write!(
@@ -815,10 +992,12 @@ fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], dodged: bool) {
                 r#"<text x="{lx:.1}" y="{ly:.1}" font-size="10">{}</text>"#,
                 esc(text)
             );
+            bottom = ly + 4.0;
             ly += 12.0;
         }
         ly += 4.0;
     }
+    bottom
 }
 
 #[cfg(test)]
@@ -1025,7 +1204,7 @@ mod tests {
                     .parse()
                     .ok()
             };
-            let hollow = el.contains("class=\"invalid\"");
+            let hollow = el.contains("invalid\"");
             if el.starts_with("circle") {
                 out.push((num("cx=\"").unwrap(), num("cy=\"").unwrap(), hollow));
             } else if el.starts_with("path") && !el.contains("class=\"range\"") {
@@ -1139,7 +1318,7 @@ mod tests {
             assert!(solid.contains("fill=\"#123456\""), "shape {i}: {solid}");
             assert!(hollow.contains("fill=\"white\""), "shape {i}: {hollow}");
             assert!(hollow.contains("stroke=\"#123456\""), "shape {i}: {hollow}");
-            assert!(hollow.contains("class=\"invalid\""), "shape {i}");
+            assert!(hollow.contains("invalid\""), "shape {i}");
         }
         // The eight shapes differ (epoll2, the fifth series, used to be an unfillable cross).
         let mut seen = std::collections::BTreeSet::new();
@@ -1169,7 +1348,7 @@ mod tests {
         };
         let s = line_chart(&c);
         assert_eq!(s.matches("class=\"range\"").count(), 1);
-        assert_eq!(s.matches("class=\"invalid\"").count(), 1);
+        assert_eq!(s.matches("invalid\"").count(), 1);
         assert!(s.contains("bars: min–max over trials"));
         assert!(s.contains("hollow: invalid point"));
         // The stray point (2,600) is inside the plot: the y axis reaches 3,000.

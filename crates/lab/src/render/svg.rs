@@ -237,7 +237,7 @@ fn shape_points(i: usize) -> &'static [(f64, f64)] {
 /// Marker `i` at (x, y): filled with the line's colour, or white inside a thicker outline when
 /// `hollow` (an invalid point).
 fn marker(out: &mut String, i: usize, x: f64, y: f64, colour: &str, hollow: bool) {
-    marker_with(out, i, (x, y), colour, hollow, None);
+    marker_with(out, i, (x, y, 1.0), colour, hollow, None);
 }
 
 /// A marker; with `tip`, a point of the chart: its series' name as `data-series` (the legend
@@ -245,7 +245,7 @@ fn marker(out: &mut String, i: usize, x: f64, y: f64, colour: &str, hollow: bool
 fn marker_with(
     out: &mut String,
     i: usize,
-    (x, y): (f64, f64),
+    (x, y, size): (f64, f64, f64),
     colour: &str,
     hollow: bool,
     tip: Option<(&str, &str)>,
@@ -280,7 +280,8 @@ fn marker_with(
     if pts.is_empty() {
         let _ = write!(
             out,
-            r#"<circle{attrs} cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{fill}" stroke="{colour}" stroke-width="{width}"{close}{}"#,
+            r#"<circle{attrs} cx="{x:.1}" cy="{y:.1}" r="{:.1}" fill="{fill}" stroke="{colour}" stroke-width="{width}"{close}{}"#,
+            3.5 * size,
             end("circle")
         );
         return;
@@ -292,8 +293,8 @@ fn marker_with(
             format!(
                 "{}{:.1},{:.1}",
                 if k == 0 { "M" } else { "L" },
-                x + dx,
-                y + dy
+                x + dx * size,
+                y + dy * size
             )
         })
         .collect();
@@ -318,8 +319,8 @@ fn error_bar(out: &mut String, x: f64, y_lo: f64, y_hi: f64, colour: &str, serie
     );
 }
 
-/// Horizontal distance between markers set side by side.
-const DODGE: f64 = 8.5;
+/// How much larger each marker under another is drawn, where markers coincide.
+const NEST: f64 = 0.55;
 /// Markers closer than this (pixels, both ways) would hide one another.
 const OVERLAP: f64 = 7.0;
 
@@ -332,15 +333,17 @@ struct Mark {
     bar: Option<(f64, f64)>,
     /// What hovering shows: the series and the point's values.
     tip: String,
+    /// Its size, 1 unless it coincides with others (see [`nest`]).
+    size: f64,
 }
 
-/// Sets markers that would overlap side by side: at one x, markers whose y lie within `OVERLAP`
-/// of the next form a group, spread horizontally in series order around the true x (the lines
-/// still pass through the true points). Without this the last series drawn hides the others
-/// where they coincide — below saturation every mechanism answers what it is offered — and
-/// with them their hollow (invalid) markers.
-fn dodge(marks: &mut [Mark]) -> bool {
-    let mut moved = false;
+/// Nests markers that would hide one another, never moving one off its value: at one x, markers
+/// whose y lie within `OVERLAP` of the next form a group; in series order the first is drawn
+/// largest and each later one smaller on top of it (different shapes, so each ring shows).
+/// Without this the last series drawn hides the others where they coincide (below saturation
+/// every mechanism answers what it is offered), and with them their hollow (invalid) markers.
+fn nest(marks: &mut [Mark]) -> bool {
+    let mut nested = false;
     let mut order: Vec<usize> = (0..marks.len()).collect();
     order.sort_by(|&a, &b| {
         (marks[a].x, marks[a].y, marks[a].series)
@@ -359,15 +362,15 @@ fn dodge(marks: &mut [Mark]) -> bool {
         if j - i > 1 {
             let mut group: Vec<usize> = order[i..j].to_vec();
             group.sort_by_key(|&k| (marks[k].series, marks[k].hollow));
-            let mid = (group.len() - 1) as f64 / 2.0;
-            for (n, &k) in group.iter().enumerate() {
-                marks[k].x += (n as f64 - mid) * DODGE;
+            let n = group.len();
+            for (rank, &k) in group.iter().enumerate() {
+                marks[k].size = 1.0 + NEST * (n - 1 - rank) as f64;
             }
-            moved = true;
+            nested = true;
         }
         i = j;
     }
-    moved
+    nested
 }
 
 /// The chart as a standalone `<svg>` element. Each line is one `<polyline class="series">`.
@@ -384,7 +387,7 @@ const X_LABEL_GAP: f64 = 40.0;
 pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     let logs = Logs {
         x: x_scale == Scale::Log,
-        y: c.y_scale == Scale::Log,
+        y: c.y_scale == Scale::Log || spans_decades(c),
     };
     let (xs_all, ys_all) = shown_values(c, logs);
     let (x0, x1) = xs_all
@@ -427,7 +430,7 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     // Lines first, then every marker above every line: solid ones, then hollow ones, so that an
     // invalid point is never hidden under a valid one.
     let mut marks = lines_and_marks(&mut s, c, &plot);
-    let dodged = dodge(&mut marks);
+    let nested = nest(&mut marks);
     let label = |m: &Mark| c.lines[m.series].label.as_str();
     for m in &marks {
         if let Some((lo, hi)) = m.bar {
@@ -441,19 +444,26 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
             );
         }
     }
+    // The larger (underneath) first, the hollow ones above the solid ones.
+    let mut order: Vec<&Mark> = marks.iter().collect();
+    order.sort_by(|a, b| {
+        (a.hollow, -a.size)
+            .partial_cmp(&(b.hollow, -b.size))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     for hollow in [false, true] {
-        for m in marks.iter().filter(|m| m.hollow == hollow) {
+        for m in order.iter().filter(|m| m.hollow == hollow) {
             marker_with(
                 &mut s,
                 m.series,
-                (m.x, m.y),
+                (m.x, m.y, m.size),
                 COLOURS[m.series % COLOURS.len()],
                 hollow,
                 Some((label(m), &m.tip)),
             );
         }
     }
-    let bottom = legend(&mut s, c, logs, &marks, dodged);
+    let bottom = legend(&mut s, c, logs, &marks, nested);
     s.push_str("</svg>");
     fit(s, c, bottom)
 }
@@ -561,6 +571,27 @@ pub const SCRIPT: &str = r#"<script>
 })();
 </script>
 "#;
+
+/// Whether a linear chart's values span two decades or more, all of them above zero: then its
+/// y axis is logarithmic, or the smaller values would lie flat on the axis (pipetest's select
+/// falling 400-fold). A chart with a zero or less stays linear: a log axis could not show it.
+fn spans_decades(c: &Chart) -> bool {
+    let ys: Vec<f64> = c
+        .lines
+        .iter()
+        .flat_map(|l| {
+            l.points
+                .iter()
+                .chain(&l.stray)
+                .map(|p| p.1)
+                .chain(l.ranges.iter().flatten().flat_map(|r| [r.0, r.1]))
+        })
+        .collect();
+    match min_max(&ys) {
+        Some((lo, hi)) => lo > 0.0 && hi / lo >= 100.0,
+        None => false,
+    }
+}
 
 /// The plot area's size: the chart less its margins.
 const PW: f64 = W - L - R;
@@ -901,6 +932,7 @@ fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
                 hollow,
                 bar,
                 tip: tip(c, &line.label, (x, y), hollow),
+                size: 1.0,
             });
         }
         for &(x, y) in line.stray.iter().filter(|p| logs.shown(p)) {
@@ -911,6 +943,7 @@ fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
                 hollow: true,
                 bar: None,
                 tip: tip(c, &line.label, (x, y), true),
+                size: 1.0,
             });
         }
     }
@@ -945,7 +978,7 @@ fn tip(c: &Chart, series: &str, (x, y): (f64, f64), hollow: bool) -> String {
 /// The legend, and under it notes on what the markers drawn mean; returns the y of its last
 /// line. Each entry is a group with its series' name (`data-series`): the report's script
 /// toggles the series when it is clicked.
-fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], dodged: bool) -> f64 {
+fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], nested: bool) -> f64 {
     for (i, line) in c.lines.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let ly = T + 8.0 + i as f64 * 20.0;
@@ -973,8 +1006,8 @@ fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], dodged: bool) -
     if marks.iter().any(|m| m.bar.is_some()) {
         notes.push(vec!["bars: min–max over trials"]);
     }
-    if dodged {
-        notes.push(vec!["markers that coincide:", "side by side"]);
+    if nested {
+        notes.push(vec!["markers that coincide:", "nested, the first largest"]);
     }
     if c.lines
         .iter()
@@ -1139,10 +1172,31 @@ mod tests {
     }
 
     #[test]
+    fn a_series_over_two_decades_is_drawn_on_a_log_axis() {
+        let wide = chart(
+            vec![line("a", vec![(1.0, 10.0), (2.0, 5000.0)])],
+            Scale::Linear,
+        );
+        assert!(line_chart(&wide).contains("y (log scale)"));
+        // Under two decades, or with a zero (a log axis cannot show it): linear.
+        let narrow = chart(
+            vec![line("a", vec![(1.0, 100.0), (2.0, 5000.0)])],
+            Scale::Linear,
+        );
+        assert!(!line_chart(&narrow).contains("log scale"));
+        let zero = chart(
+            vec![line("a", vec![(1.0, 0.0), (2.0, 10.0), (3.0, 5000.0)])],
+            Scale::Linear,
+        );
+        assert!(!line_chart(&zero).contains("log scale"));
+    }
+
+    #[test]
     fn tick_labels_follow_one_rule_per_axis() {
-        // p99 up to 1,150 ms: ticks 0, 200, …, 1,200 — never "1200" beside "1,000".
+        // p99 up to 1,150 ms: ticks 0, 200, …, 1,200 — never "1200" beside "1,000". (From
+        // 20: a series over two decades or more would be drawn on a log axis.)
         let c = chart(
-            vec![line("a", vec![(2200.0, 1.0), (13000.0, 1150.0)])],
+            vec![line("a", vec![(2200.0, 20.0), (13000.0, 1150.0)])],
             Scale::Linear,
         );
         let s = line_chart(&c);
@@ -1219,9 +1273,9 @@ mod tests {
     }
 
     #[test]
-    fn coinciding_markers_are_set_side_by_side_and_hollow_ones_drawn_last() {
+    fn coinciding_markers_are_nested_at_their_values_and_hollow_ones_drawn_last() {
         // Eight series answering exactly what they are offered, three of them flagged at
-        // 2,000/s: every marker must stay visible, the hollow ones above the solid ones.
+        // 2,000/s: every marker must stay visible and at its value, the hollow ones above.
         let mut lines = Vec::new();
         for i in 0..8 {
             let mut l = line(&format!("s{i}"), vec![(2000.0, 2000.0), (4000.0, 4000.0)]);
@@ -1237,19 +1291,55 @@ mod tests {
         // Hollow markers come after every solid one.
         let first_hollow = plot.iter().position(|m| m.2).unwrap();
         assert!(plot[first_hollow..].iter().all(|m| m.2), "{plot:?}");
-        // No two plot markers share a place: each at least DODGE - 1 px from the others
-        // (shapes' first vertices differ, so compare groups at one height).
-        for y in [plot[0].1, plot[1].1] {
-            let mut xs: Vec<f64> = plot
-                .iter()
-                .filter(|m| (m.1 - y).abs() < 6.0)
-                .map(|m| m.0)
-                .collect();
-            assert_eq!(xs.len(), 8, "{plot:?}");
-            xs.sort_by(f64::total_cmp);
-            let spread = xs[7] - xs[0];
-            assert!(spread >= 6.0 * DODGE, "{xs:?}");
-        }
+        // Every marker centred on its point's x (shapes are symmetric left to right), and at
+        // one point no two of one size: nested, not moved.
+        let marks: Vec<(f64, f64)> = s
+            .split("class=\"mark")
+            .skip(1)
+            .map(|el| {
+                let el = &el[..el.find('>').unwrap()];
+                if let Some(cx) = el.split("cx=\"").nth(1) {
+                    let cx: f64 = cx.split('"').next().unwrap().parse().unwrap();
+                    let r: f64 = el
+                        .split(" r=\"")
+                        .nth(1)
+                        .unwrap()
+                        .split('"')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    return (cx, r);
+                }
+                let d = el.split("d=\"").nth(1).unwrap().split('"').next().unwrap();
+                let xs: Vec<f64> = d
+                    .split(['M', 'L', 'Z', ' '])
+                    .filter(|t| !t.is_empty())
+                    .map(|t| t.split(',').next().unwrap().parse().unwrap())
+                    .collect();
+                let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+                let half = xs.iter().map(|x| (x - mean).abs()).fold(0.0, f64::max);
+                (mean, half)
+            })
+            .collect();
+        assert_eq!(marks.len(), 16);
+        let poly_x = |label: &str| -> f64 {
+            s.split(&format!("data-series=\"{label}\" points=\""))
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let x0 = poly_x("s0");
+        let at_first: Vec<&(f64, f64)> = marks.iter().filter(|m| (m.0 - x0).abs() < 0.2).collect();
+        assert_eq!(at_first.len(), 8, "{marks:?}");
+        let mut sizes: Vec<f64> = at_first.iter().map(|m| m.1).collect();
+        sizes.sort_by(f64::total_cmp);
+        assert!(sizes[7] > 2.0 * sizes[0], "{sizes:?}");
+        assert!(s.contains("nested, the first largest"));
         // Apart, markers stay where their points are.
         let apart = line_chart(&chart(
             vec![

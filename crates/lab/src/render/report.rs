@@ -393,19 +393,30 @@ fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
             if !any || (nonzero_only && !above) {
                 continue;
             }
-            let title = format!("{}: {what}", panel.words);
-            d.push(Block::Figure {
-                file: format!("fig-{tag}-vs-{x_tag}{}.svg", panel.suffix),
-                svg: svg::line_chart(&Chart {
-                    title: title.clone(),
-                    x_label: x_label.clone(),
-                    y_label: yl.into(),
-                    lines: ls,
-                    diagonal: false,
-                    y_scale,
-                }),
-                alt: title,
-            });
+            let groups = small_multiples(ls);
+            let n = groups.len();
+            for (k, lines) in groups.into_iter().enumerate() {
+                let (title, part) = if n == 1 {
+                    (format!("{}: {what}", panel.words), String::new())
+                } else {
+                    (
+                        format!("{}: {what} ({} of {n})", panel.words, k + 1),
+                        format!("-{}", k + 1),
+                    )
+                };
+                d.push(Block::Figure {
+                    file: format!("fig-{tag}-vs-{x_tag}{}{part}.svg", panel.suffix),
+                    svg: svg::line_chart(&Chart {
+                        title: title.clone(),
+                        x_label: x_label.clone(),
+                        y_label: yl.into(),
+                        lines,
+                        diagonal: false,
+                        y_scale,
+                    }),
+                    alt: title,
+                });
+            }
             tables.push(Block::P(format!("{} ({yl}), by {head}:", capitalise(what))));
             tables.push(table_by(
                 s,
@@ -445,6 +456,23 @@ fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
         ));
     }
     d
+}
+
+/// Most series one figure shows: beyond it lines and markers cannot be told apart.
+const MOST_SERIES: usize = 8;
+
+/// `lines` as figures of at most [`MOST_SERIES`] each, in order and as even as can be (17
+/// series: 6, 6 and 5), each series in one figure: small multiples, not one unreadable figure.
+fn small_multiples(lines: Vec<svg::Line>) -> Vec<Vec<svg::Line>> {
+    let n = lines.len();
+    let figures = n.div_ceil(MOST_SERIES).max(1);
+    let mut out: Vec<Vec<svg::Line>> = Vec::with_capacity(figures);
+    let mut it = lines.into_iter();
+    for k in 0..figures {
+        let take = n / figures + usize::from(k < n % figures);
+        out.push(it.by_ref().take(take).collect());
+    }
+    out
 }
 
 /// An object size of the spec ("4K", "128K", "1M", "512") in KB, or `None` for a distribution
@@ -2261,5 +2289,23 @@ mod tests {
             md.matches("**reproduced**").count(),
             html.matches("<strong>reproduced</strong>").count()
         );
+    }
+
+    #[test]
+    fn more_than_eight_series_become_small_multiples() {
+        let lines =
+            |n: usize| -> Vec<Line> { (0..n).map(|i| svg::empty_line(&format!("s{i}"))).collect() };
+        let sizes =
+            |n: usize| -> Vec<usize> { small_multiples(lines(n)).iter().map(Vec::len).collect() };
+        assert_eq!(sizes(8), [8]);
+        assert_eq!(sizes(9), [5, 4]);
+        assert_eq!(sizes(17), [6, 6, 5]);
+        // In order, each series once.
+        let names: Vec<String> = small_multiples(lines(17))
+            .into_iter()
+            .flatten()
+            .map(|l| l.label)
+            .collect();
+        assert_eq!(names, (0..17).map(|i| format!("s{i}")).collect::<Vec<_>>());
     }
 }

@@ -77,6 +77,15 @@ pub fn rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A count of at least one (workers, connections).
+pub fn count(s: &str) -> Result<usize, String> {
+    match s.trim().replace('_', "").parse::<usize>() {
+        Ok(0) => Err(format!("'{s}': must be at least 1")),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a count")),
+    }
+}
+
 /// A listening address: `ADDR:PORT`, or a bare port for 127.0.0.1 (`8080`, `:8080`).
 pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     let t = s.trim();

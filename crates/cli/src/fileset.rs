@@ -10,7 +10,7 @@ pub struct Args {
     /// Directory to create the file set in (serve it as the document root)
     pub dir: PathBuf,
     /// Number of SPECweb99 directories (36 files, 5,119,484 bytes each)
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = dirs_count)]
     pub dirs: usize,
     /// Write into a non-empty directory that does not look like a file set
     #[arg(long)]
@@ -23,6 +23,18 @@ pub struct Args {
     /// paper's percentiles) or BYTES for every object (K and M suffixes accepted)
     #[arg(long, default_value = "polymix4", value_name = "RULE")]
     pub object_size: String,
+}
+
+/// `--dirs`: 1 to the most the file set's layout numbers (`fileset::MAX_DIRS`).
+fn dirs_count(s: &str) -> Result<usize, String> {
+    let n = crate::args::count(s)?;
+    if n > evlab_load::fileset::MAX_DIRS {
+        return Err(format!(
+            "'{s}': at most {} directories",
+            evlab_load::fileset::MAX_DIRS
+        ));
+    }
+    Ok(n)
 }
 
 fn parse_size(s: &str) -> anyhow::Result<SizeDist> {

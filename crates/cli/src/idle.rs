@@ -14,6 +14,7 @@ use evlab_load::idle::{run_idle, IdleConfig, IdleEvent, IdleStatus};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Number of idle connections to hold
+    #[arg(value_parser = crate::args::count)]
     pub conns: usize,
     /// Server host name or address
     #[arg(long, default_value = "127.0.0.1")]

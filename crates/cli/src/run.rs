@@ -166,12 +166,12 @@ fn load_spec(a: &RunArgs) -> anyhow::Result<(Spec, String, String)> {
         let spec = Spec::parse(text, &origin)?;
         return Ok((spec, origin, text.to_string()));
     }
-    anyhow::bail!(
+    Err(crate::args::usage(format!(
         "no experiment `{}`: not a file, not in {}, not built in (built in: {})",
         a.experiment,
         a.experiments_dir.display(),
         BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
-    )
+    )))
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<()> {

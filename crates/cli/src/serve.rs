@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub list_mechanisms: bool,
     /// Worker threads, each with its own event loop
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::args::count)]
     pub workers: usize,
     /// How workers share the port: shared (one listener, every worker woken), exclusive (one
     /// listener registered with EPOLLEXCLUSIVE, so a connection wakes one worker; epoll-lt,

@@ -348,3 +348,56 @@ fn readme_links_stay_in_the_repository_and_name_what_is_shipped() {
     assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
     assert!(apache.contains("END OF TERMS AND CONDITIONS"));
 }
+
+/// A wrong command line exits 2 in every subcommand, whether clap or the subcommand finds it,
+/// and says what is wrong; a failure of the run itself (a file that is not there) exits 1.
+#[test]
+fn usage_errors_exit_2_everywhere() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["load", "--rate", "0", "--num-conns", "1"], "rate"),
+        (
+            &["load", "--rate", "-5", "--num-conns", "1"],
+            "more than zero",
+        ),
+        (&["load", "--rate", "5"], "--num-conns or --duration"),
+        (
+            &[
+                "load",
+                "--rate",
+                "5",
+                "--num-conns",
+                "1",
+                "--method",
+                "POST",
+            ],
+            "POST",
+        ),
+        (&["load", "--rate", "5", "--duration", "10x"], "500ms"),
+        (&["run", "no-such-experiment"], "no experiment"),
+        (&["run", "quick", "--duration", "0"], "more than zero"),
+        (&["idle", "0"], "at least 1"),
+        (&["serve", "--root", "/tmp", "--workers", "0"], "at least 1"),
+        (
+            &["serve", "--root", "/tmp", "--listen", "nope"],
+            "ADDR:PORT",
+        ),
+        (&["pipetest", "--pipes", "0"], "at least 1"),
+        (&["herd", "--workers", "0"], "at least 1"),
+        (&["micro", "malloc", "--workers", "0"], "at least 1"),
+        (&["fileset", "/nonexistent/x", "--dirs", "0"], "at least 1"),
+        (&["compare", "/tmp"], "required"),
+    ];
+    for (args, want) in cases {
+        let o = evlab(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+    }
+    let o = evlab(&["report", "/nonexistent"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -95,10 +95,10 @@ pub fn parse_counts(s: &str) -> Result<Vec<usize>, String> {
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .map(|p| {
-            p.replace('_', "")
-                .parse::<usize>()
-                .map_err(|_| format!("'{p}' is not a count"))
+        .map(|p| match p.replace('_', "").parse::<usize>() {
+            Ok(0) => Err(format!("'{p}': each count must be at least 1")),
+            Ok(n) => Ok(n),
+            Err(_) => Err(format!("'{p}' is not a count")),
         })
         .collect();
     match v {

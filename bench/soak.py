@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""evlab soak (issue 11): per engine, --duration seconds (default 600) of well-behaved load plus
+"""evlab soak: per engine, --duration seconds (default 600) of well-behaved load plus
 --idle idle connections (default 10,000) plus a slowloris crowd; then everything stops and the
 server must be back where it started.
 

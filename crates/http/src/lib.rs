@@ -22,8 +22,8 @@ pub mod response;
 pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
 pub use date::DateCache;
 pub use proxy::{
-    parse_response_head, write_forward_request, CacheInfo, ChunkedScanner, Forward, ForwardError,
-    ForwardOptions, Framing, ResponseHead, ResponseParse, MAX_DELTA_SECONDS,
+    parse_response_head, push_via, write_forward_request, CacheInfo, ChunkedScanner, Forward,
+    ForwardError, ForwardOptions, Framing, ResponseHead, ResponseParse, MAX_DELTA_SECONDS,
 };
 pub use request::{
     parse_proxy_request, parse_request, Limits, Method, Parse, ProxyParse, ProxyRequest, Request,

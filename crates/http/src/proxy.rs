@@ -387,6 +387,20 @@ pub fn parse_response_head(
     })
 }
 
+/// Appends the proxy's own `Via` field line to a message it forwards, request or response
+/// (RFC 9110 §7.6.3: a proxy MUST send one in each direction), with the protocol version the
+/// message was received in (`minor`: HTTP/1.`minor`); a field line of its own is the same as
+/// appending to any `Via` the message carried.
+pub fn push_via(out: &mut Vec<u8>, minor: u8, pseudonym: &str) {
+    out.extend_from_slice(if minor == 0 {
+        b"Via: 1.0 "
+    } else {
+        b"Via: 1.1 "
+    });
+    out.extend_from_slice(pseudonym.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 /// What [`write_forward_request`] learnt of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Forward<'a> {
@@ -541,15 +555,7 @@ pub fn write_forward_request<'a>(
         out.extend_from_slice(b"\r\n");
     }
     if let Some(via) = opts.via {
-        // The version is the one received (RFC 9110 §7.6.3); a Via field line of our own is
-        // the same as appending to the client's.
-        out.extend_from_slice(if minor == 0 {
-            b"Via: 1.0 "
-        } else {
-            b"Via: 1.1 "
-        });
-        out.extend_from_slice(via.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        push_via(out, minor, via);
     }
     if minor == 0 {
         out.extend_from_slice(b"Connection: keep-alive\r\n");

@@ -46,9 +46,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use evlab_http::{
-    parse_proxy_request, parse_response_head, write_error, write_forward_request, write_head,
-    ChunkedScanner, DateCache, ForwardOptions, Framing, ProxyParse, RequestBody, ResponseHead,
-    ResponseParse, Status,
+    parse_proxy_request, parse_response_head, push_via, write_error, write_forward_request,
+    write_head, ChunkedScanner, DateCache, ForwardOptions, Framing, ProxyParse, RequestBody,
+    ResponseHead, ResponseParse, Status,
 };
 use evlab_poll::{sys, Events, Interest, Token};
 
@@ -1855,6 +1855,11 @@ impl<P: Io> Worker<P> {
                     return self.origin_failed(c);
                 }
                 ResponseParse::Complete(h) => {
+                    // Via toward the client too (RFC 9110 §7.6.3), with the origin's version;
+                    // a cached copy keeps it, as it came through this proxy.
+                    if let Some(v) = self.cfg.via.as_deref() {
+                        push_via(&mut c.out, h.minor_version, v);
+                    }
                     self.start_body(c, h, before);
                     return Ok(true);
                 }

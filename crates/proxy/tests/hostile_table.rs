@@ -330,3 +330,38 @@ fn the_parser_reads_responses_as_the_script_does() {
         ["200 (19 bytes)"]
     );
 }
+
+/// A proxy sends `Via` toward the client too (RFC 9110 §7.6.3), with the version the origin
+/// answered in; a cache hit keeps it.
+#[test]
+fn responses_carry_via_with_the_origins_version() {
+    let (addr, _log) = origin(
+        b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=60\r\n\r\nhi".to_vec(),
+    );
+    let p = common::proxy(addr, "epoll-et", "copy").expect("epoll-et");
+    let head = |path: &str| {
+        let mut s = TcpStream::connect(p.local_addr()).unwrap();
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = s.read_to_end(&mut out);
+        let text = String::from_utf8_lossy(&out).into_owned();
+        text[..text.find("\r\n\r\n").unwrap_or(text.len())].to_string()
+    };
+    let vias = |h: &str| -> Vec<String> {
+        h.lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("via:"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(vias(&head("/case")), ["Via: 1.0 evlab"]);
+    assert_eq!(vias(&head("/other")), ["Via: 1.1 evlab"]);
+    // From the cache: the same.
+    let hit = head("/case");
+    assert!(hit.contains("X-Cache: HIT"), "{hit}");
+    assert_eq!(vias(&hit), ["Via: 1.0 evlab"]);
+    p.shutdown().unwrap();
+}

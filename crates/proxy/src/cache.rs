@@ -25,6 +25,10 @@ pub struct Object {
     pub body: Vec<u8>,
     pub last_modified: Option<SystemTime>,
     pub expires: Instant,
+    /// When it was stored, and the `Age` it arrived with: a hit's `Age` is their sum with the
+    /// time since.
+    pub stored: Instant,
+    pub age: u64,
 }
 
 impl Object {
@@ -157,6 +161,8 @@ mod tests {
             body: vec![7; body],
             last_modified: None,
             expires: Instant::now() + ttl,
+            stored: Instant::now(),
+            age: 0,
         }
     }
 

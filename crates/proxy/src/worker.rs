@@ -176,6 +176,8 @@ struct Store {
     head: Box<[u8]>,
     last_modified: Option<SystemTime>,
     fresh_for: Duration,
+    /// The response's `Age` when it arrived (0 without one).
+    age: u64,
 }
 
 /// A request body on its way from the client to the origin (always through `Exchange::req`:
@@ -1735,6 +1737,13 @@ impl<P: Io> Worker<P> {
             return 304;
         }
         c.out.extend_from_slice(&obj.head);
+        // Age: what it had when stored, and how long it has been here (RFC 9111 §5.1).
+        let here = self.now.saturating_duration_since(obj.stored).as_secs();
+        let age = obj
+            .age
+            .saturating_add(here)
+            .min(evlab_http::MAX_DELTA_SECONDS);
+        let _ = std::io::Write::write_fmt(&mut c.out, format_args!("Age: {age}\r\n"));
         c.out.extend_from_slice(b"X-Cache: HIT\r\n");
         connection_field(&mut c.out, minor, keep);
         c.out.extend_from_slice(b"\r\n");
@@ -1909,7 +1918,9 @@ impl<P: Io> Worker<P> {
         if h.framing == Framing::UntilClose || dechunk || self.shutting_down.is_some() {
             c.close_after = true;
         }
-        let store_head = (&c.out[head_start..]).into();
+        // The head as a cache would keep it: cut out of what goes to the client, only when the
+        // response is stored.
+        let head_end = c.out.len();
         c.out.extend_from_slice(b"X-Cache: MISS\r\n");
         let keep = x.client_keep && !c.close_after;
         connection_field(&mut c.out, x.client_minor, keep);
@@ -1958,9 +1969,11 @@ impl<P: Io> Worker<P> {
                 if cacheable {
                     b.store = Some(Store {
                         key: x.store_key.take().expect("a key"),
-                        head: store_head,
+                        // A hit says its own Age (see `answer_hit`), not the origin's.
+                        head: without_age(&c.out[head_start..head_end]),
                         last_modified: h.last_modified,
                         fresh_for,
+                        age: h.cache.age,
                     });
                 }
                 let (mode, pipe, tee) = self.choose_mode(b.left, cacheable);
@@ -2426,6 +2439,8 @@ impl<P: Io> Worker<P> {
                         body,
                         last_modified: s.last_modified,
                         expires,
+                        stored: self.now,
+                        age: s.age,
                     },
                 );
                 if stored && reusable {
@@ -2624,6 +2639,18 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::Splice => "splice",
         Mode::SpliceKeep => "splice-keep",
     }
+}
+
+/// A stored head without its `Age` field lines (the head's lines end in CRLF; no blank line).
+fn without_age(head: &[u8]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(head.len());
+    for line in head.split_inclusive(|&b| b == b'\n') {
+        let is_age = line.len() > 4 && line[..4].eq_ignore_ascii_case(b"age:");
+        if !is_age {
+            out.extend_from_slice(line);
+        }
+    }
+    out.into_boxed_slice()
 }
 
 /// The `Connection` field a response to the client needs.

@@ -332,11 +332,13 @@ fn the_parser_reads_responses_as_the_script_does() {
 }
 
 /// A proxy sends `Via` toward the client too (RFC 9110 §7.6.3), with the version the origin
-/// answered in; a cache hit keeps it.
+/// answered in; a cache hit keeps it, and says its own `Age`: the one the response came with
+/// plus its time in the cache (RFC 9111 §5.1), in one field.
 #[test]
-fn responses_carry_via_with_the_origins_version() {
+fn responses_carry_via_and_hits_their_age() {
     let (addr, _log) = origin(
-        b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=60\r\n\r\nhi".to_vec(),
+        b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nAge: 100\r\nCache-Control: max-age=600\r\n\r\nhi"
+            .to_vec(),
     );
     let p = common::proxy(addr, "epoll-et", "copy").expect("epoll-et");
     let head = |path: &str| {
@@ -357,11 +359,22 @@ fn responses_carry_via_with_the_origins_version() {
             .map(String::from)
             .collect()
     };
-    assert_eq!(vias(&head("/case")), ["Via: 1.0 evlab"]);
+    let ages = |h: &str| -> Vec<u64> {
+        h.lines()
+            .filter_map(|l| l.strip_prefix("Age: "))
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let miss = head("/case");
+    assert_eq!(vias(&miss), ["Via: 1.0 evlab"]);
+    assert_eq!(ages(&miss), [100], "{miss}");
     assert_eq!(vias(&head("/other")), ["Via: 1.1 evlab"]);
-    // From the cache: the same.
+    // From the cache: the same Via, and one Age of at least what it came with.
+    std::thread::sleep(Duration::from_millis(1100));
     let hit = head("/case");
     assert!(hit.contains("X-Cache: HIT"), "{hit}");
     assert_eq!(vias(&hit), ["Via: 1.0 evlab"]);
+    let a = ages(&hit);
+    assert!(a.len() == 1 && (100..=130).contains(&a[0]), "{hit}");
     p.shutdown().unwrap();
 }

@@ -139,6 +139,16 @@ pub struct Config {
     /// A client connection with no progress for this long is closed (408 if it had sent part
     /// of a request head, 504 if it waits for the origin's response head). `None`: never.
     pub timeout: Option<Duration>,
+    /// A request head must be complete within this total time from when the client began to
+    /// wait for it (at accept, or once the previous response was out), however it trickles
+    /// in: else 408 (or a close, if not a byte of it came). `None`: off.
+    pub header_timeout: Option<Duration>,
+    /// A client that takes none of its output for this long is closed; restarted by every
+    /// write that makes progress (as `evlab serve --send-timeout`). `None`: off.
+    pub send_timeout: Option<Duration>,
+    /// A connection to the origin (or a CONNECT target) that is not up within this time
+    /// is given up: 504, where a refused one is 502. `None`: only `timeout` bounds it.
+    pub connect_timeout: Option<Duration>,
     pub max_conns: usize,
     pub limits: Limits,
     /// Answer `GET /.evlab/stats` (the proxy's counters) instead of forwarding it.
@@ -205,6 +215,9 @@ impl Config {
             cache_ttl: Duration::from_secs(60),
             origin_idle: 64,
             timeout: Some(Duration::from_secs(60)),
+            header_timeout: Some(Duration::from_secs(60)),
+            send_timeout: Some(Duration::from_secs(60)),
+            connect_timeout: Some(Duration::from_secs(60)),
             max_conns: 100_000,
             limits: Limits::default(),
             stats: false,
@@ -416,29 +429,6 @@ fn run_worker(
         };
     }
     evlab_poll::for_each_mechanism!(dispatch)
-}
-
-/// SIGINT/SIGTERM → graceful shutdown (the handler writes to every worker's waker), and
-/// SIGPIPE ignored.
-pub mod signals {
-    use std::os::fd::RawFd;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-
-    use evlab_poll::sys;
-
-    static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-    pub fn signalled() -> bool {
-        SIGNALLED.load(SeqCst)
-    }
-
-    pub fn install(wakers: &[RawFd]) -> std::io::Result<()> {
-        sys::route_signals(&[libc::SIGINT, libc::SIGTERM], &SIGNALLED, wakers)
-    }
-
-    pub fn ignore_sigpipe() {
-        let _ = sys::ignore_signal(libc::SIGPIPE);
-    }
 }
 
 #[cfg(test)]

@@ -14,9 +14,7 @@ mod conn;
 mod core;
 mod handler;
 mod readiness;
-pub mod signals;
 mod stats;
-mod timers;
 
 use std::io;
 use std::net::SocketAddr;

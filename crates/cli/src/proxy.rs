@@ -59,6 +59,11 @@ pub struct Args {
     /// Largest body the cache stores
     #[arg(long, default_value = "16M", value_parser = parse_bytes)]
     pub cache_max_object: u64,
+    /// Bytes of objects each worker may be receiving for the cache at once, each counted at
+    /// its full length: a cacheable miss that would pass it is forwarded without being kept,
+    /// so slow readers of large objects cannot make the proxy hold more (0: only empty bodies)
+    #[arg(long, default_value = "16M", value_parser = parse_bytes)]
+    pub keep_bytes: u64,
     /// Seconds an object without max-age stays fresh
     #[arg(long, default_value_t = 60.0)]
     pub cache_ttl: f64,
@@ -158,6 +163,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.buffer_size = usize::try_from(a.buffer_size).context("--buffer-size")?;
     cfg.cache_bytes = a.cache_bytes;
     cfg.cache_max_object = a.cache_max_object;
+    cfg.keep_bytes = a.keep_bytes;
     cfg.cache_ttl = seconds("cache-ttl", a.cache_ttl)?.unwrap_or(Duration::ZERO);
     cfg.origin_idle = a.origin_idle;
     cfg.origin_host = a.origin_host;

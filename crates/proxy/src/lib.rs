@@ -132,6 +132,11 @@ pub struct Config {
     pub cache_bytes: u64,
     /// Largest body the cache stores.
     pub cache_max_object: u64,
+    /// Bytes of objects each worker may be receiving for the cache at once (each counted at
+    /// its full length from its head on): a cacheable miss that would pass it is forwarded
+    /// without being kept, so a crowd of slow readers of large objects holds at most this
+    /// besides their copy buffers.
+    pub keep_bytes: u64,
     /// How long an object without max-age stays fresh.
     pub cache_ttl: Duration,
     /// Idle origin connections each worker keeps for reuse.
@@ -212,6 +217,7 @@ impl Config {
             buffer_size: 64 * 1024,
             cache_bytes: 64 << 20,
             cache_max_object: 16 << 20,
+            keep_bytes: 16 << 20,
             cache_ttl: Duration::from_secs(60),
             origin_idle: 64,
             timeout: Some(Duration::from_secs(60)),

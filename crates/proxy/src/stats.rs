@@ -58,7 +58,7 @@ counters! {
     bad_gateway, gateway_timeout, connect_timeouts, truncated,
     requests,
     hits, not_modified, misses, bypassed, cache_stored, cache_evicted, cache_expired,
-    cache_rejected, cache_objects, cache_bytes,
+    cache_rejected, cache_objects, cache_bytes, cache_not_kept, cache_keeping,
     bytes_to_clients, bytes_copy, bytes_splice, bytes_tee, bytes_hit,
     copied, spliced, spliced_keep, no_pipe,
     pipes_created, pipes_open, pipes_idle, pipes_max_open, pipes_closed_with_data,
@@ -171,6 +171,8 @@ impl Shared {
                 rejected: sum(&|w| &w.cache_rejected),
                 objects: sum(&|w| &w.cache_objects),
                 bytes: sum(&|w| &w.cache_bytes),
+                not_kept: sum(&|w| &w.cache_not_kept),
+                keeping: sum(&|w| &w.cache_keeping),
             },
             bytes: ByteCounts {
                 to_clients: sum(&|w| &w.bytes_to_clients),

@@ -172,6 +172,8 @@ struct Xfer {
     reusable: bool,
     /// What the cache stores, if the object is cacheable.
     store: Option<Store>,
+    /// Bytes of the worker's `--keep-bytes` this body reserved (its length, if kept).
+    reserved: u64,
 }
 
 #[derive(Debug)]
@@ -403,6 +405,8 @@ pub(crate) struct Worker<P: Io> {
     gate: Gate,
     /// Waits so far: what happened "in this turn" happened with no wait in between.
     turn: u64,
+    /// Bytes reserved by the objects being received for the cache (`--keep-bytes`).
+    keeping: u64,
     /// The access log's lines not written yet (`None`: no log).
     log: Option<LogBuf>,
 }
@@ -473,6 +477,7 @@ impl<P: Io> Worker<P> {
             next_id: 0,
             gate: Gate::new(cfg.max_conns),
             turn: 1,
+            keeping: 0,
             log: cfg.access_log.clone().map(LogBuf::new),
             stats,
             shared,
@@ -545,6 +550,7 @@ impl<P: Io> Worker<P> {
         st.cache_rejected.set(c.rejected);
         st.cache_objects.set(self.cache.len() as u64);
         st.cache_bytes.set(self.cache.bytes());
+        st.cache_keeping.set(self.keeping);
         let p = &self.pipes.counts;
         st.pipes_created.set(p.created);
         st.pipes_closed_with_data.set(p.closed_with_data);
@@ -1107,6 +1113,7 @@ impl<P: Io> Worker<P> {
         let req = std::mem::take(&mut x.req);
         self.bufs.give(req);
         if let Some(mut b) = x.body.take() {
+            self.keeping -= b.reserved;
             for p in [b.pipe.take(), b.tee.take()].into_iter().flatten() {
                 self.give_pipe(p);
             }
@@ -1985,6 +1992,7 @@ impl<P: Io> Worker<P> {
             failed: false,
             reusable: h.keep_alive && !early,
             store: None,
+            reserved: 0,
         };
         let mut take = prefix.len();
         let mut dechunked = Vec::new();
@@ -2001,14 +2009,22 @@ impl<P: Io> Worker<P> {
                 b.in_done = b.left == 0;
                 let fresh_for = h.cache.fresh_for(SystemTime::now(), self.cfg.cache_ttl);
                 // Bytes after the body (see below) make the whole response suspect.
-                let cacheable = x.store_key.is_some()
+                let mut cacheable = x.store_key.is_some()
                     && h.status == 200
                     && h.cache.storable()
                     && !h.suspect
                     && take == prefix.len()
                     && fresh_for > Duration::ZERO
                     && self.cache.may_store(total);
+                if cacheable && self.keeping.saturating_add(total) > self.cfg.keep_bytes {
+                    // The objects being received for the cache hold enough (slow readers of
+                    // large objects, say): this one is only forwarded.
+                    cacheable = false;
+                    self.stats.cache_not_kept.inc();
+                }
                 if cacheable {
+                    b.reserved = total;
+                    self.keeping += total;
                     b.store = Some(Store {
                         key: x.store_key.take().expect("a key"),
                         head: store_head,
@@ -2029,7 +2045,10 @@ impl<P: Io> Worker<P> {
                         b.keep = Vec::with_capacity(total as usize);
                         b.keep.extend_from_slice(&prefix[..take]);
                     }
-                    Mode::Splice => b.store = None,
+                    Mode::Splice => {
+                        b.store = None;
+                        self.keeping -= std::mem::take(&mut b.reserved);
+                    }
                     Mode::Copy => {}
                 }
             }

@@ -99,6 +99,15 @@ pub struct CacheStats {
     pub rejected: u64,
     pub objects: u64,
     pub bytes: u64,
+    /// Cacheable misses forwarded without being kept for the cache, because the objects being
+    /// received for it already held `--keep-bytes` (a crowd of slow readers of large
+    /// objects). Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_kept: u64,
+    /// Bytes reserved now by the objects being received for the cache (at most
+    /// `--keep-bytes` per worker). Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keeping: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

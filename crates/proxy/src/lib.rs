@@ -39,11 +39,11 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use evlab_http::Limits;
 use evlab_poll::{sys, Mechanism, Support};
+use evlab_runtime::{Ready, Threads, WorkerError};
 
 pub use access_log::AccessLog;
 pub use cache::{CacheCounts, Object, ObjectCache};
@@ -254,11 +254,23 @@ pub enum ProxyError {
     Panicked(usize),
 }
 
+impl From<WorkerError> for ProxyError {
+    fn from(e: WorkerError) -> ProxyError {
+        match e {
+            WorkerError::Failed { worker, error } => ProxyError::Worker {
+                worker,
+                source: error,
+            },
+            WorkerError::Panicked(w) => ProxyError::Panicked(w),
+        }
+    }
+}
+
 /// A running proxy.
 pub struct Proxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<io::Result<()>>>,
+    threads: Threads,
     listener: Option<RawFd>,
 }
 
@@ -307,44 +319,23 @@ impl Proxy {
         };
         let shared = Arc::new(Shared::new(cfg.mechanism, cfg.forward, cfg.profile));
         let cfg = Arc::new(cfg);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let mut proxy = Proxy {
-            addr,
-            shared: shared.clone(),
-            threads: Vec::new(),
-            listener: Some(fd),
+        let work = {
+            let (cfg, shared) = (cfg.clone(), shared.clone());
+            move |_: usize, ready: Ready| run_worker(fd, cfg.clone(), shared.clone(), ready)
         };
-        for w in 0..cfg.workers {
-            let cfg = cfg.clone();
-            let shared = shared.clone();
-            let ready = ready_tx.clone();
-            let t = std::thread::Builder::new()
-                .name(format!("evlab-proxy-{w}"))
-                .spawn(move || run_worker(w, fd, cfg, shared, ready))
-                .map_err(|e| ProxyError::Worker {
-                    worker: w,
-                    source: e,
-                })?;
-            proxy.threads.push(t);
-        }
-        drop(ready_tx);
-        for _ in 0..cfg.workers {
-            match ready_rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err((w, e))) => {
-                    proxy.stop_threads();
-                    return Err(ProxyError::Worker {
-                        worker: w,
-                        source: e,
-                    });
-                }
-                Err(_) => {
-                    proxy.stop_threads();
-                    return Err(ProxyError::Panicked(0));
-                }
+        let stop = || shared.request_shutdown();
+        match Threads::start(cfg.workers, "evlab-proxy", work, stop) {
+            Ok(threads) => Ok(Proxy {
+                addr,
+                shared,
+                threads,
+                listener: Some(fd),
+            }),
+            Err(e) => {
+                let _ = sys::close(fd);
+                Err(e.into())
             }
         }
-        Ok(proxy)
     }
 
     /// The bound address (with the real port when asked for port 0).
@@ -381,21 +372,7 @@ impl Proxy {
     }
 
     fn join(&mut self) -> Result<(), ProxyError> {
-        let mut result = Ok(());
-        for (w, t) in self.threads.drain(..).enumerate() {
-            match t.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    if result.is_ok() {
-                        result = Err(ProxyError::Worker {
-                            worker: w,
-                            source: e,
-                        });
-                    }
-                }
-                Err(_) => result = Err(ProxyError::Panicked(w)),
-            }
-        }
+        let result = self.threads.join().map_err(ProxyError::from);
         if let Some(fd) = self.listener.take() {
             let _ = sys::close(fd);
         }
@@ -411,11 +388,8 @@ impl Drop for Proxy {
     }
 }
 
-type Ready = std::sync::mpsc::Sender<Result<(), (usize, io::Error)>>;
-
 /// A worker thread: the mechanism becomes a type here, once.
 fn run_worker(
-    worker: usize,
     listen_fd: RawFd,
     cfg: Arc<Config>,
     shared: Arc<Shared>,
@@ -428,10 +402,10 @@ fn run_worker(
             }
         };
         (@run readiness ($ty:ty)) => {
-            worker::run::<$ty>(worker, listen_fd, cfg, shared, ready)
+            worker::run::<$ty>(listen_fd, cfg, shared, ready)
         };
         (@run completion $args:tt) => {
-            worker::run::<completion::Uring>(worker, listen_fd, cfg, shared, ready)
+            worker::run::<completion::Uring>(listen_fd, cfg, shared, ready)
         };
     }
     evlab_poll::for_each_mechanism!(dispatch)

@@ -51,8 +51,8 @@ use evlab_http::{
 };
 use evlab_poll::{sys, Events, Interest, Token};
 use evlab_runtime::{
-    earliest, AcceptFailure, BufPool, Deadlines, Gate, Spares, Timed, Timeouts, Timer, Waker,
-    ACCEPT_RETRY,
+    earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer,
+    Waker, ACCEPT_RETRY,
 };
 
 use crate::access_log::{request_words, CacheMark, Entry, LogBuf};
@@ -60,7 +60,7 @@ use crate::cache::{Object, ObjectCache};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
 use crate::xfer::{pending, Io, Role, Unasked};
-use crate::{Config, ForwardMode, Ready};
+use crate::{Config, ForwardMode};
 
 /// The path the proxy answers itself with `--stats`.
 pub const STATS_PATH: &str = "/.evlab/stats";
@@ -413,17 +413,13 @@ pub(crate) struct Worker<P: Io> {
 
 /// Runs a worker with mechanism `P` until shutdown.
 pub(crate) fn run<P: Io>(
-    worker: usize,
     listen_fd: RawFd,
     cfg: Arc<Config>,
     shared: Arc<Shared>,
     ready: Ready,
 ) -> io::Result<()> {
     let made = Worker::<P>::new(listen_fd, cfg, shared.clone());
-    let _ = ready.send(match &made {
-        Ok(_) => Ok(()),
-        Err(e) => Err((worker, io::Error::new(e.kind(), e.to_string()))),
-    });
+    ready.report(&made);
     let mut w = made?;
     let r = w.run();
     w.teardown();

@@ -14,7 +14,8 @@
 //! - [`counter`]: the counters a worker writes and any thread reads ([`Counter`],
 //!   [`StatusCounters`] into `evlab_wire::StatusClasses`, the mechanism's and the connections'
 //!   counters) and the stats documents' syscall table.
-//! - [`registry`]: the workers of one process, their wakers and the shutdown request;
+//! - [`workers`]: the worker threads, started together (each reporting whether it came up) and
+//!   joined together; [`registry`]: their counters, wakers and the shutdown request;
 //!   [`signals`]: SIGINT and SIGTERM routed to those wakers, SIGPIPE ignored.
 //!
 //! It knows nothing of HTTP, and nothing of how an engine learns of I/O.
@@ -27,6 +28,7 @@ pub mod registry;
 pub mod shutdown;
 pub mod signals;
 pub mod spares;
+pub mod workers;
 
 pub use bufpool::BufPool;
 pub use counter::{syscall_rows, ConnCounters, Counter, PollerCounters, StatusCounters};
@@ -34,3 +36,4 @@ pub use deadlines::{earliest, Deadlines, Due, Timed, Timeouts, Timer};
 pub use gate::{AcceptFailure, Gate, ACCEPT_RETRY, SHUTDOWN_GRACE};
 pub use registry::{Registry, Waker, WorkerCounters};
 pub use spares::Spares;
+pub use workers::{Ready, Threads, WorkerError};

@@ -15,13 +15,12 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use evlab_http::{ContentCache, DateCache, Status};
 use evlab_poll::{sys, PollerStats};
-use evlab_runtime::{BufPool, Deadlines, Gate, Spares, Timeouts, Waker};
+use evlab_runtime::{BufPool, Deadlines, Gate, Ready, Spares, Timeouts, Waker};
 
 use crate::conn::{Conn, State};
 use crate::handler::{respond_error, Ctx};
@@ -35,8 +34,6 @@ const SPARES_KEEP: usize = 64;
 /// How often what sat unused (pooled buffers, spare shells) is given back, so that memory
 /// follows the recent peak of connections rather than the highest since start.
 const TRIM_EVERY: Duration = Duration::from_secs(10);
-
-pub(crate) type Ready = Sender<Result<(), (usize, io::Error)>>;
 
 /// One connection's place in the table: the connection and the engine's state for it.
 #[derive(Debug, Default)]
@@ -119,10 +116,7 @@ pub(crate) fn run_worker<E: Engine>(
                 Err(e)
             }
         });
-    let _ = ready.send(match &made {
-        Ok(_) => Ok(()),
-        Err(e) => Err((worker, io::Error::new(e.kind(), e.to_string()))),
-    });
+    ready.report(&made);
     let (mut core, mut engine) = made?;
     let r = core.run(&mut engine);
     core.teardown(&mut engine);

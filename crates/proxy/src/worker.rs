@@ -51,7 +51,7 @@ use evlab_http::{
 };
 use evlab_poll::{sys, Events, Interest, Token};
 use evlab_runtime::{
-    earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer,
+    earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer, Trim,
     Waker, ACCEPT_RETRY,
 };
 
@@ -398,6 +398,8 @@ pub(crate) struct Worker<P: Io> {
     spares: Spares<Box<Client>>,
     timers: Deadlines,
     timeouts: Timeouts,
+    /// When the pools next give back what sat unused (as the server's workers do).
+    trim: Trim,
     /// Clients to drive again this turn without an event (their budget ran out).
     again: Vec<(RawFd, u32)>,
     next_id: u32,
@@ -465,6 +467,7 @@ impl<P: Io> Worker<P> {
             idle: Vec::new(),
             spares: Spares::new(SPARES_MAX),
             timers: Deadlines::new(),
+            trim: Trim::new(now),
             timeouts: Timeouts {
                 header: cfg.header_timeout,
                 send: cfg.send_timeout,
@@ -519,6 +522,8 @@ impl<P: Io> Worker<P> {
                 self.accept_ready()?;
             }
             self.expire();
+            self.trim
+                .run(self.now, &mut self.bufs, &mut self.spares, &mut self.timers);
             self.publish();
             if let Some(l) = self.log.as_mut().filter(|l| l.due(self.now)) {
                 l.flush();

@@ -10,7 +10,8 @@
 //! - [`deadlines`]: one deadline per connection, re-armed lazily ([`Deadlines`], [`Timer`]), and
 //!   the header and send timeouts both programs take ([`Timeouts`]).
 //! - [`bufpool`]: buffers lent while a connection has bytes to hold ([`BufPool`]).
-//! - [`spares`]: closed connections' shells kept for the next ([`Spares`]).
+//! - [`spares`]: closed connections' shells kept for the next ([`Spares`]); [`trim`]: what sat
+//!   unused in those and in the deadline queue given back every 10 s ([`Trim`]).
 //! - [`counter`]: the counters a worker writes and any thread reads ([`Counter`],
 //!   [`StatusCounters`] into `evlab_wire::StatusClasses`, the mechanism's and the connections'
 //!   counters) and the stats documents' syscall table.
@@ -28,6 +29,7 @@ pub mod registry;
 pub mod shutdown;
 pub mod signals;
 pub mod spares;
+pub mod trim;
 pub mod workers;
 
 pub use bufpool::BufPool;
@@ -36,4 +38,5 @@ pub use deadlines::{earliest, Deadlines, Due, Timed, Timeouts, Timer};
 pub use gate::{AcceptFailure, Gate, ACCEPT_RETRY, SHUTDOWN_GRACE};
 pub use registry::{Registry, Waker, WorkerCounters};
 pub use spares::Spares;
+pub use trim::Trim;
 pub use workers::{Ready, Threads, WorkerError};

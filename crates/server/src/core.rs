@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use evlab_http::{ContentCache, DateCache, Status};
-use evlab_poll::{sys, PollerStats};
-use evlab_runtime::{BufPool, Deadlines, Gate, Ready, Spares, Timeouts, Waker};
+use evlab_poll::PollerStats;
+use evlab_runtime::{BufPool, Deadlines, Gate, Ready, Spares, Timeouts, Trim, Waker};
 
 use crate::conn::{Conn, State};
 use crate::handler::{respond_error, Ctx};
@@ -29,11 +29,6 @@ use crate::Config;
 
 /// Closed connections' shells kept for reuse.
 const SPARES_MAX: usize = 4096;
-/// Spare shells a trim always leaves.
-const SPARES_KEEP: usize = 64;
-/// How often what sat unused (pooled buffers, spare shells) is given back, so that memory
-/// follows the recent peak of connections rather than the highest since start.
-const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// One connection's place in the table: the connection and the engine's state for it.
 #[derive(Debug, Default)]
@@ -83,7 +78,7 @@ pub(crate) struct Core<X> {
     pub ctx: Ctx,
     pub conns: Vec<Option<Slot<X>>>,
     spares: Spares<Slot<X>>,
-    next_trim: Instant,
+    trim: Trim,
     next_id: u32,
     /// The accept gate, the open connections and the shutdown.
     pub gate: Gate,
@@ -154,7 +149,7 @@ impl<X: Default> Core<X> {
             },
             conns: Vec::new(),
             spares: Spares::new(SPARES_MAX),
-            next_trim: Instant::now() + TRIM_EVERY,
+            trim: Trim::new(Instant::now()),
             next_id: 0,
             gate: Gate::new(max_conns),
             waker,
@@ -250,9 +245,9 @@ impl<X: Default> Core<X> {
             };
             engine.turn(self, timeout)?;
             self.expire(engine)?;
-            if self.ctx.now >= self.next_trim {
-                self.trim();
-            }
+            let ctx = &mut self.ctx;
+            self.trim
+                .run(ctx.now, &mut ctx.pool, &mut self.spares, &mut ctx.timers);
             let st = &self.ctx.stats;
             st.poller.set(&engine.poller_stats());
             st.timer_entries.set(self.ctx.timers.len() as u64);
@@ -261,20 +256,6 @@ impl<X: Default> Core<X> {
             st.pool_buffers.set(self.ctx.pool.buffers() as u64);
             st.spare_shells.set(self.spares.len() as u64);
             st.table_slots.set(self.conns.capacity() as u64);
-        }
-    }
-
-    /// Gives back what sat unused through the last interval: pooled buffers and spare shells
-    /// beyond a small reserve, the deadline queue's spare capacity, and then the allocator's
-    /// free pages. A burst of connections (a stall elsewhere, a crowd) then raises memory for
-    /// as long as it lasts, not for the rest of the run.
-    fn trim(&mut self) {
-        self.next_trim = self.ctx.now + TRIM_EVERY;
-        let mut freed = self.ctx.pool.trim();
-        freed += self.spares.trim(SPARES_KEEP) * std::mem::size_of::<Slot<X>>();
-        freed += self.ctx.timers.shrink();
-        if freed > 0 {
-            sys::malloc_trim();
         }
     }
 

@@ -1015,10 +1015,21 @@ fn refuses_bad_flags_with_reasons() {
         "{e}"
     );
     // Seconds beyond what a Duration holds: a reason, not a panic.
-    for flag in ["--cache-ttl", "--timeout"] {
+    let timeouts = [
+        "--cache-ttl",
+        "--timeout",
+        "--header-timeout",
+        "--send-timeout",
+        "--connect-timeout",
+    ];
+    for flag in timeouts {
         let e = run(&["proxy", "--origin", "127.0.0.1:1", flag, "1e300"]);
         assert!(e.contains(flag) && e.contains("too large"), "{e}");
+        let e = run(&["proxy", "--origin", "127.0.0.1:1", &format!("{flag}=-1")]);
+        assert!(e.contains(flag) && e.contains(">= 0"), "{e}");
     }
+    let e = run(&["proxy", "--origin", "127.0.0.1:1", "--keep-bytes", "lots"]);
+    assert!(e.contains("--keep-bytes"), "{e}");
 }
 
 /// nginx as a reverse proxy (`proxy_pass` with kept upstream connections) in front of the same

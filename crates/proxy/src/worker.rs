@@ -980,6 +980,7 @@ impl<P: Io> Worker<P> {
             }
             self.poller.unwatch_idle(o.fd);
             o.reused = true;
+            o.connecting_since = None;
             o.f.writable = true;
             *self.slot(o.fd) = Slot::Origin(client_fd);
             self.stats.origin_reused.inc();

@@ -118,7 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     cfg.progress_interval = secs("progress-interval", args.progress_interval)?;
     cfg.reset_on_exit = !args.fin_on_exit;
     cfg.request_uri = args.request_first.then(|| args.uri.clone());
-    evlab_server::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
+    evlab_runtime::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
 
     let pool = cfg.source_pool();
     eprintln!(
@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     );
     let mut last_printed: Option<(usize, u64, u64, u64)> = None;
-    let summary = run_idle(&cfg, &evlab_server::signals::signalled, |s| {
+    let summary = run_idle(&cfg, &evlab_runtime::signals::signalled, |s| {
         let mut out = std::io::stdout().lock();
         match s.event {
             IdleEvent::AllUp => {

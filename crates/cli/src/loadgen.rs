@@ -340,7 +340,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         || samples_out.as_ref().is_some_and(Sink::is_stdout);
 
     // SIGINT and SIGTERM stop the run; the report covers what was done until then.
-    evlab_server::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
+    evlab_runtime::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
     let stop = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     let live = Live::default();
@@ -358,11 +358,11 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             // Wakes 20 times a second (its CPU time is the generator's, and counted): a
             // Ctrl-C is seen within 50 ms, and the workers stop within their 100 ms wait.
             std::thread::sleep(Duration::from_millis(50));
-            if !interrupted && evlab_server::signals::signalled() {
+            if !interrupted && evlab_runtime::signals::signalled() {
                 interrupted = true;
                 stop.store(true, Relaxed);
                 // A second Ctrl-C ends the process at once.
-                evlab_server::signals::restore_default();
+                evlab_runtime::signals::restore_default();
                 eprintln!(
                     "{}evlab load: interrupted after {:.1} s; finishing the report of what was \
                      done (Ctrl-C again to quit at once)",

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use evlab_poll::Mechanism;
-use evlab_proxy::{signals, AccessLog, Config, ConnectTarget, ForwardMode, Proxy};
+use evlab_proxy::{AccessLog, Config, ConnectTarget, ForwardMode, Proxy};
+use evlab_runtime::signals;
 
 use crate::serve::{parse_bytes, parse_mechanism};
 
@@ -64,6 +65,11 @@ pub struct Args {
     /// Largest body the cache stores
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_bytes)]
     pub cache_max_object: u64,
+    /// Bytes of objects each worker may be receiving for the cache at once, each counted at
+    /// its full length: a cacheable miss that would pass it is forwarded without being kept,
+    /// so slow readers of large objects cannot make the proxy hold more (0: only empty bodies)
+    #[arg(long, default_value = "16M", value_parser = parse_bytes)]
+    pub keep_bytes: u64,
     /// Seconds an object without max-age stays fresh
     #[arg(long, default_value_t = 60.0)]
     pub cache_ttl: f64,
@@ -74,6 +80,19 @@ pub struct Args {
     /// a request head or body, 504 while waiting for the origin; 0 = no limit); tunnels too
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
+    /// Seconds a client has to send a complete request head, in total from when the proxy
+    /// began to wait for it (at accept, or once the previous response was out), however it
+    /// trickles in: else 408 and close (a close alone if not a byte came); 0 = no limit
+    #[arg(long, default_value_t = 60.0)]
+    pub header_timeout: f64,
+    /// Seconds a client may take none of its response before it is closed, restarted by
+    /// every write that makes progress (as `evlab serve --send-timeout`); 0 = no limit
+    #[arg(long, default_value_t = 60.0)]
+    pub send_timeout: f64,
+    /// Seconds a connection to the origin (or a CONNECT target) may take to come up: else
+    /// 504, where a refused connection is 502; 0 = only --timeout bounds it
+    #[arg(long, default_value_t = 60.0)]
+    pub connect_timeout: f64,
     /// Maximum simultaneous client connections; accepting pauses at the limit
     #[arg(long, default_value_t = 100_000)]
     pub max_conns: usize,
@@ -150,6 +169,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.buffer_size = usize::try_from(a.buffer_size).context("--buffer-size")?;
     cfg.cache_bytes = a.cache_bytes;
     cfg.cache_max_object = a.cache_max_object;
+    cfg.keep_bytes = a.keep_bytes;
     cfg.cache_ttl = seconds("cache-ttl", a.cache_ttl)?.unwrap_or(Duration::ZERO);
     cfg.origin_idle = a.origin_idle;
     cfg.origin_host = a.origin_host;
@@ -161,6 +181,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!("--allow-connect {e}"))?;
     cfg.timeout = seconds("timeout", a.timeout)?;
+    cfg.header_timeout = seconds("header-timeout", a.header_timeout)?;
+    cfg.send_timeout = seconds("send-timeout", a.send_timeout)?;
+    cfg.connect_timeout = seconds("connect-timeout", a.connect_timeout)?;
     cfg.access_log = match a.access_log.as_deref() {
         Some(path) => Some(std::sync::Arc::new(
             AccessLog::open(path).with_context(|| format!("--access-log {path}"))?,

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use evlab_poll::{Mechanism, Support};
-use evlab_server::{signals, AcceptMode, Config, Server};
+use evlab_runtime::signals;
+use evlab_server::{AcceptMode, Config, Server};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

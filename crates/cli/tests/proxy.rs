@@ -651,8 +651,8 @@ mod cases {
         }
         let o = origin();
         // splice-keep wants two pipes for a cacheable body, so with one it always copies;
-        // without a cache it splices like splice.
-        let p = proxy(o.addr, m, mode, &["--pipes", "1"]);
+        // without a cache it splices like splice. All three objects may be kept at once.
+        let p = proxy(o.addr, m, mode, &["--pipes", "1", "--keep-bytes", "64M"]);
         let len = 16 << 20;
         let mut conns: Vec<TcpStream> = (0..3).map(|_| connect(p.addr)).collect();
         for s in conns.iter_mut() {
@@ -1015,10 +1015,21 @@ fn refuses_bad_flags_with_reasons() {
         "{e}"
     );
     // Seconds beyond what a Duration holds: a reason, not a panic.
-    for flag in ["--cache-ttl", "--timeout"] {
+    let timeouts = [
+        "--cache-ttl",
+        "--timeout",
+        "--header-timeout",
+        "--send-timeout",
+        "--connect-timeout",
+    ];
+    for flag in timeouts {
         let e = run(&["proxy", "--origin", "127.0.0.1:1", flag, "1e300"]);
         assert!(e.contains(flag) && e.contains("too large"), "{e}");
+        let e = run(&["proxy", "--origin", "127.0.0.1:1", &format!("{flag}=-1")]);
+        assert!(e.contains(flag) && e.contains(">= 0"), "{e}");
     }
+    let e = run(&["proxy", "--origin", "127.0.0.1:1", "--keep-bytes", "lots"]);
+    assert!(e.contains("--keep-bytes"), "{e}");
 }
 
 /// nginx as a reverse proxy (`proxy_pass` with kept upstream connections) in front of the same
@@ -1266,5 +1277,78 @@ fn access_log_to_stdout() {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::mem::forget(guard);
+    o.stop();
+}
+
+/// The resident memory of a process, in bytes (`VmRSS` of /proc/PID/status).
+fn rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kib * 1024
+}
+
+/// Slow readers of large cacheable misses (issue 21): 12 clients each ask for a different
+/// 16 MiB object and read nothing after sending. The proxy keeps at most `--keep-bytes` of
+/// objects being received for the cache (default 16 MiB: one of them); the others are only
+/// forwarded, each through its copy buffer, so the proxy's RSS grows by a small part of what it
+/// read from the origin meanwhile (which the kept copies all held before). Then every reader
+/// gets its body whole and exact, and the kept one is a hit next time.
+#[test]
+fn slow_readers_of_large_misses_hold_bounded_memory() {
+    if !runs("epoll-et") {
+        return;
+    }
+    const N: usize = 12;
+    const LEN: usize = 16 << 20;
+    let o = origin();
+    let p = proxy(o.addr, "epoll-et", "copy", &[]);
+    let pid = p.child.as_ref().unwrap().id();
+    let before = rss(pid);
+    let mut clients: Vec<TcpStream> = (0..N)
+        .map(|i| {
+            let mut s = connect(p.addr);
+            write!(s, "GET /b{LEN}?slow={i} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+            s
+        })
+        .collect();
+    // Until the proxy has read all the stalled sockets take (its reads stop growing).
+    let (mut last, mut still) = (0, 0);
+    let t0 = Instant::now();
+    while still < 5 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+        let read = stats(p.addr).bytes.copy;
+        still = if read == last { still + 1 } else { 0 };
+        last = read;
+    }
+    let grown = rss(pid).saturating_sub(before);
+    let st = stats(p.addr);
+    eprintln!(
+        "{N} stalled readers: RSS grew by {grown} bytes, {} read from the origin",
+        st.bytes.copy
+    );
+    assert_eq!(st.cache.not_kept, (N - 1) as u64, "{:?}", st.cache);
+    assert_eq!(st.cache.keeping, LEN as u64, "{:?}", st.cache);
+    assert!(
+        grown < (LEN as u64) + (16 << 20),
+        "RSS grew by {grown} bytes with {N} stalled readers ({} read from the origin)",
+        st.bytes.copy
+    );
+    for (i, s) in clients.iter_mut().enumerate() {
+        let r = read_response(s, &mut Vec::new(), false);
+        check_body(&r, LEN, &format!("reader {i}"));
+    }
+    let kept: Vec<usize> = (0..N)
+        .filter(|i| {
+            let mut s = connect(p.addr);
+            get(&mut s, &mut Vec::new(), &format!("/b{LEN}?slow={i}")).cache() == Some("HIT")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(stats(p.addr).cache.keeping, 0);
+    p.stop();
     o.stop();
 }

@@ -48,7 +48,7 @@ pub fn idle_source_addr(k: usize) -> Ipv4Addr {
 }
 
 /// Something that says when to stop: an [`AtomicBool`] (tests, the lab) or a function such as
-/// the server's `signals::signalled` (the CLI). Checked at least every 100 ms.
+/// `evlab_runtime::signals::signalled` (the CLI). Checked at least every 100 ms.
 pub trait StopSignal {
     fn should_stop(&self) -> bool;
 }

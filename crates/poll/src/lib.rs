@@ -39,7 +39,6 @@ for_each_mechanism!(declare_mechanism_modules);
 
 /// epoll-lt, epoll-et and epoll2.
 pub mod epoll;
-pub mod shutdown;
 pub mod sys;
 #[doc(hidden)]
 pub mod testing;

@@ -64,6 +64,9 @@ const UD_IGNORE: u64 = u64::MAX;
 enum Kind {
     Accept,
     Poll,
+    /// POLLOUT on a socket whose connect is under way (the write side): its completion is
+    /// the connection up (or failed, which the first send then reports).
+    Connect,
     Recv,
     Send,
     /// Socket → pipe (the socket's read side).
@@ -307,6 +310,18 @@ impl Uring {
         self.push(&[sqe])
     }
 
+    /// Watches a connect under way: no send is taken (nor writability said) before it is up,
+    /// as under readiness, where the connection's first writable event says so.
+    fn arm_connect_poll(&mut self, fd: RawFd) -> io::Result<()> {
+        let op = self.op(Kind::Connect, fd, fd);
+        let i = self.new_op(op);
+        self.st(fd).wr = Some(i);
+        let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
+            .build()
+            .user_data(i as u64);
+        self.push(&[sqe])
+    }
+
     fn arm_recv(&mut self, fd: RawFd, len: usize) -> io::Result<()> {
         let len = len.clamp(1, RECV_MAX);
         let mut op = self.op(Kind::Recv, fd, fd);
@@ -524,7 +539,7 @@ impl Uring {
         let (closing, waits) = (self.closing, self.stats.waits);
         let st = self.st(fd);
         let live = match kind {
-            Kind::Send | Kind::SpliceOut => st.wr == Some(i),
+            Kind::Send | Kind::SpliceOut | Kind::Connect => st.wr == Some(i),
             _ => st.rd == Some(i),
         };
         if !live || closing {
@@ -534,6 +549,10 @@ impl Uring {
         }
         match kind {
             Kind::Accept => {}
+            Kind::Connect => {
+                st.wr = None;
+                self.event(fd, Event::WRITABLE);
+            }
             Kind::Poll => {
                 st.rd = None;
                 // A connection's poll watches an idle origin connection once: the worker
@@ -885,6 +904,10 @@ impl Io for Uring {
             buf[..n].copy_from_slice(&src[..n]);
             n
         })
+    }
+
+    fn watch_connect(&mut self, fd: RawFd) -> io::Result<()> {
+        self.arm_connect_poll(fd)
     }
 
     fn writev(&mut self, fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {

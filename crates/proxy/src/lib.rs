@@ -39,11 +39,11 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use evlab_http::Limits;
 use evlab_poll::{sys, Mechanism, Support};
+use evlab_runtime::{Ready, Threads, WorkerError};
 
 pub use access_log::AccessLog;
 pub use cache::{CacheCounts, Object, ObjectCache};
@@ -132,6 +132,11 @@ pub struct Config {
     pub cache_bytes: u64,
     /// Largest body the cache stores.
     pub cache_max_object: u64,
+    /// Bytes of objects each worker may be receiving for the cache at once (each counted at
+    /// its full length from its head on): a cacheable miss that would pass it is forwarded
+    /// without being kept, so a crowd of slow readers of large objects holds at most this
+    /// besides their copy buffers.
+    pub keep_bytes: u64,
     /// How long an object without max-age stays fresh.
     pub cache_ttl: Duration,
     /// Idle origin connections each worker keeps for reuse.
@@ -139,6 +144,16 @@ pub struct Config {
     /// A client connection with no progress for this long is closed (408 if it had sent part
     /// of a request head, 504 if it waits for the origin's response head). `None`: never.
     pub timeout: Option<Duration>,
+    /// A request head must be complete within this total time from when the client began to
+    /// wait for it (at accept, or once the previous response was out), however it trickles
+    /// in: else 408 (or a close, if not a byte of it came). `None`: off.
+    pub header_timeout: Option<Duration>,
+    /// A client that takes none of its output for this long is closed; restarted by every
+    /// write that makes progress (as `evlab serve --send-timeout`). `None`: off.
+    pub send_timeout: Option<Duration>,
+    /// A connection to the origin (or a CONNECT target) that is not up within this time
+    /// is given up: 504, where a refused one is 502. `None`: only `timeout` bounds it.
+    pub connect_timeout: Option<Duration>,
     pub max_conns: usize,
     pub limits: Limits,
     /// Answer `GET /.evlab/stats` (the proxy's counters) instead of forwarding it.
@@ -202,9 +217,13 @@ impl Config {
             buffer_size: 64 * 1024,
             cache_bytes: 64 << 20,
             cache_max_object: 16 << 20,
+            keep_bytes: 16 << 20,
             cache_ttl: Duration::from_secs(60),
             origin_idle: 64,
             timeout: Some(Duration::from_secs(60)),
+            header_timeout: Some(Duration::from_secs(60)),
+            send_timeout: Some(Duration::from_secs(60)),
+            connect_timeout: Some(Duration::from_secs(60)),
             max_conns: 100_000,
             limits: Limits::default(),
             stats: false,
@@ -235,11 +254,23 @@ pub enum ProxyError {
     Panicked(usize),
 }
 
+impl From<WorkerError> for ProxyError {
+    fn from(e: WorkerError) -> ProxyError {
+        match e {
+            WorkerError::Failed { worker, error } => ProxyError::Worker {
+                worker,
+                source: error,
+            },
+            WorkerError::Panicked(w) => ProxyError::Panicked(w),
+        }
+    }
+}
+
 /// A running proxy.
 pub struct Proxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<io::Result<()>>>,
+    threads: Threads,
     listener: Option<RawFd>,
 }
 
@@ -288,44 +319,23 @@ impl Proxy {
         };
         let shared = Arc::new(Shared::new(cfg.mechanism, cfg.forward, cfg.profile));
         let cfg = Arc::new(cfg);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let mut proxy = Proxy {
-            addr,
-            shared: shared.clone(),
-            threads: Vec::new(),
-            listener: Some(fd),
+        let work = {
+            let (cfg, shared) = (cfg.clone(), shared.clone());
+            move |_: usize, ready: Ready| run_worker(fd, cfg.clone(), shared.clone(), ready)
         };
-        for w in 0..cfg.workers {
-            let cfg = cfg.clone();
-            let shared = shared.clone();
-            let ready = ready_tx.clone();
-            let t = std::thread::Builder::new()
-                .name(format!("evlab-proxy-{w}"))
-                .spawn(move || run_worker(w, fd, cfg, shared, ready))
-                .map_err(|e| ProxyError::Worker {
-                    worker: w,
-                    source: e,
-                })?;
-            proxy.threads.push(t);
-        }
-        drop(ready_tx);
-        for _ in 0..cfg.workers {
-            match ready_rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err((w, e))) => {
-                    proxy.stop_threads();
-                    return Err(ProxyError::Worker {
-                        worker: w,
-                        source: e,
-                    });
-                }
-                Err(_) => {
-                    proxy.stop_threads();
-                    return Err(ProxyError::Panicked(0));
-                }
+        let stop = || shared.request_shutdown();
+        match Threads::start(cfg.workers, "evlab-proxy", work, stop) {
+            Ok(threads) => Ok(Proxy {
+                addr,
+                shared,
+                threads,
+                listener: Some(fd),
+            }),
+            Err(e) => {
+                let _ = sys::close(fd);
+                Err(e.into())
             }
         }
-        Ok(proxy)
     }
 
     /// The bound address (with the real port when asked for port 0).
@@ -362,21 +372,7 @@ impl Proxy {
     }
 
     fn join(&mut self) -> Result<(), ProxyError> {
-        let mut result = Ok(());
-        for (w, t) in self.threads.drain(..).enumerate() {
-            match t.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    if result.is_ok() {
-                        result = Err(ProxyError::Worker {
-                            worker: w,
-                            source: e,
-                        });
-                    }
-                }
-                Err(_) => result = Err(ProxyError::Panicked(w)),
-            }
-        }
+        let result = self.threads.join().map_err(ProxyError::from);
         if let Some(fd) = self.listener.take() {
             let _ = sys::close(fd);
         }
@@ -392,11 +388,8 @@ impl Drop for Proxy {
     }
 }
 
-type Ready = std::sync::mpsc::Sender<Result<(), (usize, io::Error)>>;
-
 /// A worker thread: the mechanism becomes a type here, once.
 fn run_worker(
-    worker: usize,
     listen_fd: RawFd,
     cfg: Arc<Config>,
     shared: Arc<Shared>,
@@ -409,36 +402,13 @@ fn run_worker(
             }
         };
         (@run readiness ($ty:ty)) => {
-            worker::run::<$ty>(worker, listen_fd, cfg, shared, ready)
+            worker::run::<$ty>(listen_fd, cfg, shared, ready)
         };
         (@run completion $args:tt) => {
-            worker::run::<completion::Uring>(worker, listen_fd, cfg, shared, ready)
+            worker::run::<completion::Uring>(listen_fd, cfg, shared, ready)
         };
     }
     evlab_poll::for_each_mechanism!(dispatch)
-}
-
-/// SIGINT/SIGTERM → graceful shutdown (the handler writes to every worker's waker), and
-/// SIGPIPE ignored.
-pub mod signals {
-    use std::os::fd::RawFd;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-
-    use evlab_poll::sys;
-
-    static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-    pub fn signalled() -> bool {
-        SIGNALLED.load(SeqCst)
-    }
-
-    pub fn install(wakers: &[RawFd]) -> std::io::Result<()> {
-        sys::route_signals(&[libc::SIGINT, libc::SIGTERM], &SIGNALLED, wakers)
-    }
-
-    pub fn ignore_sigpipe() {
-        let _ = sys::ignore_signal(libc::SIGPIPE);
-    }
 }
 
 #[cfg(test)]

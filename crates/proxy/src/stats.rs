@@ -6,51 +6,33 @@
 //! `splice` origin → pipe → client in the kernel, `tee` duplicated from the pipe for the cache
 //! (splice-keep), `hit` sent from the cache. Response heads are in `to_clients` only.
 
-use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use evlab_poll::shutdown::Shutdown;
 use evlab_poll::sys::{self, Snapshot, ThreadCounters};
-use evlab_poll::{Mechanism, PollerStats};
+use evlab_poll::Mechanism;
+use evlab_runtime::{
+    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, StatusCounters, WorkerCounters,
+};
 use evlab_wire::proxy::{
     ByteCounts, CacheStats, ClientCounts, EventCounts, OriginCounts, PipeStats, ProxyStats,
-    StatusClasses, SyscallCount, TransferCounts,
+    TransferCounts,
 };
 
 use crate::ForwardMode;
-
-#[derive(Debug, Default)]
-pub struct Counter(AtomicU64);
-
-impl Counter {
-    #[inline]
-    pub fn add(&self, n: u64) {
-        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
-    }
-    #[inline]
-    pub fn inc(&self) {
-        self.add(1);
-    }
-    #[inline]
-    pub fn set(&self, n: u64) {
-        self.0.store(n, Relaxed);
-    }
-    #[inline]
-    pub fn get(&self) -> u64 {
-        self.0.load(Relaxed)
-    }
-}
 
 macro_rules! counters {
     ($($name:ident),* $(,)?) => {
         /// One worker's counters.
         #[derive(Debug)]
         pub struct WorkerStats {
+            /// Client connections: accepted, closed, open, errors.
+            pub conns: ConnCounters,
             $(pub $name: Counter,)*
-            /// Responses per status class, indexed by [`StatusClasses::slot`].
-            pub status: [Counter; StatusClasses::SLOTS],
+            /// Responses per status class.
+            pub status: StatusCounters,
+            /// A copy of the mechanism's own counters, refreshed every loop iteration.
+            pub poller: PollerCounters,
             pub syscalls: Arc<ThreadCounters>,
         }
 
@@ -59,8 +41,10 @@ macro_rules! counters {
             /// counters.
             pub fn for_this_thread() -> WorkerStats {
                 WorkerStats {
+                    conns: ConnCounters::default(),
                     $($name: Counter::default(),)*
-                    status: Default::default(),
+                    status: StatusCounters::default(),
+                    poller: PollerCounters::default(),
                     syscalls: sys::thread_counters(),
                 }
             }
@@ -69,34 +53,27 @@ macro_rules! counters {
 }
 
 counters! {
-    accepted, closed, active, max_active, accept_errors, timeouts, io_errors,
+    timeouts, header_timeouts, send_timeouts,
     origin_connects, origin_reused, origin_retries, origin_closed, origin_idle, origin_errors,
-    bad_gateway, gateway_timeout, truncated,
+    bad_gateway, gateway_timeout, connect_timeouts, truncated,
     requests,
     hits, not_modified, misses, bypassed, cache_stored, cache_evicted, cache_expired,
-    cache_rejected, cache_objects, cache_bytes,
+    cache_rejected, cache_objects, cache_bytes, cache_not_kept, cache_keeping,
     bytes_to_clients, bytes_copy, bytes_splice, bytes_tee, bytes_hit,
     copied, spliced, spliced_keep, no_pipe,
     pipes_created, pipes_open, pipes_idle, pipes_max_open, pipes_closed_with_data,
-    waits, events, discarded, interest_changes, interest_changes_free, batches,
-    waits_from_memory, waits_from_kernel,
 }
 
 impl WorkerStats {
     #[inline]
     pub fn record_status(&self, code: u16) {
-        self.status[StatusClasses::slot(code)].inc();
+        self.status.record(code);
     }
+}
 
-    pub fn set_poller(&self, p: &PollerStats) {
-        self.waits.set(p.waits);
-        self.events.set(p.events);
-        self.discarded.set(p.discarded);
-        self.interest_changes.set(p.interest_changes);
-        self.interest_changes_free.set(p.interest_changes_free);
-        self.batches.set(p.batches);
-        self.waits_from_memory.set(p.waits_from_memory);
-        self.waits_from_kernel.set(p.waits_from_kernel);
+impl WorkerCounters for WorkerStats {
+    fn syscalls(&self) -> &ThreadCounters {
+        &self.syscalls
     }
 }
 
@@ -107,8 +84,8 @@ pub struct Shared {
     pub forward: ForwardMode,
     pub profile: bool,
     pub started: Instant,
-    shutdown: Shutdown,
-    workers: Mutex<Vec<Arc<WorkerStats>>>,
+    /// The workers' counters and wakers, and the shutdown request.
+    pub registry: Registry<WorkerStats>,
 }
 
 impl Shared {
@@ -118,75 +95,38 @@ impl Shared {
             forward,
             profile,
             started: Instant::now(),
-            shutdown: Shutdown::default(),
-            workers: Mutex::new(Vec::new()),
+            registry: Registry::default(),
         }
     }
 
-    pub(crate) fn add_worker(&self, w: Arc<WorkerStats>, waker: RawFd) {
-        self.workers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(w);
-        self.shutdown.add_waker(waker);
-    }
-
-    pub(crate) fn remove_waker(&self, waker: RawFd) {
-        self.shutdown.remove_waker(waker);
-    }
-
     /// The wakers' descriptors (for the signal handler).
-    pub fn wakers(&self) -> Vec<RawFd> {
-        self.shutdown.wakers()
+    pub fn wakers(&self) -> Vec<std::os::fd::RawFd> {
+        self.registry.wakers()
     }
 
     pub fn shutdown_requested(&self) -> bool {
-        self.shutdown.requested()
+        self.registry.shutdown_requested()
     }
 
     pub fn request_shutdown(&self) {
-        self.shutdown.request();
-    }
-
-    fn workers(&self) -> Vec<Arc<WorkerStats>> {
-        self.workers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.registry.request_shutdown();
     }
 
     /// Syscalls of all workers since start.
     pub fn syscalls(&self) -> Snapshot {
-        let mut s = Snapshot::default();
-        for w in self.workers() {
-            w.syscalls.add_to(&mut s);
-        }
-        s
+        self.registry.syscalls()
     }
 
     pub fn stats(&self) -> ProxyStats {
-        let workers = self.workers();
+        let workers = self.registry.list();
         let sum =
             |f: &dyn Fn(&WorkerStats) -> &Counter| workers.iter().map(|w| f(w).get()).sum::<u64>();
         let sys = self.syscalls();
         let requests = sum(&|w| &w.requests);
         let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-        let total_ns = sys.total_nanos();
-        let syscalls = sys
-            .rows()
-            .into_iter()
-            .map(|(name, calls, errors, ns)| {
-                let row = SyscallCount {
-                    calls,
-                    errors,
-                    ns: self.profile.then_some(ns),
-                    share: self.profile.then(|| ratio(ns, total_ns)),
-                };
-                (name.to_string(), row)
-            })
-            .collect();
-        let waits = sum(&|w| &w.waits);
-        let events = sum(&|w| &w.events);
+        let syscalls = syscall_rows(&sys, self.profile);
+        let waits = sum(&|w| &w.poller.waits);
+        let events = sum(&|w| &w.poller.events);
         ProxyStats {
             proxy: "evlab-proxy".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -196,13 +136,15 @@ impl Shared {
             uptime_s: self.started.elapsed().as_secs_f64(),
             profile: self.profile,
             connections: ClientCounts {
-                accepted: sum(&|w| &w.accepted),
-                closed: sum(&|w| &w.closed),
-                active: sum(&|w| &w.active),
-                max_active: sum(&|w| &w.max_active),
-                accept_errors: sum(&|w| &w.accept_errors),
+                accepted: sum(&|w| &w.conns.accepted),
+                closed: sum(&|w| &w.conns.closed),
+                active: sum(&|w| &w.conns.active),
+                max_active: sum(&|w| &w.conns.max_active),
+                accept_errors: sum(&|w| &w.conns.accept_errors),
                 timeouts: sum(&|w| &w.timeouts),
-                io_errors: sum(&|w| &w.io_errors),
+                header_timeouts: sum(&|w| &w.header_timeouts),
+                send_timeouts: sum(&|w| &w.send_timeouts),
+                io_errors: sum(&|w| &w.conns.io_errors),
             },
             origin: OriginCounts {
                 connects: sum(&|w| &w.origin_connects),
@@ -213,12 +155,11 @@ impl Shared {
                 errors: sum(&|w| &w.origin_errors),
                 bad_gateway: sum(&|w| &w.bad_gateway),
                 gateway_timeout: sum(&|w| &w.gateway_timeout),
+                connect_timeouts: sum(&|w| &w.connect_timeouts),
                 truncated: sum(&|w| &w.truncated),
             },
             requests,
-            responses: StatusClasses::from_slots(std::array::from_fn(|i| {
-                workers.iter().map(|w| w.status[i].get()).sum()
-            })),
+            responses: StatusCounters::sum(workers.iter().map(|w| &w.status)),
             cache: CacheStats {
                 hits: sum(&|w| &w.hits),
                 not_modified: sum(&|w| &w.not_modified),
@@ -230,6 +171,8 @@ impl Shared {
                 rejected: sum(&|w| &w.cache_rejected),
                 objects: sum(&|w| &w.cache_objects),
                 bytes: sum(&|w| &w.cache_bytes),
+                not_kept: sum(&|w| &w.cache_not_kept),
+                keeping: sum(&|w| &w.cache_keeping),
             },
             bytes: ByteCounts {
                 to_clients: sum(&|w| &w.bytes_to_clients),
@@ -255,12 +198,12 @@ impl Shared {
                 waits,
                 events,
                 per_wait: ratio(events, waits),
-                discarded: sum(&|w| &w.discarded),
-                interest_changes: sum(&|w| &w.interest_changes),
-                interest_changes_free: sum(&|w| &w.interest_changes_free),
-                batches: sum(&|w| &w.batches),
-                waits_from_memory: sum(&|w| &w.waits_from_memory),
-                waits_from_kernel: sum(&|w| &w.waits_from_kernel),
+                discarded: sum(&|w| &w.poller.discarded),
+                interest_changes: sum(&|w| &w.poller.interest_changes),
+                interest_changes_free: sum(&|w| &w.poller.interest_changes_free),
+                batches: sum(&|w| &w.poller.batches),
+                waits_from_memory: sum(&|w| &w.poller.waits_from_memory),
+                waits_from_kernel: sum(&|w| &w.poller.waits_from_kernel),
             },
             syscalls,
             syscalls_total: sys.total_calls(),

@@ -36,8 +36,7 @@
 //! connection that could go on after a bounded amount of work is driven again in the next turn
 //! without waiting, so one large transfer cannot starve the others.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -51,13 +50,17 @@ use evlab_http::{
     ResponseHead, ResponseParse, Status,
 };
 use evlab_poll::{sys, Events, Interest, Token};
+use evlab_runtime::{
+    earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer, Trim,
+    Waker, ACCEPT_RETRY,
+};
 
 use crate::access_log::{request_words, CacheMark, Entry, LogBuf};
 use crate::cache::{Object, ObjectCache};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
 use crate::xfer::{pending, Io, Role, Unasked};
-use crate::{Config, ForwardMode, Ready};
+use crate::{Config, ForwardMode};
 
 /// The path the proxy answers itself with `--stats`.
 pub const STATS_PATH: &str = "/.evlab/stats";
@@ -71,11 +74,10 @@ const OUT_HIGH_WATER: usize = 256 * 1024;
 const COPY_HIT_MAX: usize = 16 * 1024;
 /// Steps one connection may take per event before others get their turn.
 const DRIVE_BUDGET: usize = 32;
-/// How long to wait before accepting again after running out of descriptors.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-/// How long a graceful shutdown waits for responses in flight.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Closed clients' shells kept for reuse.
 const SPARES_MAX: usize = 1024;
+/// Copy buffers the pool keeps at most (each up to twice `--buffer-size`).
+const POOL_BUFFERS: usize = 256;
 
 /// What is known of a descriptor's readiness, and the interest registered for it.
 #[derive(Debug)]
@@ -108,6 +110,8 @@ struct Origin {
     f: Flags,
     /// Taken from the idle pool (so it may have been closed by the origin meanwhile).
     reused: bool,
+    /// Its connect is under way since then (`--connect-timeout` runs); `None` once it is up.
+    connecting_since: Option<Instant>,
     /// The cache key of the last response read from it that was stored: if the origin then
     /// sends bytes nobody asked for, that response is suspect and dropped from the cache.
     stored: Option<Box<str>>,
@@ -168,6 +172,8 @@ struct Xfer {
     reusable: bool,
     /// What the cache stores, if the object is cacheable.
     store: Option<Store>,
+    /// Bytes of the worker's `--keep-bytes` this body reserved (its length, if kept).
+    reserved: u64,
 }
 
 #[derive(Debug)]
@@ -238,8 +244,15 @@ struct Client {
     peer_eof: bool,
     /// Close once the responses queued are out.
     close_after: bool,
-    deadline: Option<Instant>,
-    armed_at: Option<Instant>,
+    /// Its one deadline: the first of the clocks below that runs out (see `Worker::rearm`).
+    timer: Timer,
+    /// The last progress either way (`--timeout`).
+    progress_at: Instant,
+    /// Waiting for a request head since then (`--header-timeout`, a total time).
+    head_since: Option<Instant>,
+    /// Output waits for it; the last write that made progress, or when output began to wait
+    /// (`--send-timeout`).
+    send_since: Option<Instant>,
     /// Who connected (from accept4, or asked once when first needed).
     peer: Option<SocketAddr>,
     /// `peer`'s address as `X-Forwarded-For` gives it, written once per connection.
@@ -282,7 +295,7 @@ struct Tunnel {
 }
 
 impl Client {
-    fn blank() -> Client {
+    fn blank(now: Instant) -> Client {
         Client {
             fd: -1,
             id: 0,
@@ -296,8 +309,10 @@ impl Client {
             need_input: true,
             peer_eof: false,
             close_after: false,
-            deadline: None,
-            armed_at: None,
+            timer: Timer::default(),
+            progress_at: now,
+            head_since: None,
+            send_since: None,
             peer: None,
             xff: None,
             tunnel: None,
@@ -322,6 +337,21 @@ impl Client {
             Some(b) => b.buf.len() > b.sent || src_pipe(b).is_some_and(|p| p.len > 0),
             None => false,
         }
+    }
+}
+
+impl Timed for Client {
+    #[inline]
+    fn fd(&self) -> RawFd {
+        self.fd
+    }
+    #[inline]
+    fn id(&self) -> u32 {
+        self.id
+    }
+    #[inline]
+    fn timer(&mut self) -> &mut Timer {
+        &mut self.timer
     }
 }
 
@@ -350,41 +380,12 @@ struct Close;
 
 type Step = Result<bool, Close>;
 
-/// Buffers lent while a connection has bytes to hold.
-#[derive(Default)]
-struct BufPool {
-    bufs: Vec<Vec<u8>>,
-    size: usize,
-}
-
-impl BufPool {
-    const KEEP: usize = 256;
-
-    fn take(&mut self, cap: usize) -> Vec<u8> {
-        match self.bufs.pop() {
-            Some(mut b) => {
-                b.reserve(cap);
-                b
-            }
-            None => Vec::with_capacity(cap.max(self.size)),
-        }
-    }
-
-    fn give(&mut self, mut b: Vec<u8>) {
-        if b.capacity() > 0 && b.capacity() <= 2 * self.size && self.bufs.len() < Self::KEEP {
-            b.clear();
-            self.bufs.push(b);
-        }
-    }
-}
-
 pub(crate) struct Worker<P: Io> {
     poller: P,
     events: Events,
     edge: bool,
     listen_fd: RawFd,
-    waker_fd: RawFd,
-    waker_tx: RawFd,
+    waker: Waker,
     cfg: Arc<Config>,
     shared: Arc<Shared>,
     stats: Arc<WorkerStats>,
@@ -396,35 +397,33 @@ pub(crate) struct Worker<P: Io> {
     slots: Vec<Slot>,
     idle: Vec<Origin>,
     /// Closed clients' shells, boxed as in the table so they move without copying.
-    #[allow(clippy::vec_box)]
-    spares: Vec<Box<Client>>,
-    timers: BinaryHeap<Reverse<(Instant, RawFd, u32)>>,
+    spares: Spares<Box<Client>>,
+    timers: Deadlines,
+    timeouts: Timeouts,
+    /// When the pools next give back what sat unused (as the server's workers do).
+    trim: Trim,
     /// Clients to drive again this turn without an event (their budget ran out).
     again: Vec<(RawFd, u32)>,
-    active: usize,
     next_id: u32,
-    accepting: bool,
-    accept_retry_at: Option<Instant>,
-    shutting_down: Option<Instant>,
+    /// The accept gate, the clients open and the shutdown.
+    gate: Gate,
     /// Waits so far: what happened "in this turn" happened with no wait in between.
     turn: u64,
+    /// Bytes reserved by the objects being received for the cache (`--keep-bytes`).
+    keeping: u64,
     /// The access log's lines not written yet (`None`: no log).
     log: Option<LogBuf>,
 }
 
 /// Runs a worker with mechanism `P` until shutdown.
 pub(crate) fn run<P: Io>(
-    worker: usize,
     listen_fd: RawFd,
     cfg: Arc<Config>,
     shared: Arc<Shared>,
     ready: Ready,
 ) -> io::Result<()> {
     let made = Worker::<P>::new(listen_fd, cfg, shared.clone());
-    let _ = ready.send(match &made {
-        Ok(_) => Ok(()),
-        Err(e) => Err((worker, io::Error::new(e.kind(), e.to_string()))),
-    });
+    ready.report(&made);
     let mut w = made?;
     let r = w.run();
     w.teardown();
@@ -434,20 +433,19 @@ pub(crate) fn run<P: Io>(
 impl<P: Io> Worker<P> {
     fn new(listen_fd: RawFd, cfg: Arc<Config>, shared: Arc<Shared>) -> io::Result<Worker<P>> {
         let mut poller = P::new()?;
-        let (waker_fd, waker_tx) = sys::pipe()?;
+        let mut waker = Waker::new()?;
         let registered = poller
-            .register(waker_fd, Token(waker_fd as usize), Interest::READABLE)
+            .register(waker.rx, Token(waker.rx as usize), Interest::READABLE)
             .and_then(|()| {
                 poller.adopt(listen_fd, Role::Listener);
                 poller.register(listen_fd, Token(listen_fd as usize), Interest::READABLE)
             });
         if let Err(e) = registered {
-            let _ = sys::close(waker_fd);
-            let _ = sys::close(waker_tx);
+            waker.close();
             return Err(e);
         }
         let stats = Arc::new(WorkerStats::for_this_thread());
-        shared.add_worker(stats.clone(), waker_tx);
+        shared.registry.add(stats.clone(), &waker);
         let edge = poller.edge_triggered();
         let mut date = DateCache::new();
         let now = Instant::now();
@@ -457,27 +455,30 @@ impl<P: Io> Worker<P> {
             poller,
             edge,
             listen_fd,
-            waker_fd,
-            waker_tx,
+            waker,
             now,
             date,
             cache: ObjectCache::new(cfg.cache_bytes, cfg.cache_max_object),
             pipes: PipePool::new(cfg.pipes, cfg.pipe_size),
-            bufs: BufPool {
-                bufs: Vec::new(),
-                size: cfg.buffer_size,
-            },
+            bufs: BufPool::new(
+                cfg.buffer_size,
+                2 * cfg.buffer_size,
+                POOL_BUFFERS * cfg.buffer_size,
+            ),
             slots: Vec::new(),
             idle: Vec::new(),
-            spares: Vec::new(),
-            timers: BinaryHeap::new(),
+            spares: Spares::new(SPARES_MAX),
+            timers: Deadlines::new(),
+            trim: Trim::new(now),
+            timeouts: Timeouts {
+                header: cfg.header_timeout,
+                send: cfg.send_timeout,
+            },
             again: Vec::new(),
-            active: 0,
             next_id: 0,
-            accepting: true,
-            accept_retry_at: None,
-            shutting_down: None,
+            gate: Gate::new(cfg.max_conns),
             turn: 1,
+            keeping: 0,
             log: cfg.access_log.clone().map(LogBuf::new),
             stats,
             shared,
@@ -490,10 +491,8 @@ impl<P: Io> Worker<P> {
             self.begin_shutdown();
         }
         loop {
-            if let Some(deadline) = self.shutting_down {
-                if self.active == 0 || self.now >= deadline {
-                    return Ok(());
-                }
+            if self.gate.done(self.now) {
+                return Ok(());
             }
             let timeout = self.wait_timeout();
             self.poller.wait(&mut self.events, timeout)?;
@@ -506,9 +505,8 @@ impl<P: Io> Worker<P> {
                 let fd = ev.token.0 as RawFd;
                 if fd == self.listen_fd {
                     accept_now |= ev.readable();
-                } else if fd == self.waker_fd {
-                    let mut b = [0u8; 8];
-                    let woken = ev.readable() && sys::read(self.waker_fd, &mut b).is_ok();
+                } else if fd == self.waker.rx {
+                    let woken = ev.readable() && self.waker.drain();
                     if woken || self.shared.shutdown_requested() {
                         self.begin_shutdown();
                     }
@@ -522,10 +520,12 @@ impl<P: Io> Worker<P> {
                     self.drive_client(fd);
                 }
             }
-            if accept_now && self.accepting && self.shutting_down.is_none() {
+            if accept_now && self.gate.open() {
                 self.accept_ready()?;
             }
             self.expire();
+            self.trim
+                .run(self.now, &mut self.bufs, &mut self.spares, &mut self.timers);
             self.publish();
             if let Some(l) = self.log.as_mut().filter(|l| l.due(self.now)) {
                 l.flush();
@@ -537,24 +537,15 @@ impl<P: Io> Worker<P> {
         if !self.again.is_empty() {
             return Some(Duration::ZERO);
         }
-        let mut first = self.timers.peek().map(|r| r.0 .0);
-        let mut consider = |t: Instant| first = Some(first.map_or(t, |f| f.min(t)));
-        if let Some(t) = self.accept_retry_at {
-            consider(t);
-        }
-        if let Some(t) = self.shutting_down {
-            consider(t.min(self.now + Duration::from_millis(100)));
-        }
-        if let Some(t) = self.log.as_ref().and_then(|l| l.deadline()) {
-            consider(t);
-        }
+        let first = earliest(self.timers.next(), self.gate.wake_at(self.now));
+        let first = earliest(first, self.log.as_ref().and_then(|l| l.deadline()));
         first.map(|t| t.saturating_duration_since(self.now))
     }
 
     /// Copies the pools' and the mechanism's counts into the shared stats.
     fn publish(&self) {
         let st = &self.stats;
-        st.set_poller(&self.poller.stats());
+        st.poller.set(&self.poller.stats());
         let c = &self.cache.counts;
         st.cache_stored.set(c.stored);
         st.cache_evicted.set(c.evicted);
@@ -562,6 +553,7 @@ impl<P: Io> Worker<P> {
         st.cache_rejected.set(c.rejected);
         st.cache_objects.set(self.cache.len() as u64);
         st.cache_bytes.set(self.cache.bytes());
+        st.cache_keeping.set(self.keeping);
         let p = &self.pipes.counts;
         st.pipes_created.set(p.created);
         st.pipes_closed_with_data.set(p.closed_with_data);
@@ -644,9 +636,10 @@ impl<P: Io> Worker<P> {
                     self.again.push((c.fd, c.id));
                 }
                 if self.set_interest(&mut c) {
+                    self.rearm(&mut c);
                     *self.slot(fd) = Slot::Client(c);
                 } else {
-                    self.stats.io_errors.inc();
+                    self.stats.conns.io_errors.inc();
                     self.close_client(c);
                 }
             }
@@ -658,7 +651,7 @@ impl<P: Io> Worker<P> {
 
     fn accept_ready(&mut self) -> io::Result<()> {
         loop {
-            if self.active >= self.cfg.max_conns {
+            if !self.gate.has_room() {
                 self.pause_accept(None);
                 return Ok(());
             }
@@ -670,50 +663,47 @@ impl<P: Io> Worker<P> {
                         .register(fd, Token(fd as usize), Interest::READABLE)
                         .is_err()
                     {
-                        self.stats.accept_errors.inc();
+                        self.stats.conns.accept_errors.inc();
                         self.poller.close(fd);
                         continue;
                     }
                     self.add_client(fd, peer);
                 }
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EAGAIN) => return Ok(()),
-                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {}
-                    Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
-                    | Some(libc::ENOMEM) => {
-                        self.stats.accept_errors.inc();
-                        self.pause_accept(Some(self.now + ACCEPT_RETRY));
-                        return Ok(());
+                Err(e) => {
+                    let failure = AcceptFailure::of(e.raw_os_error().unwrap_or(0));
+                    if failure.counted() {
+                        self.stats.conns.accept_errors.inc();
                     }
-                    _ => {
-                        self.stats.accept_errors.inc();
-                        return Ok(());
+                    match failure {
+                        AcceptFailure::Transient => {}
+                        AcceptFailure::Exhausted => {
+                            self.pause_accept(Some(self.now + ACCEPT_RETRY));
+                            return Ok(());
+                        }
+                        _ => return Ok(()),
                     }
-                },
+                }
             }
         }
     }
 
     fn add_client(&mut self, fd: RawFd, peer: Option<SocketAddr>) {
         self.next_id = self.next_id.wrapping_add(1);
+        let now = self.now;
         let mut c = self
             .spares
-            .pop()
-            .unwrap_or_else(|| Box::new(Client::blank()));
+            .take()
+            .unwrap_or_else(|| Box::new(Client::blank(now)));
         let (rbuf, out) = (std::mem::take(&mut c.rbuf), std::mem::take(&mut c.out));
-        *c = Client::blank();
+        *c = Client::blank(now);
         c.rbuf = rbuf;
         c.out = out;
         c.fd = fd;
         c.id = self.next_id;
         c.peer = peer;
-        self.active += 1;
-        self.stats.accepted.inc();
-        self.stats.active.set(self.active as u64);
-        if self.active as u64 > self.stats.max_active.get() {
-            self.stats.max_active.set(self.active as u64);
-        }
-        self.touch(&mut c);
+        self.gate.active += 1;
+        self.stats.conns.opened(self.gate.active);
+        self.rearm(&mut c);
         *self.slot(fd) = Slot::Client(c);
     }
 
@@ -740,27 +730,20 @@ impl<P: Io> Worker<P> {
         if c.out.capacity() > 64 * 1024 {
             c.out = Vec::new();
         }
-        if self.spares.len() < SPARES_MAX {
-            self.spares.push(c);
-        }
-        self.active -= 1;
-        self.stats.closed.inc();
-        self.stats.active.set(self.active as u64);
-        if !self.accepting {
-            self.resume_accept();
-        }
+        self.spares.put(c);
+        self.gate.active -= 1;
+        self.stats.conns.closed(self.gate.active);
+        self.resume_accept();
     }
 
     fn pause_accept(&mut self, retry_at: Option<Instant>) {
-        if self.accepting {
-            self.accepting = false;
+        if self.gate.close(retry_at) {
             let _ = self.poller.deregister(self.listen_fd);
         }
-        self.accept_retry_at = retry_at;
     }
 
     fn resume_accept(&mut self) {
-        if self.accepting || self.shutting_down.is_some() || self.active >= self.cfg.max_conns {
+        if !self.gate.may_open() {
             return;
         }
         if self
@@ -772,8 +755,7 @@ impl<P: Io> Worker<P> {
             )
             .is_ok()
         {
-            self.accepting = true;
-            self.accept_retry_at = None;
+            self.gate.opened();
             // Connections may have queued meanwhile; an edge-triggered listener would not
             // report them again.
             if self.edge {
@@ -783,14 +765,12 @@ impl<P: Io> Worker<P> {
     }
 
     fn begin_shutdown(&mut self) {
-        if self.shutting_down.is_some() {
-            return;
-        }
-        self.shutting_down = Some(self.now + SHUTDOWN_GRACE);
-        self.accept_retry_at = None;
-        if self.accepting {
-            self.accepting = false;
-            let _ = self.poller.deregister(self.listen_fd);
+        match self.gate.begin_shutdown(self.now) {
+            None => return,
+            Some(true) => {
+                let _ = self.poller.deregister(self.listen_fd);
+            }
+            Some(false) => {}
         }
         for o in std::mem::take(&mut self.idle) {
             self.close_origin(o);
@@ -819,68 +799,147 @@ impl<P: Io> Worker<P> {
         for o in std::mem::take(&mut self.idle) {
             self.close_origin(o);
         }
-        if self.accepting {
+        if self.gate.accepting() {
             let _ = self.poller.deregister(self.listen_fd);
         }
-        let _ = self.poller.deregister(self.waker_fd);
+        let _ = self.poller.deregister(self.waker.rx);
         self.pipes.clear();
         if let Some(l) = self.log.as_mut() {
             l.flush();
         }
-        self.shared.remove_waker(self.waker_tx);
-        let _ = sys::close(self.waker_tx);
-        let _ = sys::close(self.waker_fd);
+        self.shared.registry.remove_waker(&self.waker);
+        self.waker.close();
         self.publish();
     }
 
     // ---- deadlines ----
 
-    /// The client made progress: its deadline moves (a store; the queue is re-armed lazily).
+    /// The client made progress: its `--timeout` starts over (a store; the deadline follows
+    /// when the drive ends, in `rearm`).
+    #[inline]
     fn touch(&mut self, c: &mut Client) {
-        let Some(t) = self.cfg.timeout else {
+        c.progress_at = self.now;
+    }
+
+    /// Sets the client's one deadline to the first of the clocks that run in its state: no
+    /// progress (`--timeout`), the request head's total time (`--header-timeout`, while it
+    /// waits for a head with nothing to send), the peer taking none of its output
+    /// (`--send-timeout`) and the origin's or a tunnel target's connect (`--connect-timeout`).
+    /// A lingering close keeps the deadline `start_linger` gave it.
+    fn rearm(&mut self, c: &mut Client) {
+        if c.phase == Phase::Lingering {
             return;
-        };
-        let at = self.now + t;
-        c.deadline = Some(at);
-        if c.armed_at.is_none() {
-            c.armed_at = Some(at);
-            self.timers.push(Reverse((at, c.fd, c.id)));
         }
+        let now = self.now;
+        let output = c.has_output();
+        if c.phase == Phase::Idle && !output && !c.close_after {
+            c.head_since.get_or_insert(now);
+        } else {
+            c.head_since = None;
+        }
+        if output {
+            c.send_since.get_or_insert(now);
+        } else {
+            c.send_since = None;
+        }
+        let mut at = self.cfg.timeout.and_then(|t| c.progress_at.checked_add(t));
+        at = earliest(at, c.head_since.and_then(|t| self.timeouts.header_due(t)));
+        at = earliest(at, c.send_since.and_then(|t| self.timeouts.send_due(t)));
+        at = earliest(at, self.connect_due(c));
+        self.timers.set(c, at);
+    }
+
+    /// When the connect of the client's origin connection (or its tunnel's) must be done by.
+    fn connect_due(&self, c: &Client) -> Option<Instant> {
+        let t = self.cfg.connect_timeout?;
+        let origin = c.x.as_ref().and_then(|x| x.origin.as_ref());
+        let target = c.tunnel.as_ref().map(|t| &t.target);
+        let since = origin.or(target)?.connecting_since?;
+        since.checked_add(t)
     }
 
     fn expire(&mut self) {
-        if let Some(at) = self.accept_retry_at {
-            if self.now >= at {
-                self.accept_retry_at = None;
-                self.resume_accept();
-            }
+        if self.gate.retry_due(self.now) {
+            self.resume_accept();
         }
-        while let Some(&Reverse((at, fd, id))) = self.timers.peek() {
-            if at > self.now {
-                break;
-            }
-            self.timers.pop();
-            let live = matches!(self.slots.get(fd as usize), Some(Slot::Client(c)) if c.id == id);
+        while let Some(due) = self.timers.pop_due(self.now) {
+            let live =
+                matches!(self.slots.get(due.fd as usize), Some(Slot::Client(c)) if c.id == due.id);
             if !live {
                 continue;
             }
-            let mut c = self.take_client(fd).expect("a client");
-            c.armed_at = None;
-            match c.deadline {
-                Some(d) if d > self.now => {
-                    c.armed_at = Some(d);
-                    self.timers.push(Reverse((d, fd, id)));
-                    *self.slot(fd) = Slot::Client(c);
-                }
-                Some(_) => self.timed_out(c),
-                None => *self.slot(fd) = Slot::Client(c),
+            let mut c = self.take_client(due.fd).expect("a client");
+            if self.timers.expired(&mut *c, due, self.now) {
+                self.timed_out(c);
+            } else {
+                *self.slot(due.fd) = Slot::Client(c);
             }
         }
+        let slots = &self.slots;
+        self.timers.compact(self.gate.active, |d| {
+            matches!(slots.get(d.fd as usize), Some(Slot::Client(c))
+                if c.id == d.id && c.timer.stands_for(d))
+        });
     }
 
+    /// The client's deadline passed: which of its clocks ran out decides what it is told.
     fn timed_out(&mut self, mut c: Box<Client>) {
-        self.stats.timeouts.inc();
         let fd = c.fd;
+        let now = self.now;
+        let overdue = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        if c.phase == Phase::Lingering {
+            self.close_client(c);
+            return;
+        }
+        if overdue(self.connect_due(&c)) {
+            // The origin (or the tunnel's target) did not take the connection in time: 504,
+            // told apart from a refused connection's 502.
+            self.stats.connect_timeouts.inc();
+            self.stats.gateway_timeout.inc();
+            let (minor, head) = match (c.x.take(), c.tunnel.take()) {
+                (Some(x), _) => {
+                    let r = (x.client_minor, x.head_request);
+                    self.drop_exchange(*x, false);
+                    r
+                }
+                (None, Some(t)) => {
+                    self.drop_tunnel(*t);
+                    (1, false)
+                }
+                (None, None) => (1, false),
+            };
+            self.error_response(&mut c, Status::GatewayTimeout, minor, false, head);
+        } else if overdue(c.head_since.and_then(|t| self.timeouts.header_due(t))) {
+            // A request head not complete in its total time, however it trickled in.
+            self.stats.header_timeouts.inc();
+            if c.rbuf.is_empty() {
+                self.close_client(c);
+                return;
+            }
+            c.rbuf.clear();
+            self.error_response(&mut c, Status::RequestTimeout, 1, false, false);
+        } else if overdue(c.send_since.and_then(|t| self.timeouts.send_due(t))) {
+            // It took none of what waits for it: nothing more can be said to it.
+            self.stats.send_timeouts.inc();
+            self.close_client(c);
+            return;
+        } else {
+            self.stats.timeouts.inc();
+            if !self.progress_timed_out(&mut c) {
+                self.close_client(c);
+                return;
+            }
+        }
+        c.phase = Phase::Idle;
+        c.close_after = true;
+        self.touch(&mut c);
+        *self.slot(fd) = Slot::Client(c);
+        self.drive_client(fd);
+    }
+
+    /// No progress for `--timeout`: a 504 if it waits for the origin's answer, a 408 if it
+    /// stopped sending its request (head or body); false if it is simply to be closed.
+    fn progress_timed_out(&mut self, c: &mut Client) -> bool {
         let pulling =
             c.x.as_ref()
                 .is_some_and(|x| x.req_body.as_ref().is_some_and(|b| !b.done));
@@ -891,23 +950,19 @@ impl<P: Io> Worker<P> {
             let (minor, head) = (x.client_minor, x.head_request);
             self.drop_exchange(*x, false);
             self.stats.gateway_timeout.inc();
-            self.error_response(&mut c, Status::GatewayTimeout, minor, false, head);
+            self.error_response(c, Status::GatewayTimeout, minor, false, head);
+            true
         } else if partial_request || (c.phase == Phase::Fetch && pulling) {
             // The client stopped sending its request (head, or body).
             if let Some(x) = c.x.take() {
                 self.drop_exchange(*x, false);
             }
             c.rbuf.clear();
-            self.error_response(&mut c, Status::RequestTimeout, 1, false, false);
+            self.error_response(c, Status::RequestTimeout, 1, false, false);
+            true
         } else {
-            self.close_client(c);
-            return;
+            false
         }
-        c.phase = Phase::Idle;
-        c.close_after = true;
-        self.touch(&mut c);
-        *self.slot(fd) = Slot::Client(c);
-        self.drive_client(fd);
     }
 
     // ---- origin connections ----
@@ -927,6 +982,7 @@ impl<P: Io> Worker<P> {
             }
             self.poller.unwatch_idle(o.fd);
             o.reused = true;
+            o.connecting_since = None;
             o.f.writable = true;
             *self.slot(o.fd) = Slot::Origin(client_fd);
             self.stats.origin_reused.inc();
@@ -954,7 +1010,10 @@ impl<P: Io> Worker<P> {
             self.poller.adopt(fd, Role::Conn);
             let done = match sys::connect(fd, &origin) {
                 Ok(()) => true,
-                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+                    self.poller.watch_connect(fd)?;
+                    false
+                }
                 Err(e) => return Err(e),
             };
             self.poller
@@ -974,6 +1033,7 @@ impl<P: Io> Worker<P> {
             fd,
             f: Flags::new(Interest::WRITABLE, done),
             reused: false,
+            connecting_since: (!done).then_some(self.now),
             stored: None,
             quiet_turn: 0,
             drained_turn: 0,
@@ -1003,7 +1063,7 @@ impl<P: Io> Worker<P> {
     fn release_origin(&mut self, mut o: Origin, reusable: bool) {
         if !reusable
             || o.f.hup
-            || self.shutting_down.is_some()
+            || self.gate.shutting_down()
             || self.idle.len() >= self.cfg.origin_idle
         {
             self.close_origin(o);
@@ -1057,6 +1117,7 @@ impl<P: Io> Worker<P> {
         let req = std::mem::take(&mut x.req);
         self.bufs.give(req);
         if let Some(mut b) = x.body.take() {
+            self.keeping -= b.reserved;
             for p in [b.pipe.take(), b.tee.take()].into_iter().flatten() {
                 self.give_pipe(p);
             }
@@ -1223,6 +1284,7 @@ impl<P: Io> Worker<P> {
                 return Ok(false);
             }
             t.established = true;
+            t.target.connecting_since = None;
             c.out
                 .extend_from_slice(b"HTTP/1.1 200 Connection Established\r\n\r\n");
             self.stats.record_status(200);
@@ -1775,6 +1837,11 @@ impl<P: Io> Worker<P> {
         }
         let unsent = unsent_body(x);
         let o = x.origin.as_mut().expect("an origin");
+        if o.f.writable || o.f.readable {
+            // Writable (or an answer) since the connect began: it is up, or failed, which
+            // the next transfer says.
+            o.connecting_since = None;
+        }
         // An origin may answer before it has the whole body (an early 413, say) and stop
         // reading: while a body is being sent, its answer is looked for first.
         let answer_early = o.f.readable && unsent;
@@ -1915,7 +1982,7 @@ impl<P: Io> Worker<P> {
         }
         // An HTTP/1.0 client cannot read chunks: it gets their data, ended by the close.
         let dechunk = h.framing == Framing::Chunked && x.client_minor == 0;
-        if h.framing == Framing::UntilClose || dechunk || self.shutting_down.is_some() {
+        if h.framing == Framing::UntilClose || dechunk || self.gate.shutting_down() {
             c.close_after = true;
         }
         // The head as a cache would keep it: cut out of what goes to the client, only when the
@@ -1943,6 +2010,7 @@ impl<P: Io> Worker<P> {
             failed: false,
             reusable: h.keep_alive && !early,
             store: None,
+            reserved: 0,
         };
         let mut take = prefix.len();
         let mut dechunked = Vec::new();
@@ -1959,14 +2027,22 @@ impl<P: Io> Worker<P> {
                 b.in_done = b.left == 0;
                 let fresh_for = h.cache.fresh_for(SystemTime::now(), self.cfg.cache_ttl);
                 // Bytes after the body (see below) make the whole response suspect.
-                let cacheable = x.store_key.is_some()
+                let mut cacheable = x.store_key.is_some()
                     && h.status == 200
                     && h.cache.storable()
                     && !h.suspect
                     && take == prefix.len()
                     && fresh_for > Duration::ZERO
                     && self.cache.may_store(total);
+                if cacheable && self.keeping.saturating_add(total) > self.cfg.keep_bytes {
+                    // The objects being received for the cache hold enough (slow readers of
+                    // large objects, say): this one is only forwarded.
+                    cacheable = false;
+                    self.stats.cache_not_kept.inc();
+                }
                 if cacheable {
+                    b.reserved = total;
+                    self.keeping += total;
                     b.store = Some(Store {
                         key: x.store_key.take().expect("a key"),
                         // A hit says its own Age (see `answer_hit`), not the origin's.
@@ -1989,7 +2065,10 @@ impl<P: Io> Worker<P> {
                         b.keep = Vec::with_capacity(total as usize);
                         b.keep.extend_from_slice(&prefix[..take]);
                     }
-                    Mode::Splice => b.store = None,
+                    Mode::Splice => {
+                        b.store = None;
+                        self.keeping -= std::mem::take(&mut b.reserved);
+                    }
                     Mode::Copy => {}
                 }
             }
@@ -2292,6 +2371,7 @@ impl<P: Io> Worker<P> {
                     c.written += n as u64;
                     self.advance(c, n);
                     self.touch(c);
+                    c.send_since = Some(self.now);
                     progress = true;
                     if n < want {
                         c.f.writable = false;
@@ -2304,7 +2384,7 @@ impl<P: Io> Worker<P> {
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(_) => {
-                    self.stats.io_errors.inc();
+                    self.stats.conns.io_errors.inc();
                     return Err(Close);
                 }
             }
@@ -2338,13 +2418,14 @@ impl<P: Io> Worker<P> {
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(_) => {
-                    self.stats.io_errors.inc();
+                    self.stats.conns.io_errors.inc();
                     return Err(Close);
                 }
             }
         }
         if progress {
             self.touch(c);
+            c.send_since = Some(self.now);
         }
         Ok(progress)
     }
@@ -2471,11 +2552,7 @@ impl<P: Io> Worker<P> {
         c.phase = Phase::Lingering;
         c.rbuf.clear();
         let at = self.now + self.cfg.linger;
-        c.deadline = Some(at);
-        if c.armed_at.is_none_or(|a| a > at) {
-            c.armed_at = Some(at);
-            self.timers.push(Reverse((at, c.fd, c.id)));
-        }
+        self.timers.set(c, Some(at));
         self.linger(c)
     }
 

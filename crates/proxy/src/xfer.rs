@@ -73,6 +73,12 @@ pub(crate) trait Io: Poller {
         sys::accept4_peer(listen_fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
     }
 
+    /// A non-blocking connect on `fd` is under way: the connection's writability is to say
+    /// when it is up (a readiness mechanism's registration for writability does so).
+    fn watch_connect(&mut self, _fd: RawFd) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Reads at most `max` bytes into `buf`'s spare capacity.
     fn read_max(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         sys::read_into_max(fd, buf, max)

@@ -40,7 +40,9 @@ use evlab_poll::{sys, PollerStats};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::conn::{Conn, Front, State};
-use crate::core::{Core, Engine, ACCEPT_RETRY};
+use evlab_runtime::{AcceptFailure, ACCEPT_RETRY};
+
+use crate::core::{Core, Engine};
 use crate::handler::{Ctx, Drained};
 
 const OP_ACCEPT: u64 = 1;
@@ -208,7 +210,7 @@ impl Completion {
             ring,
             bufs,
             listen_fd,
-            waker_fd: core.waker_fd,
+            waker_fd: core.waker.rx,
             wake_buf: Box::new(0),
             accept_armed: false,
             cqes: Vec::with_capacity(1024),
@@ -316,7 +318,7 @@ impl Completion {
             self.accept_armed = false;
         }
         if res >= 0 {
-            if core.shutting_down.is_some() {
+            if core.gate.shutting_down() {
                 // Taken after shutdown began (the cancel was still on its way).
                 let _ = sys::close(res);
             } else {
@@ -324,20 +326,19 @@ impl Completion {
                 self.arm_recv(core, res)?;
             }
         } else {
-            match -res {
-                libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
-                    core.ctx.stats.accept_errors.inc();
-                    let retry = core.ctx.now + ACCEPT_RETRY;
-                    return core.pause_accept(self, Some(retry));
-                }
-                libc::ECANCELED => {}
-                _ => core.ctx.stats.accept_errors.inc(),
+            let failure = AcceptFailure::of(-res);
+            if failure.counted() {
+                core.ctx.stats.conns.accept_errors.inc();
+            }
+            if failure == AcceptFailure::Exhausted {
+                let retry = core.ctx.now + ACCEPT_RETRY;
+                return core.pause_accept(self, Some(retry));
             }
         }
         if !core.has_room() {
             return core.pause_accept(self, None);
         }
-        if !self.accept_armed && core.accepting {
+        if !self.accept_armed && core.gate.accepting() {
             self.arm_accept()?;
         }
         Ok(())
@@ -369,7 +370,7 @@ impl Completion {
                 c.rbuf.extend_from_slice(self.bufs.data(bid, len));
             }
             if c.rbuf.len() > RBUF_ABUSE {
-                core.ctx.stats.io_errors.inc();
+                core.ctx.stats.conns.io_errors.inc();
                 return core.close(self, fd);
             }
             if c.state == State::Reading {
@@ -393,7 +394,7 @@ impl Completion {
             // The buffer ring ran dry (buffers are returned at the end of this round), or the
             // recv was paused.
         } else {
-            core.ctx.stats.io_errors.inc();
+            core.ctx.stats.conns.io_errors.inc();
             return core.close(self, fd);
         }
         self.rearm_recv(core, fd)
@@ -445,7 +446,7 @@ impl Completion {
                     return self.push(&sqe);
                 }
                 Err(_) => {
-                    core.ctx.stats.io_errors.inc();
+                    core.ctx.stats.conns.io_errors.inc();
                     return core.close(self, fd);
                 }
             }
@@ -464,7 +465,7 @@ impl Completion {
             return self.arm_pollout(fd, slot.c.id);
         }
         if res < 0 {
-            core.ctx.stats.io_errors.inc();
+            core.ctx.stats.conns.io_errors.inc();
             return core.close(self, fd);
         }
         slot.c.out.advance(res as usize);

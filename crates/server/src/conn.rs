@@ -4,10 +4,10 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
-use std::time::Instant;
 
 use evlab_http::Entry;
 use evlab_poll::sys;
+use evlab_runtime::{Timed, Timer};
 
 /// Bodies up to this size are copied behind their head so that both leave in one write; larger
 /// ones are referenced in place (no copy) and leave in the same writev.
@@ -354,7 +354,7 @@ impl Out {
 ///
 /// A `Conn` is a recycled shell: when a connection closes, its slot goes back to the worker's
 /// spares with its small allocations (the chunk queue) intact, and its buffers go back to the
-/// worker's [`BufPool`], so accepting and serving allocate nothing once a worker has warmed up.
+/// worker's `BufPool` (`evlab_runtime`), so accepting and serving allocate nothing once a worker has warmed up.
 #[derive(Debug, Default)]
 pub struct Conn {
     pub fd: RawFd,
@@ -373,10 +373,8 @@ pub struct Conn {
     /// The peer shut down its side: nothing more will arrive; close once every complete
     /// request received has been answered.
     pub peer_eof: bool,
-    /// When the connection times out in its current state (see `timers.rs`).
-    pub deadline: Option<Instant>,
-    /// The deadline of this connection's entry in the timer queue.
-    pub armed_at: Option<Instant>,
+    /// When the connection times out in its current state (`evlab_runtime::deadlines`).
+    pub timer: Timer,
 }
 
 impl Conn {
@@ -390,130 +388,21 @@ impl Conn {
         self.close_after = false;
         self.linger = false;
         self.peer_eof = false;
-        self.deadline = None;
-        self.armed_at = None;
+        self.timer = Timer::default();
     }
 }
 
-/// Buffers lent to connections while they have bytes to hold, so that a connection waiting
-/// between requests holds none, and a busy worker reuses the same few buffers instead of
-/// allocating per request or per connection. Bounded in bytes; a buffer that grew past
-/// [`BufPool::KEEP_MAX`] (a large pipelined burst) is freed, not pooled.
-#[derive(Debug, Default)]
-pub struct BufPool {
-    bufs: Vec<Vec<u8>>,
-    bytes: usize,
-    /// The fewest buffers the pool held since the last [`BufPool::trim`]: that many were not
-    /// needed at any moment of the interval.
-    low: usize,
-}
-
-impl BufPool {
-    /// A new buffer's capacity: a request head, or a head plus a small body.
-    pub const NEW_CAPACITY: usize = 8 * 1024;
-    /// Larger buffers are freed when returned.
-    pub const KEEP_MAX: usize = 64 * 1024;
-    /// What the pool may hold at most.
-    pub const POOL_BYTES: usize = 8 << 20;
-    /// Buffers a trim always leaves in the pool.
-    pub const TRIM_KEEP: usize = 16;
-
-    /// Gives `v` a buffer if it has none.
+impl Timed for Conn {
     #[inline]
-    pub fn lend(&mut self, v: &mut Vec<u8>) {
-        if v.capacity() == 0 {
-            *v = match self.bufs.pop() {
-                Some(b) => {
-                    self.bytes -= b.capacity();
-                    self.low = self.low.min(self.bufs.len());
-                    b
-                }
-                None => Vec::with_capacity(Self::NEW_CAPACITY),
-            };
-        }
+    fn fd(&self) -> RawFd {
+        self.fd
     }
-
-    /// Frees the buffers that sat unused since the last trim (beyond [`BufPool::TRIM_KEEP`]),
-    /// oldest first, so the pool follows the recent peak of buffers lent at once, not the
-    /// highest ever. Returns the bytes freed.
-    pub fn trim(&mut self) -> usize {
-        let excess = self
-            .low
-            .min(self.bufs.len())
-            .saturating_sub(Self::TRIM_KEEP);
-        let freed: usize = self.bufs.drain(..excess).map(|b| b.capacity()).sum();
-        self.bytes -= freed;
-        if excess > 0 {
-            self.bufs.shrink_to(2 * self.bufs.len());
-        }
-        self.low = self.bufs.len();
-        freed
-    }
-
-    /// Bytes of the buffers held for lending.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// Buffers held for lending.
-    pub fn buffers(&self) -> usize {
-        self.bufs.len()
-    }
-
-    /// Takes `v`'s buffer back if it holds nothing.
     #[inline]
-    pub fn reclaim(&mut self, v: &mut Vec<u8>) {
-        if v.is_empty() && v.capacity() > 0 {
-            let b = std::mem::take(v);
-            let cap = b.capacity();
-            if cap <= Self::KEEP_MAX && self.bytes + cap <= Self::POOL_BYTES {
-                self.bytes += cap;
-                self.bufs.push(b);
-            }
-        }
+    fn id(&self) -> u32 {
+        self.id
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::BufPool;
-
-    fn lend_n(pool: &mut BufPool, n: usize) -> Vec<Vec<u8>> {
-        (0..n)
-            .map(|_| {
-                let mut v = Vec::new();
-                pool.lend(&mut v);
-                v
-            })
-            .collect()
-    }
-
-    fn reclaim_all(pool: &mut BufPool, bufs: Vec<Vec<u8>>) {
-        for mut v in bufs {
-            pool.reclaim(&mut v);
-        }
-    }
-
-    #[test]
-    fn trim_frees_what_sat_unused_through_the_interval() {
-        let mut pool = BufPool::default();
-        // A burst of 40 connections fills the pool.
-        let burst = lend_n(&mut pool, 40);
-        reclaim_all(&mut pool, burst);
-        assert_eq!(pool.buffers(), 40);
-        // The first trim only starts the interval: all 40 may have been needed in it.
-        assert_eq!(pool.trim(), 0);
-        // Then at most 10 at once: 30 sat unused, all but the reserve go.
-        let some = lend_n(&mut pool, 10);
-        reclaim_all(&mut pool, some);
-        let freed = pool.trim();
-        assert_eq!(pool.buffers(), 40 - (30 - BufPool::TRIM_KEEP));
-        assert_eq!(freed, (30 - BufPool::TRIM_KEEP) * BufPool::NEW_CAPACITY);
-        assert_eq!(pool.bytes(), pool.buffers() * BufPool::NEW_CAPACITY);
-        // A busy interval (every buffer lent at some moment) frees nothing.
-        let n = pool.buffers();
-        let all = lend_n(&mut pool, n);
-        reclaim_all(&mut pool, all);
-        assert_eq!(pool.trim(), 0);
+    #[inline]
+    fn timer(&mut self) -> &mut Timer {
+        &mut self.timer
     }
 }

@@ -15,32 +15,20 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use evlab_http::{ContentCache, DateCache, Status};
-use evlab_poll::{sys, PollerStats};
+use evlab_poll::PollerStats;
+use evlab_runtime::{BufPool, Deadlines, Gate, Ready, Spares, Timeouts, Trim, Waker};
 
-use crate::conn::{BufPool, Conn, State};
+use crate::conn::{Conn, State};
 use crate::handler::{respond_error, Ctx};
 use crate::stats::{Shared, WorkerStats};
-use crate::timers::Deadlines;
 use crate::Config;
 
-/// How long to wait before retrying accept after EMFILE/ENFILE.
-pub const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-/// How long a graceful shutdown waits for responses in flight.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Closed connections' shells kept for reuse.
 const SPARES_MAX: usize = 4096;
-/// Spare shells a trim always leaves.
-const SPARES_KEEP: usize = 64;
-/// How often what sat unused (pooled buffers, spare shells) is given back, so that memory
-/// follows the recent peak of connections rather than the highest since start.
-const TRIM_EVERY: Duration = Duration::from_secs(10);
-
-pub(crate) type Ready = Sender<Result<(), (usize, io::Error)>>;
 
 /// One connection's place in the table: the connection and the engine's state for it.
 #[derive(Debug, Default)]
@@ -89,21 +77,14 @@ pub(crate) trait Engine: Sized {
 pub(crate) struct Core<X> {
     pub ctx: Ctx,
     pub conns: Vec<Option<Slot<X>>>,
-    spares: Vec<Slot<X>>,
-    /// The fewest spare shells since the last trim (see [`Core::trim`]).
-    spares_low: usize,
-    next_trim: Instant,
+    spares: Spares<Slot<X>>,
+    trim: Trim,
     next_id: u32,
-    pub active: usize,
-    /// The gate: the engine is taking connections.
-    pub accepting: bool,
-    pub accept_retry_at: Option<Instant>,
-    pub shutting_down: Option<Instant>,
-    /// The read end of a pipe that `Shared::request_shutdown` (and the signal handler) writes
-    /// to, to wake this worker. A pipe's read end is never writable, so mechanisms that watch
-    /// for both directions at once (epoll2) are not woken by it for nothing.
-    pub waker_fd: RawFd,
-    waker_tx: RawFd,
+    /// The accept gate, the open connections and the shutdown.
+    pub gate: Gate,
+    /// Written by `Shared::request_shutdown` (and the signal handler) to wake this worker;
+    /// the engine watches `waker.rx`.
+    pub waker: Waker,
 }
 
 /// Starts a worker: builds its core and engine, tells `Server::start` whether it came up, runs
@@ -122,19 +103,15 @@ pub(crate) fn run_worker<E: Engine>(
                 // Before announcing: whoever waits for the workers may then take the list of
                 // wakers (the signal handler does).
                 let ctx = &core.ctx;
-                ctx.shared.add_worker(ctx.stats.clone(), core.waker_tx);
+                ctx.shared.registry.add(ctx.stats.clone(), &core.waker);
                 Ok((core, engine))
             }
             Err(e) => {
-                let _ = sys::close(core.waker_fd);
-                let _ = sys::close(core.waker_tx);
+                core.waker.close();
                 Err(e)
             }
         });
-    let _ = ready.send(match &made {
-        Ok(_) => Ok(()),
-        Err(e) => Err((worker, io::Error::new(e.kind(), e.to_string()))),
-    });
+    ready.report(&made);
     let (mut core, mut engine) = made?;
     let r = core.run(&mut engine);
     core.teardown(&mut engine);
@@ -143,9 +120,14 @@ pub(crate) fn run_worker<E: Engine>(
 
 impl<X: Default> Core<X> {
     fn new(worker: usize, cfg: Arc<Config>, shared: Arc<Shared>) -> io::Result<Core<X>> {
+        let max_conns = cfg.max_conns;
+        let timeouts = Timeouts {
+            header: cfg.header_timeout,
+            send: cfg.send_timeout,
+        };
         let cache = ContentCache::new(cfg.cache_config())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        let (waker_fd, waker_tx) = sys::pipe()?;
+        let waker = Waker::new()?;
         let stats = Arc::new(WorkerStats::for_this_thread(worker));
         let mut date = DateCache::new();
         date.tick(Instant::now());
@@ -160,21 +142,17 @@ impl<X: Default> Core<X> {
                 date,
                 now: Instant::now(),
                 timers: Deadlines::new(),
+                timeouts,
                 pool: BufPool::default(),
                 scratch: vec![0; 16 * 1024],
                 think,
             },
             conns: Vec::new(),
-            spares: Vec::new(),
-            spares_low: 0,
-            next_trim: Instant::now() + TRIM_EVERY,
+            spares: Spares::new(SPARES_MAX),
+            trim: Trim::new(Instant::now()),
             next_id: 0,
-            active: 0,
-            accepting: true,
-            accept_retry_at: None,
-            shutting_down: None,
-            waker_fd,
-            waker_tx,
+            gate: Gate::new(max_conns),
+            waker,
         })
     }
 
@@ -194,7 +172,7 @@ impl<X: Default> Core<X> {
     /// Whether another connection may be taken.
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.active < self.ctx.cfg.max_conns
+        self.gate.has_room()
     }
 
     /// Enters a freshly accepted descriptor in the table (the engine watches it already, or
@@ -205,17 +183,11 @@ impl<X: Default> Core<X> {
             self.conns.resize_with((i + 1).next_power_of_two(), || None);
         }
         self.next_id = (self.next_id + 1) & 0xff_ffff;
-        let mut slot = self.spares.pop().unwrap_or_default();
-        self.spares_low = self.spares_low.min(self.spares.len());
+        let mut slot = self.spares.take().unwrap_or_default();
         slot.c.reset(fd, self.next_id);
         self.ctx.await_request(&mut slot.c);
-        self.active += 1;
-        let st = &self.ctx.stats;
-        st.accepted.inc();
-        st.active.set(self.active as u64);
-        if self.active as u64 > st.max_active.get() {
-            st.max_active.set(self.active as u64);
-        }
+        self.gate.active += 1;
+        self.ctx.stats.conns.opened(self.gate.active);
         self.conns[i].insert(slot)
     }
 
@@ -230,17 +202,11 @@ impl<X: Default> Core<X> {
         self.ctx.pool.reclaim(&mut slot.c.rbuf);
         slot.c.out.reset();
         self.ctx.pool.reclaim(slot.c.out.buf_slot());
-        if self.spares.len() < SPARES_MAX {
-            self.spares.push(slot);
-        }
-        self.active -= 1;
-        self.ctx.stats.closed.inc();
-        self.ctx.stats.active.set(self.active as u64);
+        self.spares.put(slot);
+        self.gate.active -= 1;
+        self.ctx.stats.conns.closed(self.gate.active);
         r?;
-        if !self.accepting {
-            self.resume_accept(engine)?;
-        }
-        Ok(())
+        self.resume_accept(engine)
     }
 
     /// Closes the gate; `retry_at`: when to try again even if no connection closes.
@@ -249,22 +215,19 @@ impl<X: Default> Core<X> {
         engine: &mut E,
         retry_at: Option<Instant>,
     ) -> io::Result<()> {
-        if self.accepting {
-            self.accepting = false;
+        if self.gate.close(retry_at) {
             self.ctx.stats.accept_pauses.inc();
             engine.stop_accepting()?;
         }
-        self.accept_retry_at = retry_at;
         Ok(())
     }
 
-    /// Opens the gate, unless shutting down or full.
+    /// Opens the gate, unless open, shutting down or full.
     pub fn resume_accept<E: Engine<Extra = X>>(&mut self, engine: &mut E) -> io::Result<()> {
-        if self.accepting || self.shutting_down.is_some() || !self.has_room() {
+        if !self.gate.may_open() {
             return Ok(());
         }
-        self.accepting = true;
-        self.accept_retry_at = None;
+        self.gate.opened();
         engine.start_accepting()
     }
 
@@ -273,53 +236,26 @@ impl<X: Default> Core<X> {
             self.begin_shutdown(engine)?;
         }
         loop {
-            if let Some(deadline) = self.shutting_down {
-                if self.active == 0 || self.ctx.now >= deadline {
-                    return Ok(());
-                }
+            if self.gate.done(self.ctx.now) {
+                return Ok(());
             }
             let timeout = match engine.wake_at() {
                 Some(d) => Some(d),
-                None => self
-                    .ctx
-                    .wait_timeout(self.accept_retry_at, self.shutting_down),
+                None => self.ctx.wait_timeout(self.gate.wake_at(self.ctx.now)),
             };
             engine.turn(self, timeout)?;
             self.expire(engine)?;
-            if self.ctx.now >= self.next_trim {
-                self.trim();
-            }
+            let ctx = &mut self.ctx;
+            self.trim
+                .run(ctx.now, &mut ctx.pool, &mut self.spares, &mut ctx.timers);
             let st = &self.ctx.stats;
-            st.set_poller(&engine.poller_stats());
+            st.poller.set(&engine.poller_stats());
             st.timer_entries.set(self.ctx.timers.len() as u64);
             st.max_timer_entries.set(self.ctx.timers.max_len() as u64);
             st.pool_bytes.set(self.ctx.pool.bytes() as u64);
             st.pool_buffers.set(self.ctx.pool.buffers() as u64);
             st.spare_shells.set(self.spares.len() as u64);
             st.table_slots.set(self.conns.capacity() as u64);
-        }
-    }
-
-    /// Gives back what sat unused through the last interval: pooled buffers and spare shells
-    /// beyond a small reserve, the deadline queue's spare capacity, and then the allocator's
-    /// free pages. A burst of connections (a stall elsewhere, a crowd) then raises memory for
-    /// as long as it lasts, not for the rest of the run.
-    fn trim(&mut self) {
-        self.next_trim = self.ctx.now + TRIM_EVERY;
-        let mut freed = self.ctx.pool.trim();
-        let excess = self
-            .spares_low
-            .min(self.spares.len())
-            .saturating_sub(SPARES_KEEP);
-        if excess > 0 {
-            self.spares.drain(..excess);
-            self.spares.shrink_to(2 * self.spares.len());
-            freed += excess * std::mem::size_of::<Slot<X>>();
-        }
-        self.spares_low = self.spares.len();
-        freed += self.ctx.timers.shrink();
-        if freed > 0 {
-            sys::malloc_trim();
         }
     }
 
@@ -359,15 +295,12 @@ impl<X: Default> Core<X> {
             }
         }
         let conns = &self.conns;
-        self.ctx.timers.compact(self.active, |d| {
+        self.ctx.timers.compact(self.gate.active, |d| {
             matches!(conns.get(d.fd as usize), Some(Some(s))
-                if s.c.id == d.id && s.c.armed_at == Some(d.at))
+                if s.c.id == d.id && s.c.timer.stands_for(d))
         });
-        if let Some(at) = self.accept_retry_at {
-            if now >= at {
-                self.accept_retry_at = None;
-                self.resume_accept(engine)?;
-            }
+        if self.gate.retry_due(now) {
+            self.resume_accept(engine)?;
         }
         Ok(())
     }
@@ -375,14 +308,10 @@ impl<X: Default> Core<X> {
     /// Stops accepting; closes connections with nothing in flight and marks the rest to close
     /// once their replies are out.
     pub fn begin_shutdown<E: Engine<Extra = X>>(&mut self, engine: &mut E) -> io::Result<()> {
-        if self.shutting_down.is_some() {
-            return Ok(());
-        }
-        self.shutting_down = Some(self.ctx.now + SHUTDOWN_GRACE);
-        self.accept_retry_at = None;
-        if self.accepting {
-            self.accepting = false;
-            engine.stop_accepting()?;
+        match self.gate.begin_shutdown(self.ctx.now) {
+            None => return Ok(()),
+            Some(true) => engine.stop_accepting()?,
+            Some(false) => {}
         }
         for i in 0..self.conns.len() {
             let idle = match self.conns[i].as_mut() {
@@ -406,9 +335,8 @@ impl<X: Default> Core<X> {
             }
         }
         engine.finish(self);
-        self.ctx.shared.remove_waker(self.waker_tx);
-        let _ = sys::close(self.waker_tx);
-        let _ = sys::close(self.waker_fd);
-        self.ctx.stats.set_poller(&engine.poller_stats());
+        self.ctx.shared.registry.remove_waker(&self.waker);
+        self.waker.close();
+        self.ctx.stats.poller.set(&engine.poller_stats());
     }
 }

@@ -13,9 +13,10 @@ use evlab_http::{
 
 use evlab_poll::sys;
 
-use crate::conn::{BufPool, Conn, Out, State, COPY_BODY_MAX, OUT_HIGH_WATER};
+use evlab_runtime::{BufPool, Deadlines, Timeouts};
+
+use crate::conn::{Conn, Out, State, COPY_BODY_MAX, OUT_HIGH_WATER};
 use crate::stats::{Shared, WorkerStats};
-use crate::timers::Deadlines;
 use crate::Config;
 
 pub const STATS_PATH: &str = "/.evlab/stats";
@@ -30,6 +31,8 @@ pub struct Ctx {
     /// The time of this turn of the loop.
     pub now: Instant,
     pub timers: Deadlines,
+    /// The header and send timeouts (`cfg`'s, measured as the proxy measures them).
+    pub timeouts: Timeouts,
     pub pool: BufPool,
     /// Read and discarded here: lingering input.
     pub scratch: Vec<u8>,
@@ -93,39 +96,26 @@ pub enum Drained {
 }
 
 impl Ctx {
-    /// How long the loop may sleep: until the first of its deadlines, `other` (accept retry)
-    /// and the shutdown deadline; while shutting down, at most 100 ms, to re-check the exit.
-    pub fn wait_timeout(
-        &self,
-        other: Option<Instant>,
-        shutting_down: Option<Instant>,
-    ) -> Option<Duration> {
-        let mut first = self.timers.next();
-        let mut consider = |t: Instant| {
-            first = Some(first.map_or(t, |f| f.min(t)));
-        };
-        if let Some(t) = other {
-            consider(t);
-        }
-        if let Some(t) = shutting_down {
-            consider(t.min(self.now + Duration::from_millis(100)));
-        }
+    /// How long the loop may sleep: until the first of its deadlines and `gate` (the accept
+    /// gate's retry and shutdown times).
+    pub fn wait_timeout(&self, gate: Option<Instant>) -> Option<Duration> {
         // From the turn's time: a turn lasts microseconds, and waking that much late for a
         // timeout of seconds saves a clock read on every turn.
-        first.map(|n| n.saturating_duration_since(self.now))
+        evlab_runtime::earliest(self.timers.next(), gate)
+            .map(|n| n.saturating_duration_since(self.now))
     }
 
     /// The connection waits for a request head: the header timeout runs.
     #[inline]
     pub fn await_request(&mut self, c: &mut Conn) {
-        let at = self.cfg.header_timeout.map(|t| self.now + t);
+        let at = self.timeouts.header_due(self.now);
         self.timers.set(c, at);
     }
 
     /// The connection has output for the peer: the send timeout runs, restarted by progress.
     #[inline]
     pub fn await_send(&mut self, c: &mut Conn) {
-        let at = self.cfg.send_timeout.map(|t| self.now + t);
+        let at = self.timeouts.send_due(self.now);
         self.timers.set(c, at);
     }
 

@@ -14,20 +14,18 @@ mod conn;
 mod core;
 mod handler;
 mod readiness;
-pub mod signals;
 mod stats;
-mod timers;
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use evlab_http::{CacheConfig, Limits};
 use evlab_poll::{sys, Mechanism, Support};
+use evlab_runtime::{Ready, Threads, WorkerError};
 
 /// The document `GET /.evlab/stats` answers, defined in `evlab-wire` (its readers depend on that
 /// crate, not on this one).
@@ -194,11 +192,20 @@ pub enum ServerError {
     Panicked(usize),
 }
 
+impl From<WorkerError> for ServerError {
+    fn from(e: WorkerError) -> ServerError {
+        match e {
+            WorkerError::Failed { worker, error } => ServerError::Worker { worker, error },
+            WorkerError::Panicked(w) => ServerError::Panicked(w),
+        }
+    }
+}
+
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<io::Result<()>>>,
+    threads: Threads,
     listeners: Vec<RawFd>,
 }
 
@@ -267,46 +274,28 @@ impl Server {
 
         let shared = Arc::new(Shared::new(cfg.mechanism, cfg.workers, cfg.profile));
         let cfg = Arc::new(cfg);
-        let mut threads = Vec::new();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        for w in 0..cfg.workers {
-            let lfd = listeners[w.min(listeners.len() - 1)];
-            let cfg = cfg.clone();
-            let shared = shared.clone();
-            let ready = ready_tx.clone();
-            let t = std::thread::Builder::new()
-                .name(format!("evlab-worker-{w}"))
-                .spawn(move || run_worker(w, lfd, cfg, shared, ready))
-                .map_err(|e| ServerError::Worker {
-                    worker: w,
-                    error: e,
-                })?;
-            threads.push(t);
-        }
-        drop(ready_tx);
-        let mut server = Server {
-            addr,
-            shared,
-            threads,
-            listeners,
+        let work = {
+            let (cfg, shared, fds) = (cfg.clone(), shared.clone(), listeners.clone());
+            move |w: usize, ready: Ready| {
+                let lfd = fds[w.min(fds.len() - 1)];
+                run_worker(w, lfd, cfg.clone(), shared.clone(), ready)
+            }
         };
-        for _ in 0..cfg.workers {
-            match ready_rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err((w, e))) => {
-                    server.stop_threads();
-                    return Err(ServerError::Worker {
-                        worker: w,
-                        error: e,
-                    });
+        let stop = || shared.request_shutdown();
+        match Threads::start(cfg.workers, "evlab-worker", work, stop) {
+            Ok(threads) => Ok(Server {
+                addr,
+                shared,
+                threads,
+                listeners,
+            }),
+            Err(e) => {
+                for fd in listeners {
+                    let _ = sys::close(fd);
                 }
-                Err(_) => {
-                    server.stop_threads();
-                    return Err(ServerError::Panicked(0));
-                }
+                Err(e.into())
             }
         }
-        Ok(server)
     }
 
     /// The bound address (with the real port when asked for port 0).
@@ -346,21 +335,7 @@ impl Server {
     }
 
     fn join(&mut self) -> Result<(), ServerError> {
-        let mut result = Ok(());
-        for (w, t) in self.threads.drain(..).enumerate() {
-            match t.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    if result.is_ok() {
-                        result = Err(ServerError::Worker {
-                            worker: w,
-                            error: e,
-                        })
-                    }
-                }
-                Err(_) => result = Err(ServerError::Panicked(w)),
-            }
-        }
+        let result = self.threads.join().map_err(ServerError::from);
         for fd in self.listeners.drain(..) {
             let _ = sys::close(fd);
         }
@@ -375,7 +350,7 @@ fn run_worker(
     listen_fd: RawFd,
     cfg: Arc<Config>,
     shared: Arc<Shared>,
-    ready: core::Ready,
+    ready: Ready,
 ) -> io::Result<()> {
     use core::run_worker as run;
     use readiness::Readiness;

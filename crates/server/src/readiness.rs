@@ -16,8 +16,10 @@ use std::time::Duration;
 
 use evlab_poll::{sys, Events, Interest, Poller, PollerStats, Token};
 
-use crate::conn::{BufPool, Conn, State, WriteResult};
-use crate::core::{Core, Engine, ACCEPT_RETRY};
+use evlab_runtime::{AcceptFailure, BufPool, ACCEPT_RETRY};
+
+use crate::conn::{Conn, State, WriteResult};
+use crate::core::{Core, Engine};
 use crate::handler::{Ctx, Drained};
 
 /// Bytes read per read(2) at least.
@@ -78,7 +80,7 @@ pub(crate) struct Readiness<P: Poller> {
 impl<P: Poller> Readiness<P> {
     pub fn new(core: &mut Core<Flags>, listen_fd: RawFd) -> io::Result<Readiness<P>> {
         let mut poller = P::new()?;
-        let waker_fd = core.waker_fd;
+        let waker_fd = core.waker.rx;
         poller.register(waker_fd, Token(waker_fd as usize), Interest::READABLE)?;
         let exclusive = core.ctx.cfg.accept_mode == crate::AcceptMode::Exclusive;
         if exclusive {
@@ -116,7 +118,7 @@ impl<P: Poller> Readiness<P> {
                         .poller
                         .register(fd, Token(fd as usize), Interest::READABLE)
                     {
-                        core.ctx.stats.accept_errors.inc();
+                        core.ctx.stats.conns.accept_errors.inc();
                         let _ = sys::close(fd);
                         if e.raw_os_error() == Some(libc::ENOMEM) {
                             let retry = core.ctx.now + ACCEPT_RETRY;
@@ -126,22 +128,25 @@ impl<P: Poller> Readiness<P> {
                     }
                     core.add(fd);
                 }
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EAGAIN) => return Ok(()),
-                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {}
-                    Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
-                    | Some(libc::ENOMEM) => {
-                        // Out of descriptors: keep serving what we have; retry accepting when a
-                        // connection closes or shortly, never spinning on a listener we cannot drain.
-                        core.ctx.stats.accept_errors.inc();
-                        let retry = core.ctx.now + ACCEPT_RETRY;
-                        return core.pause_accept(self, Some(retry));
+                Err(e) => {
+                    let failure = AcceptFailure::of(e.raw_os_error().unwrap_or(0));
+                    if failure.counted() {
+                        core.ctx.stats.conns.accept_errors.inc();
                     }
-                    _ => {
-                        core.ctx.stats.accept_errors.inc();
-                        return Ok(());
+                    match failure {
+                        AcceptFailure::Transient => {}
+                        AcceptFailure::Exhausted => {
+                            // Out of descriptors: keep serving what we have; retry accepting
+                            // when a connection closes or shortly, never spinning on a
+                            // listener we cannot drain.
+                            let retry = core.ctx.now + ACCEPT_RETRY;
+                            return core.pause_accept(self, Some(retry));
+                        }
+                        AcceptFailure::Empty | AcceptFailure::Cancelled | AcceptFailure::Other => {
+                            return Ok(())
+                        }
                     }
-                },
+                }
             }
         }
         // Stopped at the limit with connections perhaps still queued.
@@ -241,7 +246,7 @@ impl<P: Poller> Engine for Readiness<P> {
         }
         self.flush.deferring = false;
         self.flush_writes(core)?;
-        if accept_now && core.accepting && core.shutting_down.is_none() {
+        if accept_now && core.gate.open() {
             self.accept_ready(core)?;
         }
         Ok(())
@@ -300,7 +305,7 @@ impl<P: Poller> Engine for Readiness<P> {
     }
 
     fn finish(&mut self, core: &mut Core<Flags>) {
-        if core.accepting {
+        if core.gate.accepting() {
             let _ = self.poller.deregister(self.listen_fd);
         }
         let _ = self.poller.deregister(self.waker_fd);
@@ -350,7 +355,7 @@ fn drive<P: Poller>(
                     }
                     Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                     Err(_) => {
-                        ctx.stats.io_errors.inc();
+                        ctx.stats.conns.io_errors.inc();
                         return Next::Close;
                     }
                 }
@@ -387,7 +392,7 @@ fn drive<P: Poller>(
                         }
                     }
                     Err(_) => {
-                        ctx.stats.io_errors.inc();
+                        ctx.stats.conns.io_errors.inc();
                         return Next::Close;
                     }
                 }
@@ -419,7 +424,7 @@ fn drive<P: Poller>(
     };
     if want != x.interest {
         if poller.reregister(c.fd, Token(c.fd as usize), want).is_err() {
-            ctx.stats.io_errors.inc();
+            ctx.stats.conns.io_errors.inc();
             return Next::Close;
         }
         x.interest = want;

@@ -5,55 +5,29 @@
 //! relaxed load and store, not a locked read-modify-write: counting must not perturb what it
 //! measures.
 
-use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use evlab_poll::shutdown::Shutdown;
 use evlab_poll::sys::{self, Snapshot, ThreadCounters};
-use evlab_poll::{Mechanism, PollerStats};
-use evlab_wire::server::{
-    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, StatusClasses, SyscallCount,
-    TimerCounts, WorkerCounts,
+use evlab_poll::Mechanism;
+use evlab_runtime::{
+    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, StatusCounters, WorkerCounters,
 };
-
-#[derive(Debug, Default)]
-pub struct Counter(AtomicU64);
-
-impl Counter {
-    #[inline]
-    pub fn add(&self, n: u64) {
-        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
-    }
-    #[inline]
-    pub fn inc(&self) {
-        self.add(1);
-    }
-    #[inline]
-    pub fn set(&self, n: u64) {
-        self.0.store(n, Relaxed);
-    }
-    #[inline]
-    pub fn get(&self) -> u64 {
-        self.0.load(Relaxed)
-    }
-}
+use evlab_wire::server::{
+    ConnectionCounts, EventCounts, MemoryCounts, ServerStats, TimerCounts, WorkerCounts,
+};
 
 /// One worker's counters.
 #[derive(Debug)]
 pub struct WorkerStats {
     pub worker: usize,
-    pub accepted: Counter,
-    pub closed: Counter,
-    pub active: Counter,
-    pub max_active: Counter,
+    /// Accepted, closed, open, errors.
+    pub conns: ConnCounters,
     pub requests: Counter,
-    /// Responses per status class, indexed by [`StatusClasses::slot`].
-    pub status: [Counter; StatusClasses::SLOTS],
+    /// Responses per status class.
+    pub status: StatusCounters,
     pub bytes_sent: Counter,
     pub accept_pauses: Counter,
-    pub accept_errors: Counter,
     pub header_timeouts: Counter,
     /// Connections closed because the peer took none of a reply for `--send-timeout`.
     pub send_timeouts: Counter,
@@ -67,20 +41,11 @@ pub struct WorkerStats {
     pub pool_buffers: Counter,
     pub spare_shells: Counter,
     pub table_slots: Counter,
-    pub io_errors: Counter,
     /// `uring` only: IORING_OP_ASYNC_CANCEL requests queued (each one a kernel lookup whose cost
     /// grows with the number of armed requests, i.e. with idle connections).
     pub cancels: Counter,
-    // A copy of the mechanism's own counters, refreshed every loop iteration.
-    pub waits: Counter,
-    pub events: Counter,
-    pub discarded: Counter,
-    pub interest_changes: Counter,
-    pub interest_changes_free: Counter,
-    pub batches: Counter,
-    pub waits_from_memory: Counter,
-    pub waits_from_kernel: Counter,
-    pub overflows: Counter,
+    /// A copy of the mechanism's own counters, refreshed every loop iteration.
+    pub poller: PollerCounters,
     pub syscalls: Arc<ThreadCounters>,
 }
 
@@ -89,15 +54,11 @@ impl WorkerStats {
     pub fn for_this_thread(worker: usize) -> WorkerStats {
         WorkerStats {
             worker,
-            accepted: Counter::default(),
-            closed: Counter::default(),
-            active: Counter::default(),
-            max_active: Counter::default(),
+            conns: ConnCounters::default(),
             requests: Counter::default(),
-            status: Default::default(),
+            status: StatusCounters::default(),
             bytes_sent: Counter::default(),
             accept_pauses: Counter::default(),
-            accept_errors: Counter::default(),
             header_timeouts: Counter::default(),
             send_timeouts: Counter::default(),
             timer_entries: Counter::default(),
@@ -107,36 +68,21 @@ impl WorkerStats {
             pool_buffers: Counter::default(),
             spare_shells: Counter::default(),
             table_slots: Counter::default(),
-            io_errors: Counter::default(),
             cancels: Counter::default(),
-            waits: Counter::default(),
-            events: Counter::default(),
-            discarded: Counter::default(),
-            interest_changes: Counter::default(),
-            interest_changes_free: Counter::default(),
-            batches: Counter::default(),
-            waits_from_memory: Counter::default(),
-            waits_from_kernel: Counter::default(),
-            overflows: Counter::default(),
+            poller: PollerCounters::default(),
             syscalls: sys::thread_counters(),
         }
     }
 
     #[inline]
     pub fn record_status(&self, code: u16) {
-        self.status[StatusClasses::slot(code)].inc();
+        self.status.record(code);
     }
+}
 
-    pub fn set_poller(&self, p: &PollerStats) {
-        self.waits.set(p.waits);
-        self.events.set(p.events);
-        self.discarded.set(p.discarded);
-        self.interest_changes.set(p.interest_changes);
-        self.interest_changes_free.set(p.interest_changes_free);
-        self.batches.set(p.batches);
-        self.waits_from_memory.set(p.waits_from_memory);
-        self.waits_from_kernel.set(p.waits_from_kernel);
-        self.overflows.set(p.overflows);
+impl WorkerCounters for WorkerStats {
+    fn syscalls(&self) -> &ThreadCounters {
+        &self.syscalls
     }
 }
 
@@ -147,9 +93,8 @@ pub struct Shared {
     pub workers_wanted: usize,
     pub profile: bool,
     pub started: Instant,
-    shutdown: Shutdown,
-    workers: Mutex<Vec<Arc<WorkerStats>>>,
-    baseline: Mutex<Snapshot>,
+    /// The workers' counters and wakers, and the shutdown request.
+    pub registry: Registry<WorkerStats>,
 }
 
 impl Shared {
@@ -159,60 +104,35 @@ impl Shared {
             workers_wanted: workers,
             profile,
             started: Instant::now(),
-            shutdown: Shutdown::default(),
-            workers: Mutex::new(Vec::new()),
-            baseline: Mutex::new(Snapshot::default()),
+            registry: Registry::default(),
         }
     }
 
-    pub(crate) fn add_worker(&self, w: Arc<WorkerStats>, waker: RawFd) {
-        self.workers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(w);
-        self.shutdown.add_waker(waker);
-    }
-
-    pub(crate) fn remove_waker(&self, waker: RawFd) {
-        self.shutdown.remove_waker(waker);
-    }
-
     /// The wakers' descriptors (for a signal handler, which cannot take a lock).
-    pub fn wakers(&self) -> Vec<RawFd> {
-        self.shutdown.wakers()
+    pub fn wakers(&self) -> Vec<std::os::fd::RawFd> {
+        self.registry.wakers()
     }
 
     pub fn shutdown_requested(&self) -> bool {
-        self.shutdown.requested()
+        self.registry.shutdown_requested()
     }
 
     pub fn request_shutdown(&self) {
-        self.shutdown.request();
+        self.registry.request_shutdown();
     }
 
     pub fn workers(&self) -> Vec<Arc<WorkerStats>> {
-        self.workers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.registry.list()
     }
 
     /// Syscalls of all workers since start (or since the last [`Shared::reset_syscalls`]).
     pub fn syscalls(&self) -> Snapshot {
-        let mut s = Snapshot::default();
-        for w in self.workers() {
-            w.syscalls.add_to(&mut s);
-        }
-        s.since(&self.baseline.lock().unwrap_or_else(|e| e.into_inner()))
+        self.registry.syscalls()
     }
 
     /// Starts syscall counting afresh (after warm-up, say).
     pub fn reset_syscalls(&self) {
-        let mut s = Snapshot::default();
-        for w in self.workers() {
-            w.syscalls.add_to(&mut s);
-        }
-        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = s;
+        self.registry.reset_syscalls();
     }
 
     /// The counters now, as `GET /.evlab/stats` reports them.
@@ -221,25 +141,12 @@ impl Shared {
         let sum = |f: &dyn Fn(&WorkerStats) -> u64| workers.iter().map(|w| f(w)).sum::<u64>();
         let sys = self.syscalls();
         let requests = sum(&|w| w.requests.get());
-        let waits = sum(&|w| w.waits.get());
-        let events = sum(&|w| w.events.get());
-        let total_ns = sys.total_nanos();
-        let batches = sum(&|w| w.batches.get());
-        let interest_changes = sum(&|w| w.interest_changes.get());
+        let waits = sum(&|w| w.poller.waits.get());
+        let events = sum(&|w| w.poller.events.get());
+        let batches = sum(&|w| w.poller.batches.get());
+        let interest_changes = sum(&|w| w.poller.interest_changes.get());
         let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-        let syscalls = sys
-            .rows()
-            .into_iter()
-            .map(|(name, calls, errors, ns)| {
-                let row = SyscallCount {
-                    calls,
-                    errors,
-                    ns: self.profile.then_some(ns),
-                    share: self.profile.then(|| ratio(ns, total_ns)),
-                };
-                (name.to_string(), row)
-            })
-            .collect();
+        let syscalls = syscall_rows(&sys, self.profile);
         ServerStats {
             server: "evlab".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -248,15 +155,15 @@ impl Shared {
             uptime_s: self.started.elapsed().as_secs_f64(),
             profile: self.profile,
             connections: ConnectionCounts {
-                accepted: sum(&|w| w.accepted.get()),
-                closed: sum(&|w| w.closed.get()),
-                active: sum(&|w| w.active.get()),
-                max_active: sum(&|w| w.max_active.get()),
+                accepted: sum(&|w| w.conns.accepted.get()),
+                closed: sum(&|w| w.conns.closed.get()),
+                active: sum(&|w| w.conns.active.get()),
+                max_active: sum(&|w| w.conns.max_active.get()),
                 accept_pauses: sum(&|w| w.accept_pauses.get()),
-                accept_errors: sum(&|w| w.accept_errors.get()),
+                accept_errors: sum(&|w| w.conns.accept_errors.get()),
                 header_timeouts: sum(&|w| w.header_timeouts.get()),
                 send_timeouts: sum(&|w| w.send_timeouts.get()),
-                io_errors: sum(&|w| w.io_errors.get()),
+                io_errors: sum(&|w| w.conns.io_errors.get()),
             },
             timers: TimerCounts {
                 entries: sum(&|w| w.timer_entries.get()),
@@ -270,23 +177,21 @@ impl Shared {
                 table_slots: sum(&|w| w.table_slots.get()),
             },
             requests,
-            responses: StatusClasses::from_slots(std::array::from_fn(|i| {
-                sum(&|w| w.status[i].get())
-            })),
+            responses: StatusCounters::sum(workers.iter().map(|w| &w.status)),
             bytes_sent: sum(&|w| w.bytes_sent.get()),
             events: EventCounts {
                 waits,
                 events,
                 per_wait: ratio(events, waits),
-                discarded: sum(&|w| w.discarded.get()),
+                discarded: sum(&|w| w.poller.discarded.get()),
                 interest_changes,
-                interest_changes_free: sum(&|w| w.interest_changes_free.get()),
+                interest_changes_free: sum(&|w| w.poller.interest_changes_free.get()),
                 batches,
                 changes_per_batch: ratio(interest_changes, batches),
-                waits_from_memory: sum(&|w| w.waits_from_memory.get()),
-                waits_from_kernel: sum(&|w| w.waits_from_kernel.get()),
+                waits_from_memory: sum(&|w| w.poller.waits_from_memory.get()),
+                waits_from_kernel: sum(&|w| w.poller.waits_from_kernel.get()),
                 cancels: sum(&|w| w.cancels.get()),
-                overflows: sum(&|w| w.overflows.get()),
+                overflows: sum(&|w| w.poller.overflows.get()),
             },
             syscalls,
             syscalls_total: sys.total_calls(),
@@ -295,10 +200,10 @@ impl Shared {
                 .iter()
                 .map(|w| WorkerCounts {
                     worker: w.worker,
-                    accepted: w.accepted.get(),
+                    accepted: w.conns.accepted.get(),
                     requests: w.requests.get(),
-                    active: w.active.get(),
-                    waits: w.waits.get(),
+                    active: w.conns.active.get(),
+                    waits: w.poller.waits.get(),
                 })
                 .collect(),
         }

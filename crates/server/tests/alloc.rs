@@ -55,7 +55,7 @@ fn read_exact_count(s: &mut TcpStream, mut n: usize) {
 /// dropped). Allocates nothing.
 fn settle(workers: &[Arc<WorkerStats>], open: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while workers.iter().map(|w| w.active.get()).sum::<u64>() > open {
+    while workers.iter().map(|w| w.conns.active.get()).sum::<u64>() > open {
         assert!(Instant::now() < deadline, "the server never closed them");
         std::thread::sleep(Duration::from_micros(100));
     }

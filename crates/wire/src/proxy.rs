@@ -46,6 +46,14 @@ pub struct ClientCounts {
     pub accept_errors: u64,
     /// Closed after `--timeout` without progress.
     pub timeouts: u64,
+    /// Request heads not complete within `--header-timeout` (answered 408, or closed if not a
+    /// byte of one came). Written only when not zero (documents from before read as 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub header_timeouts: u64,
+    /// Clients closed because they took none of their response for `--send-timeout`.
+    /// Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub send_timeouts: u64,
     pub io_errors: u64,
 }
 
@@ -64,8 +72,13 @@ pub struct OriginCounts {
     pub errors: u64,
     /// Requests answered 502 (the origin failed before a response head arrived).
     pub bad_gateway: u64,
-    /// Requests answered 504 (no response head within `--timeout`).
+    /// Requests answered 504 (no response head within `--timeout`, or no connection within
+    /// `--connect-timeout`).
     pub gateway_timeout: u64,
+    /// Origin connections that did not complete within `--connect-timeout` (each one also a
+    /// 504). Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connect_timeouts: u64,
     /// Responses cut short because the origin failed in the body: the client's connection is
     /// closed once what arrived has been sent.
     pub truncated: u64,
@@ -86,6 +99,15 @@ pub struct CacheStats {
     pub rejected: u64,
     pub objects: u64,
     pub bytes: u64,
+    /// Cacheable misses forwarded without being kept for the cache, because the objects being
+    /// received for it already held `--keep-bytes` (a crowd of slow readers of large
+    /// objects). Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_kept: u64,
+    /// Bytes reserved now by the objects being received for the cache (at most
+    /// `--keep-bytes` per worker). Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keeping: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,4 +156,8 @@ pub struct EventCounts {
     pub batches: u64,
     pub waits_from_memory: u64,
     pub waits_from_kernel: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

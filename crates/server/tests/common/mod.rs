@@ -92,7 +92,7 @@ pub fn start(mech: &str, tweak: impl FnOnce(&mut Config)) -> Option<TestServer> 
     if !evlab_poll::testing::mechanism(m) {
         return None;
     }
-    evlab_server::signals::ignore_sigpipe();
+    evlab_runtime::signals::ignore_sigpipe();
     let _ = evlab_poll::raise_fd_limit();
     let root = make_root();
     let mut cfg = Config::new("127.0.0.1:0".parse().unwrap(), root.dir.join("root"), m);

@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 
-use crate::sys;
+use evlab_poll::sys;
 
 #[derive(Debug, Default)]
 pub struct Shutdown {

@@ -1,0 +1,339 @@
+//! The proxy's timeouts (issue 21): `--header-timeout` (a request head's total time, however
+//! it trickles in), `--send-timeout` (a client that takes none of its response) and
+//! `--connect-timeout` (an origin that never takes the connection: 504, where a refused one is
+//! 502), each on the runtime's one deadline per connection. The proxy runs in this process on
+//! each engine (port 0); the origins are loopback listeners on port 0. Every limit is asserted
+//! with generous slack, never a speed.
+
+#[macro_use]
+#[allow(unused_macros)]
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::{connect, find, proxy_with, read_response};
+use evlab_poll::sys;
+use evlab_proxy::ConnectTarget;
+
+/// What every timing bound allows beyond the timeout itself (a loaded 2-CPU machine).
+const SLACK: Duration = Duration::from_secs(4);
+
+/// An origin answering every request head on every connection with `body` (keep-alive).
+struct Origin {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Origin {
+    fn start(body: Vec<u8>) -> Origin {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        l.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let body = Arc::new(body);
+        let thread = std::thread::spawn(move || {
+            let mut conns = Vec::new();
+            while !flag.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((mut s, _)) => {
+                        let body = body.clone();
+                        conns.push(std::thread::spawn(move || {
+                            s.set_nonblocking(false).unwrap();
+                            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                            let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 4096]);
+                            while common::next_head(&mut s, &mut buf, &mut chunk).is_some() {
+                                let head = format!(
+                                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\
+                                     Cache-Control: no-store\r\n\r\n",
+                                    body.len()
+                                );
+                                if s.write_all(head.as_bytes()).is_err()
+                                    || s.write_all(&body).is_err()
+                                {
+                                    return;
+                                }
+                            }
+                        }));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+            for c in conns {
+                let _ = c.join();
+            }
+        });
+        Origin {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Origin {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A loopback listener that never accepts, its queue full: a connection to it neither
+/// completes nor is refused (its SYNs are dropped), as an origin that hangs.
+struct Hanging {
+    addr: SocketAddr,
+    fd: RawFd,
+    _fill: Vec<TcpStream>,
+}
+
+impl Hanging {
+    fn start() -> Hanging {
+        let fd = sys::tcp_listener(&"127.0.0.1:0".parse().unwrap(), 0, false).unwrap();
+        let addr = sys::getsockname(fd).unwrap();
+        let mut fill = Vec::new();
+        let mut full = false;
+        for _ in 0..8 {
+            match TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+                Ok(s) => fill.push(s),
+                Err(_) => {
+                    full = true;
+                    break;
+                }
+            }
+        }
+        assert!(
+            full,
+            "the listener's queue never filled ({} in)",
+            fill.len()
+        );
+        Hanging {
+            addr,
+            fd,
+            _fill: fill,
+        }
+    }
+}
+
+impl Drop for Hanging {
+    fn drop(&mut self) {
+        let _ = sys::close(self.fd);
+    }
+}
+
+/// A loopback port where nothing listens (bound, then closed): connections are refused.
+fn refusing() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+mod cases {
+    use super::*;
+
+    /// 30 clients each trickle a request head a byte at a time, faster than `--timeout` but
+    /// never complete: every one is answered 408 and closed once `--header-timeout` (total)
+    /// has passed, not before; a client that completes its head in time is answered.
+    pub fn trickling_heads(m: &str) {
+        let origin = Origin::start(b"ok".to_vec());
+        let header = Duration::from_secs(1);
+        let Some(p) = proxy_with(origin.addr, m, "copy", |c| {
+            c.timeout = Some(Duration::from_secs(30));
+            c.header_timeout = Some(header);
+        }) else {
+            return;
+        };
+        let start = Instant::now();
+        let mut clients: Vec<(TcpStream, Vec<u8>, Option<Duration>)> = (0..30)
+            .map(|_| {
+                let s = connect(&p);
+                s.set_nonblocking(true).unwrap();
+                (s, Vec::new(), None)
+            })
+            .collect();
+        // In time: a head sent whole after half the header timeout.
+        let mut prompt = Some(connect(&p));
+        let head = b"GET /x HTTP/1.1\r\nHost: t\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let mut i = 0;
+        let mut chunk = [0u8; 4096];
+        while clients.iter().any(|c| c.2.is_none()) && start.elapsed() < header + SLACK {
+            for (s, got, done) in clients.iter_mut().filter(|c| c.2.is_none()) {
+                let _ = s.write(&head[i % head.len()..][..1]);
+                loop {
+                    match s.read(&mut chunk) {
+                        Ok(0) => {
+                            *done = Some(start.elapsed());
+                            break;
+                        }
+                        Ok(n) => got.extend_from_slice(&chunk[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        // Reset: the proxy closed while bytes of ours were still coming.
+                        Err(_) => {
+                            *done = Some(start.elapsed());
+                            break;
+                        }
+                    }
+                }
+            }
+            i += 1;
+            if let Some(mut s) = prompt.take_if(|_| i == 5) {
+                s.write_all(b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+                let r = read_response(&mut s, &mut Vec::new(), false);
+                assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+                // Closed here, before its own wait for a next head could run out.
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for (n, (_, got, done)) in clients.iter().enumerate() {
+            let t = done
+                .unwrap_or_else(|| panic!("{m}: client {n} still open after {:?}", header + SLACK));
+            assert!(
+                got.starts_with(b"HTTP/1.1 408 "),
+                "{m}: client {n}: {:?}",
+                String::from_utf8_lossy(got)
+            );
+            assert!(
+                t + Duration::from_millis(100) >= header,
+                "{m}: closed after {t:?}"
+            );
+            assert!(t <= header + SLACK, "{m}: closed after {t:?}");
+        }
+        let st = p.shared().stats();
+        assert_eq!(st.connections.header_timeouts, 30, "{m}");
+        assert_eq!(
+            st.connections.timeouts, 0,
+            "{m}: the progress timeout never ran out"
+        );
+        assert_eq!(st.responses.s4xx, 30, "{m}");
+        p.shutdown().unwrap();
+    }
+
+    /// A client that asks for a large body and reads none of it is closed once
+    /// `--send-timeout` has passed without a write making progress, though `--timeout` is
+    /// far off.
+    pub fn client_reads_nothing(m: &str) {
+        const LEN: usize = 32 << 20;
+        let origin = Origin::start(vec![b'a'; LEN]);
+        let send = Duration::from_secs(1);
+        let Some(p) = proxy_with(origin.addr, m, "copy", |c| {
+            c.timeout = Some(Duration::from_secs(60));
+            c.send_timeout = Some(send);
+            c.cache_bytes = 0;
+        }) else {
+            return;
+        };
+        let mut s = connect(&p);
+        s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let start = Instant::now();
+        while p.shared().stats().connections.send_timeouts == 0 {
+            assert!(
+                start.elapsed() < send + 2 * SLACK,
+                "{m}: the client is still open after {:?}",
+                start.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // What the kernel held is readable; then the close (an EOF or a reset), short of the body.
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut total = 0;
+        let mut chunk = vec![0u8; 1 << 20];
+        loop {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+        assert!(total < LEN, "{m}: {total} bytes: the whole body came");
+        let st = p.shared().stats();
+        assert_eq!(st.connections.send_timeouts, 1, "{m}");
+        assert_eq!(st.connections.timeouts, 0, "{m}");
+        p.shutdown().unwrap();
+    }
+
+    /// An origin that never takes the connection: 504 once `--connect-timeout` has passed
+    /// (with `--timeout` far off); a refused connection: 502 at once. CONNECT to a target
+    /// that hangs: 504 too.
+    pub fn connect_timeout(m: &str) {
+        let hang = Hanging::start();
+        let connect_t = Duration::from_secs(1);
+        let target = format!("127.0.0.1:{}", hang.addr.port());
+        let Some(p) = proxy_with(hang.addr, m, "copy", |c| {
+            c.timeout = Some(Duration::from_secs(30));
+            c.connect_timeout = Some(connect_t);
+            c.allow_connect = vec![ConnectTarget::resolve(&target).unwrap()];
+        }) else {
+            return;
+        };
+        let mut s = connect(&p);
+        s.set_read_timeout(Some(connect_t + 2 * SLACK)).unwrap();
+        let start = Instant::now();
+        s.write_all(b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let r = read_response(&mut s, &mut Vec::new(), false);
+        let t = start.elapsed();
+        assert_eq!(r.status, 504, "{m}: {}", r.head);
+        assert!(
+            t + Duration::from_millis(100) >= connect_t,
+            "{m}: after {t:?}"
+        );
+        assert!(t <= connect_t + SLACK, "{m}: after {t:?}");
+
+        let mut s = connect(&p);
+        s.set_read_timeout(Some(connect_t + 2 * SLACK)).unwrap();
+        write!(s, "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").unwrap();
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while find(&got, b"\r\n\r\n").is_none() {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&chunk[..n]),
+            }
+        }
+        assert!(
+            got.starts_with(b"HTTP/1.1 504 "),
+            "{m}: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+        let st = p.shared().stats();
+        assert_eq!(st.origin.connect_timeouts, 2, "{m}");
+        assert_eq!(st.origin.gateway_timeout, 2, "{m}");
+        assert_eq!(st.connections.timeouts, 0, "{m}");
+        p.shutdown().unwrap();
+
+        let Some(p) = proxy_with(refusing(), m, "copy", |c| {
+            c.connect_timeout = Some(connect_t);
+        }) else {
+            return;
+        };
+        let mut s = connect(&p);
+        s.write_all(b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let r = read_response(&mut s, &mut Vec::new(), false);
+        assert_eq!(r.status, 502, "{m}: {}", r.head);
+        let st = p.shared().stats();
+        assert_eq!(
+            (st.origin.bad_gateway, st.origin.connect_timeouts),
+            (1, 0),
+            "{m}"
+        );
+        p.shutdown().unwrap();
+    }
+}
+
+macro_rules! timeout_tests {
+    ($($engine:ident => $name:literal),*) => {$(
+        mod $engine {
+            #[test] fn trickling_heads() { crate::cases::trickling_heads($name) }
+            #[test] fn client_reads_nothing() { crate::cases::client_reads_nothing($name) }
+            #[test] fn connect_timeout() { crate::cases::connect_timeout($name) }
+        }
+    )*};
+}
+
+timeout_tests!(epoll_et => "epoll-et", uring_poll => "uring-poll", uring => "uring");

@@ -43,7 +43,7 @@ fn seconds_of(s: &str, zero_ok: bool) -> Result<f64, String> {
         return Err(format!(
             "'{s}': a duration must be {}",
             if zero_ok {
-                "zero or more"
+                ">= 0 (0: no limit)"
             } else {
                 "more than zero"
             }

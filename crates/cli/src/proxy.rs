@@ -68,30 +68,30 @@ pub struct Args {
     /// Bytes of objects each worker may be receiving for the cache at once, each counted at
     /// its full length: a cacheable miss that would pass it is forwarded without being kept,
     /// so slow readers of large objects cannot make the proxy hold more (0: only empty bodies)
-    #[arg(long, default_value = "16M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_bytes)]
     pub keep_bytes: u64,
-    /// Seconds an object without max-age stays fresh
-    #[arg(long, default_value_t = 60.0)]
+    /// How long an object without max-age stays fresh (seconds, or 30s, 5m…)
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub cache_ttl: f64,
     /// Idle origin connections each worker keeps for reuse
     #[arg(long, default_value_t = 64)]
     pub origin_idle: usize,
     /// Seconds a client connection may make no progress before it is closed (408 with part of
     /// a request head or body, 504 while waiting for the origin; 0 = no limit); tunnels too
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub timeout: f64,
     /// Seconds a client has to send a complete request head, in total from when the proxy
     /// began to wait for it (at accept, or once the previous response was out), however it
     /// trickles in: else 408 and close (a close alone if not a byte came); 0 = no limit
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub header_timeout: f64,
     /// Seconds a client may take none of its response before it is closed, restarted by
     /// every write that makes progress (as `evlab serve --send-timeout`); 0 = no limit
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub send_timeout: f64,
     /// Seconds a connection to the origin (or a CONNECT target) may take to come up: else
     /// 504, where a refused connection is 502; 0 = only --timeout bounds it
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub connect_timeout: f64,
     /// Maximum simultaneous client connections; accepting pauses at the limit
     #[arg(long, default_value_t = 100_000)]

@@ -67,12 +67,13 @@ pub struct Args {
     /// Longest request line accepted (bytes); longer gets 414
     #[arg(long, default_value_t = 8192)]
     pub max_request_line: usize,
-    /// Seconds a connection may take to send a complete request head (0 = no limit)
-    #[arg(long, default_value_t = 60.0)]
+    /// How long a connection may take to send a complete request head: seconds, or 500ms, 30s…
+    /// (0 = no limit)
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub header_timeout: f64,
     /// Seconds a reply may wait with the peer taking none of it before the connection is
     /// closed, restarted by every write that makes progress (nginx's send_timeout; 0 = no limit)
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub send_timeout: f64,
     /// Think time per object in milliseconds, as a Web Polygraph origin has: each reply is
     /// held this long before it is sent, without blocking the loop; pipelined requests are

@@ -75,6 +75,16 @@ fn choices() -> Vec<(&'static [&'static str], &'static str, Vec<&'static str>)> 
         ),
         (&["herd"], "mode", with_all(&herd_modes)),
         (&["micro", "fdalloc"], "op", vec!["open", "dup"]),
+        (
+            &["micro", "readahead"],
+            "ways",
+            with_all(
+                &evlab_micro::readahead::Way::ALL
+                    .iter()
+                    .map(|w| w.name())
+                    .collect::<Vec<_>>(),
+            ),
+        ),
     ]
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use evlab_micro::{fdalloc, malloc};
+use evlab_micro::{fdalloc, malloc, readahead};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -19,6 +19,10 @@ pub enum Bench {
     /// Balanced malloc/free pairs across threads and processes (glibc's allocator)
     #[command(after_help = MALLOC_EXAMPLES)]
     Malloc(MallocArgs),
+    /// Files sent over a socket from a cold or warm page cache: read, mmap (plain or advised),
+    /// sendfile
+    #[command(after_help = READAHEAD_EXAMPLES)]
+    Readahead(ReadaheadArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -67,6 +71,64 @@ pub struct MallocArgs {
     pub json: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct ReadaheadArgs {
+    /// File sizes, comma-separated (K, M, G: powers of 1,024)
+    #[arg(long, value_name = "SIZE,...", default_value = "64K,1M,16M,64M", value_parser = parse_sizes)]
+    pub sizes: std::vec::Vec<u64>,
+    /// Ways of sending: all, or a comma-separated list of read, mmap, mmap-sequential,
+    /// mmap-willneed, sendfile
+    #[arg(long, default_value = "all", value_parser = parse_ways)]
+    pub ways: std::vec::Vec<readahead::Way>,
+    /// Page cache state before each send: cold (pages dropped), warm (just read) or both
+    #[arg(long, default_value = "both", value_parser = ["cold", "warm", "both"])]
+    pub cache: String,
+    /// Rounds: every point once per round; the findings are decided on the interval over them
+    /// (at least 3)
+    #[arg(long, default_value_t = readahead::REPEAT, value_parser = crate::args::count)]
+    pub repeat: usize,
+    /// Where to make the files: a directory on a disk (tmpfs cannot be made cold); default a
+    /// new directory under /var/tmp, removed at the end
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Write the report as JSON to this file (`-`: stdout, instead of the table)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+fn parse_sizes(s: &str) -> Result<std::vec::Vec<u64>, String> {
+    let v: std::vec::Vec<u64> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(crate::serve::parse_bytes)
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() || v.contains(&0) {
+        return Err(format!(
+            "'{s}': give one or more sizes, each at least 1 byte"
+        ));
+    }
+    Ok(v)
+}
+
+fn parse_ways(s: &str) -> Result<std::vec::Vec<readahead::Way>, String> {
+    if s.trim() == "all" {
+        return Ok(readahead::Way::ALL.to_vec());
+    }
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            readahead::Way::from_name(p).ok_or_else(|| {
+                format!(
+                    "unknown way '{p}'; valid: all, {}",
+                    readahead::Way::ALL.map(|w| w.name()).join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
 fn parse_fds(s: &str) -> Result<std::vec::Vec<u64>, String> {
     Ok(evlab_micro::parse_counts(s)?
         .into_iter()
@@ -105,11 +167,54 @@ Examples:
 
 Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
 
+const READAHEAD_EXAMPLES: &str = "\
+Examples:
+  evlab micro readahead
+      64 KiB to 64 MiB, cold and warm, every way of sending, 5 rounds (files under /var/tmp)
+  evlab micro readahead --sizes 16M --cache cold --ways read,sendfile --repeat 3 --json ra.json
+      cold 16 MiB files, read and write against sendfile, the report as JSON too
+
+Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
+
 pub fn run(a: Args) -> anyhow::Result<()> {
     match a.bench {
         Bench::Fdalloc(a) => run_fdalloc(a),
         Bench::Malloc(a) => run_malloc(a),
+        Bench::Readahead(a) => run_readahead(a),
     }
+}
+
+fn run_readahead(a: ReadaheadArgs) -> anyhow::Result<()> {
+    let caches = match a.cache.as_str() {
+        "cold" => vec![readahead::Cache::Cold],
+        "warm" => vec![readahead::Cache::Warm],
+        _ => vec![readahead::Cache::Cold, readahead::Cache::Warm],
+    };
+    let cfg = readahead::Config {
+        ways: a.ways,
+        caches,
+        sizes: a.sizes,
+        repeat: a.repeat,
+        dir: a.dir,
+    };
+    let r = readahead::run(&cfg, |p| {
+        let what = match p.status {
+            readahead::Status::Ok => {
+                format!("{:.4} s, {:.0} us CPU per MiB", p.seconds, p.cpu_us_per_mib)
+            }
+            s => format!("{s:?}: {}", p.reason.as_deref().unwrap_or("")),
+        };
+        eprintln!(
+            "readahead: round {} {} {} B {}: {what}",
+            p.round + 1,
+            p.cache.name(),
+            p.size,
+            p.way.name()
+        );
+    })?;
+    Ok(evlab_micro::emit(&r, a.json.as_deref(), || {
+        readahead::render(&r)
+    })?)
 }
 
 fn run_fdalloc(a: FdallocArgs) -> anyhow::Result<()> {

@@ -61,6 +61,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ("fdalloc", include_str!("../../../experiments/fdalloc.toml")),
     ("malloc", include_str!("../../../experiments/malloc.toml")),
     (
+        "readahead",
+        include_str!("../../../experiments/readahead.toml"),
+    ),
+    (
         "fig-proxy-cpu",
         include_str!("../../../experiments/fig-proxy-cpu.toml"),
     ),

@@ -88,7 +88,7 @@ fn json(args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("evlab {args:?}: not JSON ({e}):\n{}", out.stdout))
 }
 
-/// Every benchmark judges the seed's findings; which way depends on the machine, so only the
+/// Every benchmark judges its findings; which way depends on the machine, so only the
 /// shape is checked.
 fn check_findings(v: &Value, count: usize) {
     let f = v["findings"].as_array().expect("findings");
@@ -524,4 +524,68 @@ fn run_a_micro_experiment_writes_the_table_and_the_findings() {
     assert!(r.stderr.contains("key `benchmark`"), "{}", r.stderr);
     assert!(r.stderr.contains("unknown micro-benchmark"), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- readahead ----
+
+/// Two sizes, cold and warm, every way, two rounds: every point measured (a cold one skipped
+/// only where the directory's file system keeps every page in memory, with that reason), the
+/// files and their directory removed, the four findings judged; bad sizes and ways are usage
+/// errors.
+#[test]
+fn readahead_sends_every_way_cold_and_warm() {
+    let dir = std::env::temp_dir().join(format!("evlab-ra-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let v = json(&[
+        "micro",
+        "readahead",
+        "--sizes",
+        "64K,1M",
+        "--repeat",
+        "2",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    assert_eq!(v["benchmark"], "readahead");
+    assert_eq!(v["repeat"], 2);
+    check_findings(&v, 4);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2 * 2 * 2 * 5);
+    for p in points {
+        match p["status"].as_str().unwrap() {
+            "ok" => {
+                assert!(p["seconds"].as_f64().unwrap() > 0.0, "{p}");
+                let resident = p["resident_before"].as_f64().unwrap();
+                if p["cache"] == "warm" {
+                    assert!(resident > 0.95, "{p}");
+                } else {
+                    assert!(resident <= 0.05, "{p}");
+                }
+            }
+            "skipped" => {
+                assert_eq!(p["cache"], "cold", "{p}");
+                assert!(p["reason"].as_str().unwrap().contains("page cache"), "{p}");
+            }
+            s => panic!("{s}: {p}"),
+        }
+    }
+    // The files were made in the given directory and removed; the directory is the caller's.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir(&dir).unwrap();
+    for (args, want) in [
+        (
+            &["micro", "readahead", "--sizes", "0"][..],
+            "at least 1 byte",
+        ),
+        (
+            &["micro", "readahead", "--ways", "splice"][..],
+            "unknown way",
+        ),
+    ] {
+        let out = evlab(args, Duration::from_secs(30));
+        assert!(!out.ok);
+        assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
+    }
 }

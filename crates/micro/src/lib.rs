@@ -27,6 +27,7 @@ pub mod herd;
 pub mod malloc;
 pub mod pipetest;
 pub mod plot;
+pub mod readahead;
 pub mod stats;
 pub mod table;
 

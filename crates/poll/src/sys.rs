@@ -18,8 +18,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+mod files;
 mod micro;
 mod process;
+pub use files::*;
 pub use micro::*;
 pub use process::*;
 

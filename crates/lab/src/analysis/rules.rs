@@ -97,6 +97,9 @@ const HERD_ROUNDS: &str = "2026-11-25 (first rule): the same threshold on one po
 /// The malloc micro-benchmark's rules on intervals (2026-11-25, third session).
 const MALLOC_ROUNDS: &str = "2026-11-23 (first rule): the same threshold on the medians of the runs of each point (the runs of one point one after the other), no interval. 2026-11-25 (third session): the threshold unchanged, the quantity computed per round (the rounds interleaved over the points, so the threads' and the processes' run i are paired) and decided on the 90% t interval of its mean over ≥ 3 rounds. Written before any run with rounds judged it.";
 
+/// The read-ahead rules, as first written.
+const READAHEAD_WRITTEN: &str = "Written 2026-11-25 (third session) with the benchmark, from the section's own words (it states no numbers), before any run of it.";
+
 /// The change every rule on replies/s at the highest rate had on 2026-11-25.
 const PAST_KNEE: &str = "2026-11-25, before any reference run: arm B must be past its knee at the highest offered rate (under 95% answered), else inconclusive. Prompted by a run on a busy machine (compilers running) whose highest rate, capped at the client's clean ceiling, was 4,900/s, which every series kept up with: equal reply rates there are equal by construction. The threshold did not change.";
 
@@ -668,6 +671,54 @@ pub const RULES: &[Rule] = &[
         trials: MIN_TRIALS,
         history: &[MALLOC_ROUNDS],
     },
+    Rule {
+        id: "readahead-sendfile-as-read",
+        family: Family::Micro,
+        source: "Linux Scalability Project (CITI), \"Read-ahead for mmap and sendfile\"; evlab micro readahead",
+        seed: "sendfile reads a file from its beginning to its end in order, and so can benefit from nonspeculative read-ahead: on a file that is not in memory it is at least as fast as reading and writing it (the section gives no numbers).",
+        quantity: "A = sendfile's time to the last byte on a cold file (pages dropped with POSIX_FADV_DONTNEED, checked with mincore), B = read and write's, in the same round (`--repeat`, default 5; the rounds interleaved over every point), at the largest size both were measured at in the most rounds; one ratio per round.",
+        claim: Some(Claim::AtMost(1.10)),
+        at: At::Highest,
+        derivation: "\"At least as fast\" within the paper family's 10% margin (SAME): A/B at most 1.10 (evlab_micro::readahead::AS_FAST_AT_MOST).",
+        trials: MIN_TRIALS,
+        history: &[READAHEAD_WRITTEN],
+    },
+    Rule {
+        id: "readahead-mmap-slower-than-sequential",
+        family: Family::Micro,
+        source: "Linux Scalability Project (CITI), \"Read-ahead for mmap and sendfile\", madvise and mincore; evlab micro readahead",
+        seed: "mmap used to read a cluster of pages around each fault with no prediction of the next; an application that tells the kernel how it will read (madvise) gets read-ahead: plain mmap of a cold file is slower than mmap advised MADV_SEQUENTIAL.",
+        quantity: "A = plain mmap's cold time (one write of the whole mapping to the socket), B = mmap advised MADV_SEQUENTIAL's, paired by round at the largest size, as readahead-sendfile-as-read.",
+        claim: Some(Claim::AtLeast(1.10)),
+        at: At::Highest,
+        derivation: "\"Slower\": by at least the 10% a reader of the paper family's figures would call a gap (evlab_micro::readahead::SLOWER_AT_LEAST).",
+        trials: MIN_TRIALS,
+        history: &[READAHEAD_WRITTEN],
+    },
+    Rule {
+        id: "readahead-mmap-slower-than-willneed",
+        family: Family::Micro,
+        source: "Linux Scalability Project (CITI), \"Read-ahead for mmap and sendfile\", madvise and mincore; evlab micro readahead",
+        seed: "As readahead-mmap-slower-than-sequential, with MADV_WILLNEED (read the whole range now) as the advice.",
+        quantity: "A = plain mmap's cold time, B = mmap advised MADV_WILLNEED's, as readahead-mmap-slower-than-sequential.",
+        claim: Some(Claim::AtLeast(1.10)),
+        at: At::Highest,
+        derivation: "As readahead-mmap-slower-than-sequential.",
+        trials: MIN_TRIALS,
+        history: &[READAHEAD_WRITTEN],
+    },
+    Rule {
+        id: "readahead-advised-mmap-near-read",
+        family: Family::Micro,
+        source: "Linux Scalability Project (CITI), \"Read-ahead for mmap and sendfile\"; evlab micro readahead",
+        seed: "The LSP engineered mmap to share read's advantage of read-ahead: advised mmap of a cold file approaches read and write.",
+        quantity: "A = mmap advised MADV_SEQUENTIAL's cold time, B = read and write's, as readahead-sendfile-as-read.",
+        claim: Some(Claim::AtMost(1.25)),
+        at: At::Highest,
+        derivation: "\"Approaches\": within a quarter, the scale of the paper family's DEGRADE and PAYS (A/B at most 1.25; evlab_micro::readahead::APPROACHES_AT_MOST).",
+        trials: MIN_TRIALS,
+        history: &[READAHEAD_WRITTEN],
+    },
 ];
 
 /// The rule named `id` (a typo in the code is a test failure, not a silent default).
@@ -732,9 +783,9 @@ pub fn markdown() -> String {
                  on the 90% t interval of the mean of k (or of a difference of two k, paired \
                  by sweep) over at least 3 repeats, with the same three outcomes. The claim is \
                  written as the ratio A/B = 10^k, the factor by which the quantity changes \
-                 over a tenfold of the swept count, so that it reads like the others. The herd \
-                 and malloc rules decide alike on a quantity taken once per round (each rule's \
-                 Quantity says which).\n\n",
+                 over a tenfold of the swept count, so that it reads like the others. The herd, \
+                 malloc and read-ahead rules decide alike on a quantity taken once per round \
+                 (each rule's Quantity says which).\n\n",
             );
         }
         for r in RULES.iter().filter(|r| r.family == fam) {
@@ -808,6 +859,7 @@ mod tests {
             .chain(&evlab_micro::fdalloc::RULE_IDS)
             .chain(&evlab_micro::herd::RULE_IDS)
             .chain(&evlab_micro::malloc::RULE_IDS)
+            .chain(&evlab_micro::readahead::RULE_IDS)
             .copied()
             .collect();
         assert_eq!(
@@ -847,6 +899,12 @@ mod tests {
         let [threads, linear] = malloc::RULE_IDS;
         assert_eq!(claim(threads), Some(Claim::AtMost(malloc::THREADS_AT_MOST)));
         assert_eq!(claim(linear), Some(Claim::AtMost(malloc::LINEAR_AT_MOST)));
+        use evlab_micro::readahead as ra;
+        let [sendfile, seq, willneed, near] = ra::RULE_IDS;
+        assert_eq!(claim(sendfile), Some(Claim::AtMost(ra::AS_FAST_AT_MOST)));
+        assert_eq!(claim(seq), Some(Claim::AtLeast(ra::SLOWER_AT_LEAST)));
+        assert_eq!(claim(willneed), Some(Claim::AtLeast(ra::SLOWER_AT_LEAST)));
+        assert_eq!(claim(near), Some(Claim::AtMost(ra::APPROACHES_AT_MOST)));
         assert_eq!(evlab_micro::stats::MIN_REPEATS, MIN_TRIALS);
         assert!(markdown().contains("## Family `micro`"));
     }

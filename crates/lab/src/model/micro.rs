@@ -17,7 +17,7 @@ pub struct MicroRun {
     pub name: String,
     pub description: String,
     pub spec_path: String,
-    /// `pipetest`, `herd`, `fdalloc` or `malloc`.
+    /// `pipetest`, `herd`, `fdalloc`, `malloc` or `readahead`.
     pub benchmark: String,
     /// The benchmark's JSON report, a file name in the same directory.
     pub json: String,

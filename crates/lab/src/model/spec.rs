@@ -255,13 +255,13 @@ impl SweepSpec {
 }
 
 /// The micro-benchmarks an experiment may run.
-pub const MICRO_BENCHMARKS: &[&str] = &["pipetest", "herd", "fdalloc", "malloc"];
+pub const MICRO_BENCHMARKS: &[&str] = &["pipetest", "herd", "fdalloc", "malloc", "readahead"];
 
 /// `[micro]`: which benchmark, with which flags.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MicroSpec {
-    /// `pipetest`, `herd`, `fdalloc` or `malloc`.
+    /// `pipetest`, `herd`, `fdalloc`, `malloc` or `readahead`.
     pub benchmark: String,
     /// Flags for its subcommand (`evlab pipetest …`); `--json` is the lab's.
     #[serde(default)]

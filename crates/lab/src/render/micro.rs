@@ -40,7 +40,7 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, La
 /// Reads the benchmark's report (an `evlab-wire` type) and has `evlab-micro` render its table
 /// and figures.
 fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
-    use evlab_micro::{fdalloc, herd, malloc, pipetest};
+    use evlab_micro::{fdalloc, herd, malloc, pipetest, readahead};
     use evlab_wire::micro as wire;
     const WHAT: &str = "the benchmark's report";
     Ok(match benchmark {
@@ -73,6 +73,14 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
             Outcome {
                 table: malloc::render(&r),
                 plots: malloc::plots(&r),
+                findings: r.findings,
+            }
+        }
+        "readahead" => {
+            let r: wire::readahead::Report = read(json, WHAT)?;
+            Outcome {
+                table: readahead::render(&r),
+                plots: readahead::plots(&r),
                 findings: r.findings,
             }
         }

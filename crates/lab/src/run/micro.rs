@@ -23,6 +23,7 @@ fn words(benchmark: &str) -> &'static [&'static str] {
         "pipetest" => &["pipetest"],
         "herd" => &["herd"],
         "fdalloc" => &["micro", "fdalloc"],
+        "readahead" => &["micro", "readahead"],
         _ => &["micro", "malloc"],
     }
 }

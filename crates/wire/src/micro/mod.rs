@@ -8,6 +8,7 @@ pub mod fdalloc;
 pub mod herd;
 pub mod malloc;
 pub mod pipetest;
+pub mod readahead;
 
 /// The machine a report was measured on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -465,6 +465,9 @@ fn lines(r: &Report, cache: Cache, f: fn(&Point) -> f64) -> Vec<(Way, Vec<Xy>)> 
         .collect()
 }
 
+/// A figure's tag, title, y label and quantity.
+type Metric = (&'static str, &'static str, &'static str, fn(&Point) -> f64);
+
 /// Per cache state: time to the last byte, and the sender's CPU per MiB, against the file's
 /// size (both axes logarithmic), one line per way (means over the rounds).
 pub fn plots(r: &Report) -> Vec<Plot> {
@@ -477,7 +480,7 @@ pub fn plots(r: &Report) -> Vec<Plot> {
         {
             continue;
         }
-        let metrics: [(&str, &str, &str, fn(&Point) -> f64); 2] = [
+        let metrics: [Metric; 2] = [
             ("time", "time to the last byte", "seconds", |p| p.seconds),
             ("cpu", "the sender's CPU per MiB", "CPU µs per MiB", |p| {
                 p.cpu_us_per_mib

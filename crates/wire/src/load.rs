@@ -326,8 +326,9 @@ pub struct Sample {
     /// Replies over the interval's length (`end_s - start_s`).
     pub reply_rate: f64,
     /// The interval the run ended in, cut off at the run's end (absent in reports written
-    /// before it was marked, whose last interval read as whole).
-    #[serde(default)]
+    /// before it was marked, whose last interval read as whole). Written only when true, so a
+    /// whole interval reads and writes back as it did before the mark existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
 }
 

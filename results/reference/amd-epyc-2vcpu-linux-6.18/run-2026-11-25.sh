@@ -58,5 +58,9 @@ case "${1:-all}" in
     run fig1-one-byte-knee fig1-one-byte --duration 2
     run fig3-epoll-variants-knee fig3-epoll-variants --duration 2
     ;;
-  *) echo "usage: $0 quick | knee | knee2 | rest | figures | judged | figures-knee" >&2; exit 2 ;;
+  readahead)
+    # The read-ahead micro-benchmark, first run after its rules were written.
+    run readahead readahead
+    ;;
+  *) echo "usage: $0 quick | knee | knee2 | rest | figures | judged | figures-knee | readahead" >&2; exit 2 ;;
 esac

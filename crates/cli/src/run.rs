@@ -88,12 +88,15 @@ Examples:
       the paper's Fig. 5 with 10 s points instead of 120 s
   evlab run my-experiment.toml --out /tmp/my-run
       an experiment of your own, into exactly that directory
+  evlab run --resume results/quick/20261127-101500
+      go on with an interrupted run: its valid points are kept, the rest measured, into it
   evlab run quick --cgroup /sys/fs/cgroup/cpu/evlab
       as an ordinary user: the server's CPU budget in a group root made and chowned to you
       (EVLAB_CGROUP=DIR does the same; without either, evlab looks for <cpu root>/evlab)
 
 The results directory is checked (created, written to) before anything runs. Ctrl-C stops the
-run; the report of the points finished is still written (exit status 130).";
+run; the report of the points finished is still written (exit status 130), and `--resume DIR`
+goes on with it.";
 
 pub const REPORT_EXAMPLES: &str = "\
 Examples:
@@ -142,6 +145,11 @@ pub struct RunArgs {
     /// delegated group (v2). Checked before anything is measured; the error says what root runs
     #[arg(long, value_name = "DIR")]
     pub cgroup: Option<PathBuf>,
+    /// Go on with an interrupted run in DIR: its experiment, calibration, valid points and
+    /// finished capacity searches are kept; only missing, failed or flagged points (and
+    /// interrupted searches) are measured, into the same directory
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "placebo", "duration", "list"])]
+    pub resume: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -196,6 +204,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    if let Some(dir) = &a.resume {
+        return resume(&a, dir);
+    }
     let (mut spec, spec_path, spec_text) = load_spec(&a)?;
     if a.placebo {
         anyhow::ensure!(
@@ -217,7 +228,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     };
     procs::install_interrupt_handler();
     let command = shell_line(&std::env::args().collect::<Vec<_>>());
-    let (dir, summary) = sweep::run(RunOptions {
+    finish(sweep::run(RunOptions {
         evlab,
         spec,
         spec_path,
@@ -228,7 +239,59 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         command,
         quiet: a.quiet,
         cgroup: a.cgroup,
-    })?;
+        resume: None,
+    })?)
+}
+
+/// `evlab run --resume DIR`: the run in DIR goes on, with its own experiment and duration.
+fn resume(a: &RunArgs, dir: &std::path::Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        dir.is_dir(),
+        "--resume {}: not a directory (give the results directory of an `evlab run`)",
+        dir.display()
+    );
+    if !dir.join("summary.json").exists() {
+        anyhow::ensure!(
+            !micro::is_micro_dir(dir),
+            "--resume {}: a micro-benchmark's run has no points to keep; run it again",
+            dir.display()
+        );
+        anyhow::bail!(
+            "--resume {}: no summary.json there (not a results directory of `evlab run`)",
+            dir.display()
+        );
+    }
+    let earlier = Summary::read_json(dir)?;
+    anyhow::ensure!(
+        a.experiment == "quick" || a.experiment == earlier.experiment.name,
+        "--resume {}: the run there is `{}`; name no other experiment (or none)",
+        dir.display(),
+        earlier.experiment.name
+    );
+    output::writable_dir("--resume", dir)?;
+    let evlab = match &a.evlab {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("cannot find the evlab binary")?,
+    };
+    procs::install_interrupt_handler();
+    let command = shell_line(&std::env::args().collect::<Vec<_>>());
+    finish(sweep::run(RunOptions {
+        evlab,
+        spec: earlier.experiment.clone(),
+        spec_path: earlier.spec_path.clone(),
+        spec_text: earlier.spec_text.clone(),
+        duration_override: earlier.duration_override,
+        results_root: a.results.clone(),
+        out_dir: Some(dir.to_path_buf()),
+        command,
+        quiet: a.quiet,
+        cgroup: a.cgroup.clone(),
+        resume: Some(earlier),
+    })?)
+}
+
+/// The run's last line: its points, verdicts and report; exit status 130 when interrupted.
+fn finish((dir, summary): (PathBuf, Summary)) -> anyhow::Result<()> {
     let failed = summary.points.iter().filter(|p| !p.ok()).count();
     if let Some(m) = &summary.experiment.micro {
         println!(

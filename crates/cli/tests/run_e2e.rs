@@ -226,6 +226,77 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     let n = s["points"].as_array().unwrap().len();
     assert!((1..6).contains(&n), "{n} points");
     assert!(d.join("out/report.html").is_file());
+
+    // `--resume` goes on with it: the valid points are kept as they were, the interrupted one
+    // and the missing ones measured, into the same directory.
+    let valid = |p: &serde_json::Value| {
+        p["status"] == "ok" && p["flags"].as_array().is_none_or(|f| f.is_empty())
+    };
+    let kept: Vec<serde_json::Value> = s["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| valid(p))
+        .cloned()
+        .collect();
+    assert!(!kept.is_empty(), "{s}");
+    let o = Command::new(evlab())
+        .arg("run")
+        .arg("--resume")
+        .arg(d.join("out"))
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // One line per point measured now, none for those kept.
+    let lines = err
+        .lines()
+        .filter(|l| l.contains(" idle=50 rate=100"))
+        .count();
+    assert_eq!(lines, 6 - kept.len(), "{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(r["interrupted"], false);
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6, "{r}");
+    // Measured to the end (a busy machine may flag one, which a later --resume measures again).
+    assert!(points.iter().all(|p| p["status"] == "ok"), "{r}");
+    for k in &kept {
+        assert!(
+            points.contains(k),
+            "point {} not kept as it was",
+            k["index"]
+        );
+    }
+    // Each point's raw report is there, and no other.
+    let mut raw: Vec<String> = std::fs::read_dir(d.join("out/load"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    raw.sort();
+    let mut want: Vec<String> = points
+        .iter()
+        .map(|p| format!("point-{:03}.json", p["index"].as_u64().unwrap()))
+        .collect();
+    want.sort();
+    assert_eq!(raw, want);
+    let res = &r["resumed"][0];
+    assert_eq!(res["kept_points"], kept.len());
+    assert_eq!(res["measured_points"], 6 - kept.len());
+    assert!(read(&d.join("out"), "report.md").contains(&format!(
+        "{} valid point(s) and 0 capacity search(es) kept; {} point(s)",
+        kept.len(),
+        6 - kept.len()
+    )));
+    // A directory that is not a run's is refused, naming it.
+    let o = Command::new(evlab())
+        .args(["run", "--resume"])
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no summary.json"));
 }
 
 #[test]

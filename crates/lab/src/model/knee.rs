@@ -173,6 +173,9 @@ pub fn settled_rate(samples: &[(f64, f64, u64)], settle_s: f64, step_s: f64) -> 
     }
 }
 
+/// `Knee::stopped` of a search that Ctrl-C ended (`evlab run --resume` makes it again).
+pub const INTERRUPTED: &str = "interrupted";
+
 /// One search: a series at an idle count in one trial.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Knee {

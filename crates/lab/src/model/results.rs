@@ -262,6 +262,25 @@ pub struct Summary {
     /// Each capacity search (`[knee]`), in the order run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knees: Vec<crate::model::knee::Knee>,
+    /// Each `evlab run --resume` that went on with this run, in order (absent when none did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumption>,
+}
+
+/// One `evlab run --resume DIR`: what it kept of the run so far and what it measured again.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Resumption {
+    /// When it started (UTC).
+    pub at: String,
+    pub command: String,
+    /// The build that measured the new points (`Machine::evlab_version`'s form).
+    pub evlab_version: String,
+    /// Valid points and closed capacity searches kept from before.
+    pub kept_points: usize,
+    pub kept_knees: usize,
+    /// Points (missing, failed or flagged before) and searches measured by this resumption.
+    pub measured_points: usize,
+    pub measured_knees: usize,
 }
 
 impl Summary {

@@ -1218,6 +1218,20 @@ fn overview(s: &Summary) -> Vec<Block> {
             ""
         }
     )));
+    for r in &s.resumed {
+        d.push(Block::P(format!(
+            "Resumed at {} by `{}` (evlab {}): {} valid point(s) and {} capacity search(es) \
+             kept; {} point(s) and {} search(es) measured then (points missing, failed or \
+             flagged before, searches interrupted).",
+            r.at,
+            r.command,
+            r.evlab_version,
+            r.kept_points,
+            r.kept_knees,
+            r.measured_points,
+            r.measured_knees
+        )));
+    }
     if let Some(q) = &s.quiet {
         let cpus = q
             .cpu_busy

@@ -389,6 +389,16 @@ impl Forecast {
         self.modelled_s += self.model.get(&l.idle).copied().unwrap_or(wall_s);
     }
 
+    /// A point of leg `i` kept from the run resumed: done, and no time spent on it now.
+    pub fn point_kept(&mut self, i: usize, rate: f64) {
+        let l = &mut self.legs[i];
+        l.done += 1;
+        l.last_rate = Some(rate);
+        if l.fixed.is_some_and(|n| l.done >= n) {
+            l.over = true;
+        }
+    }
+
     /// Leg `i`'s capacity search finished, having taken `wall_s`.
     pub fn knee_done(&mut self, i: usize, wall_s: f64) {
         let l = &mut self.legs[i];

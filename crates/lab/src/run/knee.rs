@@ -71,7 +71,7 @@ fn steps(
     let port = point::start_server(ctx, s, k.idle, &docroot, &pdir, procs, &mut k.commands)?;
     while let Some(rate) = knee::next_rate(k, ks, bounds.floor, bounds.ceiling) {
         if interrupted() {
-            k.stopped = Some("interrupted".into());
+            k.stopped = Some(crate::model::knee::INTERRUPTED.into());
             return Ok(());
         }
         let rate = rate.round();

@@ -25,6 +25,9 @@ pub struct RunOptions {
     /// The cgroup the server's CPU budgets are made in (`--cgroup`); None: `$EVLAB_CGROUP` or
     /// the default (see `run::cgroup::Parent`).
     pub cgroup: Option<PathBuf>,
+    /// `--resume`: the summary of the run to go on with (`out_dir` is its directory); its
+    /// valid points, finished searches and calibration are kept.
+    pub resume: Option<Summary>,
 }
 
 /// Which evlab mechanisms this kernel supports: name → `Ok(())` or the reason it is not.
@@ -166,11 +169,10 @@ fn placebo(series: &mut [Series]) {
     }
 }
 
-/// The summary as it stands before the first point: what was asked for, on what machine.
 /// The build of the `evlab` binary that runs the points: its `--version` line without the
 /// name ("0.1.0 (commit 0cf31d8a1b2c, clean; rustc 1.91.0 …)"), or this crate's version when
 /// the binary does not answer.
-fn build_of(evlab: &Path) -> String {
+pub(crate) fn build_of(evlab: &Path) -> String {
     procs::command_line_output(&[&evlab.display().to_string(), "--version"])
         .and_then(|s| {
             let line = s.lines().next()?.trim().to_string();
@@ -179,6 +181,7 @@ fn build_of(evlab: &Path) -> String {
         .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
 }
 
+/// The summary as it stands before the first point: what was asked for, on what machine.
 pub(crate) fn new_summary(
     opts: &RunOptions,
     series: &[Series],
@@ -202,6 +205,7 @@ pub(crate) fn new_summary(
         quiet: None,
         points: vec![],
         knees: vec![],
+        resumed: vec![],
     }
 }
 

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::knee::{Knee, KneeSpec, FAR_WIDENING, NEAR_WIDENING};
-use crate::model::results::{self, Status, Summary};
+use crate::model::knee::{Knee, KneeSpec, FAR_WIDENING, INTERRUPTED, NEAR_WIDENING};
+use crate::model::results::{self, PointResult, Resumption, Status, Summary};
 use crate::model::spec::{Budget, Series, Spec, Workload};
 use crate::render::report;
 use crate::run::calibrate;
@@ -75,7 +75,10 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     for s in &skipped {
         progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
     }
-    let mut summary = new_summary(&opts, &series, skipped);
+    let mut summary = match &opts.resume {
+        Some(earlier) => resumed_summary(earlier, &opts, &series, &progress),
+        None => new_summary(&opts, &series, skipped),
+    };
     // Before anything is measured: is the machine quiet? Recorded either way.
     let quiet = machine::quiet_check(1.0);
     // A note, not a warning: `--quiet` keeps its promise of one line per point (the report
@@ -182,6 +185,18 @@ fn calibrate_or_budget(
     progress: &Progress,
 ) -> Result<Option<CpuBudget>, LabError> {
     let spec = &base.opts.spec;
+    // A resumed run keeps the calibration its points were measured with (their rates, the
+    // budget): only a run that never got past calibrating calibrates again.
+    if let Some(cal) = &summary.calibration {
+        return match (cal.server_cpu_budget, base.cgroup) {
+            (Some(b), Some(parent)) => {
+                Ok(Some(CpuBudget::new_in(parent, b).map_err(|e| {
+                    LabError::Io(format!("the calibrated budget {b}: {e}"))
+                })?))
+            }
+            _ => Ok(None),
+        };
+    }
     let mut budget = None;
     let needs_calibration =
         spec.rates.is_auto() || matches!(spec.server_cpu_budget, Some(Budget::Auto));
@@ -224,25 +239,14 @@ fn sweep(
     };
     let search_rates = spec.rate_search.as_ref().map(estimate::search_rates);
     let legs = sweep_order(spec, series);
-    let capacity = summary
-        .calibration
-        .iter()
-        .flat_map(|c| &c.capacities)
-        .map(|c| (c.series.clone(), c.replies_per_s))
-        .collect();
-    let mut forecast = Forecast::new(
-        spec,
-        ctx.duration,
-        &legs
-            .iter()
-            .map(|(t, i, s, v)| (leg_label(spec, s, *v), *i, *t))
-            .collect::<Vec<_>>(),
-        fixed.len(),
-        capacity,
-    );
+    let mut forecast = forecast_of(ctx, summary, &legs, fixed.len());
     let samples_path = ctx.out.join("samples.csv");
-    let mut samples_text = format!("{}\n", results::SAMPLES_HEADER);
-    results::write_atomic(&samples_path, &samples_text)?;
+    results::write_atomic(&samples_path, &samples_csv(summary))?;
+    // Points made anew are numbered after those of the run resumed (their raw reports are
+    // `load/point-NNN.json`).
+    let mut next_index = summary.points.iter().map(|p| p.index).max().unwrap_or(0);
+    // The points of this sweep so far, kept or new (by index).
+    let mut used = std::collections::BTreeSet::new();
     announce(
         ctx,
         series.len(),
@@ -252,16 +256,7 @@ fn sweep(
         progress,
     );
 
-    // Series on their own budgets (the negative controls) each get a group of their own.
-    let mut own_budgets: BTreeMap<String, CpuBudget> = BTreeMap::new();
-    for s in series {
-        if let Some(b) = spec.series_budget(&s.label) {
-            let g = CpuBudget::new(b).map_err(|e| {
-                LabError::Io(format!("series `{}`: cpu_budget = {b}: {e}", s.label))
-            })?;
-            own_budgets.insert(s.label.clone(), g);
-        }
-    }
+    let own_budgets = own_budgets(spec, series)?;
     let mut index = 0;
     'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
         let (trial, idle, swept) = (*trial, *idle, *swept);
@@ -276,21 +271,33 @@ fn sweep(
                 break 'all;
             }
             index += 1;
-            progress.start_point(
-                &forecast,
-                index,
-                &format!(
-                    "{} idle={idle} rate={rate}/s trial {trial}",
-                    leg_label(spec, s, swept)
-                ),
-            );
-            let own = own_budgets.get(&s.label);
-            let pctx = PointCtx {
-                budget: own.or(ctx.budget),
-                ..*ctx
-            };
-            let p = run_point(&pctx, index, s, swept, idle, rate, trial);
-            forecast.point_done(leg, rate, p.wall_s);
+            let (p, is_new) =
+                match take_kept(summary, &mut used, (&s.label, idle, trial, swept, rate)) {
+                    // Kept from the run resumed: it counts in the series' rate search as then.
+                    Some(p) => {
+                        forecast.point_kept(leg, rate);
+                        (p, false)
+                    }
+                    None => {
+                        progress.start_point(
+                            &forecast,
+                            index,
+                            &format!(
+                                "{} idle={idle} rate={rate}/s trial {trial}",
+                                leg_label(spec, s, swept)
+                            ),
+                        );
+                        let own = own_budgets.get(&s.label);
+                        let pctx = PointCtx {
+                            budget: own.or(ctx.budget),
+                            ..*ctx
+                        };
+                        next_index += 1;
+                        let p = run_point(&pctx, next_index, s, swept, idle, rate, trial);
+                        forecast.point_done(leg, rate, p.wall_s);
+                        (p, true)
+                    }
+                };
             if p.status == Status::Interrupted {
                 summary.interrupted = true;
             }
@@ -308,19 +315,22 @@ fn sweep(
             if search_over {
                 forecast.leg_over(leg);
             }
-            progress.finish_point(&forecast, index, &p);
-            samples_text.push_str(&results::samples_csv_rows(&p));
-            summary.points.push(p);
-            results::write_atomic(&samples_path, &samples_text)?;
-            summary.wall_s = t0.elapsed().as_secs_f64();
-            write_tables(summary, ctx.out)?;
+            if is_new {
+                progress.finish_point(&forecast, index, &p);
+                // A point measured again replaces the run's earlier, invalid one.
+                used.insert(p.index);
+                replace_point(summary, ctx.out, p, &used);
+                results::write_atomic(&samples_path, &samples_csv(summary))?;
+                summary.wall_s = t0.elapsed().as_secs_f64();
+                write_tables(summary, ctx.out)?;
+            }
             if summary.interrupted {
                 break 'all;
             }
             if search_over {
                 break;
             }
-            if spec.pause_s > 0.0 {
+            if is_new && spec.pause_s > 0.0 {
                 std::thread::sleep(Duration::from_secs_f64(spec.pause_s));
             }
         }
@@ -330,18 +340,91 @@ fn sweep(
                 summary.interrupted = true;
                 break 'all;
             }
+            if knee_kept(summary, (s, idle, trial)) {
+                forecast.knee_done(leg, 0.0);
+                continue;
+            }
             let pctx = PointCtx {
                 budget: own_budgets.get(&s.label).or(ctx.budget),
                 ..*ctx
             };
             let k = knee_leg(&pctx, ks, summary, (s, idle, trial), &fixed, progress);
             forecast.knee_done(leg, k.wall_s);
+            if let Some(r) = summary.resumed.last_mut() {
+                r.measured_knees += 1;
+            }
             summary.knees.push(k);
             summary.wall_s = t0.elapsed().as_secs_f64();
             write_tables(summary, ctx.out)?;
         }
     }
     Ok(())
+}
+
+/// How long the sweep's legs should take, from calibration's capacities where there are some.
+fn forecast_of(ctx: &PointCtx, summary: &Summary, legs: &[SweepLeg], nfixed: usize) -> Forecast {
+    let spec = &ctx.opts.spec;
+    let capacity = summary
+        .calibration
+        .iter()
+        .flat_map(|c| &c.capacities)
+        .map(|c| (c.series.clone(), c.replies_per_s))
+        .collect();
+    Forecast::new(
+        spec,
+        ctx.duration,
+        &legs
+            .iter()
+            .map(|(t, i, s, v)| (leg_label(spec, s, *v), *i, *t))
+            .collect::<Vec<_>>(),
+        nfixed,
+        capacity,
+    )
+}
+
+/// Series on their own budgets (the negative controls), each with a group of its own.
+fn own_budgets(spec: &Spec, series: &[Series]) -> Result<BTreeMap<String, CpuBudget>, LabError> {
+    let mut own = BTreeMap::new();
+    for s in series {
+        if let Some(b) = spec.series_budget(&s.label) {
+            let g = CpuBudget::new(b).map_err(|e| {
+                LabError::Io(format!("series `{}`: cpu_budget = {b}: {e}", s.label))
+            })?;
+            own.insert(s.label.clone(), g);
+        }
+    }
+    Ok(own)
+}
+
+/// The valid point of a resumed run this leg's rate keeps (series, idle count, trial, swept
+/// value, rate), if there is one not kept yet: a grid may offer one rate twice, and each of
+/// its points keeps one earlier point.
+fn take_kept(
+    summary: &Summary,
+    used: &mut std::collections::BTreeSet<usize>,
+    (series, idle, trial, swept, rate): (&str, usize, u32, Option<f64>, f64),
+) -> Option<PointResult> {
+    let p = summary.points.iter().find(|p| {
+        p.valid() && !used.contains(&p.index) && same_point(p, series, idle, trial, swept, rate)
+    })?;
+    used.insert(p.index);
+    Some(p.clone())
+}
+
+/// Whether a resumed run keeps its capacity search of this series, idle count and trial: one
+/// that ended by itself (closed or not) is kept; one Ctrl-C cut short is dropped, to be made
+/// again.
+fn knee_kept(summary: &mut Summary, (s, idle, trial): (&Series, usize, u32)) -> bool {
+    let same = |k: &Knee| k.series == s.label && k.idle == idle && k.trial == trial;
+    if summary
+        .knees
+        .iter()
+        .any(|k| same(k) && k.stopped.as_deref() != Some(INTERRUPTED))
+    {
+        return true;
+    }
+    summary.knees.retain(|k| !same(k));
+    false
 }
 
 /// One capacity search (`[knee]`) after a leg's rates: from an earlier trial's capacity of the
@@ -501,10 +584,165 @@ pub(crate) fn leg_label(spec: &Spec, s: &Series, swept: Option<f64>) -> String {
     }
 }
 
+/// The summary a resumed run goes on with: the earlier run's, its points, searches and
+/// calibration kept, with this resumption recorded.
+fn resumed_summary(
+    earlier: &Summary,
+    opts: &RunOptions,
+    series: &[Series],
+    progress: &Progress,
+) -> Summary {
+    let mut s = earlier.clone();
+    s.interrupted = false;
+    s.finished = None;
+    let build = crate::run::plan::build_of(&opts.evlab);
+    if build != s.machine.evlab_version {
+        progress.warn(&format!(
+            "evlab run --resume: the run was made with evlab {}, and goes on with {build}: \
+             its points will come from two builds (recorded)",
+            s.machine.evlab_version
+        ));
+    }
+    let planned: Vec<&str> = series.iter().map(|x| x.label.as_str()).collect();
+    for x in &s.series {
+        if !planned.contains(&x.label.as_str()) {
+            progress.warn(&format!(
+                "evlab run --resume: series `{}` cannot run on this machine now; its points \
+                 so far are kept",
+                x.label
+            ));
+        }
+    }
+    let kept_points = s.points.iter().filter(|p| p.valid()).count();
+    let kept_knees = s
+        .knees
+        .iter()
+        .filter(|k| k.stopped.as_deref() != Some(INTERRUPTED))
+        .count();
+    progress.note(&format!(
+        "evlab run: resuming {}: {kept_points} valid point(s) and {kept_knees} capacity \
+         search(es) kept, {} point(s) to measure again",
+        s.experiment.name,
+        s.points.len() - kept_points
+    ));
+    s.resumed.push(Resumption {
+        at: results::utc(results::now_secs()),
+        command: opts.command.clone(),
+        evlab_version: build,
+        kept_points,
+        kept_knees,
+        measured_points: 0,
+        measured_knees: 0,
+    });
+    s
+}
+
+/// Whether `p` is the point of this series, idle count, trial, swept value and rate.
+fn same_point(
+    p: &PointResult,
+    series: &str,
+    idle: usize,
+    trial: u32,
+    swept: Option<f64>,
+    rate: f64,
+) -> bool {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    p.series == series
+        && p.idle == idle
+        && p.trial == trial
+        && close(p.rate, rate)
+        && match (p.swept.as_ref(), swept) {
+            (None, None) => true,
+            (Some(a), Some(b)) => close(a.value, b),
+            _ => false,
+        }
+}
+
+/// Records a point just measured: an earlier record of the same point that was not valid
+/// (and is not one this sweep kept) goes, with its raw report, and a resumption counts it.
+fn replace_point(
+    summary: &mut Summary,
+    out: &Path,
+    p: PointResult,
+    used: &std::collections::BTreeSet<usize>,
+) {
+    let swept = p.swept.as_ref().map(|x| x.value);
+    let earlier = summary.points.iter().position(|q| {
+        !used.contains(&q.index) && same_point(q, &p.series, p.idle, p.trial, swept, p.rate)
+    });
+    if let Some(i) = earlier {
+        let q = summary.points.remove(i);
+        let raw = out.join("load").join(format!("point-{:03}.json", q.index));
+        let _ = std::fs::remove_file(raw);
+    }
+    if let Some(r) = summary.resumed.last_mut() {
+        r.measured_points += 1;
+    }
+    summary.points.push(p);
+}
+
+/// samples.csv: every recorded point's sample rows.
+fn samples_csv(summary: &Summary) -> String {
+    let mut text = format!("{}\n", results::SAMPLES_HEADER);
+    for p in &summary.points {
+        text.push_str(&results::samples_csv_rows(p));
+    }
+    text
+}
+
 fn write_tables(summary: &Summary, out: &Path) -> Result<(), LabError> {
     summary.write_json(out)?;
     results::write_atomic(
         &out.join("points.csv"),
         &results::points_csv(&summary.points),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::findings::tests::summary;
+
+    #[test]
+    fn a_resumed_grid_keeps_each_valid_point_once_and_replaces_the_invalid() {
+        // One series offered 100/s twice, 200/s once (the helper's trial 0, indices from 0):
+        // indices 0 and 2 at 100/s (2 flagged), index 1 at 200/s failed.
+        let mut s = summary(
+            &["epoll-et"],
+            &[0],
+            &[100.0, 200.0, 100.0],
+            1,
+            &|_, _, _, _| 90.0,
+        );
+        assert_eq!(s.points.len(), 3);
+        s.points[1].status = Status::Failed;
+        s.points[2].flags.push("client saturated".into());
+        let mut used = std::collections::BTreeSet::new();
+        let key = |rate| ("epoll-et", 0, 0, None, rate);
+        let first = take_kept(&s, &mut used, key(100.0)).expect("the valid 100/s point is kept");
+        assert_eq!(first.index, s.points[0].index);
+        // The grid's second 100/s: the other 100/s point is flagged, so it is measured again.
+        assert!(take_kept(&s, &mut used, key(100.0)).is_none());
+        assert!(take_kept(&s, &mut used, key(200.0)).is_none());
+        let out = std::env::temp_dir().join(format!("evlab-resume-unit-{}", std::process::id()));
+        let mut again = s.points[2].clone();
+        again.index = 3;
+        again.flags.clear();
+        used.insert(3);
+        replace_point(&mut s, &out, again, &used);
+        let indices: Vec<usize> = s.points.iter().map(|p| p.index).collect();
+        assert_eq!(
+            indices,
+            vec![0, 1, 3],
+            "the flagged 100/s point was replaced, once"
+        );
+        let mut at_200 = s.points[1].clone();
+        at_200.index = 4;
+        at_200.status = Status::Ok;
+        used.insert(4);
+        replace_point(&mut s, &out, at_200, &used);
+        let indices: Vec<usize> = s.points.iter().map(|p| p.index).collect();
+        assert_eq!(indices, vec![0, 3, 4]);
+        assert!(s.points.iter().all(|p| p.valid()));
+    }
 }

@@ -81,6 +81,7 @@ pub(crate) fn summary(
         quiet: None,
         points,
         knees: vec![],
+        resumed: vec![],
     }
 }
 

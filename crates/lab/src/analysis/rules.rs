@@ -199,7 +199,7 @@ pub const RULES: &[Rule] = &[
         at: At::Knee,
         derivation: "\"Similarly\" to select and poll: the same threshold as fig5-select-replies.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: a drop ≥ 5% and 5 points more than epoll-ET's at the rate of its largest drop, on means. Replaced by select's rule, as the seed says \"similarly\".", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
+        history: &["Before 2026-11-25: a drop ≥ 5% and 5 points more than epoll-ET's at the rate of its largest drop, on means. Replaced by select's rule, as the source says \"similarly\".", PAST_KNEE, KNEE, PAST_KNEE_SESSIONS],
     },
     Rule {
         id: "fig5-select-cpu",
@@ -365,9 +365,9 @@ pub const RULES: &[Rule] = &[
         quantity: "A = uring-poll copy (evlab's uselect), B = select copy: proxy CPU µs per request at the lowest offered rate; judged once per idle count the run measured.",
         claim: Some(Claim::AtMost(0.74)),
         at: At::Lowest,
-        derivation: "At least half the seed's smallest reduction (52% / 2 = 26%: A/B ≤ 0.74), the paper family's convention for Table 1. Every idle count gets its own verdict: the seed's gain comes with its robots' many connections, and a run without them must say what it shows too.",
+        derivation: "At least half the source's smallest reduction (52% / 2 = 26%: A/B ≤ 0.74), the paper family's convention for Table 1. Every idle count gets its own verdict: the source's gain comes with its robots' many connections, and a run without them must say what it shows too.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: a reduction of ≥ 52% in every forwarding mode (copy, splice, splice-keep) on the means of the trials, judged only at the most idle connections measured (the most favourable), \"partly\" for any smaller gain. Replaced by one interval verdict per idle count, in copy mode (the seed's)."],
+        history: &["Before 2026-11-25: a reduction of ≥ 52% in every forwarding mode (copy, splice, splice-keep) on the means of the trials, judged only at the most idle connections measured (the most favourable), \"partly\" for any smaller gain. Replaced by one interval verdict per idle count, in copy mode (the source's)."],
     },
     Rule {
         id: "proxy-uselect-vs-epoll",
@@ -377,7 +377,7 @@ pub const RULES: &[Rule] = &[
         quantity: "A = uring-poll copy, B = epoll-et copy (epoll, /dev/epoll's successor; registered once, as /dev/epoll's interest set): proxy CPU µs per request at the lowest offered rate; judged once per idle count.",
         claim: Some(Claim::AtMost(0.75)),
         at: At::Lowest,
-        derivation: "Half the seed's 50% reduction (A/B ≤ 0.75). The verdict is printed whichever way the interval falls.",
+        derivation: "Half the source's 50% reduction (A/B ≤ 0.75). The verdict is printed whichever way the interval falls.",
         trials: MIN_TRIALS,
         history: &["2026-11-25: new; uselect against epoll was not judged before."],
     },
@@ -385,13 +385,13 @@ pub const RULES: &[Rule] = &[
         id: "proxy-splice-vs-copy",
         family: Family::Proxy,
         source: "Rosu & Rosu 2003, abstract, §5.3 (Polymix-4), §7",
-        seed: "With Polymix-4 (about 40% misses, mostly small objects) splicing lowers Squid's CPU overhead by up to 12%; the seed's Squid splices with KeepCopy whenever the content is cacheable.",
-        quantity: "A = splice-keep (the seed's splice: a copy kept for cacheable bodies), B = copy, the same mechanism with no other flags, on a run with one object size (the Polymix-like workload): proxy CPU µs per request at the lowest offered rate with the fewest idle connections; judged once per mechanism.",
+        seed: "With Polymix-4 (about 40% misses, mostly small objects) splicing lowers Squid's CPU overhead by up to 12%; the source's Squid splices with KeepCopy whenever the content is cacheable.",
+        quantity: "A = splice-keep (the source's splice: a copy kept for cacheable bodies), B = copy, the same mechanism with no other flags, on a run with one object size (the Polymix-like workload): proxy CPU µs per request at the lowest offered rate with the fewest idle connections; judged once per mechanism.",
         claim: Some(Claim::AtMost(0.94)),
         at: At::Lowest,
-        derivation: "Half the seed's 12% (A/B ≤ 0.94). Plain `splice` caches no spliced body, so on a workload with hits it changes what is fetched from the origin; the seed's Squid kept filling its cache, which is `splice-keep`.",
+        derivation: "Half the source's 12% (A/B ≤ 0.94). Plain `splice` caches no spliced body, so on a workload with hits it changes what is fetched from the origin; the source's Squid kept filling its cache, which is `splice-keep`.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: plain splice against copy, reproduced when every mechanism's mean was lower by any amount, \"partly\" when some were. Replaced by one interval verdict per mechanism, with splice-keep as the seed's splice."],
+        history: &["Before 2026-11-25: plain splice against copy, reproduced when every mechanism's mean was lower by any amount, \"partly\" when some were. Replaced by one interval verdict per mechanism, with splice-keep as the source's splice."],
     },
     Rule {
         id: "proxy-splice-size-small",
@@ -401,11 +401,11 @@ pub const RULES: &[Rule] = &[
         quantity: "A = splice, B = copy, the same mechanism, at the smallest object size measured if it is at most 4 KB, on a non-cacheable run (load flags `--cacheable 0`): proxy CPU µs per request at the lowest offered rate.",
         claim: Some(Claim::AtMost(0.92)),
         at: At::Lowest,
-        derivation: "Half the seed's 15% at 4 KB, rounded up to two digits (A/B ≤ 0.92). Not judged on a cacheable run, where the seed's splice is KeepCopy (proxy-keepcopy-*).",
+        derivation: "Half the source's 15% at 4 KB, rounded up to two digits (A/B ≤ 0.92). Not judged on a cacheable run, where the source's splice is KeepCopy (proxy-keepcopy-*).",
         trials: MIN_TRIALS,
         history: &[
             "Before 2026-11-23: proxy-splice-size, \"the gain grows with size\" alone; the gain's ordering flipped between runs, so a magnitude was required.",
-            "Before 2026-11-25: proxy-splice-size, reproduced when the gain on means grew from the smallest to the largest size and reached half the seed's 68% there, \"partly\" for a gain at any size; it was also printed on cacheable runs. Replaced by one interval verdict at each end of the seed's sizes (this rule and proxy-splice-size-large), on non-cacheable runs only.",
+            "Before 2026-11-25: proxy-splice-size, reproduced when the gain on means grew from the smallest to the largest size and reached half the source's 68% there, \"partly\" for a gain at any size; it was also printed on cacheable runs. Replaced by one interval verdict at each end of the source's sizes (this rule and proxy-splice-size-large), on non-cacheable runs only.",
         ],
     },
     Rule {
@@ -416,7 +416,7 @@ pub const RULES: &[Rule] = &[
         quantity: "A = splice, B = copy, the same mechanism, at the largest object size measured if it is at least 64 KB, on a non-cacheable run (load flags `--cacheable 0`): proxy CPU µs per request at the lowest offered rate.",
         claim: Some(Claim::AtMost(0.66)),
         at: At::Lowest,
-        derivation: "Half the seed's 68% (34%: A/B ≤ 0.66). With proxy-splice-size-small's 8% it is the seed's growth with size. Not judged on a cacheable run.",
+        derivation: "Half the source's 68% (34%: A/B ≤ 0.66). With proxy-splice-size-small's 8% it is the source's growth with size. Not judged on a cacheable run.",
         trials: MIN_TRIALS,
         history: &["Before 2026-11-25: part of proxy-splice-size (see proxy-splice-size-small)."],
     },
@@ -428,7 +428,7 @@ pub const RULES: &[Rule] = &[
         quantity: "A = splice-keep, B = copy, the same mechanism, at the smallest object size measured if it is at most 4 KB, on a cacheable run (load flags `--cacheable 1`): proxy CPU µs per request at the lowest offered rate.",
         claim: Some(Claim::AtMost(0.95)),
         at: At::Lowest,
-        derivation: "Half the seed's 10% (A/B ≤ 0.95), the low end of its range read at the smallest size since the seed's reductions increase with size. Judged only on a cacheable run.",
+        derivation: "Half the source's 10% (A/B ≤ 0.95), the low end of its range read at the smallest size since the source's reductions increase with size. Judged only on a cacheable run.",
         trials: MIN_TRIALS,
         history: &["2026-11-25: new; before, a cacheable run was judged by the non-cacheable size rule."],
     },
@@ -440,7 +440,7 @@ pub const RULES: &[Rule] = &[
         quantity: "A = splice-keep, B = copy, the same mechanism, at the largest object size measured if it is at least 64 KB, on a cacheable run (load flags `--cacheable 1`): proxy CPU µs per request at the lowest offered rate.",
         claim: Some(Claim::AtMost(0.70)),
         at: At::Lowest,
-        derivation: "Half the seed's 60% (30%: A/B ≤ 0.70). Judged only on a cacheable run.",
+        derivation: "Half the source's 60% (30%: A/B ≤ 0.70). Judged only on a cacheable run.",
         trials: MIN_TRIALS,
         history: &["2026-11-25: new (see proxy-keepcopy-small)."],
     },
@@ -493,13 +493,13 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "For a CPU-bound server, 50% more throughput is a CPU per reply 1.5× the wake-one mode's; at least half that rise (A/B ≥ 1.25, the paper family's PAYS).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: herd-cpu, one finding against both other modes: shared ≥ 10% more on means, \"partly\" against one. Split per mode, on intervals, with the seed's 50% as the measure."],
+        history: &["Before 2026-11-25: herd-cpu, one finding against both other modes: shared ≥ 10% more on means, \"partly\" against one. Split per mode, on intervals, with the source's 50% as the measure."],
     },
     Rule {
         id: "herd-cpu-vs-reuseport",
         family: Family::Herd,
         source: "LSP accept scalability (CITI TR 99-4), macro-benchmark",
-        seed: "Waking every process that waits on one port wastes CPU; a server whose processes do not share the wait (here each has its own listener) avoids it, and the seed's fix gained just over 50% in throughput.",
+        seed: "Waking every process that waits on one port wastes CPU; a server whose processes do not share the wait (here each has its own listener) avoids it, and the source's fix gained just over 50% in throughput.",
         quantity: "A = a shared listener, B = SO_REUSEPORT (a listener per worker), both epoll-lt: server CPU µs per reply at the most workers both were measured with, at the lowest offered rate.",
         claim: Some(Claim::AtLeast(PAYS)),
         at: At::Lowest,
@@ -515,7 +515,7 @@ pub const RULES: &[Rule] = &[
         quantity: "A = a shared listener, B = EPOLLEXCLUSIVE, both epoll-lt: server context switches per accepted connection at the most workers both were measured with, at the lowest offered rate.",
         claim: Some(Claim::AtLeast(1.5)),
         at: At::Lowest,
-        derivation: "The seed counts no switches. The smallest herd is one wasted wake-up per connection beyond a wake-one mode's: one more switch (the woken worker going back to sleep) on the wake-one mode's own two per connection (a one-byte request per connection: one wake to accept, one to read) is 1.5×.",
+        derivation: "The source counts no switches. The smallest herd is one wasted wake-up per connection beyond a wake-one mode's: one more switch (the woken worker going back to sleep) on the wake-one mode's own two per connection (a one-byte request per connection: one wake to accept, one to read) is 1.5×.",
         trials: MIN_TRIALS,
         history: &["Before 2026-11-25: herd-wakeups, one finding against both other modes: ≥ 1.5× on means, \"partly\" against one. Split per mode, on intervals."],
     },
@@ -559,7 +559,7 @@ pub const RULES: &[Rule] = &[
         trials: MIN_TRIALS,
         history: &[
             "2026-11-23 (first rule): epoll \"keeps half its rate or more\": the rate at the most pipes at least 0.5 × the rate at the fewest, on the medians.",
-            "2026-11-23, after data was seen: that ratio of the ends flipped between two runs on the same machine (0.47 and 0.55), and the rule became \"k ≥ -0.2\" on the exponent between the ends. The -0.2 was picked after those runs (epoll-lt measured k = -0.11 and -0.07), not derived from the seed.",
+            "2026-11-23, after data was seen: that ratio of the ends flipped between two runs on the same machine (0.47 and 0.55), and the rule became \"k ≥ -0.2\" on the exponent between the ends. The -0.2 was picked after those runs (epoll-lt measured k = -0.11 and -0.07), not derived from the source.",
             "2026-11-25: the threshold derived from the page (half-way in log terms, k = -1/2), k fitted to each interleaved sweep, decided on the 90% t interval over ≥ 3 sweeps. Written before any run judged it. The move from -0.2 to -0.5 loosens the rule; it follows the derivation, not a run that failed -0.2 (none did).",
         ],
     },
@@ -583,15 +583,15 @@ pub const RULES: &[Rule] = &[
         quantity: "k of time ∝ n^k of the second open (the one that must find n), fitted by least squares on the logarithms of one round's measurements at every n; one k per round, the rounds interleaved over the n (`--repeat`, default 11). A/B = 10^k: the factor by which the time grows over a tenfold of n.",
         claim: Some(Claim::AtMost(FD_HALFWAY)),
         at: At::Highest,
-        derivation: "Half-way in log terms between the seed's two shapes, flat (k = 0) and linear (k = 1): k = 1/2, 10^k = 3.16 per tenfold (evlab_micro::fdalloc::K_LINEAR_HALF). Flat when the whole interval of k lies below 1/2, nearer flat than linear. Its power is shown by fdalloc-negative-control.",
+        derivation: "Half-way in log terms between the source's two shapes, flat (k = 0) and linear (k = 1): k = 1/2, 10^k = 3.16 per tenfold (evlab_micro::fdalloc::K_LINEAR_HALF). Flat when the whole interval of k lies below 1/2, nearer flat than linear. Its power is shown by fdalloc-negative-control.",
         trials: MIN_TRIALS,
-        history: &["2026-11-23 (first rule): the second open's median at the largest n at most 1.5 × at the smallest n (a threshold not derived from the seed, and no control). 2026-11-25: replaced by the exponent with a 90% t interval over ≥ 3 interleaved rounds and a negative control. Written before any run judged it."],
+        history: &["2026-11-23 (first rule): the second open's median at the largest n at most 1.5 × at the smallest n (a threshold not derived from the source, and no control). 2026-11-25: replaced by the exponent with a 90% t interval over ≥ 3 interleaved rounds and a negative control. Written before any run judged it."],
     },
     Rule {
         id: "fdalloc-negative-control",
         family: Family::Micro,
         source: "Negative control of fdalloc-flat; evlab micro fdalloc (every run)",
-        seed: "The flatness rule must be able to fail: the search the seed's single bitmap made — the lowest free slot found by a linear scan from slot 0 — has to come out \"not reproduced\".",
+        seed: "The flatness rule must be able to fail: the search the source's single bitmap made — the lowest free slot found by a linear scan from slot 0 — has to come out \"not reproduced\".",
         quantity: "As fdalloc-flat, on a lowest-free allocator in user space (a Vec<bool>, one entry per slot of the kernel table's size, scanned from slot 0), measured in the same rounds, at the same n, timed alike (a clock read before and after each call), right after the kernel's measurement of each n, and judged by the same function.",
         claim: Some(Claim::AtMost(FD_HALFWAY)),
         at: At::Highest,
@@ -655,7 +655,7 @@ pub const RULES: &[Rule] = &[
         quantity: "A = the wall time of N threads, B = that of N processes, in the same round (`--repeat`, default 5; the rounds one after the other over every point), the ratio per round; one interval per N measured both ways.",
         claim: Some(Claim::AtMost(1.25)),
         at: At::Highest,
-        derivation: "At most 1.25 (evlab_micro::malloc::THREADS_AT_MOST; within 25%: room for the seed's 10% and a noisy machine). Reproduced when every N's interval lies at or below it; not reproduced when one lies wholly above.",
+        derivation: "At most 1.25 (evlab_micro::malloc::THREADS_AT_MOST; within 25%: room for the source's 10% and a noisy machine). Reproduced when every N's interval lies at or below it; not reproduced when one lies wholly above.",
         trials: MIN_TRIALS,
         history: &[MALLOC_ROUNDS],
     },
@@ -746,7 +746,7 @@ pub fn markdown() -> String {
         "# Findings: the pre-registered rules\n\n\
          <!-- Generated from crates/lab/src/analysis/rules.rs; a test keeps this file equal to \
          it. Edit the code, then: EVLAB_BLESS=1 cargo test -p evlab-lab docs_findings_md -->\n\n\
-         Each finding a report prints is decided by one rule below, written from the seed's own \
+         Each finding a report prints is decided by one rule below, written from the source's own \
          claim and numbers before the run that judges it. A rule compares two arms, A and B, \
          trial by trial, as the ratio A/B of their means with a 90% Welch interval on the \
          logarithms (the uselect paper's level), over at least 3 valid trials per arm:\n\n\
@@ -791,7 +791,7 @@ pub fn markdown() -> String {
         for r in RULES.iter().filter(|r| r.family == fam) {
             out.push_str(&format!("### `{}`\n\n", r.id));
             out.push_str(&format!("- **Source:** {}\n", r.source));
-            out.push_str(&format!("- **The seed:** {}\n", r.seed));
+            out.push_str(&format!("- **What it says:** {}\n", r.seed));
             out.push_str(&format!("- **Quantity:** {}\n", r.quantity));
             match r.claim {
                 Some(c) if r.family == Family::Micro => out.push_str(&format!(

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::analysis::findings::{self, Finding, Verdict};
 use crate::analysis::rules::RULES;
-use crate::analysis::stats::Arm;
+use crate::analysis::stats::{Arm, Claim};
 use crate::analysis::syscalls::{syscall_shares, Profile, PAPER_ROWS};
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, PointResult, ServerCounters, Status, Summary};
@@ -1021,9 +1021,35 @@ fn controls(s: &Summary, fs: &[Finding]) -> String {
              not judged equivalent ({}).",
             f.verdict.word()
         ),
-        None => String::new(),
+        None => no_negative_control(s, fs),
     };
     positive_and_placebo(s, fs) + &negative
+}
+
+/// What a paper run without the negative control says of its "no difference" verdicts: that
+/// none of them has a pair of known difference beside it (empty when it judged none).
+fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
+    let mut equivalence: Vec<&str> = fs
+        .iter()
+        .filter(|f| !f.rule.starts_with("control-"))
+        .filter(|f| {
+            RULES.iter().find(|r| r.id == f.rule).is_some_and(|r| {
+                r.family == Family::Paper && matches!(r.claim, Some(Claim::Within(_)))
+            })
+        })
+        .map(|f| f.rule.as_str())
+        .collect();
+    equivalence.dedup();
+    if s.experiment.family() != Family::Paper || equivalence.is_empty() {
+        return String::new();
+    }
+    format!(
+        " Negative control: no negative control in this run (no series on a budget that differs \
+         by twice the margin, as quick, fig1-one-byte and fig3-epoll-variants now carry), so nothing \
+         shows that its \"no difference\" verdicts ({}) could have seen a difference of twice \
+         their margin.",
+        equivalence.join(", ")
+    )
 }
 
 /// The placebo control (a placebo run) or the positive control (any other run).

@@ -1245,25 +1245,10 @@ fn overview(s: &Summary) -> Vec<Block> {
         }
     )));
     if let Some(q) = &s.quiet {
-        let cpus = q
-            .cpu_busy
-            .iter()
-            .map(|b| format!("{:.0}%", b * 100.0))
-            .collect::<Vec<_>>()
-            .join(", ");
-        d.push(Block::P(match q.problem() {
-            None => format!(
-                "Before the run the machine was quiet: CPUs busy {cpus} over {:.1} s, {:.0}% \
-                 stolen at most, no other busy process.",
-                q.seconds,
-                q.steal * 100.0
-            ),
-            Some(why) => format!(
-                "**Before the run the machine was not quiet** ({why}; CPUs busy {cpus} over \
-                 {:.1} s): expect flagged points and wide intervals.",
-                q.seconds
-            ),
-        }));
+        d.push(Block::P(quiet_words(
+            q,
+            "flagged points and wide intervals",
+        )));
     }
     if s.experiment.placebo {
         d.push(Block::P(
@@ -1274,6 +1259,30 @@ fn overview(s: &Summary) -> Vec<Block> {
         ));
     }
     d
+}
+
+/// What the quiet check before a run found (`run::machine::quiet_check`), in a sentence; when
+/// the machine was not quiet, the run should `expect` what follows.
+pub(crate) fn quiet_words(q: &crate::model::machine::Quiet, expect: &str) -> String {
+    let cpus = q
+        .cpu_busy
+        .iter()
+        .map(|b| format!("{:.0}%", b * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match q.problem() {
+        None => format!(
+            "Before the run the machine was quiet: CPUs busy {cpus} over {:.1} s, {:.0}% \
+             stolen at most, no other busy process.",
+            q.seconds,
+            q.steal * 100.0
+        ),
+        Some(why) => format!(
+            "**Before the run the machine was not quiet** ({why}; CPUs busy {cpus} over \
+             {:.1} s): expect {expect}.",
+            q.seconds
+        ),
+    }
 }
 
 /// The idle counts, and with `[sweep]` the swept values: `no idle connections and 10,000 idle

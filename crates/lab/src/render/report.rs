@@ -774,11 +774,15 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
     vec![
         Block::H(2, "Where the server's time goes (as Table 1)".into()),
         Block::P(format!(
-            "Percent of the server's CPU time spent inside each system call, timed by evlab's counted \
-             syscalls (`evlab serve --profile`) rather than gprof, at the highest offered rate of each \
-             series with the fewest idle connections ({}). The paper profiled at 22,000 requests/s, past \
-             saturation; time a blocking wait spends asleep is counted too, so read waits at rates below \
-             saturation with care.",
+            "Percent of the measured run's wall time the server spent inside each system call, timed \
+             by evlab's counted syscalls (`evlab serve --profile`: a monotonic clock read around each \
+             call) rather than gprof, at the highest offered rate of each series with the fewest idle \
+             connections ({}); \"all syscalls\" is their sum, and the rest of the run is the server's \
+             time outside system calls. The shares are of wall time, not of the server's CPU time: \
+             the time its CPU budget throttles it inside a call, or a blocking wait spends asleep, \
+             counts, so at a rate past saturation they follow the paper's shares of its run time, \
+             and at rates below saturation waits read large. The paper profiled at 22,000 requests/s, \
+             past saturation.",
             at.join(", ")
         )),
         Block::Table(header.clone(), share_rows),

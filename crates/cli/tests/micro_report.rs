@@ -118,6 +118,13 @@ fn micro_runs_write_figures_that_evlab_report_writes_again() {
         "{html}"
     );
     assert!(p.join("micro.json").is_file() && p.join("pipetest.json").is_file());
+    // The machine was checked before the benchmark, as before a sweep, and the report says so.
+    let record = std::fs::read_to_string(p.join("micro.json")).unwrap();
+    assert!(
+        record.contains("\"quiet\"") && record.contains("cpu_busy"),
+        "{record}"
+    );
+    assert!(md.contains("Before the run the machine was "), "{md}");
     rerendered_identically(&p);
 
     let f = run(

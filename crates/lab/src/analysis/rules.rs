@@ -100,6 +100,9 @@ const MALLOC_ROUNDS: &str = "2026-11-23 (first rule): the same threshold on the 
 /// The read-ahead rules, as first written.
 const READAHEAD_WRITTEN: &str = "Written 2026-11-25 (third session) with the benchmark, from the section's own words (it states no numbers), before any run of it.";
 
+/// The correction of Table 1's share (2026-11-25, fourth session).
+const TABLE1_WALL: &str = "2026-11-25 (fourth session), after the reference run table1-syscalls: the quantity was the time inside epoll_ctl over the server's CPU time. The time is wall time (a monotonic clock read around each call), so on the run's quarter of a CPU the shares of all calls added up to 378-408% of the CPU time in that run; the denominator is now the measured run's wall time (the CPU time over its share of the run), in the same unit, and the shares add up to at most 100%. The threshold did not change. On the committed run both verdicts stay inconclusive and their ratios unchanged to two places (epoll-et against epoll-lt A/B = 0.75 [90%: 0.39-1.46], epoll2 0.81 [0.62-1.07]): each is a ratio of two shares whose denominators differ only by each trial's CPU share of the run (24-25% in every trial).";
+
 /// The change every rule on replies/s at the highest rate had on 2026-11-25.
 const PAST_KNEE: &str = "2026-11-25, before any reference run: arm B must be past its knee at the highest offered rate (under 95% answered), else inconclusive. Prompted by a run on a busy machine (compilers running) whose highest rate, capped at the client's clean ceiling, was 4,900/s, which every series kept up with: equal reply rates there are equal by construction. The threshold did not change.";
 
@@ -290,24 +293,24 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Table 1, §5",
         seed: "Edge-triggered epoll spends less time in epoll_ctl than level-triggered epoll (11.06% against 16.34% of the run time).",
-        quantity: "A = epoll-et, B = epoll-lt, no idle connections: share of the server's CPU time in epoll_ctl at the highest offered rate (the paper profiled past saturation).",
+        quantity: "A = epoll-et, B = epoll-lt, no idle connections: share of the measured run's wall time the server spent inside epoll_ctl (each call timed with a monotonic clock) at the highest offered rate (the paper profiled past saturation).",
         claim: Some(Claim::AtMost(0.84)),
         at: At::Highest,
         derivation: "At least half the paper's reduction (11.06/16.34 = 0.68, so A/B ≤ 0.84).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: any reduction, on one point."],
+        history: &["Before 2026-11-25: any reduction, on one point.", TABLE1_WALL],
     },
     Rule {
         id: "table1-epoll2-epoll-ctl",
         family: Family::Paper,
         source: "Gammo et al. 2004, Table 1, §5",
         seed: "epoll2 spends less time in epoll_ctl than level-triggered epoll (10.27% against 16.34%).",
-        quantity: "A = epoll2, B = epoll-lt, no idle connections: share of the server's CPU time in epoll_ctl at the highest offered rate.",
+        quantity: "A = epoll2, B = epoll-lt, no idle connections: share of the measured run's wall time the server spent inside epoll_ctl (each call timed with a monotonic clock) at the highest offered rate.",
         claim: Some(Claim::AtMost(0.84)),
         at: At::Highest,
         derivation: "As table1-epoll-et-epoll-ctl (the paper's ratio here is 0.63).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: any reduction, on one point."],
+        history: &["Before 2026-11-25: any reduction, on one point.", TABLE1_WALL],
     },
     Rule {
         id: "table1-epoll-ctlv-calls",

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::machine::Machine;
+use crate::model::machine::{Machine, Quiet};
 use crate::model::spec::MICRO_BENCHMARKS;
 
 /// The lab's record of a micro-benchmark run (`micro.json`), beside the benchmark's own JSON:
@@ -32,6 +32,11 @@ pub struct MicroRun {
     /// Why the benchmark produced no report, if it did not.
     pub failure: Option<String>,
     pub machine: Machine,
+    /// What the machine was doing just before the benchmark started (`run::machine::
+    /// quiet_check`, as a sweep records it in summary.json); absent in records written before
+    /// micro runs checked it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<Quiet>,
 }
 
 /// The file a micro-benchmark run's record is kept in.

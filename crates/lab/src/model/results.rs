@@ -203,6 +203,24 @@ impl PointResult {
     pub fn accept_imbalance(&self) -> Option<f64> {
         self.server.as_ref()?.accept_imbalance()
     }
+    /// The wall time of the measured run, seconds: the server's CPU time over it divided by
+    /// the share of the run that CPU time was (both recorded; `run::point`).
+    pub fn run_wall_s(&self) -> Option<f64> {
+        let cpu = self.server_cpu_s.filter(|x| *x > 0.0)?;
+        let util = self.server_cpu_util.filter(|x| *x > 0.0)?;
+        Some(cpu / util).filter(|w| w.is_finite())
+    }
+    /// The share of the measured run's wall time the server spent inside `call` (profiled
+    /// runs only, `evlab serve --profile`). Each call is timed with a monotonic clock around
+    /// it, so the time is wall time: what the server waited inside the call (blocked, or
+    /// throttled by its CPU budget, or preempted) counts. It is a share of the run's wall time,
+    /// not of the server's CPU time: on a quarter of a CPU the server runs a quarter of the
+    /// wall time, and a call's wall time over the CPU time would come out up to 4× too large
+    /// (Table 1's shares added up to 378-408% when they were read so).
+    pub fn syscall_share(&self, call: &str) -> Option<f64> {
+        let ns = self.server.as_ref()?.syscalls.get(call)?.ns?;
+        Some(ns as f64 / (self.run_wall_s()? * 1e9))
+    }
     pub fn ok(&self) -> bool {
         self.status == Status::Ok
     }

@@ -19,7 +19,7 @@ use evlab_wire::micro::{Finding, Verdict};
 use crate::model::micro::{MicroRun, RECORD};
 use crate::model::results::{self};
 use crate::model::spec::MICRO_BENCHMARKS;
-use crate::render::report::html_inline;
+use crate::render::report::{html_inline, quiet_words};
 use crate::render::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
 
@@ -228,6 +228,12 @@ fn document(dir: &Path, run: &MicroRun) -> Result<Vec<Block>, LabError> {
             run.machine.cpus,
         ),
     ]));
+    if let Some(q) = &run.quiet {
+        d.push(Block::P(quiet_words(
+            q,
+            "disturbed timings and wide intervals",
+        )));
+    }
     d.push(Block::P(format!(
         "`{}` beside this file is the raw result and `{RECORD}` the run's record; \
          `evlab report DIR` writes this report again from them. `docs/micro.md` says what the \
@@ -380,6 +386,7 @@ mod tests {
             interrupted: false,
             failure: None,
             machine: machine::Machine::default(),
+            quiet: None,
         };
         std::fs::write(d.join(RECORD), serde_json::to_string(&run).unwrap()).unwrap();
         std::fs::write(d.join(&run.json), serde_json::to_string(report).unwrap()).unwrap();
@@ -437,6 +444,60 @@ mod tests {
             glibc: "2.36".into(),
             nofile: 20000,
         }
+    }
+
+    #[test]
+    fn the_quiet_check_is_recorded_and_reported_and_old_records_read_without_it() {
+        let r = pipetest::Report {
+            benchmark: "pipetest".into(),
+            machine: machine(),
+            message_threads: 1,
+            max_generation: 300,
+            route: pipetest::Route::Stride17,
+            repeat: 3,
+            mechanisms: vec!["poll".into()],
+            pipes: vec![10],
+            points: vec![],
+            findings: vec![],
+            slopes: vec![],
+        };
+        // A record written before micro runs checked the machine has no `quiet` key: it reads,
+        // and its report says nothing of it.
+        let d = dir_with("quiet-old", "pipetest", &r);
+        let text = read_file(&d, RECORD);
+        assert!(!text.contains("quiet"), "{text}");
+        let mut run: MicroRun = serde_json::from_str(&text).unwrap();
+        assert_eq!(run.quiet, None);
+        write_report(&d).unwrap();
+        let old = read_file(&d, "report.md");
+        assert!(!old.contains("Before the run the machine"), "{old}");
+        // A run that checked: recorded, read back, and its report says what it saw.
+        for (cpu, says) in [
+            (
+                0.02,
+                "Before the run the machine was quiet: CPUs busy 2%, 3% over 1.0 s",
+            ),
+            (
+                0.60,
+                "**Before the run the machine was not quiet** (CPU 0 60% busy",
+            ),
+        ] {
+            run.quiet = Some(crate::model::machine::Quiet {
+                seconds: 1.0,
+                cpu_busy: vec![cpu, 0.03],
+                steal: 0.0,
+                busy_processes: vec![],
+            });
+            let text = serde_json::to_string(&run).unwrap();
+            std::fs::write(d.join(RECORD), &text).unwrap();
+            let back: MicroRun = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, run);
+            write_report(&d).unwrap();
+            let md = read_file(&d, "report.md");
+            assert!(md.contains(says), "{md}");
+            assert!(read_file(&d, "report.html").contains("Before the run the machine"));
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::analysis::findings::{self, Finding, Verdict};
 use crate::analysis::rules::RULES;
-use crate::analysis::stats::Arm;
+use crate::analysis::stats::{Arm, Claim};
 use crate::analysis::syscalls::{syscall_shares, Profile, PAPER_ROWS};
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, PointResult, ServerCounters, Status, Summary};
@@ -774,11 +774,15 @@ fn syscall_table(s: &Summary) -> Vec<Block> {
     vec![
         Block::H(2, "Where the server's time goes (as Table 1)".into()),
         Block::P(format!(
-            "Percent of the server's CPU time spent inside each system call, timed by evlab's counted \
-             syscalls (`evlab serve --profile`) rather than gprof, at the highest offered rate of each \
-             series with the fewest idle connections ({}). The paper profiled at 22,000 requests/s, past \
-             saturation; time a blocking wait spends asleep is counted too, so read waits at rates below \
-             saturation with care.",
+            "Percent of the measured run's wall time the server spent inside each system call, timed \
+             by evlab's counted syscalls (`evlab serve --profile`: a monotonic clock read around each \
+             call) rather than gprof, at the highest offered rate of each series with the fewest idle \
+             connections ({}); \"all syscalls\" is their sum, and the rest of the run is the server's \
+             time outside system calls. The shares are of wall time, not of the server's CPU time: \
+             the time its CPU budget throttles it inside a call, or a blocking wait spends asleep, \
+             counts, so at a rate past saturation they follow the paper's shares of its run time, \
+             and at rates below saturation waits read large. The paper profiled at 22,000 requests/s, \
+             past saturation.",
             at.join(", ")
         )),
         Block::Table(header.clone(), share_rows),
@@ -1021,9 +1025,35 @@ fn controls(s: &Summary, fs: &[Finding]) -> String {
              not judged equivalent ({}).",
             f.verdict.word()
         ),
-        None => String::new(),
+        None => no_negative_control(s, fs),
     };
     positive_and_placebo(s, fs) + &negative
+}
+
+/// What a paper run without the negative control says of its "no difference" verdicts: that
+/// none of them has a pair of known difference beside it (empty when it judged none).
+fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
+    let mut equivalence: Vec<&str> = fs
+        .iter()
+        .filter(|f| !f.rule.starts_with("control-"))
+        .filter(|f| {
+            RULES.iter().find(|r| r.id == f.rule).is_some_and(|r| {
+                r.family == Family::Paper && matches!(r.claim, Some(Claim::Within(_)))
+            })
+        })
+        .map(|f| f.rule.as_str())
+        .collect();
+    equivalence.dedup();
+    if s.experiment.family() != Family::Paper || equivalence.is_empty() {
+        return String::new();
+    }
+    format!(
+        " Negative control: no negative control in this run (no series on a budget that differs \
+         by twice the margin, as quick, fig1-one-byte and fig3-epoll-variants now carry), so nothing \
+         shows that its \"no difference\" verdicts ({}) could have seen a difference of twice \
+         their margin.",
+        equivalence.join(", ")
+    )
 }
 
 /// The placebo control (a placebo run) or the positive control (any other run).
@@ -1233,25 +1263,10 @@ fn overview(s: &Summary) -> Vec<Block> {
         )));
     }
     if let Some(q) = &s.quiet {
-        let cpus = q
-            .cpu_busy
-            .iter()
-            .map(|b| format!("{:.0}%", b * 100.0))
-            .collect::<Vec<_>>()
-            .join(", ");
-        d.push(Block::P(match q.problem() {
-            None => format!(
-                "Before the run the machine was quiet: CPUs busy {cpus} over {:.1} s, {:.0}% \
-                 stolen at most, no other busy process.",
-                q.seconds,
-                q.steal * 100.0
-            ),
-            Some(why) => format!(
-                "**Before the run the machine was not quiet** ({why}; CPUs busy {cpus} over \
-                 {:.1} s): expect flagged points and wide intervals.",
-                q.seconds
-            ),
-        }));
+        d.push(Block::P(quiet_words(
+            q,
+            "flagged points and wide intervals",
+        )));
     }
     if s.experiment.placebo {
         d.push(Block::P(
@@ -1262,6 +1277,30 @@ fn overview(s: &Summary) -> Vec<Block> {
         ));
     }
     d
+}
+
+/// What the quiet check before a run found (`run::machine::quiet_check`), in a sentence; when
+/// the machine was not quiet, the run should `expect` what follows.
+pub(crate) fn quiet_words(q: &crate::model::machine::Quiet, expect: &str) -> String {
+    let cpus = q
+        .cpu_busy
+        .iter()
+        .map(|b| format!("{:.0}%", b * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match q.problem() {
+        None => format!(
+            "Before the run the machine was quiet: CPUs busy {cpus} over {:.1} s, {:.0}% \
+             stolen at most, no other busy process.",
+            q.seconds,
+            q.steal * 100.0
+        ),
+        Some(why) => format!(
+            "**Before the run the machine was not quiet** ({why}; CPUs busy {cpus} over \
+             {:.1} s): expect {expect}.",
+            q.seconds
+        ),
+    }
 }
 
 /// The idle counts, and with `[sweep]` the swept values: `no idle connections and 10,000 idle

@@ -50,6 +50,16 @@ pub fn run(
     argv.push("--json".into());
     argv.push(json.display().to_string());
     let mut summary = new_summary(opts, &[], vec![]);
+    // Before anything is measured: is the machine quiet? Recorded either way, as a sweep does
+    // (a note, not a warning: `--quiet` stays quiet; the report says it).
+    let quiet = crate::run::machine::quiet_check(1.0);
+    if let (Some(why), false) = (quiet.problem(), opts.quiet) {
+        eprintln!(
+            "evlab run: the machine is not quiet ({why}); the benchmark's timings may be \
+             disturbed and its intervals wide"
+        );
+    }
+    summary.quiet = Some(quiet.clone());
     if !opts.quiet {
         eprintln!("evlab run: {}", crate::model::text::shell_line(&argv));
     }
@@ -84,6 +94,7 @@ pub fn run(
         interrupted: summary.interrupted,
         failure: failure.clone(),
         machine: summary.machine.clone(),
+        quiet: Some(quiet),
     };
     let text = serde_json::to_string_pretty(&record)
         .map_err(|e| LabError::Io(format!("cannot encode {RECORD}: {e}")))?;

@@ -42,6 +42,11 @@ pub struct Finding {
     /// Arms A and B in words ("select, 10,000 idle"), for rules that compare two arms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arms: Option<[String; 2]>,
+    /// The values of A's and B's trials the ratio was taken on, and the variance floor of each
+    /// arm's logarithms (`Ratio::of_floored`: a bisected capacity's bracket, else 0), where the
+    /// rule decided on a ratio: the null-data tests read the committed runs' spread from them.
+    #[serde(skip)]
+    pub trials: Option<([Vec<f64>; 2], f64)>,
 }
 
 /// The kind of a flag or note: the words before its colon ("client fell behind").
@@ -216,6 +221,7 @@ pub(crate) fn judge_swept(
         evidence,
         interval: None,
         arms: Some(arms.clone()),
+        trials: None,
     };
     if rule.at == At::Knee && !s.knees.is_empty() {
         return judge_knee(s, rule, claim, (a, b), finding);
@@ -286,18 +292,19 @@ pub(crate) fn judge_swept(
             ),
         );
     }
-    decide(claim, Ratio::of(&va, &vb), &head, finding)
+    decide(claim, ([&va, &vb], 0.0), &head, finding)
 }
 
-/// The verdict of `claim` on the ratio `r` (None: a value was zero or missing), with its
-/// evidence after `head`.
+/// The verdict of `claim` on the ratio of A's values to B's, each arm's variance at least
+/// `floor` (`Ratio::of_floored`; no ratio when a value was zero or missing), with its evidence
+/// after `head`.
 fn decide(
     claim: Claim,
-    r: Option<Ratio>,
+    ([va, vb], floor): ([&[f64]; 2], f64),
     head: &str,
     finding: impl Fn(Verdict, String) -> Finding,
 ) -> Finding {
-    let Some(r) = r else {
+    let Some(r) = Ratio::of_floored(va, vb, floor) else {
         return finding(
             Verdict::Inconclusive,
             format!("{head}; a value is zero or missing, so no ratio"),
@@ -321,6 +328,7 @@ fn decide(
         ),
     );
     f.interval = Some([r.ratio, r.lo, r.hi]);
+    f.trials = Some(([va.to_vec(), vb.to_vec()], floor));
     f
 }
 
@@ -366,7 +374,7 @@ fn judge_knee(
         );
     }
     let floor = res.ln().powi(2) / 12.0;
-    decide(claim, Ratio::of_floored(&va, &vb, floor), &head, finding)
+    decide(claim, ([&va, &vb], floor), &head, finding)
 }
 
 /// One arm in evidence: "select, no idle: n = 2 of 3 trials, mean 2,000 replies/s [90%: …]".

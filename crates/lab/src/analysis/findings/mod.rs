@@ -33,4 +33,6 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
 }
 
 #[cfg(test)]
+mod null_tests;
+#[cfg(test)]
 pub(crate) mod tests;

@@ -28,12 +28,10 @@ fn per_request(p: &PointResult, calls: &[&str]) -> Option<f64> {
     Some(n as f64 / c.requests as f64)
 }
 
-/// The share of the server's CPU time spent inside `call` (profiled runs only).
+/// The share of the measured run's wall time the server spent inside `call` (profiled runs
+/// only; `PointResult::syscall_share`).
 fn share(p: &PointResult, call: &str) -> Option<f64> {
-    let c = p.server.as_ref()?;
-    let ns = c.syscalls.get(call)?.ns?;
-    let cpu = p.server_cpu_s.filter(|x| *x > 0.0)?;
-    Some(ns as f64 / (cpu * 1e9))
+    p.syscall_share(call)
 }
 
 pub(super) fn findings(s: &Summary) -> Vec<Finding> {
@@ -209,7 +207,14 @@ fn table1(s: &Summary, out: &mut Vec<Finding>) {
         if has(m) && profiled {
             let a = Side { series: m, idle: 0 };
             let b = Side { ..lt };
-            out.push(judge(s, rule(id), a, b, &ctl_share, "of server CPU"));
+            out.push(judge(
+                s,
+                rule(id),
+                a,
+                b,
+                &ctl_share,
+                "of the run's wall time",
+            ));
         }
     }
     if has("epoll-ctlv") {

@@ -912,3 +912,132 @@ fn sessions_of_several_requests_are_past_the_knee_by_their_own_measure() {
         "{e}"
     );
 }
+
+/// A shipped experiment (`experiments/NAME.toml`), planned on a machine that supports every
+/// mechanism it names, measured at two rates below and past a knee of `truth(series)` with a
+/// capacity search per series and trial (±2% between trials).
+fn shipped_run(name: &str, truth: &dyn Fn(&str) -> f64) -> Summary {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../experiments/{name}.toml"));
+    let spec = Spec::load(&path).unwrap();
+    let support: std::collections::BTreeMap<String, Result<(), String>> =
+        crate::model::spec::EVLAB_MECHANISMS
+            .iter()
+            .map(|m| (m.to_string(), Ok(())))
+            .collect();
+    let plan = crate::run::plan::plan_with(&spec, &support, &[]);
+    assert!(plan.skipped.is_empty(), "{name}: {:?}", plan.skipped);
+    let mut s = summary(&["epoll-lt"], &[0], &[2000.0, 8000.0], 3, &|_, _, _, _| 0.0);
+    s.experiment = spec;
+    s.series = plan.series;
+    s.points.clear();
+    for t in 0..3 {
+        for se in s.series.clone() {
+            for r in [2000.0, 8000.0] {
+                let mut p = PointResult::new(s.points.len(), &se, 0, r, t, 2.0);
+                p.load = Some(LoadSummary {
+                    offered_rate: Some(r),
+                    reply_rate_avg: Some(r.min(truth(&se.label))),
+                    ..Default::default()
+                });
+                p.server_cpu_us_per_reply = Some(10.0);
+                s.points.push(p);
+            }
+        }
+    }
+    let knee = s.experiment.knee.clone();
+    let mut s = with_knees(s, &|m, _| truth(m));
+    s.experiment.knee = knee;
+    s
+}
+
+#[test]
+fn the_shipped_no_difference_experiments_plan_and_judge_their_negative_control() {
+    use crate::analysis::rules::SAME;
+    for (name, equivalence) in [
+        (
+            "quick",
+            &[
+                "fig1-select-as-epoll-lt",
+                "fig1-poll-as-epoll-lt",
+                "fig3-epoll-et-no-gain",
+            ][..],
+        ),
+        (
+            "fig1-one-byte",
+            &["fig1-select-as-epoll-lt", "fig1-poll-as-epoll-lt"][..],
+        ),
+        (
+            "fig3-epoll-variants",
+            &[
+                "fig3-epoll-et-no-gain",
+                "fig3-epoll2-no-gain",
+                "fig3-epoll-ctlv-no-gain",
+            ][..],
+        ),
+    ] {
+        // The plan: the control series, epoll-lt on the experiment's budget ÷ (1 + 2 × SAME).
+        let ctl = shipped_run(name, &|_| 6000.0);
+        assert_eq!(ctl.experiment.family(), crate::model::spec::Family::Paper);
+        assert!(ctl.experiment.knee.is_some(), "{name}: no capacity search");
+        let c = ctl
+            .series
+            .iter()
+            .find(|x| ctl.experiment.series_budget(&x.label).is_some())
+            .unwrap_or_else(|| panic!("{name}: no control series planned"));
+        assert_eq!(c.mechanism, "epoll-lt", "{name}");
+        let Some(crate::model::spec::Budget::Share(b)) = ctl.experiment.server_cpu_budget else {
+            panic!("{name}: no fixed budget");
+        };
+        let want = b / (1.0 + 2.0 * SAME);
+        let got = ctl.experiment.series_budget(&c.label).unwrap();
+        assert!((got / want - 1.0).abs() < 0.001, "{name}: {got} ≠ {want}");
+        assert!(ctl.experiment.series_runs_at(&c.label, 0), "{name}");
+        // The judging: the control's capacity in proportion to its budget is told apart from
+        // epoll-lt's (the control passes) while the equivalence rules are decided…
+        let label = c.label.clone();
+        let s = shipped_run(name, &|m| {
+            if m == label {
+                6000.0 * got / b
+            } else {
+                6000.0
+            }
+        });
+        let (v, e) = by_rule(&s, "control-budget-not-equivalent");
+        assert_eq!(v, Verdict::NotReproduced, "{name}: {e}");
+        assert!(
+            e.contains(&format!("A {label}, no idle: n = 3")),
+            "{name}: {e}"
+        );
+        for id in equivalence {
+            let (v, e) = by_rule(&s, id);
+            assert_eq!(v, Verdict::Reproduced, "{name}: {id}: {e}");
+        }
+        let md = crate::render::report::render_md(&s);
+        assert!(md.contains("Negative control: passed"), "{name}: {md}");
+        // …and were its budget not smaller, the control would fail, and the report say so.
+        let (v, e) = by_rule(&ctl, "control-budget-not-equivalent");
+        assert_eq!(v, Verdict::Reproduced, "{name}: {e}");
+        let md = crate::render::report::render_md(&ctl);
+        assert!(md.contains("Negative control: FAILED"), "{name}: {md}");
+    }
+}
+
+#[test]
+fn a_paper_run_without_the_negative_control_says_so() {
+    // fig5-one-byte-idle's shape: equivalence rules (fig1, fig5-epoll-et-unaffected) and no
+    // series on a budget of its own.
+    let s = with_knees(fig5(&|_| 5000.0), &|_, _| 6000.0);
+    let md = crate::render::report::render_md(&s);
+    let line = md
+        .lines()
+        .find(|l| l.contains("Negative control:"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(line.contains("no negative control in this run"), "{line}");
+    for id in ["fig1-select-as-epoll-lt", "fig5-epoll-et-unaffected"] {
+        assert!(line.contains(id), "{line}");
+    }
+    // A run that judges no equivalence rule has nothing to say about it.
+    let s = summary(&["select"], &[0, 10_000], &[2000.0], 3, &|_, _, r, _| r);
+    assert!(!crate::render::report::render_md(&s).contains("Negative control"));
+}

@@ -333,6 +333,11 @@ mod cases {
             std::thread::sleep(Duration::from_millis(10));
         };
         assert_eq!(pipes.open, pipes.idle, "{m} {mode}: {pipes:?}");
+        let want = if mode == "copy" { 0 } else { 2 };
+        assert_eq!(
+            pipes.created, want,
+            "{m} {mode}: the tunnel's pipes: {pipes:?}"
+        );
         let st = p.shared().stats();
         assert_eq!(st.origin.connect_timeouts, 2, "{m} {mode}");
         assert_eq!(st.origin.gateway_timeout, 2, "{m} {mode}");

@@ -225,7 +225,9 @@ mod cases {
     pub fn client_reads_nothing(m: &str, mode: &str) {
         const LEN: usize = 32 << 20;
         let origin = Origin::start(vec![b'a'; LEN]);
-        let send = Duration::from_secs(1);
+        // Short: nothing has to happen before it runs out (its clock starts only once output
+        // waits for the client), so a loaded machine can only make the close later.
+        let send = Duration::from_millis(500);
         let Some(p) = proxy_with(origin.addr, m, mode, |c| {
             c.timeout = Some(Duration::from_secs(60));
             c.send_timeout = Some(send);
@@ -282,7 +284,9 @@ mod cases {
     /// that hangs: 504 too.
     pub fn connect_timeout(m: &str, mode: &str) {
         let hang = Hanging::start();
-        let connect_t = Duration::from_secs(1);
+        // Short: its clock starts with the proxy's connect, so a loaded machine can only make
+        // the 504 later, never earlier than asserted.
+        let connect_t = Duration::from_millis(500);
         let target = format!("127.0.0.1:{}", hang.addr.port());
         let Some(p) = proxy_with(hang.addr, m, mode, |c| {
             c.timeout = Some(Duration::from_secs(30));

@@ -1,7 +1,7 @@
 //! Request bodies, `Expect: 100-continue`, CONNECT tunnels and `X-Forwarded-For` (issue 21,
-//! "Bodies"). The proxy runs in this process (`Proxy::start`, port 0) on each engine
-//! (epoll-et, uring-poll, uring) and forwarding mode, one test per case, engine and mode; an
-//! engine the kernel lacks prints its reason. The origin is a `TcpListener` on port 0 with a
+//! "Bodies"). The proxy runs in this process (`Proxy::start`, port 0) on every mechanism
+//! of the registry (`evlab_poll::for_each_mechanism!`) and forwarding mode, one test per case,
+//! mechanism and mode; a mechanism the kernel lacks prints its reason. The origin is a `TcpListener` on port 0 with a
 //! thread per connection that reads each request's body by its framing and answers with what
 //! it received: method, body length and hash (FNV-1a of the bytes as they arrived, chunk
 //! framing included), so a body is checked byte for byte without echoing it.
@@ -890,9 +890,12 @@ mod cases {
     }
 }
 
+/// Every case in every forwarding mode on every mechanism of the registry, so that a new
+/// mechanism inherits the suite.
 macro_rules! body_tests {
-    ($($engine:ident => $name:literal),*) => {$(
-        mod $engine {
+    ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {$(
+        #[allow(non_snake_case)]
+        mod $v {
             modes!($name;
                 content_length_bodies,
                 chunked_bodies,
@@ -909,4 +912,4 @@ macro_rules! body_tests {
     )*};
 }
 
-body_tests!(epoll_et => "epoll-et", uring_poll => "uring-poll", uring => "uring");
+evlab_poll::for_each_mechanism!(body_tests);

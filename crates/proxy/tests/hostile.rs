@@ -1,10 +1,11 @@
 //! The proxy against a hostile origin (issue 21): response smuggling by a short
 //! Content-Length, ambiguous framing, a cache keyed without the host, freshness fields that
 //! overflow time arithmetic, hop-by-hop fields that name framing fields, chunked bodies to an
-//! HTTP/1.0 client. The proxy runs in this process (`Proxy::start`, port 0) on each engine
-//! (epoll-et, uring-poll, uring) and forwarding mode; the origin is scripted here, a
-//! `TcpListener` on port 0 with a thread per connection. Every case is one test per engine and
-//! mode (`hostile_tests!`); an engine the kernel lacks prints its reason.
+//! HTTP/1.0 client. The proxy runs in this process (`Proxy::start`, port 0) on every mechanism
+//! of the registry (`evlab_poll::for_each_mechanism!`) and forwarding mode; the origin is
+//! scripted here, a `TcpListener` on port 0 with a thread per connection. Every case is one
+//! test per mechanism and mode (`hostile_tests!`); a mechanism the kernel lacks prints its
+//! reason.
 
 #[macro_use]
 mod common;
@@ -552,9 +553,12 @@ mod cases {
     }
 }
 
+/// Every case in every forwarding mode on every mechanism of the registry, so that a new
+/// mechanism inherits the suite.
 macro_rules! hostile_tests {
-    ($($engine:ident => $name:literal),*) => {$(
-        mod $engine {
+    ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {$(
+        #[allow(non_snake_case)]
+        mod $v {
             modes!($name;
                 smuggled_responses,
                 ambiguous_framing,
@@ -568,4 +572,4 @@ macro_rules! hostile_tests {
     )*};
 }
 
-hostile_tests!(epoll_et => "epoll-et", uring_poll => "uring-poll", uring => "uring");
+evlab_poll::for_each_mechanism!(hostile_tests);

@@ -48,7 +48,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let hosts = Hosts::load(&a.file)?;
     let me = std::env::current_exe().context("cannot find the evlab binary")?;
     let mine = sha256(&me)?;
-    let mut ssh = Ssh::new(&hosts)?;
+    let ssh = Ssh::new(&hosts)?;
     let mut failed = 0;
     if !a.json {
         out!("this evlab: {} (sha256 {})", me.display(), &mine[..12]);

@@ -150,6 +150,11 @@ pub struct RunArgs {
     /// interrupted searches) are measured, into the same directory
     #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "placebo", "duration", "list"])]
     pub resume: Option<PathBuf>,
+    /// Run the server and the load on these hosts over OpenSSH (a hosts file; docs/hosts.md):
+    /// the server on the `server` host, idle holders on the first client, the load split over
+    /// every client host. Only evlab servers at fixed rates, one-byte workload, no budget
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub hosts: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -217,6 +222,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         spec.placebo = true;
         spec.name = format!("{}-placebo", spec.name);
     }
+    let hosts = match &a.hosts {
+        Some(f) => {
+            let h = evlab_lab::model::hosts::Hosts::load(f)?;
+            if let Some(why) = evlab_lab::model::hosts::refusal(&spec) {
+                anyhow::bail!("{why}");
+            }
+            Some(h)
+        }
+        None => None,
+    };
     // Where the results go must be writable before the first point runs, not after the last.
     match &a.out {
         Some(d) => output::writable_dir("--out", d)?,
@@ -240,6 +255,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         quiet: a.quiet,
         cgroup: a.cgroup,
         resume: None,
+        hosts,
     })?)
 }
 
@@ -287,6 +303,7 @@ fn resume(a: &RunArgs, dir: &std::path::Path) -> anyhow::Result<()> {
         quiet: a.quiet,
         cgroup: a.cgroup.clone(),
         resume: Some(earlier),
+        hosts: None,
     })?)
 }
 

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::spec::{ServerKind, Spec, Workload};
 use crate::LabError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,6 +121,12 @@ impl Hosts {
 pub struct HostCheck {
     pub name: String,
     pub destination: String,
+    /// Its role in the hosts file (absent in checks written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// The address the other hosts reach it at, when the hosts file gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
     /// `uname -sr` there.
     pub kernel: String,
     /// The sha256 of the evlab binary found in the workdir before the check (empty: none).
@@ -132,6 +139,69 @@ pub struct HostCheck {
     /// on its error (half the round trip of the best of several exchanges).
     pub clock_offset_ms: f64,
     pub clock_bound_ms: f64,
+}
+
+/// One client host's part of a point run across hosts, from its own report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PointHost {
+    pub host: String,
+    /// The rate it was asked for (connections/s): the point's rate over the client hosts.
+    pub offered_rate: f64,
+    pub replies: u64,
+    /// Its replies over its own duration.
+    pub reply_rate: f64,
+    /// From its own histogram.
+    pub p99_ms: f64,
+    /// How late it started after the agreed instant, by this machine's clock (its report's
+    /// start corrected by the host's clock offset), ms.
+    pub late_ms: f64,
+    /// The host's clock offset used, and its bound, ms.
+    pub clock_offset_ms: f64,
+    pub clock_bound_ms: f64,
+}
+
+/// Why `evlab run --hosts` cannot run `spec` (None: it can). Only evlab servers measured by
+/// the one-byte workload at fixed rates are run across hosts so far: what the others need on
+/// the hosts (peers' configs, a proxy's origin, file sets, a cgroup budget, calibration and
+/// capacity searches, which run their own servers) is not built.
+pub fn refusal(spec: &Spec) -> Option<String> {
+    let why = |w: &str| Some(format!("`{}` cannot run with --hosts: {w}", spec.name));
+    if spec.micro.is_some() {
+        return why("a micro-benchmark runs on one machine");
+    }
+    if spec.proxy.is_some() {
+        return why("[proxy] (an origin host and the proxy) is not run across hosts yet");
+    }
+    let all = spec.series_list(&|_| true, &["poll".to_string()]);
+    if let Some(s) = all.iter().find(|s| s.kind != ServerKind::Evlab) {
+        return why(&format!(
+            "series `{}` is a peer server ({:?}); only evlab servers are started on the \
+             server host so far",
+            s.label, s.kind
+        ));
+    }
+    if spec.workload != Workload::OneByte {
+        return why(&format!(
+            "its workload ({:?}) reads a file set that is not made on the hosts yet; only \
+             one-byte runs across hosts",
+            spec.workload
+        ));
+    }
+    if spec.server_cpu_budget.is_some()
+        || all.iter().any(|s| spec.series_budget(&s.label).is_some())
+    {
+        return why(
+            "a server CPU budget (server_cpu_budget, cpu_budget) would be a cgroup on the \
+             server host, which is not built yet: remove the budget to run it there",
+        );
+    }
+    if spec.rates.is_auto() {
+        return why("rates = \"auto\" calibrates on this machine; give fixed rates");
+    }
+    if spec.knee.is_some() {
+        return why("a capacity search ([knee]) is not run across hosts yet");
+    }
+    None
 }
 
 #[cfg(test)]

@@ -199,6 +199,83 @@ pub fn samples(r: &LoadReport) -> Vec<Sample> {
         .collect()
 }
 
+/// What a point keeps of several clients' reports merged (`evlab_wire::merge`): counts added,
+/// percentiles from the added histograms, the reply rate over the clients' common window; the
+/// schedule's offered and achieved start rates summed, its lateness the worst client's.
+/// `reports` are the merged ones, in the merge's order.
+pub fn merged_summary(m: &evlab_wire::merge::MergedLoad, reports: &[LoadReport]) -> LoadSummary {
+    let e = &m.errors.by_cause;
+    let max = |f: &dyn Fn(&LoadReport) -> f64| reports.iter().map(f).fold(0.0, f64::max);
+    let achieved: Option<f64> = reports.iter().map(|r| r.schedule.achieved_start_rate).sum();
+    let longest = reports
+        .iter()
+        .map(|r| r.schedule.lag_ms.len())
+        .max()
+        .unwrap_or(0);
+    let lag_ms = (0..longest)
+        .map(|i| max(&|r: &LoadReport| r.schedule.lag_ms.get(i).copied().unwrap_or(0.0)))
+        .collect();
+    LoadSummary {
+        offered_rate: Some(m.rates.offered_rate_sum),
+        conn_rate: Some(m.rates.connection_rate_sum),
+        reply_rate_avg: Some(m.rates.window_reply_rate),
+        reply_rate_min: None,
+        reply_rate_max: None,
+        reply_rate_stddev: None,
+        replies: Some(m.replies.total),
+        requests: Some(m.requests.sent),
+        connections: Some(m.connections.initiated),
+        status_2xx: Some(m.replies.status.s2xx),
+        duration_s: Some(m.window.duration_s),
+        errors: Errors {
+            total: Some(m.errors.total),
+            client_timo: Some(e.client_timo),
+            connrefused: Some(e.connrefused),
+            connreset: Some(e.connreset),
+            fd_unavail: Some(e.fd_unavail),
+            addrunavail: Some(e.addrunavail),
+            ftab_full: Some(e.ftab_full),
+            other: Some(e.other),
+        },
+        latency_ms: Latency {
+            p50: Some(m.latency_ms.p50),
+            p90: Some(m.latency_ms.p90),
+            p99: Some(m.latency_ms.p99),
+            p999: Some(m.latency_ms.p999),
+            max: Some(m.latency_ms.max),
+            mean: Some(m.latency_ms.mean),
+        },
+        late_starts: Some(m.late_starts.count),
+        schedule: Schedule {
+            offered_rate: Some(m.rates.offered_rate_sum),
+            achieved_start_rate: achieved,
+            late_p50_ms: Some(max(&|r| r.schedule.lateness_ms.p50)),
+            late_p99_ms: Some(max(&|r| r.schedule.lateness_ms.p99)),
+            late_max_ms: Some(max(&|r| r.schedule.lateness_ms.max)),
+            end_lag_ms: Some(max(&|r| r.schedule.end_lag_ms)),
+            lag_ms,
+        },
+        client_cpu: Some(reports.iter().map(|r| r.cpu.percent / 100.0).sum()),
+    }
+}
+
+/// The sample intervals of clients that started together, added interval by interval (their
+/// reply rates summed).
+pub fn merged_samples(reports: &[LoadReport]) -> Vec<Sample> {
+    let mut out: Vec<Sample> = Vec::new();
+    for r in reports {
+        for (i, x) in samples(r).into_iter().enumerate() {
+            match out.get_mut(i) {
+                Some(s) => {
+                    s.reply_rate = Some(s.reply_rate.unwrap_or(0.0) + x.reply_rate.unwrap_or(0.0))
+                }
+                None => out.push(x),
+            }
+        }
+    }
+    out
+}
+
 /// What one measured run of `evlab load` is asked to do.
 pub struct LoadArgs<'a> {
     pub port: u16,

@@ -118,6 +118,10 @@ pub struct PointResult {
     /// worker woken for a connection it does not get is one more.
     #[serde(default)]
     pub server_ctx_switches: Option<u64>,
+    /// `evlab run --hosts`: each client host's share of the load, as its own report said
+    /// (absent for a point run on this machine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::model::hosts::PointHost>,
     /// Validity flags: any one makes the point invalid (httperf's manual: such runs do not
     /// measure the server). Verdicts use valid points only.
     pub flags: Vec<String>,
@@ -164,6 +168,7 @@ impl PointResult {
             steal: None,
             server_cpu_budget: None,
             server_ctx_switches: None,
+            hosts: vec![],
             flags: vec![],
             notes: vec![],
             commands: vec![],
@@ -283,6 +288,10 @@ pub struct Summary {
     /// Each `evlab run --resume` that went on with this run, in order (absent when none did).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumed: Vec<Resumption>,
+    /// `evlab run --hosts FILE`: each host as checked before the first point (its kernel,
+    /// evlab, clock offset); absent for a run on this machine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::model::hosts::HostCheck>,
 }
 
 /// One `evlab run --resume DIR`: what it kept of the run so far and what it measured again.

@@ -1262,6 +1262,9 @@ fn overview(s: &Summary) -> Vec<Block> {
             r.measured_knees
         )));
     }
+    if !s.hosts.is_empty() {
+        d.push(Block::P(hosts_words(s)));
+    }
     if let Some(q) = &s.quiet {
         d.push(Block::P(quiet_words(
             q,
@@ -1856,6 +1859,46 @@ pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
     }
     write_atomic(&dir.join("report.md"), &render_md(s))?;
     write_atomic(&dir.join("report.html"), &render_html(s))
+}
+
+/// The paragraph of a run across hosts (`--hosts`): each host's role, kernel, evlab and clock
+/// offset, and how the load was split and merged.
+fn hosts_words(s: &Summary) -> String {
+    let each: Vec<String> = s
+        .hosts
+        .iter()
+        .map(|h| {
+            format!(
+                "{} ({}{}): {}, {}{}, clock offset {:+.2} ms ± {:.2} ms",
+                h.name,
+                h.role
+                    .map_or("host".to_string(), |r| format!("{r:?}").to_lowercase()),
+                h.address
+                    .as_deref()
+                    .map(|a| format!(" at {a}"))
+                    .unwrap_or_default(),
+                h.kernel,
+                h.evlab_version,
+                if h.copied { " (copied there)" } else { "" },
+                h.clock_offset_ms,
+                h.clock_bound_ms
+            )
+        })
+        .collect();
+    let clients = s
+        .hosts
+        .iter()
+        .filter(|h| h.role == Some(crate::model::hosts::Role::Client))
+        .count();
+    format!(
+        "Run across hosts (`--hosts`): {}. The server ran on the server host, its CPU time and \
+         context switches read there; each point's load was split evenly over the {clients} \
+         client host(s), all started at one agreed instant (in each host's clock: plus its \
+         offset), and their reports merged exactly (counts added, percentiles from the added \
+         histograms, rates over their common window); each client's own report is beside \
+         the summary (`load/point-NNN-HOST.json`).",
+        each.join("; ")
+    )
 }
 
 #[cfg(test)]

@@ -6,9 +6,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::model::hosts::{Host, HostCheck, Hosts};
+use crate::run::procs::Child;
 use crate::LabError;
 
 /// The clock exchanges a check makes; the one with the shortest round trip is kept.
@@ -19,7 +22,7 @@ pub struct Ssh {
     config: Option<String>,
     /// Control sockets: short (a socket path is at most 107 bytes), private, removed on drop.
     control: PathBuf,
-    opened: Vec<String>,
+    opened: Mutex<Vec<String>>,
 }
 
 fn now_s() -> f64 {
@@ -40,40 +43,55 @@ impl Ssh {
         Ok(Ssh {
             config: hosts.ssh_config.clone(),
             control,
-            opened: Vec::new(),
+            opened: Mutex::new(Vec::new()),
         })
     }
 
     fn base(&self, host: &Host) -> Command {
-        let mut c = Command::new("ssh");
-        if let Some(f) = &self.config {
-            c.args(["-F", f]);
+        let argv = self.argv(host);
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]);
+        c
+    }
+
+    /// The `ssh … DEST` argv every command to `host` starts with (the master connection is
+    /// remembered, to be closed at the end).
+    fn argv(&self, host: &Host) -> Vec<String> {
+        {
+            let mut o = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+            if !o.contains(&host.destination) {
+                o.push(host.destination.clone());
+            }
         }
-        c.args([
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "ControlMaster=auto",
-            "-o",
-            &format!("ControlPath={}/%C", self.control.display()),
-            "-o",
-            "ControlPersist=120",
-            "-o",
-            "ConnectTimeout=10",
-            "-o",
-            "ServerAliveInterval=5",
-            "-o",
-            "ServerAliveCountMax=3",
-        ]);
-        c.arg(&host.destination);
+        let mut c = vec!["ssh".to_string()];
+        if let Some(f) = &self.config {
+            c.extend(["-F".to_string(), f.clone()]);
+        }
+        c.extend(
+            [
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "ControlMaster=auto",
+                "-o",
+                &format!("ControlPath={}/%C", self.control.display()),
+                "-o",
+                "ControlPersist=120",
+                "-o",
+                "ConnectTimeout=10",
+                "-o",
+                "ServerAliveInterval=5",
+                "-o",
+                "ServerAliveCountMax=3",
+            ]
+            .map(String::from),
+        );
+        c.push(host.destination.clone());
         c
     }
 
     /// Runs `command` on `host` (by its login shell), with `stdin` as its input.
-    pub fn run(&mut self, host: &Host, command: &str, stdin: &[u8]) -> Result<Output, LabError> {
-        if !self.opened.contains(&host.destination) {
-            self.opened.push(host.destination.clone());
-        }
+    pub fn run(&self, host: &Host, command: &str, stdin: &[u8]) -> Result<Output, LabError> {
         let mut c = self.base(host);
         c.arg("--").arg(command);
         c.stdin(Stdio::piped())
@@ -93,7 +111,7 @@ impl Ssh {
 
     /// As `run`, requiring success: the command's stdout, or an error naming the host and
     /// what ssh or the command said.
-    pub fn ok(&mut self, host: &Host, command: &str, stdin: &[u8]) -> Result<String, LabError> {
+    pub fn ok(&self, host: &Host, command: &str, stdin: &[u8]) -> Result<String, LabError> {
         let o = self.run(host, command, stdin)?;
         if !o.status.success() {
             let err = String::from_utf8_lossy(&o.stderr);
@@ -111,7 +129,7 @@ impl Ssh {
     /// ssh session, several exchanges of a line for the remote clock's reading, the one with
     /// the shortest round trip kept, its midpoint against the reading (Cristian's method). The
     /// remote side reads its clock without a fork where bash has $EPOCHREALTIME.
-    pub fn clock_offset(&mut self, host: &Host) -> Result<(f64, f64), LabError> {
+    pub fn clock_offset(&self, host: &Host) -> Result<(f64, f64), LabError> {
         use std::io::{BufRead, BufReader};
         let responder = "command -v bash >/dev/null 2>&1 && exec bash -c 'while read -r _; do \
                          echo \"${EPOCHREALTIME/,/.}\"; done'; while read -r _; do date +%s.%N; done";
@@ -167,7 +185,7 @@ impl Ssh {
 
     /// Checks a host: reachable, its kernel, the evlab binary in its workdir (copied there
     /// when its sha256 differs from `local`'s, unless `copy` is false), and its clock.
-    pub fn check(&mut self, host: &Host, local: &Path, copy: bool) -> Result<HostCheck, LabError> {
+    pub fn check(&self, host: &Host, local: &Path, copy: bool) -> Result<HostCheck, LabError> {
         let want = sha256(local)?;
         let wd = host.workdir();
         let found = self.ok(
@@ -179,6 +197,8 @@ impl Ssh {
         let mut check = HostCheck {
             name: host.name.clone(),
             destination: host.destination.clone(),
+            role: Some(host.role),
+            address: host.address.clone(),
             sha256_found: found.clone(),
             ..Default::default()
         };
@@ -221,10 +241,139 @@ impl Ssh {
     }
 }
 
+/// A process started on a host in a session (so a process group) of its own, through one ssh
+/// session that carries its stdout; stopped and checked gone by [`Ssh::stop`].
+pub struct Remote {
+    pub host: Host,
+    /// Its process group there (the process leads it: its pid).
+    pub pgid: u32,
+    /// The command as the host ran it (after `setsid`).
+    pub command: String,
+    /// The local ssh carrying it: its stdout lines are the process's.
+    pub ssh: Child,
+    stopped: bool,
+}
+
+impl Remote {
+    /// Whether it still runs (its ssh session ends when it does).
+    pub fn alive(&mut self) -> bool {
+        self.ssh.alive()
+    }
+}
+
+/// The first line a remote process writes: its process group, read by [`Ssh::spawn`].
+const PGID_LINE: &str = "evlab-pgid ";
+
+impl Ssh {
+    /// Starts `argv` on `host` in a session of its own (`setsid`, so that its whole group is
+    /// stopped together), with the descriptor limit raised where the host allows; returns once
+    /// it said its process group. Its stdout comes back through the ssh session.
+    pub fn spawn(&self, host: &Host, name: &str, argv: &[String]) -> Result<Remote, LabError> {
+        let line = crate::model::text::shell_line(argv);
+        let inner = format!("echo {PGID_LINE}$$; ulimit -n 65536 2>/dev/null; exec {line}");
+        let mut full = self.argv(host);
+        full.push("--".into());
+        full.push(format!(
+            "exec setsid -w sh -c {}",
+            crate::model::text::shell_line(&[inner])
+        ));
+        let mut ssh = Child::spawn(&format!("{name} on host {}", host.name), &full, &[], None)?;
+        let first = ssh.wait_line(
+            |l| l.starts_with(PGID_LINE),
+            Duration::from_secs(20),
+            "process group",
+        )?;
+        let pgid = first[PGID_LINE.len()..]
+            .trim()
+            .parse()
+            .map_err(|_| LabError::Point(format!("host {}: bad line {first:?}", host.name)))?;
+        Ok(Remote {
+            host: host.clone(),
+            pgid,
+            command: line,
+            ssh,
+            stopped: false,
+        })
+    }
+
+    /// Stops a remote process group (SIGTERM, SIGKILL after `grace`) and checks on its host that
+    /// no process of it is left. None when it is gone (or had ended); else what happened.
+    pub fn stop(&self, r: &mut Remote, grace: Duration) -> Option<String> {
+        if r.stopped {
+            return None;
+        }
+        r.stopped = true;
+        let g = r.pgid;
+        let tries = (grace.as_secs_f64() / 0.05).ceil().max(1.0) as u64;
+        let script = format!(
+            "kill -TERM -{g} 2>/dev/null; i=0; while kill -0 -{g} 2>/dev/null; do i=$((i+1)); \
+             if [ $i -gt {tries} ]; then kill -KILL -{g} 2>/dev/null; sleep 0.2; \
+             if kill -0 -{g} 2>/dev/null; then echo left; else echo killed; fi; exit 0; fi; \
+             sleep 0.05; done; echo gone"
+        );
+        let said = self.ok(&r.host, &script, &[]);
+        // Its ssh session ends with it; one that does not is stopped here.
+        let _ = r.ssh.wait_exit(Duration::from_secs(2));
+        r.ssh.stop(Duration::from_secs(1));
+        match said.as_deref().map(str::trim) {
+            Ok("gone") => None,
+            Ok("killed") => Some(format!(
+                "{} on host {} outlived SIGTERM by {:.0} s (killed)",
+                r.ssh.name,
+                r.host.name,
+                grace.as_secs_f64()
+            )),
+            Ok(other) => Some(format!(
+                "{} on host {}: process group {g} is still there after SIGKILL ({other})",
+                r.ssh.name, r.host.name
+            )),
+            Err(e) => Some(format!(
+                "{} on host {}: cannot check that process group {g} is gone: {e}",
+                r.ssh.name, r.host.name
+            )),
+        }
+    }
+
+    /// The CPU time (s) and context switches (voluntary + involuntary, every thread) of the
+    /// process `pid` on `host`, from its /proc there; `ticks` is the host's clock ticks per
+    /// second.
+    pub fn proc_usage(&self, host: &Host, pid: u32, ticks: f64) -> Result<(f64, u64), LabError> {
+        let text = self.ok(
+            host,
+            &format!("cat /proc/{pid}/stat && cat /proc/{pid}/task/*/status"),
+            &[],
+        )?;
+        proc_usage(&text, ticks).ok_or_else(|| {
+            LabError::Point(format!(
+                "host {}: cannot read process {pid}'s CPU time from its /proc",
+                host.name
+            ))
+        })
+    }
+}
+
+/// CPU seconds (utime + stime of the `/proc/PID/stat` line) and the context switches summed over
+/// the `status` texts that follow it.
+fn proc_usage(text: &str, ticks: f64) -> Option<(f64, u64)> {
+    let stat = text.lines().next()?;
+    let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let t = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    let switches = text
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k, "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches")
+                .then(|| v.trim().parse::<u64>().ok())?
+        })
+        .sum();
+    Some((t as f64 / ticks, switches))
+}
+
 impl Drop for Ssh {
     fn drop(&mut self) {
         // Close every master connection, then the sockets' directory.
-        for dest in std::mem::take(&mut self.opened) {
+        let opened = std::mem::take(self.opened.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for dest in opened {
             let mut c = Command::new("ssh");
             if let Some(f) = &self.config {
                 c.args(["-F", f]);
@@ -259,5 +408,17 @@ pub fn sha256(path: &Path) -> Result<String, LabError> {
             path.display(),
             String::from_utf8_lossy(&o.stderr).trim()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_remote_process_usage_is_read_from_its_proc_texts() {
+        let text = "4242 (evlab serve) S 1 4242 4242 0 -1 4194560 300 0 0 0 250 50 0 0 20 0 3\n\
+                    Name:\tevlab\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n\
+                    Name:\tevlab\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t1\n";
+        assert_eq!(super::proc_usage(text, 100.0), Some((3.0, 18)));
+        assert_eq!(super::proc_usage("garbage", 100.0), None);
     }
 }

@@ -13,4 +13,5 @@ pub mod plan;
 pub mod point;
 pub mod procs;
 pub mod progress;
+pub mod remote;
 pub mod sweep;

@@ -28,6 +28,8 @@ pub struct RunOptions {
     /// `--resume`: the summary of the run to go on with (`out_dir` is its directory); its
     /// valid points, finished searches and calibration are kept.
     pub resume: Option<Summary>,
+    /// `--hosts FILE`: the server and the clients run on these hosts over OpenSSH.
+    pub hosts: Option<crate::model::hosts::Hosts>,
 }
 
 /// Which evlab mechanisms this kernel supports: name → `Ok(())` or the reason it is not.
@@ -206,6 +208,7 @@ pub(crate) fn new_summary(
         points: vec![],
         knees: vec![],
         resumed: vec![],
+        hosts: vec![],
     }
 }
 

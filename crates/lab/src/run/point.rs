@@ -74,6 +74,27 @@ pub(crate) fn run_point(
     trial: u32,
 ) -> PointResult {
     let t0 = Instant::now();
+    let mut p = new_point(ctx, index, s, swept, idle, rate, trial);
+    let mut procs = Procs::default();
+    let r = measure(ctx, &mut p, &mut procs);
+    // Stop in reverse order of start, and check that nothing of this point outlives it.
+    if let Some(left) = procs.stop() {
+        p.flags.push(left);
+    }
+    finish_point(&mut p, r, t0);
+    p
+}
+
+/// A point's record before it is measured.
+pub(crate) fn new_point(
+    ctx: &PointCtx,
+    index: usize,
+    s: &Series,
+    swept: Option<f64>,
+    idle: usize,
+    rate: f64,
+    trial: u32,
+) -> PointResult {
     let mut p = PointResult::new(index, s, idle, rate, trial, ctx.duration);
     p.swept = ctx
         .opts
@@ -86,12 +107,11 @@ pub(crate) fn run_point(
             value,
         });
     p.server_cpu_budget = ctx.budget.map(|b| b.share);
-    let mut procs = Procs::default();
-    let r = measure(ctx, &mut p, &mut procs);
-    // Stop in reverse order of start, and check that nothing of this point outlives it.
-    if let Some(left) = procs.stop() {
-        p.flags.push(left);
-    }
+    p
+}
+
+/// A measured point's status (failed or interrupted, with the reason) and its wall time.
+pub(crate) fn finish_point(p: &mut PointResult, r: Result<(), LabError>, t0: Instant) {
     if let Err(e) = r {
         let msg = e.to_string();
         p.status = if interrupted() {
@@ -102,7 +122,6 @@ pub(crate) fn run_point(
         p.reason = Some(msg);
     }
     p.wall_s = t0.elapsed().as_secs_f64();
-    p
 }
 
 /// A fresh document root for a point (the file set is shared: it is read-only).
@@ -718,7 +737,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
 
 /// The point's series as started: the spec's series with the swept flag, if any, last (after
 /// the series' own flags).
-fn point_series(spec: &Spec, p: &PointResult) -> Series {
+pub(crate) fn point_series(spec: &Spec, p: &PointResult) -> Series {
     let mut flags: Vec<String> = spec
         .series
         .iter()
@@ -976,7 +995,7 @@ fn children_cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn fetch_stats(addr: SocketAddr) -> Result<ServerStats, LabError> {
+pub(crate) fn fetch_stats(addr: SocketAddr) -> Result<ServerStats, LabError> {
     let (code, body) = procs::http_get(addr, "/.evlab/stats", Duration::from_secs(5))
         .map_err(|e| LabError::Point(format!("GET /.evlab/stats: {e}")))?;
     if code != 200 {

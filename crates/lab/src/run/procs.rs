@@ -207,6 +207,20 @@ impl Child {
         }
     }
 
+    /// Every stdout line not read yet, until the child closes its stdout (or `timeout`): what
+    /// an exited child wrote after the lines `wait_line` took.
+    pub fn rest_lines(&mut self, timeout: Duration) -> Vec<String> {
+        let end = Instant::now() + timeout;
+        let mut out = Vec::new();
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => out.push(l),
+                Err(_) => return out,
+            }
+        }
+    }
+
     /// Waits for the child to exit by itself, up to `timeout`; `Ok(None)` on timeout.
     pub fn wait_exit(
         &mut self,

@@ -17,9 +17,10 @@ use crate::run::estimate::{self, Forecast};
 use crate::run::knee::{self, Bounds, Start};
 use crate::run::machine;
 use crate::run::plan::{new_summary, plan, Plan, RunOptions};
-use crate::run::point::{make_fileset, polymix_dir, polymix_fileset_argv, run_point, PointCtx};
+use crate::run::point::{make_fileset, polymix_dir, polymix_fileset_argv, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
+use crate::run::remote::HostsRun;
 use crate::LabError;
 
 fn stamp() -> String {
@@ -58,6 +59,14 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     }
     let t0 = Instant::now();
     let spec = &opts.spec;
+    // Across hosts: what cannot run there is refused before anything is made or measured.
+    if let Some(why) = opts
+        .hosts
+        .as_ref()
+        .and_then(|_| crate::model::hosts::refusal(spec))
+    {
+        return Err(LabError::Io(why));
+    }
     // A budget needs a group this user may write: found and tried before anything is made or
     // measured, so that a run that cannot have one stops at once, saying what to do.
     let cgroup = match spec.server_cpu_budget {
@@ -71,6 +80,10 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     std::fs::create_dir_all(&out)
         .map_err(|e| LabError::Io(format!("cannot create {}: {e}", out.display())))?;
     let progress = Progress::new(opts.quiet);
+    let hosts = match &opts.hosts {
+        Some(h) => Some(HostsRun::prepare(h.clone(), &opts.evlab, &progress)?),
+        None => None,
+    };
     let Plan { series, skipped } = plan(&opts.evlab, &opts.spec);
     for s in &skipped {
         progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
@@ -90,6 +103,9 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         ));
     }
     summary.quiet = Some(quiet);
+    if let Some(h) = &hosts {
+        summary.hosts = h.checks.clone();
+    }
     let (server_cpus, client_cpus) = pinned_cpus(spec, &progress);
     let scratch = Scratch::new()?;
     let fileset = make_filesets(&opts, &scratch.0, &progress)?;
@@ -109,7 +125,11 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         budget: budget.as_ref(),
         ..base
     };
-    sweep(&ctx, &series, &mut summary, t0, &progress)?;
+    let swept = sweep(&ctx, hosts.as_ref(), &series, &mut summary, t0, &progress);
+    if let Some(h) = &hosts {
+        h.finish();
+    }
+    swept?;
     summary.finished = Some(results::utc(results::now_secs()));
     summary.wall_s = t0.elapsed().as_secs_f64();
     write_tables(&summary, &out)?;
@@ -227,6 +247,7 @@ fn calibrate_or_budget(
 /// Ctrl-C, and a rate search stops a series' rates at its knee.
 fn sweep(
     ctx: &PointCtx,
+    hosts: Option<&HostsRun>,
     series: &[Series],
     summary: &mut Summary,
     t0: Instant,
@@ -293,7 +314,9 @@ fn sweep(
                             ..*ctx
                         };
                         next_index += 1;
-                        let p = run_point(&pctx, next_index, s, swept, idle, rate, trial);
+                        let p = crate::run::remote::run_point(
+                            &pctx, hosts, next_index, s, swept, idle, rate, trial,
+                        );
                         forecast.point_done(leg, rate, p.wall_s);
                         (p, true)
                     }

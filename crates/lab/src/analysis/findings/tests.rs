@@ -82,6 +82,7 @@ pub(crate) fn summary(
         points,
         knees: vec![],
         resumed: vec![],
+        hosts: vec![],
     }
 }
 

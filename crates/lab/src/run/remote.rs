@@ -1,0 +1,563 @@
+//! A point across hosts (`evlab run --hosts FILE`): the server on the server host (pinned as
+//! here), idle holders on the first client host, the load split evenly over every client host,
+//! each started at one agreed instant (in its own clock: the instant plus its measured offset)
+//! and returning its report on stdout; the reports merged exactly (`evlab_wire::merge`), each
+//! client judged on its own; the server's CPU time and context switches read on its host, its
+//! counters over the bridge; then every process the point started stopped and checked gone on
+//! its host.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::model::hosts::{Host, HostCheck, Hosts, PointHost, Role};
+use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary};
+use crate::model::results::PointResult;
+use crate::model::spec::Series;
+use crate::model::text::shell_line;
+use crate::run::hosts::{Remote, Ssh};
+use crate::run::point::{self, PointCtx};
+use crate::run::procs::{self, interrupted};
+use crate::run::progress::Progress;
+use crate::LabError;
+
+/// How far ahead of now the clients are told to start: time for every ssh session to start
+/// its client and for each client to get ready (on a busy 2-core machine running three namespace
+/// hosts, 0.5 s left a client 70 ms late now and then).
+const LEAD_S: f64 = 1.0;
+
+/// The hosts of a run, checked and ready: connections, each host's check (binary, kernel,
+/// clock), its workdir resolved there, its CPUs.
+pub struct HostsRun {
+    pub hosts: Hosts,
+    pub ssh: Ssh,
+    pub checks: Vec<HostCheck>,
+    workdirs: BTreeMap<String, String>,
+    ncpus: BTreeMap<String, usize>,
+    /// The server host's clock ticks per second (its /proc's unit).
+    ticks: f64,
+    /// The run's directory on the server host; its document root is `www` inside.
+    server_dir: String,
+    server_ip: IpAddr,
+}
+
+fn now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn fail(host: &Host, what: String) -> LabError {
+    LabError::Io(format!("host {}: {what}", host.name))
+}
+
+impl HostsRun {
+    /// Checks every host (this evlab's binary there by sha256, copied where it differs; its
+    /// kernel; its clock's offset) and makes the run's document root on the server host.
+    pub fn prepare(hosts: Hosts, evlab: &Path, progress: &Progress) -> Result<HostsRun, LabError> {
+        if hosts.clients().next().is_none() {
+            return Err(LabError::Io(
+                "the hosts file names no client host (role = \"client\")".into(),
+            ));
+        }
+        let server = hosts.server().clone();
+        let server_ip: IpAddr = server
+            .address
+            .as_deref()
+            .ok_or_else(|| {
+                fail(
+                    &server,
+                    "give its `address`: the clients connect to it".into(),
+                )
+            })?
+            .parse()
+            .map_err(|e| fail(&server, format!("its address is not an IP address: {e}")))?;
+        let ssh = Ssh::new(&hosts)?;
+        let mut run = HostsRun {
+            hosts: hosts.clone(),
+            ssh,
+            checks: vec![],
+            workdirs: BTreeMap::new(),
+            ncpus: BTreeMap::new(),
+            ticks: 100.0,
+            server_dir: String::new(),
+            server_ip,
+        };
+        for h in hosts.hosts.iter().filter(|h| h.role != Role::Origin) {
+            let c = run.ssh.check(h, evlab, true)?;
+            progress.note(&format!(
+                "evlab run: host {} ({:?}): {}, {}{}, clock {:+.2} ms ± {:.2} ms",
+                h.name,
+                h.role,
+                c.kernel,
+                c.evlab_version,
+                if c.copied { " (copied there)" } else { "" },
+                c.clock_offset_ms,
+                c.clock_bound_ms
+            ));
+            let out = run.ssh.ok(
+                h,
+                &format!(
+                    "cd {} && pwd && getconf _NPROCESSORS_ONLN && getconf CLK_TCK",
+                    h.workdir()
+                ),
+                &[],
+            )?;
+            let v: Vec<&str> = out.lines().map(str::trim).collect();
+            let (Some(dir), Some(Ok(n)), Some(Ok(t))) = (
+                v.first(),
+                v.get(1).map(|x| x.parse::<usize>()),
+                v.get(2).map(|x| x.parse::<f64>()),
+            ) else {
+                return Err(fail(
+                    h,
+                    format!("cannot read its workdir and CPUs: {out:?}"),
+                ));
+            };
+            run.workdirs.insert(h.name.clone(), dir.to_string());
+            run.ncpus.insert(h.name.clone(), n);
+            if h.role == Role::Server {
+                run.ticks = t;
+            }
+            run.checks.push(c);
+        }
+        let dir = format!(
+            "{}/run-{}-{}",
+            run.workdir(&server),
+            std::process::id(),
+            crate::model::results::now_secs()
+        );
+        run.ssh.ok(
+            &server,
+            &format!("mkdir -p {dir}/www && printf a > {dir}/www/one"),
+            &[],
+        )?;
+        run.server_dir = dir;
+        Ok(run)
+    }
+
+    fn workdir(&self, h: &Host) -> &str {
+        self.workdirs.get(&h.name).map_or("", |s| s.as_str())
+    }
+
+    /// `taskset -c CPUS` when the host has all of `cpus`, then `WORKDIR/evlab`.
+    fn evlab_argv(&self, h: &Host, cpus: &[usize]) -> Vec<String> {
+        let n = self.ncpus.get(&h.name).copied().unwrap_or(0);
+        let mut v = vec![];
+        if !cpus.is_empty() && cpus.iter().all(|&c| c < n) {
+            let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+            v.extend(["taskset".into(), "-c".into(), list.join(",")]);
+        }
+        v.push(format!("{}/evlab", self.workdir(h)));
+        v
+    }
+
+    fn offset(&self, h: &Host) -> (f64, f64) {
+        self.checks
+            .iter()
+            .find(|c| c.name == h.name)
+            .map_or((0.0, 0.0), |c| (c.clock_offset_ms, c.clock_bound_ms))
+    }
+
+    /// Removes the run's directory on the server host.
+    pub fn finish(&self) {
+        if !self.server_dir.is_empty() {
+            let _ = self.ssh.ok(
+                self.hosts.server(),
+                &format!("rm -rf {}", self.server_dir),
+                &[],
+            );
+        }
+    }
+}
+
+/// What one point started on its hosts, stopped in reverse order whatever happens.
+#[derive(Default)]
+struct RemoteProcs {
+    server: Option<Remote>,
+    idle: Option<Remote>,
+    clients: Vec<Remote>,
+}
+
+impl RemoteProcs {
+    /// Stops the clients, the idle holder and the server, each checked gone on its host;
+    /// what was not is returned, for a flag.
+    fn stop(&mut self, ssh: &Ssh) -> Option<String> {
+        let grace = Duration::from_secs(5);
+        let mut left = Vec::new();
+        let all = self
+            .clients
+            .iter_mut()
+            .chain(self.idle.as_mut())
+            .chain(self.server.as_mut());
+        for r in all {
+            left.extend(ssh.stop(r, grace));
+        }
+        (!left.is_empty()).then(|| left.join("; "))
+    }
+}
+
+/// One client's finished run.
+struct ClientRun {
+    host: Host,
+    report: LoadReport,
+    json: String,
+}
+
+/// One point: across `hosts` when given (else `point::run_point`, on this machine), measured,
+/// then everything it started stopped and checked gone on its host (what was not is a flag).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_point(
+    ctx: &PointCtx,
+    hosts: Option<&HostsRun>,
+    index: usize,
+    s: &Series,
+    swept: Option<f64>,
+    idle: usize,
+    rate: f64,
+    trial: u32,
+) -> PointResult {
+    let Some(hr) = hosts else {
+        return point::run_point(ctx, index, s, swept, idle, rate, trial);
+    };
+    let t0 = Instant::now();
+    let mut p = point::new_point(ctx, index, s, swept, idle, rate, trial);
+    let mut procs = RemoteProcs::default();
+    let r = measure_in(ctx, hr, &mut p, &mut procs);
+    if let Some(left) = procs.stop(&hr.ssh) {
+        p.flags.push(left);
+    }
+    point::finish_point(&mut p, r, t0);
+    p
+}
+
+fn measure_in(
+    ctx: &PointCtx,
+    hr: &HostsRun,
+    p: &mut PointResult,
+    procs: &mut RemoteProcs,
+) -> Result<(), LabError> {
+    let spec = &ctx.opts.spec;
+    let series = point::point_series(spec, p);
+    let port = start_server(ctx, hr, &series, p, procs)?;
+    let addr = SocketAddr::new(hr.server_ip, port);
+    procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
+    if p.idle > 0 && spec.holds_idle(&p.series) {
+        start_idle(hr, p, port, procs)?;
+        settle(hr, procs);
+    }
+    if spec.warmup_s > 0.0 {
+        run_clients(ctx, hr, port, p, spec.warmup_s, procs)?;
+    }
+    let server = hr.hosts.server();
+    let pid = procs.server.as_ref().expect("started").pgid;
+    let stats_before = point::fetch_stats(addr)?;
+    let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
+    let t = Instant::now();
+    let (at, runs) = run_clients(ctx, hr, port, p, ctx.duration, procs)?;
+    let alive = procs.server.as_mut().is_some_and(|s| s.alive());
+    if !alive {
+        let s = procs.server.as_ref().expect("started");
+        p.flags.push(format!(
+            "server exited during the run on host {}: {}",
+            server.name,
+            s.ssh.stderr_tail(3)
+        ));
+    } else {
+        let (cpu1, cs1) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
+        let wall = t.elapsed().as_secs_f64().max(1e-9);
+        let cpu = (cpu1 - cpu0).max(0.0);
+        p.server_cpu_s = Some(cpu);
+        p.server_cpu_util = Some(cpu / wall);
+        p.server_ctx_switches = Some(cs1.saturating_sub(cs0));
+        let after = point::fetch_stats(addr)?;
+        p.server = Some(point::counters_delta(&stats_before, &after));
+    }
+    p.commands.push(format!(
+        "# each client host's run ends by itself; then on host {}: kill $server",
+        server.name
+    ));
+    let raw_dir = ctx.out.join("load");
+    let _ = std::fs::create_dir_all(&raw_dir);
+    for c in &runs {
+        let _ = std::fs::write(
+            raw_dir.join(format!("point-{:03}-{}.json", p.index, c.host.name)),
+            &c.json,
+        );
+    }
+    record(ctx, hr, p, at, &runs)
+}
+
+/// `ssh DEST -- 'COMMAND'`, as a shell runs it by hand.
+fn by_hand(r: &Remote, background: &str) -> String {
+    format!(
+        "ssh {} -- {}{background}   # on host {}",
+        r.host.destination,
+        shell_line(std::slice::from_ref(&r.command)),
+        r.host.name
+    )
+}
+
+/// `evlab serve` on the server host, on its address and a port it chooses (read back from its
+/// `listening on` line); returns the port.
+fn start_server(
+    ctx: &PointCtx,
+    hr: &HostsRun,
+    s: &Series,
+    p: &mut PointResult,
+    procs: &mut RemoteProcs,
+) -> Result<u16, LabError> {
+    let spec = &ctx.opts.spec;
+    let host = hr.hosts.server();
+    let mut argv = hr.evlab_argv(host, &[spec.server_cpu]);
+    argv.extend([
+        "serve".into(),
+        "--listen".into(),
+        SocketAddr::new(hr.server_ip, 0).to_string(),
+        "--root".into(),
+        format!("{}/www", hr.server_dir),
+        "--mechanism".into(),
+        s.mechanism.clone(),
+        "--stats".into(),
+    ]);
+    if spec.profile {
+        argv.push("--profile".into());
+    }
+    argv.extend(spec.server_flags.iter().cloned());
+    argv.extend(s.flags.iter().cloned());
+    let r = procs
+        .server
+        .insert(hr.ssh.spawn(host, "evlab serve", &argv)?);
+    let line = r.ssh.wait_line(
+        |l| l.starts_with("listening on "),
+        Duration::from_secs(15),
+        "`listening on` line",
+    )?;
+    let addr: SocketAddr = line["listening on ".len()..]
+        .trim()
+        .parse()
+        .map_err(|_| LabError::Point(format!("evlab serve printed a bad address: {line}")))?;
+    p.commands.push(by_hand(r, " & server=$!"));
+    Ok(addr.port())
+}
+
+/// `evlab idle` on the first client host, holding the point's idle connections; waits until
+/// it says they are all up.
+fn start_idle(
+    hr: &HostsRun,
+    p: &mut PointResult,
+    port: u16,
+    procs: &mut RemoteProcs,
+) -> Result<(), LabError> {
+    let host = hr.hosts.clients().next().expect("prepare checked one");
+    let mut argv = hr.evlab_argv(host, &[]);
+    argv.extend([
+        "idle".into(),
+        "--server".into(),
+        hr.server_ip.to_string(),
+        "--port".into(),
+        port.to_string(),
+        p.idle.to_string(),
+    ]);
+    let r = procs.idle.insert(hr.ssh.spawn(host, "evlab idle", &argv)?);
+    p.commands.push(by_hand(r, " & idle=$!"));
+    let want = format!("idle: all {} connections up", p.idle);
+    r.ssh.wait_line(
+        |l| l.starts_with(&want),
+        Duration::from_secs_f64(30.0 + p.idle as f64 / 500.0),
+        "`idle: all … up` line",
+    )?;
+    Ok(())
+}
+
+/// Waits until the server has used under 1 ms of CPU in 100 ms (at most 3 s), read on its host.
+fn settle(hr: &HostsRun, procs: &RemoteProcs) {
+    let Some(pid) = procs.server.as_ref().map(|s| s.pgid) else {
+        return;
+    };
+    let host = hr.hosts.server();
+    let t0 = Instant::now();
+    let mut last = hr.ssh.proc_usage(host, pid, hr.ticks).map_or(0.0, |x| x.0);
+    while t0.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok((now, _)) = hr.ssh.proc_usage(host, pid, hr.ticks) else {
+            return;
+        };
+        if now - last < 0.001 {
+            return;
+        }
+        last = now;
+    }
+}
+
+/// The load split over the client hosts: each gets the rate (and a fixed number of
+/// connections) over their number, all told to start at one instant `at` (this machine's
+/// clock; each host is given it in its own: plus its offset); waits for every one to end and
+/// returns `at` and their reports, in the hosts file's order.
+fn run_clients(
+    ctx: &PointCtx,
+    hr: &HostsRun,
+    port: u16,
+    p: &mut PointResult,
+    secs: f64,
+    procs: &mut RemoteProcs,
+) -> Result<(f64, Vec<ClientRun>), LabError> {
+    let spec = &ctx.opts.spec;
+    let clients: Vec<&Host> = hr.hosts.clients().collect();
+    let n = clients.len();
+    let at = now_s() + LEAD_S + 0.1 * n as f64;
+    let first = procs.clients.len();
+    for h in &clients {
+        let mut argv = hr.evlab_argv(h, &spec.client_cpus);
+        let mut args = load::load_argv(&LoadArgs {
+            port,
+            workload: &spec.workload,
+            docroot: Path::new("/"),
+            rate: p.rate / n as f64,
+            duration_s: secs,
+            calls_per_conn: spec.calls_per_conn,
+            active_conns: spec.active_conns.map(|c| c.div_ceil(n as u64)),
+            timeout_s: spec.timeout_s,
+            sample_interval_s: 1.0,
+            json: Path::new("-"),
+            extra: &spec.load_flags,
+        });
+        if let Some(i) = args.iter().position(|a| a == "--server") {
+            args[i + 1] = hr.server_ip.to_string();
+        }
+        let (offset_ms, _) = hr.offset(h);
+        args.extend(["--start-at".into(), format!("{:.6}", at + offset_ms / 1e3)]);
+        argv.extend(args);
+        let r = hr.ssh.spawn(h, "evlab load", &argv)?;
+        p.commands.push(by_hand(&r, " &"));
+        procs.clients.push(r);
+    }
+    let wait = if spec.active_conns.is_some() {
+        3.0 * secs
+    } else {
+        secs
+    };
+    let limit = Duration::from_secs_f64(LEAD_S + wait + spec.timeout_s + 30.0);
+    let mut runs = Vec::with_capacity(n);
+    for (h, r) in clients.iter().zip(&mut procs.clients[first..]) {
+        let status = r.ssh.wait_exit(limit)?;
+        let Some(status) = status else {
+            return Err(LabError::Point(if interrupted() {
+                "interrupted".into()
+            } else {
+                format!(
+                    "evlab load on host {} did not finish within {:.0} s",
+                    h.name,
+                    limit.as_secs_f64()
+                )
+            }));
+        };
+        if !status.success() {
+            return Err(LabError::Point(format!(
+                "evlab load on host {} failed ({status}): {}",
+                h.name,
+                r.ssh.stderr_tail(4)
+            )));
+        }
+        let json = r.ssh.rest_lines(Duration::from_secs(5)).join("\n") + "\n";
+        let report = load::parse_report(&json, &format!("host {}'s report", h.name))?;
+        runs.push(ClientRun {
+            host: (*h).clone(),
+            report,
+            json,
+        });
+    }
+    Ok((at, runs))
+}
+
+/// The point from its clients' reports: merged exactly (each report's clock brought to this
+/// machine's by its host's offset first), each client host judged on its own (late start,
+/// fell behind, CPU saturated, out of resources) with a flag naming it.
+fn record(
+    ctx: &PointCtx,
+    hr: &HostsRun,
+    p: &mut PointResult,
+    at: f64,
+    runs: &[ClientRun],
+) -> Result<(), LabError> {
+    let spec = &ctx.opts.spec;
+    let n = runs.len().max(1) as f64;
+    let limit_ms = (0.01 * p.duration_s * 1e3).max(10.0);
+    let mut named = Vec::with_capacity(runs.len());
+    for c in runs {
+        let (off, bound) = hr.offset(&c.host);
+        let mut r = c.report.clone();
+        if r.interrupted {
+            return Err(LabError::Point(format!(
+                "evlab load on host {} was stopped before it was done",
+                c.host.name
+            )));
+        }
+        let clock = r.clock.as_mut().ok_or_else(|| {
+            LabError::Point(format!("host {}'s report has no clock", c.host.name))
+        })?;
+        clock.started_at -= off / 1e3;
+        clock.ended_at -= off / 1e3;
+        if let Some(s) = clock.start_at.as_mut() {
+            *s -= off / 1e3;
+        }
+        let late_ms = (clock.started_at - at) * 1e3;
+        if late_ms > limit_ms {
+            p.flags.push(format!(
+                "client on host {} started late: {late_ms:.1} ms after the agreed instant \
+                 (its clock offset {off:+.2} ms ± {bound:.2} ms; the limit is {limit_ms:.0} ms)",
+                c.host.name
+            ));
+        }
+        judge_host(spec, p, c, n);
+        let summary = LoadSummary::from(&c.report);
+        p.hosts.push(PointHost {
+            host: c.host.name.clone(),
+            offered_rate: c.report.schedule.offered_rate,
+            replies: c.report.replies.total,
+            reply_rate: c.report.replies.total as f64 / c.report.duration_s.max(1e-9),
+            p99_ms: summary.latency_ms.p99.unwrap_or(0.0),
+            late_ms,
+            clock_offset_ms: off,
+            clock_bound_ms: bound,
+        });
+        named.push((c.host.name.clone(), r));
+    }
+    let m = evlab_wire::merge::merge(&named)
+        .map_err(|e| LabError::Point(format!("the clients' reports cannot be merged: {e}")))?;
+    let reports: Vec<LoadReport> = named.into_iter().map(|(_, r)| r).collect();
+    p.load = Some(load::merged_summary(&m, &reports));
+    p.samples = load::merged_samples(&reports);
+    let replies = m.replies.total;
+    if let Some(cpu) = p.server_cpu_s {
+        p.server_cpu_us_per_reply = (replies > 0).then(|| cpu * 1e6 / replies as f64);
+    }
+    p.client_cpu_util = Some(reports.iter().map(|r| r.cpu.percent / 100.0).sum::<f64>() / n);
+    Ok(())
+}
+
+/// One client host judged by the point's rule on its own report (its CPU: the generator's own,
+/// as it reports it); its flags and notes name it.
+fn judge_host(spec: &crate::model::spec::Spec, p: &mut PointResult, c: &ClientRun, n: f64) {
+    let s = Series {
+        label: p.series.clone(),
+        kind: p.kind,
+        mechanism: p.mechanism.clone(),
+        flags: vec![],
+    };
+    let mut q = PointResult::new(p.index, &s, p.idle, p.rate / n, p.trial, p.duration_s);
+    q.load = Some(LoadSummary::from(&c.report));
+    q.client_cpu_util = Some(c.report.cpu.percent / 100.0);
+    point::judge(spec, &mut q);
+    let name = &c.host.name;
+    for f in q.flags {
+        p.flags.push(match f.strip_prefix("client ") {
+            Some(rest) => format!("client on host {name} {rest}"),
+            None => format!("{f} (client host {name})"),
+        });
+    }
+    for x in q.notes {
+        p.notes.push(format!("client host {name}: {x}"));
+    }
+}

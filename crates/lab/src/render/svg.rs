@@ -399,7 +399,13 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     if c.diagonal {
         y_max = y_max.max(x1);
     }
-    let (x0, x1, x_ticks) = if logs.x {
+    // Three x values or fewer (0 and 10,000 idle connections): a dot plot, its values evenly
+    // spaced as categories, rather than a line over a mostly empty axis.
+    let cats = categories(c, logs, &xs_all);
+    let (x0, x1, x_ticks) = if let Some(v) = &cats {
+        let ticks = v.iter().map(|&x| (x, fmt_tick(x, x_decimals(x)))).collect();
+        (v[0], v[v.len() - 1], ticks)
+    } else if logs.x {
         log_x_axis(x0, x1, &xs_all)
     } else {
         linear_x_axis(x0, x1)
@@ -415,6 +421,7 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
         x1,
         y0,
         y1,
+        cats,
     };
     let mut s = String::new();
     let _ = write!(
@@ -625,10 +632,44 @@ struct Plot {
     x1: f64,
     y0: f64,
     y1: f64,
+    /// A dot plot's x values, in order, each at the middle of its own equal share of the width.
+    cats: Option<Vec<f64>>,
+}
+
+/// Most distinct x values a chart draws as categories (a dot plot).
+const MOST_CATEGORIES: usize = 3;
+
+/// The chart's x values as categories when there are at most `MOST_CATEGORIES` of them, on a
+/// linear x axis without the diagonal (which needs a true rate axis); else None.
+fn categories(c: &Chart, logs: Logs, xs: &[f64]) -> Option<Vec<f64>> {
+    if logs.x || c.diagonal {
+        return None;
+    }
+    let mut v: Vec<f64> = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    (!v.is_empty() && v.len() <= MOST_CATEGORIES).then_some(v)
+}
+
+/// Decimals for one category's label: none for whole numbers.
+fn x_decimals(x: f64) -> usize {
+    if x.fract() == 0.0 {
+        0
+    } else {
+        2
+    }
 }
 
 impl Plot {
     fn px(&self, x: f64) -> f64 {
+        if let Some(v) = &self.cats {
+            let i = v
+                .iter()
+                .enumerate()
+                .min_by(|a, b| (a.1 - x).abs().total_cmp(&(b.1 - x).abs()))
+                .map_or(0, |(i, _)| i);
+            return L + (i as f64 + 0.5) / v.len() as f64 * PW;
+        }
         let (x0, x1) = (self.x0, self.x1);
         let f = if self.logs.x {
             (x.max(x0).log10() - x0.log10()) / (x1.log10() - x0.log10())
@@ -910,9 +951,15 @@ fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
             .filter(|p| logs.shown(p))
             .map(|&(x, y)| format!("{:.1},{:.1}", plot.px(x), plot.py(y)))
             .collect();
+        // In a dot plot the values are the dots; a faint dashed guide only joins a series'.
+        let style = if plot.cats.is_some() {
+            r#"stroke-width="1" stroke-dasharray="3 4" stroke-opacity="0.5""#
+        } else {
+            r#"stroke-width="1.8""#
+        };
         let _ = write!(
             s,
-            r#"<polyline class="series" data-series="{}" points="{}" fill="none" stroke="{colour}" stroke-width="1.8"/>"#,
+            r#"<polyline class="series" data-series="{}" points="{}" fill="none" stroke="{colour}" {style}/>"#,
             esc(&line.label),
             pts.join(" ")
         );
@@ -1196,7 +1243,15 @@ mod tests {
         // p99 up to 1,150 ms: ticks 0, 200, …, 1,200 — never "1200" beside "1,000". (From
         // 20: a series over two decades or more would be drawn on a log axis.)
         let c = chart(
-            vec![line("a", vec![(2200.0, 20.0), (13000.0, 1150.0)])],
+            vec![line(
+                "a",
+                vec![
+                    (2200.0, 20.0),
+                    (5000.0, 300.0),
+                    (9000.0, 700.0),
+                    (13000.0, 1150.0),
+                ],
+            )],
             Scale::Linear,
         );
         let s = line_chart(&c);
@@ -1221,6 +1276,59 @@ mod tests {
             y_labels(&line_chart(&c)),
             ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0", "1.2", "1.4"]
         );
+    }
+
+    #[test]
+    fn three_x_values_or_fewer_make_a_dot_plot_of_evenly_spaced_categories() {
+        let two = || {
+            chart(
+                vec![
+                    line("a", vec![(0.0, 40.0), (10000.0, 30.0)]),
+                    line("b", vec![(0.0, 38.0), (10000.0, 800.0)]),
+                ],
+                Scale::Linear,
+            )
+        };
+        let s = line_chart(&two());
+        // The categories are labelled with their own values, nothing between them.
+        assert_eq!(x_labels(&s), ["0", "10,000"], "{s}");
+        // The first series' dots (circles, drawn at their centres) sit each at the middle of
+        // its half of the plot, whatever the values' distance.
+        let circles: Vec<f64> = s
+            .split("<circle")
+            .skip(1)
+            .filter_map(|e| e.split("cx=\"").nth(1)?.split('"').next()?.parse().ok())
+            .filter(|x: &f64| *x < L + PW) // not the legend's
+            .collect();
+        let (left, right) = (L + PW / 4.0, L + 3.0 * PW / 4.0);
+        assert!(circles.len() >= 2, "{s}");
+        for x in &circles {
+            assert!(
+                (x - left).abs() < 0.6 || (x - right).abs() < 0.6,
+                "{x} not at {left} or {right}"
+            );
+        }
+        assert_eq!(markers(&s).iter().filter(|m| m.0 < L + PW).count(), 4);
+        // The series' guides are faint and dashed: the dots carry the values.
+        assert_eq!(s.matches("<polyline").count(), 2);
+        assert_eq!(s.matches(r#"stroke-dasharray="3 4""#).count(), 2);
+        // Four values keep the linear axis, and solid lines.
+        let four = chart(
+            vec![line(
+                "a",
+                vec![(1.0, 1.0), (2.0, 2.0), (3.0, 3.0), (4.0, 4.0)],
+            )],
+            Scale::Linear,
+        );
+        let s = line_chart(&four);
+        assert!(!s.contains("stroke-dasharray"), "{s}");
+        // (the rate axis from zero, ticks between the values)
+        let x = x_labels(&s);
+        assert!(x.len() > 4 && x[0] == "0.0", "{x:?}");
+        // A chart with the diagonal (replies against the offered rate) keeps its rate axis.
+        let mut diag = two();
+        diag.diagonal = true;
+        assert!(!line_chart(&diag).contains(r#"stroke-dasharray="3 4""#));
     }
 
     #[test]

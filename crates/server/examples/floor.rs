@@ -1,7 +1,7 @@
 //! The floor: the fastest thing that can answer the one-byte workload over keep-alive HTTP on
 //! this machine. Edge-triggered epoll, one thread; every read is answered with one canned
 //! response per request terminator seen, nothing is parsed, nothing is looked up. No real server
-//! can beat it, so it is the yardstick the benchmark (bench/serve-bench.sh) measures servers by.
+//! can beat it, so it is the yardstick the benchmark (bench/serve_bench.py) measures servers by.
 //!
 //! Usage: floor [ADDR:PORT]   (prints `listening on ADDR:PORT`)
 

@@ -67,6 +67,7 @@ fn choices() -> Vec<(&'static [&'static str], &'static str, Vec<&'static str>)> 
             "accept_mode",
             vec!["shared", "exclusive", "reuseport"],
         ),
+        (&["serve"], "file_io", evlab_server::FileIo::NAMES.to_vec()),
         (&["proxy"], "forward", forward),
         (
             &["pipetest"],

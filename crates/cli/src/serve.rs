@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use evlab_poll::{Mechanism, Support};
 use evlab_runtime::signals;
-use evlab_server::{AcceptMode, Config, Server};
+use evlab_server::{AcceptMode, Config, FileIo, Server};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -44,10 +44,15 @@ pub struct Args {
     /// Connections accepted per listener notification: a number or `inf` (paper §5.2)
     #[arg(long, default_value = "inf", value_parser = parse_accept_limit)]
     pub accept_limit: AcceptLimit,
-    /// Send bodies with sendfile(2) (the paper's configuration, with --cork)
-    #[arg(long)]
+    /// How file bodies reach the socket: cache (from the content cache's memory; files over
+    /// --max-in-memory by sendfile), read (pread and write, every response), mmap (a mapping
+    /// per response, written from it) or sendfile (the paper's configuration, with --cork)
+    #[arg(long, value_name = "MODE", default_value = "cache", value_parser = parse_file_io)]
+    pub file_io: FileIo,
+    /// The same as --file-io sendfile
+    #[arg(long, conflicts_with = "file_io")]
     pub sendfile: bool,
-    /// Set TCP_CORK around each response sent with sendfile
+    /// Set TCP_CORK around each response whose body comes from its file
     #[arg(long)]
     pub cork: bool,
     /// Write each response as soon as it is ready instead of waiting for a writable event
@@ -139,6 +144,15 @@ summary on stderr; the exit status is then 0 (a graceful stop is not a failure).
 
 #[derive(Copy, Clone, Debug)]
 pub struct AcceptLimit(pub Option<usize>);
+
+fn parse_file_io(s: &str) -> Result<FileIo, String> {
+    FileIo::from_name(s).ok_or_else(|| {
+        format!(
+            "'{s}' is not a file I/O mode: one of {}",
+            FileIo::NAMES.join(", ")
+        )
+    })
+}
 
 fn parse_accept_limit(s: &str) -> Result<AcceptLimit, String> {
     if s.eq_ignore_ascii_case("inf") || s.eq_ignore_ascii_case("infinity") {
@@ -236,7 +250,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.workers = a.workers;
     cfg.accept_mode = a.accept_mode;
     cfg.accept_limit = a.accept_limit.0;
-    cfg.sendfile = a.sendfile;
+    cfg.file_io = if a.sendfile {
+        FileIo::Sendfile
+    } else {
+        a.file_io
+    };
     cfg.cork = a.cork;
     cfg.eager_write = a.eager_write;
     cfg.batch_writes = a.batch_writes;

@@ -244,6 +244,10 @@ fn bash_completes_choice_flags_with_their_values() {
         complete("evlab serve --accept-mode "),
         "shared exclusive reuseport"
     );
+    assert_eq!(
+        complete("evlab serve --file-io "),
+        "cache read mmap sendfile"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -134,6 +134,32 @@ fn unknown_mechanism_lists_valid_ones() {
     }
 }
 
+/// `--file-io` names its modes when given another, cannot be given with `--sendfile` (its
+/// other name), and `read` and `mmap` serve.
+#[test]
+fn file_io_modes_serve_and_a_bad_one_names_the_modes() {
+    let out = Command::new(BIN)
+        .args(["serve", "--root", "/tmp", "--file-io", "splice"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cache, read, mmap, sendfile"), "{err}");
+    let out = Command::new(BIN)
+        .args(["serve", "--root", "/tmp", "--sendfile", "--file-io", "read"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    for mode in ["read", "mmap"] {
+        let s = serve(mode, &["--file-io", mode], |_| {});
+        let r = http_get(s.addr, "/one");
+        assert!(
+            r.starts_with("HTTP/1.1 200 OK\r\n") && r.ends_with("\r\n\r\na"),
+            "{r}"
+        );
+    }
+}
+
 #[test]
 fn list_mechanisms() {
     let out = Command::new(BIN)

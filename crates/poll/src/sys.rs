@@ -81,6 +81,9 @@ syscalls! {
     Tee => "tee",
     Pipe2 => "pipe2",
     Getpeername => "getpeername",
+    Pread => "pread64",
+    Mmap => "mmap",
+    Munmap => "munmap",
 }
 
 /// Number of counted syscalls.
@@ -493,6 +496,21 @@ pub fn read_into_max(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usi
     // SAFETY: the spare capacity is valid for writing `cap` bytes.
     let n = counted(Syscall::Read, || unsafe {
         libc::read(fd, ptr as *mut libc::c_void, cap) as libc::c_long
+    })? as usize;
+    // SAFETY: the kernel initialised the first `n` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+/// pread(2) of at most `max` bytes at `offset` into the spare capacity of `buf`, extending its
+/// length by what was read.
+#[inline]
+pub fn pread_into_max(fd: RawFd, buf: &mut Vec<u8>, offset: u64, max: usize) -> io::Result<usize> {
+    let spare: &mut [MaybeUninit<u8>] = buf.spare_capacity_mut();
+    let (ptr, cap) = (spare.as_mut_ptr(), spare.len().min(max));
+    // SAFETY: the spare capacity is valid for writing `cap` bytes.
+    let n = counted(Syscall::Pread, || unsafe {
+        libc::pread(fd, ptr as *mut libc::c_void, cap, offset as libc::off_t) as libc::c_long
     })? as usize;
     // SAFETY: the kernel initialised the first `n` bytes of the spare capacity.
     unsafe { buf.set_len(buf.len() + n) };

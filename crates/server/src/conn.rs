@@ -12,6 +12,8 @@ use evlab_runtime::{Timed, Timer};
 /// Bodies up to this size are copied behind their head so that both leave in one write; larger
 /// ones are referenced in place (no copy) and leave in the same writev.
 pub const COPY_BODY_MAX: usize = 16 * 1024;
+/// What `--file-io read` reads of a file at a time.
+pub const READ_CHUNK: usize = 64 * 1024;
 
 /// Stop parsing pipelined requests while this much output is queued, so a client that sends
 /// without reading cannot make the server buffer without bound.
@@ -42,6 +44,13 @@ enum Chunk {
     Mem { entry: Rc<Entry>, off: usize },
     /// A body sent by sendfile(2), from `off` to its end.
     File { entry: Rc<Entry>, off: u64 },
+    /// A body read from its file (`--file-io read`), from `off` to its end: at the front of the
+    /// queue, each `READ_CHUNK` read goes in front of it as an `Owned` chunk.
+    Read { entry: Rc<Entry>, off: u64 },
+    /// Bytes read from a file, from `off` to their end.
+    Owned { data: Vec<u8>, off: usize },
+    /// A body written from a mapping of its file (`--file-io mmap`), from `off` to its end.
+    Map { map: Rc<sys::Mapping>, off: usize },
     /// Set (true) or clear (false) TCP_CORK at this point of the stream.
     Cork(bool),
 }
@@ -56,6 +65,8 @@ pub struct Out {
     committed: usize,
     chunks: VecDeque<Chunk>,
     pending: usize,
+    /// A read buffer of `--file-io read` kept between its chunks.
+    spare: Vec<u8>,
 }
 
 /// What is at the front of the queue after the syscall-only work is done.
@@ -87,6 +98,8 @@ impl Out {
         if self.chunks.capacity() > 64 {
             self.chunks = VecDeque::new();
         }
+        // A spare shell holds no read buffer.
+        self.spare = Vec::new();
     }
 
     /// The head buffer, for the worker's pool to lend to or reclaim from.
@@ -137,6 +150,28 @@ impl Out {
         self.commit_buf();
         self.pending += entry.len as usize;
         self.chunks.push_back(Chunk::File { entry, off: 0 });
+    }
+
+    /// A body to read from its file (pread) and write, a chunk at a time.
+    pub fn push_read(&mut self, entry: Rc<Entry>) {
+        self.commit_buf();
+        self.pending += entry.len as usize;
+        self.chunks.push_back(Chunk::Read { entry, off: 0 });
+    }
+
+    /// A body to write from a mapping of its file, made now; the entry back when the file
+    /// cannot be mapped.
+    pub fn push_map(&mut self, entry: Rc<Entry>) -> Result<(), Rc<Entry>> {
+        let Ok(map) = sys::Mapping::new(entry.file.as_raw_fd(), entry.len as usize) else {
+            return Err(entry);
+        };
+        self.commit_buf();
+        self.pending += entry.len as usize;
+        self.chunks.push_back(Chunk::Map {
+            map: Rc::new(map),
+            off: 0,
+        });
+        Ok(())
     }
 
     pub fn push_cork(&mut self, on: bool) {
@@ -258,6 +293,33 @@ impl Out {
                         Err(e) => return Err(e),
                     }
                 }
+                Some(Chunk::Read { entry, off }) => {
+                    let remaining = entry.len - *off;
+                    if remaining == 0 {
+                        self.chunks.pop_front();
+                        continue;
+                    }
+                    let mut data = std::mem::take(&mut self.spare);
+                    data.clear();
+                    let want = (remaining as usize).min(READ_CHUNK);
+                    data.reserve(want);
+                    match sys::pread_into_max(entry.file.as_raw_fd(), &mut data, *off, want) {
+                        Ok(0) => {
+                            // The file shrank under us: the promised length cannot be sent.
+                            return Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "file truncated during read",
+                            ));
+                        }
+                        Ok(n) => {
+                            *off += n as u64;
+                            self.chunks.push_front(Chunk::Owned { data, off: 0 });
+                            return Ok((Front::Memory, total));
+                        }
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
                 Some(_) => return Ok((Front::Memory, total)),
             }
         }
@@ -281,6 +343,8 @@ impl Out {
                     s
                 }
                 Chunk::Mem { entry, off } => &entry.body[*off..],
+                Chunk::Owned { data, off } => &data[*off..],
+                Chunk::Map { map, off } => &map.bytes()[*off..],
                 _ => break,
             };
             if s.is_empty() {
@@ -327,6 +391,29 @@ impl Out {
                 }
                 Chunk::Mem { entry, off } => {
                     let avail = entry.body.len() - *off;
+                    if n >= avail {
+                        n -= avail;
+                        self.chunks.pop_front();
+                    } else {
+                        *off += n;
+                        return;
+                    }
+                }
+                Chunk::Owned { data, off } => {
+                    let avail = data.len() - *off;
+                    if n >= avail {
+                        n -= avail;
+                        // Its buffer serves the next read.
+                        if let Some(Chunk::Owned { data, .. }) = self.chunks.pop_front() {
+                            self.spare = data;
+                        }
+                    } else {
+                        *off += n;
+                        return;
+                    }
+                }
+                Chunk::Map { map, off } => {
+                    let avail = map.bytes().len() - *off;
                     if n >= avail {
                         n -= avail;
                         self.chunks.pop_front();

@@ -17,7 +17,7 @@ use evlab_runtime::{BufPool, Deadlines, Timeouts};
 
 use crate::conn::{Conn, Out, State, COPY_BODY_MAX, OUT_HIGH_WATER};
 use crate::stats::{Shared, WorkerStats};
-use crate::Config;
+use crate::{Config, FileIo};
 
 pub const STATS_PATH: &str = "/.evlab/stats";
 
@@ -326,8 +326,11 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) -> bool {
         }
         Lookup::Found(entry) => {
             let cfg = &ctx.cfg;
-            let by_sendfile = !head_only && entry.len > 0 && (cfg.sendfile || !entry.in_memory);
-            if by_sendfile && cfg.cork {
+            // From the file (not the cache's memory): every mode but the cache, and the cache
+            // for a file too large to hold.
+            let from_file =
+                !head_only && entry.len > 0 && (cfg.file_io != FileIo::Cache || !entry.in_memory);
+            if from_file && cfg.cork {
                 out.push_cork(true);
             }
             write_head(
@@ -340,8 +343,17 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) -> bool {
             );
             if head_only || entry.len == 0 {
                 out.commit_buf();
-            } else if by_sendfile {
-                out.push_file(entry);
+            } else if from_file {
+                match cfg.file_io {
+                    FileIo::Read => out.push_read(entry),
+                    // A file that cannot be mapped (no memory for the mapping) goes by sendfile.
+                    FileIo::Mmap => {
+                        if let Err(entry) = out.push_map(entry) {
+                            out.push_file(entry);
+                        }
+                    }
+                    FileIo::Cache | FileIo::Sendfile => out.push_file(entry),
+                }
                 if cfg.cork {
                     out.push_cork(false);
                 }

@@ -80,8 +80,9 @@ pub struct Config {
     pub accept_mode: AcceptMode,
     /// Connections accepted per readiness notification of the listener; `None` is the paper's Inf.
     pub accept_limit: Option<usize>,
-    /// Bodies by sendfile(2) (the paper's configuration, with `cork`).
-    pub sendfile: bool,
+    /// How file bodies reach the socket (`--file-io`; `--sendfile` is `FileIo::Sendfile`, the
+    /// paper's configuration with `cork`).
+    pub file_io: FileIo,
     /// TCP_CORK around head and body.
     pub cork: bool,
     /// Write a response as soon as it is ready instead of waiting for a writable event. Off by
@@ -127,6 +128,54 @@ pub struct Config {
     pub no_store_prefix: Option<String>,
 }
 
+/// How a file's body reaches the socket (`evlab serve --file-io`): the Linux Scalability
+/// Project's read-ahead comparison, measured on the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FileIo {
+    /// From the content cache's memory: files up to `max_in_memory` are read once and sent from
+    /// memory; larger ones by sendfile.
+    #[default]
+    Cache,
+    /// read(2) (pread, 64 KiB at a time) from the file into a buffer, then write: every
+    /// response reads its file, through the page cache.
+    Read,
+    /// mmap(2) of the file for each response, written from the mapping (its pages fault in as
+    /// the socket takes them). A file truncated while it is mapped kills the server with
+    /// SIGBUS, as it would any mmap server: for static document roots.
+    Mmap,
+    /// sendfile(2) from the file: the paper's configuration (with `cork`).
+    Sendfile,
+}
+
+impl FileIo {
+    pub const NAMES: &'static [&'static str] = &["cache", "read", "mmap", "sendfile"];
+
+    pub fn from_name(s: &str) -> Option<FileIo> {
+        match s {
+            "cache" => Some(FileIo::Cache),
+            "read" => Some(FileIo::Read),
+            "mmap" => Some(FileIo::Mmap),
+            "sendfile" => Some(FileIo::Sendfile),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FileIo::Cache => "cache",
+            FileIo::Read => "read",
+            FileIo::Mmap => "mmap",
+            FileIo::Sendfile => "sendfile",
+        }
+    }
+
+    /// Whether the content cache holds bodies in memory under this mode (read and mmap read
+    /// the file for every response; the cache keeps only its descriptor and head).
+    pub fn bodies_in_memory(self) -> bool {
+        matches!(self, FileIo::Cache | FileIo::Sendfile)
+    }
+}
+
 impl Config {
     pub fn new(listen: SocketAddr, root: impl Into<PathBuf>, mechanism: Mechanism) -> Config {
         Config {
@@ -136,7 +185,7 @@ impl Config {
             workers: 1,
             accept_mode: AcceptMode::Shared,
             accept_limit: None,
-            sendfile: false,
+            file_io: FileIo::Cache,
             cork: false,
             eager_write: false,
             batch_writes: false,
@@ -160,7 +209,12 @@ impl Config {
 
     pub(crate) fn cache_config(&self) -> CacheConfig {
         let mut c = CacheConfig::new(self.root.clone());
-        c.max_in_memory = self.max_in_memory;
+        // `--file-io read` and `mmap` read the file for every response: no body is held.
+        c.max_in_memory = if self.file_io.bodies_in_memory() {
+            self.max_in_memory
+        } else {
+            0
+        };
         c.max_bytes = self.cache_bytes;
         // Only files whose body is held keep a descriptor open; with 10,000 idle connections
         // the descriptor limit matters more than a larger cache would.

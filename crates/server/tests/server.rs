@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use evlab_poll::{Kind, Mechanism};
+use evlab_server::FileIo;
 
 /// Tests that hold thousands of descriptors take turns, so that `cargo test` (many tests in one
 /// process) stays under the open-file limit.
@@ -385,7 +386,7 @@ mod cases {
 
     pub fn big_file_sendfile_cork(m: &str) {
         let Some(t) = start(m, |c| {
-            c.sendfile = true;
+            c.file_io = FileIo::Sendfile;
             c.cork = true;
         }) else {
             return;
@@ -397,12 +398,48 @@ mod cases {
 
     pub fn big_file_sendfile_not_in_memory(m: &str) {
         let Some(t) = start(m, |c| {
-            c.sendfile = false;
+            c.file_io = FileIo::Cache;
             c.max_in_memory = 1024;
         }) else {
             return;
         };
         fetch_big(&t);
+    }
+
+    /// `--file-io read` and `mmap` read the file for every response (pread 64 KiB at a time,
+    /// or a mapping per response), byte-exact, keep-alive and pipelined with HEAD and a small
+    /// file; the stats show the calls each mode makes and none of the others'.
+    pub fn file_io_read_and_mmap(m: &str) {
+        for mode in [FileIo::Read, FileIo::Mmap] {
+            let Some(t) = start(m, |c| c.file_io = mode) else {
+                return;
+            };
+            fetch_big(&t); // 2 GETs and a HEAD of 4 MiB, and /one
+            let v = t.stats();
+            let calls = |name: &str| v.syscalls.get(name).map_or(0, |c| c.calls);
+            let (pread, mmap, munmap, sendfile) = (
+                calls("pread64"),
+                calls("mmap"),
+                calls("munmap"),
+                calls("sendfile"),
+            );
+            assert_eq!(sendfile, 0, "{mode:?}: {v:?}");
+            match mode {
+                // 4 MiB in 64 KiB reads, twice, and /one's byte, at least (once more where a
+                // write was short: the read buffer is kept, not read again).
+                FileIo::Read => {
+                    assert!(pread > 2 * 64, "{pread} preads: {v:?}");
+                    assert_eq!((mmap, munmap), (0, 0), "{v:?}");
+                }
+                // One mapping per response with a body (two of big.bin, one of /one), each
+                // unmapped when sent; HEAD maps nothing.
+                _ => {
+                    assert_eq!((mmap, munmap), (3, 3), "{v:?}");
+                    assert_eq!(pread, 0, "{v:?}");
+                }
+            }
+            assert_eq!(v.connections.io_errors, 0, "{v:?}");
+        }
     }
 
     pub fn eager_write(m: &str) {
@@ -893,6 +930,7 @@ macro_rules! mechanism_tests {
             #[test] fn header_timeout() { crate::cases::header_timeout(M) }
             #[test] fn no_header_timeout() { crate::cases::no_header_timeout(M) }
             #[test] fn stats_endpoint() { crate::cases::stats_endpoint(M) }
+            #[test] fn file_io_read_and_mmap() { crate::cases::file_io_read_and_mmap(M) }
             #[test] fn graceful_shutdown() { crate::cases::graceful_shutdown(M) }
             #[test] fn accept_limit_one() { crate::cases::accept_limit_one(M) }
             #[test] fn max_conns_pauses_accept() { crate::cases::max_conns_pauses_accept(M) }

@@ -56,21 +56,24 @@ impl Mapping {
                 "an empty file cannot be mapped",
             ));
         }
+        let mut addr = std::ptr::null_mut();
         // SAFETY: a new read-only shared mapping chosen by the kernel; the result is checked
         // against MAP_FAILED before use.
-        let addr = unsafe {
-            libc::mmap(
+        super::counted(super::Syscall::Mmap, || unsafe {
+            addr = libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ,
                 libc::MAP_SHARED,
                 fd,
                 0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+            );
+            if addr == libc::MAP_FAILED {
+                -1
+            } else {
+                0
+            }
+        })?;
         Ok(Mapping { addr, len })
     }
 
@@ -88,10 +91,12 @@ impl Mapping {
         }
     }
 
-    /// The mapped bytes (a read faults the pages in).
+    /// The mapped bytes (a read faults the pages in). A file truncated under the mapping makes
+    /// a read past its new end fault with SIGBUS, which kills the process: map only files that
+    /// nothing shortens while they are mapped (a benchmark's, a static document root's).
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: `addr` is a live mapping of `len` readable bytes for as long as `self` is;
-        // the file is not truncated while the benchmark holds it.
+        // the caller maps only files nothing truncates meanwhile (see above).
         unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
     }
 
@@ -109,12 +114,18 @@ impl Mapping {
     }
 }
 
+impl std::fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping").field("len", &self.len).finish()
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, unmapped once.
-        unsafe {
-            libc::munmap(self.addr, self.len);
-        }
+        let _ = super::counted(super::Syscall::Munmap, || unsafe {
+            libc::munmap(self.addr, self.len) as libc::c_long
+        });
     }
 }
 

@@ -239,7 +239,6 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
         .filter(|p| valid(p))
         .cloned()
         .collect();
-    assert!(!kept.is_empty(), "{s}");
     let o = Command::new(evlab())
         .arg("run")
         .arg("--resume")

@@ -76,7 +76,7 @@ fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
 
 /// A hard descriptor limit of 32 for the server (so it cannot raise it).
 fn limit_descriptors_to_32(cmd: &mut Command) {
-    evlab_poll::sys::ChildSetup {
+    evlab_sys::ChildSetup {
         nofile_cap: Some(32),
         ..Default::default()
     }
@@ -430,7 +430,7 @@ fn cpu_seconds(pid: u32) -> f64 {
     let after = &stat[stat.rfind(')').unwrap() + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
     let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    ticks / evlab_poll::sys::clock_ticks_per_second().unwrap() as f64
+    ticks / evlab_sys::clock_ticks_per_second().unwrap() as f64
 }
 
 #[test]

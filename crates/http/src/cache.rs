@@ -65,7 +65,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 use crate::date;
 use crate::mime;
@@ -926,13 +926,13 @@ mod tests {
     fn non_regular_files_are_not_found() {
         let t = TempDir::new("fifo");
         let fifo = t.root().join("pipe");
-        evlab_poll::sys::mkfifo(&fifo, 0o644).expect("mkfifo");
+        evlab_sys::mkfifo(&fifo, 0o644).expect("mkfifo");
         let mut c = t.cache();
         // Would block forever if the cache opened the fifo without O_NONBLOCK or stat first.
         assert!(is_not_found(&c.lookup("/pipe", Instant::now())));
         // A directory whose index.html is a fifo.
         fs::create_dir_all(t.root().join("d")).unwrap();
-        evlab_poll::sys::mkfifo(&t.root().join("d/index.html"), 0o644).expect("mkfifo");
+        evlab_sys::mkfifo(&t.root().join("d/index.html"), 0o644).expect("mkfifo");
         assert!(is_not_found(&c.lookup("/d/", Instant::now())));
     }
 
@@ -1180,7 +1180,7 @@ mod tests {
             let (d, x) = (root.join("d"), root.join("x"));
             std::thread::spawn(move || {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    evlab_poll::sys::rename_exchange(&d, &x).unwrap();
+                    evlab_sys::rename_exchange(&d, &x).unwrap();
                 }
             })
         };
@@ -1196,7 +1196,7 @@ mod tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         swapper.join().unwrap();
         if root.join("d").is_symlink() {
-            evlab_poll::sys::rename_exchange(&root.join("d"), &root.join("x")).unwrap();
+            evlab_sys::rename_exchange(&root.join("d"), &root.join("x")).unwrap();
         }
         assert_eq!(
             outside, 0,

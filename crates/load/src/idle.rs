@@ -28,8 +28,8 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys;
 use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
+use evlab_sys as sys;
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
@@ -687,7 +687,7 @@ pub fn run_idle(
     mut on_progress: impl FnMut(&IdleStatus),
 ) -> Result<IdleSummary, IdleError> {
     validate(cfg)?;
-    let limit = evlab_poll::raise_fd_limit().map_err(|error| IdleError::Io {
+    let limit = evlab_sys::raise_fd_limit().map_err(|error| IdleError::Io {
         what: "cannot read the open-file limit",
         error,
     })?;

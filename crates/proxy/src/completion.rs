@@ -43,7 +43,8 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use evlab_poll::{sys, Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_poll::{Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_sys as sys;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 
 use crate::xfer::{in_flight, Io, Role, Unasked};

@@ -229,7 +229,7 @@ impl Parent {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        evlab_poll::sys::ChildSetup {
+        evlab_sys::ChildSetup {
             nofile: None,
             nofile_cap: None,
             cgroup_procs: Some(trial.procs_fd()),

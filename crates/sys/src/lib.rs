@@ -1,4 +1,4 @@
-//! Counted syscalls.
+//! evlab-sys: counted syscalls, and the safe wrappers of the process-level calls evlab makes.
 //!
 //! Every syscall the server and the load generator make goes through these wrappers. Each thread
 //! owns a block of counters that only it writes (a relaxed load and store, no locked instruction on
@@ -7,7 +7,11 @@
 //! clock, which is how evlab prints the paper's Table 1 (share of time per syscall) without gprof.
 //!
 //! It also has the uncounted, safe wrappers for process-level calls (limits, usage, signals,
-//! `uname`, fork-to-exec setup) that the other crates need, so that `unsafe` stays in this crate.
+//! `uname`, users, capabilities, fork-to-exec setup) that the other crates need, and the
+//! counting allocator of the allocation tests ([`alloc_count`]). `unsafe` stays in this crate,
+//! each block with its SAFETY line; the only other places that have any are the readiness
+//! mechanisms of `evlab-poll`, the io_uring submissions of the completion engines and the
+//! micro-benchmarks' own process and io_uring helpers (`crates/micro/src/os.rs`).
 
 use std::ffi::CStr;
 use std::io;
@@ -18,11 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-mod files;
-mod micro;
+pub mod alloc_count;
 mod process;
-pub use files::*;
-pub use micro::*;
 pub use process::*;
 
 macro_rules! syscalls {

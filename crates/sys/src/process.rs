@@ -69,29 +69,65 @@ impl CpuTime {
     }
 }
 
-fn rusage(who: libc::c_int) -> io::Result<CpuTime> {
+/// What `getrusage` says about a thread, a process or its children: CPU time and context
+/// switches.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub cpu: CpuTime,
+    /// Voluntary context switches: each time the thread slept (blocked in a wait).
+    pub voluntary: u64,
+    /// Involuntary context switches: each time the scheduler took the CPU away.
+    pub involuntary: u64,
+}
+
+impl Usage {
+    /// `self - earlier`, saturating.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            cpu: CpuTime {
+                user: self.cpu.user.saturating_sub(earlier.cpu.user),
+                system: self.cpu.system.saturating_sub(earlier.cpu.system),
+            },
+            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+        }
+    }
+}
+
+/// Whose usage `getrusage` reports.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Who {
+    /// The calling thread (RUSAGE_THREAD).
+    Thread,
+    /// This process, every thread (RUSAGE_SELF).
+    Process,
+    /// This process's children that have ended and been waited for (RUSAGE_CHILDREN).
+    Children,
+}
+
+/// getrusage(2): evlab's one wrapper of it.
+pub fn getrusage(who: Who) -> io::Result<Usage> {
+    let who = match who {
+        Who::Thread => libc::RUSAGE_THREAD,
+        Who::Process => libc::RUSAGE_SELF,
+        Who::Children => libc::RUSAGE_CHILDREN,
+    };
     // SAFETY: rusage is plain integers, for which all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is valid for writing.
+    // SAFETY: `ru` is a valid, writable rusage; `who` is one of the three values it accepts.
     check(unsafe { libc::getrusage(who, &mut ru) })?;
     let d = |tv: libc::timeval| {
         Duration::from_secs(tv.tv_sec.max(0) as u64)
             + Duration::from_micros(tv.tv_usec.max(0) as u64)
     };
-    Ok(CpuTime {
-        user: d(ru.ru_utime),
-        system: d(ru.ru_stime),
+    Ok(Usage {
+        cpu: CpuTime {
+            user: d(ru.ru_utime),
+            system: d(ru.ru_stime),
+        },
+        voluntary: ru.ru_nvcsw.max(0) as u64,
+        involuntary: ru.ru_nivcsw.max(0) as u64,
     })
-}
-
-/// CPU time of this process, every thread.
-pub fn getrusage_self() -> io::Result<CpuTime> {
-    rusage(libc::RUSAGE_SELF)
-}
-
-/// CPU time of this process's children that have ended and been waited for.
-pub fn getrusage_children() -> io::Result<CpuTime> {
-    rusage(libc::RUSAGE_CHILDREN)
 }
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of `/proc/PID/stat` times.
@@ -404,13 +440,22 @@ mod tests {
         let (soft, hard) = nofile_limit().unwrap();
         assert!(soft <= hard);
         assert!(raise_fd_limit().unwrap() >= soft);
-        let t = getrusage_self().unwrap();
+        let t = getrusage(Who::Process).unwrap().cpu;
         assert!(t.total() >= t.user);
-        assert!(getrusage_children().is_ok());
+        assert!(getrusage(Who::Children).is_ok());
         assert!(clock_ticks_per_second().unwrap() > 0);
         let u = uname().unwrap();
         assert_eq!(u.sysname, "Linux");
         assert!(!u.release.is_empty());
+    }
+
+    #[test]
+    fn usage_counts_a_sleep_as_a_voluntary_switch() {
+        let before = getrusage(Who::Thread).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let d = getrusage(Who::Thread).unwrap().since(&before);
+        assert!(d.voluntary >= 1, "{d:?}");
+        assert!(getrusage(Who::Process).unwrap().voluntary >= d.voluntary);
     }
 
     #[test]

@@ -267,8 +267,8 @@ fn a_bare_port_listens_on_loopback_and_sigint_exits_0() {
         .unwrap();
     assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
     assert!(http_get(addr, "/one").contains("200 OK"));
-    // SAFETY: kill(2) on the child this test started and still owns.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // The child this test started and still owns.
+    evlab_sys::kill(child.id(), libc::SIGINT).unwrap();
     let st = common::wait_within(&mut child, Duration::from_secs(10), "evlab serve");
     assert_eq!(st.code(), Some(0), "{st:?}");
     let _ = std::fs::remove_dir_all(&dir);

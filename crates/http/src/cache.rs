@@ -1043,38 +1043,14 @@ mod tests {
     /// This thread's effective CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, dropped while it lives
     /// (capabilities are per thread; other tests' threads keep theirs) and taken back from the
     /// permitted set when dropped. Without them (not root) it changes nothing.
-    struct DacPrivilegesDropped(Option<CapData>);
+    struct DacPrivilegesDropped(Option<evlab_sys::CapData>);
 
-    #[repr(C)]
-    struct CapHeader {
-        version: u32,
-        pid: i32,
-    }
-
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct CapData {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-
-    /// Two words of capabilities (_LINUX_CAPABILITY_VERSION_3); pid 0 is the calling thread.
-    fn capabilities(set: Option<[CapData; 2]>) -> Option<[CapData; 2]> {
-        let mut h = CapHeader {
-            version: 0x2008_0522,
-            pid: 0,
-        };
-        let mut d = set.unwrap_or_default();
-        let nr = if set.is_some() {
-            libc::SYS_capset
-        } else {
-            libc::SYS_capget
-        };
-        // SAFETY: a version-3 header and the two data words it describes, both live and
-        // writable for the call.
-        let r = unsafe { libc::syscall(nr, &mut h as *mut CapHeader, d.as_mut_ptr()) };
-        (r == 0).then_some(d)
+    /// Two words of capabilities; `Some` sets them, `None` only reads them.
+    fn capabilities(set: Option<[evlab_sys::CapData; 2]>) -> Option<[evlab_sys::CapData; 2]> {
+        match set {
+            Some(d) => evlab_sys::set_capabilities(d).ok().map(|()| d),
+            None => evlab_sys::capabilities().ok(),
+        }
     }
 
     impl DacPrivilegesDropped {

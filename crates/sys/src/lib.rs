@@ -653,6 +653,19 @@ pub fn tee(fd_in: RawFd, fd_out: RawFd, len: usize) -> io::Result<usize> {
     .map(|n| n as usize)
 }
 
+/// ioctl(FIONREAD): the bytes waiting to be read in a pipe or socket. Not counted: the proxy
+/// asks it only to size an io_uring splice.
+pub fn fionread(fd: RawFd) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid and writable.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n as *mut libc::c_int) };
+    if r == 0 {
+        Ok(n.max(0) as usize)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A blocking TCP connection whose receive buffer is set before it connects, so that the
 /// window it advertises stays that small (a slow reader, for tests and the lab).
 pub fn connect_with_rcvbuf(addr: &SocketAddr, rcvbuf: i32) -> io::Result<std::net::TcpStream> {
@@ -1252,6 +1265,7 @@ mod tests {
         assert!(granted >= 128 * 1024, "{granted}");
         assert_eq!(pipe_size(a_w).unwrap(), granted);
         assert_eq!(write(a_w, b"hello splice").unwrap(), 12);
+        assert_eq!(fionread(a_r).unwrap(), 12);
         // tee copies without consuming; splice then moves the same bytes on.
         assert_eq!(tee(a_r, b_w, 64).unwrap(), 12);
         assert_eq!(splice(a_r, c_w, 5, 0).unwrap(), 5);

@@ -137,6 +137,77 @@ pub fn clock_ticks_per_second() -> Option<u64> {
     (t > 0).then_some(t as u64)
 }
 
+// ---- users and capabilities ----
+
+/// The effective user id of this process.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The name of the user `uid` in the password database (`getpwuid_r`), if it has one.
+pub fn user_name(uid: u32) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16384];
+    // SAFETY: all-zero is a valid passwd (null pointers, zero numbers); getpwuid_r fills it.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call, and `buf.len()` is the length of `buf`; the
+    // strings it sets point into `buf`.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string in `buf`, which is still alive.
+    let name = unsafe { CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// One 32-bit word of each capability set (`struct __user_cap_data_struct`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CapData {
+    pub effective: u32,
+    pub permitted: u32,
+    pub inheritable: u32,
+}
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// _LINUX_CAPABILITY_VERSION_3: two words of each set.
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+fn capget_or_set(nr: libc::c_long, data: &mut [CapData; 2]) -> io::Result<()> {
+    let mut h = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: a version-3 header and the two data words it describes, both live and writable
+    // for the call; pid 0 is the calling thread.
+    let r = unsafe { libc::syscall(nr, &mut h as *mut CapHeader, data.as_mut_ptr()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The calling thread's capabilities (capget(2)): words 0 and 1 of each set.
+pub fn capabilities() -> io::Result<[CapData; 2]> {
+    let mut d = [CapData::default(); 2];
+    capget_or_set(libc::SYS_capget, &mut d)?;
+    Ok(d)
+}
+
+/// Sets the calling thread's capabilities (capset(2)): only lowering them, unless privileged.
+pub fn set_capabilities(mut data: [CapData; 2]) -> io::Result<()> {
+    capget_or_set(libc::SYS_capset, &mut data)
+}
+
 // ---- uname ----
 
 /// What `uname(2)` says about this machine.
@@ -447,6 +518,19 @@ mod tests {
         let u = uname().unwrap();
         assert_eq!(u.sysname, "Linux");
         assert!(!u.release.is_empty());
+    }
+
+    #[test]
+    fn users_and_capabilities_answer() {
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        let me = geteuid();
+        let caps = capabilities().unwrap();
+        if me == 0 {
+            assert_ne!(caps[0].effective, 0, "{caps:?}");
+        }
+        // Setting what is already set changes nothing and is allowed.
+        set_capabilities(caps).unwrap();
+        assert_eq!(capabilities().unwrap(), caps);
     }
 
     #[test]

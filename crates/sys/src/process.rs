@@ -1,5 +1,6 @@
 //! Safe wrappers for the process-level calls the rest of evlab makes: resource limits and usage,
-//! signals, `uname`, `sysconf`, `mkfifo`, and what a child does between fork and exec.
+//! users and capabilities, signals, `uname`, `sysconf`, `mkfifo`, and what a child does between
+//! fork and exec.
 //!
 //! None of these is on a hot path, so none is counted. They live here because evlab keeps
 //! `unsafe` in this crate: every other crate calls these instead of `libc` directly.

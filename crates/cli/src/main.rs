@@ -111,7 +111,7 @@ impl std::error::Error for Exit {}
 fn main() {
     let cli = Cli::parse();
     // The default open-file limit is far below what 10,000 idle connections need.
-    if let Err(e) = evlab_poll::raise_fd_limit() {
+    if let Err(e) = evlab_sys::raise_fd_limit() {
         eprintln!("evlab: warning: cannot raise the open-file limit: {e}");
     }
     let result = match cli.command {

@@ -10,7 +10,7 @@
 //! a shell or a doubling costs a known number of allocations, and anything made per connection
 //! or per request (4,000 connections, 8,000 requests here) is left over beyond the constant.
 
-use evlab_poll::alloc_count::{allocations, Counting};
+use evlab_sys::alloc_count::{allocations, Counting};
 use std::sync::atomic::AtomicBool;
 
 use evlab_load::gen::{self, Live, LoadConfig};

@@ -515,7 +515,7 @@ fn sigint_prints_the_summary_and_writes_the_json() {
         assert!(child.try_wait().unwrap().is_none(), "evlab load exited");
         std::thread::sleep(Duration::from_millis(20));
     }
-    evlab_poll::sys::kill(child.id(), libc::SIGINT).unwrap();
+    evlab_sys::kill(child.id(), libc::SIGINT).unwrap();
     let st = common::wait_within(&mut child, Duration::from_secs(30), "evlab load");
     common::assert_gone(child.id());
     let mut out = String::new();

@@ -36,7 +36,7 @@ fn evlab(args: &[&str], limit: Duration) -> Out {
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
         if done_rx.recv_timeout(limit).is_err() {
-            let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGKILL);
+            let _ = evlab_sys::kill_process_group(pgid, libc::SIGKILL);
             return true;
         }
         false
@@ -66,10 +66,10 @@ fn evlab(args: &[&str], limit: Duration) -> Out {
 
 /// Kills every process left in the group `pgid` and waits until none is.
 fn stop_group(pgid: u32) {
-    let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGKILL);
+    let _ = evlab_sys::kill_process_group(pgid, libc::SIGKILL);
     let t0 = Instant::now();
     loop {
-        match evlab_poll::sys::kill_process_group(pgid, 0) {
+        match evlab_sys::kill_process_group(pgid, 0) {
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return,
             _ => {}
         }

@@ -132,14 +132,14 @@ impl Proc {
     fn stop(mut self) -> String {
         let mut child = self.child.take().unwrap();
         let pgid = child.id();
-        let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGTERM);
+        let _ = evlab_sys::kill_process_group(pgid, libc::SIGTERM);
         let t0 = Instant::now();
         let status = loop {
             if let Some(st) = child.try_wait().unwrap() {
                 break st;
             }
             if t0.elapsed() > Duration::from_secs(15) {
-                let _ = evlab_poll::sys::kill_process_group(pgid, libc::SIGKILL);
+                let _ = evlab_sys::kill_process_group(pgid, libc::SIGKILL);
                 let _ = child.wait();
                 panic!("{}: did not exit within 15 s of SIGTERM", self.what);
             }
@@ -154,7 +154,7 @@ impl Proc {
 }
 
 fn assert_gone(pgid: u32, what: &str) {
-    let e = evlab_poll::sys::kill_process_group(pgid, 0).expect_err("the group is gone");
+    let e = evlab_sys::kill_process_group(pgid, 0).expect_err("the group is gone");
     assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "{what}: {e}");
 }
 
@@ -162,7 +162,7 @@ impl Drop for Proc {
     fn drop(&mut self) {
         // A test that failed before `stop`: leave nothing behind.
         if let Some(mut c) = self.child.take() {
-            let _ = evlab_poll::sys::kill_process_group(c.id(), libc::SIGKILL);
+            let _ = evlab_sys::kill_process_group(c.id(), libc::SIGKILL);
             let _ = c.wait();
         }
     }
@@ -899,13 +899,13 @@ impl FakeOrigin {
                     return;
                 }
                 "/reset" => {
-                    let _ = evlab_poll::sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&s), Some(0));
+                    let _ = evlab_sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&s), Some(0));
                     return;
                 }
                 "/reset-after-part" => {
                     let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-");
                     std::thread::sleep(Duration::from_millis(20));
-                    let _ = evlab_poll::sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&s), Some(0));
+                    let _ = evlab_sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&s), Some(0));
                     return;
                 }
                 "/silent" => {
@@ -1109,7 +1109,7 @@ fn same_bytes_as_nginx_proxy_pass() {
     struct KillGroup(u32);
     impl Drop for KillGroup {
         fn drop(&mut self) {
-            let _ = evlab_poll::sys::kill_process_group(self.0, libc::SIGKILL);
+            let _ = evlab_sys::kill_process_group(self.0, libc::SIGKILL);
         }
     }
     let guard = KillGroup(pgid);
@@ -1165,7 +1165,7 @@ fn same_bytes_as_nginx_proxy_pass() {
         }
     }
     // Stop nginx with its process group and check nothing is left.
-    evlab_poll::sys::kill_process_group(pgid, libc::SIGTERM).unwrap();
+    evlab_sys::kill_process_group(pgid, libc::SIGTERM).unwrap();
     let t0 = Instant::now();
     loop {
         if let Some(st) = nginx.try_wait().unwrap() {
@@ -1177,7 +1177,7 @@ fn same_bytes_as_nginx_proxy_pass() {
     }
     // The master waits for its workers, but give a straggler a moment to be reaped by init.
     let t0 = Instant::now();
-    while evlab_poll::sys::kill_process_group(pgid, 0).is_ok() {
+    while evlab_sys::kill_process_group(pgid, 0).is_ok() {
         assert!(
             t0.elapsed() < Duration::from_secs(5),
             "nginx processes left"
@@ -1250,7 +1250,7 @@ fn access_log_to_stdout() {
     struct KillGroup(u32);
     impl Drop for KillGroup {
         fn drop(&mut self) {
-            let _ = evlab_poll::sys::kill_process_group(self.0, libc::SIGKILL);
+            let _ = evlab_sys::kill_process_group(self.0, libc::SIGKILL);
         }
     }
     let pgid = child.id();
@@ -1269,7 +1269,7 @@ fn access_log_to_stdout() {
     assert_eq!(get(&mut s, &mut buf, "/hello.txt").status, 200);
     let me = s.local_addr().unwrap();
     drop(s);
-    evlab_poll::sys::kill_process_group(pgid, libc::SIGTERM).unwrap();
+    evlab_sys::kill_process_group(pgid, libc::SIGTERM).unwrap();
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
     assert!(child.wait().unwrap().success());
@@ -1289,7 +1289,7 @@ fn access_log_to_stdout() {
         "{rest}"
     );
     let t0 = Instant::now();
-    while evlab_poll::sys::kill_process_group(pgid, 0).is_ok() {
+    while evlab_sys::kill_process_group(pgid, 0).is_ok() {
         assert!(t0.elapsed() < Duration::from_secs(5), "processes left");
         std::thread::sleep(Duration::from_millis(10));
     }

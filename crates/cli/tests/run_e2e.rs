@@ -212,7 +212,7 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
         assert!(t.elapsed() < Duration::from_secs(30), "no point running");
         std::thread::sleep(Duration::from_millis(20));
     };
-    evlab_poll::sys::kill(c.pid(), libc::SIGINT).unwrap();
+    evlab_sys::kill(c.pid(), libc::SIGINT).unwrap();
     let status = c.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(t.elapsed() < Duration::from_secs(40));

@@ -195,8 +195,8 @@ impl TestUser {
             while Path::new(&format!("/proc/{pid}/stat")).exists() {
                 if t.elapsed() > Duration::from_secs(60) {
                     for p in processes_of(uid).into_iter().chain([pid]) {
-                        // SAFETY: kill takes plain integers; the test's own child and user.
-                        unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
+                        // The test's own child and user.
+                        let _ = evlab_sys::kill(p, libc::SIGKILL);
                     }
                     return true;
                 }
@@ -232,8 +232,8 @@ impl TestUser {
 impl Drop for TestUser {
     fn drop(&mut self) {
         for pid in processes_of(self.uid) {
-            // SAFETY: kill takes plain integers; these are this test user's processes only.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            // This test user's processes only.
+            let _ = evlab_sys::kill(pid, libc::SIGKILL);
         }
         let left = self.wait_no_processes(Duration::from_secs(5));
         let _ = std::fs::remove_dir_all(&self.dir);

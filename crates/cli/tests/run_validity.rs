@@ -119,9 +119,9 @@ fn a_client_with_jitter_only_is_not_flagged() {
     for (at_ms, stall_ms) in [(500, 60), (1000, 40), (1000, 20)] {
         std::thread::sleep(Duration::from_millis(at_ms));
         // Our own child, alive until we reap it below.
-        evlab_poll::sys::kill(c.pid, libc::SIGSTOP).unwrap();
+        evlab_sys::kill(c.pid, libc::SIGSTOP).unwrap();
         std::thread::sleep(Duration::from_millis(stall_ms));
-        evlab_poll::sys::kill(c.pid, libc::SIGCONT).unwrap();
+        evlab_sys::kill(c.pid, libc::SIGCONT).unwrap();
     }
     let st = c
         .wait_exit(Duration::from_secs(60))

@@ -76,7 +76,7 @@ fn a_second_server_on_a_busy_port_fails_with_eaddrinuse() {
 
 /// A hard descriptor limit of 32 for the server (so it cannot raise it).
 fn limit_descriptors_to_32(cmd: &mut Command) {
-    evlab_poll::sys::ChildSetup {
+    evlab_sys::ChildSetup {
         nofile_cap: Some(32),
         ..Default::default()
     }
@@ -293,8 +293,8 @@ fn a_bare_port_listens_on_loopback_and_sigint_exits_0() {
         .unwrap();
     assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
     assert!(http_get(addr, "/one").contains("200 OK"));
-    // SAFETY: kill(2) on the child this test started and still owns.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // The child this test started and still owns.
+    evlab_sys::kill(child.id(), libc::SIGINT).unwrap();
     let st = common::wait_within(&mut child, Duration::from_secs(10), "evlab serve");
     assert_eq!(st.code(), Some(0), "{st:?}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -456,7 +456,7 @@ fn cpu_seconds(pid: u32) -> f64 {
     let after = &stat[stat.rfind(')').unwrap() + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
     let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    ticks / evlab_poll::sys::clock_ticks_per_second().unwrap() as f64
+    ticks / evlab_sys::clock_ticks_per_second().unwrap() as f64
 }
 
 #[test]

@@ -65,7 +65,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 use crate::date;
 use crate::mime;
@@ -926,13 +926,13 @@ mod tests {
     fn non_regular_files_are_not_found() {
         let t = TempDir::new("fifo");
         let fifo = t.root().join("pipe");
-        evlab_poll::sys::mkfifo(&fifo, 0o644).expect("mkfifo");
+        evlab_sys::mkfifo(&fifo, 0o644).expect("mkfifo");
         let mut c = t.cache();
         // Would block forever if the cache opened the fifo without O_NONBLOCK or stat first.
         assert!(is_not_found(&c.lookup("/pipe", Instant::now())));
         // A directory whose index.html is a fifo.
         fs::create_dir_all(t.root().join("d")).unwrap();
-        evlab_poll::sys::mkfifo(&t.root().join("d/index.html"), 0o644).expect("mkfifo");
+        evlab_sys::mkfifo(&t.root().join("d/index.html"), 0o644).expect("mkfifo");
         assert!(is_not_found(&c.lookup("/d/", Instant::now())));
     }
 
@@ -1043,38 +1043,14 @@ mod tests {
     /// This thread's effective CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, dropped while it lives
     /// (capabilities are per thread; other tests' threads keep theirs) and taken back from the
     /// permitted set when dropped. Without them (not root) it changes nothing.
-    struct DacPrivilegesDropped(Option<CapData>);
+    struct DacPrivilegesDropped(Option<evlab_sys::CapData>);
 
-    #[repr(C)]
-    struct CapHeader {
-        version: u32,
-        pid: i32,
-    }
-
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct CapData {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-
-    /// Two words of capabilities (_LINUX_CAPABILITY_VERSION_3); pid 0 is the calling thread.
-    fn capabilities(set: Option<[CapData; 2]>) -> Option<[CapData; 2]> {
-        let mut h = CapHeader {
-            version: 0x2008_0522,
-            pid: 0,
-        };
-        let mut d = set.unwrap_or_default();
-        let nr = if set.is_some() {
-            libc::SYS_capset
-        } else {
-            libc::SYS_capget
-        };
-        // SAFETY: a version-3 header and the two data words it describes, both live and
-        // writable for the call.
-        let r = unsafe { libc::syscall(nr, &mut h as *mut CapHeader, d.as_mut_ptr()) };
-        (r == 0).then_some(d)
+    /// Two words of capabilities; `Some` sets them, `None` only reads them.
+    fn capabilities(set: Option<[evlab_sys::CapData; 2]>) -> Option<[evlab_sys::CapData; 2]> {
+        match set {
+            Some(d) => evlab_sys::set_capabilities(d).ok().map(|()| d),
+            None => evlab_sys::capabilities().ok(),
+        }
     }
 
     impl DacPrivilegesDropped {
@@ -1180,7 +1156,7 @@ mod tests {
             let (d, x) = (root.join("d"), root.join("x"));
             std::thread::spawn(move || {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    evlab_poll::sys::rename_exchange(&d, &x).unwrap();
+                    evlab_sys::rename_exchange(&d, &x).unwrap();
                 }
             })
         };
@@ -1196,7 +1172,7 @@ mod tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         swapper.join().unwrap();
         if root.join("d").is_symlink() {
-            evlab_poll::sys::rename_exchange(&root.join("d"), &root.join("x")).unwrap();
+            evlab_sys::rename_exchange(&root.join("d"), &root.join("x")).unwrap();
         }
         assert_eq!(
             outside, 0,

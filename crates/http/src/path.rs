@@ -42,7 +42,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum PathError {

@@ -1583,47 +1583,8 @@ mod tests {
 /// none. Test builds only.
 #[cfg(test)]
 mod alloc_count {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! {
-        static COUNT: Cell<usize> = const { Cell::new(0) };
-    }
-
-    struct Counting;
-
-    // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-    // GlobalAlloc contract holds exactly as it does for `System`; counting touches only a
-    // const-initialised thread-local Cell, which never allocates.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-            // SAFETY: same contract as the caller's.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` came from `System` through `alloc`/`realloc` above.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-            // SAFETY: same contract as the caller's.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-            // SAFETY: `ptr` came from `System`; the other arguments are the caller's.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
     #[global_allocator]
-    static GLOBAL: Counting = Counting;
+    static GLOBAL: evlab_sys::alloc_count::Counting = evlab_sys::alloc_count::Counting;
 
-    /// Allocations made on this thread while `f` runs, and its result.
-    pub fn count<T>(f: impl FnOnce() -> T) -> (usize, T) {
-        let before = COUNT.with(Cell::get);
-        let out = f();
-        (COUNT.with(Cell::get) - before, out)
-    }
+    pub use evlab_sys::alloc_count::count;
 }

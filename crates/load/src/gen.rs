@@ -33,7 +33,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
+use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
+use evlab_sys as sys;
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
@@ -311,7 +312,7 @@ fn schedule_origin(start_at: Option<f64>) -> (Instant, Clock) {
 }
 
 fn rusage() -> (f64, f64) {
-    let t = sys::getrusage_self().unwrap_or_default();
+    let t = sys::getrusage(sys::Who::Process).unwrap_or_default().cpu;
     (t.user.as_secs_f64(), t.system.as_secs_f64())
 }
 

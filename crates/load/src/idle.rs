@@ -3,8 +3,8 @@
 //! The paper pre-loads the server with 10,000 idle connections so that the event mechanism must
 //! track many descriptors of which few are active (paper §4.1; the LSE page's "dead"
 //! connections). `idleconn` does this with `select`, so it stops at 1,024 descriptors; this holder
-//! uses edge-triggered epoll (through `evlab-poll`'s counted syscalls) and goes to the descriptor
-//! limit. It sends nothing, unless [`IdleConfig::request_uri`] is set: then each connection sends
+//! uses edge-triggered epoll (through `evlab-poll`, every syscall counted by `evlab-sys`) and goes
+//! to the descriptor limit. It sends nothing, unless [`IdleConfig::request_uri`] is set: then each connection sends
 //! one `GET` as soon as it is up and reads its reply, and stays idle after it — Davide Libenzi's
 //! `deadconn_last`, the LSE page's "dead" connections, which a server has seen as keep-alive
 //! connections waiting for their next request rather than as fresh ones waiting for their first. When the server closes (or resets) a connection, the slot is re-opened
@@ -28,8 +28,8 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys;
 use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
+use evlab_sys as sys;
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
@@ -687,7 +687,7 @@ pub fn run_idle(
     mut on_progress: impl FnMut(&IdleStatus),
 ) -> Result<IdleSummary, IdleError> {
     validate(cfg)?;
-    let limit = evlab_poll::raise_fd_limit().map_err(|error| IdleError::Io {
+    let limit = evlab_sys::raise_fd_limit().map_err(|error| IdleError::Io {
         what: "cannot read the open-file limit",
         error,
     })?;

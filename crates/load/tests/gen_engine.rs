@@ -68,7 +68,7 @@ fn silent(mut s: TcpStream) {
 fn reset(mut s: TcpStream) {
     let mut b = [0u8; 1024];
     let _ = s.read(&mut b);
-    evlab_poll::sys::set_linger(s.as_raw_fd(), Some(0)).unwrap();
+    evlab_sys::set_linger(s.as_raw_fd(), Some(0)).unwrap();
 }
 
 fn garbage(mut s: TcpStream) {

@@ -27,7 +27,7 @@ use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::Instant;
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 use crate::plot::{Plot, Xy};
 use crate::stats::{median, power_exponent, Interval, MIN_REPEATS};

@@ -29,7 +29,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys::{self, Usage};
+use crate::os;
+use evlab_sys::{self as sys, Usage};
 
 use crate::plot::{Plot, Xy};
 use crate::stats::{Interval, Percentiles, MIN_REPEATS};
@@ -145,7 +146,7 @@ fn point(cfg: &Config, mode: Mode, as_: As, n: usize) -> Point {
         worker_stats: Vec::new(),
     };
     if mode == Mode::Uring {
-        if let evlab_poll::Support::No(why) = sys::UringAcceptor::support() {
+        if let evlab_poll::Support::No(why) = os::UringAcceptor::support() {
             p.status = Status::Skipped;
             p.reason = Some(format!("io_uring accept unavailable: {why}"));
             return p;
@@ -278,7 +279,7 @@ enum Waiter {
     Accept,
     Poll,
     Epoll(sys::OwnedFd),
-    Uring(Box<sys::UringAcceptor>),
+    Uring(Box<os::UringAcceptor>),
 }
 
 impl Waiter {
@@ -295,7 +296,7 @@ impl Waiter {
                 sys::epoll_ctl(ep.0, libc::EPOLL_CTL_ADD, l, ev, 0)?;
                 Waiter::Epoll(ep)
             }
-            Mode::Uring => Waiter::Uring(Box::new(sys::UringAcceptor::new(l)?)),
+            Mode::Uring => Waiter::Uring(Box::new(os::UringAcceptor::new(l)?)),
         })
     }
 
@@ -354,12 +355,12 @@ fn worker(mode: Mode, l: RawFd, ready: &dyn Fn()) -> WorkerStats {
     let mut st = WorkerStats::default();
     let r = (|| -> io::Result<()> {
         let mut waiter = Waiter::new(mode, l)?;
-        let start = sys::usage_thread()?;
+        let start = sys::getrusage(sys::Who::Thread)?;
         let mut before: Usage;
         ready();
         loop {
             // Taken before each wait: the wait that ends the run is not counted.
-            before = sys::usage_thread()?;
+            before = sys::getrusage(sys::Who::Thread)?;
             st.waits += 1;
             match waiter.next(l)? {
                 Step::Accepted(fd) => {
@@ -492,20 +493,20 @@ fn read_until(f: &mut std::fs::File, buf: &mut [u8], deadline: Instant) -> io::R
 fn in_processes(cfg: &Config, mode: Mode, n: usize) -> io::Result<(ClientOut, Vec<WorkerStats>)> {
     crate::malloc::wait_single_threaded().map_err(io::Error::other)?;
     let ls = Listeners::open(mode, n)?;
-    let (ready_r, ready_w) = sys::pipe_blocking()?;
-    let (res_r, res_w) = sys::pipe_blocking()?;
+    let (ready_r, ready_w) = os::pipe_blocking()?;
+    let (res_r, res_w) = os::pipe_blocking()?;
     let ready_w = std::fs::File::from(ready_w);
     let res_w = std::fs::File::from(res_w);
     let mut pids = Vec::with_capacity(n);
     let kill_all = |pids: &[u32]| {
         for &pid in pids {
             let _ = sys::kill(pid, libc::SIGKILL);
-            let _ = sys::wait_child(pid);
+            let _ = os::wait_child(pid);
         }
     };
     for i in 0..n {
         let l = ls.for_worker(i);
-        let forked = sys::fork_run(|| {
+        let forked = os::fork_run(|| {
             use std::io::Write;
             let st = worker(mode, l, &|| {
                 let _ = (&ready_w).write_all(b"r");
@@ -563,7 +564,7 @@ fn in_processes(cfg: &Config, mode: Mode, n: usize) -> io::Result<(ClientOut, Ve
     }
     let mut failed = Vec::new();
     for &pid in &pids {
-        match sys::wait_child(pid) {
+        match os::wait_child(pid) {
             Ok(st) if st.success() => {}
             Ok(st) => failed.push(format!("worker {pid}: {st}")),
             Err(e) => failed.push(format!("worker {pid}: {e}")),
@@ -598,7 +599,7 @@ fn source(i: usize) -> SocketAddr {
 /// One connection: connect, read the worker's byte, reset. Returns the latency.
 fn tap(i: usize, dst: SocketAddr, timeout: Duration) -> io::Result<Duration> {
     let t0 = Instant::now();
-    let mut s = sys::connect_from(&source(i), &dst)?;
+    let mut s = os::connect_from(&source(i), &dst)?;
     s.set_read_timeout(Some(timeout))?;
     let mut b = [0u8; 1];
     let k = s.read(&mut b)?;
@@ -962,7 +963,7 @@ mod tests {
             if mode == Mode::Uring
                 && !evlab_poll::testing::supported(
                     "io_uring",
-                    sys::UringAcceptor::support(),
+                    os::UringAcceptor::support(),
                     "io_uring accept unavailable",
                 )
             {

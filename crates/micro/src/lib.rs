@@ -15,8 +15,9 @@
 //! figure(s) as [`plot::Plot`]s (`plots`), which the lab draws as SVG in its report. No benchmark asserts anything about speed; the invariants that do not depend on it
 //! (pass counts, accept counts, descriptor numbers) are checked by the tests.
 //!
-//! `unsafe` stays in `evlab-poll`: process-level calls (fork, getrusage, pipes, io_uring accept)
-//! go through its safe wrappers in `evlab_poll::sys`.
+//! Process-level calls go through the safe wrappers of `evlab-sys` (getrusage, limits, `uname`),
+//! or, for those only a benchmark makes (fork, blocking pipes, a connect from a chosen source,
+//! one io_uring accept, the page cache's calls), through [`os`], this crate's only `unsafe`.
 
 use std::io;
 
@@ -25,6 +26,7 @@ use serde::Serialize;
 pub mod fdalloc;
 pub mod herd;
 pub mod malloc;
+pub mod os;
 pub mod pipetest;
 pub mod plot;
 pub mod readahead;
@@ -58,18 +60,14 @@ impl MicroError {
 
 /// Describes this machine (for a report's `machine`); raises the soft descriptor limit to the hard one first.
 pub fn this_machine() -> Machine {
-    let _ = evlab_poll::raise_fd_limit();
+    let _ = evlab_sys::raise_fd_limit();
     Machine {
-        kernel: evlab_poll::sys::uname()
-            .map(|u| u.release)
-            .unwrap_or_default(),
+        kernel: evlab_sys::uname().map(|u| u.release).unwrap_or_default(),
         cpus: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1),
-        glibc: evlab_poll::sys::glibc_version(),
-        nofile: evlab_poll::sys::nofile_limit()
-            .map(|(soft, _)| soft)
-            .unwrap_or(0),
+        glibc: os::glibc_version(),
+        nofile: evlab_sys::nofile_limit().map(|(soft, _)| soft).unwrap_or(0),
     }
 }
 

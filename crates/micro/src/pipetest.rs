@@ -34,8 +34,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys::{self, Syscall};
 use evlab_poll::{Events, Interest, Kind, Mechanism, Poller, Support, Token};
+use evlab_sys::{self as sys, Syscall};
 
 use crate::plot::{range, Plot, Xy};
 use crate::stats::{median, power_exponent, Interval, MIN_REPEATS};

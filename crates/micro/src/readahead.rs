@@ -21,7 +21,8 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys::{self, Advice, Mapping};
+use crate::os::{self, Advice, Mapping};
+use evlab_sys as sys;
 
 use crate::plot::{Plot, Xy};
 use crate::stats::{Interval, MIN_REPEATS};
@@ -117,7 +118,7 @@ fn make_files(cfg: &Config) -> Result<Files, MicroError> {
                 .map_err(MicroError::io(what.clone()))?;
             left -= n as u64;
         }
-        sys::fdatasync(f.as_raw_fd()).map_err(MicroError::io(what))?;
+        os::fdatasync(f.as_raw_fd()).map_err(MicroError::io(what))?;
     }
     Ok(files)
 }
@@ -136,7 +137,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Point)) -> Result<Report, Mic
     }
     let machine = this_machine();
     let files = make_files(cfg)?;
-    let filesystem = sys::filesystem(&files.dir).unwrap_or_else(|e| format!("unknown ({e})"));
+    let filesystem = os::filesystem(&files.dir).unwrap_or_else(|e| format!("unknown ({e})"));
     let mut points = Vec::new();
     for round in 0..cfg.repeat {
         for (size, path) in &files.paths {
@@ -214,7 +215,7 @@ fn measure(path: &Path, size: u64, way: Way, cache: Cache) -> io::Result<Measure
     let mut f = std::fs::File::open(path)?;
     let len = usize::try_from(size).map_err(|_| io::Error::other("a file too large to map"))?;
     match cache {
-        Cache::Cold => sys::drop_cached(f.as_raw_fd())?,
+        Cache::Cold => os::drop_cached(f.as_raw_fd())?,
         Cache::Warm => {
             let mut buf = vec![0u8; 1 << 20];
             while f.read(&mut buf)? > 0 {}
@@ -222,7 +223,7 @@ fn measure(path: &Path, size: u64, way: Way, cache: Cache) -> io::Result<Measure
             std::io::Seek::rewind(&mut f)?;
         }
     }
-    let resident = sys::resident(f.as_raw_fd(), len)?;
+    let resident = os::resident(f.as_raw_fd(), len)?;
     if cache == Cache::Cold && resident > COLD_AT_MOST {
         return Ok(Measured::NotCold(resident));
     }
@@ -247,10 +248,10 @@ fn measure(path: &Path, size: u64, way: Way, cache: Cache) -> io::Result<Measure
         Ok(Instant::now())
     });
     let mut sock = TcpStream::connect(addr)?;
-    let before = sys::usage_thread()?;
+    let before = sys::getrusage(sys::Who::Thread)?;
     let start = Instant::now();
     let sent = send(&mut f, &mut sock, len, way);
-    let after = sys::usage_thread()?;
+    let after = sys::getrusage(sys::Who::Thread)?;
     let _ = sock.shutdown(std::net::Shutdown::Write);
     let end = reader
         .join()

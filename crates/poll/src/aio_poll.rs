@@ -44,8 +44,8 @@ use std::os::fd::RawFd;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::sys::{self, AioContext, IoEvent, Iocb};
 use crate::{Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_sys::{self as sys, AioContext, IoEvent, Iocb};
 
 /// `iocb`s per boxed chunk (their addresses must not move).
 const CHUNK: usize = 256;

@@ -20,8 +20,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use crate::sys::{self, OwnedFd};
 use crate::{Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
+use evlab_sys::{self as sys, OwnedFd};
 
 const NO_TOKEN: usize = usize::MAX;
 

@@ -24,11 +24,11 @@ use std::time::Duration;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::epoll::{from_epoll, to_epoll};
-use crate::sys::{self, OwnedFd, Syscall};
 use crate::{
     timeout_ms, uring_probe, Event, Events, Interest, Mechanism, Poller, PollerStats, Support,
     Token,
 };
+use evlab_sys::{self as sys, OwnedFd, Syscall};
 
 const TAG_CTL: u64 = 1;
 const TAG_WAIT: u64 = 2;

@@ -1,9 +1,9 @@
 //! evlab-poll: the readiness mechanisms of the μserver study behind one trait.
 //!
 //! Every mechanism here is what the paper (or today's kernel) does, syscall for syscall; see
-//! `docs/mechanisms.md`. The [`sys`] module wraps every syscall the server and the load generator
-//! make, so that each one is counted per thread (and timed with profiling on): that is how evlab
-//! prints the paper's Table 1 without gprof.
+//! `docs/mechanisms.md`. Every syscall they make goes through `evlab-sys`, which counts each one
+//! per thread (and times it with profiling on): that is how evlab prints the paper's Table 1
+//! without gprof.
 //!
 //! The contract of [`Poller`] follows mio's: events are hints. A level-triggered mechanism reports
 //! a descriptor as long as it stays ready for the interest registered; an edge-triggered one
@@ -17,7 +17,6 @@ use std::time::Duration;
 #[macro_use]
 mod registry;
 
-pub mod alloc_count;
 /// Declares the module of every readiness mechanism in the registry: an entry
 /// `readiness($crate::name::Type)` declares `pub mod name;`, so a mechanism's file needs no line
 /// here. A module that holds several mechanisms (`epoll`) is declared once, by hand, below.
@@ -39,7 +38,6 @@ for_each_mechanism!(declare_mechanism_modules);
 
 /// epoll-lt, epoll-et and epoll2.
 pub mod epoll;
-pub mod sys;
 #[doc(hidden)]
 pub mod testing;
 pub mod uring_probe;
@@ -49,7 +47,6 @@ pub use epoll_ctlv::EpollCtlv;
 pub use poll::Poll;
 pub use registry::{Kind, Mechanism, Support, UnknownMechanism};
 pub use select::Select;
-pub use sys::raise_fd_limit;
 pub use uring_poll::UringPoll;
 
 /// Caller's name for a registered descriptor, returned with its events.
@@ -201,7 +198,7 @@ impl<'a> IntoIterator for &'a Events {
     }
 }
 
-/// What a mechanism did, beyond the syscalls [`sys`] counts.
+/// What a mechanism did, beyond the syscalls `evlab_sys` counts.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct PollerStats {
     /// Calls to `wait`.

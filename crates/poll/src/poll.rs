@@ -11,8 +11,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use crate::sys;
 use crate::{timeout_ms, Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
+use evlab_sys as sys;
 
 const NO_SLOT: u32 = u32::MAX;
 

@@ -24,7 +24,7 @@
 /// - `Variant`: the [`Mechanism`](crate::Mechanism) variant;
 /// - `"name"`: the name used on the command line, in specs, stats and docs;
 /// - `aliases`: other spellings `from_name` accepts;
-/// - `waits`: the [`Syscall`](crate::sys::Syscall) variant in which the mechanism blocks for
+/// - `waits`: the [`Syscall`](evlab_sys::Syscall) variant in which the mechanism blocks for
 ///   events (what its server spends its idle time in; the stats tests look for it);
 /// - `kind`: `readiness($crate::path::Type)`, a type implementing [`Poller`](crate::Poller) that
 ///   the server's generic loop runs, or `completion(support_fn)`, an engine of its own in the
@@ -168,9 +168,9 @@ macro_rules! define_mechanisms {
             }
 
             /// The syscall in which the mechanism blocks waiting for events.
-            pub const fn wait_syscall(self) -> $crate::sys::Syscall {
+            pub const fn wait_syscall(self) -> ::evlab_sys::Syscall {
                 match self {
-                    $(Mechanism::$variant => $crate::sys::Syscall::$waits,)*
+                    $(Mechanism::$variant => ::evlab_sys::Syscall::$waits,)*
                 }
             }
 

@@ -51,8 +51,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use crate::sys::{self, FOwnerEx, SigPoll, SigSet};
 use crate::{Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_sys::{self as sys, FOwnerEx, SigPoll, SigSet};
 
 /// The first signal used, as an offset from SIGRTMIN.
 const SIG_OFFSET: i32 = 4;

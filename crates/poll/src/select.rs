@@ -12,8 +12,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use crate::sys;
 use crate::{Event, Events, Interest, Mechanism, Poller, PollerStats, Token};
+use evlab_sys as sys;
 
 const NO_TOKEN: usize = usize::MAX;
 

@@ -49,7 +49,7 @@ pub fn require(what: &str, present: bool, why: &str) -> bool {
 /// enter the kernel through io_uring (epoll-ctlv, uring-poll, the uring engine), `aio` for
 /// aio-poll, `rtsig` for real-time signals, else the mechanism's own name.
 pub fn needs(m: Mechanism) -> &'static str {
-    use crate::sys::Syscall;
+    use evlab_sys::Syscall;
     match m.wait_syscall() {
         Syscall::IoUringEnter => "io_uring",
         Syscall::IoGetevents => "aio",

@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::sys::{self, Syscall};
 use crate::{uring_probe, Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_sys::{self as sys, Syscall};
 
 const TAG_REMOVE: u64 = 1 << 63;
 const RING_ENTRIES: u32 = 4096;

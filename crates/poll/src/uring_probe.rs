@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 
 use io_uring::{opcode, IoUring, Probe};
 
-use crate::sys::{self, Syscall};
 use crate::Support;
+use evlab_sys::{self as sys, Syscall};
 
 /// What this kernel's io_uring offers, probed once per process.
 #[derive(Clone, Debug)]

@@ -7,8 +7,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use evlab_poll::sys::{self, Syscall};
 use evlab_poll::*;
+use evlab_sys::{self as sys, Syscall};
 
 const SHORT: Option<Duration> = Some(Duration::from_millis(200));
 
@@ -109,7 +109,7 @@ fn many_descriptors<P: Poller>() {
     let Some(mut p) = available::<P>() else {
         return;
     };
-    let _ = raise_fd_limit();
+    let _ = sys::raise_fd_limit();
     // 1,500 pairs: 3,000 descriptors, well past FD_SETSIZE (1,024).
     let pairs: Vec<_> = (0..1500).map(|_| pair()).collect();
     for (i, (_, b)) in pairs.iter().enumerate() {

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 /// A worker writes its buffered lines once they hold this many bytes …
 pub(crate) const BATCH_BYTES: usize = 32 * 1024;

@@ -43,7 +43,8 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use evlab_poll::{sys, Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_poll::{Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_sys as sys;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 
 use crate::xfer::{in_flight, Io, Role, Unasked};
@@ -159,14 +160,6 @@ fn result(r: i32) -> io::Result<usize> {
     } else {
         Ok(r as usize)
     }
-}
-
-/// Bytes in a pipe (FIONREAD), if the kernel says.
-fn pipe_bytes(fd: RawFd) -> Option<usize> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer, which is valid.
-    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n as *mut libc::c_int) };
-    (r == 0).then_some(n.max(0) as usize)
 }
 
 impl Uring {
@@ -617,7 +610,7 @@ impl Uring {
                 // The poll saw bytes, yet the splice found none to move: the pipe is full
                 // (the state machine drains it), or the poll was spurious (try again).
                 if res == -libc::EAGAIN
-                    && pipe_bytes(op.fd_out) == Some(0)
+                    && sys::fionread(op.fd_out).ok() == Some(0)
                     && self
                         .arm_splice(
                             Kind::SpliceIn,
@@ -1026,7 +1019,7 @@ impl Io for Uring {
                 || st.wr.is_some()
                 || st.rd_done.is_some()
                 || st.wr_done.is_some()
-        }) || pipe_bytes(rd) != Some(0);
+        }) || sys::fionread(rd).ok() != Some(0);
         // The kernel's count too: the state machine's may lag a completion (a tee's copy,
         // a splice's bytes) when the exchange ends early, and a pooled pipe with bytes would
         // hand them to the next body (seen: a client that left mid-body in splice-keep).

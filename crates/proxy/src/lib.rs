@@ -42,8 +42,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use evlab_http::Limits;
-use evlab_poll::{sys, Mechanism, Support};
+use evlab_poll::{Mechanism, Support};
 use evlab_runtime::{Ready, Threads, WorkerError};
+use evlab_sys as sys;
 
 pub use access_log::AccessLog;
 pub use cache::{CacheCounts, Object, ObjectCache};

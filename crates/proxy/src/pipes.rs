@@ -15,7 +15,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 /// One pipe and what is known of its contents.
 #[derive(Debug)]

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use evlab_poll::sys::{self, Snapshot, ThreadCounters};
 use evlab_poll::Mechanism;
 use evlab_runtime::{
     syscall_rows, ConnCounters, Counter, PollerCounters, Registry, StatusCounters, WorkerCounters,
 };
+use evlab_sys::{self as sys, Snapshot, ThreadCounters};
 use evlab_wire::proxy::{
     ByteCounts, CacheStats, ClientCounts, EventCounts, OriginCounts, PipeStats, ProxyStats,
     TransferCounts,

@@ -49,11 +49,12 @@ use evlab_http::{
     write_head, ChunkedScanner, DateCache, ForwardOptions, Framing, ProxyParse, RequestBody,
     ResponseHead, ResponseParse, Status,
 };
-use evlab_poll::{sys, Events, Interest, Token};
+use evlab_poll::{Events, Interest, Token};
 use evlab_runtime::{
     earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer, Trim,
     Waker, ACCEPT_RETRY,
 };
+use evlab_sys as sys;
 
 use crate::access_log::{request_words, CacheMark, Entry, LogBuf};
 use crate::cache::{Object, ObjectCache};

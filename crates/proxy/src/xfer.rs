@@ -12,7 +12,8 @@ use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use evlab_poll::{sys, Poller};
+use evlab_poll::Poller;
+use evlab_sys as sys;
 
 /// What a descriptor handed to [`Io::adopt`] is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

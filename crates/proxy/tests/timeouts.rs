@@ -18,8 +18,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::{connect, find, proxy_with, read_response};
-use evlab_poll::sys;
 use evlab_proxy::ConnectTarget;
+use evlab_sys as sys;
 
 /// What every timing bound allows beyond the timeout itself (a loaded 2-CPU machine).
 const SLACK: Duration = Duration::from_secs(4);

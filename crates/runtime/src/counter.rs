@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use evlab_poll::sys::Snapshot;
 use evlab_poll::PollerStats;
+use evlab_sys::Snapshot;
 use evlab_wire::{StatusClasses, SyscallCount};
 
 /// One counter, written by one thread (its worker), read by any.

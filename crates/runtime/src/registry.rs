@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
 
-use evlab_poll::sys::{self, Snapshot, ThreadCounters};
+use evlab_sys::{self as sys, Snapshot, ThreadCounters};
 
 use crate::shutdown::Shutdown;
 

@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 #[derive(Debug, Default)]
 pub struct Shutdown {

@@ -8,7 +8,7 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 use crate::{BufPool, Deadlines, Spares};
 

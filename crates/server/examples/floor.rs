@@ -8,7 +8,8 @@
 use std::io::Write;
 use std::net::SocketAddr;
 
-use evlab_poll::{sys, EpollEt, Events, Interest, Poller, Token};
+use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
+use evlab_sys as sys;
 
 const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nServer: floor\r\nContent-Length: 1\r\n\r\na";
 
@@ -18,7 +19,7 @@ fn main() -> std::io::Result<()> {
         .unwrap_or_else(|| "127.0.0.1:0".into())
         .parse()
         .expect("floor [ADDR:PORT]");
-    evlab_poll::raise_fd_limit()?;
+    evlab_sys::raise_fd_limit()?;
     let lfd = sys::socket(
         libc::AF_INET,
         libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,

@@ -36,7 +36,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use evlab_poll::{sys, PollerStats};
+use evlab_poll::PollerStats;
+use evlab_sys as sys;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::conn::{Conn, Front, State};

@@ -6,8 +6,8 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 
 use evlab_http::Entry;
-use evlab_poll::sys;
 use evlab_runtime::{Timed, Timer};
+use evlab_sys as sys;
 
 /// Bodies up to this size are copied behind their head so that both leave in one write; larger
 /// ones are referenced in place (no copy) and leave in the same writev.

@@ -11,7 +11,7 @@ use evlab_http::{
     Request, Status,
 };
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 use evlab_runtime::{BufPool, Deadlines, Timeouts};
 

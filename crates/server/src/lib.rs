@@ -24,8 +24,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use evlab_http::{CacheConfig, Limits};
-use evlab_poll::{sys, Mechanism, Support};
+use evlab_poll::{Mechanism, Support};
 use evlab_runtime::{Ready, Threads, WorkerError};
+use evlab_sys as sys;
 
 /// The document `GET /.evlab/stats` answers, defined in `evlab-wire` (its readers depend on that
 /// crate, not on this one).

@@ -14,7 +14,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use evlab_poll::{sys, Events, Interest, Poller, PollerStats, Token};
+use evlab_poll::{Events, Interest, Poller, PollerStats, Token};
+use evlab_sys as sys;
 
 use evlab_runtime::{AcceptFailure, BufPool, ACCEPT_RETRY};
 

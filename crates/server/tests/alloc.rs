@@ -17,7 +17,7 @@
 //! without poll bits), which on a busy machine lets a round's 200 short connections pile up
 //! open in the server, to a different height in each round.
 
-use evlab_poll::alloc_count::{allocations, Counting};
+use evlab_sys::alloc_count::{allocations, Counting};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -94,7 +94,7 @@ fn round(addr: SocketAddr, len: usize, workers: &[Arc<WorkerStats>]) -> usize {
 
 #[test]
 fn no_allocation_per_connection_or_request_in_steady_state() {
-    let _ = evlab_poll::raise_fd_limit();
+    let _ = evlab_sys::raise_fd_limit();
     for m in evlab_poll::Mechanism::ALL {
         // Default flags: the header and send timeouts run, as nobody's benchmark turns them off.
         let Some(t) = start(m.name(), |c| c.stats = false) else {

@@ -103,7 +103,7 @@ mod cases {
             std::thread::spawn(move || {
                 let mut swaps = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    evlab_poll::sys::rename_exchange(&d, &x).expect("renameat2 RENAME_EXCHANGE");
+                    evlab_sys::rename_exchange(&d, &x).expect("renameat2 RENAME_EXCHANGE");
                     swaps += 1;
                 }
                 swaps
@@ -136,7 +136,7 @@ mod cases {
         let swaps = swapper.join().unwrap();
         // Leave the tree as it was made (d a directory) for the cleanup.
         if root.join("d").is_symlink() {
-            let _ = evlab_poll::sys::rename_exchange(&root.join("d"), &root.join("x"));
+            let _ = evlab_sys::rename_exchange(&root.join("d"), &root.join("x"));
         }
         eprintln!(
             "{m}: {sent} requests, {swaps} swaps: {inside_bodies} inside, {others} refused, \

@@ -311,7 +311,7 @@ mod cases {
             .unwrap()
             .set_len(huge)
             .unwrap();
-        let mut s = evlab_poll::sys::connect_with_rcvbuf(&t.addr, 64 * 1024).unwrap();
+        let mut s = evlab_sys::connect_with_rcvbuf(&t.addr, 64 * 1024).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
@@ -350,7 +350,7 @@ mod cases {
             .unwrap()
             .set_len(len)
             .unwrap();
-        let mut s = evlab_poll::sys::connect_with_rcvbuf(&t.addr, 64 * 1024).unwrap();
+        let mut s = evlab_sys::connect_with_rcvbuf(&t.addr, 64 * 1024).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         // 200 requests of ~7 KiB each (a padding header under the 8 KiB head limit): 1.4 MB.
         let pad = "x".repeat(7000);
@@ -634,7 +634,7 @@ mod cases {
         for _ in 0..20 {
             assert_eq!(get(addr, "/one").status, 200);
         }
-        evlab_poll::sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&a), Some(0)).unwrap();
+        evlab_sys::set_linger(std::os::fd::AsRawFd::as_raw_fd(&a), Some(0)).unwrap();
         drop(a); // RST
         std::thread::sleep(Duration::from_millis(50));
         for _ in 0..20 {

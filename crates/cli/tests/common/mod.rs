@@ -74,7 +74,7 @@ pub fn serve(tag: &str, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Ser
 /// Sends SIGTERM to `child` and waits at most 10 s for it to exit.
 pub fn sigterm_and_wait(child: &mut Child) -> ExitStatus {
     // It may have exited already.
-    let _ = evlab_poll::sys::kill(child.id(), libc::SIGTERM);
+    let _ = evlab_sys::kill(child.id(), libc::SIGTERM);
     let t0 = Instant::now();
     loop {
         if let Some(st) = child.try_wait().unwrap() {
@@ -106,7 +106,7 @@ pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> ExitStatus
 
 /// Checks that the process `pid`, already reaped, is gone: signal 0 finds no such process.
 pub fn assert_gone(pid: u32) {
-    let e = evlab_poll::sys::kill(pid, 0).expect_err("the process is still there");
+    let e = evlab_sys::kill(pid, 0).expect_err("the process is still there");
     assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "pid {pid}: {e}");
 }
 

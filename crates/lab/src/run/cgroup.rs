@@ -102,25 +102,13 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 fn euid() -> u32 {
-    // SAFETY: geteuid takes nothing and cannot fail.
-    unsafe { libc::geteuid() }
+    evlab_sys::geteuid()
 }
 
 /// This user's name (its number where it has none), for the hint's `chown`.
 pub fn user_name() -> String {
     let uid = euid();
-    let mut buf = vec![0 as libc::c_char; 16384];
-    // SAFETY: all-zero is a valid passwd (null pointers, zero numbers); getpwuid_r fills it.
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call; the strings it sets point into `buf`.
-    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
-    if rc == 0 && !found.is_null() && !pwd.pw_name.is_null() {
-        // SAFETY: pw_name is a NUL-terminated string in `buf`, which is still alive.
-        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-        return name.to_string_lossy().into_owned();
-    }
-    uid.to_string()
+    evlab_sys::user_name(uid).unwrap_or_else(|| uid.to_string())
 }
 
 /// This process's own cgroup v2 group, under `root` (from `/proc/self/cgroup`'s `0::` line).
@@ -229,7 +217,7 @@ impl Parent {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        evlab_poll::sys::ChildSetup {
+        evlab_sys::ChildSetup {
             nofile: None,
             nofile_cap: None,
             cgroup_procs: Some(trial.procs_fd()),

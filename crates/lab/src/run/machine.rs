@@ -14,7 +14,7 @@ fn read_trim(p: &str) -> String {
 }
 
 fn uname() -> (String, String) {
-    match evlab_poll::sys::uname() {
+    match evlab_sys::uname() {
         Ok(u) => (
             u.nodename,
             format!("{} {} {} {}", u.sysname, u.release, u.version, u.machine),
@@ -24,7 +24,7 @@ fn uname() -> (String, String) {
 }
 
 fn fd_limits() -> (u64, u64) {
-    evlab_poll::sys::nofile_limit().unwrap_or((0, 0))
+    evlab_sys::nofile_limit().unwrap_or((0, 0))
 }
 
 /// First line of `prog -v`-style output mentioning a version, or "not installed".
@@ -133,7 +133,7 @@ pub fn cpu_ticks(cpus: &[usize]) -> CpuReading {
 }
 
 fn ticks_per_second() -> f64 {
-    evlab_poll::sys::clock_ticks_per_second().map_or(100.0, |t| t as f64)
+    evlab_sys::clock_ticks_per_second().map_or(100.0, |t| t as f64)
 }
 
 /// Busy share (mean over the CPUs: 1 − idle ÷ wall time) and the largest steal share between

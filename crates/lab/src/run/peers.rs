@@ -136,7 +136,7 @@ pub const HAPROXY_MAXPIPES: usize = 2_048;
 /// limit that far, so the config says `no strict-limits`: on a machine whose limit is 20,000,
 /// 10,000 idle connections and the load still fit.
 pub fn haproxy_maxconn() -> usize {
-    let Ok((_, hard)) = evlab_poll::sys::nofile_limit() else {
+    let Ok((_, hard)) = evlab_sys::nofile_limit() else {
         return HAPROXY_MAXCONN;
     };
     let hard = (hard as usize).max(crate::run::procs::child_nofile_if_raisable());
@@ -229,7 +229,7 @@ pub fn config_file(argv: &[String]) -> Option<&str> {
 /// The most connections lighttpd will accept when started by the runner: half its descriptor
 /// limit (lighttpd's own rule), which is the runner's children's hard limit.
 pub fn lighttpd_max_connections() -> usize {
-    let Ok((_, hard)) = evlab_poll::sys::nofile_limit() else {
+    let Ok((_, hard)) = evlab_sys::nofile_limit() else {
         return usize::MAX;
     };
     // Children get a higher limit where the runner may raise it (see procs.rs).

@@ -985,14 +985,7 @@ fn status_ctx_switches(status: &str) -> Option<u64> {
 }
 
 fn children_cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    evlab_sys::getrusage(evlab_sys::Who::Children).map_or(0.0, |u| u.cpu.total().as_secs_f64())
 }
 
 pub(crate) fn fetch_stats(addr: SocketAddr) -> Result<ServerStats, LabError> {

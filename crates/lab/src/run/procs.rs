@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use evlab_poll::sys;
+use evlab_sys as sys;
 
 use crate::model::text::shell_line;
 use crate::LabError;

@@ -93,7 +93,7 @@ pub fn start(mech: &str, tweak: impl FnOnce(&mut Config)) -> Option<TestServer> 
         return None;
     }
     evlab_runtime::signals::ignore_sigpipe();
-    let _ = evlab_poll::raise_fd_limit();
+    let _ = evlab_sys::raise_fd_limit();
     let root = make_root();
     let mut cfg = Config::new("127.0.0.1:0".parse().unwrap(), root.dir.join("root"), m);
     cfg.stats = true;

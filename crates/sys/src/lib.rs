@@ -1,4 +1,4 @@
-//! Counted syscalls.
+//! evlab-sys: counted syscalls, and the safe wrappers of the process-level calls evlab makes.
 //!
 //! Every syscall the server and the load generator make goes through these wrappers. Each thread
 //! owns a block of counters that only it writes (a relaxed load and store, no locked instruction on
@@ -7,7 +7,11 @@
 //! clock, which is how evlab prints the paper's Table 1 (share of time per syscall) without gprof.
 //!
 //! It also has the uncounted, safe wrappers for process-level calls (limits, usage, signals,
-//! `uname`, fork-to-exec setup) that the other crates need, so that `unsafe` stays in this crate.
+//! `uname`, users, capabilities, fork-to-exec setup) that the other crates need, and the
+//! counting allocator of the allocation tests ([`alloc_count`]). `unsafe` stays in this crate,
+//! each block with its SAFETY line; the only other places that have any are the readiness
+//! mechanisms of `evlab-poll`, the io_uring submissions of the completion engines and the
+//! micro-benchmarks' own process and io_uring helpers (`crates/micro/src/os.rs`).
 
 use std::ffi::CStr;
 use std::io;
@@ -18,11 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-mod files;
-mod micro;
+pub mod alloc_count;
 mod process;
-pub use files::*;
-pub use micro::*;
 pub use process::*;
 
 macro_rules! syscalls {
@@ -670,6 +671,19 @@ pub fn tee(fd_in: RawFd, fd_out: RawFd, len: usize) -> io::Result<usize> {
     .map(|n| n as usize)
 }
 
+/// ioctl(FIONREAD): the bytes waiting to be read in a pipe or socket. Not counted: the proxy
+/// asks it only to size an io_uring splice.
+pub fn fionread(fd: RawFd) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid and writable.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n as *mut libc::c_int) };
+    if r == 0 {
+        Ok(n.max(0) as usize)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A blocking TCP connection whose receive buffer is set before it connects, so that the
 /// window it advertises stays that small (a slow reader, for tests and the lab).
 pub fn connect_with_rcvbuf(addr: &SocketAddr, rcvbuf: i32) -> io::Result<std::net::TcpStream> {
@@ -1269,6 +1283,7 @@ mod tests {
         assert!(granted >= 128 * 1024, "{granted}");
         assert_eq!(pipe_size(a_w).unwrap(), granted);
         assert_eq!(write(a_w, b"hello splice").unwrap(), 12);
+        assert_eq!(fionread(a_r).unwrap(), 12);
         // tee copies without consuming; splice then moves the same bytes on.
         assert_eq!(tee(a_r, b_w, 64).unwrap(), 12);
         assert_eq!(splice(a_r, c_w, 5, 0).unwrap(), 5);

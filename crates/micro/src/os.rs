@@ -1,6 +1,7 @@
-//! Safe wrappers for the micro-benchmarks (`crates/micro`): resource usage with context
-//! switches, forking a worker process, blocking pipes, a connect from a chosen source address, a
-//! single io_uring accept, and the C library's version.
+//! Safe wrappers that only the micro-benchmarks use: forking a worker process, blocking pipes, a
+//! connect from a chosen source address, a single io_uring accept, the C library's version, and
+//! ([`files`]) the read-ahead benchmark's page-cache calls. Each `unsafe` block has its SAFETY
+//! line; every other process-level call goes through `evlab-sys`.
 //!
 //! None of these is on a server's hot path, so none is counted except where a counted wrapper is
 //! reused (`socket`, `bind`, `connect`, `io_uring_enter`).
@@ -8,67 +9,13 @@
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{FromRawFd, OwnedFd as StdOwnedFd, RawFd};
-use std::time::Duration;
 
-use super::{count_io, Syscall};
-use crate::sys::CpuTime;
+use evlab_sys::{count_io, Syscall};
 
-// ---- usage ----
+pub mod files;
+pub use files::*;
 
-/// What `getrusage` says about a thread or a process: CPU time and context switches.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub cpu: CpuTime,
-    /// Voluntary context switches: each time the thread slept (blocked in a wait).
-    pub voluntary: u64,
-    /// Involuntary context switches: each time the scheduler took the CPU away.
-    pub involuntary: u64,
-}
-
-impl Usage {
-    /// `self - earlier`, saturating.
-    pub fn since(&self, earlier: &Usage) -> Usage {
-        Usage {
-            cpu: CpuTime {
-                user: self.cpu.user.saturating_sub(earlier.cpu.user),
-                system: self.cpu.system.saturating_sub(earlier.cpu.system),
-            },
-            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
-            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
-        }
-    }
-}
-
-fn usage(who: libc::c_int) -> io::Result<Usage> {
-    // SAFETY: rusage is plain integers, for which all-zero is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is valid for writing.
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let d = |tv: libc::timeval| {
-        Duration::from_secs(tv.tv_sec.max(0) as u64)
-            + Duration::from_micros(tv.tv_usec.max(0) as u64)
-    };
-    Ok(Usage {
-        cpu: CpuTime {
-            user: d(ru.ru_utime),
-            system: d(ru.ru_stime),
-        },
-        voluntary: ru.ru_nvcsw.max(0) as u64,
-        involuntary: ru.ru_nivcsw.max(0) as u64,
-    })
-}
-
-/// The calling thread's usage (RUSAGE_THREAD).
-pub fn usage_thread() -> io::Result<Usage> {
-    usage(libc::RUSAGE_THREAD)
-}
-
-/// The whole process's usage, every thread (RUSAGE_SELF).
-pub fn usage_process() -> io::Result<Usage> {
-    usage(libc::RUSAGE_SELF)
-}
+// ---- threads ----
 
 /// How many threads this process runs (the `Threads:` line of `/proc/self/status`).
 pub fn threads_in_process() -> io::Result<usize> {
@@ -188,14 +135,14 @@ pub fn connect_from(src: &SocketAddr, dst: &SocketAddr) -> io::Result<TcpStream>
     } else {
         libc::AF_INET6
     };
-    let fd = super::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)?;
+    let fd = evlab_sys::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)?;
     // SAFETY: `fd` is a socket just created here and owned by nobody else.
     let owned = unsafe { StdOwnedFd::from_raw_fd(fd) };
     if src.port() == 0 {
-        super::setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+        evlab_sys::setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
     }
-    super::bind(fd, src)?;
-    super::connect(fd, dst)?;
+    evlab_sys::bind(fd, src)?;
+    evlab_sys::connect(fd, dst)?;
     Ok(TcpStream::from(owned))
 }
 
@@ -219,9 +166,9 @@ impl std::fmt::Debug for UringAcceptor {
 
 impl UringAcceptor {
     /// Whether this kernel can do it, and if not, why.
-    pub fn support() -> crate::Support {
-        let s = crate::uring_probe::support();
-        crate::Support::unless(s.missing(&[("IORING_OP_ACCEPT", s.accept)]))
+    pub fn support() -> evlab_poll::Support {
+        let s = evlab_poll::uring_probe::support();
+        evlab_poll::Support::unless(s.missing(&[("IORING_OP_ACCEPT", s.accept)]))
     }
 
     /// A ring for accepting on `listener` (which must stay open while this lives).
@@ -283,14 +230,10 @@ pub fn glibc_version() -> String {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+    use std::time::Duration;
 
     #[test]
-    fn usage_counts_a_sleep_as_a_voluntary_switch() {
-        let before = usage_thread().unwrap();
-        std::thread::sleep(Duration::from_millis(2));
-        let d = usage_thread().unwrap().since(&before);
-        assert!(d.voluntary >= 1, "{d:?}");
-        assert!(usage_process().unwrap().voluntary >= d.voluntary);
+    fn threads_and_the_c_library_answer() {
         assert!(threads_in_process().unwrap() >= 1);
         assert!(glibc_version().starts_with("2."), "{}", glibc_version());
     }
@@ -324,12 +267,12 @@ mod tests {
     fn uring_accept_takes_a_connection_or_says_why_not() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
-        if let crate::Support::No(why) = UringAcceptor::support() {
+        if let evlab_poll::Support::No(why) = UringAcceptor::support() {
             // Refused, with the reason; but nothing was accepted.
             let e = UringAcceptor::new(fd).expect_err("no io_uring accept, yet a ring");
             assert!(e.to_string().contains(&why), "{e}");
             let why = format!("io_uring accept unavailable: {why}");
-            crate::testing::require("io_uring", false, &why);
+            evlab_poll::testing::require("io_uring", false, &why);
             return;
         }
         let mut a = UringAcceptor::new(fd).expect("io_uring accepts here");
@@ -337,7 +280,7 @@ mod tests {
         let t = std::thread::spawn(move || TcpStream::connect(addr).unwrap());
         let c = a.accept().unwrap();
         assert!(c >= 0);
-        super::super::close(c).unwrap();
+        evlab_sys::close(c).unwrap();
         drop(t.join().unwrap());
     }
 }

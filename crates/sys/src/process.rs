@@ -1,5 +1,6 @@
 //! Safe wrappers for the process-level calls the rest of evlab makes: resource limits and usage,
-//! signals, `uname`, `sysconf`, `mkfifo`, and what a child does between fork and exec.
+//! users and capabilities, signals, `uname`, `sysconf`, `mkfifo`, and what a child does between
+//! fork and exec.
 //!
 //! None of these is on a hot path, so none is counted. They live here because evlab keeps
 //! `unsafe` in this crate: every other crate calls these instead of `libc` directly.
@@ -69,29 +70,65 @@ impl CpuTime {
     }
 }
 
-fn rusage(who: libc::c_int) -> io::Result<CpuTime> {
+/// What `getrusage` says about a thread, a process or its children: CPU time and context
+/// switches.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub cpu: CpuTime,
+    /// Voluntary context switches: each time the thread slept (blocked in a wait).
+    pub voluntary: u64,
+    /// Involuntary context switches: each time the scheduler took the CPU away.
+    pub involuntary: u64,
+}
+
+impl Usage {
+    /// `self - earlier`, saturating.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            cpu: CpuTime {
+                user: self.cpu.user.saturating_sub(earlier.cpu.user),
+                system: self.cpu.system.saturating_sub(earlier.cpu.system),
+            },
+            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+        }
+    }
+}
+
+/// Whose usage `getrusage` reports.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Who {
+    /// The calling thread (RUSAGE_THREAD).
+    Thread,
+    /// This process, every thread (RUSAGE_SELF).
+    Process,
+    /// This process's children that have ended and been waited for (RUSAGE_CHILDREN).
+    Children,
+}
+
+/// getrusage(2): evlab's one wrapper of it.
+pub fn getrusage(who: Who) -> io::Result<Usage> {
+    let who = match who {
+        Who::Thread => libc::RUSAGE_THREAD,
+        Who::Process => libc::RUSAGE_SELF,
+        Who::Children => libc::RUSAGE_CHILDREN,
+    };
     // SAFETY: rusage is plain integers, for which all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is valid for writing.
+    // SAFETY: `ru` is a valid, writable rusage; `who` is one of the three values it accepts.
     check(unsafe { libc::getrusage(who, &mut ru) })?;
     let d = |tv: libc::timeval| {
         Duration::from_secs(tv.tv_sec.max(0) as u64)
             + Duration::from_micros(tv.tv_usec.max(0) as u64)
     };
-    Ok(CpuTime {
-        user: d(ru.ru_utime),
-        system: d(ru.ru_stime),
+    Ok(Usage {
+        cpu: CpuTime {
+            user: d(ru.ru_utime),
+            system: d(ru.ru_stime),
+        },
+        voluntary: ru.ru_nvcsw.max(0) as u64,
+        involuntary: ru.ru_nivcsw.max(0) as u64,
     })
-}
-
-/// CPU time of this process, every thread.
-pub fn getrusage_self() -> io::Result<CpuTime> {
-    rusage(libc::RUSAGE_SELF)
-}
-
-/// CPU time of this process's children that have ended and been waited for.
-pub fn getrusage_children() -> io::Result<CpuTime> {
-    rusage(libc::RUSAGE_CHILDREN)
 }
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of `/proc/PID/stat` times.
@@ -99,6 +136,77 @@ pub fn clock_ticks_per_second() -> Option<u64> {
     // SAFETY: sysconf only reads a configuration value.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     (t > 0).then_some(t as u64)
+}
+
+// ---- users and capabilities ----
+
+/// The effective user id of this process.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The name of the user `uid` in the password database (`getpwuid_r`), if it has one.
+pub fn user_name(uid: u32) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16384];
+    // SAFETY: all-zero is a valid passwd (null pointers, zero numbers); getpwuid_r fills it.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call, and `buf.len()` is the length of `buf`; the
+    // strings it sets point into `buf`.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string in `buf`, which is still alive.
+    let name = unsafe { CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// One 32-bit word of each capability set (`struct __user_cap_data_struct`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CapData {
+    pub effective: u32,
+    pub permitted: u32,
+    pub inheritable: u32,
+}
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// _LINUX_CAPABILITY_VERSION_3: two words of each set.
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+fn capget_or_set(nr: libc::c_long, data: &mut [CapData; 2]) -> io::Result<()> {
+    let mut h = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    // SAFETY: a version-3 header and the two data words it describes, both live and writable
+    // for the call; pid 0 is the calling thread.
+    let r = unsafe { libc::syscall(nr, &mut h as *mut CapHeader, data.as_mut_ptr()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The calling thread's capabilities (capget(2)): words 0 and 1 of each set.
+pub fn capabilities() -> io::Result<[CapData; 2]> {
+    let mut d = [CapData::default(); 2];
+    capget_or_set(libc::SYS_capget, &mut d)?;
+    Ok(d)
+}
+
+/// Sets the calling thread's capabilities (capset(2)): only lowering them, unless privileged.
+pub fn set_capabilities(mut data: [CapData; 2]) -> io::Result<()> {
+    capget_or_set(libc::SYS_capset, &mut data)
 }
 
 // ---- uname ----
@@ -404,13 +512,35 @@ mod tests {
         let (soft, hard) = nofile_limit().unwrap();
         assert!(soft <= hard);
         assert!(raise_fd_limit().unwrap() >= soft);
-        let t = getrusage_self().unwrap();
+        let t = getrusage(Who::Process).unwrap().cpu;
         assert!(t.total() >= t.user);
-        assert!(getrusage_children().is_ok());
+        assert!(getrusage(Who::Children).is_ok());
         assert!(clock_ticks_per_second().unwrap() > 0);
         let u = uname().unwrap();
         assert_eq!(u.sysname, "Linux");
         assert!(!u.release.is_empty());
+    }
+
+    #[test]
+    fn users_and_capabilities_answer() {
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        let me = geteuid();
+        let caps = capabilities().unwrap();
+        if me == 0 {
+            assert_ne!(caps[0].effective, 0, "{caps:?}");
+        }
+        // Setting what is already set changes nothing and is allowed.
+        set_capabilities(caps).unwrap();
+        assert_eq!(capabilities().unwrap(), caps);
+    }
+
+    #[test]
+    fn usage_counts_a_sleep_as_a_voluntary_switch() {
+        let before = getrusage(Who::Thread).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let d = getrusage(Who::Thread).unwrap().since(&before);
+        assert!(d.voluntary >= 1, "{d:?}");
+        assert!(getrusage(Who::Process).unwrap().voluntary >= d.voluntary);
     }
 
     #[test]

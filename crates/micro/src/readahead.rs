@@ -21,8 +21,9 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::os::{self, Advice, Mapping};
+use crate::os;
 use evlab_sys as sys;
+use evlab_sys::{Advice, Mapping};
 
 use crate::plot::{Plot, Xy};
 use crate::stats::{Interval, MIN_REPEATS};

@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 pub mod alloc_count;
+mod mapping;
 mod process;
+pub use mapping::{Advice, Mapping};
 pub use process::*;
 
 macro_rules! syscalls {

@@ -28,15 +28,18 @@ fn usable() -> bool {
 struct NetnsHosts {
     dir: PathBuf,
     tag: String,
+    n: usize,
 }
 
 impl NetnsHosts {
-    fn up(n: usize) -> (NetnsHosts, PathBuf) {
-        let tag = format!("r{}", std::process::id() % 100_000);
-        let dir = std::env::temp_dir().join(format!("evlab-runhosts-{}", std::process::id()));
+    /// `n` hosts, named by `letter` (one per test, so that the tests' sets coexist).
+    fn up(letter: char, n: usize) -> (NetnsHosts, PathBuf) {
+        let tag = format!("{letter}{}", std::process::id() % 100_000);
+        let dir = std::env::temp_dir().join(format!("evlab-runhosts-{tag}"));
         let h = NetnsHosts {
             dir: dir.clone(),
             tag: tag.clone(),
+            n,
         };
         let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
             .args(["up", &n.to_string(), dir.to_str().unwrap()])
@@ -50,25 +53,45 @@ impl NetnsHosts {
         (h, file)
     }
 
-    /// The evlab processes still running in any of the namespaces.
-    fn evlab_left(&self) -> Vec<String> {
-        let mut left = vec![];
-        for i in 0..3 {
-            let ns = format!("{}-h{i}", self.tag);
-            let o = Command::new("ip")
-                .args(["netns", "pids", &ns])
-                .output()
-                .unwrap();
-            for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
-                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-                if comm.trim() == "evlab" {
-                    let args =
-                        std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                    left.push(format!("{ns}: {pid} {}", args.replace('\0', " ")));
-                }
+    /// The evlab processes running in host `i`'s namespace: pid and command line.
+    fn evlab_on(&self, i: usize) -> Vec<(u32, String)> {
+        let ns = format!("{}-h{i}", self.tag);
+        let o = Command::new("ip")
+            .args(["netns", "pids", &ns])
+            .output()
+            .unwrap();
+        let mut found = vec![];
+        for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "evlab" {
+                let args =
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                found.push((pid.parse().unwrap(), args.replace('\0', " ")));
             }
         }
-        left
+        found
+    }
+
+    /// The evlab processes still running in any of the namespaces.
+    fn evlab_left(&self) -> Vec<String> {
+        (0..self.n)
+            .flat_map(|i| {
+                self.evlab_on(i)
+                    .into_iter()
+                    .map(move |(pid, args)| format!("h{i}: {pid} {args}"))
+            })
+            .collect()
+    }
+
+    /// Host `i`'s address (from the hosts file).
+    fn address(&self, i: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.join("hosts.toml")).unwrap();
+        let a = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("address = "))
+            .nth(i)
+            .unwrap();
+        a.trim_matches('"').to_string()
     }
 }
 
@@ -102,7 +125,7 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         return;
     }
     let t0 = Instant::now();
-    let (hosts, file) = NetnsHosts::up(3);
+    let (hosts, file) = NetnsHosts::up('r', 3);
     let spec = hosts.dir.join("tiny.toml");
     std::fs::write(
         &spec,
@@ -220,4 +243,176 @@ fn experiments_that_cannot_run_across_hosts_are_refused_with_the_reason() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `evlab run SPEC --hosts FILE --out DIR/out` started in the background, the spec written to
+/// DIR first.
+fn start_run(hosts: &NetnsHosts, file: &Path, spec: &str) -> (std::process::Child, PathBuf) {
+    let path = hosts.dir.join("spec.toml");
+    std::fs::write(&path, spec).unwrap();
+    let out = hosts.dir.join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(["run", path.to_str().unwrap(), "--quiet", "--hosts"])
+        .arg(file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, out)
+}
+
+/// The `evlab load` processes on host `i` (pids), by their command line.
+fn loads_on(hosts: &NetnsHosts, i: usize) -> Vec<u32> {
+    hosts
+        .evlab_on(i)
+        .into_iter()
+        .filter(|(_, args)| args.contains(" load "))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Waits for the run to end; its stdout, having checked it succeeded.
+fn finished(child: std::process::Child) -> String {
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn kill(pid: u32, signal: &str) {
+    let s = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(s.success(), "kill {signal} {pid}");
+}
+
+#[test]
+fn a_client_killed_mid_run_fails_the_point_naming_its_host_and_nothing_is_merged() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('k', 3);
+    let (run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-kill\"\ndescription = \"a client killed\"\nmechanisms = [\"epoll-et\"]\n\
+         rates = [200]\nidle = [0]\nduration_s = 3\nwarmup_s = 0\ntrials = 1\n",
+    );
+    // h2's evlab load, killed once it has run a while (it waits ~1.2 s for the agreed
+    // instant, then runs 3 s).
+    let end = Instant::now() + std::time::Duration::from_secs(60);
+    let pid = loop {
+        if let Some(&p) = loads_on(&hosts, 2).first() {
+            break p;
+        }
+        assert!(Instant::now() < end, "no evlab load appeared on h2");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    kill(pid, "-KILL");
+    let said = finished(run);
+    assert!(said.contains("1 points (1 failed)"), "{said}");
+    let s = json(&out.join("summary.json"));
+    let p = &s["points"][0];
+    assert_eq!(p["status"], "failed", "{p}");
+    let reason = p["reason"].as_str().unwrap();
+    assert!(reason.contains("evlab load on host h2 failed"), "{reason}");
+    // Nothing merged: h1 finished its run, but its report is not the point's.
+    assert!(p["load"].is_null(), "{p}");
+    assert!(p["hosts"].as_array().is_none_or(|h| h.is_empty()), "{p}");
+    assert!(!out.join("load/point-000-h1.json").exists());
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!("killed client test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// The pids of this machine's ssh processes connected to `addr`'s sshd: the master
+/// connection (its multiplexed sessions use its socket, not their own).
+fn ssh_masters_to(addr: &str) -> Vec<u32> {
+    let o = Command::new("ss")
+        .args(["-Htnp", "dst", addr, "dport", "=", ":22"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut pids: Vec<u32> = text
+        .split("pid=")
+        .skip(1)
+        .filter_map(|x| x.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+#[test]
+fn a_lost_ssh_connection_is_retried_once_then_fails_the_point_naming_the_host() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('l', 3);
+    let h1 = hosts.address(1);
+    let (mut run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-lost\"\ndescription = \"ssh lost\"\nmechanisms = [\"epoll-et\"]\n\
+         rates = [200, 300]\nidle = [0]\nduration_s = 2\nwarmup_s = 0\ntrials = 1\n",
+    );
+    // Every evlab load h1 runs, in order: the 1st (point 0) loses its connection and is run
+    // again (the 2nd, left alone); the 3rd and 4th (point 1, and its second attempt) both lose
+    // theirs. A connection is lost by killing h1's ssh master connection while the load runs.
+    let mut seen: Vec<u32> = vec![];
+    let mut kills = 0;
+    let end = Instant::now() + std::time::Duration::from_secs(110);
+    while run.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the run did not end");
+        for pid in loads_on(&hosts, 1) {
+            if seen.contains(&pid) {
+                continue;
+            }
+            seen.push(pid);
+            if [1, 3, 4].contains(&seen.len()) {
+                std::thread::sleep(std::time::Duration::from_millis(1500));
+                let masters = ssh_masters_to(&h1);
+                assert!(!masters.is_empty(), "no ssh connection to h1");
+                for m in masters {
+                    kill(m, "-KILL");
+                }
+                kills += 1;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(kills, 3, "h1's loads: {seen:?}");
+    let said = finished(run);
+    assert!(said.contains("2 points (1 failed)"), "{said}");
+    let s = json(&out.join("summary.json"));
+    let (p0, p1) = (&s["points"][0], &s["points"][1]);
+    assert_eq!(p0["status"], "ok", "{p0}");
+    let notes = p0["notes"].to_string();
+    assert!(
+        notes.contains("measured again: the ssh connection to host h1 was lost"),
+        "{notes}"
+    );
+    assert!(p0["load"]["replies"].as_u64().unwrap() > 0, "{p0}");
+    assert_eq!(p1["status"], "failed", "{p1}");
+    let reason = p1["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the ssh connection to host h1 was lost, and again"),
+        "{reason}"
+    );
+    assert!(p1["load"].is_null(), "{p1}");
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!("lost ssh test: {:.1} s", t0.elapsed().as_secs_f64());
 }

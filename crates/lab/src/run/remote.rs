@@ -196,6 +196,15 @@ impl RemoteProcs {
         }
         (!left.is_empty()).then(|| left.join("; "))
     }
+
+    /// The host of the first process whose ssh connection was lost (before `stop`).
+    fn lost_host(&mut self) -> Option<String> {
+        self.clients
+            .iter_mut()
+            .chain(self.idle.as_mut())
+            .chain(self.server.as_mut())
+            .find_map(|r| r.lost().then(|| r.host.name.clone()))
+    }
 }
 
 /// One client's finished run.
@@ -222,14 +231,41 @@ pub(crate) fn run_point(
         return point::run_point(ctx, index, s, swept, idle, rate, trial);
     };
     let t0 = Instant::now();
-    let mut p = point::new_point(ctx, index, s, swept, idle, rate, trial);
-    let mut procs = RemoteProcs::default();
-    let r = measure_in(ctx, hr, &mut p, &mut procs);
-    if let Some(left) = procs.stop(&hr.ssh) {
-        p.flags.push(left);
+    let mut retried = None;
+    loop {
+        let mut p = point::new_point(ctx, index, s, swept, idle, rate, trial);
+        let mut procs = RemoteProcs::default();
+        let mut r = measure_in(ctx, hr, &mut p, &mut procs);
+        // A lost ssh connection leaves the point's outcome unknown: measured again once, from
+        // the start, on a new connection; lost again, the point fails naming the host.
+        let lost = if r.is_err() { procs.lost_host() } else { None };
+        if let Some(left) = procs.stop(&hr.ssh) {
+            p.flags.push(left);
+        }
+        match (lost, &retried) {
+            (Some(host), None) if !interrupted() => {
+                let why = r.err().map(|e| e.to_string()).unwrap_or_default();
+                retried = Some(format!(
+                    "measured again: the ssh connection to host {host} was lost in the first \
+                     attempt ({why})"
+                ));
+                continue;
+            }
+            (Some(host), Some(_)) => {
+                let why = r.err().map(|e| e.to_string()).unwrap_or_default();
+                r = Err(LabError::Point(format!(
+                    "the ssh connection to host {host} was lost, and again when the point was \
+                     measured again: {why}"
+                )));
+            }
+            _ => {}
+        }
+        if let Some(n) = retried {
+            p.notes.push(n);
+        }
+        point::finish_point(&mut p, r, t0);
+        return p;
     }
-    point::finish_point(&mut p, r, t0);
-    p
 }
 
 fn measure_in(
@@ -453,9 +489,18 @@ fn run_clients(
                 )
             }));
         };
+        if status.code() == Some(crate::run::hosts::SSH_FAILED) {
+            return Err(LabError::Point(format!(
+                "the ssh connection to host {} was lost during its evlab load (ssh exit \
+                 status 255): {}; its report is lost, so none of the clients' reports is used",
+                h.name,
+                r.ssh.stderr_tail(2)
+            )));
+        }
         if !status.success() {
             return Err(LabError::Point(format!(
-                "evlab load on host {} failed ({status}): {}",
+                "evlab load on host {} failed before its report ({status}): {}; none of the \
+                 clients' reports is used",
                 h.name,
                 r.ssh.stderr_tail(4)
             )));

@@ -221,7 +221,7 @@ fn experiments_that_cannot_run_across_hosts_are_refused_with_the_reason() {
     )
     .unwrap();
     for (experiment, says) in [
-        ("quick", "server CPU budget"),
+        ("quick", "rates = \"auto\""),
         ("peers", "peer server"),
         ("pipetest", "micro-benchmark"),
     ] {
@@ -415,4 +415,84 @@ fn a_lost_ssh_connection_is_retried_once_then_fails_the_point_naming_the_host() 
     assert!(left.is_empty(), "{left:?}");
     drop(hosts);
     eprintln!("lost ssh test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// The groups in the CPU controller's root (cgroup v1's `cpu`, else v2's) named `evlab-…`
+/// that hold `pid`: their directory.
+fn budget_groups_of(pid: u32) -> Vec<PathBuf> {
+    let root = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup"]
+        .iter()
+        .map(Path::new)
+        .find(|r| r.join("cgroup.procs").exists())
+        .unwrap();
+    std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("evlab-"))
+                && std::fs::read_to_string(d.join("cgroup.procs"))
+                    .is_ok_and(|t| t.lines().any(|l| l.trim() == pid.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_server_cpu_budget_is_a_cgroup_on_the_server_host_removed_after() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('b', 2);
+    let (mut run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-budget\"\ndescription = \"a budget on the server host\"\n\
+         mechanisms = [\"epoll-et\"]\nrates = [2000]\nidle = [0]\nduration_s = 3\n\
+         warmup_s = 0\ntrials = 1\nserver_cpu_budget = 0.25\n",
+    );
+    // While the point runs: its server (on h0) is in a group of its own with the quota.
+    let mut group: Option<(PathBuf, String)> = None;
+    let end = Instant::now() + std::time::Duration::from_secs(90);
+    while run.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the run did not end");
+        if group.is_none() {
+            for (pid, args) in hosts.evlab_on(0) {
+                if !args.contains(" serve ") {
+                    continue;
+                }
+                if let Some(d) = budget_groups_of(pid).into_iter().next() {
+                    let quota = ["cpu.max", "cpu.cfs_quota_us"]
+                        .iter()
+                        .find_map(|f| std::fs::read_to_string(d.join(f)).ok())
+                        .unwrap();
+                    let period =
+                        std::fs::read_to_string(d.join("cpu.cfs_period_us")).unwrap_or_default();
+                    group = Some((d, format!("{} {}", quota.trim(), period.trim())));
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let said = finished(run);
+    let (dir, quota) = group.expect("the server was never seen in a budget group on h0");
+    // 25% of one CPU: 2.5 ms each 10 ms (v1: quota then period; v2: `cpu.max`).
+    assert!(quota == "2500 10000" || quota == "2500 10000 ", "{quota}");
+    assert!(!dir.exists(), "{} left", dir.display());
+    assert!(said.contains("1 points (0 failed)"), "{said}");
+    let s = json(&out.join("summary.json"));
+    let p = &s["points"][0];
+    assert_eq!(p["status"], "ok", "{p}");
+    assert_eq!(p["server_cpu_budget"].as_f64(), Some(0.25), "{p}");
+    // The quota bounds the server's CPU by construction (its time over a window a little
+    // longer than the load's, read on its host).
+    let util = p["server_cpu_util"].as_f64().unwrap();
+    assert!(util <= 0.3, "server CPU {util} over a 0.25 budget: {p}");
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!(
+        "budget test: {:.1} s (server CPU {util:.3} of a 0.25 budget)",
+        t0.elapsed().as_secs_f64()
+    );
 }

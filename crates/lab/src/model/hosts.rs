@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::spec::{ServerKind, Spec, Workload};
+use crate::model::spec::{Budget, ServerKind, Spec, Workload};
 use crate::LabError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,12 +187,10 @@ pub fn refusal(spec: &Spec) -> Option<String> {
             spec.workload
         ));
     }
-    if spec.server_cpu_budget.is_some()
-        || all.iter().any(|s| spec.series_budget(&s.label).is_some())
-    {
+    if matches!(spec.server_cpu_budget, Some(Budget::Auto)) {
         return why(
-            "a server CPU budget (server_cpu_budget, cpu_budget) would be a cgroup on the \
-             server host, which is not built yet: remove the budget to run it there",
+            "server_cpu_budget = \"auto\" calibrates on this machine; give the budget as a \
+             share of one CPU (it is applied in a cgroup on the server host)",
         );
     }
     if spec.rates.is_auto() {

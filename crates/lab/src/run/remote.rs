@@ -20,6 +20,7 @@ use crate::run::hosts::{Remote, Ssh};
 use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
+use crate::run::remote_budget::{RemoteCgroup, RemoteGroup};
 use crate::LabError;
 
 /// How far ahead of now the clients are told to start: time for every ssh session to start
@@ -40,6 +41,9 @@ pub struct HostsRun {
     /// The run's directory on the server host; its document root is `www` inside.
     server_dir: String,
     server_ip: IpAddr,
+    /// Where the server's CPU budgets are made on its host (found and tried by `prepare` when
+    /// the experiment has one).
+    cgroup: Option<RemoteCgroup>,
 }
 
 fn now_s() -> f64 {
@@ -55,7 +59,13 @@ fn fail(host: &Host, what: String) -> LabError {
 impl HostsRun {
     /// Checks every host (this evlab's binary there by sha256, copied where it differs; its
     /// kernel; its clock's offset) and makes the run's document root on the server host.
-    pub fn prepare(hosts: Hosts, evlab: &Path, progress: &Progress) -> Result<HostsRun, LabError> {
+    /// With a server CPU budget in `spec`, the server host's cgroups are found and tried too.
+    pub fn prepare(
+        hosts: Hosts,
+        spec: &crate::model::spec::Spec,
+        evlab: &Path,
+        progress: &Progress,
+    ) -> Result<HostsRun, LabError> {
         if hosts.clients().next().is_none() {
             return Err(LabError::Io(
                 "the hosts file names no client host (role = \"client\")".into(),
@@ -83,6 +93,7 @@ impl HostsRun {
             ticks: 100.0,
             server_dir: String::new(),
             server_ip,
+            cgroup: None,
         };
         for h in hosts.hosts.iter().filter(|h| h.role != Role::Origin) {
             let c = run.ssh.check(h, evlab, true)?;
@@ -134,6 +145,14 @@ impl HostsRun {
             &[],
         )?;
         run.server_dir = dir;
+        let series = spec.series_list(&|_| true, &["poll".to_string()]);
+        if budget_share(spec, &spec.name).is_some()
+            || series
+                .iter()
+                .any(|s| budget_share(spec, &s.label).is_some())
+        {
+            run.cgroup = Some(RemoteCgroup::find(&run.ssh, &server)?);
+        }
         Ok(run)
     }
 
@@ -172,18 +191,30 @@ impl HostsRun {
     }
 }
 
+/// The share of one CPU the series labelled `label` runs its server in: its own `cpu_budget`,
+/// else the experiment's fixed `server_cpu_budget`.
+fn budget_share(spec: &crate::model::spec::Spec, label: &str) -> Option<f64> {
+    spec.series_budget(label).or(match spec.server_cpu_budget {
+        Some(crate::model::spec::Budget::Share(b)) => Some(b),
+        _ => None,
+    })
+}
+
 /// What one point started on its hosts, stopped in reverse order whatever happens.
 #[derive(Default)]
 struct RemoteProcs {
     server: Option<Remote>,
     idle: Option<Remote>,
     clients: Vec<Remote>,
+    /// The server's CPU budget's group on its host, removed once it is stopped.
+    budget: Option<RemoteGroup>,
 }
 
 impl RemoteProcs {
     /// Stops the clients, the idle holder and the server, each checked gone on its host;
     /// what was not is returned, for a flag.
-    fn stop(&mut self, ssh: &Ssh) -> Option<String> {
+    fn stop(&mut self, hr: &HostsRun) -> Option<String> {
+        let ssh = &hr.ssh;
         let grace = Duration::from_secs(5);
         let mut left = Vec::new();
         let all = self
@@ -193,6 +224,11 @@ impl RemoteProcs {
             .chain(self.server.as_mut());
         for r in all {
             left.extend(ssh.stop(r, grace));
+        }
+        if let (Some(g), Some(cg)) = (self.budget.take(), &hr.cgroup) {
+            if let Err(e) = cg.remove(ssh, hr.hosts.server(), &g) {
+                left.push(e.to_string());
+            }
         }
         (!left.is_empty()).then(|| left.join("; "))
     }
@@ -239,7 +275,7 @@ pub(crate) fn run_point(
         // A lost ssh connection leaves the point's outcome unknown: measured again once, from
         // the start, on a new connection; lost again, the point fails naming the host.
         let lost = if r.is_err() { procs.lost_host() } else { None };
-        if let Some(left) = procs.stop(&hr.ssh) {
+        if let Some(left) = procs.stop(hr) {
             p.flags.push(left);
         }
         match (lost, &retried) {
@@ -362,9 +398,30 @@ fn start_server(
     }
     argv.extend(spec.server_flags.iter().cloned());
     argv.extend(s.flags.iter().cloned());
+    let share = budget_share(spec, &p.series);
+    if let (Some(share), Some(cg)) = (share, &hr.cgroup) {
+        let g = procs
+            .budget
+            .insert(cg.make(&hr.ssh, host, share, &format!("p{}", p.index))?);
+        p.server_cpu_budget = Some(g.share);
+        p.commands.push(format!(
+            "ssh {} -- {}   # on host {}: the server's CPU budget, {:.0}% of one CPU",
+            host.destination,
+            shell_line(std::slice::from_ref(&g.setup)),
+            host.name,
+            g.share * 100.0
+        ));
+    }
     let r = procs
         .server
         .insert(hr.ssh.spawn(host, "evlab serve", &argv)?);
+    if let (Some(g), Some(cg)) = (&procs.budget, &hr.cgroup) {
+        cg.join(&hr.ssh, host, g, r.pgid)?;
+        p.commands.push(format!(
+            "ssh {} -- 'echo $server > {}/cgroup.procs'   # on host {}",
+            host.destination, g.dir, host.name
+        ));
+    }
     let line = r.ssh.wait_line(
         |l| l.starts_with("listening on "),
         Duration::from_secs(15),

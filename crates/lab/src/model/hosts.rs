@@ -160,6 +160,23 @@ pub struct PointHost {
     pub clock_bound_ms: f64,
 }
 
+/// A `[network]` condition as applied on one host for a run across hosts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NetworkApplied {
+    pub host: String,
+    /// The interface it applies on (the host's route to the server).
+    pub interface: String,
+    /// The conditions, in words ("1% loss").
+    pub condition: String,
+    /// How: `netem` (egress), `tbf` (egress rate), `iptables statistic` (loss of what arrives
+    /// from the server).
+    pub how: Vec<String>,
+    /// The commands that applied it (as root).
+    pub commands: Vec<String>,
+    /// Whether it was removed, checked gone, after the run.
+    pub removed: bool,
+}
+
 /// Why `evlab run --hosts` cannot run `spec` (None: it can). Only evlab servers measured by
 /// the one-byte workload at fixed rates are run across hosts so far: what the others need on
 /// the hosts (peers' configs, a proxy's origin, file sets, a cgroup budget, calibration and

@@ -292,6 +292,9 @@ pub struct Summary {
     /// evlab, clock offset); absent for a run on this machine.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::model::hosts::HostCheck>,
+    /// `[network]` across hosts: each condition as applied on its host (and removed after).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<crate::model::hosts::NetworkApplied>,
 }
 
 /// One `evlab run --resume DIR`: what it kept of the run so far and what it measured again.

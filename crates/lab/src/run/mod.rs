@@ -16,3 +16,4 @@ pub mod progress;
 pub mod remote;
 pub mod remote_budget;
 pub mod sweep;
+pub mod wan;

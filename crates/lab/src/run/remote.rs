@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::model::hosts::{Host, HostCheck, Hosts, PointHost, Role};
+use crate::model::hosts::{Host, HostCheck, Hosts, NetworkApplied, PointHost, Role};
 use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary};
 use crate::model::results::PointResult;
 use crate::model::spec::Series;
@@ -44,6 +44,8 @@ pub struct HostsRun {
     /// Where the server's CPU budgets are made on its host (found and tried by `prepare` when
     /// the experiment has one).
     cgroup: Option<RemoteCgroup>,
+    /// `[network]`'s conditions in place on the client hosts, removed by `finish`.
+    network: Vec<crate::run::wan::Applied>,
 }
 
 fn now_s() -> f64 {
@@ -94,6 +96,7 @@ impl HostsRun {
             server_dir: String::new(),
             server_ip,
             cgroup: None,
+            network: vec![],
         };
         for h in hosts.hosts.iter().filter(|h| h.role != Role::Origin) {
             let c = run.ssh.check(h, evlab, true)?;
@@ -153,6 +156,9 @@ impl HostsRun {
         {
             run.cgroup = Some(RemoteCgroup::find(&run.ssh, &server)?);
         }
+        if let Some(n) = &spec.network {
+            run.apply_network(n, progress)?;
+        }
         Ok(run)
     }
 
@@ -179,8 +185,72 @@ impl HostsRun {
             .map_or((0.0, 0.0), |c| (c.clock_offset_ms, c.clock_bound_ms))
     }
 
-    /// Removes the run's directory on the server host.
-    pub fn finish(&self) {
+    /// `[network]` on the client hosts it names (all when it names none); what one host
+    /// cannot apply is refused, and what the others applied is removed first.
+    fn apply_network(
+        &mut self,
+        n: &crate::model::spec::NetworkSpec,
+        progress: &Progress,
+    ) -> Result<(), LabError> {
+        let clients: Vec<Host> = self.hosts.clients().cloned().collect();
+        if let Some(unknown) = n
+            .hosts
+            .iter()
+            .flatten()
+            .find(|h| !clients.iter().any(|c| &c.name == *h))
+        {
+            return Err(LabError::Io(format!(
+                "[network] names host {unknown}, which is not a client host of the hosts file"
+            )));
+        }
+        for h in clients
+            .iter()
+            .filter(|c| n.hosts.as_ref().is_none_or(|v| v.contains(&c.name)))
+        {
+            match crate::run::wan::apply(&self.ssh, h, self.server_ip, n) {
+                Ok(a) => {
+                    progress.note(&format!(
+                        "evlab run: host {}: {} on {} ({})",
+                        h.name,
+                        a.record.condition,
+                        a.record.interface,
+                        a.record.how.join(", ")
+                    ));
+                    self.network.push(a);
+                }
+                Err(e) => {
+                    self.remove_network(progress);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes `[network]`'s conditions, each checked gone: their records, `removed` set.
+    fn remove_network(&self, progress: &Progress) -> Vec<NetworkApplied> {
+        self.network
+            .iter()
+            .map(|a| {
+                let mut r = a.record.clone();
+                match a.remove(&self.ssh) {
+                    Ok(()) => r.removed = true,
+                    Err(e) => progress.warn(&format!("evlab run: {e}")),
+                }
+                r
+            })
+            .collect()
+    }
+
+    /// `[network]`'s conditions as applied (before `finish`: in place).
+    pub fn network_applied(&self) -> Vec<NetworkApplied> {
+        self.network.iter().map(|a| a.record.clone()).collect()
+    }
+
+    /// Removes `[network]`'s conditions (checked gone) and the run's directory on the server
+    /// host; returns the conditions' records.
+    pub fn finish(&self, progress: &Progress) -> Vec<NetworkApplied> {
+        let network = self.remove_network(progress);
         if !self.server_dir.is_empty() {
             let _ = self.ssh.ok(
                 self.hosts.server(),
@@ -188,6 +258,7 @@ impl HostsRun {
                 &[],
             );
         }
+        network
     }
 }
 

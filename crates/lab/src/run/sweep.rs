@@ -67,6 +67,13 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     {
         return Err(LabError::Io(why));
     }
+    if spec.network.is_some() && opts.hosts.is_none() {
+        return Err(LabError::Io(format!(
+            "`{}` has [network]: its conditions are applied on client hosts' interfaces, so it \
+             runs only across hosts (--hosts FILE)",
+            spec.name
+        )));
+    }
     // A budget needs a group this user may write: found and tried before anything is made or
     // measured, so that a run that cannot have one stops at once, saying what to do.
     // (Across hosts, the budget is a group on the server host, found by `HostsRun::prepare`.)
@@ -108,6 +115,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     summary.quiet = Some(quiet);
     if let Some(h) = &hosts {
         summary.hosts = h.checks.clone();
+        summary.network = h.network_applied();
     }
     let (server_cpus, client_cpus) = pinned_cpus(spec, &progress);
     let scratch = Scratch::new()?;
@@ -130,7 +138,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     };
     let swept = sweep(&ctx, hosts.as_ref(), &series, &mut summary, t0, &progress);
     if let Some(h) = &hosts {
-        h.finish();
+        summary.network = h.finish(&progress);
     }
     swept?;
     summary.finished = Some(results::utc(results::now_secs()));

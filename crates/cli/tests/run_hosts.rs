@@ -242,6 +242,19 @@ fn experiments_that_cannot_run_across_hosts_are_refused_with_the_reason() {
             "nothing was made for {experiment}"
         );
     }
+    // Made for hosts: refused on this machine alone, before anything is made.
+    let o = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(["run", "testbed", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("made for a server host and client hosts") && err.contains("--hosts FILE"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -623,4 +636,52 @@ fn network_loss_and_rate_are_applied_on_a_client_host_recorded_and_removed_after
     assert!(left.is_empty(), "{left:?}");
     drop(hosts);
     eprintln!("network test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn the_testbed_experiment_runs_on_one_server_and_four_client_hosts_shortened() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('t', 5);
+    // The built-in testbed, shortened: its series and idle counts (10,000 idle connections
+    // down to 100), one low rate, one trial, 1 s points. What one box can check is that its
+    // shape runs across 1 + 4 hosts and writes its report, not what it would measure.
+    let text = std::fs::read_to_string(workspace().join("experiments/testbed.toml")).unwrap();
+    let short: String = text
+        .lines()
+        .map(|l| match l.split(" = ").next() {
+            Some("rates") => "rates = [400]".to_string(),
+            Some("idle") => "idle = [0, 100]".to_string(),
+            Some("trials") => "trials = 1".to_string(),
+            Some("duration_s") => "duration_s = 1".to_string(),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(short.contains("hosts_only = true") && short.contains("rates = [400]"));
+    let (run, out) = start_run(&hosts, &file, &short);
+    let said = finished(run);
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["hosts"].as_array().unwrap().len(), 5);
+    let points = s["points"].as_array().unwrap();
+    let series: std::collections::BTreeSet<&str> = points
+        .iter()
+        .map(|p| p["series"].as_str().unwrap())
+        .collect();
+    // uring runs where this kernel has io_uring (else the plan skips it, saying so).
+    for m in ["select", "poll", "epoll-lt", "epoll-et"] {
+        assert!(series.contains(m), "{series:?}");
+    }
+    assert_eq!(points.len(), series.len() * 2, "{said}");
+    for p in points {
+        assert_eq!(p["status"], "ok", "{p}");
+        assert_eq!(p["hosts"].as_array().unwrap().len(), 4, "{p}");
+    }
+    assert!(out.join("report.html").exists() && out.join("report.md").exists());
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!("testbed test: {:.1} s", t0.elapsed().as_secs_f64());
 }

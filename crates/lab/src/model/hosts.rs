@@ -177,6 +177,28 @@ pub struct NetworkApplied {
     pub removed: bool,
 }
 
+/// Why `spec` cannot run on this machine alone (None: it can): it is made for hosts
+/// (`hosts_only`), or its `[network]` conditions are for hosts' interfaces.
+pub fn needs_hosts(spec: &Spec) -> Option<String> {
+    if spec.hosts_only {
+        return Some(format!(
+            "`{}` is made for a server host and client hosts (hosts_only): its rates are for \
+             several client machines, which one machine's client cannot offer, so here it \
+             would measure this machine's client, not the server; run it with --hosts FILE \
+             (docs/hosts.md)",
+            spec.name
+        ));
+    }
+    if spec.network.is_some() {
+        return Some(format!(
+            "`{}` has [network]: its conditions are applied on client hosts' interfaces, so it \
+             runs only across hosts (--hosts FILE)",
+            spec.name
+        ));
+    }
+    None
+}
+
 /// Why `evlab run --hosts` cannot run `spec` (None: it can). Only evlab servers measured by
 /// the one-byte workload at fixed rates are run across hosts so far: what the others need on
 /// the hosts (peers' configs, a proxy's origin, file sets, a cgroup budget, calibration and

@@ -131,6 +131,10 @@ pub struct Spec {
     /// (and iptables) on the client hosts for the whole run (`evlab run --hosts` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkSpec>,
+    /// Made for a server host and client hosts: refused without `--hosts` (its rates are for
+    /// client machines that one machine's client cannot stand in for).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hosts_only: bool,
     /// Polymix-like workload: objects of each kind in the origin's file set.
     #[serde(default = "default_polymix_objects")]
     pub polymix_objects: usize,

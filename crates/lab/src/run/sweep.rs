@@ -67,12 +67,8 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     {
         return Err(LabError::Io(why));
     }
-    if spec.network.is_some() && opts.hosts.is_none() {
-        return Err(LabError::Io(format!(
-            "`{}` has [network]: its conditions are applied on client hosts' interfaces, so it \
-             runs only across hosts (--hosts FILE)",
-            spec.name
-        )));
+    if let Some(why) = crate::model::hosts::needs_hosts(spec).filter(|_| opts.hosts.is_none()) {
+        return Err(LabError::Io(why));
     }
     // A budget needs a group this user may write: found and tried before anything is made or
     // measured, so that a run that cannot have one stops at once, saying what to do.

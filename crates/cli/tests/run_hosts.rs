@@ -590,6 +590,10 @@ fn network_loss_and_rate_are_applied_on_a_client_host_recorded_and_removed_after
     );
     let s = json(&out.join("summary.json"));
     assert_eq!(s["experiment"]["network"]["loss_pct"].as_f64(), Some(1.0));
+    // The point recorded each host's retransmits over its run: the loss made some.
+    let rt = &s["points"][0]["tcp_retransmits"];
+    let sum = rt["h0"].as_u64().unwrap() + rt["h1"].as_u64().unwrap();
+    assert!(sum > 0, "{rt}");
     let n = &s["network"].as_array().unwrap();
     assert_eq!(n.len(), 1, "{n:?}");
     assert_eq!(n[0]["host"], "h1");

@@ -397,8 +397,14 @@ fn measure_in(
     let pid = procs.server.as_ref().expect("started").pgid;
     let stats_before = point::fetch_stats(addr)?;
     let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
+    let retrans0 = tcp_retransmits(hr);
     let t = Instant::now();
     let (at, runs) = run_clients(ctx, hr, port, p, ctx.duration, procs)?;
+    for (host, n) in tcp_retransmits(hr) {
+        if let Some(before) = retrans0.get(&host) {
+            p.tcp_retransmits.insert(host, n.saturating_sub(*before));
+        }
+    }
     let alive = procs.server.as_mut().is_some_and(|s| s.alive());
     if !alive {
         let s = procs.server.as_ref().expect("started");
@@ -430,6 +436,28 @@ fn measure_in(
         );
     }
     record(ctx, hr, p, at, &runs)
+}
+
+/// The TCP segments each host (server and clients) has retransmitted so far, by its
+/// /proc/net/snmp; a host that cannot be read is left out.
+fn tcp_retransmits(hr: &HostsRun) -> BTreeMap<String, u64> {
+    hr.hosts
+        .hosts
+        .iter()
+        .filter(|h| h.role != Role::Origin)
+        .filter_map(|h| {
+            let snmp = hr.ssh.ok(h, "cat /proc/net/snmp", &[]).ok()?;
+            Some((h.name.clone(), retrans_segs(&snmp)?))
+        })
+        .collect()
+}
+
+/// `RetransSegs` of a /proc/net/snmp text (its `Tcp:` header line, then its values).
+fn retrans_segs(snmp: &str) -> Option<u64> {
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (keys, values) = (tcp.next()?, tcp.next()?);
+    let at = keys.split_whitespace().position(|k| k == "RetransSegs")?;
+    values.split_whitespace().nth(at)?.parse().ok()
 }
 
 /// `ssh DEST -- 'COMMAND'`, as a shell runs it by hand.
@@ -732,5 +760,17 @@ fn judge_host(spec: &crate::model::spec::Spec, p: &mut PointResult, c: &ClientRu
     }
     for x in q.notes {
         p.notes.push(format!("client host {name}: {x}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn retransmits_are_read_from_proc_net_snmp() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+                    Tcp: RtoAlgorithm RtoMin InSegs OutSegs RetransSegs InErrs\n\
+                    Tcp: 1 200 5647072 8028345 6903 0\nUdp: InDatagrams\nUdp: 3\n";
+        assert_eq!(super::retrans_segs(snmp), Some(6903));
+        assert_eq!(super::retrans_segs("Tcp: RtoAlgorithm\n"), None);
     }
 }

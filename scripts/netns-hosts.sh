@@ -11,8 +11,8 @@
 # sets can exist at once. The addresses (10.213.T.0/24, T from the tag) exist only on that
 # bridge and in the namespaces: no route, forwarding or NAT is added, so nothing sent to them
 # leaves the machine, and nothing in a namespace can reach anything but its peers and the
-# bridge's address. Needs root (ip netns); the namespaces share this machine's file system and
-# clock.
+# bridge's address. Needs root (ip netns); the namespaces share this machine's file system,
+# clock and cgroups (mounted again in each host's mount namespace, for CPU budgets there).
 set -euo pipefail
 
 cmd=${1:-}
@@ -67,6 +67,9 @@ up() {
   ip addr add "$net.1/24" dev "$bridge"
   ip link set "$bridge" up
   local user; user=$(id -un)
+  # This machine's cgroup mounts (type, path, options), mounted again in each host.
+  local cgroups
+  cgroups=$(awk '($3 == "cgroup" || $3 == "cgroup2") && $2 ~ "^/sys/fs/cgroup" {print $3, $2, $4}' /proc/mounts)
   {
     echo "# Made by scripts/netns-hosts.sh; removed by its 'down'."
     echo "Host *"
@@ -110,7 +113,18 @@ MaxStartups 64
 MaxSessions 64
 EOF
     mkdir -p /run/sshd
-    ip netns exec "$ns" "$sshd" -f "$h/sshd_config"
+    # `ip netns exec` gives the host a fresh /sys without this machine's cgroup mounts: they are
+    # mounted again in its mount namespace (the same hierarchies: the groups are this machine's),
+    # so that a CPU budget can be made there as on a real host. They go with the namespace.
+    CG="$cgroups" ip netns exec "$ns" sh -c '
+      printf "%s\n" "$CG" | grep -q "^cgroup2 /sys/fs/cgroup " ||
+        mount -t tmpfs -o mode=755 cgroup_root /sys/fs/cgroup
+      printf "%s\n" "$CG" | while read -r t p o; do
+        [ -n "$t" ] || continue
+        mkdir -p "$p" && mount -t "$t" -o "$o" "$t" "$p" ||
+          echo "netns-hosts: cannot mount $p there (no CPU budget on that host)" >&2
+      done
+      exec "$0" -f "$1"' "$sshd" "$h/sshd_config"
     echo "h$i,$addr $(cut -d' ' -f1,2 "$h/ssh_host_ed25519_key.pub")" >> "$dir/known_hosts"
     {
       echo "Host h$i"

@@ -45,6 +45,7 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../experiments/table1-syscalls.toml"),
     ),
     ("peers", include_str!("../../../experiments/peers.toml")),
+    ("testbed", include_str!("../../../experiments/testbed.toml")),
     (
         "pipetest",
         include_str!("../../../experiments/pipetest.toml"),
@@ -230,7 +231,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             }
             Some(h)
         }
-        None => None,
+        None => {
+            if let Some(why) = evlab_lab::model::hosts::needs_hosts(&spec) {
+                anyhow::bail!("{why}");
+            }
+            None
+        }
     };
     // Where the results go must be writable before the first point runs, not after the last.
     match &a.out {

@@ -145,11 +145,17 @@ fn hosts_get_this_evlab_by_sha256_and_their_clocks_are_read() {
         "{out}"
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("1 of 3 host(s) failed"));
-    // No control socket directory is left behind.
+    // No control socket directory is left behind: none of a process that has ended (other
+    // tests' evlab runs, still running, have theirs).
     let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("evlab-ssh-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .strip_prefix("evlab-ssh-")
+                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        })
         .collect();
     assert!(left.is_empty(), "{left:?}");
     drop(hosts);

@@ -28,15 +28,18 @@ fn usable() -> bool {
 struct NetnsHosts {
     dir: PathBuf,
     tag: String,
+    n: usize,
 }
 
 impl NetnsHosts {
-    fn up(n: usize) -> (NetnsHosts, PathBuf) {
-        let tag = format!("r{}", std::process::id() % 100_000);
-        let dir = std::env::temp_dir().join(format!("evlab-runhosts-{}", std::process::id()));
+    /// `n` hosts, named by `letter` (one per test, so that the tests' sets coexist).
+    fn up(letter: char, n: usize) -> (NetnsHosts, PathBuf) {
+        let tag = format!("{letter}{}", std::process::id() % 100_000);
+        let dir = std::env::temp_dir().join(format!("evlab-runhosts-{tag}"));
         let h = NetnsHosts {
             dir: dir.clone(),
             tag: tag.clone(),
+            n,
         };
         let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
             .args(["up", &n.to_string(), dir.to_str().unwrap()])
@@ -50,25 +53,45 @@ impl NetnsHosts {
         (h, file)
     }
 
-    /// The evlab processes still running in any of the namespaces.
-    fn evlab_left(&self) -> Vec<String> {
-        let mut left = vec![];
-        for i in 0..3 {
-            let ns = format!("{}-h{i}", self.tag);
-            let o = Command::new("ip")
-                .args(["netns", "pids", &ns])
-                .output()
-                .unwrap();
-            for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
-                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-                if comm.trim() == "evlab" {
-                    let args =
-                        std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                    left.push(format!("{ns}: {pid} {}", args.replace('\0', " ")));
-                }
+    /// The evlab processes running in host `i`'s namespace: pid and command line.
+    fn evlab_on(&self, i: usize) -> Vec<(u32, String)> {
+        let ns = format!("{}-h{i}", self.tag);
+        let o = Command::new("ip")
+            .args(["netns", "pids", &ns])
+            .output()
+            .unwrap();
+        let mut found = vec![];
+        for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "evlab" {
+                let args =
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                found.push((pid.parse().unwrap(), args.replace('\0', " ")));
             }
         }
-        left
+        found
+    }
+
+    /// The evlab processes still running in any of the namespaces.
+    fn evlab_left(&self) -> Vec<String> {
+        (0..self.n)
+            .flat_map(|i| {
+                self.evlab_on(i)
+                    .into_iter()
+                    .map(move |(pid, args)| format!("h{i}: {pid} {args}"))
+            })
+            .collect()
+    }
+
+    /// Host `i`'s address (from the hosts file).
+    fn address(&self, i: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.join("hosts.toml")).unwrap();
+        let a = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("address = "))
+            .nth(i)
+            .unwrap();
+        a.trim_matches('"').to_string()
     }
 }
 
@@ -102,7 +125,7 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         return;
     }
     let t0 = Instant::now();
-    let (hosts, file) = NetnsHosts::up(3);
+    let (hosts, file) = NetnsHosts::up('r', 3);
     let spec = hosts.dir.join("tiny.toml");
     std::fs::write(
         &spec,
@@ -198,7 +221,7 @@ fn experiments_that_cannot_run_across_hosts_are_refused_with_the_reason() {
     )
     .unwrap();
     for (experiment, says) in [
-        ("quick", "server CPU budget"),
+        ("quick", "rates = \"auto\""),
         ("peers", "peer server"),
         ("pipetest", "micro-benchmark"),
     ] {
@@ -219,5 +242,451 @@ fn experiments_that_cannot_run_across_hosts_are_refused_with_the_reason() {
             "nothing was made for {experiment}"
         );
     }
+    // Made for hosts: refused on this machine alone, before anything is made.
+    let o = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(["run", "testbed", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("made for a server host and client hosts") && err.contains("--hosts FILE"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `evlab run SPEC --hosts FILE --out DIR/out` started in the background, the spec written to
+/// DIR first.
+fn start_run(hosts: &NetnsHosts, file: &Path, spec: &str) -> (std::process::Child, PathBuf) {
+    let path = hosts.dir.join("spec.toml");
+    std::fs::write(&path, spec).unwrap();
+    let out = hosts.dir.join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(["run", path.to_str().unwrap(), "--quiet", "--hosts"])
+        .arg(file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, out)
+}
+
+/// The `evlab load` processes on host `i` (pids), by their command line.
+fn loads_on(hosts: &NetnsHosts, i: usize) -> Vec<u32> {
+    hosts
+        .evlab_on(i)
+        .into_iter()
+        .filter(|(_, args)| args.contains(" load "))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Waits for the run to end; its stdout, having checked it succeeded.
+fn finished(child: std::process::Child) -> String {
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn kill(pid: u32, signal: &str) {
+    let s = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(s.success(), "kill {signal} {pid}");
+}
+
+#[test]
+fn a_client_killed_mid_run_fails_the_point_naming_its_host_and_nothing_is_merged() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('k', 3);
+    let (run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-kill\"\ndescription = \"a client killed\"\nmechanisms = [\"epoll-et\"]\n\
+         rates = [200]\nidle = [0]\nduration_s = 3\nwarmup_s = 0\ntrials = 1\n",
+    );
+    // h2's evlab load, killed once it has run a while (it waits ~1.2 s for the agreed
+    // instant, then runs 3 s).
+    let end = Instant::now() + std::time::Duration::from_secs(60);
+    let pid = loop {
+        if let Some(&p) = loads_on(&hosts, 2).first() {
+            break p;
+        }
+        assert!(Instant::now() < end, "no evlab load appeared on h2");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    kill(pid, "-KILL");
+    let said = finished(run);
+    assert!(said.contains("1 points (1 failed)"), "{said}");
+    let s = json(&out.join("summary.json"));
+    let p = &s["points"][0];
+    assert_eq!(p["status"], "failed", "{p}");
+    let reason = p["reason"].as_str().unwrap();
+    assert!(reason.contains("evlab load on host h2 failed"), "{reason}");
+    // Nothing merged: h1 finished its run, but its report is not the point's.
+    assert!(p["load"].is_null(), "{p}");
+    assert!(p["hosts"].as_array().is_none_or(|h| h.is_empty()), "{p}");
+    assert!(!out.join("load/point-000-h1.json").exists());
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!("killed client test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// The pids of this machine's ssh processes connected to `addr`'s sshd: the master
+/// connection (its multiplexed sessions use its socket, not their own).
+fn ssh_masters_to(addr: &str) -> Vec<u32> {
+    let o = Command::new("ss")
+        .args(["-Htnp", "dst", addr, "dport", "=", ":22"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut pids: Vec<u32> = text
+        .split("pid=")
+        .skip(1)
+        .filter_map(|x| x.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+#[test]
+fn a_lost_ssh_connection_is_retried_once_then_fails_the_point_naming_the_host() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('l', 3);
+    let h1 = hosts.address(1);
+    let (mut run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-lost\"\ndescription = \"ssh lost\"\nmechanisms = [\"epoll-et\"]\n\
+         rates = [200, 300]\nidle = [0]\nduration_s = 2\nwarmup_s = 0\ntrials = 1\n",
+    );
+    // Every evlab load h1 runs, in order: the 1st (point 0) loses its connection and is run
+    // again (the 2nd, left alone); the 3rd and 4th (point 1, and its second attempt) both lose
+    // theirs. A connection is lost by killing h1's ssh master connection while the load runs.
+    let mut seen: Vec<u32> = vec![];
+    let mut kills = 0;
+    let end = Instant::now() + std::time::Duration::from_secs(110);
+    while run.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the run did not end");
+        for pid in loads_on(&hosts, 1) {
+            if seen.contains(&pid) {
+                continue;
+            }
+            seen.push(pid);
+            if [1, 3, 4].contains(&seen.len()) {
+                // Inside its run (it waits ~1.1 s for the agreed instant, then runs 2 s).
+                std::thread::sleep(std::time::Duration::from_millis(1000));
+                let masters = ssh_masters_to(&h1);
+                assert!(!masters.is_empty(), "no ssh connection to h1");
+                for m in masters {
+                    kill(m, "-KILL");
+                }
+                kills += 1;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(kills, 3, "h1's loads: {seen:?}");
+    let said = finished(run);
+    assert!(said.contains("2 points (1 failed)"), "{said}");
+    let s = json(&out.join("summary.json"));
+    let (p0, p1) = (&s["points"][0], &s["points"][1]);
+    assert_eq!(p0["status"], "ok", "{p0}");
+    let notes = p0["notes"].to_string();
+    assert!(
+        notes.contains("measured again: the ssh connection to host h1 was lost"),
+        "{notes}"
+    );
+    assert!(p0["load"]["replies"].as_u64().unwrap() > 0, "{p0}");
+    assert_eq!(p1["status"], "failed", "{p1}");
+    let reason = p1["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the ssh connection to host h1 was lost, and again"),
+        "{reason}"
+    );
+    assert!(p1["load"].is_null(), "{p1}");
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!("lost ssh test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// The groups in the CPU controller's root (cgroup v1's `cpu`, else v2's) named `evlab-…`
+/// that hold `pid`: their directory.
+fn budget_groups_of(pid: u32) -> Vec<PathBuf> {
+    let root = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup"]
+        .iter()
+        .map(Path::new)
+        .find(|r| r.join("cgroup.procs").exists())
+        .unwrap();
+    std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("evlab-"))
+                && std::fs::read_to_string(d.join("cgroup.procs"))
+                    .is_ok_and(|t| t.lines().any(|l| l.trim() == pid.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_server_cpu_budget_is_a_cgroup_on_the_server_host_removed_after() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('b', 2);
+    let (mut run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-budget\"\ndescription = \"a budget on the server host\"\n\
+         mechanisms = [\"epoll-et\"]\nrates = [2000]\nidle = [0]\nduration_s = 3\n\
+         warmup_s = 0\ntrials = 1\nserver_cpu_budget = 0.25\n",
+    );
+    // While the point runs: its server (on h0) is in a group of its own with the quota.
+    let mut group: Option<(PathBuf, String)> = None;
+    let end = Instant::now() + std::time::Duration::from_secs(90);
+    while run.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the run did not end");
+        if group.is_none() {
+            for (pid, args) in hosts.evlab_on(0) {
+                if !args.contains(" serve ") {
+                    continue;
+                }
+                if let Some(d) = budget_groups_of(pid).into_iter().next() {
+                    let quota = ["cpu.max", "cpu.cfs_quota_us"]
+                        .iter()
+                        .find_map(|f| std::fs::read_to_string(d.join(f)).ok())
+                        .unwrap();
+                    let period =
+                        std::fs::read_to_string(d.join("cpu.cfs_period_us")).unwrap_or_default();
+                    group = Some((d, format!("{} {}", quota.trim(), period.trim())));
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let said = finished(run);
+    let (dir, quota) = group.expect("the server was never seen in a budget group on h0");
+    // 25% of one CPU: 2.5 ms each 10 ms (v1: quota then period; v2: `cpu.max`).
+    assert!(quota == "2500 10000" || quota == "2500 10000 ", "{quota}");
+    assert!(!dir.exists(), "{} left", dir.display());
+    assert!(said.contains("1 points (0 failed)"), "{said}");
+    let s = json(&out.join("summary.json"));
+    let p = &s["points"][0];
+    assert_eq!(p["status"], "ok", "{p}");
+    assert_eq!(p["server_cpu_budget"].as_f64(), Some(0.25), "{p}");
+    // The quota bounds the server's CPU by construction (its time over a window a little
+    // longer than the load's, read on its host).
+    let util = p["server_cpu_util"].as_f64().unwrap();
+    assert!(util <= 0.3, "server CPU {util} over a 0.25 budget: {p}");
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!(
+        "budget test: {:.1} s (server CPU {util:.3} of a 0.25 budget)",
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs `argv` in host `i`'s namespace: its stdout, and whether it succeeded.
+fn in_host(hosts: &NetnsHosts, i: usize, argv: &[&str]) -> (String, bool) {
+    let o = Command::new("ip")
+        .args(["netns", "exec", &format!("{}-h{i}", hosts.tag)])
+        .args(argv)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        o.status.success(),
+    )
+}
+
+/// TCP segments retransmitted in host `i`'s namespace so far (its /proc/net/snmp).
+fn retransmits(hosts: &NetnsHosts, i: usize) -> u64 {
+    let (snmp, ok) = in_host(hosts, i, &["cat", "/proc/net/snmp"]);
+    assert!(ok);
+    let tcp: Vec<Vec<&str>> = snmp
+        .lines()
+        .filter(|l| l.starts_with("Tcp:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let at = tcp[0].iter().position(|k| *k == "RetransSegs").unwrap();
+    tcp[1][at].parse().unwrap()
+}
+
+/// What `[network]` may have left on host `i`: a netem or tbf qdisc, an iptables statistic rule.
+fn network_left(hosts: &NetnsHosts, i: usize) -> String {
+    let (q, _) = in_host(hosts, i, &["tc", "qdisc", "show"]);
+    let (r, _) = in_host(hosts, i, &["iptables", "-S"]);
+    q.lines()
+        .chain(r.lines())
+        .filter(|l| l.contains("netem") || l.contains("tbf") || l.contains("statistic"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn network_loss_and_rate_are_applied_on_a_client_host_recorded_and_removed_after() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('w', 2);
+    let spec = "name = \"hosts-wan\"\ndescription = \"1% loss\"\nmechanisms = [\"epoll-et\"]\n\
+                rates = [300]\nidle = [0]\nduration_s = 3\nwarmup_s = 0\ntrials = 1\n\
+                [network]\nloss_pct = 1\nrate_mbit = 100\n";
+    // On this machine alone it is refused: its conditions are for hosts' interfaces.
+    std::fs::write(hosts.dir.join("local.toml"), spec).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .args(["run", hosts.dir.join("local.toml").to_str().unwrap()])
+        .arg("--out")
+        .arg(hosts.dir.join("local-out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("runs only across hosts"),
+        "{err}"
+    );
+    let before = retransmits(&hosts, 0) + retransmits(&hosts, 1);
+    let (mut run, out) = start_run(&hosts, &file, spec);
+    // While it runs, the conditions are on h1 (the client), not on h0.
+    let mut seen = String::new();
+    while run.try_wait().unwrap().is_none() {
+        if seen.is_empty() {
+            seen = network_left(&hosts, 1);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let said = finished(run);
+    assert!(said.contains("1 points (0 failed)"), "{said}");
+    assert!(!seen.is_empty(), "no condition seen on h1");
+    let after = retransmits(&hosts, 0) + retransmits(&hosts, 1);
+    assert!(
+        after > before,
+        "no retransmits with 1% loss: {before} → {after}"
+    );
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["experiment"]["network"]["loss_pct"].as_f64(), Some(1.0));
+    // The point recorded each host's retransmits over its run: the loss made some.
+    let rt = &s["points"][0]["tcp_retransmits"];
+    let sum = rt["h0"].as_u64().unwrap() + rt["h1"].as_u64().unwrap();
+    assert!(sum > 0, "{rt}");
+    let n = &s["network"].as_array().unwrap();
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!(n[0]["host"], "h1");
+    assert_eq!(n[0]["interface"], "eth0");
+    assert_eq!(n[0]["condition"], "1% loss, 100 Mbit/s");
+    assert_eq!(n[0]["removed"], true);
+    let how = n[0]["how"].to_string();
+    assert!(
+        how == r#"["netem"]"# || how == r#"["tbf","iptables statistic"]"#,
+        "{how}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("1% loss, 100 Mbit/s on host h1's eth0"), "{md}");
+    for i in 0..2 {
+        assert_eq!(network_left(&hosts, i), "", "left on h{i}");
+    }
+    // A delay needs netem: where this kernel has none, it is refused with the reason, before
+    // anything is measured, and nothing is left.
+    let (_, ok) = in_host(
+        &hosts,
+        1,
+        &["tc", "qdisc", "add", "dev", "lo", "root", "netem"],
+    );
+    if ok {
+        in_host(&hosts, 1, &["tc", "qdisc", "del", "dev", "lo", "root"]);
+    } else {
+        std::fs::remove_dir_all(&out).unwrap();
+        let (run, _) = start_run(
+            &hosts,
+            &file,
+            &spec.replace("loss_pct = 1", "delay_ms = 10"),
+        );
+        let o = run.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("host h1: [network] (10 ms delay, 100 Mbit/s) cannot be applied there")
+                && err.contains("a delay needs the netem qdisc"),
+            "{err}"
+        );
+        assert_eq!(network_left(&hosts, 1), "");
+    }
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!("network test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn the_testbed_experiment_runs_on_one_server_and_four_client_hosts_shortened() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('t', 5);
+    // The built-in testbed, shortened: its series and idle counts (10,000 idle connections
+    // down to 100), one low rate, one trial, 1 s points. What one box can check is that its
+    // shape runs across 1 + 4 hosts and writes its report, not what it would measure.
+    let text = std::fs::read_to_string(workspace().join("experiments/testbed.toml")).unwrap();
+    let short: String = text
+        .lines()
+        .map(|l| match l.split(" = ").next() {
+            Some("rates") => "rates = [400]".to_string(),
+            Some("idle") => "idle = [0, 100]".to_string(),
+            Some("trials") => "trials = 1".to_string(),
+            Some("duration_s") => "duration_s = 1".to_string(),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(short.contains("hosts_only = true") && short.contains("rates = [400]"));
+    let (run, out) = start_run(&hosts, &file, &short);
+    let said = finished(run);
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["hosts"].as_array().unwrap().len(), 5);
+    let points = s["points"].as_array().unwrap();
+    let series: std::collections::BTreeSet<&str> = points
+        .iter()
+        .map(|p| p["series"].as_str().unwrap())
+        .collect();
+    // uring runs where this kernel has io_uring (else the plan skips it, saying so).
+    for m in ["select", "poll", "epoll-lt", "epoll-et"] {
+        assert!(series.contains(m), "{series:?}");
+    }
+    assert_eq!(points.len(), series.len() * 2, "{said}");
+    for p in points {
+        assert_eq!(p["status"], "ok", "{p}");
+        assert_eq!(p["hosts"].as_array().unwrap().len(), 4, "{p}");
+    }
+    assert!(out.join("report.html").exists() && out.join("report.md").exists());
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!("testbed test: {:.1} s", t0.elapsed().as_secs_f64());
 }

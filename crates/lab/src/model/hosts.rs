@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::spec::{ServerKind, Spec, Workload};
+use crate::model::spec::{Budget, ServerKind, Spec, Workload};
 use crate::LabError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,6 +160,45 @@ pub struct PointHost {
     pub clock_bound_ms: f64,
 }
 
+/// A `[network]` condition as applied on one host for a run across hosts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NetworkApplied {
+    pub host: String,
+    /// The interface it applies on (the host's route to the server).
+    pub interface: String,
+    /// The conditions, in words ("1% loss").
+    pub condition: String,
+    /// How: `netem` (egress), `tbf` (egress rate), `iptables statistic` (loss of what arrives
+    /// from the server).
+    pub how: Vec<String>,
+    /// The commands that applied it (as root).
+    pub commands: Vec<String>,
+    /// Whether it was removed, checked gone, after the run.
+    pub removed: bool,
+}
+
+/// Why `spec` cannot run on this machine alone (None: it can): it is made for hosts
+/// (`hosts_only`), or its `[network]` conditions are for hosts' interfaces.
+pub fn needs_hosts(spec: &Spec) -> Option<String> {
+    if spec.hosts_only {
+        return Some(format!(
+            "`{}` is made for a server host and client hosts (hosts_only): its rates are for \
+             several client machines, which one machine's client cannot offer, so here it \
+             would measure this machine's client, not the server; run it with --hosts FILE \
+             (docs/hosts.md)",
+            spec.name
+        ));
+    }
+    if spec.network.is_some() {
+        return Some(format!(
+            "`{}` has [network]: its conditions are applied on client hosts' interfaces, so it \
+             runs only across hosts (--hosts FILE)",
+            spec.name
+        ));
+    }
+    None
+}
+
 /// Why `evlab run --hosts` cannot run `spec` (None: it can). Only evlab servers measured by
 /// the one-byte workload at fixed rates are run across hosts so far: what the others need on
 /// the hosts (peers' configs, a proxy's origin, file sets, a cgroup budget, calibration and
@@ -187,12 +226,10 @@ pub fn refusal(spec: &Spec) -> Option<String> {
             spec.workload
         ));
     }
-    if spec.server_cpu_budget.is_some()
-        || all.iter().any(|s| spec.series_budget(&s.label).is_some())
-    {
+    if matches!(spec.server_cpu_budget, Some(Budget::Auto)) {
         return why(
-            "a server CPU budget (server_cpu_budget, cpu_budget) would be a cgroup on the \
-             server host, which is not built yet: remove the budget to run it there",
+            "server_cpu_budget = \"auto\" calibrates on this machine; give the budget as a \
+             share of one CPU (it is applied in a cgroup on the server host)",
         );
     }
     if spec.rates.is_auto() {

@@ -122,6 +122,11 @@ pub struct PointResult {
     /// (absent for a point run on this machine).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::model::hosts::PointHost>,
+    /// `evlab run --hosts`: the TCP segments each host (server and clients, by name)
+    /// retransmitted over the measured run (`RetransSegs` of its /proc/net/snmp, after −
+    /// before: all of the host's TCP, its ssh sessions too). With `[network]` loss, not zero.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tcp_retransmits: std::collections::BTreeMap<String, u64>,
     /// Validity flags: any one makes the point invalid (httperf's manual: such runs do not
     /// measure the server). Verdicts use valid points only.
     pub flags: Vec<String>,
@@ -169,6 +174,7 @@ impl PointResult {
             server_cpu_budget: None,
             server_ctx_switches: None,
             hosts: vec![],
+            tcp_retransmits: Default::default(),
             flags: vec![],
             notes: vec![],
             commands: vec![],
@@ -292,6 +298,9 @@ pub struct Summary {
     /// evlab, clock offset); absent for a run on this machine.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::model::hosts::HostCheck>,
+    /// `[network]` across hosts: each condition as applied on its host (and removed after).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<crate::model::hosts::NetworkApplied>,
 }
 
 /// One `evlab run --resume DIR`: what it kept of the run so far and what it measured again.

@@ -127,6 +127,14 @@ pub struct Spec {
     /// every value, and the figures put the value on x, one line per series.
     #[serde(default)]
     pub sweep: Option<SweepSpec>,
+    /// `[network]`: WAN conditions between the client hosts and the server, applied with `tc`
+    /// (and iptables) on the client hosts for the whole run (`evlab run --hosts` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSpec>,
+    /// Made for a server host and client hosts: refused without `--hosts` (its rates are for
+    /// client machines that one machine's client cannot stand in for).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hosts_only: bool,
     /// Polymix-like workload: objects of each kind in the origin's file set.
     #[serde(default = "default_polymix_objects")]
     pub polymix_objects: usize,
@@ -224,6 +232,24 @@ pub struct ProxySpec {
 /// `flag value` added to its flags (after the experiment's and the series' own), so a point is
 /// (series, value, idle count, rate, trial), and the report draws reply rate, CPU per reply and
 /// p99 against the value.
+/// `[network]`: what the link between each client host and the server does to packets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Delay added to each packet the client host sends, ms (netem only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<f64>,
+    /// Share of the packets lost, percent (0–100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_pct: Option<f64>,
+    /// The client host's sending rate, Mbit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_mbit: Option<f64>,
+    /// The client hosts it applies on, by name (absent: every client host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<String>>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
@@ -234,6 +260,42 @@ pub struct SweepSpec {
     /// What the x axis says (default: the flag without its dashes).
     #[serde(default)]
     pub label: Option<String>,
+}
+
+impl NetworkSpec {
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let positive = |key, v: Option<f64>, max: f64| match v {
+            Some(x) if !(x.is_finite() && x > 0.0 && x <= max) => {
+                Err((key, format!("must be over 0 and at most {max}, not {x}")))
+            }
+            _ => Ok(()),
+        };
+        positive("delay_ms", self.delay_ms, 60_000.0)?;
+        positive("loss_pct", self.loss_pct, 100.0)?;
+        positive("rate_mbit", self.rate_mbit, 1e6)?;
+        if self.delay_ms.is_none() && self.loss_pct.is_none() && self.rate_mbit.is_none() {
+            return Err((
+                "network",
+                "gives no condition: give delay_ms, loss_pct or rate_mbit".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The conditions in words, e.g. "1% loss, 10 Mbit/s".
+    pub fn words(&self) -> String {
+        let mut v = vec![];
+        if let Some(d) = self.delay_ms {
+            v.push(format!("{d} ms delay"));
+        }
+        if let Some(l) = self.loss_pct {
+            v.push(format!("{l}% loss"));
+        }
+        if let Some(r) = self.rate_mbit {
+            v.push(format!("{r} Mbit/s"));
+        }
+        v.join(", ")
+    }
 }
 
 impl SweepSpec {
@@ -582,6 +644,9 @@ impl Spec {
         }
         if self.workload == Workload::Specweb && self.fileset_dirs == 0 {
             return Err(bad("fileset_dirs", "must be at least 1".into()));
+        }
+        if let Some(n) = &self.network {
+            n.validate().map_err(|(key, msg)| bad(key, msg))?;
         }
         Ok(())
     }

@@ -1896,9 +1896,40 @@ fn hosts_words(s: &Summary) -> String {
          client host(s), all started at one agreed instant (in each host's clock: plus its \
          offset), and their reports merged exactly (counts added, percentiles from the added \
          histograms, rates over their common window); each client's own report is beside \
-         the summary (`load/point-NNN-HOST.json`).",
-        each.join("; ")
+         the summary (`load/point-NNN-HOST.json`).{}",
+        each.join("; "),
+        network_words(s)
     )
+}
+
+/// The sentence on `[network]`'s conditions of a run across hosts (empty without them).
+fn network_words(s: &Summary) -> String {
+    let each: Vec<String> = s
+        .network
+        .iter()
+        .map(|n| {
+            format!(
+                "{} on host {}'s {} ({}{})",
+                n.condition,
+                n.host,
+                n.interface,
+                n.how.join(" and "),
+                if n.removed {
+                    ", removed after"
+                } else {
+                    ", NOT checked removed"
+                }
+            )
+        })
+        .collect();
+    if each.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Network conditions (`[network]`) for the whole run: {}.",
+            each.join("; ")
+        )
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,13 @@ use crate::LabError;
 /// The clock exchanges a check makes; the one with the shortest round trip is kept.
 const CLOCK_SAMPLES: usize = 7;
 
+/// ssh's own exit status when it fails (connecting, authenticating, or the connection lost);
+/// a remote command's status otherwise.
+pub const SSH_FAILED: i32 = 255;
+
+/// The pause before a command whose ssh failed is tried again.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+
 /// Multiplexed ssh connections to the hosts of a hosts file.
 pub struct Ssh {
     config: Option<String>,
@@ -90,8 +97,21 @@ impl Ssh {
         c
     }
 
-    /// Runs `command` on `host` (by its login shell), with `stdin` as its input.
+    /// Runs `command` on `host` (by its login shell), with `stdin` as its input. A command
+    /// whose ssh failed (exit status 255: the connection could not be made or was lost, e.g.
+    /// its master connection killed) is tried once more, on a new connection; the second
+    /// failure is returned. (Every command evlab sends may run twice: each makes, checks, reads
+    /// or stops something and is the same done again.)
     pub fn run(&self, host: &Host, command: &str, stdin: &[u8]) -> Result<Output, LabError> {
+        let first = self.run_once(host, command, stdin)?;
+        if first.status.code() != Some(SSH_FAILED) {
+            return Ok(first);
+        }
+        std::thread::sleep(RETRY_PAUSE);
+        self.run_once(host, command, stdin)
+    }
+
+    fn run_once(&self, host: &Host, command: &str, stdin: &[u8]) -> Result<Output, LabError> {
         let mut c = self.base(host);
         c.arg("--").arg(command);
         c.stdin(Stdio::piped())
@@ -117,7 +137,7 @@ impl Ssh {
             let err = String::from_utf8_lossy(&o.stderr);
             let why = match o.status.code() {
                 // ssh's own failure: connecting, authenticating.
-                Some(255) => format!("ssh could not reach it: {}", err.trim()),
+                Some(SSH_FAILED) => format!("ssh could not reach it (tried twice): {}", err.trim()),
                 _ => format!("`{command}` failed ({}): {}", o.status, err.trim()),
             };
             return Err(LabError::Io(format!("host {}: {why}", host.name)));
@@ -259,7 +279,23 @@ impl Remote {
     pub fn alive(&mut self) -> bool {
         self.ssh.alive()
     }
+
+    /// Whether its ssh session ended by ssh's own failure (exit status 255): the connection
+    /// to its host was lost, so what the process did is unknown (it may still run there).
+    pub fn lost(&mut self) -> bool {
+        matches!(
+            self.ssh.wait_exit(Duration::ZERO),
+            Ok(Some(s)) if s.code() == Some(SSH_FAILED)
+        )
+    }
 }
+
+/// Why a remote process did not start: its ssh connection was lost (tried again), or not.
+enum SpawnError {
+    Lost(LabError),
+    Failed(LabError),
+}
+use SpawnError::{Failed, Lost};
 
 /// The first line a remote process writes: its process group, read by [`Ssh::spawn`].
 const PGID_LINE: &str = "evlab-pgid ";
@@ -269,6 +305,23 @@ impl Ssh {
     /// stopped together), with the descriptor limit raised where the host allows; returns once
     /// it said its process group. Its stdout comes back through the ssh session.
     pub fn spawn(&self, host: &Host, name: &str, argv: &[String]) -> Result<Remote, LabError> {
+        match self.spawn_once(host, name, argv) {
+            Err(Lost(_)) => {
+                std::thread::sleep(RETRY_PAUSE);
+                self.spawn_once(host, name, argv).map_err(|e| match e {
+                    Lost(e) => LabError::Point(format!(
+                        "host {}: ssh connection lost twice starting {name} (tried twice): {e}",
+                        host.name
+                    )),
+                    Failed(e) => e,
+                })
+            }
+            Err(Failed(e)) => Err(e),
+            Ok(r) => Ok(r),
+        }
+    }
+
+    fn spawn_once(&self, host: &Host, name: &str, argv: &[String]) -> Result<Remote, SpawnError> {
         let line = crate::model::text::shell_line(argv);
         let inner = format!("echo {PGID_LINE}$$; ulimit -n 65536 2>/dev/null; exec {line}");
         let mut full = self.argv(host);
@@ -277,16 +330,28 @@ impl Ssh {
             "exec setsid -w sh -c {}",
             crate::model::text::shell_line(&[inner])
         ));
-        let mut ssh = Child::spawn(&format!("{name} on host {}", host.name), &full, &[], None)?;
-        let first = ssh.wait_line(
+        let mut ssh = Child::spawn(&format!("{name} on host {}", host.name), &full, &[], None)
+            .map_err(Failed)?;
+        let first = match ssh.wait_line(
             |l| l.starts_with(PGID_LINE),
             Duration::from_secs(20),
             "process group",
-        )?;
-        let pgid = first[PGID_LINE.len()..]
-            .trim()
-            .parse()
-            .map_err(|_| LabError::Point(format!("host {}: bad line {first:?}", host.name)))?;
+        ) {
+            Ok(l) => l,
+            Err(e) => {
+                let lost = matches!(
+                    ssh.wait_exit(Duration::from_millis(200)),
+                    Ok(Some(s)) if s.code() == Some(SSH_FAILED)
+                );
+                return Err(if lost { Lost(e) } else { Failed(e) });
+            }
+        };
+        let pgid = first[PGID_LINE.len()..].trim().parse().map_err(|_| {
+            Failed(LabError::Point(format!(
+                "host {}: bad line {first:?}",
+                host.name
+            )))
+        })?;
         Ok(Remote {
             host: host.clone(),
             pgid,

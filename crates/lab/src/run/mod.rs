@@ -14,4 +14,6 @@ pub mod point;
 pub mod procs;
 pub mod progress;
 pub mod remote;
+pub mod remote_budget;
 pub mod sweep;
+pub mod wan;

@@ -209,6 +209,7 @@ pub(crate) fn new_summary(
         knees: vec![],
         resumed: vec![],
         hosts: vec![],
+        network: vec![],
     }
 }
 

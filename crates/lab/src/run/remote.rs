@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::model::hosts::{Host, HostCheck, Hosts, PointHost, Role};
+use crate::model::hosts::{Host, HostCheck, Hosts, NetworkApplied, PointHost, Role};
 use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary};
 use crate::model::results::PointResult;
 use crate::model::spec::Series;
@@ -20,6 +20,7 @@ use crate::run::hosts::{Remote, Ssh};
 use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
+use crate::run::remote_budget::{RemoteCgroup, RemoteGroup};
 use crate::LabError;
 
 /// How far ahead of now the clients are told to start: time for every ssh session to start
@@ -40,6 +41,11 @@ pub struct HostsRun {
     /// The run's directory on the server host; its document root is `www` inside.
     server_dir: String,
     server_ip: IpAddr,
+    /// Where the server's CPU budgets are made on its host (found and tried by `prepare` when
+    /// the experiment has one).
+    cgroup: Option<RemoteCgroup>,
+    /// `[network]`'s conditions in place on the client hosts, removed by `finish`.
+    network: Vec<crate::run::wan::Applied>,
 }
 
 fn now_s() -> f64 {
@@ -55,7 +61,13 @@ fn fail(host: &Host, what: String) -> LabError {
 impl HostsRun {
     /// Checks every host (this evlab's binary there by sha256, copied where it differs; its
     /// kernel; its clock's offset) and makes the run's document root on the server host.
-    pub fn prepare(hosts: Hosts, evlab: &Path, progress: &Progress) -> Result<HostsRun, LabError> {
+    /// With a server CPU budget in `spec`, the server host's cgroups are found and tried too.
+    pub fn prepare(
+        hosts: Hosts,
+        spec: &crate::model::spec::Spec,
+        evlab: &Path,
+        progress: &Progress,
+    ) -> Result<HostsRun, LabError> {
         if hosts.clients().next().is_none() {
             return Err(LabError::Io(
                 "the hosts file names no client host (role = \"client\")".into(),
@@ -83,6 +95,8 @@ impl HostsRun {
             ticks: 100.0,
             server_dir: String::new(),
             server_ip,
+            cgroup: None,
+            network: vec![],
         };
         for h in hosts.hosts.iter().filter(|h| h.role != Role::Origin) {
             let c = run.ssh.check(h, evlab, true)?;
@@ -134,6 +148,17 @@ impl HostsRun {
             &[],
         )?;
         run.server_dir = dir;
+        let series = spec.series_list(&|_| true, &["poll".to_string()]);
+        if budget_share(spec, &spec.name).is_some()
+            || series
+                .iter()
+                .any(|s| budget_share(spec, &s.label).is_some())
+        {
+            run.cgroup = Some(RemoteCgroup::find(&run.ssh, &server)?);
+        }
+        if let Some(n) = &spec.network {
+            run.apply_network(n, progress)?;
+        }
         Ok(run)
     }
 
@@ -160,8 +185,72 @@ impl HostsRun {
             .map_or((0.0, 0.0), |c| (c.clock_offset_ms, c.clock_bound_ms))
     }
 
-    /// Removes the run's directory on the server host.
-    pub fn finish(&self) {
+    /// `[network]` on the client hosts it names (all when it names none); what one host
+    /// cannot apply is refused, and what the others applied is removed first.
+    fn apply_network(
+        &mut self,
+        n: &crate::model::spec::NetworkSpec,
+        progress: &Progress,
+    ) -> Result<(), LabError> {
+        let clients: Vec<Host> = self.hosts.clients().cloned().collect();
+        if let Some(unknown) = n
+            .hosts
+            .iter()
+            .flatten()
+            .find(|h| !clients.iter().any(|c| &c.name == *h))
+        {
+            return Err(LabError::Io(format!(
+                "[network] names host {unknown}, which is not a client host of the hosts file"
+            )));
+        }
+        for h in clients
+            .iter()
+            .filter(|c| n.hosts.as_ref().is_none_or(|v| v.contains(&c.name)))
+        {
+            match crate::run::wan::apply(&self.ssh, h, self.server_ip, n) {
+                Ok(a) => {
+                    progress.note(&format!(
+                        "evlab run: host {}: {} on {} ({})",
+                        h.name,
+                        a.record.condition,
+                        a.record.interface,
+                        a.record.how.join(", ")
+                    ));
+                    self.network.push(a);
+                }
+                Err(e) => {
+                    self.remove_network(progress);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes `[network]`'s conditions, each checked gone: their records, `removed` set.
+    fn remove_network(&self, progress: &Progress) -> Vec<NetworkApplied> {
+        self.network
+            .iter()
+            .map(|a| {
+                let mut r = a.record.clone();
+                match a.remove(&self.ssh) {
+                    Ok(()) => r.removed = true,
+                    Err(e) => progress.warn(&format!("evlab run: {e}")),
+                }
+                r
+            })
+            .collect()
+    }
+
+    /// `[network]`'s conditions as applied (before `finish`: in place).
+    pub fn network_applied(&self) -> Vec<NetworkApplied> {
+        self.network.iter().map(|a| a.record.clone()).collect()
+    }
+
+    /// Removes `[network]`'s conditions (checked gone) and the run's directory on the server
+    /// host; returns the conditions' records.
+    pub fn finish(&self, progress: &Progress) -> Vec<NetworkApplied> {
+        let network = self.remove_network(progress);
         if !self.server_dir.is_empty() {
             let _ = self.ssh.ok(
                 self.hosts.server(),
@@ -169,7 +258,17 @@ impl HostsRun {
                 &[],
             );
         }
+        network
     }
+}
+
+/// The share of one CPU the series labelled `label` runs its server in: its own `cpu_budget`,
+/// else the experiment's fixed `server_cpu_budget`.
+fn budget_share(spec: &crate::model::spec::Spec, label: &str) -> Option<f64> {
+    spec.series_budget(label).or(match spec.server_cpu_budget {
+        Some(crate::model::spec::Budget::Share(b)) => Some(b),
+        _ => None,
+    })
 }
 
 /// What one point started on its hosts, stopped in reverse order whatever happens.
@@ -178,12 +277,15 @@ struct RemoteProcs {
     server: Option<Remote>,
     idle: Option<Remote>,
     clients: Vec<Remote>,
+    /// The server's CPU budget's group on its host, removed once it is stopped.
+    budget: Option<RemoteGroup>,
 }
 
 impl RemoteProcs {
     /// Stops the clients, the idle holder and the server, each checked gone on its host;
     /// what was not is returned, for a flag.
-    fn stop(&mut self, ssh: &Ssh) -> Option<String> {
+    fn stop(&mut self, hr: &HostsRun) -> Option<String> {
+        let ssh = &hr.ssh;
         let grace = Duration::from_secs(5);
         let mut left = Vec::new();
         let all = self
@@ -194,7 +296,21 @@ impl RemoteProcs {
         for r in all {
             left.extend(ssh.stop(r, grace));
         }
+        if let (Some(g), Some(cg)) = (self.budget.take(), &hr.cgroup) {
+            if let Err(e) = cg.remove(ssh, hr.hosts.server(), &g) {
+                left.push(e.to_string());
+            }
+        }
         (!left.is_empty()).then(|| left.join("; "))
+    }
+
+    /// The host of the first process whose ssh connection was lost (before `stop`).
+    fn lost_host(&mut self) -> Option<String> {
+        self.clients
+            .iter_mut()
+            .chain(self.idle.as_mut())
+            .chain(self.server.as_mut())
+            .find_map(|r| r.lost().then(|| r.host.name.clone()))
     }
 }
 
@@ -222,14 +338,41 @@ pub(crate) fn run_point(
         return point::run_point(ctx, index, s, swept, idle, rate, trial);
     };
     let t0 = Instant::now();
-    let mut p = point::new_point(ctx, index, s, swept, idle, rate, trial);
-    let mut procs = RemoteProcs::default();
-    let r = measure_in(ctx, hr, &mut p, &mut procs);
-    if let Some(left) = procs.stop(&hr.ssh) {
-        p.flags.push(left);
+    let mut retried = None;
+    loop {
+        let mut p = point::new_point(ctx, index, s, swept, idle, rate, trial);
+        let mut procs = RemoteProcs::default();
+        let mut r = measure_in(ctx, hr, &mut p, &mut procs);
+        // A lost ssh connection leaves the point's outcome unknown: measured again once, from
+        // the start, on a new connection; lost again, the point fails naming the host.
+        let lost = if r.is_err() { procs.lost_host() } else { None };
+        if let Some(left) = procs.stop(hr) {
+            p.flags.push(left);
+        }
+        match (lost, &retried) {
+            (Some(host), None) if !interrupted() => {
+                let why = r.err().map(|e| e.to_string()).unwrap_or_default();
+                retried = Some(format!(
+                    "measured again: the ssh connection to host {host} was lost in the first \
+                     attempt ({why})"
+                ));
+                continue;
+            }
+            (Some(host), Some(_)) => {
+                let why = r.err().map(|e| e.to_string()).unwrap_or_default();
+                r = Err(LabError::Point(format!(
+                    "the ssh connection to host {host} was lost, and again when the point was \
+                     measured again: {why}"
+                )));
+            }
+            _ => {}
+        }
+        if let Some(n) = retried {
+            p.notes.push(n);
+        }
+        point::finish_point(&mut p, r, t0);
+        return p;
     }
-    point::finish_point(&mut p, r, t0);
-    p
 }
 
 fn measure_in(
@@ -254,8 +397,14 @@ fn measure_in(
     let pid = procs.server.as_ref().expect("started").pgid;
     let stats_before = point::fetch_stats(addr)?;
     let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
+    let retrans0 = tcp_retransmits(hr);
     let t = Instant::now();
     let (at, runs) = run_clients(ctx, hr, port, p, ctx.duration, procs)?;
+    for (host, n) in tcp_retransmits(hr) {
+        if let Some(before) = retrans0.get(&host) {
+            p.tcp_retransmits.insert(host, n.saturating_sub(*before));
+        }
+    }
     let alive = procs.server.as_mut().is_some_and(|s| s.alive());
     if !alive {
         let s = procs.server.as_ref().expect("started");
@@ -287,6 +436,28 @@ fn measure_in(
         );
     }
     record(ctx, hr, p, at, &runs)
+}
+
+/// The TCP segments each host (server and clients) has retransmitted so far, by its
+/// /proc/net/snmp; a host that cannot be read is left out.
+fn tcp_retransmits(hr: &HostsRun) -> BTreeMap<String, u64> {
+    hr.hosts
+        .hosts
+        .iter()
+        .filter(|h| h.role != Role::Origin)
+        .filter_map(|h| {
+            let snmp = hr.ssh.ok(h, "cat /proc/net/snmp", &[]).ok()?;
+            Some((h.name.clone(), retrans_segs(&snmp)?))
+        })
+        .collect()
+}
+
+/// `RetransSegs` of a /proc/net/snmp text (its `Tcp:` header line, then its values).
+fn retrans_segs(snmp: &str) -> Option<u64> {
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (keys, values) = (tcp.next()?, tcp.next()?);
+    let at = keys.split_whitespace().position(|k| k == "RetransSegs")?;
+    values.split_whitespace().nth(at)?.parse().ok()
 }
 
 /// `ssh DEST -- 'COMMAND'`, as a shell runs it by hand.
@@ -326,9 +497,30 @@ fn start_server(
     }
     argv.extend(spec.server_flags.iter().cloned());
     argv.extend(s.flags.iter().cloned());
+    let share = budget_share(spec, &p.series);
+    if let (Some(share), Some(cg)) = (share, &hr.cgroup) {
+        let g = procs
+            .budget
+            .insert(cg.make(&hr.ssh, host, share, &format!("p{}", p.index))?);
+        p.server_cpu_budget = Some(g.share);
+        p.commands.push(format!(
+            "ssh {} -- {}   # on host {}: the server's CPU budget, {:.0}% of one CPU",
+            host.destination,
+            shell_line(std::slice::from_ref(&g.setup)),
+            host.name,
+            g.share * 100.0
+        ));
+    }
     let r = procs
         .server
         .insert(hr.ssh.spawn(host, "evlab serve", &argv)?);
+    if let (Some(g), Some(cg)) = (&procs.budget, &hr.cgroup) {
+        cg.join(&hr.ssh, host, g, r.pgid)?;
+        p.commands.push(format!(
+            "ssh {} -- 'echo $server > {}/cgroup.procs'   # on host {}",
+            host.destination, g.dir, host.name
+        ));
+    }
     let line = r.ssh.wait_line(
         |l| l.starts_with("listening on "),
         Duration::from_secs(15),
@@ -453,9 +645,18 @@ fn run_clients(
                 )
             }));
         };
+        if status.code() == Some(crate::run::hosts::SSH_FAILED) {
+            return Err(LabError::Point(format!(
+                "the ssh connection to host {} was lost during its evlab load (ssh exit \
+                 status 255): {}; its report is lost, so none of the clients' reports is used",
+                h.name,
+                r.ssh.stderr_tail(2)
+            )));
+        }
         if !status.success() {
             return Err(LabError::Point(format!(
-                "evlab load on host {} failed ({status}): {}",
+                "evlab load on host {} failed before its report ({status}): {}; none of the \
+                 clients' reports is used",
                 h.name,
                 r.ssh.stderr_tail(4)
             )));
@@ -559,5 +760,17 @@ fn judge_host(spec: &crate::model::spec::Spec, p: &mut PointResult, c: &ClientRu
     }
     for x in q.notes {
         p.notes.push(format!("client host {name}: {x}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn retransmits_are_read_from_proc_net_snmp() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+                    Tcp: RtoAlgorithm RtoMin InSegs OutSegs RetransSegs InErrs\n\
+                    Tcp: 1 200 5647072 8028345 6903 0\nUdp: InDatagrams\nUdp: 3\n";
+        assert_eq!(super::retrans_segs(snmp), Some(6903));
+        assert_eq!(super::retrans_segs("Tcp: RtoAlgorithm\n"), None);
     }
 }

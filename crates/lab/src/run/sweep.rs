@@ -67,11 +67,17 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     {
         return Err(LabError::Io(why));
     }
+    if let Some(why) = crate::model::hosts::needs_hosts(spec).filter(|_| opts.hosts.is_none()) {
+        return Err(LabError::Io(why));
+    }
     // A budget needs a group this user may write: found and tried before anything is made or
     // measured, so that a run that cannot have one stops at once, saying what to do.
+    // (Across hosts, the budget is a group on the server host, found by `HostsRun::prepare`.)
     let cgroup = match spec.server_cpu_budget {
-        Some(_) => Some(Parent::for_run(opts.cgroup.as_deref()).map_err(LabError::Io)?),
-        None => None,
+        Some(_) if opts.hosts.is_none() => {
+            Some(Parent::for_run(opts.cgroup.as_deref()).map_err(LabError::Io)?)
+        }
+        _ => None,
     };
     let out = match &opts.out_dir {
         Some(d) => d.clone(),
@@ -81,7 +87,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         .map_err(|e| LabError::Io(format!("cannot create {}: {e}", out.display())))?;
     let progress = Progress::new(opts.quiet);
     let hosts = match &opts.hosts {
-        Some(h) => Some(HostsRun::prepare(h.clone(), &opts.evlab, &progress)?),
+        Some(h) => Some(HostsRun::prepare(h.clone(), spec, &opts.evlab, &progress)?),
         None => None,
     };
     let Plan { series, skipped } = plan(&opts.evlab, &opts.spec);
@@ -105,6 +111,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     summary.quiet = Some(quiet);
     if let Some(h) = &hosts {
         summary.hosts = h.checks.clone();
+        summary.network = h.network_applied();
     }
     let (server_cpus, client_cpus) = pinned_cpus(spec, &progress);
     let scratch = Scratch::new()?;
@@ -127,7 +134,7 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     };
     let swept = sweep(&ctx, hosts.as_ref(), &series, &mut summary, t0, &progress);
     if let Some(h) = &hosts {
-        h.finish();
+        summary.network = h.finish(&progress);
     }
     swept?;
     summary.finished = Some(results::utc(results::now_secs()));
@@ -277,7 +284,7 @@ fn sweep(
         progress,
     );
 
-    let own_budgets = own_budgets(spec, series)?;
+    let own_budgets = own_budgets(spec, series, hosts.is_some())?;
     let mut index = 0;
     'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
         let (trial, idle, swept) = (*trial, *idle, *swept);
@@ -405,9 +412,17 @@ fn forecast_of(ctx: &PointCtx, summary: &Summary, legs: &[SweepLeg], nfixed: usi
     )
 }
 
-/// Series on their own budgets (the negative controls), each with a group of its own.
-fn own_budgets(spec: &Spec, series: &[Series]) -> Result<BTreeMap<String, CpuBudget>, LabError> {
+/// Series on their own budgets (the negative controls), each with a group of its own here
+/// (none `across` hosts: there each point's server gets its group on its host).
+fn own_budgets(
+    spec: &Spec,
+    series: &[Series],
+    across: bool,
+) -> Result<BTreeMap<String, CpuBudget>, LabError> {
     let mut own = BTreeMap::new();
+    if across {
+        return Ok(own);
+    }
     for s in series {
         if let Some(b) = spec.series_budget(&s.label) {
             let g = CpuBudget::new(b).map_err(|e| {

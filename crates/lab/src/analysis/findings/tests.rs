@@ -83,6 +83,7 @@ pub(crate) fn summary(
         knees: vec![],
         resumed: vec![],
         hosts: vec![],
+        network: vec![],
     }
 }
 

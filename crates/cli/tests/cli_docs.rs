@@ -405,3 +405,71 @@ fn usage_errors_exit_2_everywhere() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The words users read: no tracker's issue numbers, no "seed" for the source documents, no
+/// path outside the repository, in the README, the docs, the shipped experiments and every
+/// subcommand's help (a random `--seed` is a seed, and stays one).
+#[test]
+fn user_facing_words_name_no_issue_no_seed_and_no_path_outside() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut files = vec![root.join("README.md")];
+    for dir in ["docs", "experiments"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            files.push(e.path());
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        texts.push((f.display().to_string(), text));
+    }
+    for sub in [
+        "serve",
+        "load",
+        "load-merge",
+        "idle",
+        "proxy",
+        "fileset",
+        "run",
+        "report",
+        "compare",
+        "pipetest",
+        "herd",
+        "micro",
+        "hosts",
+    ] {
+        texts.push((
+            format!("evlab {sub} --help"),
+            stdout(&evlab(&[sub, "--help"])),
+        ));
+    }
+    // A fuzzer's corpus has seeds ("the seeds plus its finds"): "the seed" alone is the word.
+    let seed_words = ["seed's", "seeds'", "shared/seeds", "../shared"];
+    let lone = |line: &str, w: &str| {
+        line.match_indices(w).any(|(at, _)| {
+            !line[at + w.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic())
+        })
+    };
+    for (what, text) in &texts {
+        for (i, line) in text.lines().enumerate() {
+            for w in seed_words {
+                assert!(!line.contains(w), "{what}:{}: `{w}` in: {line}", i + 1);
+            }
+            for w in ["the seed", "The seed"] {
+                assert!(!lone(line, w), "{what}:{}: `{w}` in: {line}", i + 1);
+            }
+            // "Issue 13", "issue 22": a tracker's number.
+            let lower = line.to_lowercase();
+            let numbered = lower.match_indices("issue ").any(|(at, _)| {
+                lower[at + 6..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+            });
+            assert!(!numbered, "{what}:{}: an issue number in: {line}", i + 1);
+        }
+    }
+}

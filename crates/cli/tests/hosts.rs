@@ -4,12 +4,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::NetnsHosts;
 
 fn evlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_evlab"))
@@ -19,63 +17,7 @@ fn evlab(args: &[&str]) -> Output {
 }
 
 fn usable() -> bool {
-    use evlab_poll::testing::{require, root};
-    require(
-        "netns",
-        root(),
-        "hosts: not root — network namespaces need root (CI runs as root)",
-    ) && require(
-        "netns",
-        Path::new("/usr/sbin/sshd").exists(),
-        "hosts: no /usr/sbin/sshd (scripts/setup.sh installs openssh-server)",
-    )
-}
-
-/// The test hosts, taken down (and checked gone) however the test ends.
-struct Hosts {
-    dir: PathBuf,
-    tag: String,
-}
-
-impl Hosts {
-    fn up(n: usize) -> (Hosts, PathBuf) {
-        let tag = format!("t{}", std::process::id() % 100_000);
-        let dir = std::env::temp_dir().join(format!("evlab-hosts-{}", std::process::id()));
-        let h = Hosts {
-            dir: dir.clone(),
-            tag: tag.clone(),
-        };
-        let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
-            .args(["up", &n.to_string(), dir.to_str().unwrap()])
-            .env("EVLAB_NETNS_TAG", &tag)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let out = String::from_utf8_lossy(&o.stdout);
-        let file = PathBuf::from(out.lines().last().unwrap().trim());
-        assert!(file.is_file(), "{out}");
-        (h, file)
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
-            .args(["down", self.dir.to_str().unwrap()])
-            .env("EVLAB_NETNS_TAG", &self.tag)
-            .output()
-            .unwrap();
-        let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let left = String::from_utf8_lossy(&ns.stdout);
-        if !std::thread::panicking() {
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            assert!(
-                !left.contains(&format!("{}-h", self.tag)),
-                "namespaces left: {left}"
-            );
-            assert!(!self.dir.exists());
-        }
-    }
+    NetnsHosts::usable("hosts")
 }
 
 fn json_lines(o: &Output) -> Vec<serde_json::Value> {
@@ -90,7 +32,7 @@ fn hosts_get_this_evlab_by_sha256_and_their_clocks_are_read() {
     if !usable() {
         return;
     }
-    let (hosts, file) = Hosts::up(2);
+    let (hosts, file) = NetnsHosts::up('t', 2);
     let f = file.to_str().unwrap();
     // First contact: no evlab there, so it is copied to each host.
     let o = evlab(&["hosts", f, "--json"]);

@@ -116,3 +116,116 @@ pub fn stop_serve(s: &mut Serve) {
     assert!(st.success(), "evlab serve exited with {st:?}");
     assert_gone(s.child.id());
 }
+
+/// Test hosts on this machine: network namespaces on a bridge of their own, each with its own
+/// sshd (scripts/netns-hosts.sh), taken down and checked gone however the test ends.
+pub struct NetnsHosts {
+    pub dir: PathBuf,
+    pub tag: String,
+    n: usize,
+}
+
+impl NetnsHosts {
+    /// Whether this machine can make them (root, sshd); else `what`'s test prints why and
+    /// skips, or fails where EVLAB_REQUIRE asks for `netns`.
+    pub fn usable(what: &str) -> bool {
+        use evlab_poll::testing::{require, root};
+        require(
+            "netns",
+            root(),
+            &format!("{what}: not root — network namespaces need root (CI runs as root)"),
+        ) && require(
+            "netns",
+            std::path::Path::new("/usr/sbin/sshd").exists(),
+            &format!("{what}: no /usr/sbin/sshd (scripts/setup.sh installs openssh-server)"),
+        )
+    }
+
+    /// `n` hosts, named by `letter` and this process (so that sets of several tests and
+    /// binaries coexist); returns them and their hosts file.
+    pub fn up(letter: char, n: usize) -> (NetnsHosts, PathBuf) {
+        let tag = format!("{letter}{}", std::process::id() % 100_000);
+        let dir = std::env::temp_dir().join(format!("evlab-netns-{tag}"));
+        let h = NetnsHosts {
+            dir: dir.clone(),
+            tag: tag.clone(),
+            n,
+        };
+        let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
+            .args(["up", &n.to_string(), dir.to_str().unwrap()])
+            .env("EVLAB_NETNS_TAG", &tag)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let file = PathBuf::from(out.lines().last().unwrap().trim());
+        assert!(file.is_file(), "{out}");
+        (h, file)
+    }
+
+    /// The evlab processes running in host `i`'s namespace: pid and command line.
+    pub fn evlab_on(&self, i: usize) -> Vec<(u32, String)> {
+        let ns = format!("{}-h{i}", self.tag);
+        let o = Command::new("ip")
+            .args(["netns", "pids", &ns])
+            .output()
+            .unwrap();
+        let mut found = vec![];
+        for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "evlab" {
+                let args =
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                found.push((pid.parse().unwrap(), args.replace('\0', " ")));
+            }
+        }
+        found
+    }
+
+    /// The evlab processes still running in any of the namespaces.
+    pub fn evlab_left(&self) -> Vec<String> {
+        (0..self.n)
+            .flat_map(|i| {
+                self.evlab_on(i)
+                    .into_iter()
+                    .map(move |(pid, args)| format!("h{i}: {pid} {args}"))
+            })
+            .collect()
+    }
+
+    /// Host `i`'s address (from the hosts file).
+    pub fn address(&self, i: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.join("hosts.toml")).unwrap();
+        let a = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("address = "))
+            .nth(i)
+            .unwrap();
+        a.trim_matches('"').to_string()
+    }
+}
+
+impl Drop for NetnsHosts {
+    fn drop(&mut self) {
+        let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
+            .args(["down", self.dir.to_str().unwrap()])
+            .env("EVLAB_NETNS_TAG", &self.tag)
+            .output()
+            .unwrap();
+        let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let left = String::from_utf8_lossy(&ns.stdout);
+        if !std::thread::panicking() {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                !left.contains(&format!("{}-h", self.tag)),
+                "namespaces left: {left}"
+            );
+            assert!(!self.dir.exists());
+        }
+    }
+}
+
+/// The repository's root.
+pub fn workspace() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}

@@ -398,8 +398,11 @@ fn measure_in(
     let stats_before = point::fetch_stats(addr)?;
     let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
     let retrans0 = tcp_retransmits(hr);
-    let t = Instant::now();
+    let (t, t_wall) = (Instant::now(), now_s());
     let (at, runs) = run_clients(ctx, hr, port, p, ctx.duration, procs)?;
+    // The clients start at `at`, after a lead in which the server waits: its share of a CPU is
+    // over the time from their start on.
+    let lead = (at - t_wall).max(0.0);
     for (host, n) in tcp_retransmits(hr) {
         if let Some(before) = retrans0.get(&host) {
             p.tcp_retransmits.insert(host, n.saturating_sub(*before));
@@ -415,7 +418,7 @@ fn measure_in(
         ));
     } else {
         let (cpu1, cs1) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
-        let wall = t.elapsed().as_secs_f64().max(1e-9);
+        let wall = (t.elapsed().as_secs_f64() - lead).max(1e-9);
         let cpu = (cpu1 - cpu0).max(0.0);
         p.server_cpu_s = Some(cpu);
         p.server_cpu_util = Some(cpu / wall);

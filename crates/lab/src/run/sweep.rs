@@ -269,7 +269,8 @@ fn sweep(
     let legs = sweep_order(spec, series);
     let mut forecast = forecast_of(ctx, summary, &legs, fixed.len());
     let samples_path = ctx.out.join("samples.csv");
-    results::write_atomic(&samples_path, &samples_csv(summary))?;
+    let mut samples_text = samples_csv(summary);
+    results::write_atomic(&samples_path, &samples_text)?;
     // Points made anew are numbered after those of the run resumed (their raw reports are
     // `load/point-NNN.json`).
     let mut next_index = summary.points.iter().map(|p| p.index).max().unwrap_or(0);
@@ -349,8 +350,8 @@ fn sweep(
                 progress.finish_point(&forecast, index, &p);
                 // A point measured again replaces the run's earlier, invalid one.
                 used.insert(p.index);
-                replace_point(summary, ctx.out, p, &used);
-                results::write_atomic(&samples_path, &samples_csv(summary))?;
+                record_point(summary, ctx.out, p, &used, &mut samples_text);
+                results::write_atomic(&samples_path, &samples_text)?;
                 summary.wall_s = t0.elapsed().as_secs_f64();
                 write_tables(summary, ctx.out)?;
             }
@@ -696,14 +697,32 @@ fn same_point(
         }
 }
 
+/// Records a point just measured ([`replace_point`]) and its sample rows in `samples_text`:
+/// appended, unless the point replaced an earlier one, when the text is made anew.
+fn record_point(
+    summary: &mut Summary,
+    out: &Path,
+    p: PointResult,
+    used: &std::collections::BTreeSet<usize>,
+    samples_text: &mut String,
+) {
+    let rows = results::samples_csv_rows(&p);
+    if replace_point(summary, out, p, used) {
+        *samples_text = samples_csv(summary);
+    } else {
+        samples_text.push_str(&rows);
+    }
+}
+
 /// Records a point just measured: an earlier record of the same point that was not valid
 /// (and is not one this sweep kept) goes, with its raw report, and a resumption counts it.
+/// Returns whether an earlier record went.
 fn replace_point(
     summary: &mut Summary,
     out: &Path,
     p: PointResult,
     used: &std::collections::BTreeSet<usize>,
-) {
+) -> bool {
     let swept = p.swept.as_ref().map(|x| x.value);
     let earlier = summary.points.iter().position(|q| {
         !used.contains(&q.index) && same_point(q, &p.series, p.idle, p.trial, swept, p.rate)
@@ -717,6 +736,7 @@ fn replace_point(
         r.measured_points += 1;
     }
     summary.points.push(p);
+    earlier.is_some()
 }
 
 /// samples.csv: every recorded point's sample rows.

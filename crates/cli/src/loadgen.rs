@@ -111,6 +111,12 @@ pub struct Args {
     /// Write one CSV row per sample interval to this file (`-`: stdout, as for --json)
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
+    /// Write every reply as one CSV row to this file (`due_us,latency_us,status`: when its
+    /// request was due, in µs from the schedule's start, and its latency as the histogram
+    /// records it), sorted by due time; `-`: stdout, as for --json. Costs one row of memory
+    /// (24 bytes) per reply during the run
+    #[arg(long, value_name = "FILE")]
+    pub latencies: Option<PathBuf>,
     /// Seconds per reply-rate sample (httperf uses 5)
     #[arg(long, default_value_t = 5.0)]
     pub sample_interval: f64,
@@ -304,6 +310,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         seed: a.seed,
         profile: a.profile,
         start_at: a.start_at,
+        each_reply: a.latencies.is_some(),
     };
     if let Some(at) = a.start_at {
         gen::check_start_at(at, gen::unix_now())?;
@@ -314,16 +321,26 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         ));
     }
     // The outputs, checked (opened) before the run, not found unwritable at its end.
-    if a.quiet && a.json.is_none() && a.samples.is_none() {
+    if a.quiet && a.json.is_none() && a.samples.is_none() && a.latencies.is_none() {
         return Err(usage(
-            "--quiet without --json or --samples would write nothing: drop --quiet, or add \
+            "--quiet without --json, --samples or --latencies would write nothing: drop --quiet, or add \
              --json FILE (or --json - for stdout)",
         ));
     }
-    if a.json.as_deref() == Some(Path::new("-")) && a.samples.as_deref() == Some(Path::new("-")) {
-        return Err(usage(
-            "--json - and --samples - cannot both go to stdout: give one of them a file",
-        ));
+    let on_stdout: Vec<&str> = [
+        ("--json", &a.json),
+        ("--samples", &a.samples),
+        ("--latencies", &a.latencies),
+    ]
+    .into_iter()
+    .filter(|(_, p)| p.as_deref() == Some(Path::new("-")))
+    .map(|(f, _)| f)
+    .collect();
+    if on_stdout.len() > 1 {
+        return Err(usage(format!(
+            "{} cannot all go to stdout (-): give all but one of them a file",
+            on_stdout.join(" and ")
+        )));
     }
     let mut json = a
         .json
@@ -335,9 +352,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         .as_deref()
         .map(|p| Sink::open("--samples", p))
         .transpose()?;
+    let mut latencies_out = a
+        .latencies
+        .as_deref()
+        .map(|p| Sink::open("--latencies", p))
+        .transpose()?;
     // With an output on stdout, the text report goes to stderr.
-    let report_to_stderr = json.as_ref().is_some_and(Sink::is_stdout)
-        || samples_out.as_ref().is_some_and(Sink::is_stdout);
+    let report_to_stderr = !on_stdout.is_empty();
 
     // SIGINT and SIGTERM stop the run; the report covers what was done until then.
     evlab_runtime::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
@@ -426,6 +447,9 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     }
     if let Some(out) = &mut samples_out {
         out.write(summary::samples_csv(&r.samples).as_bytes())?;
+    }
+    if let Some(out) = &mut latencies_out {
+        out.write(summary::each_reply_csv(&stats.each).as_bytes())?;
     }
     if !a.quiet {
         // The command as given (so that it can be run again exactly), and where it went.

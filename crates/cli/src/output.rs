@@ -59,10 +59,6 @@ impl Sink {
         })
     }
 
-    pub fn is_stdout(&self) -> bool {
-        matches!(self, Sink::Stdout)
-    }
-
     /// Replaces what the output holds with `bytes`.
     pub fn write(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
         match self {
@@ -168,7 +164,10 @@ mod tests {
             Sink::open("--json", &d).is_err(),
             "a directory is not a file"
         );
-        assert!(Sink::open("--json", Path::new("-")).unwrap().is_stdout());
+        assert!(matches!(
+            Sink::open("--json", Path::new("-")).unwrap(),
+            Sink::Stdout
+        ));
         let _ = std::fs::remove_dir_all(&d);
     }
 

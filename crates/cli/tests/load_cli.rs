@@ -124,6 +124,47 @@ fn report_json_and_samples_against_evlab_serve() {
 }
 
 #[test]
+fn every_reply_is_kept_with_latencies_and_its_percentiles_are_the_histograms() {
+    let s = serve("load-latencies", &[], |_| {});
+    let dir = scratch("latencies");
+    let (json, csv) = (dir.join("out.json"), dir.join("lat.csv"));
+    let port = s.addr.port().to_string();
+    let o = load(&[
+        "--port",
+        &port,
+        "--uri",
+        "/one",
+        "--rate",
+        "500",
+        "--num-conns",
+        "400",
+        "--num-calls",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--latencies",
+        csv.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut raw = common::latencies_csv(&text);
+    // One row per reply, sorted by when each was due.
+    assert_eq!(raw.len() as u64, r["replies"]["total"].as_u64().unwrap());
+    assert_eq!(raw.len(), 800);
+    let due: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(due.windows(2).all(|w| w[0] <= w[1]));
+    common::assert_percentiles_match(&r["latency_ms"], &mut raw);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn head_method_counts_no_body_bytes() {
     let s = serve("load-head", &[], |_| {});
     std::fs::write(s.dir.join("five"), b"12345").unwrap();
@@ -624,11 +665,19 @@ fn outputs_are_checked_before_the_run() {
         ),
         (
             vec!["--quiet"],
-            "--quiet without --json or --samples would write nothing".into(),
+            "--quiet without --json, --samples or --latencies would write nothing".into(),
         ),
         (
             vec!["--json", "-", "--samples", "-"],
-            "cannot both go to stdout".into(),
+            "--json and --samples cannot all go to stdout".into(),
+        ),
+        (
+            vec!["--latencies", "-", "--samples", "-"],
+            "--samples and --latencies cannot all go to stdout".into(),
+        ),
+        (
+            vec!["--latencies", under_file.to_str().unwrap()],
+            format!("--latencies {}: ", under_file.display()),
         ),
     ];
     for (extra, want) in cases {
@@ -653,7 +702,7 @@ fn outputs_are_checked_before_the_run() {
             .unwrap();
         // Flags that cannot go together are the command line's error (2); a path that cannot
         // be written is the run's (1).
-        let usage = want.contains("--quiet without") || want.contains("cannot both go");
+        let usage = want.contains("--quiet without") || want.contains("cannot all go");
         assert_eq!(
             st.code(),
             Some(if usage { 2 } else { 1 }),

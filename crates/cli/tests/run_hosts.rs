@@ -31,7 +31,7 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         &spec,
         "name = \"hosts-tiny\"\ndescription = \"epoll-et across hosts\"\n\
          mechanisms = [\"epoll-et\"]\nrates = [200, 300]\nidle = [0, 50]\n\
-         duration_s = 1\ntrials = 1\n",
+         duration_s = 1\ntrials = 1\nkeep_latencies = true\n",
     )
     .unwrap();
     let out = hosts.dir.join("out");
@@ -95,10 +95,30 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         let merged = p["load"]["latency_ms"]["p99"].as_f64().unwrap();
         let (lo, hi) = (p99s[0].min(p99s[1]), p99s[0].max(p99s[1]));
         assert!(lo <= merged && merged <= hi, "{merged} not in [{lo}, {hi}]");
+        // And the merged percentiles are those of every reply of both clients pooled (each
+        // client's replies brought over its ssh connection), within the histogram's precision.
+        let mut pooled: Vec<u64> = ["h1", "h2"]
+            .iter()
+            .flat_map(|h| {
+                let f = out.join(format!("load/point-{idx:03}-{h}.latencies.csv"));
+                common::latencies_csv(&std::fs::read_to_string(f).unwrap())
+            })
+            .collect();
+        assert_eq!(pooled.len() as u64, sum);
+        common::assert_percentiles_match(&p["load"]["latency_ms"], &mut pooled);
         // The server's CPU and counters were read on its host and over the bridge.
         assert!(p["server_cpu_s"].as_f64().is_some(), "{p}");
         assert!(p["server"]["requests"].as_u64().unwrap() >= sum, "{p}");
         assert_eq!(p["hosts"].as_array().unwrap().len(), 2);
+        // The clients' offered rates, as each scheduled its own, add up to the point's.
+        let offered: f64 = p["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["offered_rate"].as_f64().unwrap())
+            .sum();
+        let rate = p["rate"].as_f64().unwrap();
+        assert!((offered - rate).abs() <= 0.01 * rate, "{offered} of {rate}");
     }
     // The report says where it ran.
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();

@@ -80,6 +80,8 @@ pub struct LoadConfig {
     /// Start the schedule at this wall-clock instant (Unix seconds), once everything is ready;
     /// at once, and said to be late, if it has passed by then. `None`: as soon as ready.
     pub start_at: Option<f64>,
+    /// Keep every reply's latency ([`crate::summary::EachReply`]), not only the histogram.
+    pub each_reply: bool,
 }
 
 impl LoadConfig {
@@ -103,6 +105,7 @@ impl LoadConfig {
             seed: 1,
             profile: false,
             start_at: None,
+            each_reply: false,
         }
     }
 }
@@ -190,6 +193,8 @@ pub fn run_pooled(
     }
     let sys0 = sys::snapshot_all();
     let ru0 = rusage();
+    let quota = sys::cgroup::own_cpu_quota();
+    let throttled0 = quota.as_ref().and_then(|q| q.throttled_us());
     // Every thread makes its workload and its poller, then all wait at the start line; only
     // then is the schedule's origin fixed (at `start_at`, or just ahead), and given to them.
     let ready = Barrier::new(threads + 1);
@@ -259,6 +264,11 @@ pub fn run_pooled(
         offered_rate: cfg.rate,
         user_s: ru1.0 - ru0.0,
         system_s: ru1.1 - ru0.1,
+        quota: quota.map(|q| {
+            let throttled = throttled0.zip(q.throttled_us());
+            let throttled_s = throttled.map(|(a, b)| b.saturating_sub(a) as f64 / 1e6);
+            (q.cpus, throttled_s)
+        }),
         syscalls,
         profiled: cfg.profile,
         clock,
@@ -460,6 +470,11 @@ impl<'a> Worker<'a> {
         let mut stats = Stats::default();
         stats.samples.reserve_exact(intervals + 2);
         stats.lag_samples.reserve_exact(intervals + 2);
+        if cfg.each_reply {
+            // The schedule's replies (one call each): pushes past that grow it, amortized.
+            let expect = starts_total.unwrap_or((span * cfg.rate / threads as f64) as u64);
+            stats.each.reserve(expect.min(1 << 24) as usize);
+        }
         Ok(Worker {
             cfg,
             threads,
@@ -973,6 +988,13 @@ impl<'a> Worker<'a> {
         if let Some(Sent { due, sent, .. }) = c.inflight.pop_front() {
             let lat = now.saturating_duration_since(due).as_micros() as u64;
             let _ = self.stats.latency.record(lat.max(1));
+            if self.cfg.each_reply {
+                self.stats.each.push(crate::summary::EachReply {
+                    due_us: due.saturating_duration_since(self.t0).as_micros() as u64,
+                    latency_us: lat.max(1),
+                    status: reply.status,
+                });
+            }
             let fb = c.first_byte.unwrap_or(now);
             self.stats.response_time_sum_us +=
                 fb.saturating_duration_since(sent).as_micros() as u64;

@@ -79,6 +79,29 @@ pub struct Stats {
     pub replies_per_conn_sum: u64,
     /// Replies completed per sample interval.
     pub samples: Vec<u64>,
+    /// Every reply's latency, with `LoadConfig::each_reply` (empty otherwise).
+    pub each: Vec<EachReply>,
+}
+
+/// One reply: when its request was due (µs from the schedule's origin), its latency (µs, as
+/// the histogram records it) and its status code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EachReply {
+    pub due_us: u64,
+    pub latency_us: u64,
+    pub status: u16,
+}
+
+/// Every reply as CSV (`due_us,latency_us,status`), by when it was due.
+pub fn each_reply_csv(each: &[EachReply]) -> String {
+    let mut v = each.to_vec();
+    v.sort_by_key(|e| (e.due_us, e.latency_us));
+    let mut out = String::with_capacity(24 * v.len() + 32);
+    out.push_str("due_us,latency_us,status\n");
+    for e in v {
+        out.push_str(&format!("{},{},{}\n", e.due_us, e.latency_us, e.status));
+    }
+    out
 }
 
 fn hist() -> Histogram<u64> {
@@ -114,6 +137,7 @@ impl Default for Stats {
             transfer_time_sum_us: 0,
             replies_per_conn_sum: 0,
             samples: Vec::new(),
+            each: Vec::new(),
         }
     }
 }
@@ -192,6 +216,7 @@ impl Stats {
         for (i, s) in o.samples.iter().enumerate() {
             self.samples[i] += s;
         }
+        self.each.extend_from_slice(&o.each);
     }
 }
 
@@ -205,6 +230,9 @@ pub struct RunInfo {
     pub offered_rate: f64,
     pub user_s: f64,
     pub system_s: f64,
+    /// The CPU quota binding the generator (CPUs), and its group's throttled time over the run
+    /// (s), where a quota binds it.
+    pub quota: Option<(f64, Option<f64>)>,
     /// The generator's syscalls: (name, calls, errors, nanoseconds inside them). The time is
     /// measured only with `profiled`.
     pub syscalls: Vec<(&'static str, u64, u64, u64)>,
@@ -386,6 +414,8 @@ fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
             user_s: info.user_s,
             system_s: info.system_s,
             percent: 100.0 * cpu / d,
+            quota_cpus: info.quota.map(|q| q.0),
+            throttled_s: info.quota.and_then(|q| q.1),
         },
         net: Net {
             kb_per_s: (s.bytes_in + s.bytes_out) as f64 / 1024.0 / d,
@@ -549,6 +579,13 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         100.0 * info.system_s / d,
         100.0 * cpu / d
     ));
+    if let Some((cpus, throttled)) = info.quota {
+        o.push_str(&format!(
+            "CPU quota: {cpus:.2} CPU (its cgroup's); {:.1}% of it used{}\n",
+            100.0 * cpu / d / cpus,
+            throttled.map_or(String::new(), |t| format!(", throttled {t:.2} s"))
+        ));
+    }
     let kbps = (s.bytes_in + s.bytes_out) as f64 / 1024.0 / d;
     o.push_str(&format!(
         "Net I/O: {:.1} KB/s ({:.1}*10^6 bps)\n\n",
@@ -651,6 +688,7 @@ mod tests {
             offered_rate: 10.0,
             user_s: 0.0,
             system_s: 0.0,
+            quota: None,
             syscalls: Vec::new(),
             profiled: false,
             clock: Clock {

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 pub mod alloc_count;
+pub mod cgroup;
 mod mapping;
 mod process;
 pub use mapping::{Advice, Mapping};

@@ -256,6 +256,13 @@ pub struct Cpu {
     pub system_s: f64,
     /// User plus system over the run's duration, percent of one CPU.
     pub percent: f64,
+    /// The CPU quota of the generator's cgroup (or an ancestor's), in CPUs, where one binds
+    /// it: a generator at a tenth of a CPU is saturated at 10%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_cpus: Option<f64>,
+    /// How long that group was throttled during the run (its `cpu.stat`), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

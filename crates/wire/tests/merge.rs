@@ -157,6 +157,8 @@ fn report(lat: &[u64], started_at: f64, duration_s: f64, k: u64) -> LoadReport {
             user_s: 0.0,
             system_s: 0.0,
             percent: 0.0,
+            quota_cpus: None,
+            throttled_s: None,
         },
         net: Net {
             kb_per_s: 0.0,

@@ -229,3 +229,46 @@ impl Drop for NetnsHosts {
 pub fn workspace() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
+
+/// The latencies (µs) of an `evlab load --latencies` CSV, checked row by row: its header, and
+/// each row's three fields.
+pub fn latencies_csv(text: &str) -> Vec<u64> {
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("due_us,latency_us,status"),
+        "{text:.200}"
+    );
+    lines
+        .map(|l| {
+            let f: Vec<u64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            assert_eq!(f.len(), 3, "{l}");
+            assert_eq!(f[2], 200, "{l}");
+            f[1]
+        })
+        .collect()
+}
+
+/// Checks a report's latency percentiles (ms, from its histogram) against the raw latencies'
+/// own (µs, nearest rank: the ⌈q·n⌉-th smallest): equal within the histogram's precision (3
+/// significant figures: a bucket is at most 1/1024 of its value wide).
+pub fn assert_percentiles_match(latency_ms: &serde_json::Value, raw_us: &mut [u64]) {
+    raw_us.sort_unstable();
+    let n = raw_us.len();
+    assert!(n > 0);
+    for (key, q) in [
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p999", 0.999),
+        ("max", 1.0),
+    ] {
+        let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+        let raw = raw_us[rank - 1] as f64;
+        let hist = latency_ms[key].as_f64().unwrap() * 1000.0;
+        assert!(
+            (hist - raw).abs() <= raw / 1024.0 + 1.0,
+            "{key}: the histogram says {hist} µs, the {n} raw samples' {q} quantile is {raw} µs"
+        );
+    }
+}

@@ -291,6 +291,8 @@ pub struct LoadArgs<'a> {
     /// The reply rate's sampling interval (s).
     pub sample_interval_s: f64,
     pub json: &'a std::path::Path,
+    /// `--latencies FILE`: every reply kept.
+    pub latencies: Option<&'a std::path::Path>,
     pub extra: &'a [String],
 }
 
@@ -345,6 +347,9 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         "--json".into(),
         a.json.display().to_string(),
     ]);
+    if let Some(l) = a.latencies {
+        v.extend(["--latencies".into(), l.display().to_string()]);
+    }
     v.extend(a.extra.iter().cloned());
     v
 }
@@ -376,6 +381,7 @@ mod tests {
             timeout_s: 5.0,
             sample_interval_s: 1.0,
             json: p,
+            latencies: None,
             extra: &[],
         };
         let after = |v: &[String], flag: &str| {
@@ -415,6 +421,7 @@ mod tests {
             timeout_s: 5.0,
             sample_interval_s: 1.0,
             json: &json,
+            latencies: None,
             extra: &["--hit-ratio".into(), "0".into()],
             active_conns: None,
         });

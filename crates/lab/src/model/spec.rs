@@ -34,6 +34,11 @@ pub struct Spec {
     /// Flags added to every `evlab load`.
     #[serde(default)]
     pub load_flags: Vec<String>,
+    /// Keep every reply's latency of each point's measured run beside the summary
+    /// (`evlab load --latencies`: `load/point-NNN.latencies.csv`, one per client host across
+    /// hosts).
+    #[serde(default)]
+    pub keep_latencies: bool,
     #[serde(default)]
     pub workload: Workload,
     /// Offered request rates (connections/s × calls per connection is not used: this is the

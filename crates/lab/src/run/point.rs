@@ -575,6 +575,8 @@ pub(crate) struct LoadRun {
     pub report: LoadReport,
     /// The report as the generator wrote it.
     pub json: String,
+    /// Its `--latencies` file, where the spec keeps them.
+    pub latencies: Option<PathBuf>,
     /// The generator's own CPU time (getrusage of the reaped child), seconds.
     pub cpu_s: f64,
     pub wall_s: f64,
@@ -601,6 +603,8 @@ pub(crate) struct LoadAsk<'a> {
 pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRun, LabError> {
     let spec = &ctx.opts.spec;
     let json = a.pdir.join(format!("load-{}.json", a.tag));
+    let latencies = (spec.keep_latencies && a.tag == "run")
+        .then(|| a.pdir.join(format!("latencies-{}.csv", a.tag)));
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
     argv.extend(load::load_argv(&LoadArgs {
         port: a.port,
@@ -613,6 +617,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         timeout_s: a.timeout_s,
         sample_interval_s: a.sample_interval_s,
         json: &json,
+        latencies: latencies.as_deref(),
         extra: &spec.load_flags,
     }));
     let ru0 = children_cpu_seconds();
@@ -663,6 +668,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
     Ok(LoadRun {
         report,
         json: text,
+        latencies,
         cpu_s: cpu,
         wall_s: wall,
         command,
@@ -814,6 +820,12 @@ fn measured_run(
         raw_dir.join(format!("point-{:03}.json", p.index)),
         &run.json,
     );
+    if let Some(l) = &run.latencies {
+        std::fs::copy(
+            l,
+            raw_dir.join(format!("point-{:03}.latencies.csv", p.index)),
+        )?;
+    }
     Ok(Measured {
         run,
         server_cpu_s: (cpu_after - cpu_before).max(0.0),
@@ -840,6 +852,9 @@ fn record(ctx: &PointCtx, p: &mut PointResult, m: &Measured) {
     let ncl = ctx.client_cpus.len().max(1) as f64;
     p.client_cpu_util = Some(run.cpu_s / (wall * ncl));
     p.client_cpu_busy = run.client_busy;
+    if let Some(f) = quota_flag(spec, &run.report.cpu) {
+        p.flags.push(f);
+    }
     // An origin on a client CPU is not the client: its share is not counted as the client's.
     let origin_on_client = spec.proxy.as_ref().is_some_and(|px| match px.origin_cpu {
         Some(c) => ctx.client_cpus.contains(&c),
@@ -945,6 +960,21 @@ pub fn judge(spec: &Spec, p: &mut PointResult) {
             st * 100.0
         ));
     }
+}
+
+/// The flag of a generator that used its cgroup's CPU quota up (at least `client_cpu_limit`
+/// of it): bound by its quota, however idle the machine's CPUs look.
+pub fn quota_flag(spec: &Spec, cpu: &evlab_wire::load::Cpu) -> Option<String> {
+    let quota = cpu.quota_cpus.filter(|&q| q > 0.0)?;
+    let used = cpu.percent / 100.0 / quota;
+    (used >= spec.client_cpu_limit).then(|| {
+        format!(
+            "client saturated: the generator used {:.0}% of its cgroup's CPU quota ({quota:.2} CPU){}",
+            used * 100.0,
+            cpu.throttled_s
+                .map_or(String::new(), |t| format!(", throttled {t:.2} s"))
+        )
+    })
 }
 
 /// Context switches, voluntary and involuntary, of every thread of `pid` and its descendants

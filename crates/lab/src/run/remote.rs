@@ -178,6 +178,23 @@ impl HostsRun {
         v
     }
 
+    /// Where a client host's `evlab load --latencies` writes a point's replies (its workdir).
+    fn latencies_path(&self, h: &Host, index: usize) -> String {
+        format!(
+            "{}/latencies-{}-p{index:03}.csv",
+            self.workdir(h),
+            std::process::id()
+        )
+    }
+
+    /// A point's replies from a client host, brought over its ssh connection and removed there.
+    fn fetch_latencies(&self, h: &Host, index: usize) -> Result<String, LabError> {
+        let path = self.latencies_path(h, index);
+        self.ssh
+            .ok(h, &format!("cat {path} && rm -f {path}"), &[])
+            .map_err(|e| LabError::Point(format!("host {}'s latencies: {e}", h.name)))
+    }
+
     fn offset(&self, h: &Host) -> (f64, f64) {
         self.checks
             .iter()
@@ -437,6 +454,16 @@ fn measure_in(
             raw_dir.join(format!("point-{:03}-{}.json", p.index, c.host.name)),
             &c.json,
         );
+        if ctx.opts.spec.keep_latencies {
+            let csv = hr.fetch_latencies(&c.host, p.index)?;
+            std::fs::write(
+                raw_dir.join(format!(
+                    "point-{:03}-{}.latencies.csv",
+                    p.index, c.host.name
+                )),
+                csv,
+            )?;
+        }
     }
     record(ctx, hr, p, at, &runs)
 }
@@ -605,6 +632,7 @@ fn run_clients(
     let first = procs.clients.len();
     for h in &clients {
         let mut argv = hr.evlab_argv(h, &spec.client_cpus);
+        let latencies = spec.keep_latencies.then(|| hr.latencies_path(h, p.index));
         let mut args = load::load_argv(&LoadArgs {
             port,
             workload: &spec.workload,
@@ -616,6 +644,7 @@ fn run_clients(
             timeout_s: spec.timeout_s,
             sample_interval_s: 1.0,
             json: Path::new("-"),
+            latencies: latencies.as_deref().map(Path::new),
             extra: &spec.load_flags,
         });
         if let Some(i) = args.iter().position(|a| a == "--server") {
@@ -754,6 +783,9 @@ fn judge_host(spec: &crate::model::spec::Spec, p: &mut PointResult, c: &ClientRu
     q.load = Some(LoadSummary::from(&c.report));
     q.client_cpu_util = Some(c.report.cpu.percent / 100.0);
     point::judge(spec, &mut q);
+    if let Some(f) = point::quota_flag(spec, &c.report.cpu) {
+        q.flags.push(f);
+    }
     let name = &c.host.name;
     for f in q.flags {
         p.flags.push(match f.strip_prefix("client ") {

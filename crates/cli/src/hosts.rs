@@ -103,3 +103,21 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `evlab clock`: each line read on stdin is answered with the wall clock (CLOCK_REALTIME, Unix
+/// seconds with nanoseconds) until stdin ends. The responder `evlab hosts` and `evlab run
+/// --hosts` measure a host's clock offset with: the clock read is the one evlab reads there.
+pub fn clock() -> anyhow::Result<()> {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        line?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .context("the clock is before 1970")?;
+        writeln!(out, "{}.{:09}", now.as_secs(), now.subsec_nanos())?;
+        out.flush()?;
+    }
+    Ok(())
+}

@@ -93,6 +93,10 @@ enum Command {
     /// Check the hosts of a hosts file over OpenSSH: reachable, kernel, evlab, clock
     #[command(after_help = hosts::EXAMPLES)]
     Hosts(hosts::Args),
+    /// Answer each line on stdin with this machine's wall clock: what `evlab hosts` runs on a
+    /// host to read its clock
+    #[command(hide = true)]
+    Clock,
 }
 
 /// Ends the process with this exit status, printing nothing more: for an outcome that is not a
@@ -130,6 +134,7 @@ fn main() {
         Command::Herd(a) => herd::run(a),
         Command::Micro(a) => micro::run(a),
         Command::Hosts(a) => hosts::run(a),
+        Command::Clock => hosts::clock(),
     };
     if let Err(e) = result {
         if let Some(Exit(code)) = e.downcast_ref::<Exit>() {

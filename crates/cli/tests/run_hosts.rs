@@ -11,6 +11,9 @@ use std::time::Instant;
 
 use common::{workspace, NetnsHosts};
 
+/// Debian's libfaketime (package libfaketime), preloaded on a test host to move its clock.
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
 fn usable() -> bool {
     NetnsHosts::usable("run --hosts")
 }
@@ -24,8 +27,22 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
     if !usable() {
         return;
     }
+    let faked = std::path::Path::new(LIBFAKETIME).exists();
+    if !evlab_poll::testing::require(
+        "faketime",
+        faked,
+        "run --hosts: no libfaketime (scripts/setup.sh installs it): h2's clock is not moved",
+    ) {
+        return;
+    }
     let t0 = Instant::now();
     let (hosts, file) = NetnsHosts::up('r', 3);
+    // Host h2's clock runs 200 ms ahead: the namespaces share this machine's clock, so
+    // libfaketime moves it for every process its sshd starts (evlab among them).
+    hosts.sshd_config_add(
+        2,
+        &format!("SetEnv LD_PRELOAD={LIBFAKETIME} FAKETIME=+0.2 FAKETIME_DONT_FAKE_MONOTONIC=1"),
+    );
     let spec = hosts.dir.join("tiny.toml");
     std::fs::write(
         &spec,
@@ -49,26 +66,35 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         String::from_utf8_lossy(&o.stdout)
     );
     let s = json(&out.join("summary.json"));
-    // The three hosts, each with its kernel, evlab and clock offset (zero within its bound:
-    // the namespaces share this machine's clock).
+    // The three hosts, each with its kernel, evlab and clock offset: zero within its bound on
+    // h0 and h1 (the namespaces share this machine's clock), +200 ms on h2, found.
     let hs = s["hosts"].as_array().unwrap();
     let names: Vec<&str> = hs.iter().map(|h| h["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["h0", "h1", "h2"]);
     assert_eq!(hs[0]["role"], "server");
-    for h in hs {
+    for (i, h) in hs.iter().enumerate() {
         assert!(h["kernel"].as_str().unwrap().starts_with("Linux"), "{h}");
         assert!(h["evlab_version"].as_str().unwrap().starts_with("evlab "));
         let (off, bound) = (
             h["clock_offset_ms"].as_f64().unwrap(),
             h["clock_bound_ms"].as_f64().unwrap(),
         );
-        assert!(off.abs() <= bound + 0.01 && bound < 1000.0, "{h}");
+        let injected = if i == 2 { 200.0 } else { 0.0 };
+        assert!((off - injected).abs() <= bound + 0.1 && bound < 50.0, "{h}");
     }
     let points = s["points"].as_array().unwrap();
     assert_eq!(points.len(), 4);
     for p in points {
         assert_eq!(p["status"], "ok", "{p}");
+        // No client started late: h2 was told the instant in its own clock, 200 ms ahead.
         assert!(p["flags"].as_array().unwrap().is_empty(), "{p}");
+        for h in p["hosts"].as_array().unwrap() {
+            assert!(h["late_ms"].as_f64().unwrap().abs() < 10.0, "{h}");
+        }
+        // The common window is the clients' run, in this machine's clock: without h2's
+        // correction it would be 200 ms short.
+        let window = p["load"]["duration_s"].as_f64().unwrap();
+        assert!((0.9..1.1).contains(&window), "{window}");
         let idx = p["index"].as_u64().unwrap();
         let raw: Vec<serde_json::Value> = ["h1", "h2"]
             .iter()
@@ -120,9 +146,17 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         let rate = p["rate"].as_f64().unwrap();
         assert!((offered - rate).abs() <= 0.01 * rate, "{offered} of {rate}");
     }
-    // The report says where it ran.
+    // The report says where it ran, and h2's clock.
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("across hosts"), "{md}");
+    let h2 = md
+        .split("h2 (client")
+        .nth(1)
+        .and_then(|t| t.split("clock offset ").nth(1))
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no clock offset of h2 in:\n{md}"));
+    assert!((h2 - 200.0).abs() < 10.0, "{h2}");
     // Nothing left running on any host.
     let left = hosts.evlab_left();
     assert!(left.is_empty(), "{left:?}");
@@ -609,4 +643,62 @@ fn the_testbed_experiment_runs_on_one_server_and_four_client_hosts_shortened() {
     assert!(left.is_empty(), "{left:?}");
     drop(hosts);
     eprintln!("testbed test: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn a_client_host_held_to_a_tenth_of_a_cpu_is_flagged_saturated_naming_it() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('q', 3);
+    // Everything h2's sshd starts from now on (the run's evlab load there) may use 0.1 CPU.
+    let quota = hosts.cpu_quota(2, 0.1);
+    // 1,500 connections/s per client: this build's generator needs more than a tenth of a CPU
+    // for that (about a seventh in a debug build, a twentieth in a release build would not:
+    // the test binary is the debug build).
+    let (run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-quota\"\ndescription = \"a client held to 0.1 CPU\"\n\
+         mechanisms = [\"epoll-et\"]\nrates = [3000]\nduration_s = 2\ntrials = 1\n",
+    );
+    let said = finished(run);
+    let s = json(&out.join("summary.json"));
+    let p = &s["points"][0];
+    let flags: Vec<&str> = p["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        flags
+            .iter()
+            .any(|f| f.starts_with("client on host h2 saturated")
+                && f.contains("CPU quota (0.10 CPU)")),
+        "{flags:?}\n{said}"
+    );
+    assert!(
+        !flags.iter().any(|f| f.contains("host h1 saturated")),
+        "{flags:?}"
+    );
+    // Measured, but not valid: a flagged point is left out of every verdict.
+    assert_eq!(p["status"], "ok", "{p}");
+    // h2's own report says its quota and that it was throttled.
+    let idx = p["index"].as_u64().unwrap();
+    let r2 = json(&out.join(format!("load/point-{idx:03}-h2.json")));
+    assert_eq!(r2["cpu"]["quota_cpus"].as_f64(), Some(0.1), "{}", r2["cpu"]);
+    assert!(
+        r2["cpu"]["throttled_s"].as_f64().unwrap() > 0.0,
+        "{}",
+        r2["cpu"]
+    );
+    let r1 = json(&out.join(format!("load/point-{idx:03}-h1.json")));
+    assert!(r1["cpu"].get("quota_cpus").is_none(), "{}", r1["cpu"]);
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(quota);
+    drop(hosts);
+    eprintln!("quota test: {:.1} s", t0.elapsed().as_secs_f64());
 }

@@ -205,6 +205,91 @@ impl NetnsHosts {
     }
 }
 
+impl NetnsHosts {
+    /// Adds `lines` to host `i`'s sshd_config (`SetEnv …`: what every session there gets) and
+    /// has its sshd read it again (SIGHUP: it re-executes itself); returns once it answers.
+    pub fn sshd_config_add(&self, i: usize, lines: &str) {
+        use std::io::Write;
+        let h = self.dir.join(format!("h{i}"));
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(h.join("sshd_config"))
+            .unwrap();
+        writeln!(f, "{lines}").unwrap();
+        let pid = std::fs::read_to_string(h.join("sshd.pid")).unwrap();
+        let st = Command::new("kill")
+            .args(["-HUP", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let t0 = std::time::Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let ok = Command::new("ssh")
+                .arg("-F")
+                .arg(self.dir.join("ssh_config"))
+                .args([&format!("h{i}"), "true"])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap()
+                .status
+                .success();
+            if ok {
+                return;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "sshd of h{i} did not come back"
+            );
+        }
+    }
+
+    /// Puts host `i`'s sshd, and so every session it starts from now on, in a cgroup of its own
+    /// with a CPU quota of `share` of one CPU; the group goes (checked gone) with the guard.
+    pub fn cpu_quota(&self, i: usize, share: f64) -> CpuQuotaGroup {
+        let (root, version) = evlab_lab::run::cgroup::cpu_controller().unwrap();
+        let dir = root.join(format!("evlab-test-{}-h{i}", self.tag));
+        std::fs::create_dir(&dir).unwrap();
+        let period = 100_000u64;
+        let quota = (share * period as f64) as u64;
+        if version == 2 {
+            std::fs::write(dir.join("cpu.max"), format!("{quota} {period}")).unwrap();
+        } else {
+            std::fs::write(dir.join("cpu.cfs_period_us"), period.to_string()).unwrap();
+            std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string()).unwrap();
+        }
+        let g = CpuQuotaGroup { dir, root };
+        let pid = std::fs::read_to_string(self.dir.join(format!("h{i}/sshd.pid"))).unwrap();
+        std::fs::write(g.dir.join("cgroup.procs"), pid.trim()).unwrap();
+        g
+    }
+}
+
+/// A test's cgroup with a CPU quota: on drop, whatever is in it goes back to the root group and
+/// it is removed, checked gone.
+pub struct CpuQuotaGroup {
+    pub dir: PathBuf,
+    root: PathBuf,
+}
+
+impl Drop for CpuQuotaGroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.split_whitespace() {
+                let _ = std::fs::write(self.root.join("cgroup.procs"), pid);
+            }
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if !std::thread::panicking() {
+            panic!("cgroup {} left", self.dir.display());
+        }
+    }
+}
+
 impl Drop for NetnsHosts {
     fn drop(&mut self) {
         let o = Command::new(workspace().join("scripts/netns-hosts.sh"))

@@ -852,7 +852,7 @@ fn record(ctx: &PointCtx, p: &mut PointResult, m: &Measured) {
     let ncl = ctx.client_cpus.len().max(1) as f64;
     p.client_cpu_util = Some(run.cpu_s / (wall * ncl));
     p.client_cpu_busy = run.client_busy;
-    if let Some(f) = quota_flag(spec, &run.report.cpu) {
+    if let Some(f) = quota_flag(spec, &run.report.cpu, run.report.duration_s) {
         p.flags.push(f);
     }
     // An origin on a client CPU is not the client: its share is not counted as the client's.
@@ -962,17 +962,22 @@ pub fn judge(spec: &Spec, p: &mut PointResult) {
     }
 }
 
-/// The flag of a generator that used its cgroup's CPU quota up (at least `client_cpu_limit`
-/// of it): bound by its quota, however idle the machine's CPUs look.
-pub fn quota_flag(spec: &Spec, cpu: &evlab_wire::load::Cpu) -> Option<String> {
+/// The flag of a generator bound by its cgroup's CPU quota: it used at least
+/// `client_cpu_limit` of the quota, or its group was throttled for more than the rest
+/// (1 − `client_cpu_limit`) of the run's `duration_s`. Bound by its quota, however idle the
+/// machine's CPUs look.
+pub fn quota_flag(spec: &Spec, cpu: &evlab_wire::load::Cpu, duration_s: f64) -> Option<String> {
     let quota = cpu.quota_cpus.filter(|&q| q > 0.0)?;
     let used = cpu.percent / 100.0 / quota;
-    (used >= spec.client_cpu_limit).then(|| {
+    let throttled = cpu.throttled_s.unwrap_or(0.0) / duration_s.max(1e-9);
+    (used >= spec.client_cpu_limit || throttled > 1.0 - spec.client_cpu_limit).then(|| {
         format!(
             "client saturated: the generator used {:.0}% of its cgroup's CPU quota ({quota:.2} CPU){}",
             used * 100.0,
-            cpu.throttled_s
-                .map_or(String::new(), |t| format!(", throttled {t:.2} s"))
+            cpu.throttled_s.map_or(String::new(), |t| format!(
+                ", throttled {t:.2} s ({:.0}% of the run)",
+                throttled * 100.0
+            ))
         )
     })
 }
@@ -1332,5 +1337,43 @@ mod tests {
         v["events"].as_object_mut().unwrap().remove("waits");
         let e = load::parse_server_stats(&v.to_string()).unwrap_err();
         assert!(e.to_string().contains("missing field `waits`"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod quota_tests {
+    use super::*;
+    use evlab_wire::load::Cpu;
+
+    fn cpu(percent: f64, quota: Option<f64>, throttled: Option<f64>) -> Cpu {
+        Cpu {
+            user_s: 0.0,
+            system_s: 0.0,
+            percent,
+            quota_cpus: quota,
+            throttled_s: throttled,
+        }
+    }
+
+    #[test]
+    fn a_generator_is_saturated_at_its_quota_or_when_throttled_past_the_limit() {
+        let spec = Spec::parse(
+            "name = \"q\"\ndescription = \"d\"\nmechanisms = [\"poll\"]\nrates = [1]\n",
+            "q.toml",
+        )
+        .unwrap();
+        // No quota: the machine's CPUs judge it, not this.
+        assert_eq!(quota_flag(&spec, &cpu(100.0, None, None), 2.0), None);
+        // Half of a tenth of a CPU, never throttled: not saturated.
+        assert_eq!(
+            quota_flag(&spec, &cpu(5.0, Some(0.1), Some(0.0)), 2.0),
+            None
+        );
+        // All of it.
+        let f = quota_flag(&spec, &cpu(9.8, Some(0.1), Some(1.8)), 2.0).unwrap();
+        assert!(f.starts_with("client saturated: the generator used 98% of its cgroup's CPU quota (0.10 CPU), throttled 1.80 s (90% of the run)"), "{f}");
+        // Under 95% of it on average, but throttled for a tenth of the run.
+        assert!(quota_flag(&spec, &cpu(8.0, Some(0.1), Some(0.2)), 2.0).is_some());
+        assert!(quota_flag(&spec, &cpu(8.0, Some(0.1), Some(0.05)), 2.0).is_none());
     }
 }

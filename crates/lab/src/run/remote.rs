@@ -783,7 +783,7 @@ fn judge_host(spec: &crate::model::spec::Spec, p: &mut PointResult, c: &ClientRu
     q.load = Some(LoadSummary::from(&c.report));
     q.client_cpu_util = Some(c.report.cpu.percent / 100.0);
     point::judge(spec, &mut q);
-    if let Some(f) = point::quota_flag(spec, &c.report.cpu) {
+    if let Some(f) = point::quota_flag(spec, &c.report.cpu, c.report.duration_s) {
         q.flags.push(f);
     }
     let name = &c.host.name;

@@ -702,3 +702,73 @@ fn a_client_host_held_to_a_tenth_of_a_cpu_is_flagged_saturated_naming_it() {
     drop(hosts);
     eprintln!("quota test: {:.1} s", t0.elapsed().as_secs_f64());
 }
+
+#[test]
+fn a_proxy_runs_across_hosts_with_its_origin_on_the_origin_host_behind_a_lossy_link() {
+    if !usable() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (hosts, file) = NetnsHosts::up('p', 3);
+    // h2 becomes the origin host: the proxy on h0 (the server host) fetches from it.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at = text.rfind("role = \"client\"").unwrap();
+    let text = format!("{}role = \"origin\"{}", &text[..at], &text[at + 15..]);
+    std::fs::write(&file, &text).unwrap();
+    // The Polymix workload (its file set made on h2 and h1), 5% of the packets between the
+    // proxy and h2 lost: the proxy paper's WAN between proxy and origin (no delay: netem is
+    // not on every kernel).
+    let (run, out) = start_run(
+        &hosts,
+        &file,
+        "name = \"hosts-proxy\"\ndescription = \"a proxy across hosts\"\nfindings = \"none\"\n\
+         mechanisms = [\"epoll-et\"]\nworkload = \"polymix\"\npolymix_objects = 200\n\
+         rates = [40]\nduration_s = 2\ntrials = 1\ntimeout_s = 10\n\
+         [proxy]\norigin_flags = []\n[network]\nloss_pct = 5\nhosts = [\"h2\"]\n",
+    );
+    let said = finished(run);
+    let s = json(&out.join("summary.json"));
+    let p = &s["points"][0];
+    assert_eq!(p["status"], "ok", "{p}\n{said}");
+    let replies = p["load"]["replies"].as_u64().unwrap();
+    assert!(
+        replies > 0 && p["load"]["status_2xx"].as_u64() == Some(replies),
+        "{p}"
+    );
+    // The origin ran on h2, the proxy on h0 in front of it.
+    let cmds = p["commands"].to_string();
+    assert!(cmds.contains("& origin=$!   # on host h2"), "{cmds}");
+    assert!(cmds.contains(" proxy --listen 10."), "{cmds}");
+    assert!(cmds.contains("--polymix "), "{cmds}");
+    // The loss was on h2's link, recorded, and removed.
+    let n = s["network"].as_array().unwrap();
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!(n[0]["host"], "h2");
+    assert_eq!(n[0]["removed"], true);
+    assert_eq!(network_left(&hosts, 2), "");
+    // The link lost packets: their senders retransmitted (the proxy, h0, when the loss is
+    // made on h2's input; h2 where netem makes it on its output): 5% of the several hundred
+    // segments the proxy sends its origin is tens lost, so none at all would be a broken rule.
+    let rt = &p["tcp_retransmits"];
+    assert!(
+        rt["h0"].as_u64().unwrap() + rt["h2"].as_u64().unwrap() > 0,
+        "{p}"
+    );
+    // Each host's run directory (file sets, document roots) is gone.
+    for i in 0..3 {
+        let work = hosts.dir.join(format!("h{i}/work"));
+        let runs: Vec<_> = std::fs::read_dir(&work)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
+            .collect();
+        assert!(runs.is_empty(), "h{i}: {runs:?}");
+    }
+    let left = hosts.evlab_left();
+    assert!(left.is_empty(), "{left:?}");
+    drop(hosts);
+    eprintln!(
+        "proxy across hosts test: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+}

@@ -114,6 +114,10 @@ impl Hosts {
     pub fn clients(&self) -> impl Iterator<Item = &Host> {
         self.hosts.iter().filter(|x| x.role == Role::Client)
     }
+
+    pub fn origins(&self) -> impl Iterator<Item = &Host> {
+        self.hosts.iter().filter(|x| x.role == Role::Origin)
+    }
 }
 
 /// What `evlab hosts` (and a run, before its first point) found on a host.
@@ -199,17 +203,13 @@ pub fn needs_hosts(spec: &Spec) -> Option<String> {
     None
 }
 
-/// Why `evlab run --hosts` cannot run `spec` (None: it can). Only evlab servers measured by
-/// the one-byte workload at fixed rates are run across hosts so far: what the others need on
-/// the hosts (peers' configs, a proxy's origin, file sets, a cgroup budget, calibration and
-/// capacity searches, which run their own servers) is not built.
+/// Why `evlab run --hosts` cannot run `spec` (None: it can). Evlab servers and proxies at
+/// fixed rates run across hosts; what the others need on the hosts (peers' configs, a URI list
+/// copied, calibration and capacity searches, which run their own servers) is not built.
 pub fn refusal(spec: &Spec) -> Option<String> {
     let why = |w: &str| Some(format!("`{}` cannot run with --hosts: {w}", spec.name));
     if spec.micro.is_some() {
         return why("a micro-benchmark runs on one machine");
-    }
-    if spec.proxy.is_some() {
-        return why("[proxy] (an origin host and the proxy) is not run across hosts yet");
     }
     let all = spec.series_list(&|_| true, &["poll".to_string()]);
     if let Some(s) = all.iter().find(|s| s.kind != ServerKind::Evlab) {
@@ -219,11 +219,10 @@ pub fn refusal(spec: &Spec) -> Option<String> {
             s.label, s.kind
         ));
     }
-    if spec.workload != Workload::OneByte {
+    if let Workload::UriList(f) = &spec.workload {
         return why(&format!(
-            "its workload ({:?}) reads a file set that is not made on the hosts yet; only \
-             one-byte runs across hosts",
-            spec.workload
+            "its workload is a URI list ({}), which is not copied to the client hosts yet",
+            f.display()
         ));
     }
     if matches!(spec.server_cpu_budget, Some(Budget::Auto)) {

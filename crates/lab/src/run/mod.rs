@@ -15,5 +15,6 @@ pub mod procs;
 pub mod progress;
 pub mod remote;
 pub mod remote_budget;
+pub(crate) mod remote_proxy;
 pub mod sweep;
 pub mod wan;

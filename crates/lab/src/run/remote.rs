@@ -21,6 +21,7 @@ use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote_budget::{RemoteCgroup, RemoteGroup};
+use crate::run::remote_proxy;
 use crate::LabError;
 
 /// How far ahead of now the clients are told to start: time for every ssh session to start
@@ -38,9 +39,15 @@ pub struct HostsRun {
     ncpus: BTreeMap<String, usize>,
     /// The server host's clock ticks per second (its /proc's unit).
     ticks: f64,
-    /// The run's directory on the server host; its document root is `www` inside.
-    server_dir: String,
+    /// The run's directory on each host (`WORKDIR/run-PID-TIME`), by name; a one-byte
+    /// document root is `www` inside the serving host's.
+    dirs: BTreeMap<String, String>,
     server_ip: IpAddr,
+    /// With `[proxy]`: the origin host and its address.
+    origin: Option<(Host, IpAddr)>,
+    /// The workload's file set on each host that reads one (the serving host and the clients),
+    /// by name: its directory there (series with their own object size: siblings of it).
+    filesets: BTreeMap<String, String>,
     /// Where the server's CPU budgets are made on its host (found and tried by `prepare` when
     /// the experiment has one).
     cgroup: Option<RemoteCgroup>,
@@ -93,12 +100,16 @@ impl HostsRun {
             workdirs: BTreeMap::new(),
             ncpus: BTreeMap::new(),
             ticks: 100.0,
-            server_dir: String::new(),
+            dirs: BTreeMap::new(),
             server_ip,
+            origin: None,
+            filesets: BTreeMap::new(),
             cgroup: None,
             network: vec![],
         };
-        for h in hosts.hosts.iter().filter(|h| h.role != Role::Origin) {
+        run.origin = remote_proxy::origin_of(&hosts, spec)?;
+        let used = |h: &&Host| h.role != Role::Origin || spec.proxy.is_some();
+        for h in hosts.hosts.iter().filter(used) {
             let c = run.ssh.check(h, evlab, true)?;
             progress.note(&format!(
                 "evlab run: host {} ({:?}): {}, {}{}, clock {:+.2} ms ± {:.2} ms",
@@ -136,18 +147,32 @@ impl HostsRun {
             }
             run.checks.push(c);
         }
-        let dir = format!(
-            "{}/run-{}-{}",
-            run.workdir(&server),
+        let stamp = format!(
+            "run-{}-{}",
             std::process::id(),
             crate::model::results::now_secs()
         );
-        run.ssh.ok(
-            &server,
-            &format!("mkdir -p {dir}/www && printf a > {dir}/www/one"),
-            &[],
-        )?;
-        run.server_dir = dir;
+        for h in hosts.hosts.iter().filter(used) {
+            let dir = format!("{}/{stamp}", run.workdir(h));
+            run.ssh.ok(
+                h,
+                &format!("mkdir -p {dir}/www && printf a > {dir}/www/one"),
+                &[],
+            )?;
+            run.dirs.insert(h.name.clone(), dir);
+        }
+        let serving = run.serving_host().clone();
+        let on: Vec<remote_proxy::SetHost> = std::iter::once(&serving)
+            .chain(hosts.clients())
+            .map(|h| remote_proxy::SetHost {
+                host: h,
+                dir: run.dir(h),
+                workdir: run.workdir(h),
+            })
+            .collect();
+        run.filesets = remote_proxy::make_filesets(&run.ssh, &on, spec, progress)?
+            .into_iter()
+            .collect();
         let series = spec.series_list(&|_| true, &["poll".to_string()]);
         if budget_share(spec, &spec.name).is_some()
             || series
@@ -162,12 +187,62 @@ impl HostsRun {
         Ok(run)
     }
 
-    fn workdir(&self, h: &Host) -> &str {
+    pub(crate) fn workdir(&self, h: &Host) -> &str {
         self.workdirs.get(&h.name).map_or("", |s| s.as_str())
     }
 
+    /// The origin host and its address (a `[proxy]` run).
+    pub(crate) fn origin_host(&self) -> (&Host, IpAddr) {
+        let (h, ip) = self
+            .origin
+            .as_ref()
+            .expect("a [proxy] run has an origin host");
+        (h, *ip)
+    }
+
+    /// The run's directory on `h`.
+    pub(crate) fn dir(&self, h: &Host) -> &str {
+        self.dirs.get(&h.name).map_or("", |s| s.as_str())
+    }
+
+    /// The host whose `evlab serve` serves the documents: the origin with `[proxy]`, else the
+    /// server host.
+    pub(crate) fn serving_host(&self) -> &Host {
+        self.origin.as_ref().map_or(self.hosts.server(), |(h, _)| h)
+    }
+
+    /// The document root `evlab serve` serves on the serving host for series `label`: the
+    /// file set, else the run's one-byte root.
+    pub(crate) fn docroot(&self, spec: &crate::model::spec::Spec, label: &str) -> String {
+        let h = self.serving_host();
+        self.fileset_for(h, spec, label)
+            .unwrap_or_else(|| format!("{}/www", self.dir(h)))
+    }
+
+    /// The workload's file set on `h` for series `label` (a series with its own Polymix
+    /// object size reads its own), if the workload reads one.
+    pub(crate) fn fileset_for(
+        &self,
+        h: &Host,
+        spec: &crate::model::spec::Spec,
+        label: &str,
+    ) -> Option<String> {
+        let base = self.filesets.get(&h.name)?;
+        let own = spec
+            .series
+            .iter()
+            .find(|x| x.label == label)
+            .and_then(|x| x.object_size.as_ref());
+        Some(match own {
+            Some(size) => point::polymix_dir(Path::new(base), size)
+                .display()
+                .to_string(),
+            None => base.clone(),
+        })
+    }
+
     /// `taskset -c CPUS` when the host has all of `cpus`, then `WORKDIR/evlab`.
-    fn evlab_argv(&self, h: &Host, cpus: &[usize]) -> Vec<String> {
+    pub(crate) fn evlab_argv(&self, h: &Host, cpus: &[usize]) -> Vec<String> {
         let n = self.ncpus.get(&h.name).copied().unwrap_or(0);
         let mut v = vec![];
         if !cpus.is_empty() && cpus.iter().all(|&c| c < n) {
@@ -209,7 +284,14 @@ impl HostsRun {
         n: &crate::model::spec::NetworkSpec,
         progress: &Progress,
     ) -> Result<(), LabError> {
-        let clients: Vec<Host> = self.hosts.clients().cloned().collect();
+        // Client hosts, and with `[proxy]` the origin host (its link to the proxy: the
+        // proxy paper's WAN); every client host when none is named.
+        let clients: Vec<Host> = self
+            .hosts
+            .clients()
+            .chain(self.origin.as_ref().map(|(h, _)| h))
+            .cloned()
+            .collect();
         if let Some(unknown) = n
             .hosts
             .iter()
@@ -217,13 +299,19 @@ impl HostsRun {
             .find(|h| !clients.iter().any(|c| &c.name == *h))
         {
             return Err(LabError::Io(format!(
-                "[network] names host {unknown}, which is not a client host of the hosts file"
+                "[network] names host {unknown}, which is not a client host of the hosts file{}",
+                if self.origin.is_some() {
+                    " nor its origin host"
+                } else {
+                    ""
+                }
             )));
         }
-        for h in clients
-            .iter()
-            .filter(|c| n.hosts.as_ref().is_none_or(|v| v.contains(&c.name)))
-        {
+        let named = |c: &&Host| match &n.hosts {
+            Some(v) => v.contains(&c.name),
+            None => c.role == Role::Client,
+        };
+        for h in clients.iter().filter(named) {
             match crate::run::wan::apply(&self.ssh, h, self.server_ip, n) {
                 Ok(a) => {
                     progress.note(&format!(
@@ -264,16 +352,14 @@ impl HostsRun {
         self.network.iter().map(|a| a.record.clone()).collect()
     }
 
-    /// Removes `[network]`'s conditions (checked gone) and the run's directory on the server
-    /// host; returns the conditions' records.
+    /// Removes `[network]`'s conditions (checked gone) and the run's directory on every host;
+    /// returns the conditions' records.
     pub fn finish(&self, progress: &Progress) -> Vec<NetworkApplied> {
         let network = self.remove_network(progress);
-        if !self.server_dir.is_empty() {
-            let _ = self.ssh.ok(
-                self.hosts.server(),
-                &format!("rm -rf {}", self.server_dir),
-                &[],
-            );
+        for h in &self.hosts.hosts {
+            if let Some(dir) = self.dirs.get(&h.name) {
+                let _ = self.ssh.ok(h, &format!("rm -rf {dir}"), &[]);
+            }
         }
         network
     }
@@ -291,6 +377,8 @@ fn budget_share(spec: &crate::model::spec::Spec, label: &str) -> Option<f64> {
 /// What one point started on its hosts, stopped in reverse order whatever happens.
 #[derive(Default)]
 struct RemoteProcs {
+    /// With `[proxy]`: the origin, on the origin host (stopped last).
+    origin: Option<Remote>,
     server: Option<Remote>,
     idle: Option<Remote>,
     clients: Vec<Remote>,
@@ -309,7 +397,8 @@ impl RemoteProcs {
             .clients
             .iter_mut()
             .chain(self.idle.as_mut())
-            .chain(self.server.as_mut());
+            .chain(self.server.as_mut())
+            .chain(self.origin.as_mut());
         for r in all {
             left.extend(ssh.stop(r, grace));
         }
@@ -327,6 +416,7 @@ impl RemoteProcs {
             .iter_mut()
             .chain(self.idle.as_mut())
             .chain(self.server.as_mut())
+            .chain(self.origin.as_mut())
             .find_map(|r| r.lost().then(|| r.host.name.clone()))
     }
 }
@@ -412,7 +502,11 @@ fn measure_in(
     }
     let server = hr.hosts.server();
     let pid = procs.server.as_ref().expect("started").pgid;
-    let stats_before = point::fetch_stats(addr)?;
+    // A proxy's stats are not a server's: only the μserver's are fetched, as on one machine.
+    let stats_before = match spec.proxy {
+        None => Some(point::fetch_stats(addr)?),
+        Some(_) => None,
+    };
     let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
     let retrans0 = tcp_retransmits(hr);
     let (t, t_wall) = (Instant::now(), now_s());
@@ -440,8 +534,10 @@ fn measure_in(
         p.server_cpu_s = Some(cpu);
         p.server_cpu_util = Some(cpu / wall);
         p.server_ctx_switches = Some(cs1.saturating_sub(cs0));
-        let after = point::fetch_stats(addr)?;
-        p.server = Some(point::counters_delta(&stats_before, &after));
+        if let Some(before) = &stats_before {
+            let after = point::fetch_stats(addr)?;
+            p.server = Some(point::counters_delta(before, &after));
+        }
     }
     p.commands.push(format!(
         "# each client host's run ends by itself; then on host {}: kill $server",
@@ -474,7 +570,7 @@ fn tcp_retransmits(hr: &HostsRun) -> BTreeMap<String, u64> {
     hr.hosts
         .hosts
         .iter()
-        .filter(|h| h.role != Role::Origin)
+        .filter(|h| h.role != Role::Origin || hr.origin.is_some())
         .filter_map(|h| {
             let snmp = hr.ssh.ok(h, "cat /proc/net/snmp", &[]).ok()?;
             Some((h.name.clone(), retrans_segs(&snmp)?))
@@ -512,21 +608,35 @@ fn start_server(
     let spec = &ctx.opts.spec;
     let host = hr.hosts.server();
     let mut argv = hr.evlab_argv(host, &[spec.server_cpu]);
-    argv.extend([
-        "serve".into(),
-        "--listen".into(),
-        SocketAddr::new(hr.server_ip, 0).to_string(),
-        "--root".into(),
-        format!("{}/www", hr.server_dir),
-        "--mechanism".into(),
-        s.mechanism.clone(),
-        "--stats".into(),
-    ]);
-    if spec.profile {
-        argv.push("--profile".into());
+    if spec.proxy.is_some() {
+        // The origin first, on its host; the series' server is the proxy in front of it.
+        let (oh, ip) = hr.origin_host();
+        let cpus: Vec<usize> = spec.proxy.iter().filter_map(|px| px.origin_cpu).collect();
+        let at = remote_proxy::OriginAt {
+            host: oh,
+            ip,
+            evlab: hr.evlab_argv(oh, &cpus),
+            docroot: hr.docroot(spec, &s.label),
+        };
+        let origin = remote_proxy::start_origin(&hr.ssh, at, spec, p, &mut procs.origin)?;
+        argv.extend(remote_proxy::proxy_args(s, hr.server_ip, origin));
+    } else {
+        argv.extend([
+            "serve".into(),
+            "--listen".into(),
+            SocketAddr::new(hr.server_ip, 0).to_string(),
+            "--root".into(),
+            hr.docroot(spec, &s.label),
+            "--mechanism".into(),
+            s.mechanism.clone(),
+            "--stats".into(),
+        ]);
+        if spec.profile {
+            argv.push("--profile".into());
+        }
+        argv.extend(spec.server_flags.iter().cloned());
+        argv.extend(s.flags.iter().cloned());
     }
-    argv.extend(spec.server_flags.iter().cloned());
-    argv.extend(s.flags.iter().cloned());
     let share = budget_share(spec, &p.series);
     if let (Some(share), Some(cg)) = (share, &hr.cgroup) {
         let g = procs
@@ -551,15 +661,7 @@ fn start_server(
             host.destination, g.dir, host.name
         ));
     }
-    let line = r.ssh.wait_line(
-        |l| l.starts_with("listening on "),
-        Duration::from_secs(15),
-        "`listening on` line",
-    )?;
-    let addr: SocketAddr = line["listening on ".len()..]
-        .trim()
-        .parse()
-        .map_err(|_| LabError::Point(format!("evlab serve printed a bad address: {line}")))?;
+    let addr = remote_proxy::listening(r, "the server")?;
     p.commands.push(by_hand(r, " & server=$!"));
     Ok(addr.port())
 }
@@ -633,10 +735,13 @@ fn run_clients(
     for h in &clients {
         let mut argv = hr.evlab_argv(h, &spec.client_cpus);
         let latencies = spec.keep_latencies.then(|| hr.latencies_path(h, p.index));
+        let fileset = hr
+            .fileset_for(h, spec, &p.series)
+            .unwrap_or_else(|| "/".into());
         let mut args = load::load_argv(&LoadArgs {
             port,
             workload: &spec.workload,
-            docroot: Path::new("/"),
+            docroot: Path::new(&fileset),
             rate: p.rate / n as f64,
             duration_s: secs,
             calls_per_conn: spec.calls_per_conn,

@@ -39,8 +39,10 @@ pub struct Args {
     #[arg(long, short = 'm', default_value = "epoll-et", value_parser = parse_mechanism)]
     pub mechanism: Mechanism,
     /// How response bodies travel: copy (read/write), splice (socket → pipe → socket),
-    /// splice-keep (splice, with a tee'd copy of cacheable bodies for the cache). Request
-    /// bodies are always copied; CONNECT tunnels are spliced both ways in the splice modes
+    /// splice-keep (splice, with a tee'd copy of cacheable bodies for the cache),
+    /// splice-release (splice through a pipe sized for the body's Content-Length, up to 1M:
+    /// the paper's AutoRelease, approximated). Request bodies are always copied; CONNECT
+    /// tunnels are spliced both ways in the splice modes
     #[arg(long, default_value = "copy", value_parser = ForwardMode::from_name)]
     pub forward: ForwardMode,
     /// Worker threads, each with its own event loop, cache and pools

@@ -238,7 +238,7 @@ fn bash_completes_choice_flags_with_their_values() {
     assert!(!m.contains("evlab.bash"), "file names offered: {m}");
     assert_eq!(
         complete("evlab proxy --forward "),
-        "copy splice splice-keep"
+        "copy splice splice-keep splice-release"
     );
     assert_eq!(
         complete("evlab serve --accept-mode "),

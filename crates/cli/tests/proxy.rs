@@ -418,7 +418,9 @@ mod cases {
                 check_body(&r, len, &what);
                 served += len as u64;
                 let spliced = mode != "copy" && len > HEAD_READ;
-                let cached_before = round == 1 && (mode != "splice" || !spliced) && len <= 16 << 20;
+                // splice and splice-release do not cache what they splice.
+                let keeps = !matches!(mode, "splice" | "splice-release");
+                let cached_before = round == 1 && (keeps || !spliced) && len <= 16 << 20;
                 let want = if cached_before { "HIT" } else { "MISS" };
                 assert_eq!(r.cache(), Some(want), "{what}");
             }
@@ -431,6 +433,11 @@ mod cases {
         } else {
             assert!(b.splice > served / 2, "most bytes spliced: {st:?}");
             assert_eq!(st.pipes.closed_with_data, 0, "{st:?}");
+        }
+        if mode == "splice-release" {
+            // Every spliced body went through a pipe grown for it.
+            assert!(st.transfers.spliced_release > 0, "{st:?}");
+            assert_eq!(st.transfers.spliced, 0, "{st:?}");
         }
         if mode == "splice-keep" {
             assert!(b.tee > 0 && b.tee <= b.splice, "{st:?}");
@@ -700,6 +707,8 @@ mod cases {
         assert!(st.bytes.copy >= len as u64, "{st:?}");
         if mode == "splice" {
             assert!(st.transfers.spliced >= 1, "{st:?}");
+        } else if mode == "splice-release" {
+            assert!(st.transfers.spliced_release >= 1, "{st:?}");
         } else {
             assert_eq!(st.transfers.copied, 3, "{st:?}");
         }
@@ -957,16 +966,21 @@ macro_rules! proxy_tests {
             #[test] fn copy_bodies() { crate::cases::bodies(M, "copy") }
             #[test] fn splice_bodies() { crate::cases::bodies(M, "splice") }
             #[test] fn splice_keep_bodies() { crate::cases::bodies(M, "splice-keep") }
+            #[test] fn splice_release_bodies() { crate::cases::bodies(M, "splice-release") }
             #[test] fn copy_pipelined_head_304() { crate::cases::pipelined_head_304(M, "copy") }
             #[test] fn splice_pipelined_head_304() { crate::cases::pipelined_head_304(M, "splice") }
             #[test] fn splice_keep_pipelined_head_304() { crate::cases::pipelined_head_304(M, "splice-keep") }
+            #[test] fn splice_release_pipelined_head_304() { crate::cases::pipelined_head_304(M, "splice-release") }
             #[test] fn copy_half_close() { crate::cases::half_close(M, "copy") }
             #[test] fn splice_half_close() { crate::cases::half_close(M, "splice") }
             #[test] fn splice_keep_half_close() { crate::cases::half_close(M, "splice-keep") }
+            #[test] fn splice_release_half_close() { crate::cases::half_close(M, "splice-release") }
             #[test] fn copy_origin_failures() { crate::cases::origin_failures(M, "copy") }
             #[test] fn splice_origin_failures() { crate::cases::origin_failures(M, "splice") }
+            #[test] fn splice_release_origin_failures() { crate::cases::origin_failures(M, "splice-release") }
             #[test] fn splice_pipe_exhaustion() { crate::cases::pipe_exhaustion(M, "splice") }
             #[test] fn splice_keep_pipe_exhaustion() { crate::cases::pipe_exhaustion(M, "splice-keep") }
+            #[test] fn splice_release_pipe_exhaustion() { crate::cases::pipe_exhaustion(M, "splice-release") }
             #[test] fn access_log() { crate::cases::access_log(M) }
         }
         )*}
@@ -984,7 +998,10 @@ fn refuses_bad_flags_with_reasons() {
         String::from_utf8_lossy(&out.stderr).to_string()
     };
     let e = run(&["proxy", "--origin", "127.0.0.1:1", "--forward", "zerocopy"]);
-    assert!(e.contains("copy, splice, splice-keep"), "{e}");
+    assert!(
+        e.contains("copy, splice, splice-keep, splice-release"),
+        "{e}"
+    );
     // The completion engine is refused only where the kernel has no io_uring for it, and
     // then with the reason.
     if let Support::No(why) = Mechanism::Uring.support() {

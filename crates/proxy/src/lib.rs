@@ -12,6 +12,9 @@
 //!   entering user space. Spliced bodies are not cached.
 //! - `splice-keep`: as `splice`, and a cacheable body is also `tee(2)`d into a second pipe and
 //!   read from there into the cache: the paper's KeepCopy.
+//! - `splice-release`: as `splice`, with the paper's AutoRelease approximated: the body's pipe
+//!   is sized once for the whole declared length (up to 1 MiB), so each splice moves all the
+//!   socket holds and the proxy is not woken per 64 KiB pipe-full (see docs/proxy.md).
 //!
 //! Request bodies (Content-Length or chunked, any method) are forwarded through user space in
 //! every mode; `Expect: 100-continue` is answered by the proxy; CONNECT opens a tunnel to the
@@ -66,13 +69,21 @@ pub enum ForwardMode {
     Splice,
     /// As `Splice`, with a tee(2)'d copy of cacheable bodies read into the cache (KeepCopy).
     SpliceKeep,
+    /// As `Splice`, through a pipe sized for the body's declared length (up to
+    /// [`RELEASE_PIPE_MAX`]): the paper's AutoRelease, as near as today's Linux allows.
+    SpliceRelease,
 }
 
+/// The largest pipe `splice-release` grows a body's pipe to (the kernel's default
+/// `/proc/sys/fs/pipe-max-size`, which binds unprivileged processes).
+pub const RELEASE_PIPE_MAX: usize = 1 << 20;
+
 impl ForwardMode {
-    pub const ALL: [ForwardMode; 3] = [
+    pub const ALL: [ForwardMode; 4] = [
         ForwardMode::Copy,
         ForwardMode::Splice,
         ForwardMode::SpliceKeep,
+        ForwardMode::SpliceRelease,
     ];
 
     pub fn name(self) -> &'static str {
@@ -80,6 +91,7 @@ impl ForwardMode {
             ForwardMode::Copy => "copy",
             ForwardMode::Splice => "splice",
             ForwardMode::SpliceKeep => "splice-keep",
+            ForwardMode::SpliceRelease => "splice-release",
         }
     }
 
@@ -88,8 +100,9 @@ impl ForwardMode {
             "copy" => Ok(ForwardMode::Copy),
             "splice" => Ok(ForwardMode::Splice),
             "splice-keep" | "splice_keep" | "keepcopy" => Ok(ForwardMode::SpliceKeep),
+            "splice-release" | "splice_release" | "autorelease" => Ok(ForwardMode::SpliceRelease),
             _ => Err(format!(
-                "unknown forwarding mode '{s}'; valid modes: copy, splice, splice-keep"
+                "unknown forwarding mode '{s}'; valid modes: copy, splice, splice-keep, splice-release"
             )),
         }
     }
@@ -422,7 +435,10 @@ mod tests {
             assert_eq!(ForwardMode::from_name(m.name()).unwrap(), m);
         }
         let e = ForwardMode::from_name("zerocopy").unwrap_err();
-        assert!(e.contains("copy, splice, splice-keep"), "{e}");
+        assert!(
+            e.contains("copy, splice, splice-keep, splice-release"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! Body bytes are counted by the way they went: `copy` through user space (read and write),
 //! `splice` origin → pipe → client in the kernel, `tee` duplicated from the pipe for the cache
-//! (splice-keep), `hit` sent from the cache. Response heads are in `to_clients` only.
+//! (splice-keep), `hit` sent from the cache; splice-release's bytes are `splice` bytes (its
+//! bodies are counted in `transfers.spliced_release`, not `spliced`). Response heads are in
+//! `to_clients` only.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -60,8 +62,9 @@ counters! {
     hits, not_modified, misses, bypassed, cache_stored, cache_evicted, cache_expired,
     cache_rejected, cache_objects, cache_bytes, cache_not_kept, cache_keeping,
     bytes_to_clients, bytes_copy, bytes_splice, bytes_tee, bytes_hit,
-    copied, spliced, spliced_keep, no_pipe,
+    copied, spliced, spliced_keep, spliced_release, no_pipe,
     pipes_created, pipes_open, pipes_idle, pipes_max_open, pipes_closed_with_data,
+    pipes_not_grown,
 }
 
 impl WorkerStats {
@@ -185,6 +188,7 @@ impl Shared {
                 copied: sum(&|w| &w.copied),
                 spliced: sum(&|w| &w.spliced),
                 spliced_keep: sum(&|w| &w.spliced_keep),
+                spliced_release: sum(&|w| &w.spliced_release),
                 no_pipe: sum(&|w| &w.no_pipe),
             },
             pipes: PipeStats {
@@ -193,6 +197,7 @@ impl Shared {
                 idle: sum(&|w| &w.pipes_idle),
                 max_open: sum(&|w| &w.pipes_max_open),
                 closed_with_data: sum(&|w| &w.pipes_closed_with_data),
+                not_grown: sum(&|w| &w.pipes_not_grown),
             },
             events: EventCounts {
                 waits,
@@ -226,7 +231,7 @@ impl Shared {
              requests: {}  responses: 2xx {} 3xx {} 4xx {} 5xx {}\n  \
              cache: {} hits ({} answered 304), {} misses, {} bypassed, {} stored, {} objects, {} bytes\n  \
              origin: {} connects, {} reused, {} retries, {} errors\n  \
-             body bytes: copy {} splice {} tee {} hit {}  (bodies: {} copied, {} spliced, {} spliced+tee, {} copied for want of a pipe)\n  \
+             body bytes: copy {} splice {} tee {} hit {}  (bodies: {} copied, {} spliced, {} spliced+tee, {} spliced through a pipe sized for them, {} copied for want of a pipe)\n  \
              syscalls ({} total, {:.2} per request):\n",
             v.mechanism,
             v.forward,
@@ -258,6 +263,7 @@ impl Shared {
             v.transfers.copied,
             v.transfers.spliced,
             v.transfers.spliced_keep,
+            v.transfers.spliced_release,
             v.transfers.no_pipe,
             v.syscalls_total,
             v.syscalls_per_request,

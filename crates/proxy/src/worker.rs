@@ -61,7 +61,7 @@ use crate::cache::{Object, ObjectCache};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
 use crate::xfer::{pending, Io, Role, Unasked};
-use crate::{Config, ForwardMode};
+use crate::{Config, ForwardMode, RELEASE_PIPE_MAX};
 
 /// The path the proxy answers itself with `--stats`.
 pub const STATS_PATH: &str = "/.evlab/stats";
@@ -140,6 +140,8 @@ enum Mode {
     Copy,
     Splice,
     SpliceKeep,
+    /// Splice through a pipe sized for the declared length (`splice-release`).
+    Release,
 }
 
 /// A response body on its way from the origin to the client.
@@ -360,7 +362,7 @@ impl Timed for Client {
 fn src_pipe(b: &Xfer) -> Option<&Pipe> {
     match b.mode {
         Mode::Copy => None,
-        Mode::Splice => b.pipe.as_ref(),
+        Mode::Splice | Mode::Release => b.pipe.as_ref(),
         Mode::SpliceKeep => b.tee.as_ref(),
     }
 }
@@ -2066,7 +2068,7 @@ impl<P: Io> Worker<P> {
                         b.keep = Vec::with_capacity(total as usize);
                         b.keep.extend_from_slice(&prefix[..take]);
                     }
-                    Mode::Splice => {
+                    Mode::Splice | Mode::Release => {
                         b.store = None;
                         self.keeping -= std::mem::take(&mut b.reserved);
                     }
@@ -2107,6 +2109,7 @@ impl<P: Io> Worker<P> {
             Mode::Copy => self.stats.copied.inc(),
             Mode::Splice => self.stats.spliced.inc(),
             Mode::SpliceKeep => self.stats.spliced_keep.inc(),
+            Mode::Release => self.stats.spliced_release.inc(),
         }
         if b.failed {
             self.stats.origin_errors.inc();
@@ -2143,6 +2146,9 @@ impl<P: Io> Worker<P> {
                 return (Mode::Copy, None, None);
             }
         };
+        if forward == ForwardMode::SpliceRelease {
+            return (Mode::Release, Some(self.release_pipe(first, left)), None);
+        }
         if !keep {
             return (Mode::Splice, Some(first), None);
         }
@@ -2154,6 +2160,25 @@ impl<P: Io> Worker<P> {
                 (Mode::Copy, None, None)
             }
         }
+    }
+
+    /// Splice-release: the body's pipe, grown once to hold the `left` bytes still to come (a
+    /// power of two, at most [`RELEASE_PIPE_MAX`]), so that one splice takes all the socket
+    /// holds and one gives it all to the client, instead of a 64 KiB pipe-full at a time. A
+    /// pipe keeps its size in the pool, so the fcntl is paid once per pipe, not per body; where
+    /// the kernel refuses (the per-user limit on pipe pages), the pipe keeps the size it has.
+    fn release_pipe(&mut self, mut p: Pipe, left: u64) -> Pipe {
+        let want = usize::try_from(left)
+            .unwrap_or(usize::MAX)
+            .min(RELEASE_PIPE_MAX)
+            .next_power_of_two();
+        if p.cap < want {
+            match sys::set_pipe_size(p.wr, want) {
+                Ok(cap) => p.cap = cap,
+                Err(_) => self.stats.pipes_not_grown.inc(),
+            }
+        }
+        p
     }
 
     /// Body: bring what the origin has into the buffer or pipe (and, splice-keep, tee it
@@ -2397,7 +2422,7 @@ impl<P: Io> Worker<P> {
         };
         let src = match b.mode {
             Mode::Copy => return Ok(progress),
-            Mode::Splice => b.pipe.as_mut(),
+            Mode::Splice | Mode::Release => b.pipe.as_mut(),
             Mode::SpliceKeep => b.tee.as_mut(),
         };
         let Some(p) = src else {
@@ -2716,6 +2741,7 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::Copy => "copy",
         Mode::Splice => "splice",
         Mode::SpliceKeep => "splice-keep",
+        Mode::Release => "splice-release",
     }
 }
 

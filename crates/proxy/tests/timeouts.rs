@@ -389,8 +389,8 @@ macro_rules! timeout_tests {
             // In copy mode only: the forwarding mode plays no part in it. The header timeout
             // runs before any exchange (no pipe, no body), the 408 is the proxy's own, and
             // the one response forwarded has a two-byte body, which every mode copies (a
-            // body under `splice_min` is never spliced); splice and splice-keep would run
-            // the same code again.
+            // body under `splice_min` is never spliced); the splice modes would run the same
+            // code again.
             mod trickling_heads {
                 #[test] fn copy() { crate::cases::trickling_heads($name, "copy") }
             }

@@ -132,6 +132,10 @@ pub struct TransferCounts {
     pub spliced: u64,
     /// Bodies spliced with a tee'd copy for the cache.
     pub spliced_keep: u64,
+    /// Bodies spliced through a pipe sized for their declared length (`splice-release`).
+    /// Written only when not zero (documents from before read as 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spliced_release: u64,
     /// Bodies copied although their mode splices, because no pipe was free.
     pub no_pipe: u64,
 }
@@ -143,6 +147,11 @@ pub struct PipeStats {
     pub idle: u64,
     pub max_open: u64,
     pub closed_with_data: u64,
+    /// Splice-release: pipes the kernel would not grow to a body's length (F_SETPIPE_SZ
+    /// refused, as past the per-user limit on pipe pages); the body went through the pipe as
+    /// it was. Written only when not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_grown: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

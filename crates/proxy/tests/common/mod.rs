@@ -47,6 +47,7 @@ macro_rules! modes {
             #[test] fn copy() { crate::cases::$case($m, "copy") }
             #[test] fn splice() { crate::cases::$case($m, "splice") }
             #[test] fn splice_keep() { crate::cases::$case($m, "splice-keep") }
+            #[test] fn splice_release() { crate::cases::$case($m, "splice-release") }
         }
     )*};
 }

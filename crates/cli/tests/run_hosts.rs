@@ -10,6 +10,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::{workspace, NetnsHosts};
+use evlab_lab::model::results::{PointResult, Status, Summary};
+use evlab_wire::load::LoadReport;
 
 /// Debian's libfaketime (package libfaketime), preloaded on a test host to move its clock.
 const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
@@ -18,8 +20,15 @@ fn usable() -> bool {
     NetnsHosts::usable("run --hosts")
 }
 
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+/// A run's summary.json, read as the lab's own type.
+fn summary(out: &Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// A client's own report (`load/point-NNN-HOST.json`), as the wire type it was written as.
+fn client_report(out: &Path, p: &PointResult, host: &str) -> LoadReport {
+    let f = out.join(format!("load/point-{:03}-{host}.json", p.index));
+    serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap()
 }
 
 #[test]
@@ -65,60 +74,49 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         "{}\n{err}",
         String::from_utf8_lossy(&o.stdout)
     );
-    let s = json(&out.join("summary.json"));
+    let s = summary(&out);
     // The three hosts, each with its kernel, evlab and clock offset: zero within its bound on
     // h0 and h1 (the namespaces share this machine's clock), +200 ms on h2, found.
-    let hs = s["hosts"].as_array().unwrap();
-    let names: Vec<&str> = hs.iter().map(|h| h["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = s.hosts.iter().map(|h| h.name.as_str()).collect();
     assert_eq!(names, ["h0", "h1", "h2"]);
-    assert_eq!(hs[0]["role"], "server");
-    for (i, h) in hs.iter().enumerate() {
-        assert!(h["kernel"].as_str().unwrap().starts_with("Linux"), "{h}");
-        assert!(h["evlab_version"].as_str().unwrap().starts_with("evlab "));
-        let (off, bound) = (
-            h["clock_offset_ms"].as_f64().unwrap(),
-            h["clock_bound_ms"].as_f64().unwrap(),
-        );
+    assert_eq!(s.hosts[0].role, Some(evlab_lab::model::hosts::Role::Server));
+    for (i, h) in s.hosts.iter().enumerate() {
+        assert!(h.kernel.starts_with("Linux"), "{h:?}");
+        assert!(h.evlab_version.starts_with("evlab "), "{h:?}");
+        let (off, bound) = (h.clock_offset_ms, h.clock_bound_ms);
         let injected = if i == 2 { 200.0 } else { 0.0 };
-        assert!((off - injected).abs() <= bound + 0.1 && bound < 50.0, "{h}");
+        assert!(
+            (off - injected).abs() <= bound + 0.1 && bound < 50.0,
+            "{h:?}"
+        );
     }
-    let points = s["points"].as_array().unwrap();
-    assert_eq!(points.len(), 4);
-    for p in points {
-        assert_eq!(p["status"], "ok", "{p}");
+    assert_eq!(s.points.len(), 4);
+    for p in &s.points {
+        assert_eq!(p.status, Status::Ok, "{p:?}");
         // No client started late: h2 was told the instant in its own clock, 200 ms ahead.
-        assert!(p["flags"].as_array().unwrap().is_empty(), "{p}");
-        for h in p["hosts"].as_array().unwrap() {
-            assert!(h["late_ms"].as_f64().unwrap().abs() < 10.0, "{h}");
+        assert!(p.flags.is_empty(), "{p:?}");
+        for h in &p.hosts {
+            assert!(h.late_ms.abs() < 10.0, "{h:?}");
         }
+        let load = p.load.as_ref().unwrap();
         // The common window is the clients' run, in this machine's clock: without h2's
         // correction it would be 200 ms short.
-        let window = p["load"]["duration_s"].as_f64().unwrap();
+        let window = load.duration_s.unwrap();
         assert!((0.9..1.1).contains(&window), "{window}");
-        let idx = p["index"].as_u64().unwrap();
-        let raw: Vec<serde_json::Value> = ["h1", "h2"]
+        let raw: Vec<LoadReport> = ["h1", "h2"]
             .iter()
-            .map(|h| json(&out.join(format!("load/point-{idx:03}-{h}.json"))))
+            .map(|h| client_report(&out, p, h))
             .collect();
         // Each client got half the rate, and the point's replies are theirs added.
         for r in &raw {
-            assert_eq!(
-                r["config"]["rate"].as_f64().unwrap() * 2.0,
-                p["rate"].as_f64().unwrap()
-            );
+            assert_eq!(r.config.rate * 2.0, p.rate);
         }
-        let sum: u64 = raw
-            .iter()
-            .map(|r| r["replies"]["total"].as_u64().unwrap())
-            .sum();
-        assert_eq!(p["load"]["replies"].as_u64().unwrap(), sum, "{p}");
+        let sum: u64 = raw.iter().map(|r| r.replies.total).sum();
+        assert_eq!(load.replies, Some(sum), "{p:?}");
         assert!(sum > 0);
         // The merged p99 comes from the added histograms: it lies between the clients' own.
-        let p99s: Vec<f64> = raw
-            .iter()
-            .map(|r| r["latency_ms"]["p99"].as_f64().unwrap())
-            .collect();
-        let merged = p["load"]["latency_ms"]["p99"].as_f64().unwrap();
+        let p99s: Vec<f64> = raw.iter().map(|r| r.latency_ms.p99).collect();
+        let merged = load.latency_ms.p99.unwrap();
         let (lo, hi) = (p99s[0].min(p99s[1]), p99s[0].max(p99s[1]));
         assert!(lo <= merged && merged <= hi, "{merged} not in [{lo}, {hi}]");
         // And the merged percentiles are those of every reply of both clients pooled (each
@@ -126,25 +124,25 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
         let mut pooled: Vec<u64> = ["h1", "h2"]
             .iter()
             .flat_map(|h| {
-                let f = out.join(format!("load/point-{idx:03}-{h}.latencies.csv"));
+                let f = out.join(format!("load/point-{:03}-{h}.latencies.csv", p.index));
                 common::latencies_csv(&std::fs::read_to_string(f).unwrap())
             })
             .collect();
         assert_eq!(pooled.len() as u64, sum);
-        common::assert_percentiles_match(&p["load"]["latency_ms"], &mut pooled);
+        let l = &load.latency_ms;
+        let pct = [l.p50, l.p90, l.p99, l.p999, l.max].map(Option::unwrap);
+        common::assert_percentiles_match(pct, &mut pooled);
         // The server's CPU and counters were read on its host and over the bridge.
-        assert!(p["server_cpu_s"].as_f64().is_some(), "{p}");
-        assert!(p["server"]["requests"].as_u64().unwrap() >= sum, "{p}");
-        assert_eq!(p["hosts"].as_array().unwrap().len(), 2);
+        assert!(p.server_cpu_s.is_some(), "{p:?}");
+        assert!(p.server.as_ref().unwrap().requests >= sum, "{p:?}");
+        assert_eq!(p.hosts.len(), 2);
         // The clients' offered rates, as each scheduled its own, add up to the point's.
-        let offered: f64 = p["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["offered_rate"].as_f64().unwrap())
-            .sum();
-        let rate = p["rate"].as_f64().unwrap();
-        assert!((offered - rate).abs() <= 0.01 * rate, "{offered} of {rate}");
+        let offered: f64 = p.hosts.iter().map(|h| h.offered_rate).sum();
+        assert!(
+            (offered - p.rate).abs() <= 0.01 * p.rate,
+            "{offered} of {}",
+            p.rate
+        );
     }
     // The report says where it ran, and h2's clock.
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -287,14 +285,14 @@ fn a_client_killed_mid_run_fails_the_point_naming_its_host_and_nothing_is_merged
     kill(pid, "-KILL");
     let said = finished(run);
     assert!(said.contains("1 points (1 failed)"), "{said}");
-    let s = json(&out.join("summary.json"));
-    let p = &s["points"][0];
-    assert_eq!(p["status"], "failed", "{p}");
-    let reason = p["reason"].as_str().unwrap();
+    let s = summary(&out);
+    let p = &s.points[0];
+    assert_eq!(p.status, Status::Failed, "{p:?}");
+    let reason = p.reason.as_deref().unwrap();
     assert!(reason.contains("evlab load on host h2 failed"), "{reason}");
     // Nothing merged: h1 finished its run, but its report is not the point's.
-    assert!(p["load"].is_null(), "{p}");
-    assert!(p["hosts"].as_array().is_none_or(|h| h.is_empty()), "{p}");
+    assert!(p.load.is_none(), "{p:?}");
+    assert!(p.hosts.is_empty(), "{p:?}");
     assert!(!out.join("load/point-000-h1.json").exists());
     let left = hosts.evlab_left();
     assert!(left.is_empty(), "{left:?}");
@@ -363,22 +361,24 @@ fn a_lost_ssh_connection_is_retried_once_then_fails_the_point_naming_the_host() 
     assert_eq!(kills, 3, "h1's loads: {seen:?}");
     let said = finished(run);
     assert!(said.contains("2 points (1 failed)"), "{said}");
-    let s = json(&out.join("summary.json"));
-    let (p0, p1) = (&s["points"][0], &s["points"][1]);
-    assert_eq!(p0["status"], "ok", "{p0}");
-    let notes = p0["notes"].to_string();
+    let s = summary(&out);
+    let (p0, p1) = (&s.points[0], &s.points[1]);
+    assert_eq!(p0.status, Status::Ok, "{p0:?}");
     assert!(
-        notes.contains("measured again: the ssh connection to host h1 was lost"),
-        "{notes}"
+        p0.notes
+            .iter()
+            .any(|n| n.contains("measured again: the ssh connection to host h1 was lost")),
+        "{:?}",
+        p0.notes
     );
-    assert!(p0["load"]["replies"].as_u64().unwrap() > 0, "{p0}");
-    assert_eq!(p1["status"], "failed", "{p1}");
-    let reason = p1["reason"].as_str().unwrap();
+    assert!(p0.load.as_ref().unwrap().replies.unwrap() > 0, "{p0:?}");
+    assert_eq!(p1.status, Status::Failed, "{p1:?}");
+    let reason = p1.reason.as_deref().unwrap();
     assert!(
         reason.contains("the ssh connection to host h1 was lost, and again"),
         "{reason}"
     );
-    assert!(p1["load"].is_null(), "{p1}");
+    assert!(p1.load.is_none(), "{p1:?}");
     let left = hosts.evlab_left();
     assert!(left.is_empty(), "{left:?}");
     drop(hosts);
@@ -448,14 +448,14 @@ fn the_server_cpu_budget_is_a_cgroup_on_the_server_host_removed_after() {
     assert!(quota == "2500 10000" || quota == "2500 10000 ", "{quota}");
     assert!(!dir.exists(), "{} left", dir.display());
     assert!(said.contains("1 points (0 failed)"), "{said}");
-    let s = json(&out.join("summary.json"));
-    let p = &s["points"][0];
-    assert_eq!(p["status"], "ok", "{p}");
-    assert_eq!(p["server_cpu_budget"].as_f64(), Some(0.25), "{p}");
+    let s = summary(&out);
+    let p = &s.points[0];
+    assert_eq!(p.status, Status::Ok, "{p:?}");
+    assert_eq!(p.server_cpu_budget, Some(0.25), "{p:?}");
     // The quota bounds the server's CPU by construction (its time over a window a little
     // longer than the load's, read on its host).
-    let util = p["server_cpu_util"].as_f64().unwrap();
-    assert!(util <= 0.3, "server CPU {util} over a 0.25 budget: {p}");
+    let util = p.server_cpu_util.unwrap();
+    assert!(util <= 0.3, "server CPU {util} over a 0.25 budget: {p:?}");
     let left = hosts.evlab_left();
     assert!(left.is_empty(), "{left:?}");
     drop(hosts);
@@ -543,23 +543,20 @@ fn network_loss_and_rate_are_applied_on_a_client_host_recorded_and_removed_after
         after > before,
         "no retransmits with 1% loss: {before} → {after}"
     );
-    let s = json(&out.join("summary.json"));
-    assert_eq!(s["experiment"]["network"]["loss_pct"].as_f64(), Some(1.0));
+    let s = summary(&out);
+    let asked = s.experiment.network.as_ref().unwrap();
+    assert_eq!(asked.loss_pct, Some(1.0));
     // The point recorded each host's retransmits over its run: the loss made some.
-    let rt = &s["points"][0]["tcp_retransmits"];
-    let sum = rt["h0"].as_u64().unwrap() + rt["h1"].as_u64().unwrap();
-    assert!(sum > 0, "{rt}");
-    let n = &s["network"].as_array().unwrap();
+    let rt = &s.points[0].tcp_retransmits;
+    assert!(rt["h0"] + rt["h1"] > 0, "{rt:?}");
+    let n = &s.network;
     assert_eq!(n.len(), 1, "{n:?}");
-    assert_eq!(n[0]["host"], "h1");
-    assert_eq!(n[0]["interface"], "eth0");
-    assert_eq!(n[0]["condition"], "1% loss, 100 Mbit/s");
-    assert_eq!(n[0]["removed"], true);
-    let how = n[0]["how"].to_string();
-    assert!(
-        how == r#"["netem"]"# || how == r#"["tbf","iptables statistic"]"#,
-        "{how}"
-    );
+    assert_eq!(n[0].host, "h1");
+    assert_eq!(n[0].interface, "eth0");
+    assert_eq!(n[0].condition, "1% loss, 100 Mbit/s");
+    assert!(n[0].removed);
+    let how = n[0].how.join(",");
+    assert!(how == "netem" || how == "tbf,iptables statistic", "{how}");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("1% loss, 100 Mbit/s on host h1's eth0"), "{md}");
     for i in 0..2 {
@@ -622,21 +619,18 @@ fn the_testbed_experiment_runs_on_one_server_and_four_client_hosts_shortened() {
     assert!(short.contains("hosts_only = true") && short.contains("rates = [400]"));
     let (run, out) = start_run(&hosts, &file, &short);
     let said = finished(run);
-    let s = json(&out.join("summary.json"));
-    assert_eq!(s["hosts"].as_array().unwrap().len(), 5);
-    let points = s["points"].as_array().unwrap();
-    let series: std::collections::BTreeSet<&str> = points
-        .iter()
-        .map(|p| p["series"].as_str().unwrap())
-        .collect();
+    let s = summary(&out);
+    assert_eq!(s.hosts.len(), 5);
+    let series: std::collections::BTreeSet<&str> =
+        s.points.iter().map(|p| p.series.as_str()).collect();
     // uring runs where this kernel has io_uring (else the plan skips it, saying so).
     for m in ["select", "poll", "epoll-lt", "epoll-et"] {
         assert!(series.contains(m), "{series:?}");
     }
-    assert_eq!(points.len(), series.len() * 2, "{said}");
-    for p in points {
-        assert_eq!(p["status"], "ok", "{p}");
-        assert_eq!(p["hosts"].as_array().unwrap().len(), 4, "{p}");
+    assert_eq!(s.points.len(), series.len() * 2, "{said}");
+    for p in &s.points {
+        assert_eq!(p.status, Status::Ok, "{p:?}");
+        assert_eq!(p.hosts.len(), 4, "{p:?}");
     }
     assert!(out.join("report.html").exists() && out.join("report.md").exists());
     let left = hosts.evlab_left();
@@ -664,14 +658,9 @@ fn a_client_host_held_to_a_tenth_of_a_cpu_is_flagged_saturated_naming_it() {
          mechanisms = [\"epoll-et\"]\nrates = [3000]\nduration_s = 2\ntrials = 1\n",
     );
     let said = finished(run);
-    let s = json(&out.join("summary.json"));
-    let p = &s["points"][0];
-    let flags: Vec<&str> = p["flags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f.as_str().unwrap())
-        .collect();
+    let s = summary(&out);
+    let p = &s.points[0];
+    let flags = &p.flags;
     assert!(
         flags
             .iter()
@@ -684,18 +673,14 @@ fn a_client_host_held_to_a_tenth_of_a_cpu_is_flagged_saturated_naming_it() {
         "{flags:?}"
     );
     // Measured, but not valid: a flagged point is left out of every verdict.
-    assert_eq!(p["status"], "ok", "{p}");
-    // h2's own report says its quota and that it was throttled.
-    let idx = p["index"].as_u64().unwrap();
-    let r2 = json(&out.join(format!("load/point-{idx:03}-h2.json")));
-    assert_eq!(r2["cpu"]["quota_cpus"].as_f64(), Some(0.1), "{}", r2["cpu"]);
-    assert!(
-        r2["cpu"]["throttled_s"].as_f64().unwrap() > 0.0,
-        "{}",
-        r2["cpu"]
-    );
-    let r1 = json(&out.join(format!("load/point-{idx:03}-h1.json")));
-    assert!(r1["cpu"].get("quota_cpus").is_none(), "{}", r1["cpu"]);
+    assert_eq!(p.status, Status::Ok, "{p:?}");
+    assert!(!p.valid());
+    // h2's own report says its quota and that it was throttled; h1's has none.
+    let cpu2 = client_report(&out, p, "h2").cpu;
+    assert_eq!(cpu2.quota_cpus, Some(0.1), "{cpu2:?}");
+    assert!(cpu2.throttled_s.unwrap() > 0.0, "{cpu2:?}");
+    let cpu1 = client_report(&out, p, "h1").cpu;
+    assert_eq!(cpu1.quota_cpus, None, "{cpu1:?}");
     let left = hosts.evlab_left();
     assert!(left.is_empty(), "{left:?}");
     drop(quota);
@@ -727,33 +712,28 @@ fn a_proxy_runs_across_hosts_with_its_origin_on_the_origin_host_behind_a_lossy_l
          [proxy]\norigin_flags = []\n[network]\nloss_pct = 5\nhosts = [\"h2\"]\n",
     );
     let said = finished(run);
-    let s = json(&out.join("summary.json"));
-    let p = &s["points"][0];
-    assert_eq!(p["status"], "ok", "{p}\n{said}");
-    let replies = p["load"]["replies"].as_u64().unwrap();
-    assert!(
-        replies > 0 && p["load"]["status_2xx"].as_u64() == Some(replies),
-        "{p}"
-    );
+    let s = summary(&out);
+    let p = &s.points[0];
+    assert_eq!(p.status, Status::Ok, "{p:?}\n{said}");
+    let load = p.load.as_ref().unwrap();
+    let replies = load.replies.unwrap();
+    assert!(replies > 0 && load.status_2xx == Some(replies), "{p:?}");
     // The origin ran on h2, the proxy on h0 in front of it.
-    let cmds = p["commands"].to_string();
+    let cmds = p.commands.join("\n");
     assert!(cmds.contains("& origin=$!   # on host h2"), "{cmds}");
     assert!(cmds.contains(" proxy --listen 10."), "{cmds}");
     assert!(cmds.contains("--polymix "), "{cmds}");
     // The loss was on h2's link, recorded, and removed.
-    let n = s["network"].as_array().unwrap();
+    let n = &s.network;
     assert_eq!(n.len(), 1, "{n:?}");
-    assert_eq!(n[0]["host"], "h2");
-    assert_eq!(n[0]["removed"], true);
+    assert_eq!(n[0].host, "h2");
+    assert!(n[0].removed);
     assert_eq!(network_left(&hosts, 2), "");
     // The link lost packets: their senders retransmitted (the proxy, h0, when the loss is
     // made on h2's input; h2 where netem makes it on its output): 5% of the several hundred
     // segments the proxy sends its origin is tens lost, so none at all would be a broken rule.
-    let rt = &p["tcp_retransmits"];
-    assert!(
-        rt["h0"].as_u64().unwrap() + rt["h2"].as_u64().unwrap() > 0,
-        "{p}"
-    );
+    let rt = &p.tcp_retransmits;
+    assert!(rt["h0"] + rt["h2"] > 0, "{rt:?}");
     // Each host's run directory (file sets, document roots) is gone.
     for i in 0..3 {
         let work = hosts.dir.join(format!("h{i}/work"));

@@ -50,6 +50,12 @@ pub struct Args {
     /// unit (500ms, 30s, 2m)
     #[arg(long, value_name = "DURATION", value_parser = crate::args::seconds)]
     pub duration: Option<f64>,
+    /// End the whole run this long after its start, whatever is in flight (as wrk's -d and k6's
+    /// duration do): connections still open are closed and counted neither as completed nor as
+    /// errors. Measures a fixed set of busy connections (--num-conns N with many --num-calls)
+    /// over a fixed window
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::seconds)]
+    pub stop_after: Option<f64>,
     /// Calls (requests) per connection
     #[arg(long, default_value_t = 1)]
     pub num_calls: usize,
@@ -311,6 +317,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         profile: a.profile,
         start_at: a.start_at,
         each_reply: a.latencies.is_some(),
+        stop_after: a.stop_after.map(Duration::from_secs_f64),
     };
     if let Some(at) = a.start_at {
         gen::check_start_at(at, gen::unix_now())?;

@@ -166,6 +166,49 @@ fn every_reply_is_kept_with_latencies_and_its_percentiles_are_the_histograms() {
 }
 
 #[test]
+fn stop_after_ends_busy_connections_at_a_fixed_window() {
+    let s = serve("load-stop-after", &[], |_| {});
+    let dir = scratch("stop-after");
+    let json = dir.join("out.json");
+    let port = s.addr.port().to_string();
+    // Ten connections of 20,000 calls each (the LSE page's httperf command): some 200,000
+    // calls, ended after one second.
+    let o = load(&[
+        "--port",
+        &port,
+        "--uri",
+        "/one",
+        "--rate",
+        "100",
+        "--num-conns",
+        "10",
+        "--num-calls",
+        "20000",
+        "--stop-after",
+        "1s",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let r: LoadReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r.config.stop_after_s, Some(1.0));
+    // The window, not the calls, ended it: nothing completed, nothing counted as an error.
+    assert!(
+        r.duration_s >= 1.0 && r.duration_s < 5.0,
+        "{}",
+        r.duration_s
+    );
+    assert_eq!(r.connections.initiated, 10);
+    assert_eq!(r.connections.completed, 0);
+    assert_eq!(r.errors.total, 0, "{:?}", r.errors);
+    assert!(r.replies.total > 10, "{:?}", r.replies);
+    assert!(!r.interrupted);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn head_method_counts_no_body_bytes() {
     let s = serve("load-head", &[], |_| {});
     std::fs::write(s.dir.join("five"), b"12345").unwrap();

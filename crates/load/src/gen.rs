@@ -82,6 +82,11 @@ pub struct LoadConfig {
     pub start_at: Option<f64>,
     /// Keep every reply's latency ([`crate::summary::EachReply`]), not only the histogram.
     pub each_reply: bool,
+    /// End the whole run this long after its start (its schedule's origin), whatever is in
+    /// flight: connections still open are closed, counted neither as completed nor as errors
+    /// (wrk's `-d`, k6's duration). A fixed set of busy connections is so measured over a
+    /// fixed window.
+    pub stop_after: Option<Duration>,
 }
 
 impl LoadConfig {
@@ -106,6 +111,7 @@ impl LoadConfig {
             profile: false,
             start_at: None,
             each_reply: false,
+            stop_after: None,
         }
     }
 }
@@ -251,6 +257,7 @@ pub fn run_pooled(
         poisson: cfg.poisson,
         num_conns: cfg.num_conns,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+        stop_after_s: cfg.stop_after.map(|d| d.as_secs_f64()),
         timeout_s: cfg.timeout.as_secs_f64(),
         threads,
         pipeline: cfg.pipeline,
@@ -523,7 +530,8 @@ impl<'a> Worker<'a> {
                 last_progress = now;
                 progressed = false;
             }
-            if stop.load(Relaxed) {
+            let window_over = self.cfg.stop_after.is_some_and(|d| now >= self.t0 + d);
+            if stop.load(Relaxed) || window_over {
                 break;
             }
             // Start what the schedule says is due.
@@ -605,6 +613,9 @@ impl<'a> Worker<'a> {
 
     fn next_wakeup(&self, now: Instant) -> Duration {
         let mut next = now + Duration::from_millis(100);
+        if let Some(d) = self.cfg.stop_after {
+            next = next.min(self.t0 + d);
+        }
         if self.starts_left() {
             next = next.min(self.t0 + self.next_start);
         }

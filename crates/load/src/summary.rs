@@ -677,6 +677,7 @@ mod tests {
                 poisson: false,
                 num_conns: Some(3),
                 duration_s: None,
+                stop_after_s: None,
                 timeout_s: 5.0,
                 threads: 1,
                 pipeline: 1,

@@ -107,6 +107,9 @@ pub struct RunConfig {
     pub num_conns: Option<u64>,
     /// `--duration`, when the run was sized by time.
     pub duration_s: Option<f64>,
+    /// `--stop-after`: the whole run ended this long after its start, whatever was in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_after_s: Option<f64>,
     pub timeout_s: f64,
     pub threads: usize,
     pub pipeline: usize,

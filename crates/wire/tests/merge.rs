@@ -89,6 +89,7 @@ fn report(lat: &[u64], started_at: f64, duration_s: f64, k: u64) -> LoadReport {
             poisson: false,
             num_conns: Some(replies),
             duration_s: None,
+            stop_after_s: None,
             timeout_s: 5.0,
             threads: 1,
             pipeline: 1,

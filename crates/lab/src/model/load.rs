@@ -293,6 +293,8 @@ pub struct LoadArgs<'a> {
     pub json: &'a std::path::Path,
     /// `--latencies FILE`: every reply kept.
     pub latencies: Option<&'a std::path::Path>,
+    /// `--stop-after SECS`: the run ends then, whatever is in flight.
+    pub stop_after_s: Option<f64>,
     pub extra: &'a [String],
 }
 
@@ -350,6 +352,9 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
     if let Some(l) = a.latencies {
         v.extend(["--latencies".into(), l.display().to_string()]);
     }
+    if let Some(s) = a.stop_after_s {
+        v.extend(["--stop-after".into(), fmt_num(s)]);
+    }
     v.extend(a.extra.iter().cloned());
     v
 }
@@ -382,6 +387,7 @@ mod tests {
             sample_interval_s: 1.0,
             json: p,
             latencies: None,
+            stop_after_s: None,
             extra: &[],
         };
         let after = |v: &[String], flag: &str| {
@@ -422,6 +428,7 @@ mod tests {
             sample_interval_s: 1.0,
             json: &json,
             latencies: None,
+            stop_after_s: None,
             extra: &["--hit-ratio".into(), "0".into()],
             active_conns: None,
         });

@@ -34,6 +34,11 @@ pub struct Spec {
     /// Flags added to every `evlab load`.
     #[serde(default)]
     pub load_flags: Vec<String>,
+    /// With `active_conns`: measure each point over a fixed window of `duration_s` (the load
+    /// ends then, whatever is in flight: `evlab load --stop-after`), not for as long as its
+    /// calls take.
+    #[serde(default)]
+    pub fixed_window: bool,
     /// Keep every reply's latency of each point's measured run beside the summary
     /// (`evlab load --latencies`: `load/point-NNN.latencies.csv`, one per client host across
     /// hosts).
@@ -167,6 +172,11 @@ pub struct Spec {
 pub const POSITIVE_CONTROL: &str = "select (positive control)";
 
 impl Spec {
+    /// Whether each point is measured over a fixed window (`fixed_window` with `active_conns`).
+    pub fn window(&self) -> bool {
+        self.fixed_window && self.active_conns.is_some()
+    }
+
     /// Whether a point of series `label` holds its idle connections: always, except in a
     /// placebo run, where only the positive control does.
     pub fn holds_idle(&self, label: &str) -> bool {

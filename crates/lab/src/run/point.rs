@@ -618,6 +618,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         sample_interval_s: a.sample_interval_s,
         json: &json,
         latencies: latencies.as_deref(),
+        stop_after_s: spec.window().then_some(a.secs),
         extra: &spec.load_flags,
     }));
     let ru0 = children_cpu_seconds();
@@ -629,7 +630,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
     let mut c = Child::spawn(name, &argv, ctx.client_cpus, None)?;
     // With a fixed set of active connections the run lasts as long as its calls take, which a
     // slow series (poll among many dead connections) stretches: allow it three durations.
-    let secs = if spec.active_conns.is_some() {
+    let secs = if spec.active_conns.is_some() && !spec.window() {
         3.0 * a.secs
     } else {
         a.secs

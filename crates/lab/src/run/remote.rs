@@ -750,6 +750,7 @@ fn run_clients(
             sample_interval_s: 1.0,
             json: Path::new("-"),
             latencies: latencies.as_deref().map(Path::new),
+            stop_after_s: spec.window().then_some(secs),
             extra: &spec.load_flags,
         });
         if let Some(i) = args.iter().position(|a| a == "--server") {
@@ -762,7 +763,7 @@ fn run_clients(
         p.commands.push(by_hand(&r, " &"));
         procs.clients.push(r);
     }
-    let wait = if spec.active_conns.is_some() {
+    let wait = if spec.active_conns.is_some() && !spec.window() {
         3.0 * secs
     } else {
         secs

@@ -16,8 +16,6 @@ use evlab_sys::{self as sys, ChildExit, SharedCells, Snapshot};
 use evlab_wire::server::{DeadWorker, ProcessCounts};
 use evlab_wire::StatusClasses;
 
-use crate::stats::WorkerStats;
-
 /// A slot's state (0, before any: forked, not yet serving).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[repr(u64)]
@@ -96,49 +94,6 @@ view_fields!(
     accept_eagain,
 );
 
-impl WorkerView {
-    pub fn of(w: &WorkerStats) -> WorkerView {
-        let p = &w.poller;
-        WorkerView {
-            worker: w.worker,
-            pid: None,
-            accepted: w.conns.accepted.get(),
-            closed: w.conns.closed.get(),
-            active: w.conns.active.get(),
-            max_active: w.conns.max_active.get(),
-            accept_errors: w.conns.accept_errors.get(),
-            io_errors: w.conns.io_errors.get(),
-            requests: w.requests.get(),
-            bytes_sent: w.bytes_sent.get(),
-            accept_pauses: w.accept_pauses.get(),
-            header_timeouts: w.header_timeouts.get(),
-            send_timeouts: w.send_timeouts.get(),
-            timer_entries: w.timer_entries.get(),
-            max_timer_entries: w.max_timer_entries.get(),
-            delayed: w.delayed.get(),
-            pool_bytes: w.pool_bytes.get(),
-            pool_buffers: w.pool_buffers.get(),
-            spare_shells: w.spare_shells.get(),
-            table_slots: w.table_slots.get(),
-            cancels: w.cancels.get(),
-            waits: p.waits.get(),
-            events: p.events.get(),
-            discarded: p.discarded.get(),
-            interest_changes: p.interest_changes.get(),
-            interest_changes_free: p.interest_changes_free.get(),
-            batches: p.batches.get(),
-            waits_from_memory: p.waits_from_memory.get(),
-            waits_from_kernel: p.waits_from_kernel.get(),
-            overflows: p.overflows.get(),
-            accept_wakeups: w.accept_wakeups.get(),
-            accept_empty: w.accept_empty.get(),
-            accept_eagain: w.accept_eagain.get(),
-            status: w.status.slots(),
-            syscalls: w.syscalls.snapshot(),
-        }
-    }
-}
-
 /// Cells of a slot before the view: state, pid, how it ended.
 const HEAD: usize = 3;
 const STATUS: usize = HEAD + NFIELDS;
@@ -205,10 +160,9 @@ impl Peers {
     }
 
     /// Writes this process's counters to its slot.
-    pub fn publish(&self, w: &WorkerStats) {
+    pub fn publish(&self, v: &WorkerView) {
         let Some(k) = self.me else { return };
         let slot = self.slot(k);
-        let v = WorkerView::of(w);
         v.to_cells(&slot[HEAD..STATUS]);
         for (c, x) in slot[STATUS..CALLS].iter().zip(v.status) {
             c.store(x, Relaxed);
@@ -223,14 +177,14 @@ impl Peers {
         }
     }
 
-    /// Every process's counters: its slot, or, for this process, `own` read live.
-    pub fn views(&self, own: &[Arc<WorkerStats>]) -> Vec<WorkerView> {
+    /// Every process's counters: its slot, or, for this process, `own` (read live).
+    pub fn views(&self, own: Option<WorkerView>) -> Vec<WorkerView> {
         (0..self.n)
             .map(|k| {
                 let slot = self.slot(k);
                 let pid = Some(slot[1].load(Relaxed) as u32).filter(|&p| p > 0);
-                let mut v = match (self.me == Some(k), own.first()) {
-                    (true, Some(w)) => WorkerView::of(w),
+                let mut v = match (self.me == Some(k), &own) {
+                    (true, Some(w)) => w.clone(),
                     _ => {
                         let mut v = WorkerView::from_cells(&slot[HEAD..STATUS]);
                         for (i, c) in slot[STATUS..CALLS].iter().enumerate() {
@@ -287,16 +241,20 @@ mod tests {
     #[test]
     fn a_published_slot_reads_back_and_sums() {
         let peers = Peers::new(2, false).unwrap();
-        let w = WorkerStats::for_this_thread(1);
-        w.conns.opened(1);
-        w.requests.add(5);
-        w.accept_empty.add(3);
-        w.record_status(200);
+        let mut w = WorkerView {
+            accepted: 1,
+            requests: 5,
+            accept_empty: 3,
+            ..WorkerView::default()
+        };
+        w.status[2] = 1;
+        w.syscalls.calls[0] = 9;
         let child = peers.for_worker(1);
         child.set_state(1, State::Serving, 4242);
         child.publish(&w);
         // Another process (here the parent's view) reads slot 1 from memory.
-        let views = peers.views(&[]);
+        let views = peers.views(None);
+        assert_eq!(views[1].syscalls.calls[0], 9);
         assert_eq!(views.len(), 2);
         let v = &views[1];
         assert_eq!((v.worker, v.pid), (1, Some(4242)));

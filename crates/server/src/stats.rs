@@ -91,6 +91,51 @@ impl WorkerStats {
     }
 }
 
+impl WorkerStats {
+    /// The counters now, as plain numbers.
+    pub(crate) fn view(&self) -> WorkerView {
+        let w = self;
+        let p = &w.poller;
+        WorkerView {
+            worker: w.worker,
+            pid: None,
+            accepted: w.conns.accepted.get(),
+            closed: w.conns.closed.get(),
+            active: w.conns.active.get(),
+            max_active: w.conns.max_active.get(),
+            accept_errors: w.conns.accept_errors.get(),
+            io_errors: w.conns.io_errors.get(),
+            requests: w.requests.get(),
+            bytes_sent: w.bytes_sent.get(),
+            accept_pauses: w.accept_pauses.get(),
+            header_timeouts: w.header_timeouts.get(),
+            send_timeouts: w.send_timeouts.get(),
+            timer_entries: w.timer_entries.get(),
+            max_timer_entries: w.max_timer_entries.get(),
+            delayed: w.delayed.get(),
+            pool_bytes: w.pool_bytes.get(),
+            pool_buffers: w.pool_buffers.get(),
+            spare_shells: w.spare_shells.get(),
+            table_slots: w.table_slots.get(),
+            cancels: w.cancels.get(),
+            waits: p.waits.get(),
+            events: p.events.get(),
+            discarded: p.discarded.get(),
+            interest_changes: p.interest_changes.get(),
+            interest_changes_free: p.interest_changes_free.get(),
+            batches: p.batches.get(),
+            waits_from_memory: p.waits_from_memory.get(),
+            waits_from_kernel: p.waits_from_kernel.get(),
+            overflows: p.overflows.get(),
+            accept_wakeups: w.accept_wakeups.get(),
+            accept_empty: w.accept_empty.get(),
+            accept_eagain: w.accept_eagain.get(),
+            status: w.status.slots(),
+            syscalls: w.syscalls.snapshot(),
+        }
+    }
+}
+
 impl WorkerCounters for WorkerStats {
     fn syscalls(&self) -> &ThreadCounters {
         &self.syscalls
@@ -175,7 +220,7 @@ impl Shared {
     #[inline]
     pub(crate) fn publish(&self, w: &WorkerStats) {
         if let Some(p) = &self.peers {
-            p.publish(w);
+            p.publish(&w.view());
         }
     }
 
@@ -183,8 +228,8 @@ impl Shared {
     /// process's as last published (this one's own read live).
     fn views(&self) -> Vec<WorkerView> {
         match &self.peers {
-            Some(p) => p.views(&self.workers()),
-            None => self.workers().iter().map(|w| WorkerView::of(w)).collect(),
+            Some(p) => p.views(self.workers().first().map(|w| w.view())),
+            None => self.workers().iter().map(|w| w.view()).collect(),
         }
     }
 

@@ -94,6 +94,9 @@ const ACROSS_AT_IDLE: &str = "Added 2026-11-25 (third session), after the refere
 /// The herd micro-benchmark's rules on intervals (2026-11-25, third session).
 const HERD_ROUNDS: &str = "2026-11-25 (first rule): the same threshold on one point with the most workers (at least 4, threads first), one run, no interval. 2026-11-25 (third session): the threshold unchanged, decided on the 90% t interval of the mean over ≥ 3 rounds (`evlab herd --repeat`, new then). Written before any run with rounds judged it; the one-run reference (herd, 2026-11-23) had read 1.00-1.01 for blocking accept and EPOLLEXCLUSIVE and 2.8-3.6 for poll and epoll with 64 threads.";
 
+/// The herd's rules for worker processes, as first written.
+const PROCS_WRITTEN: &str = "Written 2026-11-27 with `evlab serve --as processes` and herd-serve's process sweep (1 to 512 pre-forked processes), before any run of either; the thresholds are the threads rules', whose derivation from the source does not depend on what a worker is. The threads rules keep to threads (series without `--as processes`).";
+
 /// The malloc micro-benchmark's rules on intervals (2026-11-25, third session).
 const MALLOC_ROUNDS: &str = "2026-11-23 (first rule): the same threshold on the medians of the runs of each point (the runs of one point one after the other), no interval. 2026-11-25 (third session): the threshold unchanged, the quantity computed per round (the rounds interleaved over the points, so the threads' and the processes' run i are paired) and decided on the 90% t interval of its mean over ≥ 3 rounds. Written before any run with rounds judged it.";
 
@@ -533,6 +536,54 @@ pub const RULES: &[Rule] = &[
         derivation: "As herd-wakeups-vs-exclusive (A/B ≥ 1.5).",
         trials: MIN_TRIALS,
         history: &["Before 2026-11-25: part of herd-wakeups (see herd-wakeups-vs-exclusive)."],
+    },
+    Rule {
+        id: "herd-procs-cpu-vs-exclusive",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), macro-benchmark (Apache 1.3.6, 1,000 pre-forked processes)",
+        seed: "Apache's pre-forked httpd processes all accepting on one port (its accept lock removed) were each woken by every connection, all but one to sleep again; the wake-one and task-exclusive patches raised the reply rate by just over 50%, steady from 100 to 1,500 simultaneous connections.",
+        quantity: "A = a shared listener inherited by every worker process (each with its own epoll instance), B = the same listener registered with EPOLLEXCLUSIVE, both epoll-lt, `--as processes`: server CPU µs per reply (the parent and every worker process) at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(PAYS)),
+        at: At::Lowest,
+        derivation: "As herd-cpu-vs-exclusive: for a CPU-bound server, 50% more throughput is a CPU per reply 1.5× the wake-one mode's; at least half that rise (A/B ≥ 1.25, PAYS).",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
+    },
+    Rule {
+        id: "herd-procs-cpu-vs-reuseport",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), macro-benchmark (Apache 1.3.6, 1,000 pre-forked processes)",
+        seed: "Waking every pre-forked process that waits on one port wastes CPU; processes that do not share the wait (here each has its own SO_REUSEPORT listener) avoid it, and the source's fix gained just over 50% in throughput.",
+        quantity: "A = a shared listener inherited by every worker process, B = a SO_REUSEPORT listener per worker process, both epoll-lt, `--as processes`: server CPU µs per reply at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(PAYS)),
+        at: At::Lowest,
+        derivation: "As herd-procs-cpu-vs-exclusive (A/B ≥ 1.25).",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
+    },
+    Rule {
+        id: "herd-procs-wakeups-vs-exclusive",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), micro- and macro-benchmark",
+        seed: "With wake-all, every process waiting on the port is woken by each connection and all but one go back to sleep.",
+        quantity: "A = a shared listener inherited by every worker process, B = EPOLLEXCLUSIVE, both epoll-lt, `--as processes`: server context switches (every thread of the parent and of each worker process) per accepted connection at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(1.5)),
+        at: At::Lowest,
+        derivation: "As herd-wakeups-vs-exclusive: the smallest herd is one wasted wake-up per connection, one more switch on the wake-one mode's own two per connection: 1.5×. The wake-ups the server counts itself (accept wake-ups and empty ones per process, in the figures) judge nothing: a woken epoll_wait that finds the listener already drained sleeps again inside the kernel without returning, so they see only the herd's races, not its size.",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
+    },
+    Rule {
+        id: "herd-procs-wakeups-vs-reuseport",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), micro- and macro-benchmark",
+        seed: "With wake-all, every process waiting on the port is woken by each connection and all but one go back to sleep; processes that do not share the wait are not.",
+        quantity: "A = a shared listener inherited by every worker process, B = a SO_REUSEPORT listener per worker process, both epoll-lt, `--as processes`: server context switches per accepted connection at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(1.5)),
+        at: At::Lowest,
+        derivation: "As herd-procs-wakeups-vs-exclusive (A/B ≥ 1.5).",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
     },
     Rule {
         id: "pipetest-poll-falls",

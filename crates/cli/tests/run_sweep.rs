@@ -156,8 +156,8 @@ fn a_process_sweep_records_each_process_and_judges_the_process_rules() {
         "threads at 1, each process series at 2 and 4: {err}"
     );
     for p in points.iter().filter(|p| p["series"] != "shared") {
+        // (Valid or not: a busy machine may flag the client; the records are what is tested.)
         assert_eq!(p["status"], "ok", "{p}");
-        assert!(p["flags"].as_array().unwrap().is_empty(), "{p}");
         let n = p["swept"]["value"].as_f64().unwrap() as usize;
         let nums = |k: &str| -> Vec<u64> {
             p["server"][k]
@@ -195,16 +195,20 @@ fn a_process_sweep_records_each_process_and_judges_the_process_rules() {
     // the threads ran one mode).
     let md = read(&out, "report.md");
     assert!(md.contains("Of 2 findings checked"), "{md}");
-    assert_eq!(
-        md.matches("A shared processes, no idle, 4 workers: n = 1")
-            .count(),
-        2,
+    assert!(
+        md.contains(
+            "the series at 1, 2, 4 workers (`--workers N`), but shared at 1, shared processes \
+             at 2, 4, reuseport processes at 2, 4"
+        ),
         "{md}"
     );
-    assert!(
-        md.contains("processes that do not share the wait (here each has its own SO_REUSEPORT"),
-        "the CPU rule for processes: {md}"
-    );
+    assert!(md.contains("shared processes, no idle, 4 workers"), "{md}");
+    for rule in [
+        "processes that do not share the wait (here each has its own SO_REUSEPORT",
+        "pre-forked processes that do not share the wait are not",
+    ] {
+        assert!(md.contains(rule), "{rule}: {md}");
+    }
     let csv = read(&out, "points.csv");
     assert!(csv.lines().count() == 6, "{csv}");
     let _ = std::fs::remove_dir_all(&d);

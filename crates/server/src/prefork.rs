@@ -14,9 +14,10 @@
 //! exec and a shared region passed by descriptor, for no gain here: this is Apache's model,
 //! one image and its memory shared copy-on-write.
 //!
-//! **Supervision.** SIGINT, SIGTERM and SIGCHLD are blocked before the first fork (each child
-//! unblocks them), so none is lost while children start, and the parent takes them one at a
-//! time with `sigtimedwait`: no handler, no race. A stop signal is passed on to every child as
+//! **Supervision.** SIGCHLD is blocked before the first fork (each child unblocks it), so that
+//! no child's end is missed, and SIGINT and SIGTERM once every child serves (until then they
+//! end the parent, and PR_SET_PDEATHSIG its children: a start that hangs can be stopped). The
+//! parent then takes them one at a time with `sigtimedwait`: no handler, no race. A stop signal is passed on to every child as
 //! SIGTERM (each finishes its replies in flight, as a threads server does), and a second one
 //! as SIGKILL; the parent returns once every child has been reaped. A child that ends on its
 //! own is reported (and its slot says so in `/.evlab/stats`); the others go on serving, and the
@@ -72,7 +73,11 @@ impl Prefork {
         let peers = Peers::new(n, cfg.profile).map_err(setup)?;
         let (addr, listeners) = bind(&cfg, n)?;
         let signals = SigSet::of(&SIGNALS).map_err(setup)?;
-        sys::block_signals_in_this_thread(&signals).map_err(setup)?;
+        // SIGCHLD now, so that no child's end is missed; SIGINT and SIGTERM only once every
+        // child serves, so that a start that hangs can still be stopped (the parent then dies
+        // of the signal, and its children of theirs: PR_SET_PDEATHSIG).
+        sys::block_signals_in_this_thread(&SigSet::of(&[libc::SIGCHLD]).map_err(setup)?)
+            .map_err(setup)?;
         let shared = Arc::new(Shared::new(cfg.mechanism, n, cfg.profile).with_peers(peers.clone()));
         let mut p = Prefork {
             addr,
@@ -93,6 +98,7 @@ impl Prefork {
             let _ = sys::unblock_signals_in_this_thread(&p.signals);
             return Err(e);
         }
+        sys::block_signals_in_this_thread(&p.signals).map_err(setup)?;
         Ok(p)
     }
 
@@ -303,5 +309,29 @@ impl Child<'_> {
                 1
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evlab_poll::Mechanism;
+
+    /// The test harness runs tests on threads: forking here is what `start` must refuse, before
+    /// binding anything.
+    #[test]
+    fn a_threaded_process_is_refused_with_the_reason() {
+        let _t = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(2)));
+        let mut cfg = Config::new(
+            "127.0.0.1:0".parse().unwrap(),
+            std::env::temp_dir(),
+            Mechanism::EpollLt,
+        );
+        cfg.workers = 2;
+        let e = Prefork::start(cfg).err().expect("refused").to_string();
+        assert!(
+            e.contains("threads are running") && e.contains("before any thread"),
+            "{e}"
+        );
     }
 }

@@ -94,6 +94,9 @@ const ACROSS_AT_IDLE: &str = "Added 2026-11-25 (third session), after the refere
 /// The herd micro-benchmark's rules on intervals (2026-11-25, third session).
 const HERD_ROUNDS: &str = "2026-11-25 (first rule): the same threshold on one point with the most workers (at least 4, threads first), one run, no interval. 2026-11-25 (third session): the threshold unchanged, decided on the 90% t interval of the mean over ≥ 3 rounds (`evlab herd --repeat`, new then). Written before any run with rounds judged it; the one-run reference (herd, 2026-11-23) had read 1.00-1.01 for blocking accept and EPOLLEXCLUSIVE and 2.8-3.6 for poll and epoll with 64 threads.";
 
+/// What the herd's thread rules read once worker processes had rules of their own.
+const THREADS_ONLY: &str = "2026-11-27: reads series of worker threads only (without `--as processes`); worker processes have the herd-procs-* rules. No earlier run had a process series, so no verdict changes.";
+
 /// The herd's rules for worker processes, as first written.
 const PROCS_WRITTEN: &str = "Written 2026-11-27 with `evlab serve --as processes` and herd-serve's process sweep (1 to 512 pre-forked processes), before any run of either; the thresholds are the threads rules', whose derivation from the source does not depend on what a worker is. The threads rules keep to threads (series without `--as processes`).";
 
@@ -499,7 +502,7 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "For a CPU-bound server, 50% more throughput is a CPU per reply 1.5× the wake-one mode's; at least half that rise (A/B ≥ 1.25, the paper family's PAYS).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: herd-cpu, one finding against both other modes: shared ≥ 10% more on means, \"partly\" against one. Split per mode, on intervals, with the source's 50% as the measure."],
+        history: &["Before 2026-11-25: herd-cpu, one finding against both other modes: shared ≥ 10% more on means, \"partly\" against one. Split per mode, on intervals, with the source's 50% as the measure.", THREADS_ONLY],
     },
     Rule {
         id: "herd-cpu-vs-reuseport",
@@ -511,7 +514,7 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "As herd-cpu-vs-exclusive (A/B ≥ 1.25).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: part of herd-cpu (see herd-cpu-vs-exclusive)."],
+        history: &["Before 2026-11-25: part of herd-cpu (see herd-cpu-vs-exclusive).", THREADS_ONLY],
     },
     Rule {
         id: "herd-wakeups-vs-exclusive",
@@ -523,7 +526,7 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "The source counts no switches. The smallest herd is one wasted wake-up per connection beyond a wake-one mode's: one more switch (the woken worker going back to sleep) on the wake-one mode's own two per connection (a one-byte request per connection: one wake to accept, one to read) is 1.5×.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: herd-wakeups, one finding against both other modes: ≥ 1.5× on means, \"partly\" against one. Split per mode, on intervals."],
+        history: &["Before 2026-11-25: herd-wakeups, one finding against both other modes: ≥ 1.5× on means, \"partly\" against one. Split per mode, on intervals.", THREADS_ONLY],
     },
     Rule {
         id: "herd-wakeups-vs-reuseport",
@@ -535,7 +538,7 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "As herd-wakeups-vs-exclusive (A/B ≥ 1.5).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: part of herd-wakeups (see herd-wakeups-vs-exclusive)."],
+        history: &["Before 2026-11-25: part of herd-wakeups (see herd-wakeups-vs-exclusive).", THREADS_ONLY],
     },
     Rule {
         id: "herd-procs-cpu-vs-exclusive",

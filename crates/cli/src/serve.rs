@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use evlab_poll::{Mechanism, Support};
 use evlab_runtime::signals;
+use evlab_server::prefork::Prefork;
 use evlab_server::{AcceptMode, Config, FileIo, Server};
 
 #[derive(clap::Args, Debug)]
@@ -31,14 +32,21 @@ pub struct Args {
     /// List the mechanisms, whether this kernel supports each, and exit
     #[arg(long)]
     pub list_mechanisms: bool,
-    /// Worker threads, each with its own event loop
+    /// Workers, each with its own event loop: threads of this process, or processes (--as)
     #[arg(long, default_value_t = 1, value_parser = crate::args::count)]
     pub workers: usize,
+    /// What a worker is: threads (one process, a thread per worker) or processes (pre-forked
+    /// like Apache's prefork: the parent binds, forks --workers children and supervises; each
+    /// child runs one event loop; /.evlab/stats sums every process; SIGINT or SIGTERM stops
+    /// them all)
+    #[arg(long = "as", value_name = "MODEL", default_value = "threads", value_parser = ["threads", "processes"])]
+    pub model: String,
     /// How workers share the port: shared (one listener, every worker woken), exclusive (one
     /// listener registered with EPOLLEXCLUSIVE, so a connection wakes one worker; epoll-lt,
     /// epoll-et and epoll2 only, refused on the others) or reuseport (a listener per worker with
     /// SO_REUSEPORT; then another process of the same user can bind the same port and share its
-    /// traffic, so it is only used when asked)
+    /// traffic, so it is only used when asked). With --as processes the parent binds: shared and
+    /// exclusive give every child the one listener, reuseport a socket each
     #[arg(long, default_value = "shared", value_parser = AcceptMode::from_name)]
     pub accept_mode: AcceptMode,
     /// Connections accepted per listener notification: a number or `inf` (paper §5.2)
@@ -136,6 +144,9 @@ Examples:
   evlab serve --root /tmp/www --origin-delay 2500
       an origin for a proxy: every reply waits 2.5 s (the Polymix-4 servers' mean think time;
       add --origin-delay-sd 1000 for their normal distribution)
+  evlab serve --root /tmp/www --mechanism epoll-lt --workers 64 --as processes --stats
+      64 pre-forked processes on one shared listener (the accept herd, Apache-style);
+      /.evlab/stats gives each process's accept wake-ups
   evlab serve --list-mechanisms
       the mechanisms and whether this kernel supports each
 
@@ -279,6 +290,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.cache_files = a.cache_files;
     evlab_poll::uring_poll::set_max_pass(a.max_pass);
     signals::ignore_sigpipe();
+    if a.model == "processes" {
+        return run_processes(cfg);
+    }
     let server = Server::start(cfg).context("evlab serve")?;
     signals::install(&server.shared().wakers()).context("installing signal handlers")?;
     {
@@ -288,6 +302,22 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let shared = server.shared().clone();
     let result = server.wait();
+    eprint!("{}", shared.summary());
+    result.context("evlab serve")?;
+    Ok(())
+}
+
+/// `--as processes`: forks the workers first thing (no thread has started in this process),
+/// then supervises them until SIGINT or SIGTERM.
+fn run_processes(cfg: Config) -> anyhow::Result<()> {
+    let server = Prefork::start(cfg).context("evlab serve")?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {}", server.local_addr())?;
+        out.flush()?;
+    }
+    let shared = server.shared().clone();
+    let result = server.run(&mut |line| eprintln!("{line}"));
     eprint!("{}", shared.summary());
     result.context("evlab serve")?;
     Ok(())

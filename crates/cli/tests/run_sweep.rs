@@ -110,10 +110,106 @@ fn a_workers_sweep_runs_each_mode_at_each_count_and_draws_against_workers() {
     assert!(md.contains("| workers | shared | exclusive |"), "{md}");
     assert!(md.contains("LSP accept scalability"), "{md}");
     let csv = read(&out, "points.csv");
-    assert!(csv
-        .lines()
-        .next()
-        .unwrap()
-        .ends_with(",sweep,sweep_value,server_ctx_switches,accepted_per_worker"));
+    assert!(csv.lines().next().unwrap().ends_with(
+        ",sweep,sweep_value,server_ctx_switches,accepted_per_worker,\
+             accept_wakeups_per_worker,accept_empty_per_worker"
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// herd-serve's process sweep, shortened: worker processes (`--as processes`) at 2 and 4, a
+/// shared listener against SO_REUSEPORT, 1 s points at a low rate. Each point records every
+/// process's accepts and accept wake-ups, the report draws the wake-ups against the workers
+/// and judges the herd-procs rules (inconclusive here: one trial).
+#[test]
+fn a_process_sweep_records_each_process_and_judges_the_process_rules() {
+    let d = scratch("herd-procs");
+    let spec = "name = \"herd-procs-tiny\"\nrates = [200]\nduration_s = 1\ntimeout_s = 1\n\
+                findings = \"herd\"\n\
+                [sweep]\nflag = \"--workers\"\nvalues = [1, 2, 4]\n\
+                [[series]]\nlabel = \"shared\"\nmechanism = \"epoll-lt\"\n\
+                flags = [\"--accept-mode\", \"shared\"]\nsweep_values = [1]\n\
+                [[series]]\nlabel = \"shared processes\"\nmechanism = \"epoll-lt\"\n\
+                flags = [\"--accept-mode\", \"shared\", \"--as\", \"processes\"]\n\
+                sweep_values = [2, 4]\n\
+                [[series]]\nlabel = \"reuseport processes\"\nmechanism = \"epoll-lt\"\n\
+                flags = [\"--accept-mode\", \"reuseport\", \"--as\", \"processes\"]\n\
+                sweep_values = [2, 4]\n";
+    let f = d.join("herd-procs-tiny.toml");
+    std::fs::write(&f, spec).unwrap();
+    let out = d.join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_evlab"))
+        .arg("run")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
+    let points = summary["points"].as_array().unwrap();
+    assert_eq!(
+        points.len(),
+        5,
+        "threads at 1, each process series at 2 and 4: {err}"
+    );
+    for p in points.iter().filter(|p| p["series"] != "shared") {
+        // (Valid or not: a busy machine may flag the client; the records are what is tested.)
+        assert_eq!(p["status"], "ok", "{p}");
+        let n = p["swept"]["value"].as_f64().unwrap() as usize;
+        let nums = |k: &str| -> Vec<u64> {
+            p["server"][k]
+                .as_array()
+                .unwrap_or_else(|| panic!("{k}: {p}"))
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect()
+        };
+        let (acc, wake) = (
+            nums("per_worker_accepted"),
+            nums("per_worker_accept_wakeups"),
+        );
+        assert_eq!(
+            (acc.len(), wake.len()),
+            (n, n),
+            "one count per process: {p}"
+        );
+        let accepted = p["server"]["accepted"].as_u64().unwrap();
+        assert!(accepted >= 100, "{p}");
+        assert_eq!(acc.iter().sum::<u64>(), accepted, "{p}");
+        // A process that accepted was woken to; none is woken more than it tried.
+        assert!(wake.iter().sum::<u64>() >= 1, "{p}");
+        // The context switches are the whole tree's: at least one per connection.
+        assert!(
+            p["server_ctx_switches"].as_u64().unwrap() >= accepted,
+            "{p}"
+        );
+    }
+    for f in ["fig-wakeups-vs-workers.svg", "fig-empty-vs-workers.svg"] {
+        let svg = read(&out, f);
+        assert_eq!(svg.matches("<polyline").count(), 3, "{f}: {svg}");
+    }
+    // The two process rules against reuseport, at the most processes (no thread finding:
+    // the threads ran one mode).
+    let md = read(&out, "report.md");
+    assert!(md.contains("Of 2 findings checked"), "{md}");
+    assert!(
+        md.contains(
+            "the series at 1, 2, 4 workers (`--workers N`), but shared at 1, shared processes \
+             at 2, 4, reuseport processes at 2, 4"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("shared processes, no idle, 4 workers"), "{md}");
+    for rule in [
+        "processes that do not share the wait (here each has its own SO_REUSEPORT",
+        "pre-forked processes that do not share the wait are not",
+    ] {
+        assert!(md.contains(rule), "{rule}: {md}");
+    }
+    let csv = read(&out, "points.csv");
+    assert!(csv.lines().count() == 6, "{csv}");
     let _ = std::fs::remove_dir_all(&d);
 }

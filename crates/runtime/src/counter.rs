@@ -45,6 +45,11 @@ impl StatusCounters {
         self.0[StatusClasses::slot(code)].inc();
     }
 
+    /// Each class's count, in [`StatusClasses::slot`] order.
+    pub fn slots(&self) -> [u64; StatusClasses::SLOTS] {
+        std::array::from_fn(|i| self.0[i].get())
+    }
+
     /// The classes summed over several workers' counters.
     pub fn sum<'a>(all: impl Iterator<Item = &'a StatusCounters> + Clone) -> StatusClasses {
         StatusClasses::from_slots(std::array::from_fn(|i| {

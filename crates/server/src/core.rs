@@ -256,6 +256,7 @@ impl<X: Default> Core<X> {
             st.pool_buffers.set(self.ctx.pool.buffers() as u64);
             st.spare_shells.set(self.spares.len() as u64);
             st.table_slots.set(self.conns.capacity() as u64);
+            self.ctx.shared.publish(st);
         }
     }
 
@@ -338,5 +339,6 @@ impl<X: Default> Core<X> {
         self.ctx.shared.registry.remove_waker(&self.waker);
         self.waker.close();
         self.ctx.stats.poller.set(&engine.poller_stats());
+        self.ctx.shared.publish(&self.ctx.stats);
     }
 }

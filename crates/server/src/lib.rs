@@ -13,6 +13,8 @@ mod completion;
 mod conn;
 mod core;
 mod handler;
+mod peers;
+pub mod prefork;
 mod readiness;
 mod stats;
 
@@ -267,73 +269,27 @@ pub struct Server {
 impl Server {
     /// Binds, starts the workers, and returns once they are ready to serve.
     pub fn start(cfg: Config) -> Result<Server, ServerError> {
-        if let Support::No(reason) = cfg.mechanism.support() {
-            return Err(ServerError::Unsupported {
-                mechanism: cfg.mechanism,
-                reason,
-            });
-        }
-        if cfg.workers == 0 {
-            return Err(ServerError::Config("--workers must be at least 1".into()));
-        }
-        if cfg.origin_delay_sd.is_some() && cfg.origin_delay.is_none() {
-            return Err(ServerError::Config(
-                "--origin-delay-sd needs --origin-delay (the mean)".into(),
-            ));
-        }
-        if cfg.accept_mode == AcceptMode::Exclusive
-            && cfg.mechanism.kind() == evlab_poll::Kind::Completion
-        {
-            return Err(ServerError::Config(format!(
-                "--accept-mode exclusive: {} is a completion engine (multishot accept on each \
-                 worker's ring) with no EPOLLEXCLUSIVE; give shared or reuseport, or an epoll \
-                 mechanism (epoll-lt, epoll-et, epoll2)",
-                cfg.mechanism.name()
-            )));
-        }
-        if cfg.accept_limit == Some(0) {
-            return Err(ServerError::Config(
-                "--accept-limit must be at least 1 (or inf)".into(),
-            ));
-        }
-        sys::set_profiling(cfg.profile);
-        // Fail early, in the caller's thread, on a bad document root.
-        evlab_http::ContentCache::new(cfg.cache_config())?;
-
-        let listen_err = |error| ServerError::Listen {
-            addr: cfg.listen,
-            error,
-        };
-        let mut listeners = Vec::new();
-        let first = sys::tcp_listener(
-            &cfg.listen,
-            cfg.backlog,
-            cfg.accept_mode == AcceptMode::Reuseport,
-        )
-        .map_err(listen_err)?;
-        let addr = sys::getsockname(first).map_err(listen_err)?;
-        listeners.push(first);
-        if cfg.accept_mode == AcceptMode::Reuseport {
-            for _ in 1..cfg.workers {
-                match sys::tcp_listener(&addr, cfg.backlog, true) {
-                    Ok(fd) => listeners.push(fd),
-                    Err(e) => {
-                        for fd in listeners {
-                            let _ = sys::close(fd);
-                        }
-                        return Err(listen_err(e));
-                    }
-                }
-            }
-        }
-
+        validate(&cfg)?;
+        let (addr, listeners) = bind(&cfg, cfg.workers)?;
         let shared = Arc::new(Shared::new(cfg.mechanism, cfg.workers, cfg.profile));
+        Server::launch(cfg, addr, listeners, 0, shared)
+    }
+
+    /// Starts `cfg.workers` worker threads on listeners already bound (one shared, or one per
+    /// worker), numbered from `first`; closes the listeners if they cannot start.
+    fn launch(
+        cfg: Config,
+        addr: SocketAddr,
+        listeners: Vec<RawFd>,
+        first: usize,
+        shared: Arc<Shared>,
+    ) -> Result<Server, ServerError> {
         let cfg = Arc::new(cfg);
         let work = {
             let (cfg, shared, fds) = (cfg.clone(), shared.clone(), listeners.clone());
             move |w: usize, ready: Ready| {
                 let lfd = fds[w.min(fds.len() - 1)];
-                run_worker(w, lfd, cfg.clone(), shared.clone(), ready)
+                run_worker(first + w, lfd, cfg.clone(), shared.clone(), ready)
             }
         };
         let stop = || shared.request_shutdown();
@@ -396,6 +352,76 @@ impl Server {
         }
         result
     }
+}
+
+/// Refuses what cannot run, before anything is bound or forked; turns profiling on.
+pub(crate) fn validate(cfg: &Config) -> Result<(), ServerError> {
+    if let Support::No(reason) = cfg.mechanism.support() {
+        return Err(ServerError::Unsupported {
+            mechanism: cfg.mechanism,
+            reason,
+        });
+    }
+    if cfg.workers == 0 {
+        return Err(ServerError::Config("--workers must be at least 1".into()));
+    }
+    if cfg.origin_delay_sd.is_some() && cfg.origin_delay.is_none() {
+        return Err(ServerError::Config(
+            "--origin-delay-sd needs --origin-delay (the mean)".into(),
+        ));
+    }
+    if cfg.accept_mode == AcceptMode::Exclusive
+        && cfg.mechanism.kind() == evlab_poll::Kind::Completion
+    {
+        return Err(ServerError::Config(format!(
+            "--accept-mode exclusive: {} is a completion engine (multishot accept on each \
+             worker's ring) with no EPOLLEXCLUSIVE; give shared or reuseport, or an epoll \
+             mechanism (epoll-lt, epoll-et, epoll2)",
+            cfg.mechanism.name()
+        )));
+    }
+    if cfg.accept_limit == Some(0) {
+        return Err(ServerError::Config(
+            "--accept-limit must be at least 1 (or inf)".into(),
+        ));
+    }
+    sys::set_profiling(cfg.profile);
+    // Fail early, in the caller's thread, on a bad document root.
+    evlab_http::ContentCache::new(cfg.cache_config())?;
+    Ok(())
+}
+
+/// Binds the listener: one, or with `reuseport` one per worker (`n`), all on the port the first
+/// got. Returns the bound address and the listeners.
+pub(crate) fn bind(cfg: &Config, n: usize) -> Result<(SocketAddr, Vec<RawFd>), ServerError> {
+    let listen_err = |error| ServerError::Listen {
+        addr: cfg.listen,
+        error,
+    };
+    let reuseport = cfg.accept_mode == AcceptMode::Reuseport;
+    let first = sys::tcp_listener(&cfg.listen, cfg.backlog, reuseport).map_err(listen_err)?;
+    let mut listeners = vec![first];
+    let addr = match sys::getsockname(first) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = sys::close(first);
+            return Err(listen_err(e));
+        }
+    };
+    if reuseport {
+        for _ in 1..n {
+            match sys::tcp_listener(&addr, cfg.backlog, true) {
+                Ok(fd) => listeners.push(fd),
+                Err(e) => {
+                    for fd in listeners {
+                        let _ = sys::close(fd);
+                    }
+                    return Err(listen_err(e));
+                }
+            }
+        }
+    }
+    Ok((addr, listeners))
 }
 
 /// A worker thread: the mechanism's engine on the shared core. The one place where a mechanism

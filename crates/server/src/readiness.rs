@@ -108,6 +108,7 @@ impl<P: Poller> Readiness<P> {
     fn accept_ready(&mut self, core: &mut Core<Flags>) -> io::Result<()> {
         let limit = core.ctx.cfg.accept_limit.unwrap_or(usize::MAX);
         let mut accepted = 0;
+        core.ctx.stats.accept_wakeups.inc();
         while accepted < limit {
             if !core.has_room() {
                 return core.pause_accept(self, None);
@@ -131,6 +132,14 @@ impl<P: Poller> Readiness<P> {
                 }
                 Err(e) => {
                     let failure = AcceptFailure::of(e.raw_os_error().unwrap_or(0));
+                    if failure == AcceptFailure::Empty {
+                        // Woken for a connection another worker took (the herd), or the
+                        // round's drain to EAGAIN.
+                        core.ctx.stats.accept_eagain.inc();
+                        if accepted == 0 {
+                            core.ctx.stats.accept_empty.inc();
+                        }
+                    }
                     if failure.counted() {
                         core.ctx.stats.conns.accept_errors.inc();
                     }

@@ -28,6 +28,11 @@ mod mapping;
 mod process;
 pub use mapping::{Advice, Mapping};
 pub use process::*;
+mod prefork;
+pub use prefork::{
+    fork_run, pipe_blocking, reap_any, threads_in_process, unblock_signals_in_this_thread,
+    wait_child, ChildExit, SharedCells,
+};
 
 macro_rules! syscalls {
     ($($variant:ident => $name:literal),* $(,)?) => {

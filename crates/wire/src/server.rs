@@ -36,6 +36,30 @@ pub struct ServerStats {
     pub syscalls_total: u64,
     pub syscalls_per_request: f64,
     pub per_worker: Vec<WorkerCounts>,
+    /// `evlab serve --as processes`: the worker processes, and those that ended while the
+    /// server ran (absent with threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<ProcessCounts>,
+}
+
+/// The worker processes of `evlab serve --as processes` (pre-forked, one event loop each).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessCounts {
+    /// Processes forked.
+    pub forked: usize,
+    /// Processes serving now.
+    pub serving: usize,
+    /// Processes that ended while the server was not stopping (each a worker lost).
+    pub died: Vec<DeadWorker>,
+}
+
+/// A worker process that ended while the server ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadWorker {
+    pub worker: usize,
+    pub pid: u32,
+    /// How it ended: `exit code N` or `signal N`.
+    pub how: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,8 +131,24 @@ pub struct EventCounts {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerCounts {
     pub worker: usize,
+    /// The worker's process (`--as processes`; absent with threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     pub accepted: u64,
     pub requests: u64,
     pub active: u64,
     pub waits: u64,
+    /// Times the worker was told the listener was ready and tried to accept (readiness
+    /// mechanisms; the completion engine's multishot accept has no such wake-up): the accept
+    /// herd's wake-ups.
+    #[serde(default)]
+    pub accept_wakeups: u64,
+    /// Of those, the ones whose first accept found no connection (EAGAIN): woken for nothing,
+    /// another worker took it.
+    #[serde(default)]
+    pub accept_empty: u64,
+    /// accept calls that returned EAGAIN (every round that drains the queue ends with one;
+    /// `accepted` counts those that got a connection).
+    #[serde(default)]
+    pub accept_eagain: u64,
 }

@@ -94,6 +94,12 @@ const ACROSS_AT_IDLE: &str = "Added 2026-11-25 (third session), after the refere
 /// The herd micro-benchmark's rules on intervals (2026-11-25, third session).
 const HERD_ROUNDS: &str = "2026-11-25 (first rule): the same threshold on one point with the most workers (at least 4, threads first), one run, no interval. 2026-11-25 (third session): the threshold unchanged, decided on the 90% t interval of the mean over ≥ 3 rounds (`evlab herd --repeat`, new then). Written before any run with rounds judged it; the one-run reference (herd, 2026-11-23) had read 1.00-1.01 for blocking accept and EPOLLEXCLUSIVE and 2.8-3.6 for poll and epoll with 64 threads.";
 
+/// What the herd's thread rules read once worker processes had rules of their own.
+const THREADS_ONLY: &str = "2026-11-27: reads series of worker threads only (without `--as processes`); worker processes have the herd-procs-* rules. No earlier run had a process series, so no verdict changes.";
+
+/// The herd's rules for worker processes, as first written.
+const PROCS_WRITTEN: &str = "Written 2026-11-27 with `evlab serve --as processes` and herd-serve's process sweep (1 to 512 pre-forked processes), before any run of either; the thresholds are the threads rules', whose derivation from the source does not depend on what a worker is. The threads rules keep to threads (series without `--as processes`).";
+
 /// The malloc micro-benchmark's rules on intervals (2026-11-25, third session).
 const MALLOC_ROUNDS: &str = "2026-11-23 (first rule): the same threshold on the medians of the runs of each point (the runs of one point one after the other), no interval. 2026-11-25 (third session): the threshold unchanged, the quantity computed per round (the rounds interleaved over the points, so the threads' and the processes' run i are paired) and decided on the 90% t interval of its mean over ≥ 3 rounds. Written before any run with rounds judged it.";
 
@@ -496,7 +502,7 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "For a CPU-bound server, 50% more throughput is a CPU per reply 1.5× the wake-one mode's; at least half that rise (A/B ≥ 1.25, the paper family's PAYS).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: herd-cpu, one finding against both other modes: shared ≥ 10% more on means, \"partly\" against one. Split per mode, on intervals, with the source's 50% as the measure."],
+        history: &["Before 2026-11-25: herd-cpu, one finding against both other modes: shared ≥ 10% more on means, \"partly\" against one. Split per mode, on intervals, with the source's 50% as the measure.", THREADS_ONLY],
     },
     Rule {
         id: "herd-cpu-vs-reuseport",
@@ -508,7 +514,7 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "As herd-cpu-vs-exclusive (A/B ≥ 1.25).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: part of herd-cpu (see herd-cpu-vs-exclusive)."],
+        history: &["Before 2026-11-25: part of herd-cpu (see herd-cpu-vs-exclusive).", THREADS_ONLY],
     },
     Rule {
         id: "herd-wakeups-vs-exclusive",
@@ -520,7 +526,7 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "The source counts no switches. The smallest herd is one wasted wake-up per connection beyond a wake-one mode's: one more switch (the woken worker going back to sleep) on the wake-one mode's own two per connection (a one-byte request per connection: one wake to accept, one to read) is 1.5×.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: herd-wakeups, one finding against both other modes: ≥ 1.5× on means, \"partly\" against one. Split per mode, on intervals."],
+        history: &["Before 2026-11-25: herd-wakeups, one finding against both other modes: ≥ 1.5× on means, \"partly\" against one. Split per mode, on intervals.", THREADS_ONLY],
     },
     Rule {
         id: "herd-wakeups-vs-reuseport",
@@ -532,7 +538,55 @@ pub const RULES: &[Rule] = &[
         at: At::Lowest,
         derivation: "As herd-wakeups-vs-exclusive (A/B ≥ 1.5).",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: part of herd-wakeups (see herd-wakeups-vs-exclusive)."],
+        history: &["Before 2026-11-25: part of herd-wakeups (see herd-wakeups-vs-exclusive).", THREADS_ONLY],
+    },
+    Rule {
+        id: "herd-procs-cpu-vs-exclusive",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), macro-benchmark (Apache 1.3.6, 1,000 pre-forked processes)",
+        seed: "Apache's pre-forked httpd processes all accepting on one port (its accept lock removed) were each woken by every connection, all but one to sleep again; the wake-one and task-exclusive patches raised the reply rate by just over 50%, steady from 100 to 1,500 simultaneous connections.",
+        quantity: "A = a shared listener inherited by every worker process (each with its own epoll instance), B = the same listener registered with EPOLLEXCLUSIVE, both epoll-lt, `--as processes`: server CPU µs per reply (the parent and every worker process) at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(PAYS)),
+        at: At::Lowest,
+        derivation: "As herd-cpu-vs-exclusive: for a CPU-bound server, 50% more throughput is a CPU per reply 1.5× the wake-one mode's; at least half that rise (A/B ≥ 1.25, PAYS).",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
+    },
+    Rule {
+        id: "herd-procs-cpu-vs-reuseport",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), macro-benchmark (Apache 1.3.6, 1,000 pre-forked processes)",
+        seed: "Waking every pre-forked process that waits on one port wastes CPU; processes that do not share the wait (here each has its own SO_REUSEPORT listener) avoid it, and the source's fix gained just over 50% in throughput.",
+        quantity: "A = a shared listener inherited by every worker process, B = a SO_REUSEPORT listener per worker process, both epoll-lt, `--as processes`: server CPU µs per reply at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(PAYS)),
+        at: At::Lowest,
+        derivation: "As herd-procs-cpu-vs-exclusive (A/B ≥ 1.25).",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
+    },
+    Rule {
+        id: "herd-procs-wakeups-vs-exclusive",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), micro- and macro-benchmark",
+        seed: "With wake-all, every one of the pre-forked server processes waiting on the port is woken by each connection, and all but one go back to sleep.",
+        quantity: "A = a shared listener inherited by every worker process, B = EPOLLEXCLUSIVE, both epoll-lt, `--as processes`: server context switches (every thread of the parent and of each worker process) per accepted connection at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(1.5)),
+        at: At::Lowest,
+        derivation: "As herd-wakeups-vs-exclusive: the smallest herd is one wasted wake-up per connection, one more switch on the wake-one mode's own two per connection: 1.5×. The wake-ups the server counts itself (accept wake-ups and empty ones per process, in the figures) judge nothing: a woken epoll_wait that finds the listener already drained sleeps again inside the kernel without returning, so they see only the herd's races, not its size.",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
+    },
+    Rule {
+        id: "herd-procs-wakeups-vs-reuseport",
+        family: Family::Herd,
+        source: "LSP accept scalability (CITI TR 99-4), micro- and macro-benchmark",
+        seed: "With wake-all, every one of the pre-forked server processes waiting on the port is woken by each connection, and all but one go back to sleep; pre-forked processes that do not share the wait are not.",
+        quantity: "A = a shared listener inherited by every worker process, B = a SO_REUSEPORT listener per worker process, both epoll-lt, `--as processes`: server context switches per accepted connection at the most processes both were measured with, at the lowest offered rate.",
+        claim: Some(Claim::AtLeast(1.5)),
+        at: At::Lowest,
+        derivation: "As herd-procs-wakeups-vs-exclusive (A/B ≥ 1.5).",
+        trials: MIN_TRIALS,
+        history: &[PROCS_WRITTEN],
     },
     Rule {
         id: "pipetest-poll-falls",

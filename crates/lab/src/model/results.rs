@@ -45,6 +45,14 @@ pub struct ServerCounters {
     /// accept mode spread them.
     #[serde(default)]
     pub per_worker_accepted: Vec<u64>,
+    /// Each worker's accept wake-ups over the run (listener readiness it acted on by
+    /// accepting), and of those the ones that found nothing (`per_worker[].accept_wakeups`,
+    /// `accept_empty` deltas): the accept herd, worker by worker (process by process with
+    /// `--as processes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_worker_accept_wakeups: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_worker_accept_empty: Vec<u64>,
 }
 
 impl ServerCounters {
@@ -53,6 +61,18 @@ impl ServerCounters {
     }
     pub fn events_per_wait(&self) -> Option<f64> {
         (self.waits > 0).then(|| self.events as f64 / self.waits as f64)
+    }
+    /// Accept wake-ups of every worker per connection accepted (1: one per connection; more:
+    /// workers woken for connections others took), where counted.
+    pub fn accept_wakeups_per_conn(&self) -> Option<f64> {
+        let w: u64 = self.per_worker_accept_wakeups.iter().sum();
+        (w > 0 && self.accepted > 0).then(|| w as f64 / self.accepted as f64)
+    }
+    /// Accept wake-ups that found no connection, per connection accepted, where counted.
+    pub fn empty_wakeups_per_conn(&self) -> Option<f64> {
+        let e: u64 = self.per_worker_accept_empty.iter().sum();
+        (!self.per_worker_accept_wakeups.is_empty() && self.accepted > 0)
+            .then(|| e as f64 / self.accepted as f64)
     }
     /// The busiest worker's accepts over the mean (1: even; N: one worker of N took them all),
     /// with more than one worker and at least one accept.
@@ -210,6 +230,12 @@ impl PointResult {
             .or_else(|| self.load.as_ref()?.connections)
             .filter(|&c| c > 0)?;
         Some(n as f64 / conns as f64)
+    }
+    pub fn accept_wakeups_per_conn(&self) -> Option<f64> {
+        self.server.as_ref()?.accept_wakeups_per_conn()
+    }
+    pub fn empty_wakeups_per_conn(&self) -> Option<f64> {
+        self.server.as_ref()?.empty_wakeups_per_conn()
     }
     pub fn accept_imbalance(&self) -> Option<f64> {
         self.server.as_ref()?.accept_imbalance()
@@ -393,7 +419,21 @@ offered_rate,reply_rate_avg,reply_rate_min,reply_rate_max,reply_rate_stddev,repl
 errors,client_timo,connrefused,connreset,fd_unavail,addrunavail,ftab_full,other_errors,\
 p50_ms,p90_ms,p99_ms,p999_ms,max_ms,late_starts,client_cpu_util,server_cpu_util,server_cpu_s,\
 server_cpu_us_per_reply,server_syscalls_per_request,server_events_per_wait,flags,reason,\
-sweep,sweep_value,server_ctx_switches,accepted_per_worker";
+sweep,sweep_value,server_ctx_switches,accepted_per_worker,accept_wakeups_per_worker,\
+accept_empty_per_worker";
+
+/// A per-worker count of the point's server counters, space-separated (one cell).
+fn per_worker(p: &PointResult, f: fn(&ServerCounters) -> &Vec<u64>) -> String {
+    p.server
+        .as_ref()
+        .map(|c| {
+            f(c).iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
 
 pub fn points_csv(points: &[PointResult]) -> String {
     let mut s = String::from(POINTS_HEADER);
@@ -454,16 +494,9 @@ pub fn points_csv(points: &[PointResult]) -> String {
                 .map(|w| w.value.to_string())
                 .unwrap_or_default(),
             opt(p.server_ctx_switches),
-            p.server
-                .as_ref()
-                .map(|c| {
-                    c.per_worker_accepted
-                        .iter()
-                        .map(|n| n.to_string())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default(),
+            per_worker(p, |c| &c.per_worker_accepted),
+            per_worker(p, |c| &c.per_worker_accept_wakeups),
+            per_worker(p, |c| &c.per_worker_accept_empty),
         ];
         s.push_str(&cells.join(","));
         s.push('\n');

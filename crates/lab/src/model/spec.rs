@@ -459,6 +459,10 @@ pub struct SeriesSpec {
     /// absent.
     #[serde(default)]
     pub idle: Option<Vec<usize>>,
+    /// The `[sweep]` values this series runs at (some of them): herd-serve's threads stop at
+    /// 64 workers where its processes go on to 512. Every one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_values: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -693,6 +697,18 @@ impl Spec {
                     return Err(("cpu_budget", format!("{b}: must be in (0, 1]")));
                 }
             }
+            if let Some(v) = s.sweep_values.as_ref().and_then(|vals| {
+                let all = self.sweep.as_ref().map_or(&[][..], |sw| &sw.values[..]);
+                vals.iter().find(|v| !all.contains(v))
+            }) {
+                return Err((
+                    "sweep_values",
+                    format!(
+                        "series `{}`: {v} is not one of the `[sweep]` values",
+                        s.label
+                    ),
+                ));
+            }
             if let Some(i) = s
                 .idle
                 .as_ref()
@@ -733,6 +749,18 @@ impl Spec {
         self.series_spec(label)
             .and_then(|s| s.idle.as_ref())
             .is_none_or(|v| v.contains(&idle))
+    }
+
+    /// Whether the series labelled `label` runs at the swept value `v` (`None`: no sweep).
+    pub fn series_sweeps_at(&self, label: &str, v: Option<f64>) -> bool {
+        match (
+            v,
+            self.series_spec(label)
+                .and_then(|s| s.sweep_values.as_ref()),
+        ) {
+            (Some(v), Some(vals)) => vals.contains(&v),
+            _ => true,
+        }
     }
 
     /// The rates (fixed, "auto" or a search, one of them) and what chooses them: the
@@ -1222,6 +1250,43 @@ mechanism = "haproxy"
     }
 
     #[test]
+    fn a_series_may_run_at_some_of_the_swept_values() {
+        let src = format!(
+            "{GOOD}\n[sweep]\nflag = \"--workers\"\nvalues = [1, 64, 512]\n\
+             [[series]]\nlabel = \"t\"\nmechanism = \"epoll-lt\"\nsweep_values = [1, 64]\n"
+        );
+        let s = Spec::parse(&src, "t.toml").unwrap();
+        assert!(s.series_sweeps_at("t", Some(64.0)) && !s.series_sweeps_at("t", Some(512.0)));
+        assert!(s.series_sweeps_at("select", Some(512.0)));
+        let series = s.series_list(&|_| true, &[]);
+        let legs = crate::run::sweep::sweep_order(&s, &series);
+        let at = |label: &str| -> Vec<f64> {
+            let mut v: Vec<f64> = legs
+                .iter()
+                .filter(|l| l.2.label == label)
+                .filter_map(|l| l.3)
+                .collect();
+            v.dedup();
+            v
+        };
+        assert_eq!(
+            at("t"),
+            [1.0, 64.0, 1.0, 64.0],
+            "one run of values per idle count"
+        );
+        assert_eq!(at("select"), [1.0, 64.0, 512.0, 1.0, 64.0, 512.0]);
+        let e = crate::run::estimate::estimate(&s, series.len(), 1.0);
+        let rates = s.rates.fixed().len();
+        assert_eq!(e.points.to_string(), (legs.len() * rates).to_string());
+        let (_, key, msg) = err(&src.replace("sweep_values = [1, 64]", "sweep_values = [2]"));
+        assert_eq!(key, "sweep_values");
+        assert!(
+            msg.contains("2 is not one of the `[sweep]` values"),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn a_series_may_have_its_own_budget_and_idle_counts() {
         let src = format!(
             "{GOOD}\n[[series]]\nlabel = \"c\"\nmechanism = \"epoll-lt\"\ncpu_budget = 0.2\nidle = [0]\n"
@@ -1275,22 +1340,39 @@ mechanism = "haproxy"
         assert_eq!(s.sweep.unwrap().name(), "threads");
         // Without `[sweep]`, one leg per series as before.
         assert_eq!(Spec::parse(GOOD, "t.toml").unwrap().sweep_values(), [None]);
-        // The shipped herd macro-benchmark: three accept modes × seven worker counts.
+        // The shipped herd macro-benchmark: three accept modes, as threads at seven worker
+        // counts (1 … 64) and as processes at ten (1 … 512).
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/herd-serve.toml");
         let s = Spec::load(&path).unwrap();
-        assert_eq!(s.sweep_values().len(), 7);
-        let modes: Vec<_> = s
-            .series_list(&|_| true, &[])
-            .into_iter()
-            .map(|x| x.flags)
-            .collect();
+        assert_eq!(s.sweep_values().len(), 10);
+        let series = s.series_list(&|_| true, &[]);
+        let modes: Vec<_> = series.iter().map(|x| x.flags.join(" ")).collect();
         assert_eq!(
             modes,
             [
-                ["--accept-mode", "shared"],
-                ["--accept-mode", "exclusive"],
-                ["--accept-mode", "reuseport"]
+                "--accept-mode shared",
+                "--accept-mode exclusive",
+                "--accept-mode reuseport",
+                "--accept-mode shared --as processes",
+                "--accept-mode exclusive --as processes",
+                "--accept-mode reuseport --as processes",
             ]
+        );
+        for x in &series {
+            let threads = !x.flags.contains(&"processes".to_string());
+            assert!(s.series_sweeps_at(&x.label, Some(64.0)), "{}", x.label);
+            assert_eq!(
+                s.series_sweeps_at(&x.label, Some(512.0)),
+                !threads,
+                "{}",
+                x.label
+            );
+        }
+        assert_eq!(
+            crate::run::estimate::estimate(&s, series.len(), 8.0)
+                .points
+                .to_string(),
+            "153"
         );
     }
 

@@ -344,6 +344,26 @@ fn swept_metrics() -> Vec<SweptMetric> {
             2,
         ),
         (
+            "wakeups",
+            "accept wake-ups per connection (every worker's, summed)",
+            "accept wake-ups per connection",
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.accept_wakeups_per_conn()),
+            true,
+            false,
+            2,
+        ),
+        (
+            "empty",
+            "empty accept wake-ups per connection (woken, found nothing to accept)",
+            "empty wake-ups per connection",
+            Scale::Linear,
+            Box::new(|p: &PointResult| p.empty_wakeups_per_conn()),
+            true,
+            false,
+            3,
+        ),
+        (
             "balance",
             "accept balance: the busiest worker's accepts over the mean",
             "busiest worker ÷ mean (1 = even)",
@@ -1307,8 +1327,10 @@ pub(crate) fn quiet_words(q: &crate::model::machine::Quiet, expect: &str) -> Str
 }
 
 /// The idle counts, and with `[sweep]` the swept values: `no idle connections and 10,000 idle
-/// connections; every series at 1, 2, 4 workers (`--workers N`)`.
+/// connections; every series at 1, 2, 4 workers (`--workers N`)`, and a series that runs at
+/// some of them (`sweep_values`) named with its own.
 fn idle_and_sweep_words(e: &Spec) -> String {
+    let list = |v: &[f64]| v.iter().map(|&v| number(v)).collect::<Vec<_>>().join(", ");
     e.idle
         .iter()
         .map(|&i| idle_words(i))
@@ -1317,15 +1339,29 @@ fn idle_and_sweep_words(e: &Spec) -> String {
         + &e.sweep
             .as_ref()
             .map(|sw| {
+                let own: Vec<String> = e
+                    .series
+                    .iter()
+                    .filter_map(|x| {
+                        let v = x.sweep_values.as_ref()?;
+                        Some(format!("{} at {}", x.label, list(v)))
+                    })
+                    .collect();
+                let every = if own.is_empty() {
+                    "every series"
+                } else {
+                    "the series"
+                };
                 format!(
-                    "; every series at {} {} (`{} N`)",
-                    sw.values
-                        .iter()
-                        .map(|&v| number(v))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    "; {every} at {} {} (`{} N`){}",
+                    list(&sw.values),
                     sw.name(),
-                    sw.flag
+                    sw.flag,
+                    if own.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", but {}", own.join(", "))
+                    }
                 )
             })
             .unwrap_or_default()

@@ -139,15 +139,23 @@ pub struct Estimate {
 /// `[[series]]` that runs at only some idle counts is counted at those, and one on its own
 /// budget (a control) is not probed by calibration.
 pub fn estimate(spec: &Spec, series: usize, duration: f64) -> Estimate {
-    // A `[sweep]` runs every series at each of its values.
-    let values = spec.sweep_values().len();
+    // A `[sweep]` runs every series at each of its values (a `[[series]]` with
+    // `sweep_values` at those only).
     let at = |i: usize| -> usize {
-        let left_out = spec
-            .series
-            .iter()
-            .filter(|s| s.idle.as_ref().is_some_and(|v| !v.contains(&i)))
-            .count();
-        series.saturating_sub(left_out) * values
+        spec.sweep_values()
+            .into_iter()
+            .map(|v| {
+                let left_out = spec
+                    .series
+                    .iter()
+                    .filter(|s| {
+                        s.idle.as_ref().is_some_and(|x| !x.contains(&i))
+                            || !spec.series_sweeps_at(&s.label, v)
+                    })
+                    .count();
+                series.saturating_sub(left_out)
+            })
+            .sum()
     };
     let runs: usize = spec.idle.iter().map(|&i| at(i)).sum::<usize>() * spec.trials as usize;
     let (points, per_series) = match &spec.rate_search {
@@ -185,7 +193,10 @@ pub fn estimate(spec: &Spec, series: usize, duration: f64) -> Estimate {
         .count();
     Estimate {
         points,
-        seconds: calibration_seconds(spec, series.saturating_sub(controls) * values) + sweep_s,
+        seconds: calibration_seconds(
+            spec,
+            series.saturating_sub(controls) * spec.sweep_values().len(),
+        ) + sweep_s,
     }
 }
 

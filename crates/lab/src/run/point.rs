@@ -17,6 +17,7 @@ use crate::run::plan::RunOptions;
 use crate::run::procs::{self, interrupted, Child};
 use crate::run::progress::Progress;
 use crate::LabError;
+use evlab_wire::server::WorkerCounts;
 
 #[derive(Clone, Copy)]
 pub(crate) struct PointCtx<'a> {
@@ -868,6 +869,23 @@ fn record(ctx: &PointCtx, p: &mut PointResult, m: &Measured) {
     p.steal = run.steal;
     if let (Some(a), Some(b)) = &m.stats {
         p.server = Some(counters_delta(a, b));
+        // A worker process lost mid-run measured a smaller server than the point says.
+        if let Some(died) = b
+            .processes
+            .as_ref()
+            .map(|x| &x.died)
+            .filter(|d| !d.is_empty())
+        {
+            let who: Vec<String> = died
+                .iter()
+                .map(|d| format!("worker {} (pid {}): {}", d.worker, d.pid, d.how))
+                .collect();
+            p.flags.push(format!(
+                "server lost {} worker process(es): {}",
+                died.len(),
+                who.join("; ")
+            ));
+        }
     }
     if let (Some(a), Some(b)) = m.ctx_switches {
         p.server_ctx_switches = Some(b.saturating_sub(a));
@@ -1068,19 +1086,25 @@ pub fn counters_delta(a: &ServerStats, b: &ServerStats) -> ServerCounters {
             .saturating_sub(a.events.interest_changes),
         max_active: b.connections.max_active,
         syscalls,
-        per_worker_accepted: b
-            .per_worker
-            .iter()
-            .map(|w| {
-                let before = a
-                    .per_worker
-                    .iter()
-                    .find(|x| x.worker == w.worker)
-                    .map_or(0, |x| x.accepted);
-                w.accepted.saturating_sub(before)
-            })
-            .collect(),
+        per_worker_accepted: per_worker_delta(a, b, |w| w.accepted),
+        per_worker_accept_wakeups: per_worker_delta(a, b, |w| w.accept_wakeups),
+        per_worker_accept_empty: per_worker_delta(a, b, |w| w.accept_empty),
     }
+}
+
+/// A per-worker counter over the run, worker by worker (a worker first seen after `a` from 0).
+fn per_worker_delta(a: &ServerStats, b: &ServerStats, f: fn(&WorkerCounts) -> u64) -> Vec<u64> {
+    b.per_worker
+        .iter()
+        .map(|w| {
+            let before = a
+                .per_worker
+                .iter()
+                .find(|x| x.worker == w.worker)
+                .map_or(0, f);
+            f(w).saturating_sub(before)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -1276,15 +1300,25 @@ mod tests {
             requests: accepted,
             active: 0,
             waits: 0,
+            pid: None,
+            // Woken once per connection, and once in ten for nothing.
+            accept_wakeups: accepted + accepted / 10,
+            accept_empty: accepted / 10,
+            accept_eagain: accepted,
         };
         let mut a = stats(0, 0, 0, &[]);
         a.per_worker = vec![worker(0, 10), worker(1, 3)];
         let mut b = stats(0, 0, 0, &[]);
         b.per_worker = vec![worker(0, 110), worker(1, 3), worker(2, 50)];
+        b.connections.accepted = 150;
         let c = counters_delta(&a, &b);
         assert_eq!(c.per_worker_accepted, [100, 0, 50]);
         // The busiest worker took 100 of 150 over 3 workers: 2× the mean.
         assert_eq!(c.accept_imbalance(), Some(2.0));
+        assert_eq!(c.per_worker_accept_wakeups, [110, 0, 55]);
+        assert_eq!(c.per_worker_accept_empty, [10, 0, 5]);
+        assert_eq!(c.accept_wakeups_per_conn(), Some(1.1));
+        assert_eq!(c.empty_wakeups_per_conn(), Some(0.1));
     }
 
     #[test]

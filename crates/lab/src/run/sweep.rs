@@ -600,7 +600,7 @@ pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<SweepLeg<'a>> {
         for &idle in &spec.idle {
             for v in spec.sweep_values() {
                 for s in series[rot..].iter().chain(&series[..rot]) {
-                    if spec.series_runs_at(&s.label, idle) {
+                    if spec.series_runs_at(&s.label, idle) && spec.series_sweeps_at(&s.label, v) {
                         out.push((trial, idle, s, v));
                     }
                 }

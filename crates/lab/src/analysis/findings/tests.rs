@@ -317,6 +317,111 @@ fn herd_judges_each_mode_alone_and_prints_no_throughput_finding() {
     assert!(e.contains("A shared, no idle, 64 workers"), "{e}");
 }
 
+/// herd_base with a copy of every series as pre-forked processes (`--as processes`, labelled
+/// "MODE processes"), their points alike.
+fn herd_with_processes() -> Summary {
+    let mut s = herd_base();
+    let procs: Vec<_> = s
+        .series
+        .iter()
+        .map(|x| {
+            let mut x = x.clone();
+            x.label = format!("{} processes", x.label);
+            x.flags
+                .extend(["--as".to_string(), "processes".to_string()]);
+            x
+        })
+        .collect();
+    let points: Vec<PointResult> = s
+        .points
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.series = format!("{} processes", p.series);
+            p
+        })
+        .collect();
+    let n = s.points.len();
+    for (i, mut p) in points.into_iter().enumerate() {
+        p.index = n + i + 1;
+        s.points.push(p);
+    }
+    s.series.extend(procs);
+    s
+}
+
+#[test]
+fn herd_processes_have_rules_of_their_own_and_threads_keep_theirs() {
+    let base = herd_with_processes();
+    let ids: Vec<String> = findings(&base).into_iter().map(|f| f.rule).collect();
+    assert_eq!(
+        ids,
+        [
+            "herd-cpu-vs-exclusive",
+            "herd-wakeups-vs-exclusive",
+            "herd-cpu-vs-reuseport",
+            "herd-wakeups-vs-reuseport",
+            "herd-procs-cpu-vs-exclusive",
+            "herd-procs-wakeups-vs-exclusive",
+            "herd-procs-cpu-vs-reuseport",
+            "herd-procs-wakeups-vs-reuseport",
+        ]
+    );
+    for (id, other, scale) in [
+        (
+            "herd-procs-cpu-vs-exclusive",
+            "exclusive processes",
+            scale_cpu as fn(&mut PointResult, f64),
+        ),
+        (
+            "herd-procs-cpu-vs-reuseport",
+            "reuseport processes",
+            scale_cpu,
+        ),
+        (
+            "herd-procs-wakeups-vs-exclusive",
+            "exclusive processes",
+            scale_ctx,
+        ),
+        (
+            "herd-procs-wakeups-vs-reuseport",
+            "reuseport processes",
+            scale_ctx,
+        ),
+    ] {
+        let holds = |p: &PointResult| p.series == other && p.swept_value() == Some(64.0);
+        let arm = Arm {
+            holds: &holds,
+            scale: &scale,
+            is_b: true,
+        };
+        each_outcome(&base, id, &arm, "A shared processes, no idle, 64 workers");
+    }
+    // A herd among processes only: the process rules see it, the thread rules do not.
+    let mut s = herd_with_processes();
+    for p in &mut s.points {
+        if p.series == "shared processes" && p.swept_value() == Some(64.0) {
+            scale_cpu(p, 1.5);
+        }
+    }
+    assert_eq!(
+        by_rule(&s, "herd-procs-cpu-vs-reuseport").0,
+        Verdict::Reproduced
+    );
+    assert_eq!(
+        by_rule(&s, "herd-cpu-vs-reuseport").0,
+        Verdict::NotReproduced
+    );
+    // Only processes in the run: no thread finding.
+    let mut s = herd_with_processes();
+    s.series.retain(|x| x.label.ends_with("processes"));
+    s.points.retain(|p| p.series.ends_with("processes"));
+    assert!(findings(&s)
+        .iter()
+        .all(|f| f.rule.starts_with("herd-procs-")));
+    assert_eq!(findings(&s).len(), 4);
+}
+
 /// lse-deadconn's shape: poll, epoll-lt, epoll-et and uring with 0, 5,000 and 19,000 dead
 /// connections, 3 trials, every one answering 10,000/s.
 fn deadconn_base() -> Summary {
@@ -702,6 +807,7 @@ fn control(factor: f64) -> Summary {
         object_size: None,
         cpu_budget: Some(0.2),
         idle: Some(vec![0]),
+        sweep_values: None,
     });
     let mut c = s.series[0].clone();
     c.label = "epoll-lt on less".into();

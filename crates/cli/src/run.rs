@@ -77,6 +77,22 @@ const BUILTIN: &[(&str, &str)] = &[
         "fig-proxy-sizes-cacheable",
         include_str!("../../../experiments/fig-proxy-sizes-cacheable.toml"),
     ),
+    (
+        "fig-proxy-combined",
+        include_str!("../../../experiments/fig-proxy-combined.toml"),
+    ),
+    (
+        "fig-proxy-rt",
+        include_str!("../../../experiments/fig-proxy-rt.toml"),
+    ),
+    (
+        "fig-proxy-rate",
+        include_str!("../../../experiments/fig-proxy-rate.toml"),
+    ),
+    (
+        "fig-proxy-conns",
+        include_str!("../../../experiments/fig-proxy-conns.toml"),
+    ),
 ];
 
 pub const RUN_EXAMPLES: &str = "\

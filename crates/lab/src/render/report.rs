@@ -627,6 +627,187 @@ fn size_section(s: &Summary) -> Vec<Block> {
     d
 }
 
+/// A point's response-time quantities (ms), as the load measured them: its file tag, its name
+/// in titles and tables, and its percentile for the x axis of the percentile figure (None: the
+/// mean, tabled but not drawn there).
+type RtQuantity = (&'static str, &'static str, Option<f64>, Metric);
+
+fn rt_quantities() -> Vec<RtQuantity> {
+    vec![
+        (
+            "p50",
+            "p50",
+            Some(50.0),
+            Box::new(|p: &PointResult| p.load.as_ref()?.latency_ms.p50),
+        ),
+        (
+            "p90",
+            "p90",
+            Some(90.0),
+            Box::new(|p: &PointResult| p.load.as_ref()?.latency_ms.p90),
+        ),
+        (
+            "p99",
+            "p99",
+            Some(99.0),
+            Box::new(|p: &PointResult| p.p99_ms()),
+        ),
+        (
+            "mean",
+            "mean",
+            None,
+            Box::new(|p: &PointResult| p.load.as_ref()?.latency_ms.mean),
+        ),
+    ]
+}
+
+/// The series' lines of the percentile figure at the points `keep` accepts: x the percentile,
+/// y the mean over valid trials of that percentile of the response time (bars: min–max).
+fn percentile_lines(s: &Summary, keep: &dyn Fn(&PointResult) -> bool) -> Vec<Line> {
+    let mut lines: Vec<Line> = s.series.iter().map(|x| svg::empty_line(&x.label)).collect();
+    for (_, _, at, f) in rt_quantities() {
+        let Some(at) = at else { continue };
+        for (l, one) in lines
+            .iter_mut()
+            .zip(lines_by(s, keep, &|_| Some(at), f.as_ref()))
+        {
+            l.points.extend(one.points);
+            l.flagged.extend(one.flagged);
+            l.ranges.extend(one.ranges);
+            l.stray.extend(one.stray);
+        }
+    }
+    lines
+}
+
+/// Rows: series; columns: each response-time quantity at the points `keep` accepts, the mean
+/// over valid trials ± the half-width of its 90% interval († from invalid points only).
+fn rt_table(s: &Summary, keep: &dyn Fn(&PointResult) -> bool) -> Block {
+    let qs = rt_quantities();
+    let mut header = vec!["series".to_string()];
+    header.extend(qs.iter().map(|q| format!("{} (ms)", q.1)));
+    let rows = s
+        .series
+        .iter()
+        .map(|x| {
+            let mut row = vec![x.label.clone()];
+            for (_, _, _, f) in &qs {
+                let of = |valid: bool| -> Vec<f64> {
+                    s.points
+                        .iter()
+                        .filter(|p| p.ok() && keep(p) && p.series == x.label)
+                        .filter(|p| p.valid() == valid)
+                        .filter_map(f)
+                        .collect()
+                };
+                let (valid, invalid) = (of(true), of(false));
+                row.push(match (Arm::of(&valid), Arm::of(&invalid)) {
+                    (Some(a), _) if valid.len() >= 2 => {
+                        format!("{:.3} ± {:.3}", a.mean, a.hi - a.mean)
+                    }
+                    (Some(a), _) => format!("{:.3}", a.mean),
+                    (None, Some(a)) => format!("{:.3}†", a.mean),
+                    (None, None) => "–".into(),
+                });
+            }
+            row
+        })
+        .collect();
+    Block::Table(header, rows)
+}
+
+/// For a proxy experiment, the response time (the source's Figs. 6, 10, 12 and 13): per idle
+/// count, with one offered rate a figure of the p50, p90 and p99 per series (log scale) and a
+/// table of them and the mean; with several rates the p50, the p90 and the mean against the
+/// rate (the p99 is among the rate figures) and the table at each rate.
+fn response_section(s: &Summary) -> Vec<Block> {
+    if s.experiment.proxy.is_none() || s.points.iter().all(|p| p.p99_ms().is_none()) {
+        return vec![];
+    }
+    let mut d = vec![
+        Block::H(2, "Response time".into()),
+        Block::P(
+            "The load's response time per request (ms): from its scheduled start (a \
+             connection's slot for its first request, the end of the previous reply for later \
+             ones) to the end of its reply, percentiles from the load's histogram. The source's response-time figures \
+             give means: Fig. 6 (uselect with many connections and only hits) is judged where a \
+             run has that setting (rules proxy-rt-*); Figs. 10, 12 and 13 are drawn, not judged \
+             (Figs. 12 and 13 part hits from misses, which the load does not)."
+                .into(),
+        ),
+    ];
+    for idle in s.idle_counts() {
+        let mut rates: Vec<f64> = s
+            .points
+            .iter()
+            .filter(|p| p.idle == idle)
+            .map(|p| p.rate)
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        rates.dedup();
+        if let [rate] = rates.as_slice() {
+            let rate = *rate;
+            let keep = move |p: &PointResult| p.idle == idle && p.rate == rate;
+            let groups = small_multiples(percentile_lines(s, &keep));
+            let n = groups.len();
+            for (k, lines) in groups.into_iter().enumerate() {
+                let (of, part) = match n {
+                    1 => (String::new(), String::new()),
+                    _ => (format!(" ({} of {n})", k + 1), format!("-{}", k + 1)),
+                };
+                let title = format!("response-time percentiles, {}{of}", idle_words(idle));
+                d.push(Block::Figure {
+                    file: format!("fig-rt-idle{idle}{part}.svg"),
+                    svg: svg::line_chart(&Chart {
+                        title: title.clone(),
+                        x_label: "percentile".into(),
+                        y_label: "response time (ms)".into(),
+                        lines,
+                        diagonal: false,
+                        y_scale: Scale::Log,
+                    }),
+                    alt: title,
+                });
+            }
+            d.push(Block::P(format!(
+                "Response time (ms), {}:",
+                idle_words(idle)
+            )));
+            d.push(rt_table(s, &keep));
+            continue;
+        }
+        for (tag, what, _, f) in rt_quantities().into_iter().filter(|q| q.0 != "p99") {
+            let ls = lines(s, idle, f.as_ref());
+            let title = format!("{what} response time, {}", idle_words(idle));
+            if ls.iter().all(|l| l.points.is_empty()) {
+                continue;
+            }
+            d.push(Block::Figure {
+                file: format!("fig-rt-{tag}-idle{idle}.svg"),
+                svg: svg::line_chart(&Chart {
+                    title: title.clone(),
+                    x_label: x_label(s),
+                    y_label: format!("{what} response time (ms)"),
+                    lines: ls,
+                    diagonal: false,
+                    y_scale: Scale::Log,
+                }),
+                alt: title,
+            });
+        }
+        for rate in rates {
+            let keep = move |p: &PointResult| p.idle == idle && p.rate == rate;
+            d.push(Block::P(format!(
+                "Response time (ms), {}, {}/s offered:",
+                idle_words(idle),
+                thousands(rate)
+            )));
+            d.push(rt_table(s, &keep));
+        }
+    }
+    d
+}
+
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -1161,6 +1342,7 @@ fn document(s: &Summary) -> Vec<Block> {
     }
     d.extend(crate::render::knee::section(s));
     d.extend(size_section(s));
+    d.extend(response_section(s));
     let ax = axis(s);
     if ax != Axis::Rate {
         d.extend(swept_sections(s, &ax));
@@ -2386,6 +2568,120 @@ mod tests {
         assert_eq!(rows[5][1..3], ["138.50", "76.50"]);
         // μserver runs (no [proxy]) have no such section.
         assert!(size_section(&run()).is_empty());
+    }
+
+    /// A shipped proxy experiment, every series at each idle count and rate for two trials,
+    /// each point's response time p50 = 1, p90 = 10, p99 = 20 and mean 5 ms (+1 ms in trial 2).
+    fn proxy_rt_run(name: &str) -> Summary {
+        use crate::model::spec::Spec;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments")
+            .join(format!("{name}.toml"));
+        let spec = Spec::load(&path).unwrap();
+        let ser = spec.series_list(&|_| true, &[]);
+        let mut s = summary(&["select"], &[0], &[10.0], 1, &|_, _, _, _| 10.0);
+        s.points.clear();
+        for t in 0..2u32 {
+            for &idle in &spec.idle {
+                for se in &ser {
+                    for &rate in spec.rates.fixed() {
+                        let mut p =
+                            PointResult::new(s.points.len() + 1, se, idle, rate, t + 1, 2.0);
+                        p.server_cpu_us_per_reply = Some(40.0);
+                        let mut l = crate::model::load::LoadSummary::default();
+                        let d = t as f64;
+                        l.latency_ms.p50 = Some(1.0 + d);
+                        l.latency_ms.p90 = Some(10.0 + d);
+                        l.latency_ms.p99 = Some(20.0 + d);
+                        l.latency_ms.mean = Some(5.0 + d);
+                        p.load = Some(l);
+                        s.points.push(p);
+                    }
+                }
+            }
+        }
+        s.experiment = spec;
+        s.series = ser;
+        s
+    }
+
+    fn files(d: &[Block]) -> Vec<String> {
+        d.iter()
+            .filter_map(|b| match b {
+                Block::Figure { file, .. } => Some(file.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn proxy_runs_draw_response_time_percentiles_per_series() {
+        // One rate (fig-proxy-rt): per idle count a percentile figure with a line per series
+        // at p50, p90 and p99, and a table of those and the mean.
+        let s = proxy_rt_run("fig-proxy-rt");
+        let d = response_section(&s);
+        let f = files(&d);
+        for idle in [0, 1000, 10000] {
+            assert!(f.contains(&format!("fig-rt-idle{idle}.svg")), "{f:?}");
+        }
+        let svg = d
+            .iter()
+            .find_map(|b| match b {
+                Block::Figure { file, svg, .. } if file == "fig-rt-idle0.svg" => Some(svg),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 7, "{svg}");
+        assert!(
+            svg.contains("percentile") && svg.contains("(log scale)"),
+            "{svg}"
+        );
+        let (header, rows) = d
+            .iter()
+            .find_map(|b| match b {
+                Block::Table(h, r) if h[0] == "series" => Some((h, r)),
+                _ => None,
+            })
+            .expect("a table of response times");
+        assert_eq!(
+            header[1..],
+            ["p50 (ms)", "p90 (ms)", "p99 (ms)", "mean (ms)"]
+        );
+        assert_eq!(rows.len(), 7);
+        assert_eq!(rows[0][0], "select copy");
+        // The mean of the two trials (1 and 2 ms) ± its 90% half-width (t(1) × 0.5 = 3.157).
+        assert_eq!(rows[0][1], "1.500 ± 3.157");
+        assert!(render_md(&s).contains("## Response time"));
+        // Several rates (fig-proxy-rate): the p50, p90 and mean against the rate (the p99 is
+        // among the rate figures), a table per rate.
+        let s = proxy_rt_run("fig-proxy-rate");
+        let d = response_section(&s);
+        assert_eq!(
+            files(&d),
+            [
+                "fig-rt-p50-idle0.svg",
+                "fig-rt-p90-idle0.svg",
+                "fig-rt-mean-idle0.svg"
+            ]
+        );
+        let tables = d.iter().filter(|b| matches!(b, Block::Table(..))).count();
+        assert_eq!(tables, 5);
+        let all = files(&document(&s));
+        for f in ["fig-cpu-idle0.svg", "fig-p99-idle0.svg"] {
+            assert!(all.contains(&f.to_string()), "{all:?}");
+        }
+        // Against connections (fig-proxy-conns): the percentiles per idle count, and the CPU
+        // per request against the idle connections (the source's Fig. 4).
+        let all = files(&document(&proxy_rt_run("fig-proxy-conns")));
+        for f in [
+            "fig-rt-idle250.svg",
+            "fig-rt-idle10000.svg",
+            "fig-cpu-vs-idle.svg",
+        ] {
+            assert!(all.contains(&f.to_string()), "{all:?}");
+        }
+        // μserver runs (no [proxy]) have no such section.
+        assert!(response_section(&run()).is_empty());
     }
 
     #[test]

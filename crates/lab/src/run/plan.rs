@@ -249,4 +249,96 @@ mod tests {
         spec.idle = vec![0];
         assert_eq!(plan_with(&spec, &all, &[]).series.len(), 4);
     }
+    /// The proxy paper's figure experiments plan what their comments say: the series (mechanism
+    /// and forwarding mode), idle counts, rates, trials and family, and the points and minutes
+    /// their comments give, which `evlab run --list` estimates (each at most 15 minutes).
+    #[test]
+    fn the_proxy_figure_experiments_plan_what_their_comments_say() {
+        use crate::model::spec::Family;
+        let all = support(&["select", "poll", "epoll-et", "uring-poll", "uring"]);
+        // name, series as "mechanism mode", idle counts, rates, trials × duration.
+        type Want = (
+            &'static str,
+            &'static [&'static str],
+            &'static [usize],
+            &'static [f64],
+        );
+        let cases: [Want; 4] = [
+            (
+                "fig-proxy-combined",
+                &[
+                    "select copy",
+                    "select splice-keep",
+                    "uring-poll copy",
+                    "uring-poll splice-keep",
+                    "uring-poll splice-release",
+                ],
+                &[0, 10000],
+                &[100.0],
+            ),
+            (
+                "fig-proxy-rt",
+                &[
+                    "select copy",
+                    "select splice-keep",
+                    "select splice-release",
+                    "epoll-et copy",
+                    "uring-poll copy",
+                    "uring-poll splice-keep",
+                    "uring-poll splice-release",
+                ],
+                &[0, 1000, 10000],
+                &[100.0],
+            ),
+            (
+                "fig-proxy-rate",
+                &["select copy", "select splice", "select splice-release"],
+                &[0],
+                &[1000.0, 2000.0, 3000.0, 4000.0, 5000.0],
+            ),
+            (
+                "fig-proxy-conns",
+                &["select copy", "epoll-et copy", "uring-poll copy"],
+                &[250, 1000, 2500, 5000, 10000],
+                &[100.0],
+            ),
+        ];
+        for (name, series, idle, rates) in cases {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../experiments")
+                .join(format!("{name}.toml"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let spec = Spec::parse(&text, name).unwrap();
+            assert_eq!(spec.family(), Family::Proxy, "{name}");
+            assert!(spec.proxy.is_some(), "{name}");
+            let p = plan_with(&spec, &all, &[]);
+            assert!(p.skipped.is_empty(), "{name}: {:?}", p.skipped);
+            let got: Vec<String> = p
+                .series
+                .iter()
+                .map(|s| {
+                    let mode = s.flags.windows(2).find(|w| w[0] == "--forward");
+                    format!("{} {}", s.mechanism, mode.map_or("copy", |w| w[1].as_str()))
+                })
+                .collect();
+            assert_eq!(got, series, "{name}");
+            // Each series is labelled by its mechanism and mode, as the findings name it.
+            let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
+            assert_eq!(labels, series, "{name}");
+            assert_eq!(spec.idle, idle, "{name}");
+            assert_eq!(spec.rates.fixed(), rates, "{name}");
+            assert_eq!(spec.trials, 3, "{name}: every rule needs 3 trials");
+            let e = crate::run::estimate::estimate(&spec, p.series.len(), spec.duration_s);
+            let n = series.len() * idle.len() * rates.len() * 3;
+            assert_eq!(e.points, crate::run::estimate::Count::Exact(n), "{name}");
+            let minutes = (e.seconds / 60.0).round() as usize;
+            assert!(minutes <= 15, "{name}: {minutes} minutes");
+            let said = format!("{n} points, about {minutes} minutes");
+            let flat = text.replace("\n# ", " ");
+            assert!(
+                flat.contains(&said),
+                "{name}: its comment should say `{said}`"
+            );
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! The proxy paper's findings (Rosu & Rosu, USENIX 2003): uselect against select and epoll,
-//! splice against copy with Polymix, and splice's (and KeepCopy's) gain at the small and the
-//! large objects of its Fig. 7, each decided by its pre-registered rule (`analysis::rules`).
+//! splice against copy with Polymix and the two together (Fig. 11), splice's (and KeepCopy's)
+//! gain at the small and the large objects of its Fig. 7 and at the lowest and highest rates of
+//! its Fig. 9, the load against the number of connections (Fig. 4) and uselect's response time
+//! with many connections (Fig. 6), each decided by its pre-registered rule (`analysis::rules`).
 
 use super::common::*;
 use crate::analysis::rules::rule;
@@ -67,15 +69,25 @@ fn size_kb(size: &str) -> Option<f64> {
         .map(|v| v * mult)
 }
 
+/// The value of the load's flag `name` (`--cacheable 0`), where the experiment sets it.
+fn load_share(s: &Summary, name: &str) -> Option<f64> {
+    s.experiment
+        .load_flags
+        .windows(2)
+        .find(|w| w[0] == name)
+        .and_then(|w| w[1].parse::<f64>().ok())
+}
+
+/// Whether the run's load offers (almost) only hits (`--hit-ratio` ≥ 0.95): the setting of the
+/// source's Figs. 4-6, "the hit ratio is almost 100%".
+fn hits_only(s: &Summary) -> bool {
+    load_share(s, "--hit-ratio").is_some_and(|h| h >= 0.95)
+}
+
 /// Whether the run's objects are cacheable, from the load's `--cacheable` share: Some(true)
 /// when every object is, Some(false) when none is, None for a mix (the Polymix default).
 pub(crate) fn cacheable(s: &Summary) -> Option<bool> {
-    let share = s
-        .experiment
-        .load_flags
-        .windows(2)
-        .find(|w| w[0] == "--cacheable")
-        .and_then(|w| w[1].parse::<f64>().ok())?;
+    let share = load_share(s, "--cacheable")?;
     if share >= 1.0 {
         Some(true)
     } else if share <= 0.0 {
@@ -87,6 +99,11 @@ pub(crate) fn cacheable(s: &Summary) -> Option<bool> {
 
 fn cpu(p: &PointResult) -> Option<f64> {
     p.server_cpu_us_per_reply
+}
+
+/// The mean response time (ms) of a point, as the load measured it.
+fn mean_ms(p: &PointResult) -> Option<f64> {
+    p.load.as_ref()?.latency_ms.mean
 }
 
 const UNIT: &str = "µs/request";
@@ -124,6 +141,17 @@ impl Run<'_> {
         let side = |series| Side { series, idle };
         judge(self.s, rule(id), side(a), side(b), &cpu, UNIT)
     }
+
+    /// Rule `id` on the CPU per request of series `x` at `idles` = (A's, B's) idle counts.
+    fn judge_idles(&self, id: &str, x: &str, (a, b): (usize, usize)) -> Finding {
+        let side = |idle| Side { series: x, idle };
+        judge(self.s, rule(id), side(a), side(b), &cpu, UNIT)
+    }
+
+    /// Whether the run measured `idle` idle connections.
+    fn has_idle(&self, idle: usize) -> bool {
+        self.idles.contains(&idle)
+    }
 }
 
 /// The proxy paper's findings, for runs with `[proxy]`.
@@ -146,7 +174,117 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     };
     let mut out = uselect(&run);
     out.extend(polymix_splice(&run));
+    out.extend(combined(&run));
     out.extend(sizes_of(&run));
+    out.extend(rate_sweep(&run));
+    out.extend(connections(&run));
+    out.extend(response_time(&run));
+    out
+}
+
+/// With one object size (the Polymix-like workload): uselect with the source's splice
+/// (uring-poll splice-keep) against select with copy, once per idle count (Fig. 11's and the
+/// abstract's 58-78%).
+fn combined(run: &Run) -> Vec<Finding> {
+    let [size] = run.sizes.as_slice() else {
+        return Vec::new();
+    };
+    let (Some(a), Some(b)) = (
+        run.find("uring-poll", "splice-keep", size),
+        run.find("select", "copy", size),
+    ) else {
+        return Vec::new();
+    };
+    run.idles
+        .iter()
+        .map(|&idle| run.judge("proxy-combined-vs-select", (a, b), idle))
+        .collect()
+}
+
+/// On a non-cacheable run with one object size and several offered rates (Fig. 9): splice and
+/// splice-release against copy per mechanism, at the lowest and at the highest rate, with the
+/// fewest idle connections.
+fn rate_sweep(run: &Run) -> Vec<Finding> {
+    let ([size], Some(&idle)) = (run.sizes.as_slice(), run.idles.first()) else {
+        return Vec::new();
+    };
+    let mut rates: Vec<u64> = run.s.points.iter().map(|p| p.rate.to_bits()).collect();
+    rates.sort_unstable();
+    rates.dedup();
+    if cacheable(run.s) != Some(false) || rates.len() < 2 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for m in run.mechanisms() {
+        let Some(b) = run.find(m, "copy", size) else {
+            continue;
+        };
+        for mode in ["splice", "splice-release"] {
+            if let Some(a) = run.find(m, mode, size) {
+                for id in ["proxy-rate-splice-lowest", "proxy-rate-splice-highest"] {
+                    out.push(run.judge(id, (a, b), idle));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// On a run that offers (almost) only hits (Fig. 4): uselect's CPU per request from the fewest
+/// to the most idle connections, and select's and epoll's from 1,000 to 2,500, per object size.
+fn connections(run: &Run) -> Vec<Finding> {
+    if !hits_only(run.s) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for size in &run.sizes {
+        if let (Some(u), Some(&few), Some(&most)) = (
+            run.find("uring-poll", "copy", size),
+            run.idles.first(),
+            run.idles.last(),
+        ) {
+            if few < most {
+                out.push(run.judge_idles("proxy-conns-uselect-flat", u, (most, few)));
+            }
+        }
+        for (mech, id) in [
+            ("select", "proxy-conns-select-grows"),
+            ("epoll-et", "proxy-conns-epoll-grows"),
+        ] {
+            if let Some(x) = run.find(mech, "copy", size) {
+                if run.has_idle(1000) && run.has_idle(2500) {
+                    out.push(run.judge_idles(id, x, (2500, 1000)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// On a run that offers (almost) only hits (Fig. 6): uselect's mean response time against
+/// select's and epoll's, once per idle count of at least 5,000.
+fn response_time(run: &Run) -> Vec<Finding> {
+    if !hits_only(run.s) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for size in &run.sizes {
+        let Some(u) = run.find("uring-poll", "copy", size) else {
+            continue;
+        };
+        for (other, id) in [
+            ("select", "proxy-rt-uselect-vs-select"),
+            ("epoll-et", "proxy-rt-uselect-vs-epoll"),
+        ] {
+            let Some(b) = run.find(other, "copy", size) else {
+                continue;
+            };
+            for &idle in run.idles.iter().filter(|&&i| i >= 5000) {
+                let side = |series| Side { series, idle };
+                out.push(judge(run.s, rule(id), side(u), side(b), &mean_ms, "ms"));
+            }
+        }
+    }
     out
 }
 

@@ -483,8 +483,8 @@ fn deadconn_judges_each_epoll_alone_and_not_uring() {
     assert!(e.contains("A poll, 5,000 idle: n = 3"), "{e}");
 }
 
-/// A built-in proxy experiment with 3 trials of every series at each of its idle counts,
-/// every point valid at 20/s and 100 µs per request.
+/// A built-in proxy experiment with 3 trials of every series at each of its idle counts and
+/// offered rates, every point valid with 100 µs per request and a mean response time of 2 ms.
 fn proxy_run(name: &str) -> Summary {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../experiments")
@@ -496,9 +496,14 @@ fn proxy_run(name: &str) -> Summary {
     for t in 0..3 {
         for &idle in &spec.idle {
             for se in &ser {
-                let mut p = PointResult::new(s.points.len() + 1, se, idle, 20.0, t, 2.0);
-                p.server_cpu_us_per_reply = Some(100.0);
-                s.points.push(p);
+                for &rate in spec.rates.fixed() {
+                    let mut p = PointResult::new(s.points.len() + 1, se, idle, rate, t, 2.0);
+                    p.server_cpu_us_per_reply = Some(100.0);
+                    let mut load = LoadSummary::default();
+                    load.latency_ms.mean = Some(2.0);
+                    p.load = Some(load);
+                    s.points.push(p);
+                }
             }
         }
     }
@@ -604,7 +609,9 @@ fn proxy_rules_apply_where_the_seed_measured() {
     assert_eq!(count(&s, "proxy-uselect-vs-select"), 2);
     assert_eq!(count(&s, "proxy-uselect-vs-epoll"), 2);
     assert_eq!(count(&s, "proxy-splice-vs-copy"), 5);
-    assert_eq!(findings(&s).len(), 9, "{:?}", findings(&s));
+    // uselect with splice-keep against select with copy, at each idle count.
+    assert_eq!(count(&s, "proxy-combined-vs-select"), 2);
+    assert_eq!(findings(&s).len(), 11, "{:?}", findings(&s));
     // uselect equals select without idle connections and is a third of it with them: both
     // verdicts are printed, the unfavourable one too.
     let of = |id: &str, has: &str| {
@@ -641,6 +648,217 @@ fn proxy_rules_apply_where_the_seed_measured() {
     );
     assert!(ids(&proxy_sizes(Some("0.7"))).is_empty());
     assert!(ids(&proxy_sizes(None)).is_empty());
+}
+
+fn scale_mean_ms(p: &mut PointResult, r: f64) {
+    let l = &mut p.load.as_mut().unwrap().latency_ms;
+    l.mean = l.mean.map(|m| m * r);
+}
+
+/// The rules of fig-proxy-combined, -rate and -conns, each on its own experiment's shape:
+/// reproduced well inside the claim, not reproduced well outside it, inconclusive at the
+/// threshold with a wide spread or with a trial flagged.
+#[test]
+fn proxy_figure_rules_give_each_outcome() {
+    let combined = proxy_run("fig-proxy-combined");
+    let rate = proxy_run("fig-proxy-rate");
+    let conns = proxy_run("fig-proxy-conns");
+    type Case<'a> = (&'a Summary, &'a str, &'a str, usize, Option<f64>, bool);
+    let cases: [Case; 11] = [
+        (
+            &combined,
+            "proxy-combined-vs-select",
+            "uring-poll splice-keep",
+            0,
+            None,
+            false,
+        ),
+        (
+            &combined,
+            "proxy-combined-vs-select",
+            "select copy",
+            10000,
+            None,
+            true,
+        ),
+        (
+            &rate,
+            "proxy-rate-splice-lowest",
+            "select splice",
+            0,
+            Some(1000.0),
+            false,
+        ),
+        (
+            &rate,
+            "proxy-rate-splice-lowest",
+            "select splice-release",
+            0,
+            Some(1000.0),
+            false,
+        ),
+        (
+            &rate,
+            "proxy-rate-splice-highest",
+            "select splice",
+            0,
+            Some(5000.0),
+            false,
+        ),
+        (
+            &rate,
+            "proxy-rate-splice-highest",
+            "select copy",
+            0,
+            Some(5000.0),
+            true,
+        ),
+        (
+            &conns,
+            "proxy-conns-uselect-flat",
+            "uring-poll copy",
+            10000,
+            None,
+            false,
+        ),
+        (
+            &conns,
+            "proxy-conns-select-grows",
+            "select copy",
+            2500,
+            None,
+            false,
+        ),
+        (
+            &conns,
+            "proxy-conns-epoll-grows",
+            "epoll-et copy",
+            1000,
+            None,
+            true,
+        ),
+        (
+            &conns,
+            "proxy-rt-uselect-vs-select",
+            "select copy",
+            5000,
+            None,
+            true,
+        ),
+        (
+            &conns,
+            "proxy-rt-uselect-vs-epoll",
+            "uring-poll copy",
+            10000,
+            None,
+            false,
+        ),
+    ];
+    for (base, id, series, idle, rate, is_b) in cases {
+        let holds = |p: &PointResult| {
+            p.series == series && p.idle == idle && rate.is_none_or(|r| p.rate == r)
+        };
+        let rt = id.starts_with("proxy-rt-");
+        let arm = Arm {
+            holds: &holds,
+            scale: if rt { &scale_mean_ms } else { &scale_cpu },
+            is_b,
+        };
+        let idle_words = match idle {
+            0 => "no idle".to_string(),
+            n => format!("{} idle", crate::model::text::thousands(n as f64)),
+        };
+        let has = format!("{} {series}, {idle_words}", if is_b { "B" } else { "A" });
+        each_outcome(base, id, &arm, &has);
+    }
+}
+
+#[test]
+fn proxy_figure_rules_apply_where_the_seed_measured() {
+    let count = |s: &Summary, id: &str| findings(s).iter().filter(|f| f.rule == id).count();
+    // fig-proxy-combined: the combined rule at each idle count, beside uselect's (no epoll
+    // series) and splice-keep's per mechanism; splice-release is shown, not judged.
+    let s = proxy_run("fig-proxy-combined");
+    assert_eq!(count(&s, "proxy-combined-vs-select"), 2);
+    assert_eq!(count(&s, "proxy-uselect-vs-select"), 2);
+    assert_eq!(count(&s, "proxy-uselect-vs-epoll"), 0);
+    assert_eq!(count(&s, "proxy-splice-vs-copy"), 2);
+    assert_eq!(findings(&s).len(), 6, "{:?}", findings(&s));
+    assert!(findings(&s)
+        .iter()
+        .all(|f| !f.evidence.contains("splice-release")));
+    // fig-proxy-rt: the CPU rules at each of its three idle counts; no response-time rule on a
+    // workload with misses.
+    let s = proxy_run("fig-proxy-rt");
+    assert_eq!(count(&s, "proxy-uselect-vs-select"), 3);
+    assert_eq!(count(&s, "proxy-uselect-vs-epoll"), 3);
+    assert_eq!(count(&s, "proxy-combined-vs-select"), 3);
+    assert_eq!(count(&s, "proxy-splice-vs-copy"), 2);
+    assert_eq!(findings(&s).len(), 11, "{:?}", findings(&s));
+    // fig-proxy-rate: each splice mode at the lowest and the highest rate, nothing else; the
+    // same run with cacheable objects judges none.
+    let mut s = proxy_run("fig-proxy-rate");
+    assert_eq!(count(&s, "proxy-rate-splice-lowest"), 2);
+    assert_eq!(count(&s, "proxy-rate-splice-highest"), 2);
+    assert_eq!(findings(&s).len(), 4, "{:?}", findings(&s));
+    let low = findings(&s)
+        .into_iter()
+        .find(|f| f.rule == "proxy-rate-splice-lowest")
+        .unwrap();
+    assert!(
+        low.evidence.starts_with("at 1,000/s offered"),
+        "{}",
+        low.evidence
+    );
+    let high = findings(&s)
+        .into_iter()
+        .find(|f| f.rule == "proxy-rate-splice-highest")
+        .unwrap();
+    assert!(
+        high.evidence.starts_with("at 5,000/s offered"),
+        "{}",
+        high.evidence
+    );
+    let i = s
+        .experiment
+        .load_flags
+        .iter()
+        .position(|f| f == "--cacheable")
+        .unwrap();
+    s.experiment.load_flags[i + 1] = "1".into();
+    assert!(findings(&s).is_empty(), "{:?}", findings(&s));
+    // fig-proxy-conns: uselect flat from 250 to 10,000, select and epoll from 1,000 to 2,500,
+    // the response-time rules at 5,000 and 10,000, uselect's CPU rules at every count.
+    let mut s = proxy_run("fig-proxy-conns");
+    for id in [
+        "proxy-conns-uselect-flat",
+        "proxy-conns-select-grows",
+        "proxy-conns-epoll-grows",
+    ] {
+        assert_eq!(count(&s, id), 1, "{id}");
+    }
+    assert_eq!(count(&s, "proxy-rt-uselect-vs-select"), 2);
+    assert_eq!(count(&s, "proxy-rt-uselect-vs-epoll"), 2);
+    assert_eq!(count(&s, "proxy-uselect-vs-select"), 5);
+    assert_eq!(findings(&s).len(), 17, "{:?}", findings(&s));
+    let (_, e) = by_rule(&s, "proxy-conns-uselect-flat");
+    assert!(
+        e.contains("A uring-poll copy, 10,000 idle") && e.contains("B uring-poll copy, 250 idle"),
+        "{e}"
+    );
+    let (_, e) = by_rule(&s, "proxy-rt-uselect-vs-select");
+    assert!(e.contains("mean 2.00 ms"), "{e}");
+    // Without the hits-only load, none of Fig. 4's or Fig. 6's rules applies.
+    let i = s
+        .experiment
+        .load_flags
+        .iter()
+        .position(|f| f == "--hit-ratio")
+        .unwrap();
+    s.experiment.load_flags[i + 1] = "0.58".into();
+    assert!(findings(&s)
+        .iter()
+        .all(|f| !f.rule.starts_with("proxy-conns-") && !f.rule.starts_with("proxy-rt-")));
 }
 
 fn by_rule(s: &Summary, id: &str) -> (Verdict, String) {

@@ -450,4 +450,27 @@ fn an_ordinary_user_without_a_group_is_told_what_root_runs_and_runs_without_a_bu
     let p = the_point(&user.dir.join("out"));
     assert_eq!(p["status"], "ok", "{p}");
     assert!(p["server_cpu_budget"].is_null(), "{p}");
+    // Idle connections past what this user's descriptor limit allows (2,000,000: past any
+    // fs.nr_open a user could be given) are left out, the report saying the limit and how to
+    // raise it; the rest is measured.
+    let o = user.run(
+        &TINY.replace("idle = [0]", "idle = [0, 2000000]"),
+        &[],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = user.dir.join("out");
+    let s: evlab_lab::model::results::Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s.points.len(), 1);
+    assert_eq!(s.points[0].idle, 0);
+    assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
+    assert_eq!(s.skipped[0].series, "2,000,000 idle connections");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("2,000,000 idle connections: need 2,001,200 descriptors")
+            && md.contains("this user's limit is")
+            && md.contains("/etc/security/limits.conf"),
+        "{md}"
+    );
 }

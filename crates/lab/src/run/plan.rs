@@ -342,3 +342,75 @@ mod tests {
         }
     }
 }
+
+/// Descriptors a process needs beyond its idle connections and the load's: its own files
+/// (listener, poller, stats, documents), with room to spare.
+const FD_MARGIN: u64 = 200;
+
+/// The load's connections open at once, where the experiment does not fix them
+/// (`active_conns`): an open-loop load past the server's capacity holds hundreds.
+const OPEN_LOOP_CONNS: u64 = 1_000;
+
+/// Leaves out the idle counts that do not fit `limit` descriptors per process (the server and
+/// the idle holder each hold one per idle connection, plus the load's and a margin); returns
+/// what was left out, with the limit and how to raise it. `evlab run` gives its children
+/// 65,536 where it may raise the limit that far (as root), else they keep this user's.
+pub fn fit_idle_to_limit(spec: &mut Spec, limit: u64) -> Vec<SkippedSeries> {
+    let need = |n: usize| n as u64 + spec.active_conns.unwrap_or(OPEN_LOOP_CONNS) + FD_MARGIN;
+    let (fit, over): (Vec<usize>, Vec<usize>) = spec.idle.iter().partition(|&&n| need(n) <= limit);
+    let left = over
+        .iter()
+        .map(|&n| SkippedSeries {
+            series: format!(
+                "{} idle connections",
+                crate::model::text::thousands(n as f64)
+            ),
+            reason: format!(
+                "need {} descriptors in the server and in the idle holder, and this user's \
+                 limit is {limit} (`ulimit -Hn`; as root evlab run raises it to 65,536). \
+                 Raise the hard limit (as root: `ulimit -Hn 65536` in the shell that runs \
+                 evlab, or a `nofile` line in /etc/security/limits.conf), up to fs.nr_open",
+                crate::model::text::thousands(need(n) as f64)
+            ),
+        })
+        .collect();
+    spec.idle = fit;
+    left
+}
+
+/// The descriptor limit `evlab run`'s children get: 65,536 where it may raise it (as root),
+/// else this process's hard limit.
+pub fn child_fd_limit() -> u64 {
+    let raised = procs::child_nofile_if_raisable() as u64;
+    let hard = evlab_sys::nofile_limit().map_or(0, |l| l.1);
+    raised.max(hard)
+}
+
+#[cfg(test)]
+mod fd_tests {
+    use super::*;
+
+    #[test]
+    fn idle_counts_over_the_descriptor_limit_are_left_out_saying_how_to_raise_it() {
+        let mut spec = Spec::parse(
+            "name = \"d\"\ndescription = \"d\"\nmechanisms = [\"poll\"]\nrates = [100]\n\
+             active_conns = 100\nidle = [0, 10000, 19000, 60000]\n",
+            "d.toml",
+        )
+        .unwrap();
+        let left = fit_idle_to_limit(&mut spec.clone(), 65_536);
+        assert!(left.is_empty(), "{left:?}");
+        let left = fit_idle_to_limit(&mut spec, 20_000);
+        // 19,000 dead connections, 100 active and the margin fit 20,000; 60,000 do not.
+        assert_eq!(spec.idle, [0, 10000, 19000]);
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].series, "60,000 idle connections");
+        assert!(
+            left[0].reason.starts_with("need 60,300 descriptors")
+                && left[0].reason.contains("this user's limit is 20000")
+                && left[0].reason.contains("/etc/security/limits.conf"),
+            "{}",
+            left[0].reason
+        );
+    }
+}

@@ -53,11 +53,26 @@ impl Drop for Scratch {
 }
 
 /// Runs the experiment; returns the results directory and what was measured.
-pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
+pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     if let Some(m) = opts.spec.micro.clone() {
         return crate::run::micro::run(&opts, &m, stamp());
     }
     let t0 = Instant::now();
+    // On this machine, idle counts past the descriptor limit its children get are left out,
+    // saying so (across hosts each remote process asks for 65,536 itself).
+    let over_limit = match opts.hosts {
+        None => {
+            crate::run::plan::fit_idle_to_limit(&mut opts.spec, crate::run::plan::child_fd_limit())
+        }
+        Some(_) => vec![],
+    };
+    if opts.spec.idle.is_empty() {
+        return Err(LabError::Io(format!(
+            "no idle count of `{}` fits the descriptor limit: {}",
+            opts.spec.name,
+            over_limit.first().map_or("", |s| s.reason.as_str())
+        )));
+    }
     let spec = &opts.spec;
     // Across hosts: what cannot run there is refused before anything is made or measured.
     if let Some(why) = opts
@@ -90,7 +105,11 @@ pub fn run(opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         Some(h) => Some(HostsRun::prepare(h.clone(), spec, &opts.evlab, &progress)?),
         None => None,
     };
-    let Plan { series, skipped } = plan(&opts.evlab, &opts.spec);
+    let Plan {
+        series,
+        mut skipped,
+    } = plan(&opts.evlab, &opts.spec);
+    skipped.extend(over_limit);
     for s in &skipped {
         progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
     }

@@ -22,7 +22,9 @@
 //!   nothing copied. Copied into the send: a body kept for the cache in copy mode (it stays
 //!   the object) and what goes to the origin (`writev`: the request is kept for a retry on a
 //!   fresh connection), up to 256 KiB. The next write waits for the send to complete, and so
-//!   does a shutdown asked for meanwhile;
+//!   does a shutdown asked for meanwhile. A send's completion is an event only if a write
+//!   was answered "in flight" meanwhile (or it failed): the state machine counted the bytes
+//!   as written when the send took them, so one nobody waits for completes silently;
 //! - splice: IORING_OP_SPLICE origin socket → pipe, behind a linked IORING_OP_POLL_ADD (POLLIN,
 //!   its success not posted), since a splice that finds the socket empty fails with EAGAIN
 //!   rather than wait; pipe → client socket directly, and behind a POLLOUT poll once the socket
@@ -171,6 +173,9 @@ struct FdState {
     err: Option<i32>,
     /// Shut the write side once the send in flight completes.
     shut_pending: bool,
+    /// A write was answered "in flight" while a send was: its completion is to say so (a
+    /// send nobody waits for completes silently, without waking the state machine).
+    wr_wanted: bool,
     /// Splice and tee requests in flight that name this descriptor (pipes).
     refs: u32,
     /// A send left running will close the descriptor.
@@ -732,7 +737,9 @@ impl Uring {
                 if std::mem::take(&mut st.shut_pending) {
                     let _ = sys::shutdown(fd, libc::SHUT_WR);
                 }
-                self.event(fd, Event::WRITABLE);
+                if std::mem::take(&mut st.wr_wanted) {
+                    self.event(fd, Event::WRITABLE);
+                }
             }
             Kind::SpliceIn => {
                 st.rd = None;
@@ -1053,6 +1060,7 @@ impl Io for Uring {
             return Err(errno(e));
         }
         if st.wr.is_some() {
+            st.wr_wanted = true;
             return Err(in_flight());
         }
         let total: usize = bufs.iter().map(|b| b.len()).sum::<usize>().min(SEND_MAX);
@@ -1079,6 +1087,7 @@ impl Io for Uring {
             return Err(errno(e));
         }
         if st.wr.is_some() {
+            st.wr_wanted = true;
             return Err(in_flight());
         }
         let mut op = self.op(Kind::Send, fd, fd);
@@ -1147,6 +1156,9 @@ impl Io for Uring {
             return Err(errno(e));
         }
         let busy = if from_socket { st.rd } else { st.wr };
+        if !from_socket && busy.is_some() {
+            st.wr_wanted = true;
+        }
         if busy.is_none() {
             self.arm_splice(kind, fd_in, fd_out, len, notify, false)?;
         }

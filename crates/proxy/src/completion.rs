@@ -46,7 +46,7 @@
 //! - Splice and tee run in the kernel's io-wq threads (io_uring marks them always async), so
 //!   each costs a hand-over to a kernel thread, one of this process's (`iou-wrk-*`): that is
 //!   where this engine's splice costs more than splice(2) under epoll (docs/proxy.md has the
-//!   measured share). The pipe read of splice-keep completes inline (the bytes are there).
+//!   measured share).
 //! - A request holds its file: closing a descriptor cancels its reads first; a send already
 //!   taken is left to finish (its bytes were promised to the peer), and cancelled if it has not
 //!   after [`ORPHAN_GRACE`]. Completions that come back for a descriptor closed (and its number

@@ -2390,25 +2390,24 @@ impl<P: Io> Worker<P> {
                 c.x.as_mut()
                     .and_then(|x| x.body.as_mut())
                     .filter(|b| b.mode == Mode::Copy);
-            let mut parts = Vec::with_capacity(3);
-            parts.push(Part::Owned(&mut c.out, &mut c.out_pos));
-            if let Some((o, off)) = c.hit.as_mut() {
-                parts.push(Part::Shared(o, off));
-            }
-            if let Some(b) = copy {
-                parts.push(if b.keep_in_buf {
-                    // The object being kept for the cache stays where it is.
-                    Part::Borrowed(&b.buf, &mut b.sent)
-                } else {
-                    Part::Owned(&mut b.buf, &mut b.sent)
-                });
-            }
+            // Absent parts are empty ones (skipped by every engine): no allocation per write.
+            let (mut no_hit, mut no_copy) = (0, 0);
+            let hit = match c.hit.as_mut() {
+                Some((o, off)) => Part::Shared(o, off),
+                None => Part::Borrowed(&[], &mut no_hit),
+            };
+            let copy = match copy {
+                // The object being kept for the cache stays where it is.
+                Some(b) if b.keep_in_buf => Part::Borrowed(&b.buf, &mut b.sent),
+                Some(b) => Part::Owned(&mut b.buf, &mut b.sent),
+                None => Part::Borrowed(&[], &mut no_copy),
+            };
+            let mut parts = [Part::Owned(&mut c.out, &mut c.out_pos), hit, copy];
             let want: usize = parts.iter().map(|p| p.rest().len()).sum();
             if want == 0 {
                 break;
             }
             let r = self.poller.write_parts(c.fd, &mut parts);
-            drop(parts);
             match r {
                 Ok(n) => {
                     self.stats.bytes_to_clients.add(n as u64);

@@ -60,7 +60,7 @@ use crate::access_log::{request_words, CacheMark, Entry, LogBuf};
 use crate::cache::{Object, ObjectCache};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
-use crate::xfer::{pending, Io, Role, Unasked};
+use crate::xfer::{pending, Io, Part, Role, Unasked};
 use crate::{Config, ForwardMode, RELEASE_PIPE_MAX};
 
 /// The path the proxy answers itself with `--stats`.
@@ -163,6 +163,8 @@ struct Xfer {
     keep_in_buf: bool,
     /// Splice-keep: the object's body, read from the tee'd pipe.
     keep: Vec<u8>,
+    /// Splice-keep: bytes tee'd into the second pipe not yet read out of the first.
+    keep_due: usize,
     /// Splice: the origin's bytes go in here. Splice-keep: they are tee'd from here into `tee`,
     /// then read out of here into `keep`.
     pipe: Option<Pipe>,
@@ -298,6 +300,21 @@ struct Tunnel {
 }
 
 impl Client {
+    /// After a write (whose parts moved their own positions): what has all gone is dropped.
+    fn settle_output(&mut self) {
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        if self
+            .hit
+            .as_ref()
+            .is_some_and(|(o, off)| *off == o.body.len())
+        {
+            self.hit = None;
+        }
+    }
+
     fn blank(now: Instant) -> Client {
         Client {
             fd: -1,
@@ -2007,6 +2024,7 @@ impl<P: Io> Worker<P> {
             sent: 0,
             keep_in_buf: false,
             keep: Vec::new(),
+            keep_due: 0,
             pipe: None,
             tee: None,
             in_done: false,
@@ -2368,34 +2386,33 @@ impl<P: Io> Worker<P> {
         }
         let mut progress = false;
         loop {
-            let body = c.x.as_ref().and_then(|x| x.body.as_ref());
-            let copy_part: &[u8] = match body {
-                Some(b) if b.mode == Mode::Copy => &b.buf[b.sent..],
-                _ => &[],
+            let copy =
+                c.x.as_mut()
+                    .and_then(|x| x.body.as_mut())
+                    .filter(|b| b.mode == Mode::Copy);
+            // Absent parts are empty ones (skipped by every engine): no allocation per write.
+            let (mut no_hit, mut no_copy) = (0, 0);
+            let hit = match c.hit.as_mut() {
+                Some((o, off)) => Part::Shared(o, off),
+                None => Part::Borrowed(&[], &mut no_hit),
             };
-            let out_part = &c.out[c.out_pos..];
-            let hit_part: &[u8] = match &c.hit {
-                Some((o, off)) => &o.body[*off..],
-                None => &[],
+            let copy = match copy {
+                // The object being kept for the cache stays where it is.
+                Some(b) if b.keep_in_buf => Part::Borrowed(&b.buf, &mut b.sent),
+                Some(b) => Part::Owned(&mut b.buf, &mut b.sent),
+                None => Part::Borrowed(&[], &mut no_copy),
             };
-            let parts = [out_part, hit_part, copy_part];
-            let mut iov = [IoSlice::new(&[]); 3];
-            let mut n_iov = 0;
-            let mut want = 0;
-            for p in parts.iter().filter(|p| !p.is_empty()) {
-                iov[n_iov] = IoSlice::new(p);
-                n_iov += 1;
-                want += p.len();
-            }
-            if n_iov == 0 {
+            let mut parts = [Part::Owned(&mut c.out, &mut c.out_pos), hit, copy];
+            let want: usize = parts.iter().map(|p| p.rest().len()).sum();
+            if want == 0 {
                 break;
             }
-            let r = self.poller.writev(c.fd, &iov[..n_iov]);
+            let r = self.poller.write_parts(c.fd, &mut parts);
             match r {
                 Ok(n) => {
                     self.stats.bytes_to_clients.add(n as u64);
                     c.written += n as u64;
-                    self.advance(c, n);
+                    c.settle_output();
                     self.touch(c);
                     c.send_since = Some(self.now);
                     progress = true;
@@ -2454,30 +2471,6 @@ impl<P: Io> Worker<P> {
             c.send_since = Some(self.now);
         }
         Ok(progress)
-    }
-
-    /// Consumes `n` bytes written from the front of the client's output.
-    fn advance(&mut self, c: &mut Client, mut n: usize) {
-        let from_out = n.min(c.out.len() - c.out_pos);
-        c.out_pos += from_out;
-        n -= from_out;
-        if c.out_pos == c.out.len() {
-            c.out.clear();
-            c.out_pos = 0;
-        }
-        if let Some((o, off)) = c.hit.as_mut() {
-            let k = n.min(o.body.len() - *off);
-            *off += k;
-            n -= k;
-            if *off == o.body.len() {
-                c.hit = None;
-            }
-        }
-        if n > 0 {
-            if let Some(b) = c.x.as_mut().and_then(|x| x.body.as_mut()) {
-                b.sent += n;
-            }
-        }
     }
 
     fn body_complete(&self, c: &Client) -> bool {
@@ -2687,26 +2680,36 @@ fn tee_into_keep(io: &mut impl Io, client: RawFd, b: &mut Xfer, stats: &WorkerSt
         return Ok(false);
     };
     let mut progress = false;
-    while p.len > 0 && !t.full {
+    loop {
+        // What was tee'd is read out of the first pipe before anything more is tee'd (a tee
+        // copies from the pipe's front).
+        while b.keep_due > 0 {
+            if b.keep.capacity() - b.keep.len() < b.keep_due {
+                b.keep.reserve(b.keep_due);
+            }
+            match io.read_pipe(p.rd, &mut b.keep, b.keep_due, client) {
+                Ok(0) => return Err(Close),
+                Ok(k) => {
+                    b.keep_due -= k;
+                    p.len -= k;
+                    progress = true;
+                }
+                // The request is in flight; its completion comes as an event on the client.
+                Err(e) if pending(&e) => return Ok(progress),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                // The bytes were just seen in the pipe: anything else is a broken pipe.
+                Err(_) => return Err(Close),
+            }
+        }
+        if p.len == 0 || t.full {
+            break;
+        }
         match io.tee(p.rd, t.wr, p.len, client) {
             Ok(0) => break,
             Ok(n) => {
                 t.len += n;
                 stats.bytes_tee.add(n as u64);
-                let mut got = 0;
-                while got < n {
-                    if b.keep.capacity() - b.keep.len() < n - got {
-                        b.keep.reserve(n - got);
-                    }
-                    match sys::read_into_max(p.rd, &mut b.keep, n - got) {
-                        Ok(0) => return Err(Close),
-                        Ok(k) => got += k,
-                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                        // The bytes were just seen in the pipe: anything else is a broken pipe.
-                        Err(_) => return Err(Close),
-                    }
-                }
-                p.len -= n;
+                b.keep_due = n;
                 p.full = false;
                 progress = true;
             }
@@ -2825,12 +2828,12 @@ fn pump<P: Io>(
             }
         }
         if may_write && df.writable && p.pos < p.buf.len() {
-            match io.writev(dst, &[IoSlice::new(&p.buf[p.pos..])]) {
+            let want = p.buf.len() - p.pos;
+            match io.write_parts(dst, &mut [Part::Owned(&mut p.buf, &mut p.pos)]) {
                 Ok(n) => {
-                    p.pos += n;
                     p.sent += n as u64;
                     moved = true;
-                    if p.pos < p.buf.len() {
+                    if n < want {
                         df.writable = false;
                     }
                 }

@@ -11,9 +11,12 @@
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::rc::Rc;
 
 use evlab_poll::Poller;
 use evlab_sys as sys;
+
+use crate::cache::Object;
 
 /// What a descriptor handed to [`Io::adopt`] is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -59,6 +62,43 @@ pub(crate) fn peek_unasked(fd: RawFd) -> Unasked {
     }
 }
 
+/// One part of a write, `bytes[*pos..]`: what a response is made of.
+pub(crate) enum Part<'a> {
+    /// Bytes in a vector of the state machine's: a completion engine takes the vector itself
+    /// (and leaves an empty one in its place, `*pos` 0) instead of copying its bytes.
+    Owned(&'a mut Vec<u8>, &'a mut usize),
+    /// A cached object's body: a completion engine holds the object until the send is done.
+    Shared(&'a Rc<Object>, &'a mut usize),
+    /// Bytes that stay where they are (a body being kept for the cache): a completion
+    /// engine copies them.
+    Borrowed(&'a [u8], &'a mut usize),
+}
+
+impl Part<'_> {
+    pub(crate) fn rest(&self) -> &[u8] {
+        match self {
+            Part::Owned(v, pos) => &v[**pos..],
+            Part::Shared(o, pos) => &o.body[**pos..],
+            Part::Borrowed(b, pos) => &b[**pos..],
+        }
+    }
+
+    fn advance(&mut self, n: usize) -> usize {
+        let k = n.min(self.rest().len());
+        match self {
+            Part::Owned(_, pos) | Part::Shared(_, pos) | Part::Borrowed(_, pos) => **pos += k,
+        }
+        k
+    }
+}
+
+/// Moves each part's position past the `n` bytes written from the front of them.
+pub(crate) fn advance_parts(parts: &mut [Part<'_>], mut n: usize) {
+    for p in parts {
+        n -= p.advance(n);
+    }
+}
+
 /// A mechanism's way of moving bytes. Readiness mechanisms take the defaults: the syscalls.
 pub(crate) trait Io: Poller {
     /// Transfers complete asynchronously: a short read proves nothing (only [`pending`] says
@@ -95,6 +135,39 @@ pub(crate) trait Io: Poller {
         } else {
             sys::writev(fd, bufs)
         }
+    }
+
+    /// Writes the parts in order (one writev) and moves their positions past what was written;
+    /// returns how many bytes that was. A completion engine takes them all (see [`Part`]): the
+    /// state machine must not count on finding them where they were.
+    fn write_parts(&mut self, fd: RawFd, parts: &mut [Part<'_>]) -> io::Result<usize> {
+        let mut iov = [IoSlice::new(&[]); 4];
+        let mut k = 0;
+        for p in parts.iter() {
+            let rest = p.rest();
+            if !rest.is_empty() && k < iov.len() {
+                iov[k] = IoSlice::new(rest);
+                k += 1;
+            }
+        }
+        if k == 0 {
+            return Ok(0);
+        }
+        let n = self.writev(fd, &iov[..k])?;
+        advance_parts(parts, n);
+        Ok(n)
+    }
+
+    /// Reads at most `max` bytes from a pipe known to hold them (splice-keep's copy of what
+    /// it tee'd) into `buf`'s spare capacity; `notify` as for [`Io::splice`].
+    fn read_pipe(
+        &mut self,
+        fd: RawFd,
+        buf: &mut Vec<u8>,
+        max: usize,
+        _notify: RawFd,
+    ) -> io::Result<usize> {
+        sys::read_into_max(fd, buf, max)
     }
 
     /// splice(2) from `fd_in` to `fd_out`; `notify` is the registered descriptor whose event

@@ -93,6 +93,11 @@ up() {
     ip link set "${veth}p" netns "$ns"
     ip link set "$veth" master "$bridge" up
     ip netns exec "$ns" ip link set lo up
+    # As a client machine of a testbed is tuned: a connect() may take a port another
+    # connection holds in TIME_WAIT (its 60 s would otherwise leave ~470 new connections a
+    # second to one server address; past that the kernel searches the port range on every
+    # connect). A namespace starts with the default, 2, which reuses only on loopback.
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tw_reuse=1
     ip netns exec "$ns" ip link set "${veth}p" name eth0
     ip netns exec "$ns" ip addr add "$addr/24" dev eth0
     ip netns exec "$ns" ip link set eth0 up

@@ -83,6 +83,9 @@ fn a_run_across_one_server_and_two_client_hosts_merges_their_reports_exactly() {
     for (i, h) in s.hosts.iter().enumerate() {
         assert!(h.kernel.starts_with("Linux"), "{h:?}");
         assert!(h.evlab_version.starts_with("evlab "), "{h:?}");
+        // scripts/netns-hosts.sh tunes its hosts as a testbed's clients: TIME_WAIT reusable.
+        assert_eq!(h.tcp_tw_reuse, Some(1), "{h:?}");
+        assert!(h.ephemeral_ports.unwrap() > 1000, "{h:?}");
         let (off, bound) = (h.clock_offset_ms, h.clock_bound_ms);
         let injected = if i == 2 { 200.0 } else { 0.0 };
         assert!(

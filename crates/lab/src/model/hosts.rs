@@ -143,6 +143,31 @@ pub struct HostCheck {
     /// on its error (half the round trip of the best of several exchanges).
     pub clock_offset_ms: f64,
     pub clock_bound_ms: f64,
+    /// Its `net.ipv4.tcp_tw_reuse` and how many ephemeral ports its `ip_local_port_range`
+    /// gives (absent where they could not be read, or in checks written before they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_tw_reuse: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral_ports: Option<u64>,
+}
+
+impl HostCheck {
+    /// New connections a second this host can make to one server address, sustained, when it
+    /// cannot take a port another connection holds in TIME_WAIT (60 s): its ephemeral ports
+    /// over 60 s. None where it can (`tcp_tw_reuse` = 1) or where that is not known.
+    pub fn sustained_connect_rate(&self) -> Option<f64> {
+        match (self.tcp_tw_reuse, self.ephemeral_ports) {
+            (Some(r), Some(p)) if r != 1 => Some(p as f64 / 60.0),
+            _ => None,
+        }
+    }
+}
+
+/// The ephemeral ports of an `ip_local_port_range` ("32768\t60999").
+pub fn port_range_size(text: &str) -> Option<u64> {
+    let mut f = text.split_whitespace().map(str::parse::<u64>);
+    let (lo, hi) = (f.next()?.ok()?, f.next()?.ok()?);
+    (hi >= lo).then(|| hi - lo + 1)
 }
 
 /// One client host's part of a point run across hosts, from its own report.
@@ -290,5 +315,29 @@ mod tests {
             assert!(e.contains(says), "{text:?}: {e}");
             assert!(e.starts_with("h.toml: "), "{e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod ports_tests {
+    use super::*;
+
+    #[test]
+    fn a_host_without_tw_reuse_sustains_its_ports_over_time_wait() {
+        assert_eq!(port_range_size("32768\t60999\n"), Some(28_232));
+        assert_eq!(port_range_size("1024 65535"), Some(64_512));
+        assert_eq!(port_range_size("9 1"), None);
+        assert_eq!(port_range_size("x"), None);
+        let mut h = HostCheck {
+            tcp_tw_reuse: Some(2),
+            ephemeral_ports: Some(28_232),
+            ..Default::default()
+        };
+        let r = h.sustained_connect_rate().unwrap();
+        assert!((r - 470.5).abs() < 0.1, "{r}");
+        h.tcp_tw_reuse = Some(1);
+        assert_eq!(h.sustained_connect_rate(), None);
+        h.tcp_tw_reuse = None;
+        assert_eq!(h.sustained_connect_rate(), None);
     }
 }

@@ -2114,10 +2114,35 @@ fn hosts_words(s: &Summary) -> String {
          client host(s), all started at one agreed instant (in each host's clock: plus its \
          offset), and their reports merged exactly (counts added, percentiles from the added \
          histograms, rates over their common window); each client's own report is beside \
-         the summary (`load/point-NNN-HOST.json`).{}",
+         the summary (`load/point-NNN-HOST.json`).{}{}",
         each.join("; "),
-        network_words(s)
+        network_words(s),
+        ports_words(s, clients)
     )
+}
+
+/// A warning for each client host whose ephemeral ports, each held 60 s in TIME_WAIT and not
+/// reusable there (`tcp_tw_reuse` ≠ 1), cannot last the highest rate it was given: past them
+/// connect() searches the port range in the kernel and the client falls behind.
+fn ports_words(s: &Summary, clients: usize) -> String {
+    let top = s.points.iter().map(|p| p.rate).fold(0.0, f64::max) / clients.max(1) as f64;
+    s.hosts
+        .iter()
+        .filter(|h| h.role == Some(crate::model::hosts::Role::Client))
+        .filter_map(|h| {
+            let sustained = h.sustained_connect_rate()?;
+            (top > sustained).then(|| {
+                format!(
+                    " Host {} had net.ipv4.tcp_tw_reuse = {} and {} ephemeral ports, each held                      60 s in TIME_WAIT: about {} new connections/s to one server address,                      sustained, against the {} it was given; past that connect() searches the                      port range in the kernel and the client falls behind (set                      net.ipv4.tcp_tw_reuse = 1 there, as scripts/netns-hosts.sh does).",
+                    h.name,
+                    h.tcp_tw_reuse.unwrap_or(0),
+                    thousands(h.ephemeral_ports.unwrap_or(0) as f64),
+                    thousands(sustained),
+                    thousands(top)
+                )
+            })
+        })
+        .collect()
 }
 
 /// The sentence on `[network]`'s conditions of a run across hosts (empty without them).

@@ -250,6 +250,15 @@ impl Ssh {
             check.copied = true;
         }
         check.kernel = self.ok(host, "uname -sr", &[])?.trim().to_string();
+        if let Ok(t) = self.ok(
+            host,
+            "cat /proc/sys/net/ipv4/tcp_tw_reuse /proc/sys/net/ipv4/ip_local_port_range",
+            &[],
+        ) {
+            let mut lines = t.lines();
+            check.tcp_tw_reuse = lines.next().and_then(|l| l.trim().parse().ok());
+            check.ephemeral_ports = lines.next().and_then(crate::model::hosts::port_range_size);
+        }
         check.evlab_version = self
             .ok(host, &format!("{wd}/evlab --version"), &[])?
             .trim()

@@ -145,6 +145,9 @@ impl HostsRun {
             if h.role == Role::Server {
                 run.ticks = t;
             }
+            if h.role == Role::Client {
+                warn_ports(&c, spec, hosts.clients().count(), progress);
+            }
             run.checks.push(c);
         }
         let stamp = format!(
@@ -362,6 +365,20 @@ impl HostsRun {
             }
         }
         network
+    }
+}
+
+/// Warns when a client host's ephemeral ports, each held 60 s in TIME_WAIT and not reusable
+/// there, cannot last the highest rate it will be given (of `clients`).
+fn warn_ports(c: &HostCheck, spec: &crate::model::spec::Spec, clients: usize, progress: &Progress) {
+    let top = spec.rates.fixed().iter().copied().fold(0.0, f64::max) / clients.max(1) as f64;
+    if let Some(r) = c.sustained_connect_rate().filter(|&r| top > r) {
+        progress.warn(&format!(
+            "evlab run: host {}: net.ipv4.tcp_tw_reuse is not 1 and its ephemeral ports last \
+             about {r:.0} new connections/s to one server address, against {top:.0}: its \
+             client will fall behind (set net.ipv4.tcp_tw_reuse = 1 there)",
+            c.name
+        ));
     }
 }
 

@@ -18,6 +18,19 @@ half of that: the quick experiment's reference runs put epoll-lt at ~5,800/s wit
 CPU on loopback), 10 s points, 5 trials. A runs first, then B (the runs are sequential: a drift
 of the machine between them is inside the interval only as far as it shows in the trials).
 
+Runs so far (2026-11-27, the 2-vCPU AMD EPYC VM; docs/hosts.md has them in full, the rule
+unchanged throughout):
+1. As set up above: every point failed. Each namespace host had net.ipv4.tcp_tw_reuse = 2
+   (reuse on loopback only), so one client's 28,232 ephemeral ports, held 60 s in TIME_WAIT,
+   ran out and connect() spent its time searching them (90% of the client's CPU in the
+   kernel, 421 connections/s started). scripts/netns-hosts.sh now sets tcp_tw_reuse = 1.
+2. As set up above, with that fixed: every point invalid, the clients fell behind (a client
+   host here started ~3,100 connections/s against an overloaded server, two sharing one CPU
+   ~2,450 each): undecided. The set-up's overload was past what a client on this box can
+   start, so the server was not the only bottleneck.
+3. --budget 0.05 --rate 1500 (the same overload, 1.7x the server's capacity, within what one
+   client starts): all 10 points valid; B/A = 0.953 [90%: 0.827-1.098]: not shown.
+
 Writes results/bench/hosts-clients-<timestamp>/{one,two}/ (each an `evlab run` directory),
 compare.md, and summary.md, and prints the summary. Needs root (namespaces) and the release
 build (cargo build --release).

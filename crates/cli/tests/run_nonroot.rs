@@ -469,7 +469,7 @@ fn an_ordinary_user_without_a_group_is_told_what_root_runs_and_runs_without_a_bu
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         md.contains("2,000,000 idle connections: need 2,001,200 descriptors")
-            && md.contains("this user's limit is")
+            && md.contains("the limit evlab run's children get here is")
             && md.contains("/etc/security/limits.conf"),
         "{md}"
     );

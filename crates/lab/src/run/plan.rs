@@ -353,10 +353,22 @@ const OPEN_LOOP_CONNS: u64 = 1_000;
 
 /// Leaves out the idle counts that do not fit `limit` descriptors per process (the server and
 /// the idle holder each hold one per idle connection, plus the load's and a margin); returns
-/// what was left out, with the limit and how to raise it. `evlab run` gives its children
-/// 65,536 where it may raise the limit that far (as root), else they keep this user's.
-pub fn fit_idle_to_limit(spec: &mut Spec, limit: u64) -> Vec<SkippedSeries> {
+/// what was left out, with the limit and how to raise it (`root`: whether this is root, who
+/// could not raise it either). `evlab run` gives its children 65,536 where it may raise the
+/// limit that far, else they keep this process's.
+pub fn fit_idle_to_limit(spec: &mut Spec, limit: u64, root: bool) -> Vec<SkippedSeries> {
     let need = |n: usize| n as u64 + spec.active_conns.unwrap_or(OPEN_LOOP_CONNS) + FD_MARGIN;
+    let how = if root {
+        "root here may not raise it either (no CAP_SYS_RESOURCE: a container's capabilities), \
+         so the machine's own limit must be raised where it is set (the container's or \
+         systemd's LimitNOFILE), up to fs.nr_open"
+            .to_string()
+    } else {
+        "raise the hard limit (as root: `ulimit -Hn 65536` in the shell that runs evlab, or a \
+         `nofile` line in /etc/security/limits.conf), up to fs.nr_open; as root evlab run \
+         raises it to 65,536 itself"
+            .to_string()
+    };
     let (fit, over): (Vec<usize>, Vec<usize>) = spec.idle.iter().partition(|&&n| need(n) <= limit);
     let left = over
         .iter()
@@ -366,10 +378,8 @@ pub fn fit_idle_to_limit(spec: &mut Spec, limit: u64) -> Vec<SkippedSeries> {
                 crate::model::text::thousands(n as f64)
             ),
             reason: format!(
-                "need {} descriptors in the server and in the idle holder, and this user's \
-                 limit is {limit} (`ulimit -Hn`; as root evlab run raises it to 65,536). \
-                 Raise the hard limit (as root: `ulimit -Hn 65536` in the shell that runs \
-                 evlab, or a `nofile` line in /etc/security/limits.conf), up to fs.nr_open",
+                "need {} descriptors in the server and in the idle holder, and the limit \
+                 evlab run's children get here is {limit} (`ulimit -Hn`): {how}",
                 crate::model::text::thousands(need(n) as f64)
             ),
         })
@@ -398,16 +408,21 @@ mod fd_tests {
             "d.toml",
         )
         .unwrap();
-        let left = fit_idle_to_limit(&mut spec.clone(), 65_536);
+        let left = fit_idle_to_limit(&mut spec.clone(), 65_536, false);
         assert!(left.is_empty(), "{left:?}");
-        let left = fit_idle_to_limit(&mut spec, 20_000);
+        let as_root = fit_idle_to_limit(&mut spec.clone(), 20_000, true);
+        assert!(
+            as_root[0].reason.contains("no CAP_SYS_RESOURCE"),
+            "{as_root:?}"
+        );
+        let left = fit_idle_to_limit(&mut spec, 20_000, false);
         // 19,000 dead connections, 100 active and the margin fit 20,000; 60,000 do not.
         assert_eq!(spec.idle, [0, 10000, 19000]);
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].series, "60,000 idle connections");
         assert!(
             left[0].reason.starts_with("need 60,300 descriptors")
-                && left[0].reason.contains("this user's limit is 20000")
+                && left[0].reason.contains("children get here is 20000")
                 && left[0].reason.contains("/etc/security/limits.conf"),
             "{}",
             left[0].reason

@@ -61,9 +61,11 @@ pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     // On this machine, idle counts past the descriptor limit its children get are left out,
     // saying so (across hosts each remote process asks for 65,536 itself).
     let over_limit = match opts.hosts {
-        None => {
-            crate::run::plan::fit_idle_to_limit(&mut opts.spec, crate::run::plan::child_fd_limit())
-        }
+        None => crate::run::plan::fit_idle_to_limit(
+            &mut opts.spec,
+            crate::run::plan::child_fd_limit(),
+            evlab_sys::geteuid() == 0,
+        ),
         Some(_) => vec![],
     };
     if opts.spec.idle.is_empty() {

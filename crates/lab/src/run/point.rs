@@ -151,6 +151,17 @@ pub(crate) fn polymix_dir(base: &Path, size: &str) -> PathBuf {
     ))
 }
 
+/// `evlab fileset DIR --dirs N` for the spec's SPECweb99 workload.
+pub(crate) fn specweb_fileset_argv(evlab: &Path, spec: &Spec, dir: &Path) -> Vec<String> {
+    vec![
+        evlab.display().to_string(),
+        "fileset".into(),
+        dir.display().to_string(),
+        "--dirs".into(),
+        spec.fileset_dirs.to_string(),
+    ]
+}
+
 /// `evlab fileset DIR --polymix N --object-size S --force` for the spec's Polymix workload.
 pub(crate) fn polymix_fileset_argv(
     evlab: &Path,
@@ -415,19 +426,53 @@ fn start_evlab_proxy(
     origin: SocketAddr,
     commands: &mut Vec<String>,
 ) -> Result<(Child, u16), LabError> {
-    let mut argv = vec![
-        ctx.opts.evlab.display().to_string(),
+    let mut argv = vec![ctx.opts.evlab.display().to_string()];
+    argv.extend(proxy_args(s, "127.0.0.1:0", origin));
+    start_evlab(ctx, "evlab proxy", &argv, commands)
+}
+
+/// The `evlab proxy` arguments (after the binary) of series `s` on `listen`, in front of
+/// `origin`: on this machine and on a server host alike.
+pub(crate) fn proxy_args(s: &Series, listen: &str, origin: SocketAddr) -> Vec<String> {
+    let mut v = vec![
         "proxy".into(),
         "--listen".into(),
-        "127.0.0.1:0".into(),
+        listen.into(),
         "--origin".into(),
         origin.to_string(),
         "--mechanism".into(),
         s.mechanism.clone(),
         "--stats".into(),
     ];
-    argv.extend(s.flags.iter().cloned());
-    start_evlab(ctx, "evlab proxy", &argv, commands)
+    v.extend(s.flags.iter().cloned());
+    v
+}
+
+/// The origin's `evlab serve` arguments (after the binary): epoll-et on `listen`, serving
+/// `root`, no header timeout, the spec's origin flags (and, for the Polymix workload, its
+/// uncacheable prefix): on this machine and on an origin host alike.
+pub(crate) fn origin_args(
+    spec: &Spec,
+    px: &crate::model::spec::ProxySpec,
+    listen: &str,
+    root: &str,
+) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "serve".into(),
+        "--listen".into(),
+        listen.into(),
+        "--root".into(),
+        root.into(),
+        "--mechanism".into(),
+        "epoll-et".into(),
+        "--header-timeout".into(),
+        "0".into(),
+    ];
+    if spec.workload == Workload::Polymix {
+        v.extend(["--no-store-prefix".into(), "/polymix/u/".into()]);
+    }
+    v.extend(px.origin_flags.iter().cloned());
+    v
 }
 
 /// `evlab serve` of `docroot`, with the series' mechanism, the spec's server flags and then the
@@ -539,22 +584,13 @@ fn start_origin(
     commands: &mut Vec<String>,
 ) -> Result<SocketAddr, LabError> {
     let spec = &ctx.opts.spec;
-    let mut argv = vec![
-        ctx.opts.evlab.display().to_string(),
-        "serve".into(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-        "--root".into(),
-        docroot.display().to_string(),
-        "--mechanism".into(),
-        "epoll-et".into(),
-        "--header-timeout".into(),
-        "0".into(),
-    ];
-    if spec.workload == Workload::Polymix {
-        argv.extend(["--no-store-prefix".into(), "/polymix/u/".into()]);
-    }
-    argv.extend(px.origin_flags.iter().cloned());
+    let mut argv = vec![ctx.opts.evlab.display().to_string()];
+    argv.extend(origin_args(
+        spec,
+        px,
+        "127.0.0.1:0",
+        &docroot.display().to_string(),
+    ));
     let cpu: Vec<usize> = match px.origin_cpu {
         Some(c) if c < procs::online_cpus() => vec![c],
         Some(_) => vec![],

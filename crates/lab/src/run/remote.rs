@@ -636,7 +636,8 @@ fn start_server(
             docroot: hr.docroot(spec, &s.label),
         };
         let origin = remote_proxy::start_origin(&hr.ssh, at, spec, p, &mut procs.origin)?;
-        argv.extend(remote_proxy::proxy_args(s, hr.server_ip, origin));
+        let listen = SocketAddr::new(hr.server_ip, 0).to_string();
+        argv.extend(point::proxy_args(s, &listen, origin));
     } else {
         argv.extend([
             "serve".into(),

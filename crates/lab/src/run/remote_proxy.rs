@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::model::hosts::{Host, Hosts};
 use crate::model::results::PointResult;
-use crate::model::spec::{Series, Spec, Workload};
+use crate::model::spec::{Spec, Workload};
 use crate::model::text::shell_line;
 use crate::run::hosts::{Remote, Ssh};
 use crate::run::point;
@@ -86,13 +86,7 @@ pub(crate) fn make_filesets(
         sets.dedup_by(|a, b| a.0 == b.0);
         for (dir, size) in sets {
             let argv = match spec.workload {
-                Workload::Specweb => vec![
-                    evlab.display().to_string(),
-                    "fileset".into(),
-                    dir.clone(),
-                    "--dirs".into(),
-                    spec.fileset_dirs.to_string(),
-                ],
+                Workload::Specweb => point::specweb_fileset_argv(&evlab, spec, Path::new(&dir)),
                 _ => point::polymix_fileset_argv(&evlab, spec, &size, Path::new(&dir)),
             };
             let line = shell_line(&argv);
@@ -129,21 +123,8 @@ pub(crate) fn start_origin(
 ) -> Result<SocketAddr, LabError> {
     let px = spec.proxy.as_ref().expect("a [proxy] run");
     let mut argv = at.evlab;
-    argv.extend([
-        "serve".into(),
-        "--listen".into(),
-        SocketAddr::new(at.ip, 0).to_string(),
-        "--root".into(),
-        at.docroot,
-        "--mechanism".into(),
-        "epoll-et".into(),
-        "--header-timeout".into(),
-        "0".into(),
-    ]);
-    if spec.workload == Workload::Polymix {
-        argv.extend(["--no-store-prefix".into(), "/polymix/u/".into()]);
-    }
-    argv.extend(px.origin_flags.iter().cloned());
+    let listen = SocketAddr::new(at.ip, 0).to_string();
+    argv.extend(point::origin_args(spec, px, &listen, &at.docroot));
     let r = slot.insert(ssh.spawn(at.host, "evlab serve (origin)", &argv)?);
     let addr = listening(r, "evlab serve (origin)")?;
     p.commands.push(format!(
@@ -154,22 +135,6 @@ pub(crate) fn start_origin(
     ));
     crate::run::procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
     Ok(addr)
-}
-
-/// The `evlab proxy` arguments (after the binary) for the series, on `ip` in front of `origin`.
-pub(crate) fn proxy_args(s: &Series, ip: IpAddr, origin: SocketAddr) -> Vec<String> {
-    let mut v = vec![
-        "proxy".into(),
-        "--listen".into(),
-        SocketAddr::new(ip, 0).to_string(),
-        "--origin".into(),
-        origin.to_string(),
-        "--mechanism".into(),
-        s.mechanism.clone(),
-        "--stats".into(),
-    ];
-    v.extend(s.flags.iter().cloned());
-    v
 }
 
 /// The address a remote server or proxy printed on its `listening on` line.

@@ -193,13 +193,7 @@ fn make_filesets(
     if spec.workload == Workload::Specweb {
         // One file set per run: it is read-only, and the server caches what it serves.
         let dir = scratch.join("fileset");
-        let argv = vec![
-            opts.evlab.display().to_string(),
-            "fileset".into(),
-            dir.display().to_string(),
-            "--dirs".into(),
-            spec.fileset_dirs.to_string(),
-        ];
+        let argv = crate::run::point::specweb_fileset_argv(&opts.evlab, spec, &dir);
         make_fileset(&argv, progress)?;
         Ok(Some(dir))
     } else if spec.workload == Workload::Polymix {

@@ -53,6 +53,7 @@ fn two_reference_runs_side_by_side() {
         json.to_str().unwrap(),
     ]);
     let out = text(&o);
+    // Raw: `evlab compare --json` (the lab's `Comparison`) is written, never read back.
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let findings = v["findings"].as_array().unwrap();
     let changed = findings.iter().filter(|f| f["a"] != f["b"]).count();
@@ -88,6 +89,7 @@ fn two_reference_runs_side_by_side() {
     // A run against itself: nothing changed, exit 0.
     let o = evlab(&["compare", &a, &a, "--json", "-"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Raw, as above: nothing reads a comparison back.
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["findings"]
         .as_array()

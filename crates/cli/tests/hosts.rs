@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::NetnsHosts;
+use evlab_lab::model::hosts::HostCheck;
 
 fn evlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_evlab"))
@@ -20,7 +21,8 @@ fn usable() -> bool {
     NetnsHosts::usable("hosts")
 }
 
-fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+/// `evlab hosts --json`: one host's check a line, each read as the lab's type it is written as.
+fn json_lines(o: &Output) -> Vec<HostCheck> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -40,24 +42,19 @@ fn hosts_get_this_evlab_by_sha256_and_their_clocks_are_read() {
     let v = json_lines(&o);
     assert_eq!(v.len(), 2);
     for h in &v {
-        assert_eq!(h["copied"], true, "{h}");
-        assert_eq!(h["sha256_found"], "", "{h}");
-        assert!(
-            h["evlab_version"].as_str().unwrap().starts_with("evlab "),
-            "{h}"
-        );
-        assert!(h["kernel"].as_str().unwrap().starts_with("Linux"), "{h}");
+        assert!(h.copied, "{h:?}");
+        assert_eq!(h.sha256_found, "", "{h:?}");
+        assert!(h.evlab_version.starts_with("evlab "), "{h:?}");
+        assert!(h.kernel.starts_with("Linux"), "{h:?}");
         // The namespaces share this machine's clock: the estimate must hold 0 within its
         // bound (and the bound of a local exchange is well under a second).
-        let (off, bound) = (
-            h["clock_offset_ms"].as_f64().unwrap(),
-            h["clock_bound_ms"].as_f64().unwrap(),
-        );
-        assert!(off.abs() <= bound + 0.01 && bound < 1000.0, "{h}");
+        let (off, bound) = (h.clock_offset_ms, h.clock_bound_ms);
+        assert!(off.abs() <= bound + 0.01 && bound < 1000.0, "{h:?}");
     }
     // Again: the same sha256, nothing copied.
     let v = json_lines(&evlab(&["hosts", f, "--json"]));
-    assert!(v.iter().all(|h| h["copied"] == false), "{v:?}");
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v.iter().all(|h| !h.copied), "{v:?}");
     // Another build on h1: found by its sha256, refused with --no-copy, replaced without.
     let other = hosts.dir.join("h1/work/evlab");
     std::fs::write(&other, b"#!/bin/sh\necho evlab 0.0.0-other\n").unwrap();
@@ -71,9 +68,9 @@ fn hosts_get_this_evlab_by_sha256_and_their_clocks_are_read() {
         "{out}"
     );
     let v = json_lines(&evlab(&["hosts", f, "--json"]));
-    assert_eq!(v[0]["copied"], false);
-    assert_eq!(v[1]["copied"], true);
-    assert_eq!(v[1]["evlab_version"], v[0]["evlab_version"]);
+    assert!(!v[0].copied, "{v:?}");
+    assert!(v[1].copied, "{v:?}");
+    assert_eq!(v[1].evlab_version, v[0].evlab_version);
     // A host ssh cannot reach is an error naming it, and the others are still checked.
     let text = std::fs::read_to_string(&file).unwrap()
         + "\n[[host]]\nname = \"gone\"\ndestination = \"h9\"\nrole = \"client\"\n";

@@ -160,11 +160,10 @@ fn two_clients_started_together_merge_exactly() {
     assert_eq!(m.clients[1].name, paths[1]);
 
     // A damaged histogram is refused, naming its file; so is a file that is not a report.
-    let mut bad: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&files[1]).unwrap()).unwrap();
-    bad["latency_histogram"]["data"] = "HISTFAAAAXXXX".into();
+    let mut bad = read_report(&files[1]);
+    bad.latency_histogram.as_mut().expect("a histogram").data = "HISTFAAAAXXXX".into();
     let damaged = dir.join("damaged.json");
-    std::fs::write(&damaged, bad.to_string()).unwrap();
+    std::fs::write(&damaged, serde_json::to_string(&bad).unwrap()).unwrap();
     let o = evlab(&["load-merge", paths[0], damaged.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");

@@ -1,6 +1,7 @@
 //! The micro-benchmark subcommands (`pipetest`, `herd`, `micro fdalloc`, `micro malloc`), each
 //! run by the real binary in a tiny configuration. Only what does not depend on speed is
-//! checked: the structure of the JSON and the benchmark's invariants (pass counts, accept
+//! checked: the structure of the JSON (each report read as its `evlab_wire::micro` type, and
+//! written back to the same document) and the benchmark's invariants (pass counts, accept
 //! counts, descriptor numbers). Every run is in a process group of its own, which is killed and
 //! checked gone afterwards, forked workers included.
 
@@ -11,7 +12,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use evlab_poll::{Kind, Mechanism};
-use serde_json::Value;
+use evlab_wire::micro::{fdalloc, herd, malloc, pipetest, readahead, Finding};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 const BIN: &str = env!("CARGO_BIN_EXE_evlab");
 
@@ -81,33 +84,36 @@ fn stop_group(pgid: u32) {
     }
 }
 
-fn json(args: &[&str]) -> Value {
+/// A report read as the wire type `T` it is written as. It must write back to the very same
+/// JSON: a field the type lacks (or one it would add, or a verdict in an old spelling) fails.
+fn typed<T: DeserializeOwned + Serialize>(text: &str, what: &str) -> T {
+    let raw: serde_json::Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{what}: not JSON ({e}):\n{text}"));
+    let t: T = serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("{what}: not its wire type ({e}):\n{text}"));
+    assert_eq!(
+        serde_json::to_value(&t).unwrap(),
+        raw,
+        "{what}: the report and its wire type differ"
+    );
+    t
+}
+
+/// `evlab ARGS`'s report on stdout (`--json -`), as the wire type `T`.
+fn report<T: DeserializeOwned + Serialize>(args: &[&str]) -> T {
     let out = evlab(args, Duration::from_secs(120));
     assert!(out.ok, "evlab {args:?} failed:\n{}", out.stderr);
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("evlab {args:?}: not JSON ({e}):\n{}", out.stdout))
+    typed(&out.stdout, &format!("evlab {args:?}"))
 }
 
 /// Every benchmark judges its findings; which way depends on the machine, so only the
-/// shape is checked.
-fn check_findings(v: &Value, count: usize) {
-    let f = v["findings"].as_array().expect("findings");
+/// shape is checked (the verdict is one of the four by its type).
+fn check_findings(f: &[Finding], count: usize) {
     assert_eq!(f.len(), count, "{f:?}");
     for x in f {
-        assert!(!x["claim"].as_str().unwrap().is_empty());
-        assert!(!x["evidence"].as_str().unwrap().is_empty());
-        let verdict = x["verdict"].as_str().unwrap();
-        assert!(
-            [
-                "reproduced",
-                "not-reproduced",
-                "inconclusive",
-                "not-measured"
-            ]
-            .contains(&verdict),
-            "{verdict}"
-        );
-        assert!(!x["rule"].as_str().unwrap().is_empty(), "{x}");
+        assert!(!x.claim.is_empty(), "{x:?}");
+        assert!(!x.evidence.is_empty(), "{x:?}");
+        assert!(!x.rule.is_empty(), "{x:?}");
     }
 }
 
@@ -124,7 +130,7 @@ fn readiness_names() -> Vec<&'static str> {
 #[test]
 fn pipetest_passes_every_token_on_every_readiness_mechanism() {
     for route in ["stride17", "last"] {
-        let v = json(&[
+        let v: pipetest::Report = report(&[
             "pipetest",
             "--pipes",
             "2,5",
@@ -139,46 +145,45 @@ fn pipetest_passes_every_token_on_every_readiness_mechanism() {
             "--json",
             "-",
         ]);
-        assert_eq!(v["benchmark"], "pipetest");
-        assert_eq!(v["route"], route);
-        check_findings(&v, 3);
-        let names: Vec<&str> = v["mechanisms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m.as_str().unwrap())
-            .collect();
+        assert_eq!(v.benchmark, "pipetest");
+        assert_eq!(v.route.name(), route);
+        check_findings(&v.findings, 3);
+        let names: Vec<&str> = v.mechanisms.iter().map(String::as_str).collect();
         assert_eq!(
             names,
             readiness_names(),
             "all = the registry's readiness mechanisms"
         );
-        let points = v["points"].as_array().unwrap();
-        assert_eq!(points.len(), 2 * names.len());
-        for p in points {
-            let what = format!("{} {}", p["mechanism"], p["pipes"]);
-            match p["status"].as_str().unwrap() {
-                "ok" => {
-                    let runs = p["runs"].as_array().unwrap();
-                    assert_eq!(runs.len(), 2, "{what}");
-                    for r in runs {
-                        assert_eq!(r["passes"], 3 * 7, "{what}: message_threads × generations");
-                        assert!(r["waits"].as_u64().unwrap() >= 1, "{what}");
-                        assert!(r["syscalls"].is_object(), "{what}");
+        assert_eq!(v.points.len(), 2 * names.len());
+        for p in &v.points {
+            let what = format!("{} {}", p.mechanism, p.pipes);
+            match p.status {
+                pipetest::Status::Ok => {
+                    assert_eq!(p.runs.len(), 2, "{what}");
+                    for r in &p.runs {
+                        assert_eq!(r.passes, 3 * 7, "{what}: message_threads × generations");
+                        assert!(r.waits >= 1, "{what}");
+                        // Each pass but none other wrote its token to the next pipe, counted.
+                        assert_eq!(
+                            r.syscalls.get("write"),
+                            Some(&r.passes),
+                            "{what}: {:?}",
+                            r.syscalls
+                        );
                     }
-                    assert!(p["passes_per_sec"].as_f64().unwrap() > 0.0, "{what}");
+                    assert!(p.passes_per_sec.is_some_and(|x| x > 0.0), "{what}");
                 }
-                "skipped" => {
-                    let why = p["reason"].as_str().unwrap();
+                pipetest::Status::Skipped => {
+                    let why = p.reason.as_deref().unwrap_or_default();
                     assert!(why.contains("unavailable"), "{what}: {why}");
-                    let m = Mechanism::from_name(p["mechanism"].as_str().unwrap()).unwrap();
+                    let m = Mechanism::from_name(&p.mechanism).unwrap();
                     evlab_poll::testing::require(
                         evlab_poll::testing::needs(m),
                         false,
                         &format!("pipetest {what}: {why}"),
                     );
                 }
-                s => panic!("{what}: {s}: {}", p["reason"]),
+                s => panic!("{what}: {s:?}: {:?}", p.reason),
             }
         }
     }
@@ -232,7 +237,7 @@ fn pipetest_table_and_limits() {
 #[test]
 fn fdalloc_gets_the_first_descriptor_then_n() {
     for op in ["open", "dup"] {
-        let v = json(&[
+        let v: fdalloc::Report = report(&[
             "micro",
             "fdalloc",
             "--total",
@@ -246,48 +251,42 @@ fn fdalloc_gets_the_first_descriptor_then_n() {
             "--json",
             "-",
         ]);
-        assert_eq!(v["benchmark"], "fdalloc");
-        check_findings(&v, 2);
-        assert_eq!(v["op"], op);
-        assert_eq!(v["total"], 300);
-        let first = v["first"].as_u64().unwrap();
+        assert_eq!(v.benchmark, "fdalloc");
+        check_findings(&v.findings, 2);
+        assert_eq!(v.op.name(), op);
+        assert_eq!(v.total, 300);
+        let first = v.first;
         assert!(first >= 3, "0, 1 and 2 are stdio");
-        assert!(v["highest"].as_u64().unwrap() >= first + 299);
-        let points = v["points"].as_array().unwrap();
-        let ns: Vec<u64> = points.iter().map(|p| p["n"].as_u64().unwrap()).collect();
+        assert!(v.highest >= first + 299);
+        let ns: Vec<u64> = v.points.iter().map(|p| p.n).collect();
         assert_eq!(ns, [100, 200, 250]);
-        for p in points {
+        for p in &v.points {
             // The lowest free descriptor: first the first one closed, then n.
-            assert_eq!(p["first_fd"].as_u64().unwrap(), first, "{p}");
-            assert_eq!(p["second_fd"], p["n"], "{p}");
-            for k in ["first_open_ns", "second_open_ns", "both_ns"] {
-                assert!(p[k].as_f64().unwrap() > 0.0, "{k}: {p}");
+            assert_eq!(p.first_fd, first, "{p:?}");
+            assert_eq!(p.second_fd, p.n, "{p:?}");
+            for (k, t) in [
+                ("first_open_ns", p.first_open_ns),
+                ("second_open_ns", p.second_open_ns),
+                ("both_ns", p.both_ns),
+            ] {
+                assert!(t > 0.0, "{k}: {p:?}");
             }
-            assert_eq!(p["second_runs_ns"].as_array().unwrap().len(), 3, "{p}");
+            assert_eq!(p.second_runs_ns.len(), 3, "{p:?}");
         }
         // The negative control: the same n, the same rounds, the rule's verdict on them.
-        let c = &v["negative_control"];
-        assert_eq!(
-            c["slots"].as_u64().unwrap(),
-            v["highest"].as_u64().unwrap() + 1
-        );
-        let cn: Vec<u64> = c["points"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["n"].as_u64().unwrap())
-            .collect();
+        let c = v.negative_control.as_ref().expect("negative_control");
+        assert_eq!(c.slots as u64, v.highest + 1);
+        let cn: Vec<u64> = c.points.iter().map(|p| p.n).collect();
         assert_eq!(cn, ns);
-        assert_eq!(c["finding"]["rule"], "fdalloc-flat");
-        assert_eq!(v["findings"][1]["verdict"], c["finding"]["verdict"]);
+        assert_eq!(c.finding.rule, "fdalloc-flat");
+        assert_eq!(v.findings[1].verdict, c.finding.verdict);
     }
     // Spread over the table by default, the last at the highest descriptor.
-    let v = json(&[
+    let v: fdalloc::Report = report(&[
         "micro", "fdalloc", "--total", "500", "--points", "4", "--repeat", "1", "--json", "-",
     ]);
-    let points = v["points"].as_array().unwrap();
-    assert_eq!(points.len(), 4);
-    assert_eq!(points[3]["n"], v["highest"]);
+    assert_eq!(v.points.len(), 4);
+    assert_eq!(v.points[3].n, v.highest);
 }
 
 #[test]
@@ -310,7 +309,7 @@ fn fdalloc_refuses_what_it_cannot_do() {
 
 #[test]
 fn malloc_makes_every_pair_in_threads_and_processes() {
-    let v = json(&[
+    let v: malloc::Report = report(&[
         "micro",
         "malloc",
         "--workers",
@@ -322,41 +321,21 @@ fn malloc_makes_every_pair_in_threads_and_processes() {
         "--json",
         "-",
     ]);
-    assert_eq!(v["benchmark"], "malloc");
-    check_findings(&v, 2);
-    assert!(v["allocator"].as_str().unwrap().contains("glibc"));
-    assert_eq!(v["iterations"], 2000);
-    assert_eq!(v["size"], 512);
-    let points = v["points"].as_array().unwrap();
-    let seen: Vec<(String, u64)> = points
-        .iter()
-        .map(|p| {
-            (
-                p["mode"].as_str().unwrap().to_string(),
-                p["workers"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    assert_eq!(v.benchmark, "malloc");
+    check_findings(&v.findings, 2);
+    assert!(v.allocator.contains("glibc"), "{}", v.allocator);
+    assert_eq!(v.iterations, 2000);
+    assert_eq!(v.size, 512);
+    let seen: Vec<(malloc::Mode, usize)> = v.points.iter().map(|p| (p.mode, p.workers)).collect();
+    let (threads, processes) = (malloc::Mode::Threads, malloc::Mode::Processes);
     assert_eq!(
         seen,
-        [
-            ("threads".into(), 1),
-            ("threads".into(), 3),
-            ("processes".into(), 1),
-            ("processes".into(), 3)
-        ]
+        [(threads, 1), (threads, 3), (processes, 1), (processes, 3)]
     );
-    for p in points {
-        assert_eq!(
-            p["pairs"].as_u64().unwrap(),
-            2000 * p["workers"].as_u64().unwrap(),
-            "{p}"
-        );
-        assert!(
-            p["worker_seconds_max"].as_f64().unwrap() >= p["worker_seconds_mean"].as_f64().unwrap(),
-            "{p}"
-        );
-        assert!(p["wall_seconds"].as_f64().unwrap() > 0.0, "{p}");
+    for p in &v.points {
+        assert_eq!(p.pairs, 2000 * p.workers as u64, "{p:?}");
+        assert!(p.worker_seconds_max >= p.worker_seconds_mean, "{p:?}");
+        assert!(p.wall_seconds > 0.0, "{p:?}");
     }
     let out = evlab(
         &["micro", "malloc", "--workers", "0"],
@@ -370,7 +349,7 @@ fn malloc_makes_every_pair_in_threads_and_processes() {
 
 #[test]
 fn herd_accepts_every_connection_once_in_every_mode() {
-    let v = json(&[
+    let v: herd::Report = report(&[
         "herd",
         "--workers",
         "1,3",
@@ -385,65 +364,61 @@ fn herd_accepts_every_connection_once_in_every_mode() {
         "--json",
         "-",
     ]);
-    assert_eq!(v["benchmark"], "herd");
-    check_findings(&v, 4);
-    assert_eq!(v["conns"], 12);
-    assert_eq!(v["repeat"], 2);
-    let points = v["points"].as_array().unwrap();
-    let modes = ["accept", "poll", "epoll", "exclusive", "reuseport", "uring"];
+    assert_eq!(v.benchmark, "herd");
+    check_findings(&v.findings, 4);
+    assert_eq!(v.conns, 12);
+    assert_eq!(v.repeat, 2);
+    let points = &v.points;
+    let modes = herd::Mode::ALL;
+    assert_eq!(
+        modes.map(herd::Mode::name),
+        ["accept", "poll", "epoll", "exclusive", "reuseport", "uring"]
+    );
     assert_eq!(points.len(), 2 * 2 * modes.len() * 2);
-    for (round, as_, mode, n) in (0..2u64).flat_map(|r| {
-        ["threads", "processes"].into_iter().flat_map(move |a| {
-            modes
-                .into_iter()
-                .flat_map(move |m| [1u64, 3].map(move |n| (r, a, m, n)))
-        })
+    for (round, as_, mode, n) in (0..2usize).flat_map(|r| {
+        [herd::As::Threads, herd::As::Processes]
+            .into_iter()
+            .flat_map(move |a| {
+                modes
+                    .into_iter()
+                    .flat_map(move |m| [1usize, 3].map(move |n| (r, a, m, n)))
+            })
     }) {
+        let (as_name, mode_name) = (as_.name(), mode.name());
         let p = points
             .iter()
-            .find(|p| {
-                p["round"] == round && p["as"] == as_ && p["mode"] == mode && p["workers"] == n
-            })
-            .unwrap_or_else(|| panic!("no point {as_} {mode} {n} in round {round}"));
-        let what = format!("{as_} {mode} N={n} round {round}");
-        match p["status"].as_str().unwrap() {
-            "ok" => {}
-            "skipped" if mode == "uring" => {
-                let why = format!("herd {what}: {}", p["reason"]);
+            .find(|p| p.round == round && p.as_ == as_ && p.mode == mode && p.workers == n)
+            .unwrap_or_else(|| panic!("no point {as_name} {mode_name} {n} in round {round}"));
+        let what = format!("{as_name} {mode_name} N={n} round {round}");
+        match p.status {
+            herd::Status::Ok => {}
+            herd::Status::Skipped if mode == herd::Mode::Uring => {
+                let why = format!("herd {what}: {:?}", p.reason);
                 evlab_poll::testing::require("io_uring", false, &why);
                 continue;
             }
-            s => panic!("{what}: {s}: {}", p["reason"]),
+            s => panic!("{what}: {s:?}: {:?}", p.reason),
         }
-        assert_eq!(p["connections"], 12, "{what}");
-        assert_eq!(p["client_errors"], 0, "{what}");
-        let per: Vec<u64> = p["per_worker"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap())
-            .collect();
-        assert_eq!(per.len() as u64, n, "{what}");
+        assert_eq!(p.connections, 12, "{what}");
+        assert_eq!(p.client_errors, 0, "{what}");
+        let per = &p.per_worker;
+        assert_eq!(per.len(), n, "{what}");
         // Every connection made was accepted by exactly one worker.
         assert_eq!(per.iter().sum::<u64>(), 12, "{what}");
-        assert_eq!(p["accepted"], 12, "{what}");
-        assert_eq!(p["latency"]["count"], 12, "{what}");
-        assert_eq!(
-            p["worker_stats"].as_array().unwrap().len() as u64,
-            n,
-            "{what}"
-        );
+        assert_eq!(p.accepted, 12, "{what}");
+        assert_eq!(p.latency.count, 12, "{what}");
+        assert_eq!(p.worker_stats.len(), n, "{what}");
         // The workers sleep in their wait through the 5 ms settle, so the first accept
         // woke somebody (a voluntary switch): at least 1 in 12. A connection wakes at
         // most every worker (the herd), a few times over if a woken wait sleeps again.
-        let wakeups = p["wakeups_per_accept"].as_f64().unwrap();
+        let wakeups = p.wakeups_per_accept;
         assert!(
             wakeups >= 1.0 / 12.0 && wakeups <= 4.0 * n as f64 + 2.0,
             "{what}: {wakeups} wake-ups per accept"
         );
         // An accept, a write and a close (and the waits between): some microseconds of
         // CPU, never none, and not milliseconds per worker.
-        let cpu = p["cpu_us_per_accept"].as_f64().unwrap();
+        let cpu = p.cpu_us_per_accept;
         assert!(
             cpu > 0.0 && cpu < 5_000.0 * n as f64,
             "{what}: {cpu} µs of CPU per accept"
@@ -508,10 +483,12 @@ fn run_a_micro_experiment_writes_the_table_and_the_findings() {
         Duration::from_secs(60),
     );
     assert!(r.ok, "{}", r.stderr);
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("pipetest.json")).unwrap()).unwrap();
-    assert_eq!(v["points"].as_array().unwrap().len(), 4);
-    check_findings(&v, 3);
+    let v: pipetest::Report = typed(
+        &std::fs::read_to_string(out.join("pipetest.json")).unwrap(),
+        "pipetest.json",
+    );
+    assert_eq!(v.points.len(), 4);
+    check_findings(&v.findings, 3);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Findings on this run"), "{md}");
     assert!(md.contains("passes per second"), "{md}");
@@ -536,7 +513,7 @@ fn run_a_micro_experiment_writes_the_table_and_the_findings() {
 fn readahead_sends_every_way_cold_and_warm() {
     let dir = std::env::temp_dir().join(format!("evlab-ra-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let v = json(&[
+    let v: readahead::Report = report(&[
         "micro",
         "readahead",
         "--sizes",
@@ -548,27 +525,31 @@ fn readahead_sends_every_way_cold_and_warm() {
         "--json",
         "-",
     ]);
-    assert_eq!(v["benchmark"], "readahead");
-    assert_eq!(v["repeat"], 2);
-    check_findings(&v, 4);
-    let points = v["points"].as_array().unwrap();
-    assert_eq!(points.len(), 2 * 2 * 2 * 5);
-    for p in points {
-        match p["status"].as_str().unwrap() {
-            "ok" => {
-                assert!(p["seconds"].as_f64().unwrap() > 0.0, "{p}");
-                let resident = p["resident_before"].as_f64().unwrap();
-                if p["cache"] == "warm" {
-                    assert!(resident > 0.95, "{p}");
+    assert_eq!(v.benchmark, "readahead");
+    assert_eq!(v.repeat, 2);
+    check_findings(&v.findings, 4);
+    assert_eq!(v.points.len(), 2 * 2 * 2 * 5);
+    for p in &v.points {
+        match p.status {
+            readahead::Status::Ok => {
+                assert!(p.seconds > 0.0, "{p:?}");
+                let resident = p.resident_before;
+                if p.cache == readahead::Cache::Warm {
+                    assert!(resident > 0.95, "{p:?}");
                 } else {
-                    assert!(resident <= 0.05, "{p}");
+                    assert!(resident <= 0.05, "{p:?}");
                 }
             }
-            "skipped" => {
-                assert_eq!(p["cache"], "cold", "{p}");
-                assert!(p["reason"].as_str().unwrap().contains("page cache"), "{p}");
+            readahead::Status::Skipped => {
+                assert_eq!(p.cache, readahead::Cache::Cold, "{p:?}");
+                assert!(
+                    p.reason
+                        .as_deref()
+                        .is_some_and(|r| r.contains("page cache")),
+                    "{p:?}"
+                );
             }
-            s => panic!("{s}: {p}"),
+            s => panic!("{s:?}: {p:?}"),
         }
     }
     // The files were made in the given directory and removed; the directory is the caller's.

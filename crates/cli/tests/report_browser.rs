@@ -154,6 +154,7 @@ fn committed_reports_work_in_a_browser() {
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&");
+    // Raw: the test page's own tally (its script writes it), not an evlab document.
     let v: serde_json::Value = serde_json::from_str(&result).unwrap();
     let errors: Vec<&str> = v["errors"]
         .as_array()

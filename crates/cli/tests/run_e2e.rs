@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use evlab_lab::model::results::{PointResult, Status, Summary};
 use evlab_lab::run::procs::{tree_snapshot, ProcessGroup};
+use evlab_wire::load::LoadReport;
 
 fn evlab() -> &'static str {
     env!("CARGO_BIN_EXE_evlab")
@@ -48,6 +50,11 @@ const FILES: &[&str] = &[
 
 fn read(dir: &Path, f: &str) -> String {
     std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+/// A run's summary.json, read as the lab's own type.
+fn summary(out: &Path) -> Summary {
+    serde_json::from_str(&read(out, "summary.json")).unwrap()
 }
 
 /// Re-renders in a copy and checks every report file is byte-identical.
@@ -103,16 +110,15 @@ fn tiny_experiment_end_to_end() {
     );
     let points = read(&out, "points.csv");
     assert_eq!(points.lines().count(), 5, "{points}");
-    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
-    let pts = summary["points"].as_array().unwrap();
+    let pts = summary(&out).points;
     assert_eq!(pts.len(), 4);
-    for p in pts {
-        assert_eq!(p["status"], "ok", "{p}");
-        let r = p["load"]["reply_rate_avg"].as_f64().unwrap_or(0.0);
-        let rate = p["rate"].as_f64().unwrap();
-        assert!(r > 0.5 * rate, "reply rate {r} at {rate}/s: {p}");
-        assert!(p["server"]["requests"].as_u64().unwrap() > 0);
-        assert!(p["commands"].as_array().unwrap().len() >= 2);
+    for p in &pts {
+        assert_eq!(p.status, Status::Ok, "{p:?}");
+        let r = p.reply_rate().unwrap_or(0.0);
+        let rate = p.rate;
+        assert!(r > 0.5 * rate, "reply rate {r} at {rate}/s: {p:?}");
+        assert!(p.server.as_ref().is_some_and(|s| s.requests > 0), "{p:?}");
+        assert!(p.commands.len() >= 2, "{p:?}");
     }
     assert!(read(&out, "samples.csv").lines().count() > 1, "no samples");
     let md = read(&out, "report.md");
@@ -145,12 +151,11 @@ fn failed_points_are_recorded_and_the_sweep_goes_on() {
     ] {
         assert!(out.join(f).is_file(), "missing {f}");
     }
-    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
-    let pts = summary["points"].as_array().unwrap();
+    let pts = summary(&out).points;
     assert_eq!(pts.len(), 4, "every point is attempted");
-    for p in pts {
-        assert_eq!(p["status"], "failed");
-        let why = p["reason"].as_str().unwrap();
+    for p in &pts {
+        assert_eq!(p.status, Status::Failed, "{p:?}");
+        let why = p.reason.as_deref().expect("a failed point's reason");
         assert!(
             why.contains("no-such-flag") || why.contains("exited"),
             "{why}"
@@ -167,12 +172,10 @@ fn unsupported_or_missing_series_are_skipped_with_a_reason() {
                 server_flags = [\"--no-such-flag\"]\nduration_s = 1\n";
     let o = run(spec, &d, &["--quiet"]);
     assert!(o.status.success());
-    let summary: serde_json::Value =
-        serde_json::from_str(&read(&d.join("out"), "summary.json")).unwrap();
-    let skipped = summary["skipped"].as_array().unwrap();
+    let skipped = summary(&d.join("out")).skipped;
     assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert_eq!(skipped[0]["series"], "lighttpd:select");
-    assert!(!skipped[0]["reason"].as_str().unwrap().is_empty());
+    assert_eq!(skipped[0].series, "lighttpd:select");
+    assert!(!skipped[0].reason.is_empty(), "{skipped:?}");
 }
 
 #[test]
@@ -199,7 +202,13 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     let t = Instant::now();
     // Wait for the first point to be written, then interrupt the second while its server
     // and clients run.
-    while !std::fs::read_to_string(&summary).is_ok_and(|s| s.contains("\"index\": 1")) {
+    let first_written = || {
+        std::fs::read_to_string(&summary)
+            .ok()
+            .and_then(|s| serde_json::from_str::<Summary>(&s).ok())
+            .is_some_and(|s| s.points.iter().any(|p| p.index == 1))
+    };
+    while !first_written() {
         assert!(t.elapsed() < Duration::from_secs(30), "no point finished");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -220,25 +229,17 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     let left: Vec<u32> = tree.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
     assert!(left.is_empty(), "evlab run left {left:?} after Ctrl-C");
     assert!(c.stop(Duration::from_secs(1)).is_empty());
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
-    assert_eq!(s["interrupted"], true);
-    let n = s["points"].as_array().unwrap().len();
+    let out = d.join("out");
+    let s = self::summary(&out);
+    assert!(s.interrupted);
+    let n = s.points.len();
     assert!((1..6).contains(&n), "{n} points");
     assert!(d.join("out/report.html").is_file());
 
     // `--resume` goes on with it: the valid points are kept as they were, the interrupted one
     // and the missing ones measured, into the same directory.
-    let valid = |p: &serde_json::Value| {
-        p["status"] == "ok" && p["flags"].as_array().is_none_or(|f| f.is_empty())
-    };
-    let kept: Vec<serde_json::Value> = s["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| valid(p))
-        .cloned()
-        .collect();
+    let valid = |p: &PointResult| p.status == Status::Ok && p.flags.is_empty();
+    let kept: Vec<PointResult> = s.points.into_iter().filter(valid).collect();
     let o = Command::new(evlab())
         .arg("run")
         .arg("--resume")
@@ -254,19 +255,14 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
         .filter(|l| l.contains(" idle=50 rate=100"))
         .count();
     assert_eq!(lines, 6 - kept.len(), "{err}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
-    assert_eq!(r["interrupted"], false);
-    let points = r["points"].as_array().unwrap();
-    assert_eq!(points.len(), 6, "{r}");
+    let r = self::summary(&out);
+    assert!(!r.interrupted);
+    let points = &r.points;
+    assert_eq!(points.len(), 6, "{r:?}");
     // Measured to the end (a busy machine may flag one, which a later --resume measures again).
-    assert!(points.iter().all(|p| p["status"] == "ok"), "{r}");
+    assert!(points.iter().all(|p| p.status == Status::Ok), "{r:?}");
     for k in &kept {
-        assert!(
-            points.contains(k),
-            "point {} not kept as it was",
-            k["index"]
-        );
+        assert!(points.contains(k), "point {} not kept as it was", k.index);
     }
     // Each point's raw report is there, and no other.
     let mut raw: Vec<String> = std::fs::read_dir(d.join("out/load"))
@@ -276,13 +272,14 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     raw.sort();
     let mut want: Vec<String> = points
         .iter()
-        .map(|p| format!("point-{:03}.json", p["index"].as_u64().unwrap()))
+        .map(|p| format!("point-{:03}.json", p.index))
         .collect();
     want.sort();
     assert_eq!(raw, want);
-    let res = &r["resumed"][0];
-    assert_eq!(res["kept_points"], kept.len());
-    assert_eq!(res["measured_points"], 6 - kept.len());
+    assert_eq!(r.resumed.len(), 1, "{:?}", r.resumed);
+    let res = &r.resumed[0];
+    assert_eq!(res.kept_points, kept.len());
+    assert_eq!(res.measured_points, 6 - kept.len());
     assert!(read(&d.join("out"), "report.md").contains(&format!(
         "{} valid point(s) and 0 capacity search(es) kept; {} point(s)",
         kept.len(),
@@ -311,10 +308,8 @@ fn non_2xx_replies_are_flagged() {
     );
     let o = run(&spec, &d, &["--quiet"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let summary: serde_json::Value =
-        serde_json::from_str(&read(&d.join("out"), "summary.json")).unwrap();
-    let flags = summary["points"][0]["flags"].to_string();
-    assert!(flags.contains("not serving"), "{flags}");
+    let flags = &summary(&d.join("out")).points[0].flags;
+    assert!(flags.iter().any(|f| f.contains("not serving")), "{flags:?}");
 }
 
 /// A `[proxy]` experiment: three processes per point (the origin, the proxy, the load), the
@@ -377,17 +372,11 @@ object_size = "8K"
     let left: Vec<u32> = tree.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
     assert!(left.is_empty(), "evlab run left {left:?}");
     let out = d.join("out");
-    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
-    let pts = summary["points"].as_array().unwrap();
-    assert_eq!(pts.len(), 2, "{summary}");
-    for p in pts {
-        assert_eq!(p["status"], "ok", "{p}");
-        assert!(p["load"]["replies"].as_u64().unwrap() > 0, "{p}");
-        assert_eq!(p["load"]["errors"]["total"], 0, "{p}");
-        assert!(p["server_cpu_us_per_reply"].as_f64().unwrap() > 0.0, "{p}");
-        let cmds = p["commands"].as_array().unwrap();
-        let all: Vec<&str> = cmds.iter().map(|c| c.as_str().unwrap()).collect();
-        let all = all.join("\n");
+    let pts = summary(&out).points;
+    assert_eq!(pts.len(), 2, "{pts:?}");
+    for p in &pts {
+        check_proxy_point(p);
+        let all = p.commands.join("\n");
         for want in [
             " proxy ",
             "--origin ",
@@ -400,17 +389,23 @@ object_size = "8K"
     }
     // The 8K series read its own file set: every reply body 8 KiB.
     let p = &pts[1];
-    assert_eq!(p["series"], "poll splice 8K");
-    let cmds = p["commands"].to_string();
+    assert_eq!(p.series, "poll splice 8K");
+    let cmds = p.commands.join("\n");
     assert!(cmds.contains("--object-size 8K"), "{cmds}");
-    let raw = read(
-        &out,
-        &format!("load/point-{:03}.json", p["index"].as_u64().unwrap()),
-    );
-    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
-    let content = v["replies"]["size"]["content"].as_f64().unwrap();
-    assert_eq!(content, 8192.0, "{v}");
+    let raw = read(&out, &format!("load/point-{:03}.json", p.index));
+    let v: LoadReport = serde_json::from_str(&raw).unwrap();
+    let content = v.replies.size.content;
+    assert_eq!(content, 8192.0, "{v:?}");
     assert!(c.stop(Duration::from_secs(1)).is_empty());
+}
+
+/// A `[proxy]` point measured: replies, none of them errors, the proxy's CPU per reply.
+fn check_proxy_point(p: &PointResult) {
+    assert_eq!(p.status, Status::Ok, "{p:?}");
+    let load = p.load.as_ref().expect("the point's load");
+    assert!(load.replies.is_some_and(|n| n > 0), "{p:?}");
+    assert_eq!(load.errors.total, Some(0), "{p:?}");
+    assert!(p.server_cpu_us_per_reply.is_some_and(|x| x > 0.0), "{p:?}");
 }
 
 /// The proxy peers of a `[proxy]` experiment: HAProxy (and nginx `proxy_pass`, where
@@ -473,23 +468,12 @@ fn proxy_peers_end_to_end() {
     let left: Vec<u32> = seen.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
     assert!(left.is_empty(), "evlab run left {left:?}");
     let out = d.join("out");
-    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
-    let pts = summary["points"].as_array().unwrap();
-    assert_eq!(pts.len(), peers.len(), "{summary}");
-    for ((label, m), p) in peers.iter().zip(pts) {
-        assert_eq!(p["series"], *label, "{p}");
-        assert_eq!(p["status"], "ok", "{p}");
-        let replies = p["load"]["replies"].as_u64().unwrap();
-        assert!(replies > 0, "{p}");
-        assert_eq!(p["load"]["errors"]["total"], 0, "{p}");
-        assert!(p["server_cpu_us_per_reply"].as_f64().unwrap() > 0.0, "{p}");
-        let all: Vec<&str> = p["commands"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap())
-            .collect();
-        let all = all.join("\n");
+    let pts = summary(&out).points;
+    assert_eq!(pts.len(), peers.len(), "{pts:?}");
+    for ((label, m), p) in peers.iter().zip(&pts) {
+        assert_eq!(p.series, *label, "{p:?}");
+        check_proxy_point(p);
+        let all = p.commands.join("\n");
         let want: &[&str] = if *m == "haproxy" {
             &[
                 "haproxy -db -f ",

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use evlab_lab::model::results::Status;
 use evlab_lab::run::cgroup;
 
 mod common;
@@ -320,13 +321,13 @@ impl Drop for UserGroup {
 }
 
 /// The one point of an experiment, from its summary.json.
-fn the_point(out: &Path) -> serde_json::Value {
+fn the_point(out: &Path) -> evlab_lab::model::results::PointResult {
     let text = std::fs::read_to_string(out.join("summary.json"))
         .unwrap_or_else(|e| panic!("{}: {e}", out.join("summary.json").display()));
-    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let points = summary["points"].as_array().unwrap();
+    let summary: evlab_lab::model::results::Summary = serde_json::from_str(&text).unwrap();
+    let mut points = summary.points;
     assert_eq!(points.len(), 1, "{text}");
-    points[0].clone()
+    points.remove(0)
 }
 
 const TINY: &str = "name = \"nonroot\"\nmechanisms = [\"epoll-et\"]\nrates = [100]\nidle = [0]\n\
@@ -372,15 +373,15 @@ fn an_ordinary_user_runs_a_budgeted_experiment_in_a_group_root_gave_it() {
         assert_eq!(owner, user.uid, "{f} was written by uid {owner}");
     }
     let p = the_point(&out);
-    assert_eq!(p["status"], "ok", "{p}");
-    assert_eq!(p["server_cpu_budget"], 0.25, "{p}");
-    let commands = p["commands"].to_string();
+    assert_eq!(p.status, Status::Ok, "{p:?}");
+    assert_eq!(p.server_cpu_budget, Some(0.25), "{p:?}");
+    let commands = p.commands.join("\n");
     assert!(
         commands.contains(&g),
         "the commands name the group: {commands}"
     );
-    if p["flags"].as_array().is_some_and(|f| !f.is_empty()) {
-        println!("the point is ok but flagged: {}", p["flags"]);
+    if !p.flags.is_empty() {
+        println!("the point is ok but flagged: {:?}", p.flags);
     }
     assert!(group.children().is_empty(), "{:?}", group.children());
 }
@@ -448,8 +449,8 @@ fn an_ordinary_user_without_a_group_is_told_what_root_runs_and_runs_without_a_bu
     println!("no budget\n{}", text(&o));
     assert!(o.status.success(), "{}", text(&o));
     let p = the_point(&user.dir.join("out"));
-    assert_eq!(p["status"], "ok", "{p}");
-    assert!(p["server_cpu_budget"].is_null(), "{p}");
+    assert_eq!(p.status, Status::Ok, "{p:?}");
+    assert!(p.server_cpu_budget.is_none(), "{p:?}");
     // Idle connections past what this user's descriptor limit allows (2,000,000: past any
     // fs.nr_open a user could be given) are left out, the report saying the limit and how to
     // raise it; the rest is measured.

@@ -88,12 +88,8 @@ fn clean(out: &Path) {
 /// Whether `series` ran (not skipped: io_uring may be refused here, and the lab says why).
 fn ran(out: &Path, series: &str) -> bool {
     let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
-    v["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|s| s["label"] == series)
+    let v: evlab_lab::model::results::Summary = serde_json::from_str(&summary).unwrap();
+    v.series.iter().any(|s| s.label == series)
 }
 
 const SHORT: &[(&str, &str)] = &[

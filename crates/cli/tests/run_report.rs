@@ -7,8 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use evlab_lab::model::results::Summary;
+use evlab_wire::load::LoadReport;
+
 fn evlab() -> &'static str {
     env!("CARGO_BIN_EXE_evlab")
+}
+
+/// A run's summary.json, read as the lab's own type.
+fn summary(out: &Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
 fn scratch(tag: &str) -> PathBuf {
@@ -119,14 +127,8 @@ fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
 
     // 3. Every point's commands, run after the run (its scratch directory removed), measure
     // the point again.
-    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
-    for p in summary["points"].as_array().unwrap() {
-        let cmds: Vec<&str> = p["commands"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap())
-            .collect();
+    for p in summary(&out).points {
+        let cmds: Vec<&str> = p.commands.iter().map(String::as_str).collect();
         assert!(cmds[0].starts_with("mkdir -p "), "{cmds:?}");
         let root = cmds[0]
             .trim_start_matches("mkdir -p ")
@@ -151,16 +153,16 @@ fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
         assert!(
             r.status.success(),
             "replaying point {}: {}\n{script}",
-            p["index"],
+            p.index,
             String::from_utf8_lossy(&r.stderr)
         );
-        let report: serde_json::Value =
+        let report: LoadReport =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        let replies = report["replies"]["total"].as_u64().unwrap_or(0);
+        let replies = report.replies.total;
         assert!(
             replies >= 50,
             "point {} replayed: {replies} replies",
-            p["index"]
+            p.index
         );
         // The replay made the run's scratch directory again: remove it, as the run did.
         let _ = std::fs::remove_dir_all(Path::new(&json).parent().unwrap().parent().unwrap());
@@ -194,9 +196,7 @@ fn a_rate_search_eta_is_an_estimate_at_the_knee_refined_as_series_finish() {
         err.contains("point 3/~4: epoll-et idle=0 rate=100/s"),
         "{err}"
     );
-    let summary: serde_json::Value =
-        serde_json::from_str(&read(&d.join("out"), "summary.json")).unwrap();
-    assert_eq!(summary["points"].as_array().unwrap().len(), 4);
+    assert_eq!(summary(&d.join("out")).points.len(), 4);
 }
 
 #[test]

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use evlab_lab::model::results::{PointResult, ServerCounters, Status, Summary};
+
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("evlab-run-sweep-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -15,6 +17,26 @@ fn scratch(tag: &str) -> PathBuf {
 
 fn read(dir: &Path, f: &str) -> String {
     std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+/// A run's summary.json, read as the lab's own type.
+fn summary(out: &Path) -> Summary {
+    serde_json::from_str(&read(out, "summary.json")).unwrap()
+}
+
+/// A point measured with the swept worker count, and the server's counters over it.
+fn swept_workers(p: &PointResult) -> (usize, &ServerCounters) {
+    assert_eq!(p.status, Status::Ok, "{p:?}");
+    let w = p
+        .swept
+        .as_ref()
+        .unwrap_or_else(|| panic!("not swept: {p:?}"));
+    assert_eq!(w.name, "workers", "{p:?}");
+    let server = p
+        .server
+        .as_ref()
+        .unwrap_or_else(|| panic!("no server counters: {p:?}"));
+    (w.value as usize, server)
 }
 
 #[test]
@@ -54,36 +76,29 @@ fn a_workers_sweep_runs_each_mode_at_each_count_and_draws_against_workers() {
         );
     }
 
-    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
-    let points = summary["points"].as_array().unwrap();
+    let points = summary(&out).points;
     assert_eq!(points.len(), 4);
-    for p in points {
-        assert_eq!(p["status"], "ok", "{p}");
-        let n = p["swept"]["value"].as_f64().unwrap() as usize;
-        assert_eq!(p["swept"]["name"], "workers");
+    for p in &points {
+        let (n, server) = swept_workers(p);
         // The server ran with that many workers: one accept count per worker, summing to
         // what it accepted (the lab's own stats request after the run adds one).
-        let per: Vec<u64> = p["server"]["per_worker_accepted"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect();
-        assert_eq!(per.len(), n, "{p}");
-        let accepted = p["server"]["accepted"].as_u64().unwrap();
-        assert!(accepted >= 100, "{p}");
-        assert_eq!(per.iter().sum::<u64>(), accepted, "{p}");
+        let per = &server.per_worker_accepted;
+        assert_eq!(per.len(), n, "{p:?}");
+        let accepted = server.accepted;
+        assert!(accepted >= 100, "{p:?}");
+        assert_eq!(per.iter().sum::<u64>(), accepted, "{p:?}");
         // At least one context switch per connection: each worker sleeps between them.
-        let ctx = p["server_ctx_switches"].as_u64().unwrap();
+        let ctx = p.server_ctx_switches.expect("server_ctx_switches");
         assert!(
             ctx >= accepted,
             "{ctx} context switches for {accepted} connections"
         );
-        assert!(p["commands"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c.as_str().unwrap().contains(&format!("--workers {n}"))));
+        assert!(
+            p.commands
+                .iter()
+                .any(|c| c.contains(&format!("--workers {n}"))),
+            "{p:?}"
+        );
     }
 
     // The figures against workers, one line per mode; none against the offered rate.
@@ -148,43 +163,33 @@ fn a_process_sweep_records_each_process_and_judges_the_process_rules() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{err}");
-    let summary: serde_json::Value = serde_json::from_str(&read(&out, "summary.json")).unwrap();
-    let points = summary["points"].as_array().unwrap();
+    let points = summary(&out).points;
     assert_eq!(
         points.len(),
         5,
         "threads at 1, each process series at 2 and 4: {err}"
     );
-    for p in points.iter().filter(|p| p["series"] != "shared") {
+    for p in points.iter().filter(|p| p.series != "shared") {
         // (Valid or not: a busy machine may flag the client; the records are what is tested.)
-        assert_eq!(p["status"], "ok", "{p}");
-        let n = p["swept"]["value"].as_f64().unwrap() as usize;
-        let nums = |k: &str| -> Vec<u64> {
-            p["server"][k]
-                .as_array()
-                .unwrap_or_else(|| panic!("{k}: {p}"))
-                .iter()
-                .map(|v| v.as_u64().unwrap())
-                .collect()
-        };
+        let (n, server) = swept_workers(p);
         let (acc, wake) = (
-            nums("per_worker_accepted"),
-            nums("per_worker_accept_wakeups"),
+            &server.per_worker_accepted,
+            &server.per_worker_accept_wakeups,
         );
         assert_eq!(
             (acc.len(), wake.len()),
             (n, n),
-            "one count per process: {p}"
+            "one count per process: {p:?}"
         );
-        let accepted = p["server"]["accepted"].as_u64().unwrap();
-        assert!(accepted >= 100, "{p}");
-        assert_eq!(acc.iter().sum::<u64>(), accepted, "{p}");
+        let accepted = server.accepted;
+        assert!(accepted >= 100, "{p:?}");
+        assert_eq!(acc.iter().sum::<u64>(), accepted, "{p:?}");
         // A process that accepted was woken to; none is woken more than it tried.
-        assert!(wake.iter().sum::<u64>() >= 1, "{p}");
+        assert!(wake.iter().sum::<u64>() >= 1, "{p:?}");
         // The context switches are the whole tree's: at least one per connection.
         assert!(
-            p["server_ctx_switches"].as_u64().unwrap() >= accepted,
-            "{p}"
+            p.server_ctx_switches.is_some_and(|c| c >= accepted),
+            "{p:?}"
         );
     }
     for f in ["fig-wakeups-vs-workers.svg", "fig-empty-vs-workers.svg"] {

@@ -351,6 +351,7 @@ fn cargo_graph() -> BTreeMap<String, BTreeSet<String>> {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Raw: `cargo metadata`'s document, which no evlab type describes.
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let short = |n: &str| match n {
         "evlab" => "cli".to_string(),

@@ -465,7 +465,8 @@ mod tests {
         assert_eq!((x[2].t_s, x[2].reply_rate), (3.0, Some(1000.0)));
     }
 
-    /// Removes `path` (dot-separated) from the JSON text of a report.
+    /// Removes `path` (dot-separated) from the JSON text of a report: raw on purpose, a
+    /// document the type cannot write.
     fn without(r: &LoadReport, path: &str) -> String {
         let mut v = serde_json::to_value(r).unwrap();
         let (parent, last) = path.rsplit_once('.').unwrap_or(("", path));

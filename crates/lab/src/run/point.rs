@@ -1404,6 +1404,7 @@ mod tests {
     #[test]
     fn stats_missing_a_field_are_an_error_that_names_it() {
         let s = stats(1, 1, 1, &[]);
+        // Raw on purpose: a document the type cannot write, one field short.
         let mut v = serde_json::to_value(&s).unwrap();
         v["events"].as_object_mut().unwrap().remove("waits");
         let e = load::parse_server_stats(&v.to_string()).unwrap_err();

@@ -126,7 +126,7 @@ pub struct Args {
     /// Seconds per reply-rate sample (httperf uses 5)
     #[arg(long, default_value_t = 5.0)]
     pub sample_interval: f64,
-    /// Random seed (Poisson gaps, SPECweb99 draws)
+    /// Random seed (Poisson gaps, SPECweb99 and Polymix draws)
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Time every syscall the generator makes and report microseconds per connection in each

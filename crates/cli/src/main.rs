@@ -60,7 +60,7 @@ enum Command {
     /// Hold N idle connections open, re-opening any the server closes
     #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
-    /// Reverse caching HTTP/1.1 proxy: copy, splice or splice-keep forwarding
+    /// Reverse caching HTTP/1.1 proxy: copy, splice, splice-keep or splice-release forwarding
     #[command(after_help = proxy::EXAMPLES)]
     Proxy(proxy::Args),
     /// Create the SPECweb99-like file set
@@ -87,7 +87,7 @@ enum Command {
     /// The thundering herd in accept: wake-ups and time per accept against workers, per mode
     #[command(after_help = herd::EXAMPLES)]
     Herd(herd::Args),
-    /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc
+    /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc, readahead
     #[command(after_help = micro::EXAMPLES)]
     Micro(micro::Args),
     /// Check the hosts of a hosts file over OpenSSH: reachable, kernel, evlab, clock

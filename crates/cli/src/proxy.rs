@@ -100,7 +100,7 @@ pub struct Args {
     pub max_conns: usize,
     /// Append one line per request to FILE (`-`: standard output): client address, method,
     /// target, status, bytes sent to the client, cache (HIT, MISS or -), forwarding mode (copy,
-    /// splice, splice-keep or -) and microseconds to the last byte. Lines are written in
+    /// splice, splice-keep, splice-release or -) and microseconds to the last byte. Lines are written in
     /// batches (32 KiB, or a second after the first), never one write per request. Off by
     /// default
     #[arg(long, value_name = "FILE")]

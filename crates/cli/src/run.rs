@@ -169,7 +169,9 @@ pub struct RunArgs {
     pub resume: Option<PathBuf>,
     /// Run the server and the load on these hosts over OpenSSH (a hosts file; docs/hosts.md):
     /// the server on the `server` host, idle holders on the first client, the load split over
-    /// every client host. Only evlab servers at fixed rates, one-byte workload, no budget
+    /// every client host, a proxy's origin on the `origin` host. evlab servers and proxies at fixed
+    /// rates (one-byte, SPECweb99 or Polymix; a budget as a share of one CPU); peers, URI lists,
+    /// "auto" rates or budgets, `[knee]` and micro-benchmarks are refused
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub hosts: Option<PathBuf>,
 }

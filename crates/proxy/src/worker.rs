@@ -2502,7 +2502,16 @@ impl<P: Io> Worker<P> {
             o.stored = None;
             // The body has ended where the head said; anything behind it already is no answer
             // to any request (an until-close body ends with the close, and is never reused).
-            if b.framing != Framing::UntilClose {
+            // Splice-release (AutoRelease) ends by itself at the declared length and looks no
+            // further: what it splices is never stored, so the only use of a look now would be
+            // the connection's fate, and a pooled connection is looked at before its next
+            // request anyway (`origin_for`, or its idle watch's event). What is already known
+            // (the origin shut its side) decides at no cost.
+            if b.mode == Mode::Release && b.store.is_none() {
+                if o.f.peer_closed || o.f.hup {
+                    reusable = false;
+                }
+            } else if b.framing != Framing::UntilClose {
                 let drained = !P::COMPLETION
                     && o.drained_turn == self.turn
                     && !o.f.readable

@@ -1,15 +1,26 @@
 //! `splice-release` against `splice`: the syscalls (and, under `uring`, the ring enters) the
-//! proxy makes per response for a 1 MiB body, counted by the proxy's own stats, on every
-//! mechanism of the registry (`evlab_poll::for_each_mechanism!`). A count, not a timing.
+//! proxy makes per response for 64 KiB and 1 MiB bodies, counted by the proxy's own stats, on
+//! every mechanism of the registry (`evlab_poll::for_each_mechanism!`). A count, not a timing.
 //!
 //! What is deterministic and what is not: in `splice` mode a body's pipe holds 64 KiB (the
 //! kernel's default), so each splice moves at most that much and a 1 MiB body costs at least
 //! 16 splices in and 16 out, whatever the timing. In `splice-release` the pipe holds the whole
 //! body, so the number of splices is the number of times the proxy finds bytes in the origin's
-//! socket: it depends on how the origin's bytes arrive, and is not fixed. The test therefore
-//! asserts the bound that holds for splice against what splice-release does on average over
-//! several responses: fewer splices than splice's floor of 32 (readiness mechanisms), and fewer
-//! syscalls in all (every mechanism; under `uring`, fewer ring enters).
+//! socket: it depends on how the origin's bytes arrive, and is not fixed. The 1 MiB test
+//! therefore asserts the bound that holds for splice against what splice-release does on
+//! average over several responses: fewer splices than splice's floor of 32 (readiness
+//! mechanisms), and fewer syscalls in all (every mechanism; under `uring`, fewer ring enters).
+//!
+//! At 64 KiB one default pipe holds the body too, so both modes move it with one splice in and
+//! one out when it has all arrived, and an arrival in two parts costs either mode a wait and
+//! two splices more. What differs is fixed: splice looks at the origin's socket after each
+//! body (a `recv(MSG_PEEK)`), splice-release does not; under `uring`, splice-release writes the
+//! head into the body's pipe, so no send's completion costs a ring enter of its own. So each
+//! response's count is taken alone, and the test compares each mode's fewest over the
+//! responses (its floor, reached by any response whose bytes came in one piece): splice's is
+//! fixed by the calls listed above, and splice-release's is below it only if the calls it
+//! leaves out are really left out. One undisturbed response of eight is enough; none would
+//! fail the test, as would a call added back.
 
 #[allow(unused_macros)] // `modes!`: this file runs two modes of its own
 mod common;
@@ -97,12 +108,13 @@ fn serve(mut s: TcpStream) {
 /// What the proxy made per response, over `ROUNDS` responses.
 #[derive(Debug)]
 struct Counts {
-    /// Every syscall (for `epoll2`, without its waits: see below).
+    /// Every syscall (for `epoll2`, without its waits: see below), on average.
     total: f64,
     splice: f64,
     enter: f64,
-    /// Every kind of syscall made, per response.
-    kinds: Vec<(String, f64)>,
+    /// The fewest syscalls (and ring enters) one response took.
+    min_total: u64,
+    min_enter: u64,
 }
 
 /// Per response, over `ROUNDS` responses of `len` bytes on one kept client connection (and one
@@ -129,31 +141,44 @@ fn per_response(m: &str, mode: &str, len: usize) -> Option<Counts> {
         p.shared().stats()
     };
     let calls = |st: &ProxyStats, name: &str| st.syscalls.get(name).map_or(0, |c| c.calls);
+    // An idle pooled origin connection is always writable to epoll2, which registers IN|OUT
+    // once, so its waits return at once while one is pooled (docs/proxy.md): thousands a
+    // response, whatever the mode. They are left out of its count.
+    let counted = |st: &ProxyStats| {
+        let waits = if m == "epoll2" {
+            calls(st, "epoll_wait")
+        } else {
+            0
+        };
+        st.syscalls_total - waits
+    };
     let before = snapshot();
+    let (mut min_total, mut min_enter) = (u64::MAX, u64::MAX);
+    let mut last = snapshot();
     for i in 0..ROUNDS {
         get(&format!("round {i}"));
+        let now = snapshot();
+        min_total = min_total.min(counted(&now) - counted(&last));
+        min_enter = min_enter.min(calls(&now, "io_uring_enter") - calls(&last, "io_uring_enter"));
+        last = now;
     }
-    let after = snapshot();
+    let after = last;
     let n = ROUNDS as f64;
     let per = |name: &str| (calls(&after, name) - calls(&before, name)) as f64 / n;
-    let mut total = (after.syscalls_total - before.syscalls_total) as f64 / n;
-    if m == "epoll2" {
-        // An idle pooled origin connection is always writable to epoll2, which registers
-        // IN|OUT once, so its waits return at once while one is pooled (docs/proxy.md):
-        // thousands a response, whatever the mode. They are left out of its count.
-        total -= per("epoll_wait");
-    }
-    let kinds = after
+    // Every kind of syscall made, per response: what the counts are made of.
+    let kinds: Vec<String> = after
         .syscalls
         .keys()
-        .map(|k| (k.clone(), per(k)))
+        .map(|k| (k, per(k)))
         .filter(|(_, v)| *v > 0.0)
+        .map(|(k, v)| format!("{k} {v}"))
         .collect();
     let r = Counts {
-        total,
+        total: (counted(&after) - counted(&before)) as f64 / n,
         splice: per("splice"),
         enter: per("io_uring_enter"),
-        kinds,
+        min_total,
+        min_enter,
     };
     // Spliced in the mode asked for (io_uring may lack splice on some kernels: it then copies).
     let spliced = match mode {
@@ -165,7 +190,10 @@ fn per_response(m: &str, mode: &str, len: usize) -> Option<Counts> {
     }
     drop(s);
     p.shutdown().unwrap();
-    eprintln!("{m} {mode} {len}: {r:?} (per response)");
+    eprintln!(
+        "{m} {mode} {len}: {r:?} (per response: {})",
+        kinds.join(", ")
+    );
     Some(r)
 }
 
@@ -196,8 +224,16 @@ fn fewer_than_splice(m: &str) {
         r_total < s_total,
         "{m}: syscalls per response, splice-release {r_total} against splice {s_total}"
     );
+    assert!(
+        release.min_total < splice.min_total,
+        "{m}: fewest syscalls a response, splice-release {} against splice {}",
+        release.min_total,
+        splice.min_total
+    );
 }
 
+/// 64 KiB: each mode's floor (see the module's note), for syscalls and, under `uring`, ring
+/// enters.
 fn fewer_than_splice_at_64_kib(m: &str) {
     let Some(splice) = per_response(m, "splice", 64 << 10) else {
         return;
@@ -205,7 +241,17 @@ fn fewer_than_splice_at_64_kib(m: &str) {
     let Some(release) = per_response(m, "splice-release", 64 << 10) else {
         return;
     };
-    eprintln!("{m} 64 KiB: splice {splice:?}, splice-release {release:?}");
+    assert!(
+        release.min_total < splice.min_total,
+        "{m}: fewest syscalls a response, splice-release {release:?} against splice {splice:?}"
+    );
+    if m == "uring" && release.enter > 0.0 {
+        assert!(
+            release.min_enter < splice.min_enter,
+            "{m}: fewest ring enters a response, splice-release {release:?} against splice \
+             {splice:?}"
+        );
+    }
 }
 
 macro_rules! release_tests {

@@ -21,8 +21,10 @@
 //! - `Body`: the head, rewritten, is queued for the client with whatever body bytes came with
 //!   it, and the rest of the body moves by the forwarding mode: through a user-space buffer
 //!   (copy), or origin → pipe → client (splice), with a tee'd second pipe read into the cache
-//!   (splice-keep). When it is all received and sent, the origin connection goes back to the
-//!   pool (if the origin keeps it) and the client back to `Idle`.
+//!   (splice-keep), or through a pipe sized for the body that may carry the head ahead of it
+//!   (splice-release). When it is all received and sent, the origin connection goes back to
+//!   the pool (if the origin keeps it, and, but in splice-release, if nothing follows the body
+//!   in its socket) and the client back to `Idle`.
 //! - `Lingering`: the proxy closed its side after a `Connection: close`; it reads and
 //!   discards until the client closes, so that its last response is not destroyed by a reset.
 //! - `Tunnel`: a CONNECT to a target of `--allow-connect`; bytes are relayed both ways (a

@@ -679,8 +679,10 @@ pub fn tee(fd_in: RawFd, fd_out: RawFd, len: usize) -> io::Result<usize> {
     .map(|n| n as usize)
 }
 
-/// ioctl(FIONREAD): the bytes waiting to be read in a pipe or socket. Not counted: the proxy
-/// asks it only to size an io_uring splice.
+/// ioctl(FIONREAD): the bytes waiting to be read in a pipe or socket. Not counted (there is no
+/// `ioctl` kind): the proxy's completion engine asks it of every pipe given back to the pool
+/// and after a splice from a socket that found nothing, so its syscall counts leave out one a
+/// spliced response (docs/proxy.md, "Syscalls per request").
 pub fn fionread(fd: RawFd) -> io::Result<usize> {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int through the pointer, which is valid and writable.

@@ -40,8 +40,10 @@ pub struct Args {
     pub mechanism: Mechanism,
     /// How response bodies travel: copy (read/write), splice (socket → pipe → socket),
     /// splice-keep (splice, with a tee'd copy of cacheable bodies for the cache),
-    /// splice-release (splice through a pipe sized for the body's Content-Length, up to 1M:
-    /// the paper's AutoRelease, approximated). Request bodies are always copied; CONNECT
+    /// splice-release (splice through a pipe sized for the body's Content-Length, up to 1M,
+    /// the head put in the pipe ahead of the body when both fit, and no look at the origin's
+    /// socket after the body: the paper's AutoRelease, approximated). Request bodies are
+    /// always copied; CONNECT
     /// tunnels are spliced both ways in the splice modes
     #[arg(long, default_value = "copy", value_parser = ForwardMode::from_name)]
     pub forward: ForwardMode,

@@ -34,7 +34,9 @@
 //! - other descriptors registered readable (the shutdown waker): a one-shot POLL_ADD.
 //!
 //! Costs and traps:
-//! - No transfer is made outside the ring, and the bytes of a copied response are copied
+//! - No transfer is made outside the ring but one: splice-release's head, written into the
+//!   body's empty pipe with write(2) (`Io::write_pipe`), which cannot block and saves the ring
+//!   enter a send's completion would end. The bytes of a copied response are copied
 //!   once, by the kernel into the recv's buffer and out of the send's: the same buffer. The
 //!   state machine's own copies are those of every mechanism (a head's body bytes into the
 //!   client's output). What the engine still copies: what goes to the origin (request heads,

@@ -14,7 +14,10 @@
 //!   read from there into the cache: the paper's KeepCopy.
 //! - `splice-release`: as `splice`, with the paper's AutoRelease approximated: the body's pipe
 //!   is sized once for the whole declared length (up to 1 MiB), so each splice moves all the
-//!   socket holds and the proxy is not woken per 64 KiB pipe-full (see docs/proxy.md).
+//!   socket holds and the proxy is not woken per 64 KiB pipe-full; the head is written into
+//!   the pipe ahead of the body when both fit, so one splice gives both to the client; and the
+//!   body ends at its declared length with no look at the origin's socket after it (the
+//!   connection is looked at before its next request). See docs/proxy.md.
 //!
 //! Request bodies (Content-Length or chunked, any method) are forwarded through user space in
 //! every mode; `Expect: 100-continue` is answered by the proxy; CONNECT opens a tunnel to the
@@ -70,7 +73,9 @@ pub enum ForwardMode {
     /// As `Splice`, with a tee(2)'d copy of cacheable bodies read into the cache (KeepCopy).
     SpliceKeep,
     /// As `Splice`, through a pipe sized for the body's declared length (up to
-    /// [`RELEASE_PIPE_MAX`]): the paper's AutoRelease, as near as today's Linux allows.
+    /// [`RELEASE_PIPE_MAX`]), with the head ahead of the body in it when both fit, and no look
+    /// at the origin's socket once the declared length has passed: the paper's AutoRelease,
+    /// as near as today's Linux allows.
     SpliceRelease,
 }
 

@@ -21,8 +21,10 @@
 //! - `Body`: the head, rewritten, is queued for the client with whatever body bytes came with
 //!   it, and the rest of the body moves by the forwarding mode: through a user-space buffer
 //!   (copy), or origin → pipe → client (splice), with a tee'd second pipe read into the cache
-//!   (splice-keep). When it is all received and sent, the origin connection goes back to the
-//!   pool (if the origin keeps it) and the client back to `Idle`.
+//!   (splice-keep), or through a pipe sized for the body that may carry the head ahead of it
+//!   (splice-release). When it is all received and sent, the origin connection goes back to
+//!   the pool (if the origin keeps it, and, but in splice-release, if nothing follows the body
+//!   in its socket) and the client back to `Idle`.
 //! - `Lingering`: the proxy closed its side after a `Connection: close`; it reads and
 //!   discards until the client closes, so that its last response is not destroyed by a reset.
 //! - `Tunnel`: a CONNECT to a target of `--allow-connect`; bytes are relayed both ways (a
@@ -68,6 +70,9 @@ pub const STATS_PATH: &str = "/.evlab/stats";
 /// In the splice modes, the first read of a response takes at most this much, so that most of
 /// a body is left in the socket to be spliced (the paper's Squid read 2,896 bytes).
 const HEAD_READ_SPLICE: usize = 4096;
+/// The most output splice-release puts into a body's pipe ahead of the body (a head and the
+/// body bytes read with it, 4 KiB and its rewriting; more is sent as it is).
+const HEAD_IN_PIPE_MAX: usize = 16 * 1024;
 /// Stop answering pipelined requests while this much output waits for the client.
 const OUT_HIGH_WATER: usize = 256 * 1024;
 /// Cached bodies up to this size are copied behind their head (one write); larger ones are
@@ -169,6 +174,12 @@ struct Xfer {
     /// then read out of here into `keep`.
     pipe: Option<Pipe>,
     tee: Option<Pipe>,
+    /// Splice-release: the head is in the pipe ahead of the body, held there until the
+    /// splice from the origin in flight (or about to be made) has brought the body's next
+    /// bytes, so that head and body leave in one splice (see `head_into_pipe`).
+    head_held: bool,
+    /// A splice from the origin is in flight (completion engine): its result is to come.
+    filling: bool,
     /// Everything of the body has been received.
     in_done: bool,
     /// The origin failed before the body's end: send what arrived, then close the client.
@@ -224,6 +235,9 @@ struct Exchange {
     store_key: Option<Box<str>>,
     retried: bool,
     got_bytes: bool,
+    /// The last read of the response head filled all it asked for: more of the response
+    /// waits in the socket behind it.
+    head_full: bool,
     /// The origin's bytes while the head is incomplete.
     resp: Vec<u8>,
     body: Option<Xfer>,
@@ -354,7 +368,10 @@ impl Client {
             return t.down.held() > 0;
         }
         match self.x.as_ref().and_then(|x| x.body.as_ref()) {
-            Some(b) => b.buf.len() > b.sent || src_pipe(b).is_some_and(|p| p.len > 0),
+            // A head held in the pipe goes with the body, once the origin's splice is in.
+            Some(b) => {
+                b.buf.len() > b.sent || (!b.head_held && src_pipe(b).is_some_and(|p| p.len > 0))
+            }
             None => false,
         }
     }
@@ -1785,6 +1802,7 @@ impl<P: Io> Worker<P> {
                 store_key,
                 retried: false,
                 got_bytes: false,
+                head_full: false,
                 resp,
                 body: None,
             }));
@@ -1915,6 +1933,7 @@ impl<P: Io> Worker<P> {
             }
             Ok(n) => {
                 x.got_bytes = true;
+                x.head_full = n == limit;
                 o.drained_turn = 0;
                 if n < limit && !o.f.peer_closed && !P::COMPLETION {
                     o.f.readable = false;
@@ -2027,6 +2046,8 @@ impl<P: Io> Worker<P> {
             keep_due: 0,
             pipe: None,
             tee: None,
+            head_held: false,
+            filling: false,
             in_done: false,
             failed: false,
             reusable: h.keep_alive && !early,
@@ -2138,8 +2159,68 @@ impl<P: Io> Worker<P> {
         }
         x.resp = resp;
         x.resp.clear();
+        let release = b.mode == Mode::Release && x.head_full;
         x.body = Some(b);
         c.phase = Phase::Body;
+        if release {
+            self.head_into_pipe(c);
+        }
+    }
+
+    /// Splice-release, when the head's read left more of the response in the origin's
+    /// socket: what waits for the client (the head, the body bytes read with it) is written
+    /// into the body's empty pipe, and the splice from the origin appends the body to it, so
+    /// that one splice gives head and body to the client. Under a readiness mechanism a
+    /// `write` into the pipe replaces the head's `send` (the same count); under the completion
+    /// engine it also saves the ring enter that the send's completion, alone, would end: the
+    /// next enter is the one that brings the body. Nothing is moved when other output waits
+    /// (a cached body, more than [`HEAD_IN_PIPE_MAX`] bytes).
+    fn head_into_pipe(&mut self, c: &mut Client) {
+        let pending = c.out.len() - c.out_pos;
+        if pending == 0 || pending > HEAD_IN_PIPE_MAX || c.hit.is_some() {
+            return;
+        }
+        let Some(b) = c.x.as_mut().and_then(|x| x.body.as_mut()) else {
+            return;
+        };
+        let Some(p) = b.pipe.take() else {
+            return;
+        };
+        // Room for the head too, so the body still moves in one splice: where the largest
+        // pipe cannot hold both (bodies near 1 MiB), the head is sent as it is.
+        let whole = b.left.saturating_add(pending as u64);
+        let mut p = self.release_pipe(p, whole);
+        if p.len != 0 || (p.room() as u64) < whole {
+            b.pipe = Some(p);
+            return;
+        }
+        let mut written = 0;
+        while written < pending {
+            let rest = &c.out[c.out_pos + written..];
+            match self.poller.write_pipe(p.wr, rest) {
+                Ok(n) if n > 0 => written += n,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                // An empty pipe with room takes a few pages whole: never seen. What went in
+                // stays ahead of what did not, so the rest cannot follow: the response is cut
+                // short (the client closed once what is in the pipe is out).
+                _ if written > 0 => {
+                    c.out.truncate(c.out_pos + written);
+                    b.failed = true;
+                    b.reusable = false;
+                    self.stats.conns.io_errors.inc();
+                    break;
+                }
+                _ => break,
+            }
+        }
+        c.out_pos += written;
+        if c.out_pos == c.out.len() {
+            c.out.clear();
+            c.out_pos = 0;
+        }
+        p.len += written;
+        b.head_held = written > 0 && !b.failed;
+        b.pipe = Some(p);
     }
 
     /// Copy, splice or splice-keep for a body with `left` bytes still to receive, with the
@@ -2209,6 +2290,7 @@ impl<P: Io> Worker<P> {
             progress |= tee_into_keep(&mut self.poller, c.fd, b, &self.stats)?;
         }
         if b.in_done || b.failed {
+            b.head_held = false;
             if x.origin.as_ref().is_some_and(|o| o.f.hup) {
                 // Hung up after the body: it cannot be reused, and a level-triggered
                 // mechanism would report the hang-up on every wait while the client drains.
@@ -2224,6 +2306,7 @@ impl<P: Io> Worker<P> {
             return Ok(progress);
         }
         let Some(o) = x.origin.as_mut() else {
+            b.head_held = false;
             return Ok(progress);
         };
         let room = match b.mode {
@@ -2248,6 +2331,7 @@ impl<P: Io> Worker<P> {
             }
         };
         if room == 0 {
+            b.head_held = false;
             if o.f.hup {
                 // Hung up while we cannot read: a level-triggered mechanism would report it
                 // on every wait. What it sent after the buffered bytes is lost anyway.
@@ -2256,6 +2340,8 @@ impl<P: Io> Worker<P> {
             return Ok(progress);
         }
         if !o.f.readable {
+            // A head waits for the body only while a splice that brings it is in flight.
+            b.head_held &= b.filling;
             return Ok(progress);
         }
         let max = match b.framing {
@@ -2274,6 +2360,11 @@ impl<P: Io> Worker<P> {
                 self.poller.splice(o.fd, wr, max, o.fd)
             }
         };
+        let held = std::mem::take(&mut b.head_held);
+        b.filling = matches!(&r, Err(e) if pending(e));
+        if b.filling {
+            b.head_held = held;
+        }
         match r {
             Ok(0) => {
                 if b.framing == Framing::UntilClose {
@@ -2352,6 +2443,9 @@ impl<P: Io> Worker<P> {
             }
             Err(e) if sys::would_block(&e) => {
                 match b.pipe.as_mut() {
+                    // A pipe that holds only a head (a few pages of many) is not full: the
+                    // socket is empty (a readiness mechanism's EAGAIN says so).
+                    Some(_) if held && !P::COMPLETION => o.f.readable = false,
                     // Full, or the socket is empty: drain the pipe, then try again.
                     Some(p) if b.mode != Mode::Copy && p.len > 0 => p.full = true,
                     _ => o.f.readable = false,
@@ -2437,6 +2531,10 @@ impl<P: Io> Worker<P> {
         let Some(b) = c.x.as_mut().and_then(|x| x.body.as_mut()) else {
             return Ok(progress);
         };
+        if b.head_held {
+            // It leaves with the body's first bytes (`head_into_pipe`).
+            return Ok(progress);
+        }
         let src = match b.mode {
             Mode::Copy => return Ok(progress),
             Mode::Splice | Mode::Release => b.pipe.as_mut(),
@@ -2502,7 +2600,16 @@ impl<P: Io> Worker<P> {
             o.stored = None;
             // The body has ended where the head said; anything behind it already is no answer
             // to any request (an until-close body ends with the close, and is never reused).
-            if b.framing != Framing::UntilClose {
+            // Splice-release (AutoRelease) ends by itself at the declared length and looks no
+            // further: what it splices is never stored, so the only use of a look now would be
+            // the connection's fate, and a pooled connection is looked at before its next
+            // request anyway (`origin_for`, or its idle watch's event). What is already known
+            // (the origin shut its side) decides at no cost.
+            if b.mode == Mode::Release && b.store.is_none() {
+                if o.f.peer_closed || o.f.hup {
+                    reusable = false;
+                }
+            } else if b.framing != Framing::UntilClose {
                 let drained = !P::COMPLETION
                     && o.drained_turn == self.turn
                     && !o.f.readable

@@ -158,6 +158,13 @@ pub(crate) trait Io: Poller {
         Ok(n)
     }
 
+    /// Writes into a pipe known to be empty, with room for `buf` (splice-release's head, put
+    /// ahead of the body): write(2) under every engine. It cannot block, and the completion
+    /// engine makes it too, since a request would cost the ring enter it is there to save.
+    fn write_pipe(&mut self, fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+        sys::write(fd, buf)
+    }
+
     /// Reads at most `max` bytes from a pipe known to hold them (splice-keep's copy of what
     /// it tee'd) into `buf`'s spare capacity; `notify` as for [`Io::splice`].
     fn read_pipe(

@@ -93,6 +93,7 @@ syscalls! {
     Pread => "pread64",
     Mmap => "mmap",
     Munmap => "munmap",
+    Ioctl => "ioctl",
 }
 
 /// Number of counted syscalls.
@@ -679,17 +680,17 @@ pub fn tee(fd_in: RawFd, fd_out: RawFd, len: usize) -> io::Result<usize> {
     .map(|n| n as usize)
 }
 
-/// ioctl(FIONREAD): the bytes waiting to be read in a pipe or socket. Not counted: the proxy
-/// asks it only to size an io_uring splice.
+/// ioctl(FIONREAD): the bytes waiting to be read in a pipe or socket. Counted (`ioctl`): the
+/// proxy's completion engine asks it of every pipe given back to the pool and after a splice
+/// from a socket that found nothing, one a spliced response.
 pub fn fionread(fd: RawFd) -> io::Result<usize> {
     let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer, which is valid and writable.
-    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n as *mut libc::c_int) };
-    if r == 0 {
-        Ok(n.max(0) as usize)
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid and writable for
+    // the call.
+    counted(Syscall::Ioctl, || unsafe {
+        libc::ioctl(fd, libc::FIONREAD, &mut n as *mut libc::c_int) as libc::c_long
+    })?;
+    Ok(n.max(0) as usize)
 }
 
 /// A blocking TCP connection whose receive buffer is set before it connects, so that the

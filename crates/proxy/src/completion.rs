@@ -13,7 +13,10 @@
 //!   body in the socket). When the state machine reads again its buffer is empty (a response
 //!   head, a copied body's next batch, a client's next requests) and the request's buffer
 //!   becomes its buffer, swapped, not copied; only a read that adds to bytes the state
-//!   machine already holds (the rest of a head that came in pieces, say) copies;
+//!   machine already holds (the rest of a head that came in pieces, say) copies. After a
+//!   recv that came back short (a request or a response read whole: the socket is empty),
+//!   the next one waits for bytes first (IORING_RECVSEND_POLL_FIRST) rather than try, fail
+//!   and then wait; after a full one it tries at once;
 //! - writes: the parts of a response (`Io::write_parts`: the client's output, a cached body,
 //!   a copied body's batch; a tunnel's batch) go with the send itself. Vectors are taken
 //!   whole (the state machine goes on with an empty one from the engine's pool, and the
@@ -44,7 +47,10 @@
 //!   already held.
 //! - Buffers circulate: a send's vectors return to the engine's pool (at most
 //!   [`BUFS_KEEP`], each at most 512 KiB) and feed the next recvs; a state machine's buffer
-//!   swapped out by a recv goes there too.
+//!   swapped out by a recv goes there too. A buffer is taken only if it is large enough (the
+//!   most recent such, among the last few given back), else a new one is allocated: growing
+//!   a small one is a reallocation that copies its old contents, which are garbage here.
+//!   The state machine gets back a buffer as large as each vector a send takes from it.
 //! - Splice and tee run in the kernel's io-wq threads (io_uring marks them always async), so
 //!   each costs a hand-over to a kernel thread, one of this process's (`iou-wrk-*`): that is
 //!   where this engine's splice costs more than splice(2) under epoll (docs/proxy.md has the
@@ -81,6 +87,11 @@ const RECV_MAX: usize = 256 * 1024;
 /// A send left running after its descriptor was closed is cancelled after this long.
 const ORPHAN_GRACE: Duration = Duration::from_secs(10);
 const BUFS_KEEP: usize = 256;
+/// IORING_RECVSEND_POLL_FIRST (the crate does not export it): a recv's `ioprio` flag, "arm
+/// the poll before trying" (Linux 5.19, as the multishot accept this engine requires).
+const RECVSEND_POLL_FIRST: u16 = 1;
+/// How many of the pool's most recent buffers `take_buf` looks through for one large enough.
+const TAKE_SCAN: usize = 8;
 /// user_data of requests whose completions need nothing: cancels, and linked polls.
 const UD_IGNORE: u64 = u64::MAX;
 
@@ -188,6 +199,9 @@ struct FdState {
     /// The wait in whose harvest a recv came back short (the socket was empty when it ran):
     /// until the next wait, nothing is known to have arrived since.
     drained_at: u64,
+    /// The last recv filled all it asked for: more is likely waiting, and the next recv is
+    /// tried at once rather than behind a poll (IORING_RECVSEND_POLL_FIRST).
+    recv_full: bool,
 }
 
 pub(crate) struct Uring {
@@ -234,13 +248,17 @@ impl Uring {
         &mut self.fds[i]
     }
 
+    /// An empty buffer of at least `cap` bytes: the most recently given back that is large
+    /// enough (its memory is the likeliest still in the cache), else a new one. Never a small
+    /// one grown: `reserve` reallocates, and the allocator copies the old capacity's bytes,
+    /// which here are garbage.
     fn take_buf(&mut self, cap: usize) -> Vec<u8> {
-        match self.bufs.pop() {
-            Some(mut b) => {
-                b.clear();
-                b.reserve(cap);
-                b
-            }
+        let n = self.bufs.len();
+        let fit = (n.saturating_sub(TAKE_SCAN)..n)
+            .rev()
+            .find(|&i| self.bufs[i].capacity() >= cap);
+        match fit {
+            Some(i) => self.bufs.remove(i),
             None => Vec::with_capacity(cap),
         }
     }
@@ -399,7 +417,16 @@ impl Uring {
         let ptr = op.buf.as_mut_ptr();
         let i = self.new_op(op);
         self.st(fd).rd = Some(i);
+        // A recv that finds the socket empty fails, then waits behind an internal poll: after
+        // a short recv (a request or a response read whole, nothing yet behind it) the next
+        // one waits first and spares the failed attempt.
+        let ioprio = if self.st(fd).recv_full {
+            0
+        } else {
+            RECVSEND_POLL_FIRST
+        };
         let sqe = opcode::Recv::new(types::Fd(fd), ptr, len as u32)
+            .ioprio(ioprio)
             .build()
             .user_data(i as u64);
         self.push(&[sqe])
@@ -695,6 +722,7 @@ impl Uring {
             Kind::Recv => {
                 st.rd = None;
                 if res > 0 {
+                    st.recv_full = res as usize >= op.len;
                     if (res as usize) < op.len {
                         st.drained_at = waits;
                     }
@@ -1101,10 +1129,11 @@ impl Io for Uring {
             }
             total += n;
             let held = match p {
-                // The vector itself: the state machine goes on with an empty one.
+                // The vector itself: the state machine goes on with an empty one as large
+                // (it would otherwise grow a small one, a reallocation, for its next batch).
                 Part::Owned(v, pos) => {
                     let from = std::mem::replace(*pos, 0);
-                    let fresh = self.take_buf(0);
+                    let fresh = self.take_buf(v.capacity());
                     (Held::Vec(std::mem::replace(*v, fresh)), from)
                 }
                 Part::Shared(o, pos) => {

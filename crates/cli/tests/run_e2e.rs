@@ -163,6 +163,8 @@ fn failed_points_are_recorded_and_the_sweep_goes_on() {
     }
     assert!(read(&out, "report.md").contains("Failed points"));
     check_rerender(&out);
+    std::fs::remove_dir_all(&d).unwrap();
+    assert!(!d.exists(), "the scratch directory is left behind");
 }
 
 #[test]

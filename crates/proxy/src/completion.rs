@@ -40,9 +40,9 @@
 //! - No transfer is made outside the ring but one: splice-release's head, written into the
 //!   body's empty pipe with write(2) (`Io::write_pipe`), which cannot block and saves the ring
 //!   enter a send's completion would end. The bytes of a copied response are copied
-//!   once, by the kernel into the recv's buffer and out of the send's: the same buffer. The
-//!   state machine's own copies are those of every mechanism (a head's body bytes into the
-//!   client's output). What the engine still copies: what goes to the origin (request heads,
+//!   once, by the kernel into the recv's buffer and out of the send's: the same buffer (the
+//!   body bytes that came with a head too: the head's buffer becomes the body's, sent after
+//!   the client's output). What the engine still copies: what goes to the origin (request heads,
 //!   small), a body being kept for the cache in copy mode, and a read that adds to bytes
 //!   already held.
 //! - Buffers circulate: a send's vectors return to the engine's pool (at most

@@ -2134,14 +2134,20 @@ impl<P: Io> Worker<P> {
             b.store = None;
             self.stats.origin_errors.inc();
         }
+        // A copied body's first bytes, read with the head, stay where they are: the head's
+        // buffer becomes the body's, its head counted as sent, and they leave behind the
+        // client's output in the same write rather than being copied into it.
+        let prefix_in_buf = b.mode == Mode::Copy && !b.keep_in_buf && !dechunk && take > 0;
         if dechunk {
             c.out.extend_from_slice(&dechunked);
             self.stats.bytes_copy.add(dechunked.len() as u64);
+        } else if prefix_in_buf {
+            self.stats.bytes_copy.add(take as u64);
         } else {
             c.out.extend_from_slice(&prefix[..take]);
             self.stats.bytes_copy.add(take as u64);
         }
-        if b.mode == Mode::Copy && !b.keep_in_buf && !b.in_done {
+        if b.mode == Mode::Copy && !b.keep_in_buf && !b.in_done && !prefix_in_buf {
             b.buf = self.bufs.take(self.cfg.buffer_size);
         }
         match b.mode {
@@ -2157,8 +2163,16 @@ impl<P: Io> Worker<P> {
             e.status = h.status;
             e.mode = mode_name(b.mode);
         }
-        x.resp = resp;
-        x.resp.clear();
+        if prefix_in_buf {
+            let mut resp = resp;
+            resp.truncate(h.head_len + take);
+            b.sent = h.head_len;
+            b.buf = resp;
+            x.resp = Vec::new();
+        } else {
+            x.resp = resp;
+            x.resp.clear();
+        }
         let release = b.mode == Mode::Release && x.head_full;
         x.body = Some(b);
         c.phase = Phase::Body;

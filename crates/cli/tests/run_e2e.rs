@@ -1,10 +1,13 @@
 //! `evlab run` end to end on 127.0.0.1: a tiny real experiment, the failure path, `evlab report`
 //! re-rendering, and Ctrl-C. Each run is bounded (points of ~1 s at low rates).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::Scratch;
 use evlab_lab::model::results::{PointResult, Status, Summary};
 use evlab_lab::run::procs::{tree_snapshot, ProcessGroup};
 use evlab_wire::load::LoadReport;
@@ -13,11 +16,8 @@ fn evlab() -> &'static str {
     env!("CARGO_BIN_EXE_evlab")
 }
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("evlab-run-e2e-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(tag: &str) -> Scratch {
+    common::scratch(&format!("evlab-run-e2e-{tag}"))
 }
 
 fn run(spec: &str, dir: &Path, extra: &[&str]) -> Output {
@@ -131,6 +131,7 @@ fn tiny_experiment_end_to_end() {
         assert!(md.contains(s), "report.md lacks {s}");
     }
     check_rerender(&out);
+    d.finish();
 }
 
 #[test]
@@ -163,8 +164,7 @@ fn failed_points_are_recorded_and_the_sweep_goes_on() {
     }
     assert!(read(&out, "report.md").contains("Failed points"));
     check_rerender(&out);
-    std::fs::remove_dir_all(&d).unwrap();
-    assert!(!d.exists(), "the scratch directory is left behind");
+    d.finish();
 }
 
 #[test]
@@ -178,6 +178,7 @@ fn unsupported_or_missing_series_are_skipped_with_a_reason() {
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert_eq!(skipped[0].series, "lighttpd:select");
     assert!(!skipped[0].reason.is_empty(), "{skipped:?}");
+    d.finish();
 }
 
 #[test]
@@ -290,11 +291,12 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     // A directory that is not a run's is refused, naming it.
     let o = Command::new(evlab())
         .args(["run", "--resume"])
-        .arg(&d)
+        .arg(&*d)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no summary.json"));
+    d.finish();
 }
 
 #[test]
@@ -312,6 +314,7 @@ fn non_2xx_replies_are_flagged() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let flags = &summary(&d.join("out")).points[0].flags;
     assert!(flags.iter().any(|f| f.contains("not serving")), "{flags:?}");
+    d.finish();
 }
 
 /// A `[proxy]` experiment: three processes per point (the origin, the proxy, the load), the
@@ -399,6 +402,7 @@ object_size = "8K"
     let content = v.replies.size.content;
     assert_eq!(content, 8192.0, "{v:?}");
     assert!(c.stop(Duration::from_secs(1)).is_empty());
+    d.finish();
 }
 
 /// A `[proxy]` point measured: replies, none of them errors, the proxy's CPU per reply.
@@ -491,5 +495,5 @@ fn proxy_peers_end_to_end() {
         }
     }
     assert!(c.stop(Duration::from_secs(1)).is_empty());
-    let _ = std::fs::remove_dir_all(&d);
+    d.finish();
 }

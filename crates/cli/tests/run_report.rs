@@ -3,10 +3,13 @@
 //! times, and the report's figures, validity table and reproduction commands — those replayed
 //! after the run, when its scratch directory is gone.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::Scratch;
 use evlab_lab::model::results::Summary;
 use evlab_wire::load::LoadReport;
 
@@ -19,11 +22,8 @@ fn summary(out: &Path) -> Summary {
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("evlab-run-report-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(tag: &str) -> Scratch {
+    common::scratch(&format!("evlab-run-report-{tag}"))
 }
 
 fn run(spec: &str, dir: &Path, extra: &[&str]) -> Output {
@@ -167,6 +167,7 @@ fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
         // The replay made the run's scratch directory again: remove it, as the run did.
         let _ = std::fs::remove_dir_all(Path::new(&json).parent().unwrap().parent().unwrap());
     }
+    d.finish();
 }
 
 #[test]
@@ -197,6 +198,7 @@ fn a_rate_search_eta_is_an_estimate_at_the_knee_refined_as_series_finish() {
         "{err}"
     );
     assert_eq!(summary(&d.join("out")).points.len(), 4);
+    d.finish();
 }
 
 #[test]

@@ -64,10 +64,14 @@ fn list_shows_builtin_experiments() {
     }
 }
 
+/// Runs `evlab run` on a spec that must be refused, in a directory of its own (tests run in
+/// parallel), which it removes and checks gone; returns what was said on stderr.
 fn run_bad(body: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("evlab-run-spec-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("evlab-run-spec-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join(format!("bad-{}.toml", body.len()));
+    let f = dir.join("bad.toml");
     std::fs::write(&f, body).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_evlab"))
         .arg("run")
@@ -81,6 +85,8 @@ fn run_bad(body: &str) -> String {
         !dir.join("out").exists(),
         "nothing may be started or written for a bad spec"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!dir.exists(), "the scratch directory is left behind");
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 

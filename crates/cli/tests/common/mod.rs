@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -351,4 +351,36 @@ pub fn assert_percentiles_match(hist_ms: [f64; 5], raw_us: &mut [u64]) {
             "the histogram's {q} quantile is {hist} µs, the {n} raw samples' is {raw} µs"
         );
     }
+}
+
+/// A test's scratch directory, `<temp>/<name>-<pid>`, emptied when made and removed when the
+/// test ends, pass or fail; a test that passes removes it with [`Scratch::finish`], which
+/// checks that nothing is left.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Scratch {
+    pub fn finish(self) {
+        std::fs::remove_dir_all(&self.0).unwrap();
+        assert!(!self.0.exists(), "the scratch directory is left behind");
+    }
+}
+
+pub fn scratch(name: &str) -> Scratch {
+    let d = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    Scratch(d)
 }

@@ -21,6 +21,15 @@ degrees of freedom), and per size the ratio of evlab's best configuration (lowes
 HAProxy's and to nginx's, with whether the upper end of evlab's interval is at or below
 HAProxy's mean.
 
+Paired against epoll-et: per size, each other evlab engine is compared with epoll-et in the
+same forwarding mode round by round (the two points of one round, both valid, make a pair: they
+ran minutes apart at most, so a drift of the machine cancels). The table gives the geometric
+mean of the per-round ratios (engine / epoll-et, CPU per request) and its 90% interval (Student t
+on the logarithms), and the verdict on "no slower than epoll-et" with a non-inferiority margin
+(--margin, default 1.05, fixed before a run): met if the interval's upper end is at or below the
+margin, not met if its lower end is above it, inconclusive otherwise. Whether the engine is
+measurably slower at all (the lower end above 1) is said apart.
+
 Writes results/bench/proxy-<timestamp>/{raw.csv,summary.md} and prints the summary.
 Quick smoke run: bench/proxy_bench.py --rounds 2 --duration 1 (numbers from it mean nothing).
 """
@@ -285,6 +294,55 @@ def measure(name, size, rps, args, tmp, origin_port):
     return row
 
 
+def paired(rows, size, name, base):
+    """The per-round ratios name / base at `size` over the rounds where both points are valid."""
+    by_round = {}
+    for x in rows:
+        if x["size"] == size and x["config"] in (name, base) and not x["invalid"]:
+            by_round.setdefault(x["round"], {})[x["config"]] = x["us_per_req"]
+    return [v[name] / v[base] for _, v in sorted(by_round.items())
+            if name in v and base in v and v[base] > 0]
+
+
+def verdict(lo, hi, margin):
+    if hi <= margin:
+        return "met"
+    if lo > margin:
+        return "not met"
+    return "inconclusive"
+
+
+def paired_lines(rows, sizes, configs, margin):
+    """The paired comparison of every evlab engine with epoll-et in the same mode."""
+    out = []
+    for size in sizes:
+        for name in configs:
+            parts = name.split(" ")
+            if len(parts) != 3 or parts[0] != "evlab" or parts[1] == "epoll-et":
+                continue
+            base = f"evlab epoll-et {parts[2]}"
+            if base not in configs:
+                continue
+            r = paired(rows, size, name, base)
+            if not out:
+                out = ["", f"Paired against epoll-et in the same mode, round by round: the "
+                       f"geometric mean of the ratios (CPU per request) and its 90% interval; "
+                       f"\"no slower\" is met if the upper end is at or below {margin:g}, not "
+                       f"met if the lower end is above it.", "",
+                       "| size | configuration | pairs | ratio | 90% interval | no slower "
+                       f"(margin {margin:g}) | measurably slower |",
+                       "|---:|---|---:|---:|---|---|---|"]
+            if len(r) < 2:
+                out.append(f"| {size_label(size)} | {name} | {len(r)} | | | too few pairs | |")
+                continue
+            m, h = interval([math.log(x) for x in r])
+            lo, hi = math.exp(m - h), math.exp(m + h)
+            out.append(f"| {size_label(size)} | {name} | {len(r)} | {math.exp(m):.3f} | "
+                       f"{lo:.3f} – {hi:.3f} | {verdict(lo, hi, margin)} | "
+                       f"{'yes' if lo > 1 else 'no'} |")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -301,11 +359,15 @@ def main():
                     help="evlab forwarding modes (default copy,splice: with the cache off, "
                          "splice-keep tees nothing and moves bodies as splice does)")
     ap.add_argument("--peers", default="nginx,haproxy", help="peer proxies (default nginx,haproxy)")
+    ap.add_argument("--margin", type=float, default=1.05,
+                    help="non-inferiority margin of the paired ratios to epoll-et (default 1.05)")
     ap.add_argument("--evlab", default=None, help="the evlab binary (default: this tree's "
                                                   "release build, built first)")
     args = ap.parse_args()
     if args.rounds < 1 or args.duration <= 0:
         sys.exit("--rounds must be at least 1 and --duration above 0")
+    if not args.margin >= 1:
+        sys.exit("--margin must be at least 1")
     sizes = [size_bytes(s) for s in args.sizes.split(",") if s]
     rates = [float(r) for r in args.rates.split(",") if r]
     if len(rates) != len(sizes):
@@ -458,6 +520,7 @@ def main():
             ratio = f"{med[(size, name)] / base:.2f}" if base else ""
             lines.append(f"| {size_label(size)} | {name} | {len(v)} | {min(us):.1f} | "
                          f"{statistics.median(us):.1f} | {max(us):.1f} | {wq:.1f} | {ratio} |")
+    lines += paired_lines(rows, sizes, configs, args.margin)
     lines += ["", f"Load average (1, 5, 15 min) at the start: {load_start}; at the end: "
               f"{loadavg()}."]
     text = "\n".join(lines) + "\n"

@@ -84,6 +84,12 @@ const DRIVE_BUDGET: usize = 32;
 const SPARES_MAX: usize = 1024;
 /// Copy buffers the pool keeps at most (each up to twice `--buffer-size`).
 const POOL_BUFFERS: usize = 256;
+/// How long an origin connection stays in the idle pool before the completion engine watches
+/// it (`Io::watch_idle`). A connection taken again sooner is looked at before its request
+/// instead (`Io::unasked`, as every reused one is), so what it sent meanwhile is caught all
+/// the same; watching at once would cost a poll armed and cancelled per request on a busy
+/// connection. Readiness mechanisms watch through their registration and ignore this.
+const IDLE_WATCH_DELAY: Duration = Duration::from_millis(10);
 
 /// What is known of a descriptor's readiness, and the interest registered for it.
 #[derive(Debug)]
@@ -128,6 +134,8 @@ struct Origin {
     /// end of a body needs no syscall to show that nothing follows it (readiness only: a
     /// completion's short read proves nothing).
     drained_turn: u64,
+    /// Which of its stays in the idle pool is the current one (see `idle_watch`).
+    idle_serial: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -433,6 +441,11 @@ pub(crate) struct Worker<P: Io> {
     bufs: BufPool,
     slots: Vec<Slot>,
     idle: Vec<Origin>,
+    /// Completion engines only: the idle origin connections to watch, each at its time
+    /// ([`IDLE_WATCH_DELAY`] after it went idle; so in order), with the `idle_serial` of that
+    /// stay. An entry whose connection left the pool meanwhile is dropped.
+    idle_watch: VecDeque<(Instant, RawFd, u64)>,
+    idle_serial: u64,
     /// Closed clients' shells, boxed as in the table so they move without copying.
     spares: Spares<Box<Client>>,
     timers: Deadlines,
@@ -504,6 +517,8 @@ impl<P: Io> Worker<P> {
             ),
             slots: Vec::new(),
             idle: Vec::new(),
+            idle_watch: VecDeque::new(),
+            idle_serial: 0,
             spares: Spares::new(SPARES_MAX),
             timers: Deadlines::new(),
             trim: Trim::new(now),
@@ -576,6 +591,7 @@ impl<P: Io> Worker<P> {
         }
         let first = earliest(self.timers.next(), self.gate.wake_at(self.now));
         let first = earliest(first, self.log.as_ref().and_then(|l| l.deadline()));
+        let first = earliest(first, self.idle_watch.front().map(|w| w.0));
         first.map(|t| t.saturating_duration_since(self.now))
     }
 
@@ -899,6 +915,7 @@ impl<P: Io> Worker<P> {
         if self.gate.retry_due(self.now) {
             self.resume_accept();
         }
+        self.watch_idle_due();
         while let Some(due) = self.timers.pop_due(self.now) {
             let live =
                 matches!(self.slots.get(due.fd as usize), Some(Slot::Client(c)) if c.id == due.id);
@@ -1074,6 +1091,7 @@ impl<P: Io> Worker<P> {
             stored: None,
             quiet_turn: 0,
             drained_turn: 0,
+            idle_serial: 0,
         })
     }
 
@@ -1123,8 +1141,30 @@ impl<P: Io> Worker<P> {
         o.f.peer_closed = false;
         let fd = o.fd;
         *self.slot(fd) = Slot::Idle;
+        if P::COMPLETION {
+            self.idle_serial += 1;
+            o.idle_serial = self.idle_serial;
+            self.idle_watch
+                .push_back((self.now + IDLE_WATCH_DELAY, fd, self.idle_serial));
+        }
         self.idle.push(o);
-        self.poller.watch_idle(fd);
+    }
+
+    /// Watches the idle origin connections that have been idle [`IDLE_WATCH_DELAY`].
+    fn watch_idle_due(&mut self) {
+        while let Some(&(at, fd, serial)) = self.idle_watch.front() {
+            if at > self.now {
+                break;
+            }
+            self.idle_watch.pop_front();
+            if self
+                .idle
+                .iter()
+                .any(|o| o.fd == fd && o.idle_serial == serial)
+            {
+                self.poller.watch_idle(fd);
+            }
+        }
     }
 
     /// An event on an idle origin connection: the origin closed it, or sent what it should

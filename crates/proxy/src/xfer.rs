@@ -227,8 +227,9 @@ pub(crate) trait Io: Poller {
         peek_unasked(fd)
     }
 
-    /// An origin connection goes idle: report bytes or a close on it as a readable event,
-    /// without reading them (a readiness mechanism does so by its registration).
+    /// An idle origin connection is to be watched: report bytes or a close on it as a
+    /// readable event, without reading them (a readiness mechanism does so by its registration;
+    /// the worker asks the completion engine once a connection has been idle a while).
     fn watch_idle(&mut self, _fd: RawFd) {}
 
     /// An idle origin connection is taken for a request: stop watching it.

@@ -90,6 +90,11 @@ const POOL_BUFFERS: usize = 256;
 /// the same; watching at once would cost a poll armed and cancelled per request on a busy
 /// connection. Readiness mechanisms watch through their registration and ignore this.
 const IDLE_WATCH_DELAY: Duration = Duration::from_millis(10);
+/// How late a worker with nothing else to do may wake to arm an idle watch that is due. A
+/// busy worker arms it at the end of its first turn past the delay; a wait never ends for it
+/// sooner than this, since a timer that is due soon is the earliest of the CPU's and is
+/// programmed, and cancelled, on every wait (a costly exit on a virtual machine).
+const IDLE_WATCH_SLACK: Duration = Duration::from_secs(1);
 
 /// What is known of a descriptor's readiness, and the interest registered for it.
 #[derive(Debug)]
@@ -591,7 +596,12 @@ impl<P: Io> Worker<P> {
         }
         let first = earliest(self.timers.next(), self.gate.wake_at(self.now));
         let first = earliest(first, self.log.as_ref().and_then(|l| l.deadline()));
-        let first = earliest(first, self.idle_watch.front().map(|w| w.0));
+        // Watches due are armed at the end of any turn; a wait for one alone is coarse (see
+        // `IDLE_WATCH_SLACK`).
+        let first = earliest(
+            first,
+            self.idle_watch.front().map(|w| w.0 + IDLE_WATCH_SLACK),
+        );
         first.map(|t| t.saturating_duration_since(self.now))
     }
 

@@ -1,7 +1,8 @@
 //! Idle pooled origin connections, on every mechanism of the registry
 //! (`evlab_poll::for_each_mechanism!`). Readiness mechanisms watch an idle connection through
 //! its registration; the completion engine arms its poll only once the connection has been idle
-//! a while (`IDLE_WATCH_DELAY`) and looks at a connection taken back sooner before its request.
+//! a while (`IDLE_WATCH_DELAY`; an idle worker wakes for it up to `IDLE_WATCH_SLACK` late, 1 s)
+//! and looks at a connection taken back sooner before its request.
 //! Either way:
 //!
 //! - an idle connection the origin closes is closed by the proxy too, with no request to find

@@ -12,13 +12,10 @@
 mod common;
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{connect, next_head, proxy_with, read_response};
+use common::{connect, next_head, proxy_with, read_response, ThreadOrigin};
 
 /// The proxy's read buffer in these tests: small, so that heads and bodies reach its edges.
 const BUFFER: usize = 4096;
@@ -36,53 +33,6 @@ fn head_of(pad: usize, len: usize) -> String {
     )
 }
 
-/// An origin that answers each request on kept connections with the head and body its path
-/// names, head and body in one write (so the proxy finds body bytes with the head).
-struct Origin {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Origin {
-    fn start() -> Origin {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        l.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut conns = Vec::new();
-            while !flag.load(Ordering::SeqCst) {
-                match l.accept() {
-                    Ok((s, _)) => {
-                        s.set_nonblocking(false).unwrap();
-                        conns.push(std::thread::spawn(move || serve(s)));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-            for c in conns {
-                let _ = c.join();
-            }
-        });
-        Origin {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Origin {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// The numbers in a path `/p<pad>/b<len>/s<seed>`.
 fn parse_path(path: &str) -> Option<(usize, usize, usize)> {
     let mut it = path.split('/').skip(1);
@@ -90,6 +40,8 @@ fn parse_path(path: &str) -> Option<(usize, usize, usize)> {
     Some((num("p")?, num("b")?, num("s")?))
 }
 
+/// The origin (one thread per connection): answers each request on kept connections with the
+/// head and body its path names, in one write (so the proxy finds body bytes with the head).
 fn serve(mut s: TcpStream) {
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
@@ -129,7 +81,7 @@ fn cases() -> Vec<(usize, usize)> {
 }
 
 fn byte_exact(m: &str) {
-    let o = Origin::start();
+    let o = ThreadOrigin::start(serve);
     let Some(p) = proxy_with(o.addr, m, "copy", |c| {
         c.cache_bytes = 0;
         c.buffer_size = BUFFER;

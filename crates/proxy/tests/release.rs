@@ -29,13 +29,10 @@
 mod common;
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{connect, next_head, proxy_with, read_response};
+use common::{connect, next_head, proxy_with, read_response, ThreadOrigin};
 use evlab_proxy::{Proxy, ProxyStats};
 
 const MIB: usize = 1 << 20;
@@ -46,49 +43,8 @@ fn body_of(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
 }
 
-/// An origin that answers `GET /b<len>` with `len` bytes, the head and body in one write, on
-/// kept connections.
-struct Origin {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Origin {
-    fn start() -> Origin {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        l.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let st = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !st.load(Ordering::SeqCst) {
-                match l.accept() {
-                    Ok((s, _)) => {
-                        s.set_nonblocking(false).unwrap();
-                        std::thread::spawn(move || serve(s));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        Origin {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Origin {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
+/// The origin (one thread per connection): answers `GET /b<len>` with `len` bytes, the head
+/// and body in one write, on kept connections.
 fn serve(mut s: TcpStream) {
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
@@ -129,7 +85,7 @@ const TRANSFERS: [&str; 7] = ["read", "recv", "send", "writev", "write", "splice
 /// Per response, over `ROUNDS` responses of `len` bytes on one kept client connection (and one
 /// kept origin connection). None when the mechanism does not run here.
 fn per_response(m: &str, mode: &str, len: usize) -> Option<Counts> {
-    let o = Origin::start();
+    let o = ThreadOrigin::start(serve);
     let p: Proxy = proxy_with(o.addr, m, mode, |c| c.cache_bytes = 0)?;
     let want = body_of(len);
     let mut s = connect(&p);

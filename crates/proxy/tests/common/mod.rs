@@ -5,7 +5,10 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use std::io::Read;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use evlab_poll::Mechanism;
@@ -169,4 +172,49 @@ pub fn last_chunk_end(buf: &[u8]) -> Option<usize> {
         return Some(zero + 5);
     }
     Some(zero + 1 + find(rest, b"\r\n\r\n")? + 4)
+}
+
+// ---- an origin with a thread per connection ----
+
+/// An origin on 127.0.0.1 (port 0) that runs `serve` in a thread of its own for each
+/// connection; it stops accepting when dropped.
+pub struct ThreadOrigin {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ThreadOrigin {
+    pub fn start(serve: fn(TcpStream)) -> ThreadOrigin {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        l.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !st.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false).unwrap();
+                        std::thread::spawn(move || serve(s));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        ThreadOrigin {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ThreadOrigin {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

@@ -2191,10 +2191,10 @@ impl<P: Io> Worker<P> {
         if dechunk {
             c.out.extend_from_slice(&dechunked);
             self.stats.bytes_copy.add(dechunked.len() as u64);
-        } else if prefix_in_buf {
-            self.stats.bytes_copy.add(take as u64);
         } else {
-            c.out.extend_from_slice(&prefix[..take]);
+            if !prefix_in_buf {
+                c.out.extend_from_slice(&prefix[..take]);
+            }
             self.stats.bytes_copy.add(take as u64);
         }
         if b.mode == Mode::Copy && !b.keep_in_buf && !b.in_done && !prefix_in_buf {

@@ -14,8 +14,13 @@ A point is kept only if the client side kept up: no errors, only 2xx replies, at
 the offered request rate answered, under 1% late starts, and CPU 1 (client and origin) under 90%
 busy with the client under 80% of one CPU (else the client, not the proxy, could set the pace).
 
-Rounds are interleaved: each round visits every (size, configuration) once, in an order rotated
-by one each round, so that a drift of the machine spreads over all configurations. Per
+Rounds are interleaved: each round visits every (size, configuration) once. The sizes come in
+an order rotated by one each round, and within a size the configurations too, so that over an
+even number of rounds each configuration of a size runs first, second, ... equally often (with
+two configurations, each runs first in every other round) and a drift of the machine, or
+whatever one point leaves behind for the next, falls on all of them alike. (Until 2026-11-28
+the whole list of points was rotated instead: with two sizes of two configurations, epoll-et ran
+before uring at the same size in three rounds of four.) Per
 configuration the table gives the mean over rounds and its 90% interval (Student t with n - 1
 degrees of freedom), and per size the ratio of evlab's best configuration (lowest mean) to
 HAProxy's and to nginx's, with whether the upper end of evlab's interval is at or below
@@ -259,6 +264,18 @@ def load(evlab, port, path, rps, calls, duration, timeout=5):
     return json.loads(p.stdout)
 
 
+def rotated(xs, k):
+    k %= max(len(xs), 1)
+    return xs[k:] + xs[:k]
+
+
+def round_order(points, configs, r):
+    """Round r's (size, rate, configuration) in order: the sizes rotated by r, and within each
+    size the configurations rotated by r, so that each configuration of a size holds each
+    position equally often over len(configs) rounds."""
+    return [(size, rate, c) for size, rate in rotated(points, r) for c in rotated(configs, r)]
+
+
 def measure(name, size, rps, args, tmp, origin_port):
     path = f"/o{size}"
     px = Proxy(name, tmp, origin_port, args.evlab)
@@ -394,7 +411,7 @@ def main():
         else:
             print(f"note: {peer} is not installed (scripts/setup.sh installs it); left out",
                   file=sys.stderr)
-    plan = [(size, rate, c) for size, rate in zip(sizes, rates) for c in configs]
+    points = list(zip(sizes, rates))
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     outdir = os.path.join(ROOT, "results", "bench", f"proxy-{stamp}")
@@ -416,8 +433,7 @@ def main():
         try:
             answers(origin_port, f"/o{sizes[0]}")
             for r in range(args.rounds):
-                k = r % len(plan)
-                for size, rate, name in plan[k:] + plan[:k]:
+                for size, rate, name in round_order(points, configs, r):
                     try:
                         row = measure(name, size, rate, args, tmp, origin_port)
                     except Exception as e:  # a failed point is reported, the run goes on

@@ -1,0 +1,295 @@
+/*
+ * The copy proxy's two I/O patterns, epoll-et against io_uring, in one process: what io_uring
+ * itself costs a 1 MiB copied response, without the rest of evlab proxy.
+ *
+ * An "origin" thread writes a 1 MiB burst into a loopback TCP connection every GAP_US
+ * microseconds; a "client" thread reads whatever comes on a second connection. Both run on
+ * CPU 1. The forwarding thread, on CPU 0, moves each burst from the first connection to the
+ * second in 64 KiB pieces, as `evlab proxy --forward copy` does with its default
+ * --buffer-size, choosing for each burst at random (a fixed seed) one of:
+ *
+ *   epoll-et: non-blocking read(2) until EAGAIN, write(2) of each piece, epoll_wait(2)
+ *             (edge-triggered) when either would block;
+ *   uring:    the proxy's `uring` engine's pattern: one ring (SINGLE_ISSUER, DEFER_TASKRUN),
+ *             IORING_OP_RECV into one of two buffers; each completion's piece sent with
+ *             IORING_OP_SEND (MSG_WAITALL) in the same ring enter as the next recv into
+ *             the other buffer; a recv after a short one waits first
+ *             (IORING_RECVSEND_POLL_FIRST).
+ *
+ * The forwarding thread's CPU time (CLOCK_THREAD_CPUTIME_ID) is summed per pattern from the
+ * end of one burst to the end of the next (the wait for the burst included). Both patterns
+ * run in the same process against the same peers, interleaved burst by burst, so the drift of
+ * a noisy machine falls on both; run it several times and look at the ratio's spread.
+ * With TIMEOUT set to 1, every wait carries a 1 s timeout (evlab proxy's waits carry one).
+ *
+ * Build and run (liburing-dev: scripts/setup.sh installs it):
+ *   cc -O2 -o /tmp/uring_pattern bench/uring_pattern.c -luring -lpthread
+ *   /tmp/uring_pattern 1000 4000 0      # BURSTS GAP_US TIMEOUT
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BURST (1 << 20)
+#define PIECE 65536
+
+static int bursts, gap_us, use_timeout;
+static int ports[2];
+static int from_origin, to_client, ep;
+static char *buf[2];
+static struct io_uring ring;
+static long waits[2], calls[2];
+
+static void die(const char *what) {
+    perror(what);
+    exit(1);
+}
+
+static void pin(int cpu) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    if (sched_setaffinity(0, sizeof s, &s))
+        die("sched_setaffinity");
+}
+
+static int listener(int i) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    if (l < 0 || bind(l, (void *)&sa, sizeof sa) || listen(l, 1) ||
+        getsockname(l, (void *)&sa, &len))
+        die("listener");
+    ports[i] = ntohs(sa.sin_port);
+    return l;
+}
+
+static int dial(int port) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (s < 0 || connect(s, (void *)&sa, sizeof sa))
+        die("connect");
+    return s;
+}
+
+static void *origin(void *unused) {
+    (void)unused;
+    pin(1);
+    int s = dial(ports[0]);
+    char *b = malloc(PIECE);
+    memset(b, 'x', PIECE);
+    for (int k = 0; k < bursts; k++) {
+        usleep(gap_us);
+        for (long left = BURST; left > 0;) {
+            long n = write(s, b, left < PIECE ? left : PIECE);
+            if (n <= 0)
+                die("origin write");
+            left -= n;
+        }
+    }
+    close(s);
+    return NULL;
+}
+
+static void *client(void *unused) {
+    (void)unused;
+    pin(1);
+    int s = dial(ports[1]);
+    char *b = malloc(PIECE);
+    while (read(s, b, PIECE) > 0)
+        ;
+    close(s);
+    return NULL;
+}
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void epoll_block(void) {
+    struct epoll_event ev[8];
+    waits[0]++;
+    if (epoll_wait(ep, ev, 8, use_timeout ? 1000 : -1) < 0 && errno != EINTR)
+        die("epoll_wait");
+}
+
+static void burst_epoll(void) {
+    for (long moved = 0; moved < BURST;) {
+        long want = BURST - moved < PIECE ? BURST - moved : PIECE;
+        calls[0]++;
+        long n = read(from_origin, buf[0], want);
+        if (n < 0 && errno == EAGAIN) {
+            epoll_block();
+            continue;
+        }
+        if (n <= 0)
+            die("read");
+        for (long w = 0; w < n;) {
+            calls[0]++;
+            long k = write(to_client, buf[0] + w, n - w);
+            if (k < 0 && errno == EAGAIN) {
+                epoll_block();
+                continue;
+            }
+            if (k <= 0)
+                die("write");
+            w += k;
+        }
+        moved += n;
+    }
+}
+
+static int last_recv_full;
+
+static void queue_recv(int b, long len) {
+    struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+    io_uring_prep_recv(s, from_origin, buf[b], len, 0);
+    if (!last_recv_full)
+        s->ioprio |= IORING_RECVSEND_POLL_FIRST;
+    s->user_data = 10 + b;
+}
+
+static void ring_enter(void) {
+    struct io_uring_cqe *cqe;
+    int r;
+    calls[1]++;
+    waits[1]++;
+    if (use_timeout) {
+        struct __kernel_timespec ts = {.tv_sec = 1};
+        r = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, NULL);
+    } else {
+        r = io_uring_submit_and_wait(&ring, 1);
+    }
+    if (r < 0 && r != -ETIME && r != -EINTR) {
+        errno = -r;
+        die("io_uring_enter");
+    }
+}
+
+static void burst_uring(void) {
+    long moved = 0, len = PIECE;
+    int sending = 0;
+    queue_recv(0, len);
+    while (moved < BURST || sending) {
+        ring_enter();
+        struct io_uring_cqe *cqe;
+        unsigned head, seen = 0;
+        int got = 0, which = 0, have = 0;
+        io_uring_for_each_cqe(&ring, head, cqe) {
+            seen++;
+            if (cqe->user_data >= 10) {
+                got = cqe->res;
+                have = 1;
+                which = (int)cqe->user_data - 10;
+            } else {
+                sending = 0;
+                if (cqe->res < 0) {
+                    errno = -cqe->res;
+                    die("send");
+                }
+            }
+        }
+        io_uring_cq_advance(&ring, seen);
+        if (!have)
+            continue;
+        if (got < 0) {
+            errno = -got;
+            die("recv");
+        }
+        if (got == 0) {
+            fprintf(stderr, "origin closed early\n");
+            exit(1);
+        }
+        {
+            last_recv_full = got >= len;
+            moved += got;
+            struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+            io_uring_prep_send(s, to_client, buf[which], got, MSG_WAITALL);
+            s->user_data = 1;
+            sending = 1;
+            if (moved < BURST) {
+                len = BURST - moved < PIECE ? BURST - moved : PIECE;
+                queue_recv(which ^ 1, len);
+            }
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s BURSTS GAP_US [TIMEOUT 0|1]\n", argv[0]);
+        return 2;
+    }
+    bursts = atoi(argv[1]);
+    gap_us = atoi(argv[2]);
+    use_timeout = argc > 3 && atoi(argv[3]) != 0;
+    if (bursts < 2 || gap_us < 0) {
+        fprintf(stderr, "BURSTS must be at least 2 and GAP_US not negative\n");
+        return 2;
+    }
+    pin(0);
+    struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN};
+    int e = io_uring_queue_init_params(256, &ring, &p);
+    if (e) {
+        errno = -e;
+        die("io_uring_queue_init_params");
+    }
+    int l0 = listener(0), l1 = listener(1);
+    pthread_t to, tc;
+    pthread_create(&to, NULL, origin, NULL);
+    pthread_create(&tc, NULL, client, NULL);
+    from_origin = accept(l0, NULL, NULL);
+    to_client = accept(l1, NULL, NULL);
+    if (from_origin < 0 || to_client < 0)
+        die("accept");
+    fcntl(from_origin, F_SETFL, O_NONBLOCK);
+    fcntl(to_client, F_SETFL, O_NONBLOCK);
+    ep = epoll_create1(0);
+    struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.fd = from_origin};
+    struct epoll_event out = {.events = EPOLLOUT | EPOLLET, .data.fd = to_client};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, from_origin, &in) ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, to_client, &out))
+        die("epoll");
+    for (int i = 0; i < 2; i++) {
+        buf[i] = malloc(PIECE);
+        memset(buf[i], 0, PIECE);
+    }
+    double cpu[2] = {0};
+    int n[2] = {0};
+    unsigned seed = 777;
+    for (int k = 0; k < bursts; k++) {
+        seed = seed * 1103515245 + 12345;
+        int m = (seed >> 16) & 1;
+        double t0 = cpu_now();
+        if (m)
+            burst_uring();
+        else
+            burst_epoll();
+        cpu[m] += cpu_now() - t0;
+        n[m]++;
+    }
+    close(to_client);
+    pthread_join(to, NULL);
+    pthread_join(tc, NULL);
+    const char *name[2] = {"epoll-et", "uring"};
+    for (int m = 0; m < 2; m++)
+        printf("%-9s %7.1f us of CPU per 1 MiB burst (%d bursts), %.1f waits and %.1f calls per burst\n",
+               name[m], cpu[m] * 1e6 / n[m], n[m], (double)waits[m] / n[m], (double)calls[m] / n[m]);
+    printf("uring / epoll-et: %.3f\n", (cpu[1] / n[1]) / (cpu[0] / n[0]));
+    return 0;
+}

@@ -139,8 +139,6 @@ struct Origin {
     /// end of a body needs no syscall to show that nothing follows it (readiness only: a
     /// completion's short read proves nothing).
     drained_turn: u64,
-    /// Which of its stays in the idle pool is the current one (see `idle_watch`).
-    idle_serial: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -421,8 +419,9 @@ enum Slot {
     Busy,
     /// An origin connection serving the client on this descriptor.
     Origin(RawFd),
-    /// An origin connection idle in the pool.
-    Idle,
+    /// An origin connection idle in the pool, with the serial number of this stay there (see
+    /// `idle_watch`).
+    Idle(u64),
 }
 
 /// The connection must be closed.
@@ -447,8 +446,8 @@ pub(crate) struct Worker<P: Io> {
     slots: Vec<Slot>,
     idle: Vec<Origin>,
     /// Completion engines only: the idle origin connections to watch, each at its time
-    /// ([`IDLE_WATCH_DELAY`] after it went idle; so in order), with the `idle_serial` of that
-    /// stay. An entry whose connection left the pool meanwhile is dropped.
+    /// ([`IDLE_WATCH_DELAY`] after it went idle; so in order), with the serial number of that
+    /// stay (`Slot::Idle`). An entry whose connection left the pool meanwhile is dropped.
     idle_watch: VecDeque<(Instant, RawFd, u64)>,
     idle_serial: u64,
     /// Closed clients' shells, boxed as in the table so they move without copying.
@@ -670,7 +669,7 @@ impl<P: Io> Worker<P> {
                     self.drive_client(cfd);
                 }
             }
-            Some(Slot::Idle) => self.check_idle(fd),
+            Some(Slot::Idle(_)) => self.check_idle(fd),
             _ => {} // stale: closed earlier in this batch
         }
     }
@@ -1101,7 +1100,6 @@ impl<P: Io> Worker<P> {
             stored: None,
             quiet_turn: 0,
             drained_turn: 0,
-            idle_serial: 0,
         })
     }
 
@@ -1150,10 +1148,9 @@ impl<P: Io> Worker<P> {
         o.f.readable = false;
         o.f.peer_closed = false;
         let fd = o.fd;
-        *self.slot(fd) = Slot::Idle;
+        self.idle_serial += 1;
+        *self.slot(fd) = Slot::Idle(self.idle_serial);
         if P::COMPLETION {
-            self.idle_serial += 1;
-            o.idle_serial = self.idle_serial;
             self.idle_watch
                 .push_back((self.now + IDLE_WATCH_DELAY, fd, self.idle_serial));
         }
@@ -1167,11 +1164,7 @@ impl<P: Io> Worker<P> {
                 break;
             }
             self.idle_watch.pop_front();
-            if self
-                .idle
-                .iter()
-                .any(|o| o.fd == fd && o.idle_serial == serial)
-            {
+            if matches!(self.slots.get(fd as usize), Some(Slot::Idle(s)) if *s == serial) {
                 self.poller.watch_idle(fd);
             }
         }

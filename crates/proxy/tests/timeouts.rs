@@ -12,12 +12,9 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::{connect, find, proxy_with, read_response};
+use common::{connect, find, proxy_with, read_response, ThreadOrigin};
 use evlab_proxy::ConnectTarget;
 use evlab_sys as sys;
 
@@ -25,66 +22,21 @@ use evlab_sys as sys;
 const SLACK: Duration = Duration::from_secs(4);
 
 /// An origin answering every request head on every connection with `body` (keep-alive).
-struct Origin {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Origin {
-    fn start(body: Vec<u8>) -> Origin {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        l.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let body = Arc::new(body);
-        let thread = std::thread::spawn(move || {
-            let mut conns = Vec::new();
-            while !flag.load(Ordering::SeqCst) {
-                match l.accept() {
-                    Ok((mut s, _)) => {
-                        let body = body.clone();
-                        conns.push(std::thread::spawn(move || {
-                            s.set_nonblocking(false).unwrap();
-                            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-                            let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 4096]);
-                            while common::next_head(&mut s, &mut buf, &mut chunk).is_some() {
-                                let head = format!(
-                                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\
-                                     Cache-Control: no-store\r\n\r\n",
-                                    body.len()
-                                );
-                                if s.write_all(head.as_bytes()).is_err()
-                                    || s.write_all(&body).is_err()
-                                {
-                                    return;
-                                }
-                            }
-                        }));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
+fn body_origin(body: Vec<u8>) -> ThreadOrigin {
+    ThreadOrigin::start(move |mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 4096]);
+        while common::next_head(&mut s, &mut buf, &mut chunk).is_some() {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\
+                 Cache-Control: no-store\r\n\r\n",
+                body.len()
+            );
+            if s.write_all(head.as_bytes()).is_err() || s.write_all(&body).is_err() {
+                return;
             }
-            for c in conns {
-                let _ = c.join();
-            }
-        });
-        Origin {
-            addr,
-            stop,
-            thread: Some(thread),
         }
-    }
-}
-
-impl Drop for Origin {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    })
 }
 
 /// A loopback listener that never accepts, its queue full: a connection to it neither
@@ -142,7 +94,7 @@ mod cases {
     /// never complete: every one is answered 408 and closed once `--header-timeout` (total)
     /// has passed, not before; a client that completes its head in time is answered.
     pub fn trickling_heads(m: &str, mode: &str) {
-        let origin = Origin::start(b"ok".to_vec());
+        let origin = body_origin(b"ok".to_vec());
         let header = Duration::from_secs(1);
         let Some(p) = proxy_with(origin.addr, m, mode, |c| {
             c.timeout = Some(Duration::from_secs(30));
@@ -224,7 +176,7 @@ mod cases {
     /// far off.
     pub fn client_reads_nothing(m: &str, mode: &str) {
         const LEN: usize = 32 << 20;
-        let origin = Origin::start(vec![b'a'; LEN]);
+        let origin = body_origin(vec![b'a'; LEN]);
         // Short: nothing has to happen before it runs out (its clock starts only once output
         // waits for the client), so a loaded machine can only make the close later.
         let send = Duration::from_millis(500);

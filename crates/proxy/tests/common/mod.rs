@@ -185,7 +185,8 @@ pub struct ThreadOrigin {
 }
 
 impl ThreadOrigin {
-    pub fn start(serve: fn(TcpStream)) -> ThreadOrigin {
+    pub fn start(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> ThreadOrigin {
+        let serve = Arc::new(serve);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         l.set_nonblocking(true).unwrap();
@@ -196,6 +197,7 @@ impl ThreadOrigin {
                 match l.accept() {
                     Ok((s, _)) => {
                         s.set_nonblocking(false).unwrap();
+                        let serve = serve.clone();
                         std::thread::spawn(move || serve(s));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(2)),

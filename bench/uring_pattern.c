@@ -21,10 +21,19 @@
  * run in the same process against the same peers, interleaved burst by burst, so the drift of
  * a noisy machine falls on both; run it several times and look at the ratio's spread.
  * With TIMEOUT set to 1, every wait carries a 1 s timeout (evlab proxy's waits carry one).
+ * With BIG_RING set to 1, the ring is evlab proxy's (4,096 entries, 32,768 completions,
+ * SUBMIT_ALL) instead of 256 entries.
+ * With ORIGIN_PORT, the origin is an HTTP server on that loopback port (`evlab serve`, whose
+ * --root holds a 1 MiB file named o1048576), and the request leg is forwarded too: the client
+ * thread sends a request for each burst; the forwarding thread reads it (a wait and a small
+ * read or recv) and asks the origin (a small write, or a send in the same ring enter as the
+ * response's first recv); each burst is then the response, its head and 1 MiB body.
  *
  * Build and run (liburing-dev: scripts/setup.sh installs it):
  *   cc -O2 -o /tmp/uring_pattern bench/uring_pattern.c -luring -lpthread
  *   /tmp/uring_pattern 1000 4000 0      # BURSTS GAP_US TIMEOUT
+ *   taskset -c 1 evlab serve --listen 127.0.0.1:18090 --root DIR --header-timeout 0 &
+ *   /tmp/uring_pattern 1000 4000 1 1 18090    # ... TIMEOUT BIG_RING ORIGIN_PORT
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -46,6 +55,14 @@
 #define PIECE 65536
 
 static int bursts, gap_us, use_timeout;
+/* With an HTTP origin: the client's request leg is forwarded too, and each burst is a response
+ * (its head and a 1 MiB body). */
+static int leg;
+static long total = BURST;
+static char reqbuf[4096];
+static const char REQ[] =
+    "GET /o1048576 HTTP/1.1\r\nHost: proxy\r\nUser-Agent: pattern\r\nAccept: */*\r\n\r\n";
+static const char GET[] = "GET /o1048576 HTTP/1.1\r\nHost: origin\r\n\r\n";
 static int ports[2];
 static int from_origin, to_client, ep;
 static char *buf[2];
@@ -109,6 +126,18 @@ static void *client(void *unused) {
     pin(1);
     int s = dial(ports[1]);
     char *b = malloc(PIECE);
+    /* With an HTTP origin the client asks for each burst, and reads it whole. */
+    for (int k = 0; leg && k < bursts; k++) {
+        usleep(gap_us);
+        if (write(s, REQ, sizeof REQ - 1) != (long)(sizeof REQ - 1))
+            die("client write");
+        for (long got = 0; got < total;) {
+            long n = read(s, b, PIECE);
+            if (n <= 0)
+                die("client read");
+            got += n;
+        }
+    }
     while (read(s, b, PIECE) > 0)
         ;
     close(s);
@@ -129,8 +158,22 @@ static void epoll_block(void) {
 }
 
 static void burst_epoll(void) {
-    for (long moved = 0; moved < BURST;) {
-        long want = BURST - moved < PIECE ? BURST - moved : PIECE;
+    while (leg) {
+        calls[0]++;
+        long n = read(to_client, reqbuf, sizeof reqbuf);
+        if (n < 0 && errno == EAGAIN) {
+            epoll_block();
+            continue;
+        }
+        if (n <= 0)
+            die("request read");
+        calls[0]++;
+        if (write(from_origin, GET, sizeof GET - 1) != (long)(sizeof GET - 1))
+            die("origin write");
+        break;
+    }
+    for (long moved = 0; moved < total;) {
+        long want = total - moved < PIECE ? total - moved : PIECE;
         calls[0]++;
         long n = read(from_origin, buf[0], want);
         if (n < 0 && errno == EAGAIN) {
@@ -184,15 +227,42 @@ static void ring_enter(void) {
 static void burst_uring(void) {
     long moved = 0, len = PIECE;
     int sending = 0;
+    if (leg) {
+        struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+        io_uring_prep_recv(s, to_client, reqbuf, sizeof reqbuf, 0);
+        s->ioprio |= IORING_RECVSEND_POLL_FIRST;
+        s->user_data = 30;
+        for (int done = 0; !done;) {
+            ring_enter();
+            struct io_uring_cqe *cqe;
+            unsigned head, seen = 0;
+            io_uring_for_each_cqe(&ring, head, cqe) {
+                seen++;
+                if (cqe->user_data == 30) {
+                    if (cqe->res <= 0)
+                        die("request recv");
+                    done = 1;
+                }
+            }
+            io_uring_cq_advance(&ring, seen);
+        }
+        /* The request to the origin goes in the same enter as the response's first recv. */
+        s = io_uring_get_sqe(&ring);
+        io_uring_prep_send(s, from_origin, GET, sizeof GET - 1, 0);
+        s->user_data = 2;
+    }
     queue_recv(0, len);
-    while (moved < BURST || sending) {
+    while (moved < total || sending) {
         ring_enter();
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
         int got = 0, which = 0, have = 0;
         io_uring_for_each_cqe(&ring, head, cqe) {
             seen++;
-            if (cqe->user_data >= 10) {
+            if (cqe->user_data == 2) {
+                if (cqe->res != (int)(sizeof GET - 1))
+                    die("origin send");
+            } else if (cqe->user_data >= 10) {
                 got = cqe->res;
                 have = 1;
                 which = (int)cqe->user_data - 10;
@@ -222,8 +292,8 @@ static void burst_uring(void) {
             io_uring_prep_send(s, to_client, buf[which], got, MSG_WAITALL);
             s->user_data = 1;
             sending = 1;
-            if (moved < BURST) {
-                len = BURST - moved < PIECE ? BURST - moved : PIECE;
+            if (moved < total) {
+                len = total - moved < PIECE ? total - moved : PIECE;
                 queue_recv(which ^ 1, len);
             }
         }
@@ -232,7 +302,8 @@ static void burst_uring(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s BURSTS GAP_US [TIMEOUT 0|1]\n", argv[0]);
+        fprintf(stderr, "usage: %s BURSTS GAP_US [TIMEOUT 0|1 [BIG_RING 0|1 [ORIGIN_PORT]]]\n",
+                argv[0]);
         return 2;
     }
     bursts = atoi(argv[1]);
@@ -243,17 +314,51 @@ int main(int argc, char **argv) {
         return 2;
     }
     pin(0);
+    int big = argc > 4 && atoi(argv[4]) != 0;
+    int http_port = argc > 5 ? atoi(argv[5]) : 0;
     struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN};
-    int e = io_uring_queue_init_params(256, &ring, &p);
+    if (big) {
+        /* evlab proxy's ring: 4,096 entries, 32,768 completions, SUBMIT_ALL */
+        p.flags |= IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+        p.cq_entries = 32768;
+    }
+    int e = io_uring_queue_init_params(big ? 4096 : 256, &ring, &p);
     if (e) {
         errno = -e;
         die("io_uring_queue_init_params");
     }
     int l0 = listener(0), l1 = listener(1);
     pthread_t to, tc;
-    pthread_create(&to, NULL, origin, NULL);
+    if (http_port) {
+        /* One response first, to learn its head's length (the same in every response). */
+        leg = 1;
+        from_origin = dial(http_port);
+        if (write(from_origin, GET, sizeof GET - 1) != (long)(sizeof GET - 1))
+            die("origin write");
+        char *b = malloc(BURST + 4096);
+        long got = 0, head = 0;
+        while (!head || got < head + BURST) {
+            long n = read(from_origin, b + got, BURST + 4096 - got);
+            if (n <= 0)
+                die("first response");
+            got += n;
+            char *end = head ? NULL : memmem(b, got, "\r\n\r\n", 4);
+            if (end) {
+                head = end - b + 4;
+                if (!memmem(b, head, " 200 ", 5) || !memmem(b, head, "Length: 1048576\r\n", 17)) {
+                    fprintf(stderr, "the origin's /o1048576 is not a 200 of 1 MiB\n");
+                    return 1;
+                }
+            }
+        }
+        total = head + BURST;
+        free(b);
+    } else {
+        pthread_create(&to, NULL, origin, NULL);
+    }
     pthread_create(&tc, NULL, client, NULL);
-    from_origin = accept(l0, NULL, NULL);
+    if (!http_port)
+        from_origin = accept(l0, NULL, NULL);
     to_client = accept(l1, NULL, NULL);
     if (from_origin < 0 || to_client < 0)
         die("accept");
@@ -261,7 +366,7 @@ int main(int argc, char **argv) {
     fcntl(to_client, F_SETFL, O_NONBLOCK);
     ep = epoll_create1(0);
     struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.fd = from_origin};
-    struct epoll_event out = {.events = EPOLLOUT | EPOLLET, .data.fd = to_client};
+    struct epoll_event out = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.fd = to_client};
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, from_origin, &in) ||
         epoll_ctl(ep, EPOLL_CTL_ADD, to_client, &out))
         die("epoll");
@@ -284,7 +389,8 @@ int main(int argc, char **argv) {
         n[m]++;
     }
     close(to_client);
-    pthread_join(to, NULL);
+    if (!http_port)
+        pthread_join(to, NULL);
     pthread_join(tc, NULL);
     const char *name[2] = {"epoll-et", "uring"};
     for (int m = 0; m < 2; m++)

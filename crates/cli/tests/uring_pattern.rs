@@ -1,0 +1,107 @@
+//! `bench/uring_pattern.c` builds and measures what it says: built with the system's cc and
+//! liburing, run for a few bursts with its own peers, then against a real `evlab serve` as the
+//! HTTP origin (the request leg forwarded too); an origin without the 1 MiB file is refused.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use evlab_poll::Mechanism;
+
+/// One pattern's line: (bursts, calls per burst).
+fn pattern_line(out: &str, name: &str) -> (u32, f64) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_else(|| panic!("no {name} line in {out:?}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let bursts = words
+        .iter()
+        .position(|w| *w == "bursts),")
+        .and_then(|i| words[i - 1].trim_start_matches('(').parse().ok())
+        .unwrap_or_else(|| panic!("no burst count in {line:?}"));
+    let calls = words
+        .iter()
+        .position(|w| *w == "calls")
+        .and_then(|i| words[i - 1].parse().ok())
+        .unwrap_or_else(|| panic!("no calls per burst in {line:?}"));
+    (bursts, calls)
+}
+
+fn ratio(out: &str) -> f64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix("uring / epoll-et: "))
+        .and_then(|r| r.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no ratio in {out:?}"))
+}
+
+/// Both patterns ran, `bursts` bursts between them, each moving 1 MiB in pieces of at most
+/// 64 KiB (so at least 16 transfer calls or ring enters per burst).
+fn assert_measured(out: &Output, bursts: u32) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "uring_pattern failed: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (e, ecalls) = pattern_line(&text, "epoll-et");
+    let (u, ucalls) = pattern_line(&text, "uring");
+    assert_eq!(e + u, bursts, "{text}");
+    assert!(e > 0 && u > 0, "both patterns ran: {text}");
+    assert!(ecalls >= 16.0 && ucalls >= 16.0, "{text}");
+    let r = ratio(&text);
+    assert!(r.is_finite() && r > 0.0, "{text}");
+}
+
+#[test]
+fn builds_and_measures_both_patterns_with_its_own_peers_and_against_evlab_serve() {
+    let cc = Command::new("cc").arg("--version").output().is_ok();
+    let liburing = Path::new("/usr/include/liburing.h").exists();
+    if !evlab_poll::testing::require(
+        "liburing-dev",
+        cc && liburing,
+        "bench/uring_pattern.c needs cc and liburing's header (scripts/setup.sh installs them)",
+    ) || !evlab_poll::testing::mechanism(Mechanism::Uring)
+    {
+        return;
+    }
+    let dir = common::scratch("evlab-uring-pattern");
+    let exe = dir.join("uring_pattern");
+    let src = common::workspace().join("bench/uring_pattern.c");
+    let built = Command::new("cc")
+        .args(["-O2", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(["-luring", "-lpthread"])
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "cc failed: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+
+    let run = |args: &[&str]| Command::new(&exe).args(args).output().unwrap();
+    assert_measured(&run(&["12", "500"]), 12);
+
+    // An origin without /o1048576 answers 404, and the program says what it needs.
+    let mut bare = common::serve("uring-pattern-bare", &["--header-timeout", "0"], |_| {});
+    let refused = run(&["4", "500", "1", "0", &bare.addr.port().to_string()]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("is not a 200 of 1 MiB"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    common::stop_serve(&mut bare);
+    drop(bare);
+
+    let mut origin = common::serve("uring-pattern", &["--header-timeout", "0"], |_| {});
+    std::fs::write(origin.dir.join("o1048576"), vec![b'x'; 1 << 20]).unwrap();
+    let port = origin.addr.port().to_string();
+    assert_measured(&run(&["12", "500", "1", "1", &port]), 12);
+    common::stop_serve(&mut origin);
+    drop(origin);
+    dir.finish();
+}

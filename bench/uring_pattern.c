@@ -28,12 +28,16 @@
  * thread sends a request for each burst; the forwarding thread reads it (a wait and a small
  * read or recv) and asks the origin (a small write, or a send in the same ring enter as the
  * response's first recv); each burst is then the response, its head and 1 MiB body.
+ * With CONN_CALLS (and ORIGIN_PORT), the client opens a new connection every CONN_CALLS bursts,
+ * as `evlab load --num-calls` does: the forwarding thread closes the old one and accepts the
+ * new one (accept4(2) under epoll, IORING_OP_ACCEPT under io_uring), in whichever pattern's
+ * burst finds the old one closed.
  *
  * Build and run (liburing-dev: scripts/setup.sh installs it):
  *   cc -O2 -o /tmp/uring_pattern bench/uring_pattern.c -luring -lpthread
  *   /tmp/uring_pattern 1000 4000 0      # BURSTS GAP_US TIMEOUT
  *   taskset -c 1 evlab serve --listen 127.0.0.1:18090 --root DIR --header-timeout 0 &
- *   /tmp/uring_pattern 1000 4000 1 1 18090    # ... TIMEOUT BIG_RING ORIGIN_PORT
+ *   /tmp/uring_pattern 1000 4000 1 1 18090 10    # ... TIMEOUT BIG_RING ORIGIN_PORT CONN_CALLS
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -58,6 +62,8 @@ static int bursts, gap_us, use_timeout;
 /* With an HTTP origin: the client's request leg is forwarded too, and each burst is a response
  * (its head and a 1 MiB body). */
 static int leg;
+/* With CONN_CALLS > 0, the client opens a new connection every CONN_CALLS bursts. */
+static int conn_calls, listen_client, client_in_epoll;
 static long total = BURST;
 static char reqbuf[4096];
 static const char REQ[] =
@@ -129,6 +135,10 @@ static void *client(void *unused) {
     /* With an HTTP origin the client asks for each burst, and reads it whole. */
     for (int k = 0; leg && k < bursts; k++) {
         usleep(gap_us);
+        if (conn_calls && k > 0 && k % conn_calls == 0) {
+            close(s);
+            s = dial(ports[1]);
+        }
         if (write(s, REQ, sizeof REQ - 1) != (long)(sizeof REQ - 1))
             die("client write");
         for (long got = 0; got < total;) {
@@ -157,12 +167,45 @@ static void epoll_block(void) {
         die("epoll_wait");
 }
 
+/* The client's connection, registered with the epoll set if it is not yet. */
+static void epoll_client(void) {
+    if (client_in_epoll)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.fd = to_client};
+    calls[0]++;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, to_client, &ev))
+        die("epoll_ctl");
+    client_in_epoll = 1;
+}
+
+/* The client closed its connection (it opens one every CONN_CALLS bursts): take the next. */
+static void epoll_next_client(void) {
+    calls[0] += 2;
+    close(to_client);
+    client_in_epoll = 0;
+    for (;;) {
+        to_client = accept4(listen_client, NULL, NULL, SOCK_NONBLOCK);
+        if (to_client >= 0)
+            break;
+        if (errno != EAGAIN)
+            die("accept4");
+        epoll_block();
+        calls[0]++;
+    }
+    epoll_client();
+}
+
 static void burst_epoll(void) {
     while (leg) {
+        epoll_client();
         calls[0]++;
         long n = read(to_client, reqbuf, sizeof reqbuf);
         if (n < 0 && errno == EAGAIN) {
             epoll_block();
+            continue;
+        }
+        if (n == 0 && conn_calls) {
+            epoll_next_client();
             continue;
         }
         if (n <= 0)
@@ -236,15 +279,39 @@ static void burst_uring(void) {
             ring_enter();
             struct io_uring_cqe *cqe;
             unsigned head, seen = 0;
+            int next = 0;
             io_uring_for_each_cqe(&ring, head, cqe) {
                 seen++;
-                if (cqe->user_data == 30) {
-                    if (cqe->res <= 0)
+                if (cqe->user_data == 30 && cqe->res == 0 && conn_calls) {
+                    /* The client closed: close, then accept its next connection. */
+                    calls[1]++;
+                    close(to_client);
+                    client_in_epoll = 0;
+                    next = 1;
+                } else if (cqe->user_data == 30) {
+                    if (cqe->res < 0)
                         die("request recv");
                     done = 1;
+                } else if (cqe->user_data == 31) {
+                    if (cqe->res < 0) {
+                        errno = -cqe->res;
+                        die("accept");
+                    }
+                    to_client = cqe->res;
+                    next = 2;
                 }
             }
             io_uring_cq_advance(&ring, seen);
+            if (next == 1) {
+                s = io_uring_get_sqe(&ring);
+                io_uring_prep_accept(s, listen_client, NULL, NULL, SOCK_NONBLOCK);
+                s->user_data = 31;
+            } else if (next == 2) {
+                s = io_uring_get_sqe(&ring);
+                io_uring_prep_recv(s, to_client, reqbuf, sizeof reqbuf, 0);
+                s->ioprio |= IORING_RECVSEND_POLL_FIRST;
+                s->user_data = 30;
+            }
         }
         /* The request to the origin goes in the same enter as the response's first recv. */
         s = io_uring_get_sqe(&ring);
@@ -302,7 +369,8 @@ static void burst_uring(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s BURSTS GAP_US [TIMEOUT 0|1 [BIG_RING 0|1 [ORIGIN_PORT]]]\n",
+        fprintf(stderr,
+                "usage: %s BURSTS GAP_US [TIMEOUT 0|1 [BIG_RING 0|1 [ORIGIN_PORT [CONN_CALLS]]]]\n",
                 argv[0]);
         return 2;
     }
@@ -316,6 +384,11 @@ int main(int argc, char **argv) {
     pin(0);
     int big = argc > 4 && atoi(argv[4]) != 0;
     int http_port = argc > 5 ? atoi(argv[5]) : 0;
+    conn_calls = argc > 6 ? atoi(argv[6]) : 0;
+    if (conn_calls < 0 || (conn_calls && !http_port)) {
+        fprintf(stderr, "CONN_CALLS must be positive, and goes with ORIGIN_PORT\n");
+        return 2;
+    }
     struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN};
     if (big) {
         /* evlab proxy's ring: 4,096 entries, 32,768 completions, SUBMIT_ALL */
@@ -364,12 +437,16 @@ int main(int argc, char **argv) {
         die("accept");
     fcntl(from_origin, F_SETFL, O_NONBLOCK);
     fcntl(to_client, F_SETFL, O_NONBLOCK);
+    fcntl(l1, F_SETFL, O_NONBLOCK);
+    listen_client = l1;
     ep = epoll_create1(0);
     struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.fd = from_origin};
-    struct epoll_event out = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.fd = to_client};
+    struct epoll_event lin = {.events = EPOLLIN | EPOLLET, .data.fd = l1};
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, from_origin, &in) ||
-        epoll_ctl(ep, EPOLL_CTL_ADD, to_client, &out))
+        epoll_ctl(ep, EPOLL_CTL_ADD, l1, &lin))
         die("epoll");
+    epoll_client();
+    calls[0] = 0;
     for (int i = 0; i < 2; i++) {
         buf[i] = malloc(PIECE);
         memset(buf[i], 0, PIECE);

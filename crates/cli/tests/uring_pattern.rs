@@ -1,6 +1,7 @@
 //! `bench/uring_pattern.c` builds and measures what it says: built with the system's cc and
 //! liburing, run for a few bursts with its own peers, then against a real `evlab serve` as the
-//! HTTP origin (the request leg forwarded too); an origin without the 1 MiB file is refused.
+//! HTTP origin (the request leg forwarded too, on one client connection or a new one every few
+//! bursts); an origin without the 1 MiB file is refused.
 
 mod common;
 
@@ -101,6 +102,14 @@ fn builds_and_measures_both_patterns_with_its_own_peers_and_against_evlab_serve(
     std::fs::write(origin.dir.join("o1048576"), vec![b'x'; 1 << 20]).unwrap();
     let port = origin.addr.port().to_string();
     assert_measured(&run(&["12", "500", "1", "1", &port]), 12);
+    // A new client connection every 5 bursts: both patterns close and accept in turn.
+    assert_measured(&run(&["12", "500", "1", "1", &port, "5"]), 12);
+    let bad = run(&["4", "500", "1", "0", "0", "5"]);
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "CONN_CALLS without an origin port"
+    );
     common::stop_serve(&mut origin);
     drop(origin);
     dir.finish();

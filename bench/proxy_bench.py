@@ -35,6 +35,13 @@ on the logarithms), and the verdict on "no slower than epoll-et" with a non-infe
 margin, not met if its lower end is above it, inconclusive otherwise. Whether the engine is
 measurably slower at all (the lower end above 1) is said apart.
 
+The floor (--pattern): bench/uring_pattern.c, built with cc and liburing, in its proxy form,
+as two more configurations ("pattern epoll-et copy" and "pattern uring copy"): each pattern alone
+as an HTTP proxy (every transfer of the uring one in the ring, evlab proxy's ring and waits),
+through the same load, origin and accounting, paired with its own epoll-et the same way. What
+io_uring itself costs against epoll on this machine, without the rest of evlab proxy: a lower
+bound for what any completion engine of this design can reach here.
+
 Writes results/bench/proxy-<timestamp>/{raw.csv,summary.md} and prints the summary.
 Quick smoke run: bench/proxy_bench.py --rounds 2 --duration 1 (numbers from it mean nothing).
 """
@@ -207,7 +214,9 @@ backend origin
     return ["haproxy", "-db", "-f", conf]
 
 
-def proxy_argv(name, tmp, origin_port, port, evlab):
+def proxy_argv(name, tmp, origin_port, port, evlab, size, pattern):
+    if name.startswith("pattern "):
+        return [pattern, "proxy", name.split(" ")[1], str(port), str(origin_port), str(size)]
     if name == "nginx":
         return nginx_argv(tmp, origin_port, port)
     if name == "haproxy":
@@ -235,9 +244,9 @@ def answers(port, path, timeout=10):
 
 
 class Proxy:
-    def __init__(self, name, tmp, origin_port, evlab):
+    def __init__(self, name, tmp, origin_port, args, size):
         self.name, self.port = name, free_port()
-        argv = proxy_argv(name, tmp, origin_port, self.port, evlab)
+        argv = proxy_argv(name, tmp, origin_port, self.port, args.evlab, size, args.pattern)
         self.log = open(os.path.join(tmp, f"proxy-{self.port}.err"), "w")
         self.proc = spawn_group(PRLIMIT + ["taskset", "-c", PROXY_CPU] + argv,
                                 stdout=subprocess.DEVNULL, stderr=self.log, cwd=tmp)
@@ -278,7 +287,7 @@ def round_order(points, configs, r):
 
 def measure(name, size, rps, args, tmp, origin_port):
     path = f"/o{size}"
-    px = Proxy(name, tmp, origin_port, args.evlab)
+    px = Proxy(name, tmp, origin_port, args, size)
     try:
         answers(px.port, path)
         if args.warmup > 0:
@@ -330,14 +339,15 @@ def verdict(lo, hi, margin):
 
 
 def paired_lines(rows, sizes, configs, margin):
-    """The paired comparison of every evlab engine with epoll-et in the same mode."""
+    """The paired comparison of every evlab engine (and the uring pattern) with epoll-et in the
+    same mode."""
     out = []
     for size in sizes:
         for name in configs:
             parts = name.split(" ")
-            if len(parts) != 3 or parts[0] != "evlab" or parts[1] == "epoll-et":
+            if len(parts) != 3 or parts[0] not in ("evlab", "pattern") or parts[1] == "epoll-et":
                 continue
-            base = f"evlab epoll-et {parts[2]}"
+            base = f"{parts[0]} epoll-et {parts[2]}"
             if base not in configs:
                 continue
             r = paired(rows, size, name, base)
@@ -378,6 +388,9 @@ def main():
     ap.add_argument("--peers", default="nginx,haproxy", help="peer proxies (default nginx,haproxy)")
     ap.add_argument("--margin", type=float, default=1.05,
                     help="non-inferiority margin of the paired ratios to epoll-et (default 1.05)")
+    ap.add_argument("--pattern", action="store_true",
+                    help="also measure bench/uring_pattern.c's epoll-et and uring patterns as "
+                         "proxies (the floor; needs cc and liburing-dev)")
     ap.add_argument("--evlab", default=None, help="the evlab binary (default: this tree's "
                                                   "release build, built first)")
     args = ap.parse_args()
@@ -403,8 +416,12 @@ def main():
         sys.exit("needs two CPUs: the proxy on CPU 0, the client and origin on CPU 1")
 
     ok = supported(args.evlab)
+    if args.pattern and "uring" not in ok:
+        sys.exit("--pattern: this kernel does not run evlab's uring engine")
     configs = [f"evlab {e} {m}" for e in args.engines.split(",") if e
                for m in args.modes.split(",") if m if e in ok]
+    if args.pattern:
+        configs += ["pattern epoll-et copy", "pattern uring copy"]
     for peer in [p for p in args.peers.split(",") if p]:
         if shutil.which(peer) or os.path.exists(f"/usr/sbin/{peer}"):
             configs.append(peer)
@@ -420,6 +437,14 @@ def main():
     load_start = loadavg()
     with tempfile.TemporaryDirectory(prefix="evlab-proxy-bench-") as tmp:
         os.chmod(tmp, 0o755)
+        if args.pattern:
+            args.pattern = os.path.join(tmp, "uring_pattern")
+            cc = subprocess.run(["cc", "-O2", "-o", args.pattern,
+                                 os.path.join(ROOT, "bench", "uring_pattern.c"), "-luring",
+                                 "-lpthread"], capture_output=True, text=True)
+            if cc.returncode:
+                sys.exit("--pattern: cannot build bench/uring_pattern.c (scripts/setup.sh "
+                         f"installs cc and liburing-dev): {cc.stderr.strip()[-300:]}")
         www = os.path.join(tmp, "www")
         os.makedirs(www)
         for size in sizes:
@@ -531,8 +556,9 @@ def main():
             us = [x["us_per_req"] for x in v]
             wq = statistics.median(x["iowq_us_per_req"] for x in v)
             base = None
-            if name.startswith("evlab "):
-                base = med.get((size, "evlab epoll-et " + name.split(" ")[2]))
+            if name.startswith(("evlab ", "pattern ")):
+                prog, _, mode = name.split(" ")
+                base = med.get((size, f"{prog} epoll-et {mode}"))
             ratio = f"{med[(size, name)] / base:.2f}" if base else ""
             lines.append(f"| {size_label(size)} | {name} | {len(v)} | {min(us):.1f} | "
                          f"{statistics.median(us):.1f} | {max(us):.1f} | {wq:.1f} | {ratio} |")

@@ -33,11 +33,22 @@
  * new one (accept4(2) under epoll, IORING_OP_ACCEPT under io_uring), in whichever pattern's
  * burst finds the old one closed.
  *
+ * The proxy form, `uring_pattern proxy MODE LISTEN_PORT ORIGIN_PORT SIZE`, is one pattern (MODE
+ * epoll-et or uring) as an HTTP proxy for an outside client such as `evlab load`: it listens on
+ * 127.0.0.1:LISTEN_PORT (0: a free port; the port is printed on stderr), forwards each request
+ * to the origin (`evlab serve` on ORIGIN_PORT, whose --root holds a file oSIZE) as a fixed GET of
+ * /oSIZE, and each response (head and SIZE bytes) back, with evlab proxy's ring and a 1 s
+ * timeout on every wait. One client connection at a time: the next is accepted when the client
+ * closes (a client that goes away mid-response is dropped, the response drained). It runs until
+ * SIGTERM or SIGINT, then prints its CPU per response on stderr. `bench/proxy_bench.py
+ * --pattern` measures it beside evlab proxy, through the same load and the same accounting.
+ *
  * Build and run (liburing-dev: scripts/setup.sh installs it):
  *   cc -O2 -o /tmp/uring_pattern bench/uring_pattern.c -luring -lpthread
  *   /tmp/uring_pattern 1000 4000 0      # BURSTS GAP_US TIMEOUT
  *   taskset -c 1 evlab serve --listen 127.0.0.1:18090 --root DIR --header-timeout 0 &
  *   /tmp/uring_pattern 1000 4000 1 1 18090 10    # ... TIMEOUT BIG_RING ORIGIN_PORT CONN_CALLS
+ *   /tmp/uring_pattern proxy uring 0 18090 1048576   # MODE LISTEN_PORT ORIGIN_PORT SIZE
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -45,8 +56,10 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +68,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BURST (1 << 20)
+/* The object forwarded: 1 MiB, or the proxy form's SIZE. */
+static long BURST = 1 << 20;
 #define PIECE 65536
 
 static int bursts, gap_us, use_timeout;
@@ -64,11 +78,14 @@ static int bursts, gap_us, use_timeout;
 static int leg;
 /* With CONN_CALLS > 0, the client opens a new connection every CONN_CALLS bursts. */
 static int conn_calls, listen_client, client_in_epoll;
-static long total = BURST;
+static long total = 1 << 20;
 static char reqbuf[4096];
 static const char REQ[] =
     "GET /o1048576 HTTP/1.1\r\nHost: proxy\r\nUser-Agent: pattern\r\nAccept: */*\r\n\r\n";
-static const char GET[] = "GET /o1048576 HTTP/1.1\r\nHost: origin\r\n\r\n";
+static char GET[128] = "GET /o1048576 HTTP/1.1\r\nHost: origin\r\n\r\n";
+/* The proxy form: an outside client, which may go away at any time (the rest of its
+ * response is then drained from the origin and dropped). */
+static int proxy_form, client_dead;
 static int ports[2];
 static int from_origin, to_client, ep;
 static char *buf[2];
@@ -88,11 +105,15 @@ static void pin(int cpu) {
         die("sched_setaffinity");
 }
 
-static int listener(int i) {
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+static int listener(int i, int port) {
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof sa;
-    if (l < 0 || bind(l, (void *)&sa, sizeof sa) || listen(l, 1) ||
+    /* TCP_NODELAY, as evlab proxy sets it (accepted sockets inherit it): without it a
+     * response's short last piece waits for the client's delayed ACK. */
+    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        setsockopt(l, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) || bind(l, (void *)&sa, sizeof sa) || listen(l, 128) ||
         getsockname(l, (void *)&sa, &len))
         die("listener");
     ports[i] = ntohs(sa.sin_port);
@@ -100,10 +121,11 @@ static int listener(int i) {
 }
 
 static int dial(int port) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
+    int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (s < 0 || connect(s, (void *)&sa, sizeof sa))
+    if (s < 0 || setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) ||
+        connect(s, (void *)&sa, sizeof sa))
         die("connect");
     return s;
 }
@@ -196,6 +218,10 @@ static void epoll_next_client(void) {
 }
 
 static void burst_epoll(void) {
+    if (client_dead) {
+        client_dead = 0;
+        epoll_next_client();
+    }
     while (leg) {
         epoll_client();
         calls[0]++;
@@ -204,14 +230,14 @@ static void burst_epoll(void) {
             epoll_block();
             continue;
         }
-        if (n == 0 && conn_calls) {
+        if ((n == 0 && conn_calls) || (n < 0 && proxy_form)) {
             epoll_next_client();
             continue;
         }
         if (n <= 0)
             die("request read");
         calls[0]++;
-        if (write(from_origin, GET, sizeof GET - 1) != (long)(sizeof GET - 1))
+        if (write(from_origin, GET, strlen(GET)) != (long)strlen(GET))
             die("origin write");
         break;
     }
@@ -225,12 +251,16 @@ static void burst_epoll(void) {
         }
         if (n <= 0)
             die("read");
-        for (long w = 0; w < n;) {
+        for (long w = 0; w < n && !client_dead;) {
             calls[0]++;
             long k = write(to_client, buf[0] + w, n - w);
             if (k < 0 && errno == EAGAIN) {
                 epoll_block();
                 continue;
+            }
+            if (k < 0 && proxy_form) {
+                client_dead = 1;
+                break;
             }
             if (k <= 0)
                 die("write");
@@ -272,9 +302,19 @@ static void burst_uring(void) {
     int sending = 0;
     if (leg) {
         struct io_uring_sqe *s = io_uring_get_sqe(&ring);
-        io_uring_prep_recv(s, to_client, reqbuf, sizeof reqbuf, 0);
-        s->ioprio |= IORING_RECVSEND_POLL_FIRST;
-        s->user_data = 30;
+        if (client_dead) {
+            /* The last client went away mid-response: take the next. */
+            client_dead = 0;
+            calls[1]++;
+            close(to_client);
+            client_in_epoll = 0;
+            io_uring_prep_accept(s, listen_client, NULL, NULL, SOCK_NONBLOCK);
+            s->user_data = 31;
+        } else {
+            io_uring_prep_recv(s, to_client, reqbuf, sizeof reqbuf, 0);
+            s->ioprio |= IORING_RECVSEND_POLL_FIRST;
+            s->user_data = 30;
+        }
         for (int done = 0; !done;) {
             ring_enter();
             struct io_uring_cqe *cqe;
@@ -282,7 +322,8 @@ static void burst_uring(void) {
             int next = 0;
             io_uring_for_each_cqe(&ring, head, cqe) {
                 seen++;
-                if (cqe->user_data == 30 && cqe->res == 0 && conn_calls) {
+                if (cqe->user_data == 30 &&
+                    ((cqe->res == 0 && conn_calls) || (cqe->res < 0 && proxy_form))) {
                     /* The client closed: close, then accept its next connection. */
                     calls[1]++;
                     close(to_client);
@@ -315,63 +356,190 @@ static void burst_uring(void) {
         }
         /* The request to the origin goes in the same enter as the response's first recv. */
         s = io_uring_get_sqe(&ring);
-        io_uring_prep_send(s, from_origin, GET, sizeof GET - 1, 0);
+        io_uring_prep_send(s, from_origin, GET, strlen(GET), 0);
         s->user_data = 2;
     }
     queue_recv(0, len);
-    while (moved < total || sending) {
+    /* A piece received waits here if the last send is still in flight (its buffer is the one
+     * the next recv would use): it is sent, and the next recv queued, when that send is done. */
+    int got = 0, which = 0, have = 0;
+    while (moved < total || sending || have) {
         ring_enter();
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
-        int got = 0, which = 0, have = 0;
         io_uring_for_each_cqe(&ring, head, cqe) {
             seen++;
             if (cqe->user_data == 2) {
-                if (cqe->res != (int)(sizeof GET - 1))
+                if (cqe->res != (int)strlen(GET))
                     die("origin send");
             } else if (cqe->user_data >= 10) {
                 got = cqe->res;
                 have = 1;
                 which = (int)cqe->user_data - 10;
+                if (got < 0) {
+                    errno = -got;
+                    die("recv");
+                }
+                if (got == 0) {
+                    fprintf(stderr, "origin closed early\n");
+                    exit(1);
+                }
+                last_recv_full = got >= len;
+                moved += got;
             } else {
                 sending = 0;
-                if (cqe->res < 0) {
+                if (cqe->res < 0 && proxy_form) {
+                    client_dead = 1;
+                } else if (cqe->res < 0) {
                     errno = -cqe->res;
                     die("send");
                 }
             }
         }
         io_uring_cq_advance(&ring, seen);
-        if (!have)
+        if (!have || sending)
             continue;
-        if (got < 0) {
-            errno = -got;
-            die("recv");
-        }
-        if (got == 0) {
-            fprintf(stderr, "origin closed early\n");
-            exit(1);
-        }
-        {
-            last_recv_full = got >= len;
-            moved += got;
+        have = 0;
+        if (!client_dead) {
             struct io_uring_sqe *s = io_uring_get_sqe(&ring);
             io_uring_prep_send(s, to_client, buf[which], got, MSG_WAITALL);
             s->user_data = 1;
             sending = 1;
-            if (moved < total) {
-                len = total - moved < PIECE ? total - moved : PIECE;
-                queue_recv(which ^ 1, len);
-            }
+        }
+        if (moved < total) {
+            len = total - moved < PIECE ? total - moved : PIECE;
+            queue_recv(which ^ 1, len);
         }
     }
 }
 
+/* evlab proxy's ring (4,096 entries, 32,768 completions, SUBMIT_ALL) if `big`, else 256 entries. */
+static void ring_init(int big) {
+    struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN};
+    if (big) {
+        p.flags |= IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+        p.cq_entries = 32768;
+    }
+    int e = io_uring_queue_init_params(big ? 4096 : 256, &ring, &p);
+    if (e) {
+        errno = -e;
+        die("io_uring_queue_init_params");
+    }
+}
+
+/* Dials the HTTP origin and asks it for the object once, to learn the length of its response's
+ * head (the same in every response); 0 if the object is not a 200 of BURST bytes. */
+static int origin_first(int http_port) {
+    leg = 1;
+    from_origin = dial(http_port);
+    if (write(from_origin, GET, strlen(GET)) != (long)strlen(GET))
+        die("origin write");
+    char *b = malloc(BURST + 4096), want[64];
+    snprintf(want, sizeof want, "Length: %ld\r\n", BURST);
+    long got = 0, head = 0;
+    while (!head || got < head + BURST) {
+        long n = read(from_origin, b + got, BURST + 4096 - got);
+        if (n <= 0)
+            die("first response");
+        got += n;
+        char *end = head ? NULL : memmem(b, got, "\r\n\r\n", 4);
+        if (end) {
+            head = end - b + 4;
+            if (!memmem(b, head, " 200 ", 5) || !memmem(b, head, want, strlen(want))) {
+                fprintf(stderr, "the origin's /o%ld is not a 200 of %ld bytes\n", BURST, BURST);
+                return 0;
+            }
+        }
+    }
+    total = head + BURST;
+    free(b);
+    return 1;
+}
+
+/* The forwarding side's descriptors, non-blocking, in the epoll set; the two buffers. */
+static void forwarding_setup(int l1) {
+    fcntl(from_origin, F_SETFL, O_NONBLOCK);
+    fcntl(to_client, F_SETFL, O_NONBLOCK);
+    fcntl(l1, F_SETFL, O_NONBLOCK);
+    listen_client = l1;
+    ep = epoll_create1(0);
+    struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.fd = from_origin};
+    struct epoll_event lin = {.events = EPOLLIN | EPOLLET, .data.fd = l1};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, from_origin, &in) ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, l1, &lin))
+        die("epoll");
+    epoll_client();
+    calls[0] = 0;
+    for (int i = 0; i < 2; i++) {
+        buf[i] = malloc(PIECE);
+        memset(buf[i], 0, PIECE);
+    }
+}
+
+static const char *name[2] = {"epoll-et", "uring"};
+static double cpu[2];
+static int done[2], form_mode;
+
+static void report_proxy(int sig) {
+    (void)sig;
+    char line[256];
+    int m = form_mode, n = snprintf(line, sizeof line,
+                                    "%s: %.1f us of CPU per response (%d responses), %.1f waits and %.1f calls per response\n",
+                                    name[m], done[m] ? cpu[m] * 1e6 / done[m] : 0.0, done[m],
+                                    done[m] ? (double)waits[m] / done[m] : 0.0,
+                                    done[m] ? (double)calls[m] / done[m] : 0.0);
+    if (write(2, line, n) < 0)
+        _exit(1);
+    _exit(0);
+}
+
+/* The proxy form: one pattern as an HTTP proxy for an outside client (see the top). */
+static int proxy_main(int argc, char **argv) {
+    long port = argc == 6 ? strtol(argv[3], NULL, 10) : -1;
+    long origin_port = argc == 6 ? strtol(argv[4], NULL, 10) : -1;
+    BURST = argc == 6 ? strtol(argv[5], NULL, 10) : 0;
+    form_mode = argc == 6 && !strcmp(argv[2], "uring") ? 1 : 0;
+    if (argc != 6 || (strcmp(argv[2], "uring") && strcmp(argv[2], "epoll-et")) || port < 0 ||
+        port > 65535 || origin_port < 1 || origin_port > 65535 || BURST < 1 || BURST > (1L << 30)) {
+        fprintf(stderr, "usage: %s proxy epoll-et|uring LISTEN_PORT ORIGIN_PORT SIZE\n", argv[0]);
+        return 2;
+    }
+    snprintf(GET, sizeof GET, "GET /o%ld HTTP/1.1\r\nHost: origin\r\n\r\n", BURST);
+    proxy_form = 1;
+    conn_calls = 1;
+    use_timeout = 1;
+    signal(SIGPIPE, SIG_IGN);
+    ring_init(1);
+    int l1 = listener(1, (int)port);
+    if (!origin_first((int)origin_port))
+        return 1;
+    signal(SIGTERM, report_proxy);
+    signal(SIGINT, report_proxy);
+    fprintf(stderr, "listening on 127.0.0.1:%d\n", ports[1]);
+    to_client = accept(l1, NULL, NULL);
+    if (to_client < 0)
+        die("accept");
+    forwarding_setup(l1);
+    for (;;) {
+        double t0 = cpu_now();
+        if (form_mode)
+            burst_uring();
+        else
+            burst_epoll();
+        /* A double's store is not atomic against the handler: near enough for a report. */
+        cpu[form_mode] += cpu_now() - t0;
+        done[form_mode]++;
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "proxy"))
+        return proxy_main(argc, argv);
     if (argc < 3) {
         fprintf(stderr,
-                "usage: %s BURSTS GAP_US [TIMEOUT 0|1 [BIG_RING 0|1 [ORIGIN_PORT [CONN_CALLS]]]]\n",
-                argv[0]);
+                "usage: %s BURSTS GAP_US [TIMEOUT 0|1 [BIG_RING 0|1 [ORIGIN_PORT [CONN_CALLS]]]]\n"
+                "       %s proxy epoll-et|uring LISTEN_PORT ORIGIN_PORT SIZE\n",
+                argv[0], argv[0]);
         return 2;
     }
     bursts = atoi(argv[1]);
@@ -389,43 +557,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "CONN_CALLS must be positive, and goes with ORIGIN_PORT\n");
         return 2;
     }
-    struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN};
-    if (big) {
-        /* evlab proxy's ring: 4,096 entries, 32,768 completions, SUBMIT_ALL */
-        p.flags |= IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
-        p.cq_entries = 32768;
-    }
-    int e = io_uring_queue_init_params(big ? 4096 : 256, &ring, &p);
-    if (e) {
-        errno = -e;
-        die("io_uring_queue_init_params");
-    }
-    int l0 = listener(0), l1 = listener(1);
+    ring_init(big);
+    int l0 = listener(0, 0), l1 = listener(1, 0);
     pthread_t to, tc;
     if (http_port) {
-        /* One response first, to learn its head's length (the same in every response). */
-        leg = 1;
-        from_origin = dial(http_port);
-        if (write(from_origin, GET, sizeof GET - 1) != (long)(sizeof GET - 1))
-            die("origin write");
-        char *b = malloc(BURST + 4096);
-        long got = 0, head = 0;
-        while (!head || got < head + BURST) {
-            long n = read(from_origin, b + got, BURST + 4096 - got);
-            if (n <= 0)
-                die("first response");
-            got += n;
-            char *end = head ? NULL : memmem(b, got, "\r\n\r\n", 4);
-            if (end) {
-                head = end - b + 4;
-                if (!memmem(b, head, " 200 ", 5) || !memmem(b, head, "Length: 1048576\r\n", 17)) {
-                    fprintf(stderr, "the origin's /o1048576 is not a 200 of 1 MiB\n");
-                    return 1;
-                }
-            }
-        }
-        total = head + BURST;
-        free(b);
+        if (!origin_first(http_port))
+            return 1;
     } else {
         pthread_create(&to, NULL, origin, NULL);
     }
@@ -435,24 +572,7 @@ int main(int argc, char **argv) {
     to_client = accept(l1, NULL, NULL);
     if (from_origin < 0 || to_client < 0)
         die("accept");
-    fcntl(from_origin, F_SETFL, O_NONBLOCK);
-    fcntl(to_client, F_SETFL, O_NONBLOCK);
-    fcntl(l1, F_SETFL, O_NONBLOCK);
-    listen_client = l1;
-    ep = epoll_create1(0);
-    struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.fd = from_origin};
-    struct epoll_event lin = {.events = EPOLLIN | EPOLLET, .data.fd = l1};
-    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, from_origin, &in) ||
-        epoll_ctl(ep, EPOLL_CTL_ADD, l1, &lin))
-        die("epoll");
-    epoll_client();
-    calls[0] = 0;
-    for (int i = 0; i < 2; i++) {
-        buf[i] = malloc(PIECE);
-        memset(buf[i], 0, PIECE);
-    }
-    double cpu[2] = {0};
-    int n[2] = {0};
+    forwarding_setup(l1);
     unsigned seed = 777;
     for (int k = 0; k < bursts; k++) {
         seed = seed * 1103515245 + 12345;
@@ -463,16 +583,16 @@ int main(int argc, char **argv) {
         else
             burst_epoll();
         cpu[m] += cpu_now() - t0;
-        n[m]++;
+        done[m]++;
     }
     close(to_client);
     if (!http_port)
         pthread_join(to, NULL);
     pthread_join(tc, NULL);
-    const char *name[2] = {"epoll-et", "uring"};
     for (int m = 0; m < 2; m++)
         printf("%-9s %7.1f us of CPU per 1 MiB burst (%d bursts), %.1f waits and %.1f calls per burst\n",
-               name[m], cpu[m] * 1e6 / n[m], n[m], (double)waits[m] / n[m], (double)calls[m] / n[m]);
-    printf("uring / epoll-et: %.3f\n", (cpu[1] / n[1]) / (cpu[0] / n[0]));
+               name[m], cpu[m] * 1e6 / done[m], done[m], (double)waits[m] / done[m],
+               (double)calls[m] / done[m]);
+    printf("uring / epoll-et: %.3f\n", (cpu[1] / done[1]) / (cpu[0] / done[0]));
     return 0;
 }

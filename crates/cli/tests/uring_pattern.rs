@@ -1,12 +1,17 @@
 //! `bench/uring_pattern.c` builds and measures what it says: built with the system's cc and
 //! liburing, run for a few bursts with its own peers, then against a real `evlab serve` as the
 //! HTTP origin (the request leg forwarded too, on one client connection or a new one every few
-//! bursts); an origin without the 1 MiB file is refused.
+//! bursts); an origin without the 1 MiB file is refused. Its proxy form, each pattern as an
+//! HTTP proxy for an outside client, answers keep-alive requests with the origin's bytes, takes
+//! the next connection when a client goes away mid-response, and reports its CPU on SIGTERM.
 
 mod common;
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use evlab_poll::Mechanism;
 
@@ -91,7 +96,7 @@ fn builds_and_measures_both_patterns_with_its_own_peers_and_against_evlab_serve(
     let refused = run(&["4", "500", "1", "0", &bare.addr.port().to_string()]);
     assert!(!refused.status.success());
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("is not a 200 of 1 MiB"),
+        String::from_utf8_lossy(&refused.stderr).contains("is not a 200 of 1048576 bytes"),
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
@@ -110,7 +115,93 @@ fn builds_and_measures_both_patterns_with_its_own_peers_and_against_evlab_serve(
         Some(2),
         "CONN_CALLS without an origin port"
     );
+    for mode in ["epoll-et", "uring"] {
+        proxy_form(&exe, mode, &port);
+    }
+    let usage = run(&["proxy", "kqueue", "0", &port, "1048576"]);
+    assert_eq!(usage.status.code(), Some(2), "an unknown pattern");
     common::stop_serve(&mut origin);
     drop(origin);
     dir.finish();
+}
+
+/// One HTTP/1.1 GET on `s`: the status line and the body.
+fn get(s: &mut TcpStream) -> (String, Vec<u8>) {
+    s.write_all(b"GET /o1048576 HTTP/1.1\r\nHost: test\r\n\r\n")
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Content-Length in {head:?}"));
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).unwrap();
+    (head.lines().next().unwrap_or("").to_string(), body)
+}
+
+/// The proxy form of `mode` in front of the origin on `port` (which holds a 1 MiB /o1048576).
+fn proxy_form(exe: &Path, mode: &str, port: &str) {
+    let mut px = common::spawn(
+        Command::new(exe)
+            .args(["proxy", mode, "0", port, "1048576"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    let mut err = BufReader::new(px.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{mode}: no address in {line:?}"))
+        .to_string();
+    let dial = || {
+        let s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    };
+    // Two requests on one keep-alive connection.
+    let mut c = dial();
+    for _ in 0..2 {
+        let (status, body) = get(&mut c);
+        assert!(status.starts_with("HTTP/1.1 200"), "{mode}: {status}");
+        assert!(
+            body.len() == 1 << 20 && body.iter().all(|&b| b == b'x'),
+            "{mode}"
+        );
+    }
+    drop(c);
+    // A client that goes away after a few bytes of its response: the next one is answered.
+    let mut c = dial();
+    c.write_all(b"GET /o1048576 HTTP/1.1\r\nHost: test\r\n\r\n")
+        .unwrap();
+    let mut some = [0u8; 1000];
+    c.read_exact(&mut some).unwrap();
+    drop(c);
+    let mut c = dial();
+    let (status, body) = get(&mut c);
+    assert!(status.starts_with("HTTP/1.1 200"), "{mode}: {status}");
+    assert_eq!(body.len(), 1 << 20, "{mode}");
+    drop(c);
+    let st = common::sigterm_and_wait(&mut px);
+    assert!(st.success(), "{mode}: exited with {st:?}");
+    let mut report = String::new();
+    err.read_to_string(&mut report).unwrap();
+    let responses: u32 = report
+        .strip_prefix(&format!("{mode}: "))
+        .and_then(|r| r.split(" (").nth(1))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{mode}: no count of responses in {report:?}"));
+    // Three whole responses and the one drained; the last may still be finishing its turn.
+    assert!((3..=4).contains(&responses), "{mode}: {report}");
+    common::assert_gone(px.id());
 }

@@ -87,6 +87,8 @@ const RECV_MAX: usize = 256 * 1024;
 /// A send left running after its descriptor was closed is cancelled after this long.
 const ORPHAN_GRACE: Duration = Duration::from_secs(10);
 const BUFS_KEEP: usize = 256;
+/// The most part lists (and messages) of finished sends kept for the next ones.
+const OUTS_KEEP: usize = 64;
 /// IORING_RECVSEND_POLL_FIRST (the crate does not export it): a recv's `ioprio` flag, "arm
 /// the poll before trying" (Linux 5.19, as the multishot accept this engine requires).
 const RECVSEND_POLL_FIRST: u16 = 1;
@@ -218,6 +220,9 @@ pub(crate) struct Uring {
     /// Events for the worker not yet handed over.
     ready: VecDeque<Event>,
     bufs: Vec<Vec<u8>>,
+    /// Part lists and messages of finished sends, for the next ones.
+    outs: Vec<Vec<(Held, usize)>>,
+    msgs: Vec<Box<Msg>>,
     orphans: Vec<(Instant, u32, u64)>,
     splice_ok: bool,
     skip_success: bool,
@@ -278,6 +283,14 @@ impl Uring {
                 self.give_buf(v);
             }
         }
+        // The part list and the message go back for the next send (an allocation, and a
+        // zeroed one for the message, per send otherwise).
+        if op.out.capacity() > 0 && self.outs.len() < OUTS_KEEP {
+            self.outs.push(std::mem::take(&mut op.out));
+        }
+        if let Some(m) = op.msg.take().filter(|_| self.msgs.len() < OUTS_KEEP) {
+            self.msgs.push(m);
+        }
     }
 
     fn new_op(&mut self, op: Op) -> u32 {
@@ -315,6 +328,11 @@ impl Uring {
 
     fn op(&mut self, kind: Kind, fd: RawFd, notify: RawFd) -> Op {
         self.serial += 1;
+        let out = if kind == Kind::Send {
+            self.outs.pop().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         Op {
             kind,
             fd,
@@ -322,7 +340,7 @@ impl Uring {
             fd_in: -1,
             fd_out: -1,
             buf: Vec::new(),
-            out: Vec::new(),
+            out,
             msg: None,
             len: 0,
             serial: self.serial,
@@ -476,14 +494,18 @@ impl Uring {
                 .flags(flags)
                 .build()
         } else {
-            let mut msg = op.msg.take().unwrap_or_else(|| {
-                Box::new(Msg {
-                    // SAFETY: msghdr and iovec are plain C structs for which all zeroes is
-                    // a valid (empty) value.
-                    hdr: unsafe { std::mem::zeroed() },
-                    iov: unsafe { std::mem::zeroed() },
-                })
-            });
+            let mut msg = op
+                .msg
+                .take()
+                .or_else(|| self.msgs.pop())
+                .unwrap_or_else(|| {
+                    Box::new(Msg {
+                        // SAFETY: msghdr and iovec are plain C structs for which all zeroes is
+                        // a valid (empty) value.
+                        hdr: unsafe { std::mem::zeroed() },
+                        iov: unsafe { std::mem::zeroed() },
+                    })
+                });
             for (k, (h, off)) in op.out.iter().enumerate() {
                 let rest = &h.bytes()[*off..];
                 msg.iov[k] = libc::iovec {
@@ -932,6 +954,8 @@ impl Poller for Uring {
             accept_err: None,
             ready: VecDeque::new(),
             bufs: Vec::new(),
+            outs: Vec::new(),
+            msgs: Vec::new(),
             orphans: Vec::new(),
             splice_ok,
             skip_success,

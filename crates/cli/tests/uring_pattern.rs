@@ -8,10 +8,11 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+
+use common::http::{connect, get};
 
 use evlab_poll::Mechanism;
 
@@ -125,27 +126,6 @@ fn builds_and_measures_both_patterns_with_its_own_peers_and_against_evlab_serve(
     dir.finish();
 }
 
-/// One HTTP/1.1 GET on `s`: the status line and the body.
-fn get(s: &mut TcpStream) -> (String, Vec<u8>) {
-    s.write_all(b"GET /o1048576 HTTP/1.1\r\nHost: test\r\n\r\n")
-        .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut byte).unwrap();
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8(head).unwrap();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("Content-Length: "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no Content-Length in {head:?}"));
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body).unwrap();
-    (head.lines().next().unwrap_or("").to_string(), body)
-}
-
 /// The proxy form of `mode` in front of the origin on `port` (which holds a 1 MiB /o1048576).
 fn proxy_form(exe: &Path, mode: &str, port: &str) {
     let mut px = common::spawn(
@@ -158,38 +138,33 @@ fn proxy_form(exe: &Path, mode: &str, port: &str) {
     let mut err = BufReader::new(px.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
-    let addr = line
+    let addr: SocketAddr = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{mode}: no address in {line:?}"))
-        .to_string();
-    let dial = || {
-        let s = TcpStream::connect(&addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s
-    };
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("{mode}: no address in {line:?}"));
+    let mut buf = Vec::new();
     // Two requests on one keep-alive connection.
-    let mut c = dial();
+    let mut c = connect(addr);
     for _ in 0..2 {
-        let (status, body) = get(&mut c);
-        assert!(status.starts_with("HTTP/1.1 200"), "{mode}: {status}");
+        let r = get(&mut c, &mut buf, "/o1048576");
+        assert_eq!(r.status, 200, "{mode}");
         assert!(
-            body.len() == 1 << 20 && body.iter().all(|&b| b == b'x'),
+            r.body.len() == 1 << 20 && r.body.iter().all(|&b| b == b'x'),
             "{mode}"
         );
     }
     drop(c);
     // A client that goes away after a few bytes of its response: the next one is answered.
-    let mut c = dial();
+    let mut c = connect(addr);
     c.write_all(b"GET /o1048576 HTTP/1.1\r\nHost: test\r\n\r\n")
         .unwrap();
     let mut some = [0u8; 1000];
     c.read_exact(&mut some).unwrap();
     drop(c);
-    let mut c = dial();
-    let (status, body) = get(&mut c);
-    assert!(status.starts_with("HTTP/1.1 200"), "{mode}: {status}");
-    assert_eq!(body.len(), 1 << 20, "{mode}");
+    let mut c = connect(addr);
+    let r = get(&mut c, &mut buf, "/o1048576");
+    assert_eq!((r.status, r.body.len()), (200, 1 << 20), "{mode}");
     drop(c);
     let st = common::sigterm_and_wait(&mut px);
     assert!(st.success(), "{mode}: exited with {st:?}");

@@ -222,8 +222,8 @@ pub(crate) struct Uring {
     bufs: Vec<Vec<u8>>,
     /// Part lists and messages of finished sends, for the next ones.
     outs: Vec<Vec<(Held, usize)>>,
-    /// Boxed as in [`Op`]: a message is handed to the next send whole, and the kernel reads it
-    /// where it is, so it must keep its address.
+    /// Boxed, as a send's [`Op`] holds them (the kernel reads a message where it is while the
+    /// `Op` moves): kept boxed here, taking one for the next send allocates nothing.
     #[allow(clippy::vec_box)]
     msgs: Vec<Box<Msg>>,
     orphans: Vec<(Instant, u32, u64)>,

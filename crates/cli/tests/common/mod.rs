@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 pub use evlab_lab::run::procs::ProcessGroup;
 
+pub mod http;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_evlab");
 
 pub struct Serve {

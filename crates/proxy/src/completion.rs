@@ -27,11 +27,7 @@
 //!   fresh connection), up to 256 KiB. The next write waits for the send to complete, and so
 //!   does a shutdown asked for meanwhile. A send's completion is an event only if a write
 //!   was answered "in flight" meanwhile (or it failed): the state machine counted the bytes
-//!   as written when the send took them, so one nobody waits for completes silently. Such a
-//!   send would still end the enter that submits it (it completes there, the socket having
-//!   room), leaving the worker an empty turn; so it goes with MSG_DONTWAIT and a NOP linked
-//!   behind it, and the wait asks for one completion more per such send (`wait_count`), where
-//!   the kernel passes the start-up probe (`probe_counted`);
+//!   as written when the send took them, so one nobody waits for completes silently;
 //! - splice: IORING_OP_SPLICE origin socket → pipe, behind a linked IORING_OP_POLL_ADD (POLLIN,
 //!   its success not posted), since a splice that finds the socket empty fails with EAGAIN
 //!   rather than wait; pipe → client socket directly, and behind a POLLOUT poll once the socket
@@ -98,12 +94,8 @@ const OUTS_KEEP: usize = 64;
 const RECVSEND_POLL_FIRST: u16 = 1;
 /// How many of the pool's most recent buffers `take_buf` looks through for one large enough.
 const TAKE_SCAN: usize = 8;
-/// user_data of requests whose completions need nothing: cancels, linked polls, and the NOPs
-/// linked behind counted sends.
+/// user_data of requests whose completions need nothing: cancels, and linked polls.
 const UD_IGNORE: u64 = u64::MAX;
-/// user_data of the start-up probe's send and NOP (see `Uring::probe_counted`).
-const UD_PROBE_SEND: u64 = u64::MAX - 1;
-const UD_PROBE_NOP: u64 = u64::MAX - 2;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Kind {
@@ -237,12 +229,6 @@ pub(crate) struct Uring {
     orphans: Vec<(Instant, u32, u64)>,
     splice_ok: bool,
     skip_success: bool,
-    /// Sends are counted into the wait (see `wait`): the start-up probe found that a send
-    /// that is not whole posts a second completion here.
-    count_sends: bool,
-    /// Sends submitted this turn that complete during the enter that submits them (index and
-    /// serial), for the wait's count.
-    counted: Vec<(u32, u64)>,
     closing: bool,
     cqes: Vec<(u64, i32, u32)>,
     stats: PollerStats,
@@ -501,11 +487,7 @@ impl Uring {
         let fd = op.fd;
         op.kind = Kind::Send;
         op.out.retain(|(h, off)| *off < h.bytes().len());
-        let mut flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
-        if !wait_room && self.count_sends {
-            // Counted (see `wait_count`): done within the enter that submits it, whole or not.
-            flags |= libc::MSG_DONTWAIT;
-        }
+        let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
         // SAFETY of the pointers: they point into the parts' heap memory (a vector's, or a
         // shared object's, which the request holds an `Rc` of) and into the boxed message,
         // none of which moves or is freed while the request is in flight; see `push`.
@@ -543,7 +525,6 @@ impl Uring {
                 .build()
         };
         let orphan = op.close_after;
-        let serial = op.serial;
         let i = self.new_op(op);
         if !orphan {
             self.st(fd).wr = Some(i);
@@ -552,96 +533,9 @@ impl Uring {
         if wait_room {
             let poll = self.link_poll(fd, libc::POLLOUT);
             self.push(&[poll, sqe])
-        } else if self.count_sends {
-            self.counted.push((i, serial));
-            self.push(&[sqe.flags(squeue::Flags::IO_LINK), Self::nop_behind()])
         } else {
             self.push(&[sqe])
         }
-    }
-
-    /// The NOP linked behind a counted send: it posts nothing if the send was whole, and its
-    /// cancellation if not (see `wait`).
-    fn nop_behind() -> squeue::Entry {
-        opcode::Nop::new()
-            .build()
-            .flags(squeue::Flags::SKIP_SUCCESS)
-            .user_data(UD_IGNORE)
-    }
-
-    /// Whether this kernel gives a counted send (MSG_DONTWAIT, a NOP linked behind it) one
-    /// completion if it is whole and two otherwise, all within the enter that submits it: what
-    /// the wait's count relies on. Tried on a socket pair with a small send buffer: a whole
-    /// send, a partial one, and one that finds the buffer full. A kernel on which a partial
-    /// send keeps its link (proposed as a fix in 2026) fails the second, and its waits then
-    /// count no sends.
-    fn probe_counted(&mut self) -> bool {
-        if !self.skip_success {
-            return false;
-        }
-        let Ok((a, b)) = std::os::unix::net::UnixStream::pair() else {
-            return false;
-        };
-        if a.set_nonblocking(true).is_err() {
-            return false;
-        }
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&a);
-        let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 4096);
-        let big = vec![0u8; 1 << 20];
-        let whole = self.probe_send(fd, &big[..1]);
-        let partial = self.probe_send(fd, &big);
-        let full = self.probe_send(fd, &big[..1]);
-        drop((a, b));
-        whole == [Some(1), None]
-            && matches!(partial, [Some(n), Some(c)] if n > 0 && (n as usize) < big.len() && c == -libc::ECANCELED)
-            && full == [Some(-libc::EAGAIN), Some(-libc::ECANCELED)]
-    }
-
-    /// One counted send of `buf` on `fd` and what it posted within its enter: the send's
-    /// result and the NOP's.
-    fn probe_send(&mut self, fd: RawFd, buf: &[u8]) -> [Option<i32>; 2] {
-        let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
-        let send = opcode::Send::new(types::Fd(fd), buf.as_ptr(), buf.len() as u32)
-            .flags(flags)
-            .build()
-            .flags(squeue::Flags::IO_LINK)
-            .user_data(UD_PROBE_SEND);
-        let nop = Self::nop_behind().user_data(UD_PROBE_NOP);
-        let mut got = [None, None];
-        // SAFETY: `buf` outlives the request, which completes within the enter below (the
-        // probe's point); a send still in flight after it is cancelled and waited for.
-        if unsafe { self.ring.submission().push_multiple(&[send, nop]) }.is_err() {
-            return got;
-        }
-        let _ = evlab_poll::uring_poll::enter(&self.ring, 2, Some(Duration::ZERO));
-        for cqe in self.ring.completion() {
-            match cqe.user_data() {
-                UD_PROBE_SEND => got[0] = Some(cqe.result()),
-                UD_PROBE_NOP => got[1] = Some(cqe.result()),
-                _ => {}
-            }
-        }
-        if got[0].is_none() {
-            // Not done within its enter: cancel it and wait for it, as `buf` is about to go.
-            let cancel = opcode::AsyncCancel::new(UD_PROBE_SEND)
-                .build()
-                .user_data(UD_IGNORE);
-            // SAFETY: a cancel carries no pointer.
-            let _ = unsafe { self.ring.submission().push(&cancel) };
-            for _ in 0..100 {
-                let _ =
-                    evlab_poll::uring_poll::enter(&self.ring, 1, Some(Duration::from_millis(10)));
-                if self
-                    .ring
-                    .completion()
-                    .any(|c| c.user_data() == UD_PROBE_SEND)
-                {
-                    break;
-                }
-            }
-            return [None, None];
-        }
-        got
     }
 
     fn arm_splice(
@@ -761,37 +655,9 @@ impl Uring {
 
     // ---- completions ----
 
-    fn enter(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
+    fn enter(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.stats.waits_from_kernel += 1;
-        evlab_poll::uring_poll::enter(&self.ring, want, timeout)
-    }
-
-    /// How many completions the wait asks for: one, plus one for each send submitted this turn
-    /// whose completion nobody waits for. Such a send completes during the enter that submits
-    /// it (MSG_DONTWAIT: no room is an EAGAIN, not a wait), and it would otherwise end that
-    /// enter at once with nothing for the worker: half of the ring enters at 16 KiB. If it is
-    /// not whole (partial, EAGAIN, an error) the NOP linked behind it posts its cancellation
-    /// too, so the wait still ends at once (the start-up probe checked this kernel does so).
-    /// Not counted: a send whose completion is awaited (a write answered "in flight"), or has
-    /// work to do (a shutdown or close behind it).
-    fn wait_count(&mut self, timeout: Option<Duration>) -> usize {
-        let mut want = 1;
-        if timeout != Some(Duration::ZERO) {
-            for &(i, serial) in &self.counted {
-                let Some(op) = self.ops.get(i as usize).and_then(|o| o.as_ref()) else {
-                    continue;
-                };
-                if op.serial != serial || op.kind != Kind::Send || op.close_after {
-                    continue;
-                }
-                let quiet = self.fds.get(op.fd as usize).is_some_and(|st| {
-                    st.wr == Some(i) && !st.wr_wanted && !st.shut_pending && !st.close_deferred
-                });
-                want += quiet as usize;
-            }
-        }
-        self.counted.clear();
-        want
+        evlab_poll::uring_poll::enter(&self.ring, 1, timeout)
     }
 
     fn harvest(&mut self) {
@@ -832,8 +698,7 @@ impl Uring {
                 let op = self.free_op(i).expect("a send");
                 let fd = op.fd;
                 let (live, orphan) = (self.st(fd).wr == Some(i), op.close_after);
-                // A short send means a full socket: the rest waits for room.
-                if (live || orphan) && self.submit_send(op, true).is_ok() {
+                if (live || orphan) && self.submit_send(op, false).is_ok() {
                     return;
                 }
                 if orphan {
@@ -1079,7 +944,7 @@ impl Poller for Uring {
             }
         }
         let skip_success = ring.params().is_feature_skip_cqe_on_success();
-        let mut u = Uring {
+        Ok(Uring {
             ring,
             ops: Vec::new(),
             free_ops: Vec::new(),
@@ -1097,14 +962,10 @@ impl Poller for Uring {
             orphans: Vec::new(),
             splice_ok,
             skip_success,
-            count_sends: false,
-            counted: Vec::new(),
             closing: false,
             cqes: Vec::with_capacity(1024),
             stats: PollerStats::default(),
-        };
-        u.count_sends = u.probe_counted();
-        Ok(u)
+        })
     }
 
     fn register(&mut self, fd: RawFd, _token: Token, interest: Interest) -> io::Result<()> {
@@ -1165,8 +1026,7 @@ impl Poller for Uring {
         } else {
             Some(Duration::ZERO)
         };
-        let want = self.wait_count(timeout);
-        self.enter(want, timeout)?;
+        self.enter(timeout)?;
         self.harvest();
         while let Some(ev) = self.ready.front() {
             if !events.push(*ev) {
@@ -1496,9 +1356,10 @@ impl Io for Uring {
                 self.cancel(i);
             }
         }
-        // Nothing is in flight to wake the fetch once the request is out: the worker marks
-        // the connection readable itself, and its read (a recv queued behind the request's
-        // send) comes in the same turn. An event here would make the next enter not wait.
+        // Nothing is in flight to wake the fetch once the request is out: say the connection
+        // may be readable (the event comes after this turn has queued the request's send, so
+        // the recv it leads to is submitted behind it).
+        self.event(fd, Event::READABLE);
     }
 
     fn can_splice(&self) -> bool {
@@ -1519,7 +1380,7 @@ impl Drop for Uring {
         }
         let until = Instant::now() + Duration::from_secs(2);
         while self.live > 0 && Instant::now() < until {
-            if self.enter(1, Some(Duration::from_millis(50))).is_err() {
+            if self.enter(Some(Duration::from_millis(50))).is_err() {
                 break;
             }
             self.harvest();

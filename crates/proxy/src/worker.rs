@@ -1044,11 +1044,6 @@ impl<P: Io> Worker<P> {
                 continue;
             }
             self.poller.unwatch_idle(o.fd);
-            // A completion engine has nothing in flight on it to say when the answer comes:
-            // its read, tried once the request is out, is.
-            if P::COMPLETION {
-                o.f.readable = true;
-            }
             o.reused = true;
             o.connecting_since = None;
             o.f.writable = true;

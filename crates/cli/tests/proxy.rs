@@ -4,7 +4,7 @@
 //! forwarding mode. Each process a test starts runs in its own process group, is stopped with
 //! SIGTERM to the group, and is checked gone.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -112,11 +112,9 @@ impl Proc {
             .process_group(0)
             .spawn()
             .expect("spawn evlab");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let Some(addr) = line.trim().strip_prefix("listening on ") else {
+        let addr = common::listening_addr(&mut BufReader::new(child.stdout.take().unwrap()));
+        let Ok(addr) = addr else {
+            let line = addr.unwrap_err();
             let mut err = String::new();
             let _ = child.stderr.take().unwrap().read_to_string(&mut err);
             let _ = child.kill();
@@ -124,7 +122,7 @@ impl Proc {
             panic!("{what}: first line {line:?}, stderr {err}");
         };
         Proc {
-            addr: addr.parse().unwrap(),
+            addr,
             child: Some(child),
             what: what.to_string(),
         }
@@ -1131,14 +1129,7 @@ fn access_log_to_stdout() {
     let pgid = child.id();
     let guard = KillGroup(pgid);
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let addr = common::listening_addr(&mut out).unwrap();
     let mut s = connect(addr);
     let mut buf = Vec::new();
     assert_eq!(get(&mut s, &mut buf, "/hello.txt").status, 200);

@@ -279,18 +279,8 @@ fn a_bare_port_listens_on_loopback_and_sigint_exits_0() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .parse()
-        .unwrap();
+    let addr = common::listening_addr(&mut std::io::BufReader::new(child.stdout.take().unwrap()))
+        .unwrap_or_else(|line| panic!("{line:?}"));
     assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
     assert!(http_get(addr, "/one").contains("200 OK"));
     // The child this test started and still owns.

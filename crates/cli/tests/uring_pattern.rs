@@ -7,8 +7,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::SocketAddr;
+use std::io::{BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -136,13 +135,8 @@ fn proxy_form(exe: &Path, mode: &str, port: &str) {
             .stderr(Stdio::piped()),
     );
     let mut err = BufReader::new(px.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("{mode}: no address in {line:?}"));
+    let addr = common::listening_addr(&mut err)
+        .unwrap_or_else(|line| panic!("{mode}: no address in {line:?}"));
     let mut buf = Vec::new();
     // Two requests on one keep-alive connection.
     let mut c = connect(addr);

@@ -60,17 +60,20 @@ pub fn serve(tag: &str, extra: &[&str], setup: impl FnOnce(&mut Command)) -> Ser
         .stderr(Stdio::piped());
     setup(&mut cmd);
     let mut child = spawn(&mut cmd);
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("first line was {line:?}"))
-        .parse()
-        .unwrap();
+    let addr = listening_addr(&mut BufReader::new(child.stdout.take().unwrap()))
+        .unwrap_or_else(|line| panic!("first line was {line:?}"));
     Serve { child, addr, dir }
+}
+
+/// The address a process says it listens on in its first line, "listening on ADDR" (`evlab
+/// serve`, `evlab proxy`, `uring_pattern proxy`); else that line as it was.
+pub fn listening_addr(from: &mut impl BufRead) -> Result<SocketAddr, String> {
+    let mut line = String::new();
+    let _ = from.read_line(&mut line);
+    line.trim()
+        .strip_prefix("listening on ")
+        .and_then(|a| a.parse().ok())
+        .ok_or(line)
 }
 
 /// Sends SIGTERM to `child` and waits at most 10 s for it to exit.

@@ -19,8 +19,8 @@
 //!   and then wait; after a full one it tries at once;
 //! - writes: the parts of a response (`Io::write_parts`: the client's output, a cached body,
 //!   a copied body's batch; a tunnel's batch) go with the send itself. Vectors are taken
-//!   whole (the state machine goes on with an empty one from the engine's pool, and the
-//!   send's vectors come back to that pool for the next recvs), a cached object is held by
+//!   whole (the state machine goes on with an empty one from the pool, and the send's
+//!   vectors come back to that pool for the next recvs), a cached object is held by
 //!   its `Rc`: one IORING_OP_SEND (MSG_WAITALL) for one part, IORING_OP_SENDMSG for several,
 //!   nothing copied. Copied into the send: a body kept for the cache in copy mode (it stays
 //!   the object) and what goes to the origin (`writev`: the request is kept for a retry on a
@@ -45,12 +45,16 @@
 //!   the client's output). What the engine still copies: what goes to the origin (request heads,
 //!   small), a body being kept for the cache in copy mode, and a read that adds to bytes
 //!   already held.
-//! - Buffers circulate: a send's vectors return to the engine's pool (at most
-//!   [`BUFS_KEEP`], each at most 512 KiB) and feed the next recvs; a state machine's buffer
-//!   swapped out by a recv goes there too. A buffer is taken only if it is large enough (the
-//!   most recent such, among the last few given back), else a new one is allocated: growing
-//!   a small one is a reallocation that copies its old contents, which are garbage here.
-//!   The state machine gets back a buffer as large as each vector a send takes from it.
+//! - Buffers circulate through one pool, the worker's (`Io::bufs`: the engine holds it, and
+//!   the worker takes and gives through it): a send's vectors return to it and feed the next
+//!   recvs; a state machine's buffer swapped out by a recv goes there too; a closed
+//!   connection's buffers too, so that the next connection's recvs find them (with a pool of
+//!   the engine's own beside the worker's, buffers piled up in one while the other allocated,
+//!   one 64 KiB buffer per connection, and the allocator's slow paths followed). A recv's
+//!   buffer is taken only if it is large enough (the most recent such, among the last few
+//!   given back), else a new one is allocated: growing a small one is a reallocation that
+//!   copies its old contents, which are garbage here. The state machine gets back a buffer
+//!   as large as each vector a send takes from it.
 //! - Splice and tee run in the kernel's io-wq threads (io_uring marks them always async), so
 //!   each costs a hand-over to a kernel thread, one of this process's (`iou-wrk-*`): that is
 //!   where this engine's splice costs more than splice(2) under epoll (docs/proxy.md has the
@@ -72,6 +76,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use evlab_poll::{Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
+use evlab_runtime::BufPool;
 use evlab_sys as sys;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 
@@ -86,14 +91,11 @@ const SEND_MAX: usize = 256 * 1024;
 const RECV_MAX: usize = 256 * 1024;
 /// A send left running after its descriptor was closed is cancelled after this long.
 const ORPHAN_GRACE: Duration = Duration::from_secs(10);
-const BUFS_KEEP: usize = 256;
 /// The most part lists (and messages) of finished sends kept for the next ones.
 const OUTS_KEEP: usize = 64;
 /// IORING_RECVSEND_POLL_FIRST (the crate does not export it): a recv's `ioprio` flag, "arm
 /// the poll before trying" (Linux 5.19, as the multishot accept this engine requires).
 const RECVSEND_POLL_FIRST: u16 = 1;
-/// How many of the pool's most recent buffers `take_buf` looks through for one large enough.
-const TAKE_SCAN: usize = 8;
 /// user_data of requests whose completions need nothing: cancels, and linked polls.
 const UD_IGNORE: u64 = u64::MAX;
 
@@ -219,7 +221,8 @@ pub(crate) struct Uring {
     accept_err: Option<i32>,
     /// Events for the worker not yet handed over.
     ready: VecDeque<Event>,
-    bufs: Vec<Vec<u8>>,
+    /// The worker's buffer pool (see `Io::bufs`).
+    bufs: BufPool,
     /// Part lists and messages of finished sends, for the next ones.
     outs: Vec<Vec<(Held, usize)>>,
     /// Boxed, as a send's [`Op`] holds them (the kernel reads a message where it is while the
@@ -247,35 +250,36 @@ fn result(r: i32) -> io::Result<usize> {
 }
 
 impl Uring {
+    #[inline]
     fn st(&mut self, fd: RawFd) -> &mut FdState {
         let i = fd as usize;
         if i >= self.fds.len() {
-            self.fds
-                .resize_with((i + 1).next_power_of_two(), FdState::default);
+            self.grow_fds(i);
         }
         &mut self.fds[i]
+    }
+
+    /// Out of line: the table grows a few times in a worker's life, and `st` runs a few dozen
+    /// times per request.
+    #[cold]
+    #[inline(never)]
+    fn grow_fds(&mut self, i: usize) {
+        self.fds
+            .resize_with((i + 1).next_power_of_two(), FdState::default);
     }
 
     /// An empty buffer of at least `cap` bytes: the most recently given back that is large
     /// enough (its memory is the likeliest still in the cache), else a new one. Never a small
     /// one grown: `reserve` reallocates, and the allocator copies the old capacity's bytes,
     /// which here are garbage.
+    #[inline]
     fn take_buf(&mut self, cap: usize) -> Vec<u8> {
-        let n = self.bufs.len();
-        let fit = (n.saturating_sub(TAKE_SCAN)..n)
-            .rev()
-            .find(|&i| self.bufs[i].capacity() >= cap);
-        match fit {
-            Some(i) => self.bufs.remove(i),
-            None => Vec::with_capacity(cap),
-        }
+        self.bufs.take_exact(cap)
     }
 
-    fn give_buf(&mut self, mut b: Vec<u8>) {
-        if b.capacity() > 0 && b.capacity() <= 2 * RECV_MAX && self.bufs.len() < BUFS_KEEP {
-            b.clear();
-            self.bufs.push(b);
-        }
+    #[inline]
+    fn give_buf(&mut self, b: Vec<u8>) {
+        self.bufs.give(b);
     }
 
     /// Gives back the buffers a finished request held.
@@ -769,6 +773,9 @@ impl Uring {
                 } else {
                     st.err = Some(-res);
                 }
+                // An end of stream or an error leaves the buffer unused: back to the pool (the
+                // next connection's first recv takes it, instead of allocating one).
+                self.give_buf(std::mem::take(&mut op.buf));
                 self.event(fd, Event::READABLE);
             }
             Kind::Send => {
@@ -956,7 +963,7 @@ impl Poller for Uring {
             accepted: VecDeque::new(),
             accept_err: None,
             ready: VecDeque::new(),
-            bufs: Vec::new(),
+            bufs: BufPool::default(),
             outs: Vec::new(),
             msgs: Vec::new(),
             orphans: Vec::new(),
@@ -1021,13 +1028,28 @@ impl Poller for Uring {
         events.clear();
         self.stats.waits += 1;
         self.sweep_orphans();
-        let timeout = if self.ready.is_empty() {
+        let mut timeout = if self.ready.is_empty() {
             timeout
         } else {
             Some(Duration::ZERO)
         };
-        self.enter(timeout)?;
-        self.harvest();
+        let start = timeout.filter(|t| !t.is_zero()).map(|_| Instant::now());
+        loop {
+            self.enter(timeout)?;
+            self.harvest();
+            // Completions that need nothing of the worker (a send nobody waits for, done
+            // during the enter that submitted it) end an enter as any other does: wait again,
+            // for what is left of the timeout, rather than hand the worker an empty turn.
+            if !self.ready.is_empty() || self.cqes.is_empty() || timeout == Some(Duration::ZERO) {
+                break;
+            }
+            if let (Some(t), Some(start)) = (timeout, start) {
+                match t.checked_sub(start.elapsed()) {
+                    Some(left) if !left.is_zero() => timeout = Some(left),
+                    _ => break,
+                }
+            }
+        }
         while let Some(ev) = self.ready.front() {
             if !events.push(*ev) {
                 break;
@@ -1049,6 +1071,10 @@ impl Poller for Uring {
 
 impl Io for Uring {
     const COMPLETION: bool = true;
+
+    fn bufs<'a>(&'a mut self, _worker: &'a mut BufPool) -> &'a mut BufPool {
+        &mut self.bufs
+    }
 
     fn adopt(&mut self, fd: RawFd, role: Role) {
         // A new descriptor: nothing known of an earlier one with its number may carry over.
@@ -1356,10 +1382,10 @@ impl Io for Uring {
                 self.cancel(i);
             }
         }
-        // Nothing is in flight to wake the fetch once the request is out: say the connection
-        // may be readable (the event comes after this turn has queued the request's send, so
-        // the recv it leads to is submitted behind it).
-        self.event(fd, Event::READABLE);
+        // Nothing is in flight to wake the fetch once the request is out: the worker marks
+        // the connection readable itself, and its read (a recv queued behind the request's
+        // send) comes in the same turn. An event here would cost a turn of its own, and make
+        // the next enter not wait.
     }
 
     fn can_splice(&self) -> bool {
@@ -1502,6 +1528,8 @@ mod tests {
     #[test]
     fn write_parts_takes_the_buffers_and_sends_them_in_order() {
         let Some(mut u) = engine() else { return };
+        // The worker sizes the pool it hands the engine; this one keeps a 300 KB buffer.
+        u.bufs = BufPool::new(64 * 1024, 1 << 20, 16 << 20);
         let (fd, mut peer) = pair(&mut u);
         let head = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
         let obj = Rc::new(Object {
@@ -1547,7 +1575,7 @@ mod tests {
         assert!(reader.join().unwrap().unwrap(), "every byte, in order");
         assert_eq!(Rc::strong_count(&obj), 1, "given back once sent");
         assert!(
-            u.bufs.iter().any(|b| b.as_ptr() == body_ptr),
+            u.bufs.holds(body_ptr),
             "the body's own buffer came back to the pool: never copied"
         );
         u.deregister(fd).unwrap();

@@ -504,6 +504,12 @@ impl<P: Io> Worker<P> {
         let mut date = DateCache::new();
         let now = Instant::now();
         date.tick(now);
+        let mut bufs = BufPool::default();
+        *poller.bufs(&mut bufs) = BufPool::new(
+            cfg.buffer_size,
+            2 * cfg.buffer_size,
+            POOL_BUFFERS * cfg.buffer_size,
+        );
         Ok(Worker {
             events: Events::with_capacity(cfg.events_per_wait),
             poller,
@@ -514,11 +520,7 @@ impl<P: Io> Worker<P> {
             date,
             cache: ObjectCache::new(cfg.cache_bytes, cfg.cache_max_object),
             pipes: PipePool::new(cfg.pipes, cfg.pipe_size),
-            bufs: BufPool::new(
-                cfg.buffer_size,
-                2 * cfg.buffer_size,
-                POOL_BUFFERS * cfg.buffer_size,
-            ),
+            bufs,
             slots: Vec::new(),
             idle: Vec::new(),
             idle_watch: VecDeque::new(),
@@ -580,8 +582,9 @@ impl<P: Io> Worker<P> {
                 self.accept_ready()?;
             }
             self.expire();
+            let bufs = self.poller.bufs(&mut self.bufs);
             self.trim
-                .run(self.now, &mut self.bufs, &mut self.spares, &mut self.timers);
+                .run(self.now, bufs, &mut self.spares, &mut self.timers);
             self.publish();
             if let Some(l) = self.log.as_mut().filter(|l| l.due(self.now)) {
                 l.flush();
@@ -623,6 +626,17 @@ impl<P: Io> Worker<P> {
         st.pipes_open.set(self.pipes.open() as u64);
         st.pipes_idle.set(self.pipes.idle() as u64);
         st.origin_idle.set(self.idle.len() as u64);
+    }
+
+    /// The buffer pool (the engine's when it has one: see `Io::bufs`).
+    fn pool(&mut self) -> &mut BufPool {
+        self.poller.bufs(&mut self.bufs)
+    }
+
+    /// A buffer of --buffer-size from the pool.
+    fn take_buffer(&mut self) -> Vec<u8> {
+        let n = self.cfg.buffer_size;
+        self.pool().take(n)
     }
 
     fn slot(&mut self, fd: RawFd) -> &mut Slot {
@@ -1044,6 +1058,11 @@ impl<P: Io> Worker<P> {
                 continue;
             }
             self.poller.unwatch_idle(o.fd);
+            // A completion engine has nothing in flight on it to say when the answer comes:
+            // its read, tried once the request is out, is.
+            if P::COMPLETION {
+                o.f.readable = true;
+            }
             o.reused = true;
             o.connecting_since = None;
             o.f.writable = true;
@@ -1193,16 +1212,16 @@ impl<P: Io> Worker<P> {
             self.release_origin(o, origin_reusable);
         }
         let resp = std::mem::take(&mut x.resp);
-        self.bufs.give(resp);
+        self.pool().give(resp);
         let req = std::mem::take(&mut x.req);
-        self.bufs.give(req);
+        self.pool().give(req);
         if let Some(mut b) = x.body.take() {
             self.keeping -= b.reserved;
             for p in [b.pipe.take(), b.tee.take()].into_iter().flatten() {
                 self.give_pipe(p);
             }
             if !b.keep_in_buf {
-                self.bufs.give(std::mem::take(&mut b.buf));
+                self.pool().give(std::mem::take(&mut b.buf));
             }
         }
     }
@@ -1326,8 +1345,8 @@ impl<P: Io> Worker<P> {
             }
         }
         if up.pipe.is_none() {
-            up.buf = self.bufs.take(self.cfg.buffer_size);
-            down.buf = self.bufs.take(self.cfg.buffer_size);
+            up.buf = self.take_buffer();
+            down.buf = self.take_buffer();
         }
         // Bytes the client sent behind its CONNECT (a TLS hello, say) are the tunnel's first,
         // and an EOF read with them is passed on after them.
@@ -1461,7 +1480,7 @@ impl<P: Io> Worker<P> {
             if let Some(pipe) = p.pipe.take() {
                 self.give_pipe(pipe);
             }
-            self.bufs.give(std::mem::take(&mut p.buf));
+            self.pool().give(std::mem::take(&mut p.buf));
         }
     }
 
@@ -1532,7 +1551,7 @@ impl<P: Io> Worker<P> {
 
     fn read_client(&mut self, c: &mut Client) -> Step {
         if c.rbuf.capacity() == 0 {
-            c.rbuf = self.bufs.take(8 * 1024);
+            c.rbuf = self.pool().take(8 * 1024);
         }
         if c.rbuf.capacity() - c.rbuf.len() < 2048 {
             c.rbuf.reserve(8 * 1024);
@@ -1558,7 +1577,7 @@ impl<P: Io> Worker<P> {
             Err(e) if sys::would_block(&e) => {
                 c.f.readable = false;
                 if c.rbuf.is_empty() {
-                    self.bufs.give(std::mem::take(&mut c.rbuf));
+                    self.pool().give(std::mem::take(&mut c.rbuf));
                 }
                 Ok(false)
             }
@@ -1741,7 +1760,7 @@ impl<P: Io> Worker<P> {
                 }
                 c.xff = c.peer.map(|a| a.ip().to_string().into_boxed_str());
             }
-            let mut fwd = self.bufs.take(head_len + 64);
+            let mut fwd = self.pool().take(head_len + 64);
             let opts = ForwardOptions {
                 origin_host: self.cfg.origin_host.as_deref(),
                 via: self.cfg.via.as_deref(),
@@ -1751,7 +1770,7 @@ impl<P: Io> Worker<P> {
             let f = match write_forward_request(&c.rbuf[..head_len], &opts, &mut fwd) {
                 Ok(f) => f,
                 Err(_) => {
-                    self.bufs.give(fwd);
+                    self.pool().give(fwd);
                     self.error_response(c, Status::BadRequest, minor, false, false);
                     c.rbuf.clear();
                     continue;
@@ -1761,7 +1780,7 @@ impl<P: Io> Worker<P> {
             let lookup = safe && self.cache.enabled() && !f.authorization && !f.no_cache;
             if lookup {
                 if let Some(obj) = self.cache.get(&f.key, self.now) {
-                    self.bufs.give(fwd);
+                    self.pool().give(fwd);
                     let status = self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
                     self.log_answered(c, status, Some(CacheMark::Hit));
                     c.rbuf.drain(..head_len);
@@ -1799,7 +1818,7 @@ impl<P: Io> Worker<P> {
                         Ok(Some(k)) => (k, true),
                         Ok(None) => (rest.len(), false),
                         Err(_) => {
-                            self.bufs.give(fwd);
+                            self.pool().give(fwd);
                             self.error_response(c, Status::BadRequest, minor, false, false);
                             c.rbuf.clear();
                             continue;
@@ -1829,9 +1848,9 @@ impl<P: Io> Worker<P> {
             }
             c.rbuf.drain(..taken);
             if c.rbuf.is_empty() {
-                self.bufs.give(std::mem::take(&mut c.rbuf));
+                self.pool().give(std::mem::take(&mut c.rbuf));
             }
-            let resp = self.bufs.take(self.cfg.buffer_size);
+            let resp = self.take_buffer();
             c.x = Some(Box::new(Exchange {
                 origin: None,
                 fresh_only: !idempotent,
@@ -2191,7 +2210,7 @@ impl<P: Io> Worker<P> {
             self.stats.bytes_copy.add(take as u64);
         }
         if b.mode == Mode::Copy && !b.keep_in_buf && !b.in_done && !prefix_in_buf {
-            b.buf = self.bufs.take(self.cfg.buffer_size);
+            b.buf = self.take_buffer();
         }
         match b.mode {
             Mode::Copy => self.stats.copied.inc(),

@@ -14,6 +14,7 @@ use std::os::fd::RawFd;
 use std::rc::Rc;
 
 use evlab_poll::Poller;
+use evlab_runtime::BufPool;
 use evlab_sys as sys;
 
 use crate::cache::Object;
@@ -104,6 +105,14 @@ pub(crate) trait Io: Poller {
     /// Transfers complete asynchronously: a short read proves nothing (only [`pending`] says
     /// that nothing more is there), and writes are taken whole into the engine's own buffer.
     const COMPLETION: bool = false;
+
+    /// The buffer pool the worker takes from and gives to: its own (`worker`), or the
+    /// engine's when the engine takes buffers too (a completion engine's recvs take one, a
+    /// finished send gives its vectors back). One pool for both: with two, buffers pile up
+    /// in one while the other allocates.
+    fn bufs<'a>(&'a mut self, worker: &'a mut BufPool) -> &'a mut BufPool {
+        worker
+    }
 
     /// Says what `fd` is, before it is registered.
     fn adopt(&mut self, _fd: RawFd, _role: Role) {}

@@ -32,6 +32,9 @@ impl BufPool {
     pub const POOL_BYTES: usize = 8 << 20;
     /// Buffers a trim always leaves in the pool.
     pub const TRIM_KEEP: usize = 16;
+    /// How many of the most recently returned buffers a take looks through for one large
+    /// enough.
+    pub const FIT_SCAN: usize = 8;
 
     /// A pool whose new buffers have `new_capacity`, which keeps returned buffers of up to
     /// `keep_max` bytes and holds at most `max_bytes`.
@@ -56,9 +59,14 @@ impl BufPool {
         }
     }
 
-    /// An empty buffer with room for at least `cap` bytes.
+    /// An empty buffer with room for at least `cap` bytes: the most recently returned one
+    /// already that large (among the last [`BufPool::FIT_SCAN`]), else the last one grown,
+    /// else a new one.
     #[inline]
     pub fn take(&mut self, cap: usize) -> Vec<u8> {
+        if let Some(b) = self.take_fitting(cap) {
+            return b;
+        }
         match self.pop() {
             Some(mut b) => {
                 b.reserve(cap);
@@ -66,6 +74,37 @@ impl BufPool {
             }
             None => Vec::with_capacity(cap.max(self.new_capacity)),
         }
+    }
+
+    /// An empty buffer of at least `cap` bytes, never a smaller one grown: the most recently
+    /// returned one that large (its memory the likeliest still in the cache), among the last
+    /// [`BufPool::FIT_SCAN`], else a new one of exactly `cap`. For a buffer whose old
+    /// contents are garbage: growing one reallocates, and the allocator copies them.
+    #[inline]
+    pub fn take_exact(&mut self, cap: usize) -> Vec<u8> {
+        self.take_fitting(cap)
+            .unwrap_or_else(|| Vec::with_capacity(cap))
+    }
+
+    #[inline]
+    fn take_fitting(&mut self, cap: usize) -> Option<Vec<u8>> {
+        if self.bufs.last()?.capacity() >= cap {
+            return self.pop();
+        }
+        self.take_fitting_below(cap)
+    }
+
+    /// The last buffer did not fit: look below it.
+    #[inline(never)]
+    fn take_fitting_below(&mut self, cap: usize) -> Option<Vec<u8>> {
+        let n = self.bufs.len();
+        let i = (n.saturating_sub(Self::FIT_SCAN)..n - 1)
+            .rev()
+            .find(|&i| self.bufs[i].capacity() >= cap)?;
+        let b = self.bufs.remove(i);
+        self.bytes -= b.capacity();
+        self.low = self.low.min(self.bufs.len());
+        Some(b)
     }
 
     #[inline]
@@ -117,6 +156,11 @@ impl BufPool {
     }
 
     /// Buffers held for lending.
+    /// Whether the buffer whose memory starts at `p` is in the pool.
+    pub fn holds(&self, p: *const u8) -> bool {
+        self.bufs.iter().any(|b| b.as_ptr() == p)
+    }
+
     pub fn buffers(&self) -> usize {
         self.bufs.len()
     }
@@ -163,6 +207,33 @@ mod tests {
         let all = lend_n(&mut pool, n);
         reclaim_all(&mut pool, all);
         assert_eq!(pool.trim(), 0);
+    }
+
+    #[test]
+    fn a_take_prefers_a_buffer_already_large_enough() {
+        let mut pool = BufPool::new(1024, 1 << 20, 8 << 20);
+        let big = Vec::<u8>::with_capacity(65536);
+        let big_ptr = big.as_ptr();
+        pool.give(big);
+        pool.give(Vec::with_capacity(128)); // the last returned, too small
+                                            // Neither take grows the small one while a large one is near the top.
+        let b = pool.take_exact(60_000);
+        assert_eq!(
+            b.as_ptr(),
+            big_ptr,
+            "the 64 KiB buffer, not the small one grown"
+        );
+        assert_eq!((pool.buffers(), pool.bytes()), (1, 128));
+        pool.give(b);
+        let b = pool.take(60_000);
+        assert_eq!(b.as_ptr(), big_ptr);
+        // None fits: take_exact allocates exactly what was asked; take grows the last one.
+        let e = pool.take_exact(200_000);
+        assert_eq!(e.capacity(), 200_000);
+        assert_eq!(pool.buffers(), 1, "the small one is left where it was");
+        let g = pool.take(4096);
+        assert!(g.capacity() >= 4096);
+        assert_eq!((pool.buffers(), pool.bytes()), (0, 0));
     }
 
     #[test]

@@ -164,11 +164,31 @@ impl UringPoll {
     }
 }
 
+/// IORING_ENTER_GETEVENTS (the crate keeps its flags private).
+const ENTER_GETEVENTS: u32 = 1;
+
 /// One counted `io_uring_enter`: submits what is queued and waits for `want` completions, at
 /// most `timeout`. A timeout, a signal, or a completion queue the kernel could not fill (EBUSY:
 /// reap, then enter again) are not errors. Shared by every io_uring engine.
+///
+/// A zero timeout does not wait at all: the enter asks for no completion (GETEVENTS with
+/// `min_complete` 0 still runs the ring's deferred work, so completions that are due are
+/// posted). Asking for one with a zero timeout arms a timer in the kernel that fires at
+/// once; on a virtual machine each such timer programmed and taken is an exit to the
+/// hypervisor, and a new connection cost one (docs/proxy.md, "the timer a zero wait armed").
 pub fn enter(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Result<()> {
     let r = match timeout {
+        Some(d) if d.is_zero() => {
+            // SAFETY: only the queue's length is read; no other view of the submission
+            // queue is alive (the caller's pushes are done, and the ring is not shared).
+            let queued = unsafe { ring.submission_shared().len() } as u32;
+            // SAFETY: the entries submitted are the caller's, their memory valid until they
+            // complete (what `submit` requires as well); no argument goes with the enter.
+            sys::count_io(Syscall::IoUringEnter, || unsafe {
+                ring.submitter()
+                    .enter::<libc::sigset_t>(queued, 0, ENTER_GETEVENTS, None)
+            })
+        }
         Some(d) if want > 0 => {
             let ts = types::Timespec::from(d);
             let args = types::SubmitArgs::new().timespec(&ts);

@@ -8,8 +8,9 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 # openssh-server, iproute2 and iptables: the test hosts of scripts/netns-hosts.sh; libfaketime
-# moves one test host's clock; liburing-dev builds bench/uring_pattern.c.
-pkgs=(curl wrk httperf apache2-utils nginx-light lighttpd haproxy procps openssh-server iproute2 iptables libfaketime chromium liburing-dev)
+# moves one test host's clock; liburing-dev builds bench/uring_pattern.c; valgrind counts
+# instructions for bench/proxy_instructions.py.
+pkgs=(curl wrk httperf apache2-utils nginx-light lighttpd haproxy procps openssh-server iproute2 iptables libfaketime chromium liburing-dev valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -37,6 +37,24 @@ def free_port():
     return p
 
 
+def size_bytes(s):
+    """"16K", "1M", "300" as bytes."""
+    s = s.strip().upper()
+    mult = {"K": 1024, "M": 1 << 20}.get(s[-1:], 1)
+    return int(float(s.rstrip("KM")) * mult)
+
+
+def start_origin(evlab, root, cpu):
+    """An `evlab serve` origin (epoll-et, no header timeout) for `root` on CPU `cpu`, on a free
+    port: (its process group, the port). The caller waits for it and stops it."""
+    port = free_port()
+    proc = spawn_group(PRLIMIT + ["taskset", "-c", cpu, evlab, "serve", "--listen",
+                                  f"127.0.0.1:{port}", "--root", root, "--mechanism", "epoll-et",
+                                  "--header-timeout", "0"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, port
+
+
 def evlab_bin(name):
     return os.path.join(ROOT, "target", "release", name)
 

@@ -62,19 +62,14 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (NOFILE, PRLIMIT, ROOT, evlab_bin, free_port, leftovers, proc_tree,  # noqa: E402
-                     spawn_group, stop_all_groups, stop_group, supported, wait_port)
+                     size_bytes, spawn_group, start_origin, stop_all_groups, stop_group,
+                     supported, wait_port)
 
 PROXY_CPU, CLIENT_CPU = "0", "1"
 # Two-sided 90% Student t quantiles (t at 0.95) by degrees of freedom; 1.645 beyond 30.
 T90 = [None, 6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782,
        1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708,
        1.706, 1.703, 1.701, 1.699, 1.697]
-
-
-def size_bytes(s):
-    s = s.strip().upper()
-    mult = {"K": 1024, "M": 1 << 20}.get(s[-1:], 1)
-    return int(float(s.rstrip("KM")) * mult)
 
 
 def size_label(n):
@@ -450,11 +445,7 @@ def main():
         for size in sizes:
             with open(os.path.join(www, f"o{size}"), "wb") as f:
                 f.write(os.urandom(size))
-        origin_port = free_port()
-        origin = spawn_group(PRLIMIT + ["taskset", "-c", CLIENT_CPU, args.evlab, "serve",
-                                        "--listen", f"127.0.0.1:{origin_port}", "--root", www,
-                                        "--mechanism", "epoll-et", "--header-timeout", "0"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        origin, origin_port = start_origin(args.evlab, www, CLIENT_CPU)
         try:
             answers(origin_port, f"/o{sizes[0]}")
             for r in range(args.rounds):

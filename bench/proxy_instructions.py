@@ -36,16 +36,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (PRLIMIT, ROOT, evlab_bin, free_port, spawn_group, stop_all_groups,  # noqa: E402
-                     stop_group, wait_port)
+from _common import (PRLIMIT, ROOT, evlab_bin, free_port, size_bytes, spawn_group,  # noqa: E402
+                     start_origin, stop_all_groups, stop_group, wait_port)
 
 PROXY_CPU, CLIENT_CPU = "0", "1"
-
-
-def size_bytes(s):
-    s = s.strip().upper()
-    mult = {"K": 1024, "M": 1 << 20}.get(s[-1:], 1)
-    return int(float(s.rstrip("KM")) * mult)
 
 
 def load(evlab, port, path, rate, calls, duration):
@@ -151,11 +145,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, f"o{size}"), "wb") as f:
             f.write(os.urandom(size))
-        origin_port = free_port()
-        origin = spawn_group(PRLIMIT + ["taskset", "-c", CLIENT_CPU, args.evlab, "serve",
-                                        "--listen", f"127.0.0.1:{origin_port}", "--root", tmp,
-                                        "--mechanism", "epoll-et", "--header-timeout", "0"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        origin, origin_port = start_origin(args.evlab, tmp, CLIENT_CPU)
         try:
             if not wait_port(origin_port):
                 sys.exit("the origin did not listen")

@@ -91,8 +91,6 @@ const SEND_MAX: usize = 256 * 1024;
 const RECV_MAX: usize = 256 * 1024;
 /// A send left running after its descriptor was closed is cancelled after this long.
 const ORPHAN_GRACE: Duration = Duration::from_secs(10);
-/// The most part lists (and messages) of finished sends kept for the next ones.
-const OUTS_KEEP: usize = 64;
 /// IORING_RECVSEND_POLL_FIRST (the crate does not export it): a recv's `ioprio` flag, "arm
 /// the poll before trying" (Linux 5.19, as the multishot accept this engine requires).
 const RECVSEND_POLL_FIRST: u16 = 1;
@@ -138,7 +136,7 @@ impl Held {
 }
 
 /// The message of a send of several parts. Boxed: the kernel reads it after submission, so it
-/// must not move while the request is in flight (the ops table moves its entries as it grows).
+/// must not move while the request is in flight (the slot table moves its entries as it grows).
 struct Msg {
     hdr: libc::msghdr,
     iov: [libc::iovec; SEND_PARTS],
@@ -150,9 +148,12 @@ impl std::fmt::Debug for Msg {
     }
 }
 
-/// A request in flight.
+/// A request slot: a request in flight while `live`. A finished request's slot is reused in
+/// place (its fields written, not a new value moved in), and keeps its part list's capacity and
+/// its message for the slot's next send.
 #[derive(Debug)]
 struct Op {
+    live: bool,
     kind: Kind,
     /// The descriptor whose read or write side the request is.
     fd: RawFd,
@@ -165,10 +166,30 @@ struct Op {
     /// Send: its parts, each `bytes()[off..]` still to go.
     out: Vec<(Held, usize)>,
     msg: Option<Box<Msg>>,
+    /// Recv, read, splice, tee: the bytes asked for. Send: the bytes submitted.
     len: usize,
     serial: u64,
     /// A send whose descriptor the worker closed: close it once the send is done.
     close_after: bool,
+}
+
+impl Op {
+    fn idle() -> Op {
+        Op {
+            live: false,
+            kind: Kind::Poll,
+            fd: -1,
+            notify: -1,
+            fd_in: -1,
+            fd_out: -1,
+            buf: Vec::new(),
+            out: Vec::new(),
+            msg: None,
+            len: 0,
+            serial: 0,
+            close_after: false,
+        }
+    }
 }
 
 /// What the engine knows of one descriptor.
@@ -210,7 +231,7 @@ struct FdState {
 
 pub(crate) struct Uring {
     ring: IoUring,
-    ops: Vec<Option<Op>>,
+    ops: Vec<Op>,
     free_ops: Vec<u32>,
     live: usize,
     serial: u64,
@@ -223,12 +244,6 @@ pub(crate) struct Uring {
     ready: VecDeque<Event>,
     /// The worker's buffer pool (see `Io::bufs`).
     bufs: BufPool,
-    /// Part lists and messages of finished sends, for the next ones.
-    outs: Vec<Vec<(Held, usize)>>,
-    /// Boxed, as a send's [`Op`] holds them (the kernel reads a message where it is while the
-    /// `Op` moves): kept boxed here, taking one for the next send allocates nothing.
-    #[allow(clippy::vec_box)]
-    msgs: Vec<Box<Msg>>,
     orphans: Vec<(Instant, u32, u64)>,
     splice_ok: bool,
     skip_success: bool,
@@ -282,47 +297,63 @@ impl Uring {
         self.bufs.give(b);
     }
 
-    /// Gives back the buffers a finished request held.
-    fn give_op_bufs(&mut self, op: &mut Op) {
-        self.give_buf(std::mem::take(&mut op.buf));
+    /// Gives back the buffers a finished request held (its part list and message stay in the
+    /// slot for its next send).
+    fn give_op_bufs(&mut self, i: u32) {
+        let Uring { ops, bufs, .. } = self;
+        let op = &mut ops[i as usize];
+        if op.buf.capacity() > 0 {
+            bufs.give(std::mem::take(&mut op.buf));
+        }
         for (h, _) in op.out.drain(..) {
             if let Held::Vec(v) = h {
-                self.give_buf(v);
+                bufs.give(v);
             }
-        }
-        // The part list and the message go back for the next send (an allocation, and a
-        // zeroed one for the message, per send otherwise).
-        if op.out.capacity() > 0 && self.outs.len() < OUTS_KEEP {
-            self.outs.push(std::mem::take(&mut op.out));
-        }
-        if let Some(m) = op.msg.take().filter(|_| self.msgs.len() < OUTS_KEEP) {
-            self.msgs.push(m);
         }
     }
 
-    fn new_op(&mut self, op: Op) -> u32 {
+    /// A slot for a new request, its fields written in place; the caller fills in the rest.
+    fn new_op(&mut self, kind: Kind, fd: RawFd, notify: RawFd) -> u32 {
         self.live += 1;
-        match self.free_ops.pop() {
-            Some(i) => {
-                self.ops[i as usize] = Some(op);
-                i
-            }
+        self.serial += 1;
+        let i = match self.free_ops.pop() {
+            Some(i) => i,
             None => {
-                self.ops.push(Some(op));
+                self.ops.push(Op::idle());
                 (self.ops.len() - 1) as u32
             }
-        }
+        };
+        let op = &mut self.ops[i as usize];
+        debug_assert!(!op.live && op.buf.capacity() == 0 && op.out.is_empty());
+        op.live = true;
+        op.kind = kind;
+        op.fd = fd;
+        op.notify = notify;
+        op.fd_in = -1;
+        op.fd_out = -1;
+        op.len = 0;
+        op.serial = self.serial;
+        op.close_after = false;
+        i
     }
 
-    fn free_op(&mut self, i: u32) -> Option<Op> {
-        let op = self.ops.get_mut(i as usize)?.take()?;
+    /// Ends request `i`: its buffers go back to the pool (take first what is to be kept), its
+    /// slot is free, and a pipe closed meanwhile is closed once no request names it.
+    fn free_op(&mut self, i: u32) {
+        if !self.ops.get(i as usize).is_some_and(|o| o.live) {
+            return;
+        }
+        self.give_op_bufs(i);
+        let op = &mut self.ops[i as usize];
+        op.live = false;
+        let (kind, fd_in, fd_out) = (op.kind, op.fd_in, op.fd_out);
         self.live -= 1;
         self.free_ops.push(i);
         if matches!(
-            op.kind,
+            kind,
             Kind::SpliceIn | Kind::SpliceOut | Kind::Tee | Kind::ReadPipe
         ) {
-            for fd in [op.fd_in, op.fd_out].into_iter().filter(|&fd| fd >= 0) {
+            for fd in [fd_in, fd_out].into_iter().filter(|&fd| fd >= 0) {
                 let st = self.st(fd);
                 st.refs = st.refs.saturating_sub(1);
                 if st.refs == 0 && std::mem::take(&mut st.close_on_free) {
@@ -330,48 +361,22 @@ impl Uring {
                 }
             }
         }
-        Some(op)
-    }
-
-    fn op(&mut self, kind: Kind, fd: RawFd, notify: RawFd) -> Op {
-        self.serial += 1;
-        let out = if kind == Kind::Send {
-            self.outs.pop().unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        Op {
-            kind,
-            fd,
-            notify,
-            fd_in: -1,
-            fd_out: -1,
-            buf: Vec::new(),
-            out,
-            msg: None,
-            len: 0,
-            serial: self.serial,
-            close_after: false,
-        }
     }
 
     /// Queues entries that must be submitted together (a linked pair).
     fn push(&mut self, sqes: &[squeue::Entry]) -> io::Result<()> {
-        loop {
-            let room = {
-                let sq = self.ring.submission();
-                sq.capacity() - sq.len()
-            };
-            if room >= sqes.len() {
-                break;
+        for _ in 0..2 {
+            // SAFETY: every pointer an entry carries points into a request's buffer held in
+            // `self.ops` (its heap memory stays put when the table grows) until the request
+            // completes; `Drop` waits for them, or leaks the buffers if they do not come back.
+            // All of `sqes` or none is queued.
+            if unsafe { self.ring.submission().push_multiple(sqes) }.is_ok() {
+                return Ok(());
             }
+            // The queue is full: submit what it holds, then queue.
             sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit())?;
         }
-        // SAFETY: every pointer an entry carries points into a request's buffer held in
-        // `self.ops` (its heap memory stays put when the table grows) until the request
-        // completes; `Drop` waits for them, or leaks the buffers if they do not come back.
-        unsafe { self.ring.submission().push_multiple(sqes) }
-            .map_err(|_| io::Error::other("submission queue full"))
+        Err(io::Error::other("submission queue full"))
     }
 
     fn cancel(&mut self, i: u32) {
@@ -402,8 +407,7 @@ impl Uring {
 
     fn arm_accept(&mut self) -> io::Result<()> {
         let fd = self.listen_fd;
-        let op = self.op(Kind::Accept, fd, fd);
-        let i = self.new_op(op);
+        let i = self.new_op(Kind::Accept, fd, fd);
         let sqe = opcode::AcceptMulti::new(types::Fd(fd))
             .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
             .build()
@@ -413,8 +417,7 @@ impl Uring {
     }
 
     fn arm_poll(&mut self, fd: RawFd) -> io::Result<()> {
-        let op = self.op(Kind::Poll, fd, fd);
-        let i = self.new_op(op);
+        let i = self.new_op(Kind::Poll, fd, fd);
         self.st(fd).rd = Some(i);
         let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
             .build()
@@ -425,8 +428,7 @@ impl Uring {
     /// Watches a connect under way: no send is taken (nor writability said) before it is up,
     /// as under readiness, where the connection's first writable event says so.
     fn arm_connect_poll(&mut self, fd: RawFd) -> io::Result<()> {
-        let op = self.op(Kind::Connect, fd, fd);
-        let i = self.new_op(op);
+        let i = self.new_op(Kind::Connect, fd, fd);
         self.st(fd).wr = Some(i);
         let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
             .build()
@@ -436,20 +438,17 @@ impl Uring {
 
     fn arm_recv(&mut self, fd: RawFd, len: usize) -> io::Result<()> {
         let len = len.clamp(1, RECV_MAX);
-        let mut op = self.op(Kind::Recv, fd, fd);
-        op.buf = self.take_buf(len);
-        op.len = len;
-        let ptr = op.buf.as_mut_ptr();
-        let i = self.new_op(op);
-        self.st(fd).rd = Some(i);
+        let mut buf = self.take_buf(len);
+        let ptr = buf.as_mut_ptr();
+        let i = self.new_op(Kind::Recv, fd, fd);
+        let op = &mut self.ops[i as usize];
+        (op.buf, op.len) = (buf, len);
+        let st = self.st(fd);
+        st.rd = Some(i);
         // A recv that finds the socket empty fails, then waits behind an internal poll: after
         // a short recv (a request or a response read whole, nothing yet behind it) the next
         // one waits first and spares the failed attempt.
-        let ioprio = if self.st(fd).recv_full {
-            0
-        } else {
-            RECVSEND_POLL_FIRST
-        };
+        let ioprio = if st.recv_full { 0 } else { RECVSEND_POLL_FIRST };
         let sqe = opcode::Recv::new(types::Fd(fd), ptr, len as u32)
             .ioprio(ioprio)
             .build()
@@ -469,12 +468,12 @@ impl Uring {
     ) -> io::Result<()> {
         let len = len.min(u32::MAX as usize);
         buf.reserve(len);
-        let mut op = self.op(Kind::ReadPipe, fd, notify);
         // SAFETY of the pointer: the spare capacity of the vector the request holds (see
         // `push`); `reserve` above made `len` bytes of it.
         let ptr = unsafe { buf.as_mut_ptr().add(buf.len()) };
+        let i = self.new_op(Kind::ReadPipe, fd, notify);
+        let op = &mut self.ops[i as usize];
         (op.buf, op.len, op.fd_in) = (buf, len, fd);
-        let i = self.new_op(op);
         let st = self.st(fd);
         st.refs += 1;
         st.rd = Some(i);
@@ -485,36 +484,36 @@ impl Uring {
         self.push(&[sqe])
     }
 
-    /// Sends what `op.out` still holds (a new request, or the rest of one), after a POLLOUT
-    /// poll if `wait_room`: one part with IORING_OP_SEND, several with IORING_OP_SENDMSG.
-    fn submit_send(&mut self, mut op: Op, wait_room: bool) -> io::Result<()> {
+    /// Sends what request `i`'s parts still hold (a new request, or the rest of one), after a
+    /// POLLOUT poll if `wait_room`: one part with IORING_OP_SEND, several with
+    /// IORING_OP_SENDMSG. If it cannot be queued the request ends (its buffers to the pool).
+    fn submit_send(&mut self, i: u32, wait_room: bool) -> io::Result<()> {
+        let op = &mut self.ops[i as usize];
         let fd = op.fd;
         op.kind = Kind::Send;
-        op.out.retain(|(h, off)| *off < h.bytes().len());
         let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
         // SAFETY of the pointers: they point into the parts' heap memory (a vector's, or a
         // shared object's, which the request holds an `Rc` of) and into the boxed message,
         // none of which moves or is freed while the request is in flight; see `push`.
         let sqe = if let [(h, off)] = op.out.as_slice() {
             let rest = &h.bytes()[*off..];
+            op.len = rest.len();
             opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
                 .flags(flags)
                 .build()
         } else {
-            let mut msg = op
-                .msg
-                .take()
-                .or_else(|| self.msgs.pop())
-                .unwrap_or_else(|| {
-                    Box::new(Msg {
-                        // SAFETY: msghdr and iovec are plain C structs for which all zeroes is
-                        // a valid (empty) value.
-                        hdr: unsafe { std::mem::zeroed() },
-                        iov: unsafe { std::mem::zeroed() },
-                    })
-                });
+            let msg = op.msg.get_or_insert_with(|| {
+                Box::new(Msg {
+                    // SAFETY: msghdr and iovec are plain C structs for which all zeroes is a
+                    // valid (empty) value.
+                    hdr: unsafe { std::mem::zeroed() },
+                    iov: unsafe { std::mem::zeroed() },
+                })
+            });
+            let mut len = 0;
             for (k, (h, off)) in op.out.iter().enumerate() {
                 let rest = &h.bytes()[*off..];
+                len += rest.len();
                 msg.iov[k] = libc::iovec {
                     iov_base: rest.as_ptr() as *mut libc::c_void,
                     iov_len: rest.len(),
@@ -523,23 +522,29 @@ impl Uring {
             msg.hdr.msg_iov = msg.iov.as_mut_ptr();
             msg.hdr.msg_iovlen = op.out.len() as _;
             let hdr: *const libc::msghdr = &msg.hdr;
-            op.msg = Some(msg);
+            op.len = len;
             opcode::SendMsg::new(types::Fd(fd), hdr)
                 .flags(flags as u32)
                 .build()
         };
-        let orphan = op.close_after;
-        let i = self.new_op(op);
-        if !orphan {
+        if !op.close_after {
             self.st(fd).wr = Some(i);
         }
         let sqe = sqe.user_data(i as u64);
-        if wait_room {
+        let r = if wait_room {
             let poll = self.link_poll(fd, libc::POLLOUT);
             self.push(&[poll, sqe])
         } else {
             self.push(&[sqe])
+        };
+        if r.is_err() {
+            let st = self.st(fd);
+            if st.wr == Some(i) {
+                st.wr = None;
+            }
+            self.free_op(i);
         }
+        r
     }
 
     fn arm_splice(
@@ -556,10 +561,10 @@ impl Uring {
         } else {
             fd_in
         };
-        let mut op = self.op(kind, key, notify);
         let len = len.min(u32::MAX as usize);
+        let i = self.new_op(kind, key, notify);
+        let op = &mut self.ops[i as usize];
         (op.fd_in, op.fd_out, op.len) = (fd_in, fd_out, len);
-        let i = self.new_op(op);
         self.st(fd_in).refs += 1;
         self.st(fd_out).refs += 1;
         let flags = libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE;
@@ -607,16 +612,16 @@ impl Uring {
         }
         let mut orphaned = false;
         if let Some(i) = wr {
-            match self.ops[i as usize].as_mut() {
-                Some(op) if op.kind == Kind::Send => {
-                    // The worker closes what it deregisters: the send will do it.
-                    op.close_after = true;
-                    orphaned = true;
-                    let serial = op.serial;
-                    self.orphans
-                        .push((Instant::now() + ORPHAN_GRACE, i, serial));
-                }
-                _ => self.cancel(i),
+            let op = &mut self.ops[i as usize];
+            if op.live && op.kind == Kind::Send {
+                // The worker closes what it deregisters: the send will do it.
+                op.close_after = true;
+                orphaned = true;
+                let serial = op.serial;
+                self.orphans
+                    .push((Instant::now() + ORPHAN_GRACE, i, serial));
+            } else {
+                self.cancel(i);
             }
         }
         let st = &mut self.fds[fd as usize];
@@ -648,10 +653,8 @@ impl Uring {
             }
         });
         for (i, serial) in expired {
-            if self.ops[i as usize]
-                .as_ref()
-                .is_some_and(|o| o.serial == serial)
-            {
+            let op = &self.ops[i as usize];
+            if op.live && op.serial == serial {
                 self.cancel(i);
             }
         }
@@ -678,60 +681,70 @@ impl Uring {
     }
 
     fn on_cqe(&mut self, i: u32, res: i32, flags: u32) {
-        let Some(kind) = self
-            .ops
-            .get(i as usize)
-            .and_then(|o| o.as_ref())
-            .map(|o| o.kind)
-        else {
+        let Some(op) = self.ops.get_mut(i as usize).filter(|o| o.live) else {
             return;
         };
+        let kind = op.kind;
         if kind == Kind::Accept {
             return self.on_accept(i, res, flags);
         }
-        if kind == Kind::Send && res > 0 && !self.closing {
-            // A short send (MSG_WAITALL makes them rare): send the rest.
-            let op = self.ops[i as usize].as_mut().expect("a send");
+        let (fd, notify, fd_in, fd_out, len) = (op.fd, op.notify, op.fd_in, op.fd_out, op.len);
+        if kind == Kind::Send && res > 0 && (res as usize) < len && !self.closing {
+            // A short send (MSG_WAITALL makes them rare): send the rest, from the same slot.
             let mut n = res as usize;
             for (h, off) in op.out.iter_mut() {
                 let k = n.min(h.bytes().len() - *off);
                 *off += k;
                 n -= k;
             }
-            if op.out.iter().any(|(h, off)| *off < h.bytes().len()) {
-                let op = self.free_op(i).expect("a send");
-                let fd = op.fd;
-                let (live, orphan) = (self.st(fd).wr == Some(i), op.close_after);
-                if (live || orphan) && self.submit_send(op, false).is_ok() {
-                    return;
-                }
-                if orphan {
-                    let _ = sys::close(fd);
-                }
-                if live {
-                    let st = self.st(fd);
-                    st.wr = None;
-                    st.err = Some(libc::EIO);
-                    self.event(fd, Event::READABLE | Event::WRITABLE);
-                }
+            op.out.retain(|(h, off)| *off < h.bytes().len());
+            let orphan = op.close_after;
+            let live = self.st(fd).wr == Some(i);
+            if (live || orphan) && self.submit_send(i, false).is_ok() {
                 return;
             }
+            // Not resubmitted (the slot is freed if the submission failed).
+            self.free_op(i);
+            if orphan {
+                let _ = sys::close(fd);
+            }
+            if live {
+                let st = self.st(fd);
+                st.wr = None;
+                st.err = Some(libc::EIO);
+                self.event(fd, Event::READABLE | Event::WRITABLE);
+            }
+            return;
         }
-        let mut op = self.free_op(i).expect("an op");
-        let fd = op.fd;
-        if op.close_after {
-            let _ = sys::close(fd);
-        }
-        let (closing, waits) = (self.closing, self.stats.waits);
+        let close_after = op.close_after;
+        let closing = self.closing;
         let st = self.st(fd);
         let live = match kind {
             Kind::Send | Kind::SpliceOut | Kind::Connect => st.wr == Some(i),
             _ => st.rd == Some(i),
         };
-        if !live || closing {
-            self.give_op_bufs(&mut op);
+        if kind == Kind::Send && live && !closing && (res == -libc::EAGAIN || res == -libc::EINTR) {
+            // A non-blocking socket may answer EAGAIN rather than wait: wait for room, from the
+            // same slot.
+            st.wr = None;
+            if self.submit_send(i, true).is_err() {
+                self.st(fd).err = Some(libc::EIO);
+                self.event(fd, Event::READABLE | Event::WRITABLE);
+            }
             return;
         }
+        // What the request read into is kept; the rest of its buffers go back to the pool.
+        let mut buf = std::mem::take(&mut self.ops[i as usize].buf);
+        self.free_op(i);
+        if close_after {
+            let _ = sys::close(fd);
+        }
+        if !live || closing {
+            self.give_buf(buf);
+            return;
+        }
+        let waits = self.stats.waits;
+        let st = self.st(fd);
         match kind {
             Kind::Accept => {}
             Kind::Connect => {
@@ -751,46 +764,37 @@ impl Uring {
             Kind::Recv => {
                 st.rd = None;
                 if res > 0 {
-                    st.recv_full = res as usize >= op.len;
-                    if (res as usize) < op.len {
+                    st.recv_full = res as usize >= len;
+                    if (res as usize) < len {
                         st.drained_at = waits;
                     }
                     // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within
                     // the capacity reserved) at the front of the buffer.
-                    unsafe { op.buf.set_len((res as usize).min(op.len)) };
-                    let old = std::mem::replace(&mut st.rx, std::mem::take(&mut op.buf));
+                    unsafe { buf.set_len((res as usize).min(len)) };
+                    let old = std::mem::replace(&mut st.rx, buf);
                     st.rx_pos = 0;
                     self.give_buf(old);
-                } else if res == 0 {
-                    st.eof = true;
-                } else if res == -libc::EAGAIN || res == -libc::EINTR {
-                    let len = op.len;
-                    self.give_buf(std::mem::take(&mut op.buf));
-                    if self.arm_recv(fd, len).is_ok() {
-                        return;
-                    }
-                    self.st(fd).err = Some(libc::EIO);
                 } else {
-                    st.err = Some(-res);
+                    if res == 0 {
+                        st.eof = true;
+                    } else if res == -libc::EAGAIN || res == -libc::EINTR {
+                        self.give_buf(buf);
+                        if self.arm_recv(fd, len).is_ok() {
+                            return;
+                        }
+                        self.st(fd).err = Some(libc::EIO);
+                        buf = Vec::new();
+                    } else {
+                        st.err = Some(-res);
+                    }
+                    // An end of stream or an error leaves the buffer unused: back to the pool
+                    // (the next connection's first recv takes it, instead of allocating one).
+                    self.give_buf(buf);
                 }
-                // An end of stream or an error leaves the buffer unused: back to the pool (the
-                // next connection's first recv takes it, instead of allocating one).
-                self.give_buf(std::mem::take(&mut op.buf));
                 self.event(fd, Event::READABLE);
             }
             Kind::Send => {
                 st.wr = None;
-                if res == -libc::EAGAIN || res == -libc::EINTR {
-                    // A non-blocking socket may answer EAGAIN rather than wait: wait for room.
-                    if self.submit_send(op, true).is_ok() {
-                        return;
-                    }
-                    self.st(fd).err = Some(libc::EIO);
-                    self.event(fd, Event::READABLE | Event::WRITABLE);
-                    return;
-                }
-                self.give_op_bufs(&mut op);
-                let st = self.st(fd);
                 if res < 0 {
                     st.err = Some(-res);
                     self.event(fd, Event::READABLE | Event::WRITABLE);
@@ -808,61 +812,47 @@ impl Uring {
                 // The poll saw bytes, yet the splice found none to move: the pipe is full
                 // (the state machine drains it), or the poll was spurious (try again).
                 if res == -libc::EAGAIN
-                    && sys::fionread(op.fd_out).ok() == Some(0)
+                    && sys::fionread(fd_out).ok() == Some(0)
                     && self
-                        .arm_splice(
-                            Kind::SpliceIn,
-                            op.fd_in,
-                            op.fd_out,
-                            op.len,
-                            op.notify,
-                            false,
-                        )
+                        .arm_splice(Kind::SpliceIn, fd_in, fd_out, len, notify, false)
                         .is_ok()
                 {
                     return;
                 }
                 self.st(fd).rd_done = Some(res);
-                self.event(op.notify, Event::READABLE);
+                self.event(notify, Event::READABLE);
             }
             Kind::SpliceOut => {
                 st.wr = None;
                 if res == -libc::EAGAIN
                     && self
-                        .arm_splice(
-                            Kind::SpliceOut,
-                            op.fd_in,
-                            op.fd_out,
-                            op.len,
-                            op.notify,
-                            true,
-                        )
+                        .arm_splice(Kind::SpliceOut, fd_in, fd_out, len, notify, true)
                         .is_ok()
                 {
                     return;
                 }
                 self.st(fd).wr_done = Some(res);
-                self.event(op.notify, Event::WRITABLE);
+                self.event(notify, Event::WRITABLE);
             }
             Kind::Tee => {
                 st.rd = None;
                 st.rd_done = Some(res);
-                self.event(op.notify, 0);
+                self.event(notify, 0);
             }
             Kind::ReadPipe => {
                 st.rd = None;
                 if res > 0 {
-                    let n = op.buf.len() + (res as usize).min(op.len);
+                    let n = buf.len() + (res as usize).min(len);
                     // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within
                     // the capacity reserved) after the vector's contents.
-                    unsafe { op.buf.set_len(n) };
+                    unsafe { buf.set_len(n) };
                 }
                 // The vector goes back to the state machine with its bytes (see `read_pipe`).
-                let old = std::mem::replace(&mut st.rx, std::mem::take(&mut op.buf));
+                let old = std::mem::replace(&mut st.rx, buf);
                 st.rx_pos = 0;
                 st.rd_done = Some(res);
                 self.give_buf(old);
-                self.event(op.notify, 0);
+                self.event(notify, 0);
             }
         }
     }
@@ -964,8 +954,6 @@ impl Poller for Uring {
             accept_err: None,
             ready: VecDeque::new(),
             bufs: BufPool::default(),
-            outs: Vec::new(),
-            msgs: Vec::new(),
             orphans: Vec::new(),
             splice_ok,
             skip_success,
@@ -1158,9 +1146,9 @@ impl Io for Uring {
                 break;
             }
         }
-        let mut op = self.op(Kind::Send, fd, fd);
-        op.out.push((Held::Vec(copy), 0));
-        self.submit_send(op, false)?;
+        let i = self.new_op(Kind::Send, fd, fd);
+        self.ops[i as usize].out.push((Held::Vec(copy), 0));
+        self.submit_send(i, false)?;
         Ok(total)
     }
 
@@ -1173,20 +1161,30 @@ impl Io for Uring {
             st.wr_wanted = true;
             return Err(in_flight());
         }
-        let mut op = self.op(Kind::Send, fd, fd);
-        let mut total = 0;
+        // What the send takes: the first SEND_PARTS parts with bytes left.
+        let total: usize = parts
+            .iter()
+            .map(|p| p.rest().len())
+            .filter(|&n| n > 0)
+            .take(SEND_PARTS)
+            .sum();
+        if total == 0 {
+            return Ok(0);
+        }
+        let i = self.new_op(Kind::Send, fd, fd);
+        let Uring { ops, bufs, .. } = self;
+        let out = &mut ops[i as usize].out;
         for p in parts.iter_mut() {
             let n = p.rest().len();
-            if n == 0 || op.out.len() == SEND_PARTS {
+            if n == 0 || out.len() == SEND_PARTS {
                 continue;
             }
-            total += n;
             let held = match p {
                 // The vector itself: the state machine goes on with an empty one as large
                 // (it would otherwise grow a small one, a reallocation, for its next batch).
                 Part::Owned(v, pos) => {
                     let from = std::mem::replace(*pos, 0);
-                    let fresh = self.take_buf(v.capacity());
+                    let fresh = bufs.take_exact(v.capacity());
                     (Held::Vec(std::mem::replace(*v, fresh)), from)
                 }
                 Part::Shared(o, pos) => {
@@ -1194,18 +1192,15 @@ impl Io for Uring {
                     (Held::Obj(Rc::clone(o)), from)
                 }
                 Part::Borrowed(b, pos) => {
-                    let mut v = self.take_buf(n);
+                    let mut v = bufs.take_exact(n);
                     v.extend_from_slice(&b[**pos..]);
                     **pos = b.len();
                     (Held::Vec(v), 0)
                 }
             };
-            op.out.push(held);
+            out.push(held);
         }
-        if total == 0 {
-            return Ok(0);
-        }
-        self.submit_send(op, false)?;
+        self.submit_send(i, false)?;
         Ok(total)
     }
 
@@ -1354,7 +1349,7 @@ impl Io for Uring {
         }
         let reading = st
             .rd
-            .and_then(|i| self.ops.get(i as usize)?.as_ref())
+            .and_then(|i| self.ops.get(i as usize).filter(|o| o.live))
             .is_some_and(|op| op.kind != Kind::Poll);
         if reading {
             // A read in flight may have taken bytes already: whatever they are, the
@@ -1375,7 +1370,7 @@ impl Io for Uring {
 
     fn unwatch_idle(&mut self, fd: RawFd) {
         if let Some(i) = self.st(fd).rd {
-            let poll = self.ops.get(i as usize).and_then(|o| o.as_ref());
+            let poll = self.ops.get(i as usize).filter(|o| o.live);
             if poll.is_some_and(|o| o.kind == Kind::Poll) {
                 // Its completion (cancelled or not) no longer matches `rd` and is dropped.
                 self.st(fd).rd = None;
@@ -1399,7 +1394,7 @@ impl Drop for Uring {
         // wait for their completions, a bounded while.
         self.closing = true;
         let live: Vec<u32> = (0..self.ops.len() as u32)
-            .filter(|&i| self.ops[i as usize].is_some())
+            .filter(|&i| self.ops[i as usize].live)
             .collect();
         for i in live {
             self.cancel(i);

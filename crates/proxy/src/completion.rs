@@ -299,6 +299,7 @@ impl Uring {
 
     /// Gives back the buffers a finished request held (its part list and message stay in the
     /// slot for its next send).
+    #[inline]
     fn give_op_bufs(&mut self, i: u32) {
         let Uring { ops, bufs, .. } = self;
         let op = &mut ops[i as usize];
@@ -313,6 +314,7 @@ impl Uring {
     }
 
     /// A slot for a new request, its fields written in place; the caller fills in the rest.
+    #[inline]
     fn new_op(&mut self, kind: Kind, fd: RawFd, notify: RawFd) -> u32 {
         self.live += 1;
         self.serial += 1;
@@ -339,6 +341,7 @@ impl Uring {
 
     /// Ends request `i`: its buffers go back to the pool (take first what is to be kept), its
     /// slot is free, and a pipe closed meanwhile is closed once no request names it.
+    #[inline]
     fn free_op(&mut self, i: u32) {
         if !self.ops.get(i as usize).is_some_and(|o| o.live) {
             return;
@@ -353,30 +356,43 @@ impl Uring {
             kind,
             Kind::SpliceIn | Kind::SpliceOut | Kind::Tee | Kind::ReadPipe
         ) {
-            for fd in [fd_in, fd_out].into_iter().filter(|&fd| fd >= 0) {
-                let st = self.st(fd);
-                st.refs = st.refs.saturating_sub(1);
-                if st.refs == 0 && std::mem::take(&mut st.close_on_free) {
-                    let _ = sys::close(fd);
-                }
+            self.unref_pipes(fd_in, fd_out);
+        }
+    }
+
+    /// A splice, tee or pipe read ended: the descriptors it named are no longer held by it.
+    #[inline(never)]
+    fn unref_pipes(&mut self, fd_in: RawFd, fd_out: RawFd) {
+        for fd in [fd_in, fd_out].into_iter().filter(|&fd| fd >= 0) {
+            let st = self.st(fd);
+            st.refs = st.refs.saturating_sub(1);
+            if st.refs == 0 && std::mem::take(&mut st.close_on_free) {
+                let _ = sys::close(fd);
             }
         }
     }
 
     /// Queues entries that must be submitted together (a linked pair).
+    #[inline]
     fn push(&mut self, sqes: &[squeue::Entry]) -> io::Result<()> {
-        for _ in 0..2 {
-            // SAFETY: every pointer an entry carries points into a request's buffer held in
-            // `self.ops` (its heap memory stays put when the table grows) until the request
-            // completes; `Drop` waits for them, or leaks the buffers if they do not come back.
-            // All of `sqes` or none is queued.
-            if unsafe { self.ring.submission().push_multiple(sqes) }.is_ok() {
-                return Ok(());
-            }
-            // The queue is full: submit what it holds, then queue.
-            sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit())?;
+        // SAFETY: every pointer an entry carries points into a request's buffer held in
+        // `self.ops` (its heap memory stays put when the table grows) until the request
+        // completes; `Drop` waits for them, or leaks the buffers if they do not come back.
+        // All of `sqes` or none is queued.
+        if unsafe { self.ring.submission().push_multiple(sqes) }.is_ok() {
+            return Ok(());
         }
-        Err(io::Error::other("submission queue full"))
+        self.push_when_full(sqes)
+    }
+
+    /// The queue is full: submit what it holds, then queue.
+    #[cold]
+    #[inline(never)]
+    fn push_when_full(&mut self, sqes: &[squeue::Entry]) -> io::Result<()> {
+        sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit())?;
+        // SAFETY: as in `push`.
+        unsafe { self.ring.submission().push_multiple(sqes) }
+            .map_err(|_| io::Error::other("submission queue full"))
     }
 
     fn cancel(&mut self, i: u32) {

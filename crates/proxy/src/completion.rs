@@ -27,7 +27,13 @@
 //!   fresh connection), up to 256 KiB. The next write waits for the send to complete, and so
 //!   does a shutdown asked for meanwhile. A send's completion is an event only if a write
 //!   was answered "in flight" meanwhile (or it failed): the state machine counted the bytes
-//!   as written when the send took them, so one nobody waits for completes silently;
+//!   as written when the send took them, so one nobody waits for completes silently. A send
+//!   with nothing to wait for first goes quiet, where the kernel passes a start-up probe
+//!   (`probe_quiet`): MSG_DONTWAIT, so that it runs within the enter that submits it, and
+//!   IOSQE_CQE_SKIP_SUCCESS, so that it posts a completion only if it was not whole
+//!   (partial, EAGAIN, an error), which resubmits the rest behind a POLLOUT poll. A whole
+//!   one is settled after its enter (`settle_quiet`) and ends no enter: its completion would
+//!   otherwise wake the enter that submits it with nothing for the worker;
 //! - splice: IORING_OP_SPLICE origin socket → pipe, behind a linked IORING_OP_POLL_ADD (POLLIN,
 //!   its success not posted), since a splice that finds the socket empty fails with EAGAIN
 //!   rather than wait; pipe → client socket directly, and behind a POLLOUT poll once the socket
@@ -96,6 +102,8 @@ const ORPHAN_GRACE: Duration = Duration::from_secs(10);
 const RECVSEND_POLL_FIRST: u16 = 1;
 /// user_data of requests whose completions need nothing: cancels, and linked polls.
 const UD_IGNORE: u64 = u64::MAX;
+/// user_data of the start-up probe's sends (see `Uring::probe_quiet`).
+const UD_PROBE: u64 = u64::MAX - 1;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Kind {
@@ -171,6 +179,8 @@ struct Op {
     serial: u64,
     /// A send whose descriptor the worker closed: close it once the send is done.
     close_after: bool,
+    /// A quiet send (see `Uring::settle_quiet`) whose outcome is not known yet.
+    quiet: bool,
 }
 
 impl Op {
@@ -188,8 +198,22 @@ impl Op {
             len: 0,
             serial: 0,
             close_after: false,
+            quiet: false,
         }
     }
+}
+
+/// What a probe's quiet send did (see `Uring::probe_quiet`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Probed {
+    /// Posted nothing and is done.
+    Silent,
+    /// Posted this result within its enter.
+    Posted(i32),
+    /// Not seen to end: its memory is leaked, as the kernel may yet read it.
+    Unended,
+    /// Anything else (not submitted, ended late).
+    Other,
 }
 
 /// What the engine knows of one descriptor.
@@ -247,6 +271,11 @@ pub(crate) struct Uring {
     orphans: Vec<(Instant, u32, u64)>,
     splice_ok: bool,
     skip_success: bool,
+    /// Sends go quiet (see `settle_quiet`): the start-up probe found this kernel posts
+    /// nothing for a whole one and a completion for any other, within the enter.
+    quiet_ok: bool,
+    /// Quiet sends submitted whose outcome is not settled yet.
+    quiet: Vec<u32>,
     closing: bool,
     cqes: Vec<(u64, i32, u32)>,
     stats: PollerStats,
@@ -336,6 +365,7 @@ impl Uring {
         op.len = 0;
         op.serial = self.serial;
         op.close_after = false;
+        op.quiet = false;
         i
     }
 
@@ -504,10 +534,16 @@ impl Uring {
     /// POLLOUT poll if `wait_room`: one part with IORING_OP_SEND, several with
     /// IORING_OP_SENDMSG. If it cannot be queued the request ends (its buffers to the pool).
     fn submit_send(&mut self, i: u32, wait_room: bool) -> io::Result<()> {
+        let quiet = !wait_room && self.quiet_ok;
         let op = &mut self.ops[i as usize];
         let fd = op.fd;
         op.kind = Kind::Send;
-        let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
+        op.quiet = quiet;
+        let mut flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
+        if quiet {
+            // Done within the enter that submits it, whole or not (see `settle_quiet`).
+            flags |= libc::MSG_DONTWAIT;
+        }
         // SAFETY of the pointers: they point into the parts' heap memory (a vector's, or a
         // shared object's, which the request holds an `Rc` of) and into the boxed message,
         // none of which moves or is freed while the request is in flight; see `push`.
@@ -546,7 +582,11 @@ impl Uring {
         if !op.close_after {
             self.st(fd).wr = Some(i);
         }
-        let sqe = sqe.user_data(i as u64);
+        let mut sqe = sqe.user_data(i as u64);
+        if quiet {
+            sqe = sqe.flags(squeue::Flags::SKIP_SUCCESS);
+            self.quiet.push(i);
+        }
         let r = if wait_room {
             let poll = self.link_poll(fd, libc::POLLOUT);
             self.push(&[poll, sqe])
@@ -683,6 +723,202 @@ impl Uring {
         evlab_poll::uring_poll::enter(&self.ring, 1, timeout)
     }
 
+    /// Settles the quiet sends. A quiet send (MSG_DONTWAIT, IOSQE_CQE_SKIP_SUCCESS; one taken
+    /// with nothing to wait for first) runs within the enter that submits it and posts a
+    /// completion only if it was not whole (partial, EAGAIN, an error: failures under
+    /// MSG_WAITALL), which `on_cqe` handles. So once an enter has taken every queued entry
+    /// (`submitted`; no quiet send is queued while completions are handled) and the
+    /// completions are harvested (none held back by an overflow), each quiet send that posted
+    /// nothing was whole. Its completion would otherwise end the enter that submits it with
+    /// nothing for the worker: half of the ring enters at 16 KiB.
+    fn settle_quiet(&mut self, submitted: bool) {
+        if self.quiet.is_empty() || !submitted || self.ring.submission().cq_overflow() {
+            return;
+        }
+        let mut quiet = std::mem::take(&mut self.quiet);
+        for &i in &quiet {
+            let op = &mut self.ops[i as usize];
+            if op.live && op.quiet {
+                op.quiet = false;
+                self.send_whole(i);
+            }
+        }
+        quiet.clear();
+        self.quiet = quiet;
+    }
+
+    /// Whether the worker waits on a quiet send not settled yet (a write answered "in flight"
+    /// behind it): then the wait must not sleep past the enter that settles it.
+    fn quiet_awaited(&self) -> bool {
+        self.quiet.iter().any(|&i| {
+            let op = &self.ops[i as usize];
+            op.live
+                && op.quiet
+                && self
+                    .fds
+                    .get(op.fd as usize)
+                    .is_some_and(|st| st.wr == Some(i) && st.wr_wanted)
+        })
+    }
+
+    /// Send `i` is done, all of it: its buffers back, its descriptor's shutdown or close done,
+    /// and a write that waited told.
+    fn send_whole(&mut self, i: u32) {
+        let op = &self.ops[i as usize];
+        let (fd, close_after) = (op.fd, op.close_after);
+        let live = self.st(fd).wr == Some(i);
+        self.free_op(i);
+        if close_after {
+            let _ = sys::close(fd);
+        }
+        if !live || self.closing {
+            return;
+        }
+        let st = self.st(fd);
+        st.wr = None;
+        if std::mem::take(&mut st.shut_pending) {
+            let _ = sys::shutdown(fd, libc::SHUT_WR);
+        }
+        if std::mem::take(&mut st.wr_wanted) {
+            self.event(fd, Event::WRITABLE);
+        }
+    }
+
+    /// Whether this kernel runs a quiet send (MSG_WAITALL, MSG_DONTWAIT, IOSQE_CQE_SKIP_SUCCESS)
+    /// as `settle_quiet` relies on: within the enter that submits it, posting nothing if it is
+    /// whole and a completion otherwise. Tried on a socket pair with a small send buffer: a
+    /// whole send, a partial one, one into the full buffer, and a partial one of several
+    /// parts (IORING_OP_SENDMSG). A kernel that counted a partial send a success (posting
+    /// nothing) would lose the rest of a response; there sends stay as they were, posting
+    /// every completion.
+    fn probe_quiet(&mut self) -> bool {
+        if !self.skip_success {
+            return false;
+        }
+        let Ok((a, b)) = std::os::unix::net::UnixStream::pair() else {
+            return false;
+        };
+        if a.set_nonblocking(true).is_err() || b.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&a);
+        let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 4096);
+        let big = vec![0u8; 1 << 20];
+        let drain = |mut b: &std::os::unix::net::UnixStream| {
+            let mut sink = vec![0u8; 1 << 16];
+            let mut n = 0;
+            while let Ok(k @ 1..) = std::io::Read::read(&mut b, &mut sink) {
+                n += k;
+            }
+            n
+        };
+        let len = big.len();
+        let partial = |r: Probed| matches!(r, Probed::Posted(n) if n > 0 && (n as usize) < len);
+        let mut steps = [Probed::Other; 4];
+        steps[0] = self.probe_send(fd, &[&big[..1]]);
+        let mut ok = steps[0] == Probed::Silent && drain(&b) == 1;
+        if ok {
+            steps[1] = self.probe_send(fd, &[&big]);
+            ok = partial(steps[1]);
+        }
+        if ok {
+            steps[2] = self.probe_send(fd, &[&big[..1]]);
+            ok = steps[2] == Probed::Posted(-libc::EAGAIN) && drain(&b) > 0;
+        }
+        if ok {
+            steps[3] = self.probe_send(fd, &[&big[..1 << 19], &big[1 << 19..]]);
+            ok = partial(steps[3]);
+        }
+        if steps.contains(&Probed::Unended) {
+            // A send the probe could not see end may still read `big`.
+            std::mem::forget(big);
+        }
+        drop((a, b));
+        ok
+    }
+
+    /// One quiet send of `parts` on `fd` (IORING_OP_SEND for one part, SENDMSG for several),
+    /// and what it did within its enter.
+    fn probe_send(&mut self, fd: RawFd, parts: &[&[u8]]) -> Probed {
+        const UD_CANCEL: u64 = UD_PROBE - 1;
+        let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+        let iov: Vec<libc::iovec> = parts
+            .iter()
+            .map(|p| libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            })
+            .collect();
+        // SAFETY: msghdr is a plain C struct for which all zeroes is a valid (empty) value.
+        let mut hdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        hdr.msg_iov = iov.as_ptr() as *mut libc::iovec;
+        hdr.msg_iovlen = iov.len() as _;
+        let sqe = if let [p] = parts {
+            opcode::Send::new(types::Fd(fd), p.as_ptr(), p.len() as u32)
+                .flags(flags)
+                .build()
+        } else {
+            opcode::SendMsg::new(types::Fd(fd), &*hdr)
+                .flags(flags as u32)
+                .build()
+        }
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(UD_PROBE);
+        // SAFETY: the parts (the caller's), `iov` and `hdr` stay valid until the request is
+        // seen to end below, and are leaked if it is not.
+        if unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            return Probed::Other;
+        }
+        let harvest = |ring: &mut IoUring, got: &mut Option<i32>, cancel: &mut Option<i32>| {
+            for cqe in ring.completion() {
+                match cqe.user_data() {
+                    UD_PROBE => *got = Some(cqe.result()),
+                    UD_CANCEL => *cancel = Some(cqe.result()),
+                    _ => {}
+                }
+            }
+        };
+        let (mut got, mut cancel) = (None, None);
+        let entered = evlab_poll::uring_poll::enter(&self.ring, 0, Some(Duration::ZERO));
+        harvest(&mut self.ring, &mut got, &mut cancel);
+        if let (Ok(()), Some(res)) = (&entered, got) {
+            return Probed::Posted(res);
+        }
+        // Nothing posted: done and whole, or still running. The cancel tells: not found (the
+        // send is done), or found (its completion, the cancellation, follows).
+        let sqe = opcode::AsyncCancel::new(UD_PROBE)
+            .build()
+            .user_data(UD_CANCEL);
+        // SAFETY: a cancel carries no pointer.
+        let queued = unsafe { self.ring.submission().push(&sqe) }.is_ok();
+        for _ in 0..100 {
+            if !queued || (cancel.is_some() && (got.is_some() || cancel == Some(-libc::ENOENT))) {
+                break;
+            }
+            let _ = evlab_poll::uring_poll::enter(&self.ring, 1, Some(Duration::from_millis(10)));
+            harvest(&mut self.ring, &mut got, &mut cancel);
+        }
+        match (cancel, got) {
+            (Some(c), None) if c == -libc::ENOENT && entered.is_ok() => Probed::Silent,
+            (Some(c), None) if c == -libc::ENOENT => Probed::Other,
+            (Some(_), Some(_)) => Probed::Other,
+            _ => {
+                std::mem::forget(iov);
+                std::mem::forget(hdr);
+                Probed::Unended
+            }
+        }
+    }
+
+    /// One enter, its completions handled, the quiet sends settled.
+    fn turn_ring(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.enter(timeout)?;
+        let submitted = self.ring.submission().is_empty();
+        self.harvest();
+        self.settle_quiet(submitted);
+        Ok(())
+    }
+
     fn harvest(&mut self) {
         self.cqes.clear();
         for cqe in self.ring.completion() {
@@ -704,9 +940,12 @@ impl Uring {
         if kind == Kind::Accept {
             return self.on_accept(i, res, flags);
         }
+        // A quiet send that posts was not whole: handled here, not settled as whole.
+        op.quiet = false;
         let (fd, notify, fd_in, fd_out, len) = (op.fd, op.notify, op.fd_in, op.fd_out, op.len);
         if kind == Kind::Send && res > 0 && (res as usize) < len && !self.closing {
-            // A short send (MSG_WAITALL makes them rare): send the rest, from the same slot.
+            // A short send (a full socket; MSG_WAITALL makes them rare otherwise): the rest
+            // waits for room, from the same slot.
             let mut n = res as usize;
             for (h, off) in op.out.iter_mut() {
                 let k = n.min(h.bytes().len() - *off);
@@ -716,7 +955,7 @@ impl Uring {
             op.out.retain(|(h, off)| *off < h.bytes().len());
             let orphan = op.close_after;
             let live = self.st(fd).wr == Some(i);
-            if (live || orphan) && self.submit_send(i, false).is_ok() {
+            if (live || orphan) && self.submit_send(i, true).is_ok() {
                 return;
             }
             // Not resubmitted (the slot is freed if the submission failed).
@@ -957,7 +1196,7 @@ impl Poller for Uring {
             }
         }
         let skip_success = ring.params().is_feature_skip_cqe_on_success();
-        Ok(Uring {
+        let mut u = Uring {
             ring,
             ops: Vec::new(),
             free_ops: Vec::new(),
@@ -973,10 +1212,14 @@ impl Poller for Uring {
             orphans: Vec::new(),
             splice_ok,
             skip_success,
+            quiet_ok: false,
+            quiet: Vec::new(),
             closing: false,
             cqes: Vec::with_capacity(1024),
             stats: PollerStats::default(),
-        })
+        };
+        u.quiet_ok = u.probe_quiet();
+        Ok(u)
     }
 
     fn register(&mut self, fd: RawFd, _token: Token, interest: Interest) -> io::Result<()> {
@@ -1032,15 +1275,14 @@ impl Poller for Uring {
         events.clear();
         self.stats.waits += 1;
         self.sweep_orphans();
-        let mut timeout = if self.ready.is_empty() {
+        let mut timeout = if self.ready.is_empty() && !self.quiet_awaited() {
             timeout
         } else {
             Some(Duration::ZERO)
         };
         let start = timeout.filter(|t| !t.is_zero()).map(|_| Instant::now());
         loop {
-            self.enter(timeout)?;
-            self.harvest();
+            self.turn_ring(timeout)?;
             // Completions that need nothing of the worker (a send nobody waits for, done
             // during the enter that submitted it) end an enter as any other does: wait again,
             // for what is left of the timeout, rather than hand the worker an empty turn.
@@ -1417,10 +1659,9 @@ impl Drop for Uring {
         }
         let until = Instant::now() + Duration::from_secs(2);
         while self.live > 0 && Instant::now() < until {
-            if self.enter(Some(Duration::from_millis(50))).is_err() {
+            if self.turn_ring(Some(Duration::from_millis(50))).is_err() {
                 break;
             }
-            self.harvest();
         }
         if self.live > 0 {
             // The kernel may still use them: leak rather than free under it.
@@ -1532,6 +1773,76 @@ mod tests {
             reader.join().unwrap().unwrap() == data,
             "every byte, then EOF"
         );
+    }
+
+    /// A whole send posts no completion: it does not end the enter that submits it (one enter
+    /// per wait, not two), and is settled after it; a write waiting on it is answered in that
+    /// wait, not when the wait's timeout runs out.
+    #[test]
+    fn a_quiet_send_settles_within_the_enter_that_submits_it() {
+        let Some(mut u) = engine() else { return };
+        if !evlab_poll::testing::require(
+            "io_uring",
+            u.quiet_ok,
+            "this kernel's io_uring failed the quiet-send probe (MSG_DONTWAIT and \
+             IOSQE_CQE_SKIP_SUCCESS: a partial send must post its count)",
+        ) {
+            return;
+        }
+        let (fd, mut peer) = pair(&mut u);
+        let mut ev = Events::with_capacity(8);
+        // The registration's "may be readable, writable" event.
+        u.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
+        assert_eq!(u.writev(fd, &[IoSlice::new(b"hello")]).unwrap(), 5);
+        assert!(u.st(fd).wr.is_some(), "in flight until its enter");
+        let enters = u.stats.waits_from_kernel;
+        u.wait(&mut ev, Some(Duration::from_millis(50))).unwrap();
+        assert_eq!(
+            u.stats.waits_from_kernel - enters,
+            1,
+            "the send's completion ended no enter"
+        );
+        assert!(
+            ev.is_empty(),
+            "nothing for the worker: {:?}",
+            ev.iter().collect::<Vec<_>>()
+        );
+        assert!(
+            u.st(fd).wr.is_none() && u.live == 0,
+            "settled, its slot free"
+        );
+        let mut got = [0u8; 5];
+        peer.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"hello");
+        // A write answered "in flight" behind a quiet send: the wait that settles the send says
+        // the socket is writable, without sleeping its timeout.
+        assert_eq!(u.writev(fd, &[IoSlice::new(b"one")]).unwrap(), 3);
+        assert!(pending(&u.writev(fd, &[IoSlice::new(b"two")]).unwrap_err()));
+        let t0 = Instant::now();
+        u.wait(&mut ev, Some(Duration::from_secs(30))).unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the wait slept its timeout"
+        );
+        assert!(
+            ev.iter()
+                .any(|e| e.token == Token(fd as usize) && e.writable()),
+            "the waiting write is told"
+        );
+        assert_eq!(u.writev(fd, &[IoSlice::new(b"two")]).unwrap(), 3);
+        until(&mut u, |u| {
+            if u.st(fd).wr.is_some() {
+                Err(in_flight())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap();
+        let mut got = [0u8; 6];
+        peer.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"onetwo");
+        u.deregister(fd).unwrap();
+        Io::close(&mut u, fd);
     }
 
     /// A response's parts are taken, not copied: the vectors go with the send (the state

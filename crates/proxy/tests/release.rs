@@ -14,8 +14,11 @@
 //! At 64 KiB one default pipe holds the body too, so both modes move it with one splice in and
 //! one out when it has all arrived, and an arrival in two parts costs either mode a wait and
 //! two splices more. What differs is fixed: splice looks at the origin's socket after each
-//! body (a `recv(MSG_PEEK)`), splice-release does not; under `uring`, splice-release writes the
-//! head into the body's pipe, so no send's completion costs a ring enter of its own. So each
+//! body (a `recv(MSG_PEEK)`), splice-release does not. Under `uring`, splice-release writes the
+//! head into the body's pipe (a `write(2)`, one syscall against splice's look), and splice's
+//! head goes by a quiet send (its completion posts nothing and ends no ring enter), so there
+//! the two floors are equal and the test asserts that splice-release's is not above
+//! splice's. So each
 //! response's count is taken alone, and the test compares each mode's fewest over the
 //! responses (its floor, reached by any response whose bytes came in one piece): splice's is
 //! fixed by the calls listed above, and splice-release's is below it only if the calls it
@@ -219,16 +222,23 @@ fn fewer_than_splice_at_64_kib(m: &str) {
              splice {splice:?}"
         );
     }
-    if matches!(m, "epoll-et" | "uring") {
+    if m == "epoll-et" {
         assert!(
             release.min_total < splice.min_total,
             "{m}: fewest syscalls a response, splice-release {release:?} against splice \
              {splice:?}"
         );
     }
+    if m == "uring" {
+        assert!(
+            release.min_total <= splice.min_total,
+            "{m}: fewest syscalls a response, splice-release {release:?} against splice \
+             {splice:?}"
+        );
+    }
     if m == "uring" && release.enter > 0.0 {
         assert!(
-            release.min_enter < splice.min_enter,
+            release.min_enter <= splice.min_enter,
             "{m}: fewest ring enters a response, splice-release {release:?} against splice \
              {splice:?}"
         );

@@ -1895,7 +1895,7 @@ mod tests {
 
     /// After a recv that filled all it asked for, the next read submits its recv at once and
     /// takes the bytes in the same call when they are there, without a wait and without an
-    /// event for them; after a short one it only arms the recv.
+    /// event for them; when the socket is empty, the recv is left in flight.
     #[test]
     fn a_read_after_a_full_recv_takes_the_next_bytes_at_once() {
         let Some(mut u) = engine() else { return };

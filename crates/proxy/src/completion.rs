@@ -771,9 +771,14 @@ impl Uring {
         if close_after {
             let _ = sys::close(fd);
         }
-        if !live || self.closing {
-            return;
+        if live && !self.closing {
+            self.send_ended(fd);
         }
+    }
+
+    /// The live send on `fd` ended whole: the write side is free, a shutdown asked for meanwhile
+    /// is done, and a write answered "in flight" is told.
+    fn send_ended(&mut self, fd: RawFd) {
         let st = self.st(fd);
         st.wr = None;
         if std::mem::take(&mut st.shut_pending) {
@@ -1049,18 +1054,13 @@ impl Uring {
                 self.event(fd, Event::READABLE);
             }
             Kind::Send => {
-                st.wr = None;
                 if res < 0 {
+                    st.wr = None;
                     st.err = Some(-res);
                     self.event(fd, Event::READABLE | Event::WRITABLE);
                     return;
                 }
-                if std::mem::take(&mut st.shut_pending) {
-                    let _ = sys::shutdown(fd, libc::SHUT_WR);
-                }
-                if std::mem::take(&mut st.wr_wanted) {
-                    self.event(fd, Event::WRITABLE);
-                }
+                self.send_ended(fd);
             }
             Kind::SpliceIn => {
                 st.rd = None;

@@ -8,9 +8,9 @@
 #                                       processes, DIR), and check it is gone
 #
 # DIR defaults to /tmp/evlab-netns; EVLAB_NETNS_TAG (default: evh) prefixes every name, so two
-# sets can exist at once. The addresses (10.213.T.0/24, T from the tag) exist only on that
-# bridge and in the namespaces: no route, forwarding or NAT is added, so nothing sent to them
-# leaves the machine, and nothing in a namespace can reach anything but its peers and the
+# sets can exist at once. The addresses (10.213.T.0/24, a T no other set holds) exist only on
+# that bridge and in the namespaces: no route, forwarding or NAT is added, so nothing sent to
+# them leaves the machine, and nothing in a namespace can reach anything but its peers and the
 # bridge's address. Needs root (ip netns); the namespaces share this machine's file system,
 # clock and cgroups (mounted again in each host's mount namespace, for CPU budgets there).
 set -euo pipefail
@@ -21,9 +21,6 @@ if ! [[ $tag =~ ^[a-z][a-z0-9]{0,5}$ ]]; then
   echo "netns-hosts: EVLAB_NETNS_TAG must be 1-6 lower-case letters or digits, starting with a letter" >&2
   exit 2
 fi
-# One /24 per tag, from a checksum of it, so that two tags do not share addresses.
-octet=$((10 + $(printf '%s' "$tag" | cksum | cut -d' ' -f1) % 240))
-net="10.213.$octet"
 bridge="${tag}br"
 
 die() { echo "netns-hosts: $*" >&2; exit 1; }
@@ -63,8 +60,22 @@ up() {
   ssh-keygen -q -t ed25519 -N '' -C evlab-test-client -f "$dir/id_ed25519"
   cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
   : > "$dir/known_hosts"
+  # One /24 per set: 10.213.T.0/24, T first from a checksum of the tag, else the next one no
+  # address here is in. Two tags can share a checksum's T, and two /24s alike on two bridges
+  # would send one set's connections to the other's hosts; sets made at once take turns.
+  local net="" t0 o
+  exec 9> /run/evlab-netns.lock
+  flock 9
+  t0=$(($(printf '%s' "$tag" | cksum | cut -d' ' -f1) % 240))
+  for ((k = 0; k < 240; k++)); do
+    o=$((10 + (t0 + k) % 240))
+    if [ -z "$(ip -4 -o addr show to "10.213.$o.0/24")" ]; then net="10.213.$o"; break; fi
+  done
+  [ -n "$net" ] || { flock -u 9; die "no free 10.213.T.0/24 left"; }
   ip link add "$bridge" type bridge
   ip addr add "$net.1/24" dev "$bridge"
+  flock -u 9
+  exec 9>&-
   ip link set "$bridge" up
   local user; user=$(id -un)
   # This machine's cgroup mounts (type, path, options), mounted again in each host.
@@ -129,7 +140,7 @@ EOF
         mkdir -p "$p" && mount -t "$t" -o "$o" "$t" "$p" ||
           echo "netns-hosts: cannot mount $p there (no CPU budget on that host)" >&2
       done
-      exec "$0" -f "$1"' "$sshd" "$h/sshd_config"
+      exec "$0" -f "$1" -E "$2"' "$sshd" "$h/sshd_config" "$h/sshd.log"
     echo "h$i,$addr $(cut -d' ' -f1,2 "$h/ssh_host_ed25519_key.pub")" >> "$dir/known_hosts"
     {
       echo "Host h$i"
@@ -147,14 +158,17 @@ EOF
       echo "address = \"$addr\""
     } >> "$dir/hosts.toml"
   done
-  # Every sshd answers before the file is handed out.
+  # Every sshd answers before the file is handed out: within 30 s (a loaded 2-CPU machine can
+  # be slow to start one), or its last answer and its log are the error.
   for ((i = 0; i < n; i++)); do
-    local ok=0
-    for _ in $(seq 50); do
-      if ssh -F "$dir/ssh_config" "h$i" true 2>/dev/null; then ok=1; break; fi
+    local end=$((SECONDS + 30)) said=""
+    until said=$(ssh -F "$dir/ssh_config" "h$i" true 2>&1); do
+      if [ "$SECONDS" -ge "$end" ]; then
+        die "h$i's sshd does not answer within 30 s: ssh said: ${said:-nothing}; its log:
+$(tail -n 5 "$dir/h$i/sshd.log" 2>/dev/null)"
+      fi
       sleep 0.1
     done
-    [ $ok -eq 1 ] || die "h$i's sshd does not answer"
   done
   echo "$dir/hosts.toml"
 }

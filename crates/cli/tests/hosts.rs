@@ -118,3 +118,70 @@ fn a_bad_hosts_file_is_refused_with_the_reason() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The /24 scripts/netns-hosts.sh tries first for `tag`: 10.213.T.0/24, T from its checksum.
+fn first_octet(tag: &str) -> u32 {
+    use std::io::Write;
+    let mut c = Command::new("cksum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(tag.as_bytes()).unwrap();
+    let o = c.wait_with_output().unwrap();
+    let sum: u64 = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    10 + (sum % 240) as u32
+}
+
+#[test]
+fn two_sets_whose_tags_share_a_checksum_get_their_own_addresses_and_both_answer() {
+    if !usable() {
+        return;
+    }
+    // Two tags of this process that the checksum sends to the same /24 (among 36 * 36 of
+    // them two must: there are 240 /24s).
+    let base = format!("x{:03}", std::process::id() % 1000);
+    let chars: Vec<char> = ('a'..='z').chain('0'..='9').collect();
+    let mut by_octet = std::collections::HashMap::new();
+    let pair = chars
+        .iter()
+        .flat_map(|a| {
+            let base = &base;
+            chars.iter().map(move |b| format!("{base}{a}{b}"))
+        })
+        .find_map(|t| {
+            by_octet
+                .insert(first_octet(&t), t.clone())
+                .map(|other| (other, t))
+        })
+        .unwrap();
+    let (first, _) = NetnsHosts::up_tagged(&pair.0, 1);
+    // Made while the first set holds that /24: before, its sshd "did not answer" (the
+    // second bridge's route to it lost to the first's, whose h0 has another host key).
+    let (second, _) = NetnsHosts::up_tagged(&pair.1, 1);
+    let net = |h: &NetnsHosts| {
+        let a = h.address(0);
+        a[..a.rfind('.').unwrap()].to_string()
+    };
+    assert_ne!(net(&first), net(&second), "{pair:?}");
+    for h in [&first, &second] {
+        let o = Command::new("ssh")
+            .arg("-F")
+            .arg(h.dir.join("ssh_config"))
+            .args(["h0", "hostname", "-I"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            h.address(0),
+            "{pair:?}"
+        );
+    }
+}

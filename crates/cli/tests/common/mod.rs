@@ -149,7 +149,12 @@ impl NetnsHosts {
     /// `n` hosts, named by `letter` and this process (so that sets of several tests and
     /// binaries coexist); returns them and their hosts file.
     pub fn up(letter: char, n: usize) -> (NetnsHosts, PathBuf) {
-        let tag = format!("{letter}{}", std::process::id() % 100_000);
+        Self::up_tagged(&format!("{letter}{}", std::process::id() % 100_000), n)
+    }
+
+    /// `n` hosts under the names' prefix `tag` (1-6 lower-case letters or digits).
+    pub fn up_tagged(tag: &str, n: usize) -> (NetnsHosts, PathBuf) {
+        let tag = tag.to_string();
         let dir = std::env::temp_dir().join(format!("evlab-netns-{tag}"));
         let h = NetnsHosts {
             dir: dir.clone(),

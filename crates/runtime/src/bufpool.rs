@@ -155,12 +155,12 @@ impl BufPool {
         self.bytes
     }
 
-    /// Buffers held for lending.
     /// Whether the buffer whose memory starts at `p` is in the pool.
     pub fn holds(&self, p: *const u8) -> bool {
         self.bufs.iter().any(|b| b.as_ptr() == p)
     }
 
+    /// Buffers held for lending.
     pub fn buffers(&self) -> usize {
         self.bufs.len()
     }

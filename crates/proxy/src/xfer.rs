@@ -76,6 +76,7 @@ pub(crate) enum Part<'a> {
 }
 
 impl Part<'_> {
+    #[inline]
     pub(crate) fn rest(&self) -> &[u8] {
         match self {
             Part::Owned(v, pos) => &v[**pos..],
@@ -84,6 +85,7 @@ impl Part<'_> {
         }
     }
 
+    #[inline]
     fn advance(&mut self, n: usize) -> usize {
         let k = n.min(self.rest().len());
         match self {

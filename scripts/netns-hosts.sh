@@ -62,9 +62,10 @@ up() {
   : > "$dir/known_hosts"
   # One /24 per set: 10.213.T.0/24, T first from a checksum of the tag, else the next one no
   # address here is in. Two tags can share a checksum's T, and two /24s alike on two bridges
-  # would send one set's connections to the other's hosts; sets made at once take turns.
-  local net="" t0 o
-  exec 9> /run/evlab-netns.lock
+  # would send one set's connections to the other's hosts; sets made at once take turns (a lock
+  # on this script's own file: nothing is left behind).
+  local net="" t0 o k
+  exec 9< "${BASH_SOURCE[0]}"
   flock 9
   t0=$(($(printf '%s' "$tag" | cksum | cut -d' ' -f1) % 240))
   for ((k = 0; k < 240; k++)); do

@@ -1,11 +1,12 @@
 //! Properties of what the proxy reads from an origin: `evlab_http::parse_response_head` (the
 //! response head, its framing, its cache fields, the head rewritten for the client) and
-//! `CacheInfo::fresh_for` (the freshness arithmetic that once panicked on a large
-//! `max-age`).
+//! `CacheInfo::shared_fresh_for` (the freshness arithmetic that once panicked on a large
+//! `max-age`, and the shared cache's policy).
 //!
-//! The first byte of the input chooses the request the response answers (HEAD or not) and
-//! the client's version (HTTP/1.0 or 1.1), and gives a `now` and a default lifetime; the rest is
-//! the origin's bytes.
+//! The first byte of the input chooses the request the response answers (HEAD or not, with
+//! Authorization or a Cookie or neither) and the client's version (HTTP/1.0 or 1.1), and gives
+//! a `now`, a lifetime for the policy's override and heuristic cap, and whether the override is
+//! set; the rest is the origin's bytes.
 //!
 //! - never panics, whatever the bytes, the flags and the clock;
 //! - `Complete`: `0 < head_len <= len` and `<= MAX_RESPONSE_HEAD`; the head ends with LF; the
@@ -17,16 +18,19 @@
 //!   (`Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`, `Upgrade`,
 //!   `Proxy-Authenticate`), and for an HTTP/1.0 client no `Transfer-Encoding`;
 //! - `Interim(n)`: `0 < n <= len`, and the bytes after it parse on their own;
-//! - freshness: `fresh_for` is at most `MAX_DELTA_SECONDS` seconds (or the default, if
-//!   larger: it bounds nothing else) for any `now` from the epoch to far in the future, and
-//!   adding it to an `Instant` or a `SystemTime` cannot overflow; a response a shared cache
-//!   must not store (`no-store`, `private`, `no-cache`, `Vary`, `Set-Cookie`, `max-age=0`) is
-//!   not `storable`.
+//! - freshness: `shared_fresh_for` is at most `MAX_DELTA_SECONDS` seconds for any `now` from
+//!   the epoch to far in the future, and adding it to an `Instant` or a `SystemTime` cannot
+//!   overflow; it is zero for a response a shared cache must not store (`no-store`, `private`,
+//!   `no-cache`, `Vary`, an unreadable `Age`, a lifetime of 0), for an answer to Authorization
+//!   without `public`, `s-maxage` or `must-revalidate`, and for a Cookie's answer or a
+//!   `Set-Cookie` response without explicit shared freshness.
 #![allow(dead_code)]
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use evlab_http::{parse_response_head, Framing, ResponseParse, MAX_DELTA_SECONDS};
+use evlab_http::{
+    parse_response_head, Framing, Policy, RequestFacts, ResponseParse, MAX_DELTA_SECONDS,
+};
 
 /// Tokens for seeded mutations (the replay tests) and `fuzz/dict/origin.dict`.
 pub const TOKENS: &[&[u8]] = &[
@@ -73,14 +77,32 @@ const HOP_BY_HOP: [&str; 6] = [
     "proxy-authenticate",
 ];
 
-/// The request and clock the first byte chooses: (HEAD?, HTTP/1.0 client?, now, default).
-fn context(b: u8) -> (bool, bool, SystemTime, Duration) {
-    let head = b & 1 != 0;
-    let http10 = b & 2 != 0;
-    // From the epoch to a few thousand years on, and a default lifetime up to 2^40 s.
+/// What the first byte chooses: the request, the client's version, the clock and the policy.
+struct Context {
+    head: bool,
+    http10: bool,
+    req: RequestFacts,
+    now: SystemTime,
+    policy: Policy,
+}
+
+fn context(b: u8) -> Context {
+    // From the epoch to a few thousand years on, and a lifetime up to 2^40 s.
     let now = UNIX_EPOCH + Duration::from_secs(u64::from(b >> 2).pow(7).min(1 << 40));
-    let default = Duration::from_secs(1u64 << (b % 41));
-    (head, http10, now, default)
+    let lifetime = Duration::from_secs(1u64 << (b % 41));
+    Context {
+        head: b & 1 != 0,
+        http10: b & 2 != 0,
+        req: RequestFacts {
+            authorization: b & 4 != 0,
+            cookie: b & 8 != 0,
+        },
+        now,
+        policy: Policy {
+            override_ttl: (b & 16 != 0).then_some(lifetime),
+            heuristic_max: lifetime,
+        },
+    }
 }
 
 fn field_names(head: &[u8]) -> Vec<String> {
@@ -98,7 +120,8 @@ pub fn check(data: &[u8], _exhaustive: bool) {
     let Some((&first, bytes)) = data.split_first() else {
         return;
     };
-    let (head_req, http10, now, default) = context(first);
+    let cx = context(first);
+    let (head_req, http10, now) = (cx.head, cx.http10, cx.now);
     let mut rewritten = Vec::new();
     let r = parse_response_head(bytes, head_req, http10, &mut rewritten);
     match &r {
@@ -155,16 +178,22 @@ pub fn check(data: &[u8], _exhaustive: bool) {
             }
             // Freshness.
             let c = h.cache;
-            let fresh = c.fresh_for(now, default);
-            let cap = Duration::from_secs(MAX_DELTA_SECONDS).max(default);
+            let fresh = c.shared_fresh_for(h.status, h.last_modified, cx.req, now, &cx.policy);
+            let cap = Duration::from_secs(MAX_DELTA_SECONDS);
             assert!(fresh <= cap, "{fresh:?} from {c:?}");
             assert!(Instant::now().checked_add(fresh).is_some(), "{fresh:?}");
             assert!(now.checked_add(fresh).is_some(), "{fresh:?}");
-            if c.no_store || c.private || c.no_cache || c.vary || c.set_cookie {
-                assert!(!c.storable(), "{c:?}");
-            }
-            if c.max_age == Some(0) {
-                assert!(!c.storable(), "{c:?}");
+            let not_stored = c.no_store
+                || c.private
+                || c.no_cache
+                || c.vary
+                || c.age_invalid
+                || c.s_maxage.or(c.max_age) == Some(0)
+                || (cx.req.authorization
+                    && !(c.public || c.s_maxage.is_some() || c.must_revalidate))
+                || ((cx.req.cookie || c.set_cookie) && !c.explicitly_shared());
+            if not_stored {
+                assert_eq!(fresh, Duration::ZERO, "{c:?} {:?}", cx.req);
             }
         }
     }

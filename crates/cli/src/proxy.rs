@@ -74,9 +74,17 @@ pub struct Args {
     /// so slow readers of large objects cannot make the proxy hold more (0: only empty bodies)
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_bytes)]
     pub keep_bytes: u64,
-    /// How long an object without max-age stays fresh (seconds, or 30s, 5m…)
-    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
-    pub cache_ttl: f64,
+    /// Freshness for every response that states none of its own (no max-age, s-maxage or
+    /// Expires), in place of the Last-Modified heuristic: an operator's override (seconds, or
+    /// 30s, 5m…). Never given to an answer a Cookie, Set-Cookie or Authorization keeps
+    /// private. Unset (the default): only what responses say, as nginx and Varnish
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::seconds_or_zero)]
+    pub cache_ttl: Option<f64>,
+    /// The most freshness a response with Last-Modified and no freshness of its own gets from
+    /// the heuristic (a tenth of the time since it was last modified, RFC 9111 §4.2.2); 0: no
+    /// heuristic freshness
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::args::seconds_or_zero)]
+    pub cache_heuristic_max: f64,
     /// Idle origin connections each worker keeps for reuse
     #[arg(long, default_value_t = 64)]
     pub origin_idle: usize,
@@ -141,7 +149,11 @@ Examples:
 
 Any method is forwarded with its body (Content-Length or chunked); Expect: 100-continue is
 answered by the proxy; X-Forwarded-For gets the client's address appended. Only GET and HEAD
-are answered from the cache.
+are answered from the cache. The cache is a shared cache by RFC 9111, safe by default: a
+response is stored only with freshness of its own (s-maxage, max-age, Expires) or a tenth of
+the time since its Last-Modified (at most --cache-heuristic-max); --cache-ttl gives a freshness
+to the rest. An answer to a request with a Cookie or Authorization, or with Set-Cookie, is
+shared only when the origin says so (s-maxage, or public with a lifetime).
 
 Exit status: 0 after a clean stop (SIGINT or SIGTERM); 1 on an error; 2 on a usage error.";
 
@@ -174,7 +186,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.cache_bytes = a.cache_bytes;
     cfg.cache_max_object = a.cache_max_object;
     cfg.keep_bytes = a.keep_bytes;
-    cfg.cache_ttl = seconds("cache-ttl", a.cache_ttl)?.unwrap_or(Duration::ZERO);
+    cfg.cache_ttl = match a.cache_ttl {
+        // An override of zero stores nothing that states no freshness of its own.
+        Some(t) => Some(seconds("cache-ttl", t)?.unwrap_or(Duration::ZERO)),
+        None => None,
+    };
+    cfg.cache_heuristic_max =
+        seconds("cache-heuristic-max", a.cache_heuristic_max)?.unwrap_or(Duration::ZERO);
     cfg.origin_idle = a.origin_idle;
     cfg.origin_host = a.origin_host;
     cfg.allow_connect = a

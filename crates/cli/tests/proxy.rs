@@ -72,25 +72,35 @@ fn unique() -> String {
     format!("{}-{t}", std::process::id())
 }
 
+/// Writes `bytes` to `path` under a temporary name and renames it, last modified a day ago: the
+/// proxy's cache gives such a file, which `evlab serve` sends with `Last-Modified` and no
+/// freshness of its own, a tenth of that (RFC 9111's heuristic), as it would a real site's.
+fn write_old(dir: &Path, name: &str, bytes: &[u8]) {
+    let tmp = dir.join(format!(".{name}.{}", unique()));
+    std::fs::write(&tmp, bytes).unwrap();
+    let day_ago = std::time::SystemTime::now() - Duration::from_secs(86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&tmp)
+        .and_then(|f| f.set_modified(day_ago))
+        .unwrap();
+    std::fs::rename(&tmp, dir.join(name)).unwrap();
+}
+
 /// The origin's document root, made once and kept in cargo's test scratch directory (each
 /// file written under a temporary name and renamed, so concurrent test processes agree).
 fn docroot() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("proxy-docroot-v1");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("proxy-docroot-v2");
     std::fs::create_dir_all(&dir).unwrap();
     for len in SIZES {
         let path = dir.join(format!("b{len}"));
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == len as u64) {
             continue;
         }
-        let tmp = dir.join(format!(".b{len}.{}", unique()));
-        std::fs::write(&tmp, content(len)).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
+        write_old(&dir, &format!("b{len}"), &content(len));
     }
-    let hello = dir.join("hello.txt");
-    if !hello.exists() {
-        let tmp = dir.join(format!(".hello.{}", unique()));
-        std::fs::write(&tmp, b"hello, world\n").unwrap();
-        std::fs::rename(&tmp, &hello).unwrap();
+    if !dir.join("hello.txt").exists() {
+        write_old(&dir, "hello.txt", b"hello, world\n");
     }
     dir
 }
@@ -907,6 +917,7 @@ fn refuses_bad_flags_with_reasons() {
     // Seconds beyond what a Duration holds: a reason, not a panic.
     let timeouts = [
         "--cache-ttl",
+        "--cache-heuristic-max",
         "--timeout",
         "--header-timeout",
         "--send-timeout",

@@ -8,11 +8,13 @@
 //! - [`cache`]: the content cache: files under the document root served from memory,
 //!   revalidated by stat at most once a second.
 //! - [`mime`]: content types by extension.
+//! - [`freshness`]: what a shared cache may store and for how long (RFC 9111), safe by default.
 //! - [`proxy`]: what the reverse proxy needs: request heads rewritten for the origin, origin
 //!   response heads parsed (framing, reuse, cacheability) and rewritten, chunked framing found.
 
 pub mod cache;
 pub mod date;
+pub mod freshness;
 pub mod mime;
 pub mod path;
 pub mod proxy;
@@ -21,9 +23,10 @@ pub mod response;
 
 pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
 pub use date::DateCache;
+pub use freshness::{CacheInfo, Policy, RequestFacts, MAX_DELTA_SECONDS};
 pub use proxy::{
-    parse_response_head, push_via, write_forward_request, CacheInfo, ChunkedScanner, Forward,
-    ForwardError, ForwardOptions, Framing, ResponseHead, ResponseParse, MAX_DELTA_SECONDS,
+    parse_response_head, push_via, write_forward_request, ChunkedScanner, Forward, ForwardError,
+    ForwardOptions, Framing, ResponseHead, ResponseParse,
 };
 pub use request::{
     parse_proxy_request, parse_request, Limits, Method, Parse, ProxyParse, ProxyRequest, Request,

@@ -5,8 +5,8 @@
 //!   form, the hop-by-hop fields (RFC 9110 §7.6.1) dropped, the client's version kept (so an
 //!   HTTP/1.0 client's request never brings back a chunked body it could not read).
 //! - [`parse_response_head`]: an origin's response head, its framing (RFC 9112 §6.3), whether
-//!   the origin keeps the connection, what a shared cache needs to know (RFC 9111 §3, kept
-//!   simple: see [`CacheInfo`]), and the head rewritten for the client in the same pass.
+//!   the origin keeps the connection, what a shared cache needs to know
+//!   ([`crate::freshness`]), and the head rewritten for the client in the same pass.
 //! - [`ChunkedScanner`]: finds where a chunked body ends while its bytes pass through unchanged.
 //!
 //! Response framing, in the order RFC 9112 §6.3 gives it: no body for a HEAD request, 1xx, 204
@@ -24,7 +24,9 @@
 //! [`ResponseHead::suspect`]: its connection is not reused and it is not cached.
 
 use std::borrow::Cow;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
+
+use crate::freshness::{parse_date, parse_u64, tokens, CacheInfo};
 
 /// Most header fields in a response head the proxy accepts.
 const MAX_HEADERS: usize = 100;
@@ -40,61 +42,6 @@ pub enum Framing {
     Chunked,
     /// Until the origin closes the connection.
     UntilClose,
-}
-
-/// The largest delta-seconds value a cache needs to tell apart: RFC 9111 §1.2.2 asks a cache
-/// to read anything larger (or anything whose arithmetic would overflow) as 2^31 seconds. Every
-/// freshness figure is bounded by it, so no time arithmetic on it can overflow.
-pub const MAX_DELTA_SECONDS: u64 = 1 << 31;
-
-/// What a shared cache needs from a response's fields. Anything that makes caching doubtful
-/// (`no-store`, `private`, `no-cache`, `Vary`, `Set-Cookie`) makes it uncacheable: the proxy
-/// stores only what it may reuse without revalidating.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct CacheInfo {
-    pub no_store: bool,
-    pub private: bool,
-    pub no_cache: bool,
-    /// `s-maxage` if given (it is for shared caches), else `max-age`; at most
-    /// [`MAX_DELTA_SECONDS`], and 0 for an invalid value (RFC 9111 §4.2.1: stale at once).
-    pub max_age: Option<u64>,
-    /// `Expires`; an invalid date (`0`, say) is a time in the past (RFC 9111 §5.3), here the
-    /// epoch.
-    pub expires: Option<SystemTime>,
-    /// `Date`, if valid.
-    pub date: Option<SystemTime>,
-    /// `Age` (its first value, if valid; at most [`MAX_DELTA_SECONDS`]), else 0.
-    pub age: u64,
-    pub vary: bool,
-    pub set_cookie: bool,
-}
-
-impl CacheInfo {
-    /// Nothing forbids a shared cache to store and reuse the response (whether it is still
-    /// fresh is [`CacheInfo::fresh_for`]'s question).
-    pub fn storable(&self) -> bool {
-        !(self.no_store || self.private || self.no_cache || self.vary || self.set_cookie)
-            && self.max_age != Some(0)
-    }
-
-    /// How long the response stays fresh from `now` (RFC 9111 §4.2, kept simple): its
-    /// lifetime (`s-maxage`/`max-age`, else `Expires` less `Date` (or less `now` without a
-    /// valid `Date`), else `default`) less its `Age`. Zero means stale: not to be reused.
-    /// Never panics, whatever the fields: every figure is bounded by [`MAX_DELTA_SECONDS`] and
-    /// differences of times saturate at zero.
-    pub fn fresh_for(&self, now: SystemTime, default: Duration) -> Duration {
-        let cap = Duration::from_secs(MAX_DELTA_SECONDS);
-        let lifetime = match (self.max_age, self.expires) {
-            (Some(s), _) => Duration::from_secs(s.min(MAX_DELTA_SECONDS)),
-            (None, Some(exp)) => exp
-                .duration_since(self.date.unwrap_or(now))
-                .unwrap_or(Duration::ZERO),
-            (None, None) => default,
-        };
-        lifetime
-            .min(cap)
-            .saturating_sub(Duration::from_secs(self.age.min(MAX_DELTA_SECONDS)))
-    }
 }
 
 /// A complete response head from an origin.
@@ -151,14 +98,6 @@ fn hop_by_hop(name: &str) -> bool {
     HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
-/// Elements of a comma-separated field value, whitespace trimmed.
-fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
-    value
-        .split(|&b| b == b',')
-        .map(|t| t.trim_ascii())
-        .filter(|t| !t.is_empty())
-}
-
 /// Names listed in `Connection` fields: hop-by-hop too (RFC 9110 §7.6.1), except the fields
 /// that frame or route a message (see [`framing_or_routing`]).
 fn listed_in_connection(headers: &[httparse::Header<'_>], name: &str) -> bool {
@@ -174,32 +113,6 @@ fn push_field(out: &mut Vec<u8>, h: &httparse::Header<'_>) {
     out.extend_from_slice(b": ");
     out.extend_from_slice(h.value);
     out.extend_from_slice(b"\r\n");
-}
-
-fn parse_u64(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut n: u64 = 0;
-    for &d in digits {
-        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(n)
-}
-
-/// delta-seconds (RFC 9111 §1.2.2): digits only; a value too large for the cache to care about
-/// (however many digits) is [`MAX_DELTA_SECONDS`].
-fn parse_delta_seconds(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(parse_u64(digits).map_or(MAX_DELTA_SECONDS, |n| n.min(MAX_DELTA_SECONDS)))
-}
-
-fn parse_date(value: &[u8]) -> Option<SystemTime> {
-    std::str::from_utf8(value)
-        .ok()
-        .and_then(|s| httpdate::parse_http_date(s.trim()).ok())
 }
 
 /// Parses the response head at the start of `buf`. `head_request`: it answers a HEAD (no body
@@ -252,8 +165,6 @@ pub fn parse_response_head(
     let mut close = minor == 0;
     let mut suspect = false;
     let mut cache = CacheInfo::default();
-    let mut s_maxage = None;
-    let mut age = None;
     let mut last_modified = None;
     for h in fields {
         let n = h.name;
@@ -283,53 +194,12 @@ pub fn parse_response_head(
                     suspect = true;
                 }
             }
-        } else if n.eq_ignore_ascii_case("cache-control") {
-            for t in tokens(h.value) {
-                let (k, v) = match t.iter().position(|&b| b == b'=') {
-                    Some(i) => (t[..i].trim_ascii(), Some(t[i + 1..].trim_ascii())),
-                    None => (t, None),
-                };
-                let v = v.map(|v| v.strip_prefix(b"\"").unwrap_or(v));
-                let v = v.map(|v| v.strip_suffix(b"\"").unwrap_or(v));
-                if k.eq_ignore_ascii_case(b"no-store") {
-                    cache.no_store = true;
-                } else if k.eq_ignore_ascii_case(b"private") {
-                    cache.private = true;
-                } else if k.eq_ignore_ascii_case(b"no-cache") {
-                    cache.no_cache = true;
-                } else if k.eq_ignore_ascii_case(b"max-age") {
-                    // An invalid value makes the response stale at once (RFC 9111 §4.2.1).
-                    cache.max_age = Some(v.and_then(parse_delta_seconds).unwrap_or(0));
-                } else if k.eq_ignore_ascii_case(b"s-maxage") {
-                    s_maxage = Some(v.and_then(parse_delta_seconds).unwrap_or(0));
-                }
-            }
-        } else if n.eq_ignore_ascii_case("pragma") {
-            if tokens(h.value).any(|t| t.eq_ignore_ascii_case(b"no-cache")) {
-                cache.no_cache = true;
-            }
-        } else if n.eq_ignore_ascii_case("vary") {
-            cache.vary = true;
-        } else if n.eq_ignore_ascii_case("set-cookie") {
-            cache.set_cookie = true;
         } else if n.eq_ignore_ascii_case("last-modified") {
             last_modified = parse_date(h.value);
-        } else if n.eq_ignore_ascii_case("expires") {
-            // Invalid (`0`, say) means already expired (RFC 9111 §5.3); given twice, the
-            // earlier wins, which errs on the side of staleness.
-            let at = parse_date(h.value).unwrap_or(SystemTime::UNIX_EPOCH);
-            cache.expires = Some(cache.expires.map_or(at, |e| e.min(at)));
-        } else if n.eq_ignore_ascii_case("date") {
-            cache.date = parse_date(h.value);
-        } else if n.eq_ignore_ascii_case("age") && age.is_none() {
-            // The first value; an invalid one is ignored (RFC 9111 §5.1).
-            age = Some(tokens(h.value).next().and_then(parse_delta_seconds));
+        } else {
+            cache.field(n, h.value);
         }
     }
-    if s_maxage.is_some() {
-        cache.max_age = s_maxage;
-    }
-    cache.age = age.flatten().unwrap_or(0);
     if transfer_encoding && length_fields > 0 {
         return ResponseParse::Error("Transfer-Encoding together with Content-Length");
     }
@@ -411,9 +281,11 @@ pub struct Forward<'a> {
     /// for another's.
     pub key: String,
     pub head_request: bool,
-    /// Carries credentials: a shared cache must not answer it, nor store its answer
-    /// (RFC 9111 §3.5).
+    /// Carries credentials: a shared cache does not answer it, and stores its answer only
+    /// when the answer says so (RFC 9111 §3.5; [`crate::freshness`]).
     pub authorization: bool,
+    /// Carries a `Cookie`: its answer is stored only with explicit shared freshness.
+    pub cookie: bool,
     /// The client asked not to be answered from a cache (`Cache-Control: no-cache` or
     /// `no-store`, `Pragma: no-cache`).
     pub no_cache: bool,
@@ -508,6 +380,7 @@ pub fn write_forward_request<'a>(
         out.extend_from_slice(b"\r\n");
     }
     let mut authorization = false;
+    let mut cookie = false;
     let mut no_cache = false;
     let mut xff: Option<Vec<u8>> = None;
     for h in fields {
@@ -536,6 +409,8 @@ pub fn write_forward_request<'a>(
         }
         if h.name.eq_ignore_ascii_case("authorization") {
             authorization = true;
+        } else if h.name.eq_ignore_ascii_case("cookie") {
+            cookie = true;
         } else if h.name.eq_ignore_ascii_case("cache-control") {
             no_cache |= tokens(h.value).any(|t| {
                 t.eq_ignore_ascii_case(b"no-cache") || t.eq_ignore_ascii_case(b"no-store")
@@ -566,6 +441,7 @@ pub fn write_forward_request<'a>(
         key,
         head_request: method == "HEAD",
         authorization,
+        cookie,
         no_cache,
     })
 }
@@ -1098,31 +974,7 @@ mod tests {
     }
 
     #[test]
-    fn cache_directives() {
-        let info = |fields: &str| {
-            complete(&format!("HTTP/1.1 200 OK\r\n{fields}\r\n"), false)
-                .0
-                .cache
-        };
-        assert!(info("").storable());
-        assert!(info("Cache-Control: public, max-age=60\r\n").storable());
-        assert_eq!(info("Cache-Control: max-age=60\r\n").max_age, Some(60));
-        assert_eq!(
-            info("Cache-Control: max-age=60, s-maxage=\"5\"\r\n").max_age,
-            Some(5)
-        );
-        for no in [
-            "Cache-Control: no-store\r\n",
-            "Cache-Control: private\r\n",
-            "Cache-Control: no-cache\r\n",
-            "Cache-Control: max-age=0\r\n",
-            "Cache-Control: max-age=soon\r\n",
-            "Pragma: no-cache\r\n",
-            "Vary: Accept-Encoding\r\n",
-            "Set-Cookie: a=b\r\n",
-        ] {
-            assert!(!info(no).storable(), "{no:?}");
-        }
+    fn last_modified_is_read() {
         let (h, _) = complete(
             "HTTP/1.1 200 OK\r\nLast-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n",
             false,
@@ -1284,120 +1136,6 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "GET /p HTTP/1.0\r\nHost: good.example\r\nVia: 1.1 other\r\nVia: 1.0 evlab\r\nConnection: keep-alive\r\n\r\n"
         );
-    }
-
-    /// Freshness from extreme and hostile fields: nothing panics, every figure stays within
-    /// 2^31 seconds, and what is stale or invalid is not fresh.
-    #[test]
-    fn freshness_with_extreme_values() {
-        let info = |fields: &str| {
-            complete(&format!("HTTP/1.1 200 OK\r\n{fields}\r\n"), false)
-                .0
-                .cache
-        };
-        let now = SystemTime::now();
-        let ttl = Duration::from_secs(60);
-        let cap = Duration::from_secs(MAX_DELTA_SECONDS);
-        let fresh = |fields: &str| info(fields).fresh_for(now, ttl);
-        let huge = "9".repeat(400);
-        for v in [
-            u64::MAX.to_string(),
-            i64::MAX.to_string(),
-            (u64::MAX as u128 + 1).to_string(),
-            huge.clone(),
-            MAX_DELTA_SECONDS.to_string(),
-        ] {
-            for d in ["max-age", "s-maxage"] {
-                let f = format!("Cache-Control: {d}={v}\r\n");
-                assert_eq!(info(&f).max_age, Some(MAX_DELTA_SECONDS), "{f}");
-                assert_eq!(fresh(&f), cap, "{f}");
-                assert!(info(&f).storable(), "{f}");
-                // Huge Age on top: stale, not negative.
-                assert_eq!(fresh(&format!("{f}Age: {v}\r\n")), Duration::ZERO, "{f}");
-            }
-        }
-        for bad in ["-1", "-9223372036854775808", "", "1e9", "0x10", "12 34"] {
-            let f = format!("Cache-Control: max-age={bad}\r\n");
-            assert_eq!(info(&f).max_age, Some(0), "{f}");
-            assert_eq!(fresh(&f), Duration::ZERO, "{f}");
-            assert!(!info(&f).storable(), "{f}");
-        }
-        assert_eq!(
-            fresh("Cache-Control: max-age=100\r\nAge: 40\r\n"),
-            Duration::from_secs(60)
-        );
-        assert_eq!(
-            fresh("Cache-Control: max-age=100\r\nAge: 100\r\n"),
-            Duration::ZERO
-        );
-        assert_eq!(
-            fresh(&format!("Cache-Control: max-age=100\r\nAge: {huge}\r\n")),
-            Duration::ZERO
-        );
-        // An invalid Age is ignored; a list takes its first value.
-        assert_eq!(
-            fresh("Cache-Control: max-age=100\r\nAge: -5\r\n"),
-            Duration::from_secs(100)
-        );
-        assert_eq!(
-            fresh("Cache-Control: max-age=100\r\nAge: 10, 90\r\n"),
-            Duration::from_secs(90)
-        );
-        assert_eq!(
-            fresh("Age: 10\r\n"),
-            Duration::from_secs(50),
-            "the default lifetime"
-        );
-        // Expires: past, invalid, far future, against Date or now; max-age wins over it.
-        let date = "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
-        for past in [
-            "Expires: Sun, 06 Nov 1994 08:49:36 GMT\r\n",
-            "Expires: Thu, 01 Jan 1970 00:00:00 GMT\r\n",
-            "Expires: 0\r\n",
-            "Expires: -1\r\n",
-            "Expires: tomorrow\r\n",
-            "Expires: \r\n",
-        ] {
-            assert_eq!(fresh(past), Duration::ZERO, "{past}");
-            assert_eq!(fresh(&format!("{date}{past}")), Duration::ZERO, "{past}");
-        }
-        assert_eq!(
-            fresh(&format!("{date}Expires: Sun, 06 Nov 1994 08:50:37 GMT\r\n")),
-            Duration::from_secs(60),
-            "Expires less Date"
-        );
-        let far = "Expires: Fri, 31 Dec 9999 23:59:59 GMT\r\n";
-        assert_eq!(fresh(far), cap);
-        assert_eq!(fresh(&format!("{date}{far}")), cap);
-        assert_eq!(
-            fresh(&format!(
-                "Date: Fri, 31 Dec 9999 23:59:59 GMT\r\n{far}Age: {}\r\n",
-                u64::MAX
-            )),
-            Duration::ZERO
-        );
-        assert_eq!(
-            fresh("Expires: 0\r\nCache-Control: max-age=30\r\n"),
-            Duration::from_secs(30)
-        );
-        // Hand-made extremes the parser cannot produce.
-        let mut c = CacheInfo {
-            max_age: Some(u64::MAX),
-            age: u64::MAX,
-            ..CacheInfo::default()
-        };
-        assert_eq!(c.fresh_for(now, ttl), Duration::ZERO);
-        c.age = 0;
-        assert_eq!(c.fresh_for(now, ttl), cap);
-        let c = CacheInfo {
-            expires: Some(SystemTime::UNIX_EPOCH),
-            date: Some(now),
-            ..CacheInfo::default()
-        };
-        assert_eq!(c.fresh_for(now, ttl), Duration::ZERO);
-        let c = CacheInfo::default();
-        assert_eq!(c.fresh_for(now, Duration::MAX), cap);
-        assert_eq!(c.fresh_for(SystemTime::UNIX_EPOCH, ttl), ttl);
     }
 
     #[test]

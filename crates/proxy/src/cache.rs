@@ -1,16 +1,15 @@
 //! The object cache: whole responses kept in memory, one cache per worker, bounded in bytes.
 //!
-//! What is stored (kept simple on purpose, and documented in `docs/proxy.md`): the answer to a
-//! GET without `Authorization` or a client's `no-cache`, with status 200, a `Content-Length`
-//! body no larger than `--cache-max-object`, and nothing in the response that forbids a shared
-//! cache to reuse it (`no-store`, `private`, `no-cache`, `max-age=0`, `Vary`, `Set-Cookie`; see
-//! [`evlab_http::CacheInfo`]). The key is scheme, host and the request target in origin form,
-//! query included ([`evlab_http::Forward::key`]). An object is fresh for what
-//! [`evlab_http::CacheInfo::fresh_for`] says (`s-maxage`, `max-age`, `Expires`, less `Age`; else
-//! `--cache-ttl`); a stale object is dropped when next looked up (no revalidation with the
-//! origin). Beyond `--cache-bytes` the
-//! least recently used objects are dropped. Answers in flight hold their object (an `Rc`), so
-//! dropping one never cuts a response short.
+//! What is stored (documented in `docs/proxy.md`): the answer to a GET without a client's
+//! `no-cache`, with status 200 and a `Content-Length` body no larger than `--cache-max-object`,
+//! for as long as [`evlab_http::CacheInfo::shared_fresh_for`] says a shared cache may reuse it
+//! (its own freshness, a `Last-Modified` heuristic or `--cache-ttl`, and nothing kept private
+//! by `Authorization`, `Cookie` or `Set-Cookie`; see [`evlab_http::freshness`]). The key is
+//! scheme, host and the request target in origin form, query included
+//! ([`evlab_http::Forward::key`]). A stale object is dropped when next looked up (no
+//! revalidation with the origin). Beyond `--cache-bytes` the least recently used objects are
+//! dropped. Answers in flight hold their object (an `Rc`), so dropping one never cuts a
+//! response short.
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -29,6 +28,10 @@ pub struct Object {
     /// time since.
     pub stored: Instant,
     pub age: u64,
+    /// The response said it may be shared with a lifetime of its own (`s-maxage`, or `public`
+    /// with one): only such an object answers a request with a `Cookie`, which a guessed or
+    /// operator-given freshness does not cover.
+    pub shared: bool,
 }
 
 impl Object {
@@ -163,6 +166,7 @@ mod tests {
             expires: Instant::now() + ttl,
             stored: Instant::now(),
             age: 0,
+            shared: false,
         }
     }
 

@@ -1940,6 +1940,7 @@ mod tests {
             expires: Instant::now(),
             stored: Instant::now(),
             age: 0,
+            shared: false,
         });
         let tail: Vec<u8> = (0..300_000u32).map(|i| (i % 239) as u8).collect();
         let mut expect = head[2..].to_vec();

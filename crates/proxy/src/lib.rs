@@ -156,8 +156,12 @@ pub struct Config {
     /// without being kept, so a crowd of slow readers of large objects holds at most this
     /// besides their copy buffers.
     pub keep_bytes: u64,
-    /// How long an object without max-age stays fresh.
-    pub cache_ttl: Duration,
+    /// The freshness of a response that states none of its own, in place of the
+    /// `Last-Modified` heuristic (`--cache-ttl`; never for a private answer: see
+    /// [`evlab_http::freshness`]). `None`: only what responses say.
+    pub cache_ttl: Option<Duration>,
+    /// The most freshness the `Last-Modified` heuristic gives (zero: none).
+    pub cache_heuristic_max: Duration,
     /// Idle origin connections each worker keeps for reuse.
     pub origin_idle: usize,
     /// A client connection with no progress for this long is closed (408 if it had sent part
@@ -237,7 +241,8 @@ impl Config {
             cache_bytes: 64 << 20,
             cache_max_object: 16 << 20,
             keep_bytes: 16 << 20,
-            cache_ttl: Duration::from_secs(60),
+            cache_ttl: None,
+            cache_heuristic_max: evlab_http::Policy::DEFAULT_HEURISTIC_MAX,
             origin_idle: 64,
             timeout: Some(Duration::from_secs(60)),
             header_timeout: Some(Duration::from_secs(60)),
@@ -252,6 +257,14 @@ impl Config {
             linger: Duration::from_secs(2),
             allow_connect: Vec::new(),
             access_log: None,
+        }
+    }
+
+    /// How the cache gives freshness to responses that state none.
+    pub fn freshness_policy(&self) -> evlab_http::Policy {
+        evlab_http::Policy {
+            override_ttl: self.cache_ttl,
+            heuristic_max: self.cache_heuristic_max,
         }
     }
 }

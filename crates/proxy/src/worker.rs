@@ -49,7 +49,7 @@ use std::time::{Duration, Instant, SystemTime};
 use evlab_http::{
     parse_proxy_request, parse_response_head, push_via, write_error, write_forward_request,
     write_head, ChunkedScanner, DateCache, ForwardOptions, Framing, ProxyParse, RequestBody,
-    ResponseHead, ResponseParse, Status,
+    RequestFacts, ResponseHead, ResponseParse, Status,
 };
 use evlab_poll::{Events, Interest, Token};
 use evlab_runtime::{
@@ -211,6 +211,7 @@ struct Store {
     fresh_for: Duration,
     /// The response's `Age` when it arrived (0 without one).
     age: u64,
+    shared: bool,
 }
 
 /// A request body on its way from the client to the origin (always through `Exchange::req`:
@@ -244,6 +245,8 @@ struct Exchange {
     client_keep: bool,
     /// The response may be stored under this key.
     store_key: Option<Box<str>>,
+    /// What the request says about sharing its response (Authorization, Cookie).
+    req_facts: RequestFacts,
     retried: bool,
     got_bytes: bool,
     /// The last read of the response head filled all it asked for: more of the response
@@ -1779,7 +1782,14 @@ impl<P: Io> Worker<P> {
             let head_request = f.head_request;
             let lookup = safe && self.cache.enabled() && !f.authorization && !f.no_cache;
             if lookup {
-                if let Some(obj) = self.cache.get(&f.key, self.now) {
+                // A request with a Cookie is answered only by an object its origin said may be
+                // shared: one stored for an anonymous request on a guess may not be what this
+                // user's cookie would get (Varnish does not look such requests up at all).
+                let hit = self
+                    .cache
+                    .get(&f.key, self.now)
+                    .filter(|obj| obj.shared || !f.cookie);
+                if let Some(obj) = hit {
                     self.pool().give(fwd);
                     let status = self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
                     self.log_answered(c, status, Some(CacheMark::Hit));
@@ -1792,7 +1802,14 @@ impl<P: Io> Worker<P> {
                 // for it is not served again.
                 self.cache.remove(&f.key);
             }
-            let store_key = (lookup && !head_request).then(|| Box::<str>::from(f.key));
+            // A request with Authorization is not answered from the cache, but its response
+            // may be stored if it says it may be shared (RFC 9111 §3.5; `shared_fresh_for`).
+            let store = safe && self.cache.enabled() && !f.no_cache && !head_request;
+            let store_key = store.then(|| Box::<str>::from(f.key));
+            let req_facts = RequestFacts {
+                authorization: f.authorization,
+                cookie: f.cookie,
+            };
             // The body bytes that came with the head go out behind it, in one write; a
             // chunked body is checked first, so that a malformed one is refused before the
             // origin sees any of the request.
@@ -1833,7 +1850,7 @@ impl<P: Io> Worker<P> {
                     })
                 }
             };
-            if store_key.is_some() {
+            if lookup && store_key.is_some() {
                 self.stats.misses.inc();
                 if let Some(e) = c.log.back_mut() {
                     e.cache = CacheMark::Miss;
@@ -1862,6 +1879,7 @@ impl<P: Io> Worker<P> {
                 client_minor: minor,
                 client_keep: keep,
                 store_key,
+                req_facts,
                 retried: false,
                 got_bytes: false,
                 head_full: false,
@@ -2129,7 +2147,13 @@ impl<P: Io> Worker<P> {
                 take = usize::try_from(total).map_or(take, |t| take.min(t));
                 b.left = total - take as u64;
                 b.in_done = b.left == 0;
-                let fresh_for = h.cache.fresh_for(SystemTime::now(), self.cfg.cache_ttl);
+                let fresh_for = h.cache.shared_fresh_for(
+                    h.status,
+                    h.last_modified,
+                    x.req_facts,
+                    SystemTime::now(),
+                    &self.cfg.freshness_policy(),
+                );
                 // Bytes after the body (see below) make the whole response suspect.
                 let mut cacheable = x.store_key.is_some()
                     && h.status == 200
@@ -2154,6 +2178,7 @@ impl<P: Io> Worker<P> {
                         last_modified: h.last_modified,
                         fresh_for,
                         age: h.cache.age,
+                        shared: h.cache.explicitly_shared(),
                     });
                 }
                 let (mode, pipe, tee) = self.choose_mode(b.left, cacheable);
@@ -2724,6 +2749,7 @@ impl<P: Io> Worker<P> {
                         expires,
                         stored: self.now,
                         age: s.age,
+                        shared: s.shared,
                     },
                 );
                 if stored && reusable {

@@ -238,6 +238,11 @@ pub struct ProxySpec {
     /// `--no-store-prefix /polymix/u/`.
     #[serde(default)]
     pub origin_flags: Vec<String>,
+    /// Flags for every `evlab proxy` series, before the series' own (e.g. the Polymix-like
+    /// experiments' `--cache-ttl`, which gives their objects the freshness their origin does not
+    /// state).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proxy_flags: Vec<String>,
     /// The origin's CPU (default: the first client CPU).
     #[serde(default)]
     pub origin_cpu: Option<usize>,

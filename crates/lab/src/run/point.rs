@@ -427,13 +427,14 @@ fn start_evlab_proxy(
     commands: &mut Vec<String>,
 ) -> Result<(Child, u16), LabError> {
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(proxy_args(s, "127.0.0.1:0", origin));
+    argv.extend(proxy_args(&ctx.opts.spec, s, "127.0.0.1:0", origin));
     start_evlab(ctx, "evlab proxy", &argv, commands)
 }
 
 /// The `evlab proxy` arguments (after the binary) of series `s` on `listen`, in front of
-/// `origin`: on this machine and on a server host alike.
-pub(crate) fn proxy_args(s: &Series, listen: &str, origin: SocketAddr) -> Vec<String> {
+/// `origin`, with the spec's `[proxy] proxy_flags` before the series' own: on this machine and
+/// on a server host alike.
+pub(crate) fn proxy_args(spec: &Spec, s: &Series, listen: &str, origin: SocketAddr) -> Vec<String> {
     let mut v = vec![
         "proxy".into(),
         "--listen".into(),
@@ -444,6 +445,9 @@ pub(crate) fn proxy_args(s: &Series, listen: &str, origin: SocketAddr) -> Vec<St
         s.mechanism.clone(),
         "--stats".into(),
     ];
+    if let Some(px) = &spec.proxy {
+        v.extend(px.proxy_flags.iter().cloned());
+    }
     v.extend(s.flags.iter().cloned());
     v
 }

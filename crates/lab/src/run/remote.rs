@@ -637,7 +637,7 @@ fn start_server(
         };
         let origin = remote_proxy::start_origin(&hr.ssh, at, spec, p, &mut procs.origin)?;
         let listen = SocketAddr::new(hr.server_ip, 0).to_string();
-        argv.extend(point::proxy_args(s, &listen, origin));
+        argv.extend(point::proxy_args(spec, s, &listen, origin));
     } else {
         argv.extend([
             "serve".into(),

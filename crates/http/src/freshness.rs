@@ -1,0 +1,284 @@
+//! What a shared cache may do with a response (RFC 9111): whether it may store it, and for how
+//! long it may reuse it, from the response's fields, the request's, and the cache's policy. Pure
+//! functions of fields and times: nothing here knows sockets or where objects are kept.
+//!
+//! The policy is safe by default, as nginx's and Varnish's are:
+//! - A response's freshness comes from its own fields: `s-maxage`, else `max-age`, else
+//!   `Expires` less `Date` (§4.2.1). Without them, a response with `Last-Modified` and a
+//!   heuristically cacheable status (RFC 9110 §15.1), or `public`, gets a tenth of the time since
+//!   it was last modified, at most [`Policy::heuristic_max`] (§4.2.2). Anything else gets no
+//!   freshness at all and is not stored, unless the operator gives one ([`Policy::override_ttl`],
+//!   `evlab proxy --cache-ttl`).
+//! - A response to a request with `Authorization` is stored only when it says `public`,
+//!   `s-maxage` or `must-revalidate` (§3.5).
+//! - A response to a request with a `Cookie`, or a response with `Set-Cookie`, is stored only
+//!   with explicit shared freshness: `s-maxage`, or `public` with `max-age` or `Expires`
+//!   (Varnish's built-in policy stores neither). Neither the heuristic nor the override applies
+//!   to it: a page built from a cookie stays with its user unless its origin says otherwise.
+//! - `no-store`, `private`, `no-cache` and `Vary` keep a response out of the cache.
+//! - An `Age` that cannot be read (not one delta-seconds value: `0, 0`, `7200.0`, `-1`, `foo`,
+//!   given on two lines) leaves the response's age unknown, and so not fresh; so does an
+//!   `Expires` that is not a date (§5.3) and a directive given twice with different values
+//!   (§4.2.1 allows either reading; the stale one is the safe one).
+
+use std::time::{Duration, SystemTime};
+
+/// The largest delta-seconds value a cache needs to tell apart: RFC 9111 §1.2.2 asks a cache
+/// to read anything larger (or anything whose arithmetic would overflow) as 2^31 seconds. Every
+/// freshness figure is bounded by it, so no time arithmetic on it can overflow.
+pub const MAX_DELTA_SECONDS: u64 = 1 << 31;
+
+/// The share of the time since `Last-Modified` that a heuristic gives as freshness: one tenth,
+/// the fraction RFC 9111 §4.2.2 names.
+const HEURISTIC_DIVISOR: u32 = 10;
+
+/// What a shared cache needs from a response's fields (see the module's notes for what each
+/// one does to storing and freshness).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheInfo {
+    pub no_store: bool,
+    pub private: bool,
+    pub no_cache: bool,
+    pub public: bool,
+    pub must_revalidate: bool,
+    pub proxy_revalidate: bool,
+    /// `max-age`, at most [`MAX_DELTA_SECONDS`]; 0 for an invalid value (RFC 9111 §4.2.1: stale
+    /// at once) or for two different values.
+    pub max_age: Option<u64>,
+    /// `s-maxage`, read as `max-age` is.
+    pub s_maxage: Option<u64>,
+    /// `Expires`; an invalid date (`0`, say) is a time in the past (RFC 9111 §5.3), here the
+    /// epoch; given twice, the earlier.
+    pub expires: Option<SystemTime>,
+    /// `Date`, if valid.
+    pub date: Option<SystemTime>,
+    /// `Age`, at most [`MAX_DELTA_SECONDS`]; 0 when absent.
+    pub age: u64,
+    /// An `Age` was given that could not be read: the response's age is unknown.
+    pub age_invalid: bool,
+    pub vary: bool,
+    pub set_cookie: bool,
+    age_seen: bool,
+}
+
+/// What a request tells a shared cache about reusing its response for others.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestFacts {
+    pub authorization: bool,
+    pub cookie: bool,
+}
+
+/// How a cache gives freshness to responses that state none of their own.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// The freshness of every response that states none, in place of the heuristic
+    /// (`--cache-ttl`); `None`: only the response's own fields and the heuristic. Never given
+    /// to a response that a `Cookie`, `Set-Cookie` or `Authorization` keeps private.
+    pub override_ttl: Option<Duration>,
+    /// The most freshness the `Last-Modified` heuristic gives (`--cache-heuristic-max`); zero:
+    /// no heuristic freshness at all, as nginx.
+    pub heuristic_max: Duration,
+}
+
+impl Policy {
+    /// A day: past it, RFC 7234 asked a cache to warn that the freshness was a guess.
+    pub const DEFAULT_HEURISTIC_MAX: Duration = Duration::from_secs(24 * 3600);
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            override_ttl: None,
+            heuristic_max: Policy::DEFAULT_HEURISTIC_MAX,
+        }
+    }
+}
+
+/// Statuses a cache may give heuristic freshness (RFC 9110 §15.1).
+pub fn heuristically_cacheable(status: u16) -> bool {
+    matches!(
+        status,
+        200 | 203 | 204 | 206 | 300 | 301 | 308 | 404 | 405 | 410 | 414 | 501
+    )
+}
+
+impl CacheInfo {
+    /// Takes one response field into account; false when the field means nothing to a cache
+    /// (the caller goes on with it).
+    pub fn field(&mut self, name: &str, value: &[u8]) -> bool {
+        if name.eq_ignore_ascii_case("cache-control") {
+            self.cache_control(value);
+        } else if name.eq_ignore_ascii_case("pragma") {
+            if tokens(value).any(|t| t.eq_ignore_ascii_case(b"no-cache")) {
+                self.no_cache = true;
+            }
+        } else if name.eq_ignore_ascii_case("vary") {
+            self.vary = true;
+        } else if name.eq_ignore_ascii_case("set-cookie") {
+            self.set_cookie = true;
+        } else if name.eq_ignore_ascii_case("expires") {
+            let at = parse_date(value).unwrap_or(SystemTime::UNIX_EPOCH);
+            self.expires = Some(self.expires.map_or(at, |e| e.min(at)));
+        } else if name.eq_ignore_ascii_case("date") {
+            self.date = parse_date(value);
+        } else if name.eq_ignore_ascii_case("age") {
+            // One delta-seconds value, once (RFC 9111 §5.1); a list, a second line, a sign, a
+            // fraction or a parameter is not one.
+            let v = value.trim_ascii();
+            match parse_delta_seconds(v) {
+                Some(a) if !self.age_seen => self.age = a,
+                _ => self.age_invalid = true,
+            }
+            self.age_seen = true;
+        } else {
+            return false;
+        }
+        true
+    }
+
+    fn cache_control(&mut self, value: &[u8]) {
+        for t in tokens(value) {
+            let (k, v) = match t.iter().position(|&b| b == b'=') {
+                Some(i) => (t[..i].trim_ascii(), Some(t[i + 1..].trim_ascii())),
+                None => (t, None),
+            };
+            let v = v.map(|v| v.strip_prefix(b"\"").unwrap_or(v));
+            let v = v.map(|v| v.strip_suffix(b"\"").unwrap_or(v));
+            // An invalid value makes the response stale at once (RFC 9111 §4.2.1).
+            let seconds = || v.and_then(parse_delta_seconds).unwrap_or(0);
+            let once = |old: Option<u64>, new: u64| match old {
+                Some(o) if o != new => Some(0),
+                _ => Some(new),
+            };
+            if k.eq_ignore_ascii_case(b"no-store") {
+                self.no_store = true;
+            } else if k.eq_ignore_ascii_case(b"private") {
+                self.private = true;
+            } else if k.eq_ignore_ascii_case(b"no-cache") {
+                self.no_cache = true;
+            } else if k.eq_ignore_ascii_case(b"public") {
+                self.public = true;
+            } else if k.eq_ignore_ascii_case(b"must-revalidate") {
+                self.must_revalidate = true;
+            } else if k.eq_ignore_ascii_case(b"proxy-revalidate") {
+                self.proxy_revalidate = true;
+            } else if k.eq_ignore_ascii_case(b"max-age") {
+                self.max_age = once(self.max_age, seconds());
+            } else if k.eq_ignore_ascii_case(b"s-maxage") {
+                self.s_maxage = once(self.s_maxage, seconds());
+            }
+        }
+    }
+
+    /// Nothing in the response forbids a shared cache to store it (whether it may, and for how
+    /// long, is [`CacheInfo::shared_fresh_for`]'s question).
+    pub fn storable(&self) -> bool {
+        !(self.no_store || self.private || self.no_cache || self.vary)
+    }
+
+    /// The lifetime the response gives itself for a shared cache, if any.
+    fn explicit_lifetime(&self, now: SystemTime) -> Option<Duration> {
+        match (self.s_maxage.or(self.max_age), self.expires) {
+            (Some(s), _) => Some(Duration::from_secs(s.min(MAX_DELTA_SECONDS))),
+            (None, Some(exp)) => Some(
+                exp.duration_since(self.date.unwrap_or(now))
+                    .unwrap_or(Duration::ZERO),
+            ),
+            (None, None) => None,
+        }
+    }
+
+    /// The response says it may be shared with a lifetime of its own: `s-maxage`, or `public`
+    /// with `max-age` or `Expires`.
+    pub fn explicitly_shared(&self) -> bool {
+        self.s_maxage.is_some()
+            || (self.public && (self.max_age.is_some() || self.expires.is_some()))
+    }
+
+    /// A tenth of the time from `Last-Modified` to `Date` (or `now`), at most `max`; only for
+    /// a heuristically cacheable status or a `public` response.
+    fn heuristic(
+        &self,
+        status: u16,
+        last_modified: Option<SystemTime>,
+        now: SystemTime,
+        max: Duration,
+    ) -> Duration {
+        match last_modified {
+            Some(lm) if heuristically_cacheable(status) || self.public => {
+                let since = self.date.unwrap_or(now).duration_since(lm);
+                (since.unwrap_or(Duration::ZERO) / HEURISTIC_DIVISOR).min(max)
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// How long, from `now`, a shared cache may reuse this response (of `status`, with
+    /// `last_modified`) for requests other than the one it answers (`req`), under `policy`: its
+    /// lifetime less its `Age`. Zero: not to be stored. Never panics, whatever the fields:
+    /// every figure is bounded by [`MAX_DELTA_SECONDS`] and differences saturate at zero.
+    pub fn shared_fresh_for(
+        &self,
+        status: u16,
+        last_modified: Option<SystemTime>,
+        req: RequestFacts,
+        now: SystemTime,
+        policy: &Policy,
+    ) -> Duration {
+        if !self.storable() || self.age_invalid {
+            return Duration::ZERO;
+        }
+        if req.authorization && !(self.public || self.s_maxage.is_some() || self.must_revalidate) {
+            return Duration::ZERO;
+        }
+        let personal = req.cookie || self.set_cookie;
+        if personal && !self.explicitly_shared() {
+            return Duration::ZERO;
+        }
+        let lifetime = match (self.explicit_lifetime(now), policy.override_ttl) {
+            (Some(l), _) => l,
+            (None, Some(ttl)) => ttl,
+            (None, None) => self.heuristic(status, last_modified, now, policy.heuristic_max),
+        };
+        lifetime
+            .min(Duration::from_secs(MAX_DELTA_SECONDS))
+            .saturating_sub(Duration::from_secs(self.age.min(MAX_DELTA_SECONDS)))
+    }
+}
+
+/// Elements of a comma-separated field value, whitespace trimmed.
+pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(|t| t.trim_ascii())
+        .filter(|t| !t.is_empty())
+}
+
+pub(crate) fn parse_u64(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &d in digits {
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(n)
+}
+
+/// delta-seconds (RFC 9111 §1.2.2): digits only; a value too large for the cache to care about
+/// (however many digits) is [`MAX_DELTA_SECONDS`].
+fn parse_delta_seconds(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(parse_u64(digits).map_or(MAX_DELTA_SECONDS, |n| n.min(MAX_DELTA_SECONDS)))
+}
+
+pub(crate) fn parse_date(value: &[u8]) -> Option<SystemTime> {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|s| httpdate::parse_http_date(s.trim()).ok())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,400 @@
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::proxy::{parse_response_head, ResponseParse};
+
+/// The response's cache facts and `Last-Modified`, through the proxy's own response parser.
+fn head(status: u16, fields: &str) -> (CacheInfo, Option<SystemTime>) {
+    let text = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n{fields}\r\n");
+    match parse_response_head(text.as_bytes(), false, false, &mut Vec::new()) {
+        ResponseParse::Complete(h) => (h.cache, h.last_modified),
+        other => panic!("{text:?}: {other:?}"),
+    }
+}
+
+fn info(fields: &str) -> CacheInfo {
+    head(200, fields).0
+}
+
+const NOBODY: RequestFacts = RequestFacts {
+    authorization: false,
+    cookie: false,
+};
+const COOKIE: RequestFacts = RequestFacts {
+    authorization: false,
+    cookie: true,
+};
+const AUTH: RequestFacts = RequestFacts {
+    authorization: true,
+    cookie: false,
+};
+
+fn at(date: &str) -> SystemTime {
+    httpdate::parse_http_date(date).unwrap()
+}
+
+/// A fixed "now" a day after the `Date` the rows below use, so nothing depends on the clock.
+fn now() -> SystemTime {
+    at("Mon, 07 Nov 1994 08:49:37 GMT")
+}
+
+const DATE: &str = "Date: Mon, 07 Nov 1994 08:49:37 GMT\r\n";
+/// Ten days before `DATE`: a tenth of it is a day.
+const LM_10D: &str = "Last-Modified: Fri, 28 Oct 1994 08:49:37 GMT\r\n";
+
+/// Freshness of a 200 with these fields to a request with `req`, under `policy`.
+fn fresh_with(fields: &str, req: RequestFacts, policy: &Policy) -> Duration {
+    fresh_status(200, fields, req, policy)
+}
+
+fn fresh_status(status: u16, fields: &str, req: RequestFacts, policy: &Policy) -> Duration {
+    let (c, lm) = head(status, fields);
+    c.shared_fresh_for(status, lm, req, now(), policy)
+}
+
+fn fresh(fields: &str) -> Duration {
+    fresh_with(fields, NOBODY, &Policy::default())
+}
+
+const OVERRIDE_60: Policy = Policy {
+    override_ttl: Some(Duration::from_secs(60)),
+    heuristic_max: Policy::DEFAULT_HEURISTIC_MAX,
+};
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// The safe default, one row per case: (fields, request, seconds fresh; 0 = not stored).
+#[test]
+fn the_default_policy_stores_only_what_the_response_allows() {
+    let hour = 3600;
+    let day = 24 * hour;
+    let rows: &[(&str, RequestFacts, u64)] = &[
+        // No freshness information: nothing invented.
+        ("", NOBODY, 0),
+        (DATE, NOBODY, 0),
+        // Heuristic: a tenth of the time since Last-Modified, capped at a day.
+        (&format!("{DATE}{LM_10D}"), NOBODY, day),
+        (
+            &format!("{DATE}Last-Modified: Mon, 07 Nov 1994 07:49:37 GMT\r\n"),
+            NOBODY,
+            360,
+        ),
+        (
+            &format!("{DATE}Last-Modified: Sat, 01 Jan 1994 00:00:00 GMT\r\n"),
+            NOBODY,
+            day,
+        ),
+        // Last-Modified after Date: no freshness.
+        (
+            &format!("{DATE}Last-Modified: Tue, 08 Nov 1994 08:49:37 GMT\r\n"),
+            NOBODY,
+            0,
+        ),
+        // Explicit freshness wins over the heuristic, even when shorter.
+        (
+            &format!("{DATE}{LM_10D}Cache-Control: max-age=5\r\n"),
+            NOBODY,
+            5,
+        ),
+        ("Cache-Control: max-age=60\r\n", NOBODY, 60),
+        ("Cache-Control: max-age=60, s-maxage=\"5\"\r\n", NOBODY, 5),
+        (
+            &format!("{DATE}Expires: Mon, 07 Nov 1994 09:49:37 GMT\r\n"),
+            NOBODY,
+            hour,
+        ),
+        // What forbids storing.
+        ("Cache-Control: max-age=60, no-store\r\n", NOBODY, 0),
+        ("Cache-Control: max-age=60, private\r\n", NOBODY, 0),
+        ("Cache-Control: max-age=60, no-cache\r\n", NOBODY, 0),
+        (
+            "Cache-Control: max-age=60\r\nPragma: no-cache\r\n",
+            NOBODY,
+            0,
+        ),
+        ("Cache-Control: max-age=60\r\nVary: Accept\r\n", NOBODY, 0),
+        ("Cache-Control: max-age=0\r\n", NOBODY, 0),
+        ("Cache-Control: max-age=soon\r\n", NOBODY, 0),
+        // Authorization: only public, s-maxage or must-revalidate (RFC 9111 §3.5).
+        ("Cache-Control: max-age=60\r\n", AUTH, 0),
+        (&format!("{DATE}{LM_10D}"), AUTH, 0),
+        ("Cache-Control: public, max-age=60\r\n", AUTH, 60),
+        ("Cache-Control: s-maxage=60\r\n", AUTH, 60),
+        ("Cache-Control: must-revalidate, max-age=60\r\n", AUTH, 60),
+        // Cookie in the request: only explicit shared freshness, never the heuristic.
+        (&format!("{DATE}{LM_10D}"), COOKIE, 0),
+        ("Cache-Control: max-age=60\r\n", COOKIE, 0),
+        (
+            &format!("{DATE}Expires: Mon, 07 Nov 1994 09:49:37 GMT\r\n"),
+            COOKIE,
+            0,
+        ),
+        ("Cache-Control: s-maxage=60\r\n", COOKIE, 60),
+        ("Cache-Control: public, max-age=60\r\n", COOKIE, 60),
+        (
+            &format!("{DATE}Cache-Control: public\r\nExpires: Mon, 07 Nov 1994 09:49:37 GMT\r\n"),
+            COOKIE,
+            hour,
+        ),
+        ("Cache-Control: public\r\n", COOKIE, 0),
+        (
+            &format!("{DATE}{LM_10D}Cache-Control: public\r\n"),
+            COOKIE,
+            0,
+        ),
+        // Set-Cookie in the response: the same.
+        (&format!("{DATE}{LM_10D}Set-Cookie: s=1\r\n"), NOBODY, 0),
+        (
+            "Cache-Control: max-age=60\r\nSet-Cookie: s=1\r\n",
+            NOBODY,
+            0,
+        ),
+        (
+            "Cache-Control: s-maxage=60\r\nSet-Cookie: s=1\r\n",
+            NOBODY,
+            60,
+        ),
+        (
+            "Cache-Control: public, max-age=60\r\nSet-Cookie: s=1\r\n",
+            NOBODY,
+            60,
+        ),
+        // private stays private whatever else is said.
+        ("Cache-Control: private, s-maxage=60\r\n", COOKIE, 0),
+        ("Cache-Control: public, private, max-age=60\r\n", AUTH, 0),
+    ];
+    for (fields, req, want) in rows {
+        assert_eq!(
+            fresh_with(fields, *req, &Policy::default()),
+            secs(*want),
+            "{fields:?} {req:?}"
+        );
+    }
+}
+
+/// `--cache-ttl` stands in for the heuristic, but never for a private answer.
+#[test]
+fn the_override_gives_freshness_only_where_nothing_is_private() {
+    assert_eq!(fresh_with("", NOBODY, &OVERRIDE_60), secs(60));
+    assert_eq!(
+        fresh_with(&format!("{DATE}{LM_10D}"), NOBODY, &OVERRIDE_60),
+        secs(60),
+        "in place of the heuristic"
+    );
+    assert_eq!(
+        fresh_with("Cache-Control: max-age=5\r\n", NOBODY, &OVERRIDE_60),
+        secs(5),
+        "explicit freshness wins"
+    );
+    assert_eq!(fresh_with("Age: 10\r\n", NOBODY, &OVERRIDE_60), secs(50));
+    for (fields, req) in [
+        ("", COOKIE),
+        ("", AUTH),
+        ("Set-Cookie: s=1\r\n", NOBODY),
+        ("Cache-Control: private\r\n", NOBODY),
+        ("Cache-Control: no-store\r\n", NOBODY),
+        ("Vary: Cookie\r\n", NOBODY),
+    ] {
+        assert_eq!(
+            fresh_with(fields, req, &OVERRIDE_60),
+            Duration::ZERO,
+            "{fields:?} {req:?}"
+        );
+    }
+}
+
+/// The heuristic only for the statuses RFC 9110 §15.1 names (or `public`), and not at all with
+/// a zero cap.
+#[test]
+fn heuristic_freshness_by_status_and_cap() {
+    let lm = format!("{DATE}{LM_10D}");
+    for status in [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501] {
+        assert!(heuristically_cacheable(status), "{status}");
+        assert_eq!(
+            fresh_status(status, &lm, NOBODY, &Policy::default()),
+            Policy::DEFAULT_HEURISTIC_MAX,
+            "{status}"
+        );
+    }
+    for status in [201, 202, 302, 303, 307, 400, 403, 500, 502, 503] {
+        assert!(!heuristically_cacheable(status), "{status}");
+        assert_eq!(
+            fresh_status(status, &lm, NOBODY, &Policy::default()),
+            Duration::ZERO,
+            "{status}"
+        );
+        assert_eq!(
+            fresh_status(
+                status,
+                &format!("{lm}Cache-Control: public\r\n"),
+                NOBODY,
+                &Policy::default()
+            ),
+            Policy::DEFAULT_HEURISTIC_MAX,
+            "{status} public"
+        );
+    }
+    let capped = Policy {
+        override_ttl: None,
+        heuristic_max: secs(100),
+    };
+    assert_eq!(fresh_with(&lm, NOBODY, &capped), secs(100));
+    let none = Policy {
+        override_ttl: None,
+        heuristic_max: Duration::ZERO,
+    };
+    assert_eq!(fresh_with(&lm, NOBODY, &none), Duration::ZERO);
+}
+
+/// An `Age` that is not one delta-seconds value leaves the age unknown: not fresh, whatever the
+/// lifetime. A valid one is taken off the lifetime.
+#[test]
+fn an_unreadable_age_is_not_fresh() {
+    let ok = "Cache-Control: max-age=3600\r\n";
+    for bad in [
+        "Age: 0, 0\r\n",
+        "Age: 0\r\nAge: 0\r\n",
+        "Age: 7200.0\r\n",
+        "Age: foo\r\n",
+        "Age: -7200\r\n",
+        "Age: 7200;a=b\r\n",
+        "Age: 1 2\r\n",
+        "Age: \r\n",
+        "Age: +5\r\n",
+    ] {
+        let c = info(&format!("{ok}{bad}"));
+        assert!(c.age_invalid, "{bad:?}");
+        assert_eq!(fresh(&format!("{ok}{bad}")), Duration::ZERO, "{bad:?}");
+        assert_eq!(
+            fresh_with(bad, NOBODY, &OVERRIDE_60),
+            Duration::ZERO,
+            "{bad:?}"
+        );
+    }
+    assert_eq!(fresh(&format!("{ok}Age: 600\r\n")), secs(3000));
+    assert_eq!(fresh(&format!("{ok}Age:  600 \r\n")), secs(3000));
+    assert_eq!(fresh(&format!("{ok}Age: 3600\r\n")), Duration::ZERO);
+}
+
+/// A directive given twice with different values is stale; given twice alike, it stands.
+#[test]
+fn conflicting_directives_are_stale() {
+    assert_eq!(fresh("Cache-Control: max-age=60, max-age=60\r\n"), secs(60));
+    assert_eq!(
+        fresh("Cache-Control: max-age=60\r\nCache-Control: max-age=3600\r\n"),
+        Duration::ZERO
+    );
+    assert_eq!(
+        fresh("Cache-Control: s-maxage=60, s-maxage=5\r\n"),
+        Duration::ZERO
+    );
+    let c = info("Cache-Control: public, must-revalidate, proxy-revalidate\r\n");
+    assert!(c.public && c.must_revalidate && c.proxy_revalidate);
+}
+
+/// Freshness from extreme and hostile fields: nothing panics, every figure stays within 2^31
+/// seconds, and what is stale or invalid is not fresh.
+#[test]
+fn freshness_with_extreme_values() {
+    let cap = Duration::from_secs(MAX_DELTA_SECONDS);
+    let huge = "9".repeat(400);
+    for v in [
+        u64::MAX.to_string(),
+        i64::MAX.to_string(),
+        (u64::MAX as u128 + 1).to_string(),
+        huge.clone(),
+        MAX_DELTA_SECONDS.to_string(),
+    ] {
+        let f = format!("Cache-Control: max-age={v}\r\n");
+        assert_eq!(info(&f).max_age, Some(MAX_DELTA_SECONDS), "{f}");
+        assert_eq!(fresh(&f), cap, "{f}");
+        let f = format!("Cache-Control: s-maxage={v}\r\n");
+        assert_eq!(info(&f).s_maxage, Some(MAX_DELTA_SECONDS), "{f}");
+        assert_eq!(fresh(&f), cap, "{f}");
+        // Huge Age on top: stale, not negative.
+        assert_eq!(fresh(&format!("{f}Age: {v}\r\n")), Duration::ZERO, "{f}");
+    }
+    for bad in ["-1", "-9223372036854775808", "", "1e9", "0x10", "12 34"] {
+        let f = format!("Cache-Control: max-age={bad}\r\n");
+        assert_eq!(info(&f).max_age, Some(0), "{f}");
+        assert_eq!(fresh(&f), Duration::ZERO, "{f}");
+    }
+    assert_eq!(
+        fresh(&format!("Cache-Control: max-age=100\r\nAge: {huge}\r\n")),
+        Duration::ZERO
+    );
+    // Expires: past, invalid, far future, against Date or now; max-age wins over it.
+    for past in [
+        "Expires: Sun, 06 Nov 1994 08:49:36 GMT\r\n",
+        "Expires: Thu, 01 Jan 1970 00:00:00 GMT\r\n",
+        "Expires: 0\r\n",
+        "Expires: -1\r\n",
+        "Expires: tomorrow\r\n",
+        "Expires: \r\n",
+    ] {
+        assert_eq!(fresh(past), Duration::ZERO, "{past}");
+        assert_eq!(fresh(&format!("{DATE}{past}")), Duration::ZERO, "{past}");
+        assert_eq!(
+            fresh_with(past, NOBODY, &OVERRIDE_60),
+            Duration::ZERO,
+            "an unreadable Expires is not overridden: {past}"
+        );
+    }
+    let far = "Expires: Fri, 31 Dec 9999 23:59:59 GMT\r\n";
+    assert_eq!(fresh(far), cap);
+    assert_eq!(fresh(&format!("{DATE}{far}")), cap);
+    assert_eq!(
+        fresh(&format!(
+            "Date: Fri, 31 Dec 9999 23:59:59 GMT\r\n{far}Age: {}\r\n",
+            u64::MAX
+        )),
+        Duration::ZERO
+    );
+    assert_eq!(
+        fresh("Expires: 0\r\nCache-Control: max-age=30\r\n"),
+        secs(30)
+    );
+    // Hand-made extremes the parser cannot produce.
+    let p = Policy {
+        override_ttl: Some(Duration::MAX),
+        heuristic_max: Duration::MAX,
+    };
+    let f = |c: &CacheInfo, now: SystemTime| c.shared_fresh_for(200, None, NOBODY, now, &p);
+    let mut c = CacheInfo {
+        max_age: Some(u64::MAX),
+        age: u64::MAX,
+        ..CacheInfo::default()
+    };
+    assert_eq!(f(&c, now()), Duration::ZERO);
+    c.age = 0;
+    assert_eq!(f(&c, now()), cap);
+    let c = CacheInfo {
+        expires: Some(SystemTime::UNIX_EPOCH),
+        date: Some(now()),
+        ..CacheInfo::default()
+    };
+    assert_eq!(f(&c, now()), Duration::ZERO);
+    assert_eq!(f(&CacheInfo::default(), SystemTime::UNIX_EPOCH), cap);
+    let c = CacheInfo::default();
+    assert_eq!(
+        c.shared_fresh_for(
+            200,
+            Some(SystemTime::UNIX_EPOCH),
+            NOBODY,
+            now(),
+            &p.with_no_override()
+        ),
+        now().duration_since(SystemTime::UNIX_EPOCH).unwrap() / 10
+    );
+}
+
+impl Policy {
+    fn with_no_override(self) -> Policy {
+        Policy {
+            override_ttl: None,
+            ..self
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! The proxy's completion engine (`uring`): io_uring requests, not readiness.
 //!
 //! One ring per worker (SINGLE_ISSUER, DEFER_TASKRUN where the kernel has them), driven by the
-//! same state machine as the readiness mechanisms (`worker.rs`): this type is both the
+//! same state machine as the readiness mechanisms (`worker/`): this type is both the
 //! worker's [`Poller`] (its `wait` is the one `io_uring_enter` of a turn, which submits what
 //! the turn queued and harvests completions as events) and its [`Io`] (each transfer is a
 //! request; see `xfer.rs`). What it submits:
@@ -951,32 +951,7 @@ impl Uring {
         op.quiet = false;
         let (fd, notify, fd_in, fd_out, len) = (op.fd, op.notify, op.fd_in, op.fd_out, op.len);
         if kind == Kind::Send && res > 0 && (res as usize) < len && !self.closing {
-            // A short send (a full socket; MSG_WAITALL makes them rare otherwise): the rest
-            // waits for room, from the same slot.
-            let mut n = res as usize;
-            for (h, off) in op.out.iter_mut() {
-                let k = n.min(h.bytes().len() - *off);
-                *off += k;
-                n -= k;
-            }
-            op.out.retain(|(h, off)| *off < h.bytes().len());
-            let orphan = op.close_after;
-            let live = self.st(fd).wr == Some(i);
-            if (live || orphan) && self.submit_send(i, true).is_ok() {
-                return;
-            }
-            // Not resubmitted (the slot is freed if the submission failed).
-            self.free_op(i);
-            if orphan {
-                let _ = sys::close(fd);
-            }
-            if live {
-                let st = self.st(fd);
-                st.wr = None;
-                st.err = Some(libc::EIO);
-                self.event(fd, Event::READABLE | Event::WRITABLE);
-            }
-            return;
+            return self.on_short_send(i, fd, res as usize);
         }
         let close_after = op.close_after;
         let closing = self.closing;
@@ -996,7 +971,7 @@ impl Uring {
             return;
         }
         // What the request read into is kept; the rest of its buffers go back to the pool.
-        let mut buf = std::mem::take(&mut self.ops[i as usize].buf);
+        let buf = std::mem::take(&mut self.ops[i as usize].buf);
         self.free_op(i);
         if close_after {
             let _ = sys::close(fd);
@@ -1005,7 +980,6 @@ impl Uring {
             self.give_buf(buf);
             return;
         }
-        let waits = self.stats.waits;
         let st = self.st(fd);
         match kind {
             Kind::Accept => {}
@@ -1023,41 +997,7 @@ impl Uring {
                     let _ = self.arm_poll(fd);
                 }
             }
-            Kind::Recv => {
-                st.rd = None;
-                if res > 0 {
-                    st.recv_full = res as usize >= len;
-                    if (res as usize) < len {
-                        st.drained_at = waits;
-                    }
-                    // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within
-                    // the capacity reserved) at the front of the buffer.
-                    unsafe { buf.set_len((res as usize).min(len)) };
-                    let old = std::mem::replace(&mut st.rx, buf);
-                    st.rx_pos = 0;
-                    self.give_buf(old);
-                } else {
-                    if res == 0 {
-                        st.eof = true;
-                    } else if res == -libc::EAGAIN || res == -libc::EINTR {
-                        self.give_buf(buf);
-                        if self.arm_recv(fd, len).is_ok() {
-                            return;
-                        }
-                        self.st(fd).err = Some(libc::EIO);
-                        buf = Vec::new();
-                    } else {
-                        st.err = Some(-res);
-                    }
-                    // An end of stream or an error leaves the buffer unused: back to the pool
-                    // (the next connection's first recv takes it, instead of allocating one).
-                    self.give_buf(buf);
-                }
-                // Not for a recv `recv_at_once` waits on: its caller takes what it brought.
-                if fd != self.taking {
-                    self.event(fd, Event::READABLE);
-                }
-            }
+            Kind::Recv => self.on_recv(fd, res, len, buf),
             Kind::Send => {
                 if res < 0 {
                     st.wr = None;
@@ -1099,22 +1039,96 @@ impl Uring {
                 st.rd_done = Some(res);
                 self.event(notify, 0);
             }
-            Kind::ReadPipe => {
-                st.rd = None;
-                if res > 0 {
-                    let n = buf.len() + (res as usize).min(len);
-                    // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within
-                    // the capacity reserved) after the vector's contents.
-                    unsafe { buf.set_len(n) };
-                }
-                // The vector goes back to the state machine with its bytes (see `read_pipe`).
-                let old = std::mem::replace(&mut st.rx, buf);
-                st.rx_pos = 0;
-                st.rd_done = Some(res);
-                self.give_buf(old);
-                self.event(notify, 0);
-            }
+            Kind::ReadPipe => self.on_read_pipe(fd, res, len, notify, buf),
         }
+    }
+
+    /// A short send (a full socket; MSG_WAITALL makes them rare otherwise) of `sent` bytes:
+    /// the rest waits for room, from the same slot.
+    fn on_short_send(&mut self, i: u32, fd: RawFd, sent: usize) {
+        let op = &mut self.ops[i as usize];
+        let mut n = sent;
+        for (h, off) in op.out.iter_mut() {
+            let k = n.min(h.bytes().len() - *off);
+            *off += k;
+            n -= k;
+        }
+        op.out.retain(|(h, off)| *off < h.bytes().len());
+        let orphan = op.close_after;
+        let live = self.st(fd).wr == Some(i);
+        if (live || orphan) && self.submit_send(i, true).is_ok() {
+            return;
+        }
+        // Not resubmitted (the slot is freed if the submission failed).
+        self.free_op(i);
+        if orphan {
+            let _ = sys::close(fd);
+        }
+        if live {
+            let st = self.st(fd);
+            st.wr = None;
+            st.err = Some(libc::EIO);
+            self.event(fd, Event::READABLE | Event::WRITABLE);
+        }
+    }
+
+    /// A recv of at most `len` bytes into `buf` completed with `res`: the bytes become the
+    /// descriptor's input; an end of stream or an error is noted; an EAGAIN asks again.
+    #[inline]
+    fn on_recv(&mut self, fd: RawFd, res: i32, len: usize, mut buf: Vec<u8>) {
+        let waits = self.stats.waits;
+        let st = self.st(fd);
+        st.rd = None;
+        if res > 0 {
+            st.recv_full = res as usize >= len;
+            if (res as usize) < len {
+                st.drained_at = waits;
+            }
+            // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within the
+            // capacity reserved) at the front of the buffer.
+            unsafe { buf.set_len((res as usize).min(len)) };
+            let old = std::mem::replace(&mut st.rx, buf);
+            st.rx_pos = 0;
+            self.give_buf(old);
+        } else {
+            if res == 0 {
+                st.eof = true;
+            } else if res == -libc::EAGAIN || res == -libc::EINTR {
+                self.give_buf(buf);
+                if self.arm_recv(fd, len).is_ok() {
+                    return;
+                }
+                self.st(fd).err = Some(libc::EIO);
+                buf = Vec::new();
+            } else {
+                st.err = Some(-res);
+            }
+            // An end of stream or an error leaves the buffer unused: back to the pool (the
+            // next connection's first recv takes it, instead of allocating one).
+            self.give_buf(buf);
+        }
+        // Not for a recv `recv_at_once` waits on: its caller takes what it brought.
+        if fd != self.taking {
+            self.event(fd, Event::READABLE);
+        }
+    }
+
+    /// A read of at most `len` bytes out of a pipe, appended to `buf`, completed with `res`:
+    /// the vector goes back to the state machine with its bytes (see `read_pipe`).
+    fn on_read_pipe(&mut self, fd: RawFd, res: i32, len: usize, notify: RawFd, mut buf: Vec<u8>) {
+        if res > 0 {
+            let n = buf.len() + (res as usize).min(len);
+            // SAFETY: the kernel wrote `res` bytes (at most the `len` asked for, within the
+            // capacity reserved) after the vector's contents.
+            unsafe { buf.set_len(n) };
+        }
+        let st = self.st(fd);
+        st.rd = None;
+        let old = std::mem::replace(&mut st.rx, buf);
+        st.rx_pos = 0;
+        st.rd_done = Some(res);
+        self.give_buf(old);
+        self.event(notify, 0);
     }
 
     fn on_accept(&mut self, i: u32, res: i32, flags: u32) {

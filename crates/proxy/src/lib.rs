@@ -33,6 +33,8 @@
 //!
 //! See `docs/proxy.md` for the rules the forwarding follows and what the cache stores.
 
+#![deny(clippy::too_many_lines)]
+
 mod access_log;
 mod cache;
 mod completion;

@@ -1,6 +1,6 @@
 //! How a worker moves bytes, for both engines.
 //!
-//! The proxy's state machine (`worker.rs`) makes every transfer through [`Io`]. A readiness
+//! The proxy's state machine (`worker/`) makes every transfer through [`Io`]. A readiness
 //! mechanism makes the non-blocking syscall at once (the default methods: `EAGAIN` means "wait
 //! for an event"). The completion engine (`completion.rs`) answers from what its io_uring
 //! requests brought: the first call submits the request and answers [`pending`]; the request's

@@ -1,0 +1,139 @@
+//! The cache path: a hit answered from a stored object, and the head a stored object keeps.
+
+use super::*;
+
+impl<P: Io> Worker<P> {
+    /// What the cache keeps of a length-delimited response of `total` body bytes whose head
+    /// for the client is `head`, if it may and can be stored: the request asked to store
+    /// (`Exchange::store_key`), the status is 200, nothing forbids a shared cache to reuse it
+    /// for others and it is still fresh ([`evlab_http::CacheInfo::shared_fresh_for`]), its
+    /// framing is beyond doubt (`whole`: no bytes after the body), and it fits the cache and
+    /// what the worker may be receiving for it at once (`--keep-bytes`, reserved here).
+    pub(super) fn store_for(
+        &mut self,
+        x: &mut Exchange,
+        h: &ResponseHead,
+        total: u64,
+        whole: bool,
+        head: &[u8],
+    ) -> Option<Store> {
+        x.store_key.as_ref()?;
+        let fresh_for = h.cache.shared_fresh_for(
+            h.status,
+            h.last_modified,
+            x.req_facts,
+            SystemTime::now(),
+            &self.cfg.freshness_policy(),
+        );
+        let cacheable = h.status == 200
+            && h.cache.storable()
+            && !h.suspect
+            && whole
+            && fresh_for > Duration::ZERO
+            && self.cache.may_store(total);
+        if !cacheable {
+            return None;
+        }
+        if self.keeping.saturating_add(total) > self.cfg.keep_bytes {
+            // The objects being received for the cache hold enough (slow readers of large
+            // objects, say): this one is only forwarded.
+            self.stats.cache_not_kept.inc();
+            return None;
+        }
+        self.keeping += total;
+        Some(Store {
+            key: x.store_key.take().expect("a key"),
+            // A hit says its own Age (see `answer_hit`), not the origin's.
+            head: without_age(head),
+            last_modified: h.last_modified,
+            fresh_for,
+            age: h.cache.age,
+            shared: h.cache.explicitly_shared(),
+        })
+    }
+
+    /// Answers the request for `key` from the cache if a fresh object may answer it; false: a
+    /// miss.
+    /// A request with a Cookie is answered only by an object its origin said may be shared:
+    /// one stored for an anonymous request on a guess may not be what this user's cookie would
+    /// get (Varnish does not look such requests up at all).
+    pub(super) fn try_hit(
+        &mut self,
+        c: &mut Client,
+        key: &str,
+        facts: RequestFacts,
+        head_request: bool,
+        (minor, ims): (u8, Option<SystemTime>),
+    ) -> bool {
+        let hit = self
+            .cache
+            .get(key, self.now)
+            .filter(|obj| obj.shared || !facts.cookie);
+        let Some(obj) = hit else {
+            return false;
+        };
+        let status = self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
+        self.log_answered(c, status, Some(CacheMark::Hit));
+        true
+    }
+
+    pub(super) fn answer_hit(
+        &mut self,
+        c: &mut Client,
+        obj: Rc<Object>,
+        minor: u8,
+        keep: bool,
+        ims: Option<SystemTime>,
+        head_only: bool,
+    ) -> u16 {
+        self.stats.hits.inc();
+        let not_modified = ims.is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims));
+        if not_modified {
+            self.stats.not_modified.inc();
+            write_head(
+                &mut c.out,
+                Status::NotModified,
+                minor,
+                self.date.get(),
+                keep,
+                b"X-Cache: HIT\r\n",
+            );
+            self.stats.record_status(304);
+            return 304;
+        }
+        c.out.extend_from_slice(&obj.head);
+        // Age: what it had when stored, and how long it has been here (RFC 9111 §5.1).
+        let here = self.now.saturating_duration_since(obj.stored).as_secs();
+        let age = obj
+            .age
+            .saturating_add(here)
+            .min(evlab_http::MAX_DELTA_SECONDS);
+        let _ = std::io::Write::write_fmt(&mut c.out, format_args!("Age: {age}\r\n"));
+        c.out.extend_from_slice(b"X-Cache: HIT\r\n");
+        connection_field(&mut c.out, minor, keep);
+        c.out.extend_from_slice(b"\r\n");
+        self.stats.record_status(200);
+        if head_only || obj.body.is_empty() {
+            return 200;
+        }
+        self.stats.bytes_hit.add(obj.body.len() as u64);
+        if obj.body.len() <= COPY_HIT_MAX {
+            c.out.extend_from_slice(&obj.body);
+        } else {
+            c.hit = Some((obj, 0));
+        }
+        200
+    }
+}
+
+/// A stored head without its `Age` field lines (the head's lines end in CRLF; no blank line).
+pub(super) fn without_age(head: &[u8]) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(head.len());
+    for line in head.split_inclusive(|&b| b == b'\n') {
+        let is_age = line.len() > 4 && line[..4].eq_ignore_ascii_case(b"age:");
+        if !is_age {
+            out.extend_from_slice(line);
+        }
+    }
+    out.into_boxed_slice()
+}

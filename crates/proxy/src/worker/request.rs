@@ -1,0 +1,364 @@
+//! Request framing and bodies: the client's requests parsed one at a time and dispatched
+//! (stats, CONNECT, the cache, the origin), and a request body pulled from the client in
+//! batches.
+
+use super::*;
+use evlab_http::Forward;
+
+/// What answering one buffered request came to.
+enum Answered {
+    /// The head is not all here yet.
+    NeedInput,
+    /// Answered (or refused): the next buffered request may follow.
+    Next,
+    /// The client now waits on the origin or a tunnel.
+    Stop,
+}
+
+/// What the dispatch needs of a parsed request head, copied out of the client's buffer.
+struct Asked {
+    head_len: usize,
+    minor: u8,
+    keep: bool,
+    ims: Option<SystemTime>,
+    body: RequestBody,
+    expect_continue: bool,
+    /// GET or HEAD without a body: what a cache may answer (RFC 9111 §4). Any other method is
+    /// forwarded, never looked up, and its answer never stored.
+    safe: bool,
+    /// May be sent twice (RFC 9110 §9.2.2). A request that may not never goes on a pooled
+    /// connection, which the origin may have closed meanwhile: it could then be neither
+    /// retried nor answered but with 502.
+    idempotent: bool,
+}
+
+impl<P: Io> Worker<P> {
+    /// Answers the requests buffered, up to the first that must go to the origin.
+    pub(super) fn answer(&mut self, c: &mut Client) -> Step {
+        let mut progress = false;
+        c.need_input = false;
+        while c.phase == Phase::Idle
+            && c.hit.is_none()
+            && !c.close_after
+            && c.out_pending() < OUT_HIGH_WATER
+        {
+            if c.rbuf.is_empty() {
+                c.need_input = true;
+                break;
+            }
+            match self.answer_one(c) {
+                Answered::NeedInput => {
+                    c.need_input = true;
+                    break;
+                }
+                Answered::Next => progress = true,
+                Answered::Stop => {
+                    progress = true;
+                    break;
+                }
+            }
+        }
+        Ok(progress)
+    }
+
+    /// The first buffered request: refused, answered by the proxy (stats, a cache hit), turned
+    /// into a tunnel, or sent on its way to the origin.
+    fn answer_one(&mut self, c: &mut Client) -> Answered {
+        let req = match parse_proxy_request(&c.rbuf, &self.cfg.limits) {
+            ProxyParse::Partial => return Answered::NeedInput,
+            ProxyParse::Error(e) => {
+                self.stats.requests.inc();
+                self.open_log_line(c);
+                self.error_response(c, e.status, e.minor_version, e.keep_alive, e.head_only);
+                if e.keep_alive {
+                    c.rbuf.drain(..e.consumed);
+                } else {
+                    c.rbuf.clear();
+                }
+                return Answered::Next;
+            }
+            ProxyParse::Complete(req) => req,
+        };
+        self.stats.requests.inc();
+        let safe = matches!(req.method, "GET" | "HEAD") && req.body == RequestBody::None;
+        let a = Asked {
+            head_len: req.head_len,
+            minor: req.minor_version,
+            keep: req.keep_alive,
+            ims: req.if_modified_since,
+            body: req.body,
+            expect_continue: req.expect_continue,
+            safe,
+            idempotent: matches!(
+                req.method,
+                "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+            ),
+        };
+        let stats_asked = self.cfg.stats && safe && req.path == STATS_PATH;
+        let connect = req.connect.map(|t| t.to_ascii_lowercase());
+        drop(req);
+        self.open_log_line(c);
+        if !a.keep {
+            c.close_after = true;
+        }
+        if let Some(target) = connect {
+            c.rbuf.drain(..a.head_len);
+            self.connect_tunnel(c, &target, a.minor, a.keep);
+            return if c.phase == Phase::Tunnel {
+                Answered::Stop
+            } else {
+                Answered::Next
+            };
+        }
+        if stats_asked {
+            self.answer_stats(c, a.minor, a.keep);
+            c.rbuf.drain(..a.head_len);
+            return Answered::Next;
+        }
+        self.forward_request(c, &a)
+    }
+
+    /// The access log's line for the request at the head of the client's buffer.
+    fn open_log_line(&mut self, c: &mut Client) {
+        if self.log.is_some() {
+            let rbuf = std::mem::take(&mut c.rbuf);
+            self.log_open(c, &rbuf);
+            c.rbuf = rbuf;
+        }
+    }
+
+    /// `--stats`: the counters as JSON, never stored by anyone.
+    fn answer_stats(&mut self, c: &mut Client, minor: u8, keep: bool) {
+        let body = self.shared.to_json();
+        let extra = format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-store\r\n",
+            body.len()
+        );
+        write_head(
+            &mut c.out,
+            Status::Ok,
+            minor,
+            self.date.get(),
+            keep,
+            extra.as_bytes(),
+        );
+        c.out.extend_from_slice(body.as_bytes());
+        self.stats.record_status(200);
+        self.log_answered(c, 200, None);
+    }
+
+    /// A request for the origin: rewritten, answered from the cache if it may be, else made an
+    /// exchange with the body bytes that came with its head.
+    fn forward_request(&mut self, c: &mut Client, a: &Asked) -> Answered {
+        if c.xff.is_none() {
+            // The completion engine's accept does not give the address: asked once per
+            // connection, when its first request is forwarded.
+            if c.peer.is_none() {
+                c.peer = sys::getpeername(c.fd).ok();
+            }
+            c.xff = c.peer.map(|a| a.ip().to_string().into_boxed_str());
+        }
+        let mut fwd = self.pool().take(a.head_len + 64);
+        let opts = ForwardOptions {
+            origin_host: self.cfg.origin_host.as_deref(),
+            via: self.cfg.via.as_deref(),
+            forwarded_for: c.xff.as_deref(),
+            drop_expect_continue: true,
+        };
+        let Ok(f) = write_forward_request(&c.rbuf[..a.head_len], &opts, &mut fwd) else {
+            self.pool().give(fwd);
+            self.error_response(c, Status::BadRequest, a.minor, false, false);
+            c.rbuf.clear();
+            return Answered::Next;
+        };
+        // What is kept of the rewritten head (its target borrows the client's buffer).
+        let Forward {
+            key,
+            head_request,
+            authorization,
+            cookie,
+            no_cache,
+            ..
+        } = f;
+        let facts = RequestFacts {
+            authorization,
+            cookie,
+        };
+        let lookup = a.safe && self.cache.enabled() && !authorization && !no_cache;
+        if lookup && self.try_hit(c, &key, facts, head_request, (a.minor, a.ims)) {
+            self.pool().give(fwd);
+            c.rbuf.drain(..a.head_len);
+            return Answered::Next;
+        }
+        if !a.safe {
+            // An unsafe method changes what the target is (RFC 9111 §4.4): what was stored
+            // for it is not served again.
+            self.cache.remove(&key);
+        }
+        // A request with Authorization is not answered from the cache, but its response may
+        // be stored if it says it may be shared (RFC 9111 §3.5; `shared_fresh_for`).
+        let store = a.safe && self.cache.enabled() && !no_cache && !head_request;
+        let Ok((req_body, taken)) = self.first_body_bytes(c, a, &mut fwd) else {
+            self.pool().give(fwd);
+            self.error_response(c, Status::BadRequest, a.minor, false, false);
+            c.rbuf.clear();
+            return Answered::Next;
+        };
+        if lookup && store {
+            self.stats.misses.inc();
+            if let Some(e) = c.log.back_mut() {
+                e.cache = CacheMark::Miss;
+            }
+        } else {
+            self.stats.bypassed.inc();
+        }
+        if a.expect_continue && req_body.as_ref().is_some_and(|b| !b.done) {
+            // Answered here, not by the origin: the proxy reads the body only to forward it,
+            // and the origin then never waits for a 100 of its own (docs/proxy.md).
+            c.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        c.rbuf.drain(..taken);
+        if c.rbuf.is_empty() {
+            self.pool().give(std::mem::take(&mut c.rbuf));
+        }
+        let resp = self.take_buffer();
+        c.x = Some(Box::new(Exchange {
+            origin: None,
+            fresh_only: !a.idempotent,
+            req: fwd,
+            req_pos: 0,
+            req_body,
+            streamed: false,
+            head_request,
+            client_minor: a.minor,
+            client_keep: a.keep,
+            store_key: store.then(|| Box::<str>::from(key)),
+            req_facts: facts,
+            retried: false,
+            got_bytes: false,
+            head_full: false,
+            resp,
+            body: None,
+        }));
+        c.phase = Phase::Fetch;
+        Answered::Stop
+    }
+
+    /// The body bytes that came with the head, appended to `fwd` behind it (they go out in one
+    /// write), and how many bytes of the client's buffer the request took. A chunked body is
+    /// checked first, so that a malformed one is refused (`Err`) before the origin sees any of
+    /// the request.
+    fn first_body_bytes(
+        &mut self,
+        c: &Client,
+        a: &Asked,
+        fwd: &mut Vec<u8>,
+    ) -> Result<(Option<ReqBody>, usize), Close> {
+        let rest = &c.rbuf[a.head_len..];
+        match a.body {
+            RequestBody::None => Ok((None, a.head_len)),
+            RequestBody::Length(n) => {
+                let avail = rest.len().min(usize::try_from(n).unwrap_or(usize::MAX));
+                fwd.extend_from_slice(&rest[..avail]);
+                let left = n - avail as u64;
+                let body = ReqBody {
+                    left: Some(left),
+                    scanner: ChunkedScanner::new(),
+                    done: left == 0,
+                };
+                Ok((Some(body), a.head_len + avail))
+            }
+            RequestBody::Chunked => {
+                let mut scanner = ChunkedScanner::strict();
+                let (n, done) = match scanner.feed(rest) {
+                    Ok(Some(k)) => (k, true),
+                    Ok(None) => (rest.len(), false),
+                    Err(_) => return Err(Close),
+                };
+                fwd.extend_from_slice(&rest[..n]);
+                let body = ReqBody {
+                    left: None,
+                    scanner,
+                    done,
+                };
+                Ok((Some(body), a.head_len + n))
+            }
+        }
+    }
+
+    /// Fetch, the request's buffered bytes sent: reads the next batch of its body from the
+    /// client into `req` (which goes to the origin next). A chunked body is scanned as it
+    /// passes: bytes after its end are the client's next request, and a malformed one is 400.
+    pub(super) fn pull_request_body(&mut self, c: &mut Client) -> Step {
+        if !c.f.readable {
+            return Ok(false);
+        }
+        let buffer_size = self.cfg.buffer_size;
+        let x = c.x.as_mut().expect("an exchange");
+        let b = x.req_body.as_mut().expect("a request body");
+        x.req.clear();
+        x.req_pos = 0;
+        let max = b.left.map_or(buffer_size, |l| {
+            buffer_size.min(usize::try_from(l).unwrap_or(usize::MAX))
+        });
+        if x.req.capacity() < max {
+            x.req.reserve(max);
+        }
+        match self.poller.read_max(c.fd, &mut x.req, max) {
+            // The client ended inside its body: the request can never be complete, and the
+            // origin connection that carried part of it is closed with the client.
+            Ok(0) => {
+                c.peer_eof = true;
+                Err(Close)
+            }
+            Ok(n) => {
+                x.streamed = true;
+                if n < max && !c.f.peer_closed && !P::COMPLETION {
+                    c.f.readable = false;
+                }
+                match b.left.as_mut() {
+                    Some(left) => {
+                        *left -= n as u64;
+                        b.done = *left == 0;
+                    }
+                    None => match b.scanner.feed(&x.req) {
+                        Ok(Some(k)) => {
+                            c.rbuf.extend_from_slice(&x.req[k..]);
+                            x.req.truncate(k);
+                            b.done = true;
+                        }
+                        Ok(None) => {}
+                        Err(_) => return self.bad_request_body(c),
+                    },
+                }
+                self.touch(c);
+                Ok(true)
+            }
+            Err(e) if sys::would_block(&e) || pending(&e) => {
+                c.f.readable = false;
+                Ok(false)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
+            Err(_) => Err(Close),
+        }
+    }
+
+    /// A chunked request body turned out malformed after part of it was forwarded: the origin
+    /// connection is closed (never pooled), the client gets 400 and the close.
+    pub(super) fn bad_request_body(&mut self, c: &mut Client) -> Step {
+        let x = c.x.take().expect("an exchange");
+        let minor = x.client_minor;
+        self.drop_exchange(*x, false);
+        c.rbuf.clear();
+        self.error_response(c, Status::BadRequest, minor, false, false);
+        c.phase = Phase::Idle;
+        Ok(true)
+    }
+}
+
+/// The request has a body not all sent to the origin yet.
+pub(super) fn unsent_body(x: &Exchange) -> bool {
+    x.req_body
+        .as_ref()
+        .is_some_and(|b| !b.done || x.req_pos < x.req.len())
+}

@@ -137,3 +137,67 @@ pub(super) fn without_age(head: &[u8]) -> Box<[u8]> {
     }
     out.into_boxed_slice()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::rig::{ok, Rig};
+    use super::*;
+
+    #[test]
+    fn a_stored_head_loses_its_age() {
+        let head = b"HTTP/1.1 200 OK\r\nAge: 5\r\nContent-Length: 2\r\nage:7\r\nX-Age: 1\r\n";
+        assert_eq!(
+            &*without_age(head),
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Age: 1\r\n"[..]
+        );
+    }
+
+    /// A miss is stored and the next request is a hit with an `Age` of its own; a request
+    /// with a Cookie is not answered by an object stored on a guess, but is by one its origin
+    /// said may be shared.
+    #[test]
+    fn hits_and_who_they_may_answer() {
+        let mut r = Rig::new(
+            |_| {},
+            |head| {
+                if head.starts_with("GET /shared") {
+                    ok("shared", "Cache-Control: s-maxage=60\r\n")
+                } else {
+                    ok("page", "Cache-Control: max-age=60\r\nAge: 3\r\n")
+                }
+            },
+        );
+        assert_eq!(r.get("/p", "").header("x-cache"), Some("MISS"));
+        let hit = r.get("/p", "");
+        assert_eq!(
+            (hit.header("x-cache"), hit.text().as_str()),
+            (Some("HIT"), "page")
+        );
+        let age: u64 = hit.header("age").unwrap().parse().unwrap();
+        assert!((3..10).contains(&age), "{age}");
+        assert_eq!(
+            r.get("/p", "Cookie: s=1\r\n").header("x-cache"),
+            Some("MISS")
+        );
+        r.get("/shared", "");
+        assert_eq!(
+            r.get("/shared", "Cookie: s=1\r\n").header("x-cache"),
+            Some("HIT")
+        );
+        assert_eq!(r.origin.requests(), 3);
+    }
+
+    /// `--keep-bytes`: a miss that would pass what the worker may be receiving for the cache
+    /// is forwarded without being kept.
+    #[test]
+    fn store_for_respects_keep_bytes() {
+        let mut r = Rig::new(
+            |c| c.keep_bytes = 3,
+            |_| ok("four", "Cache-Control: max-age=60\r\n"),
+        );
+        assert_eq!(r.get("/p", "").text(), "four");
+        assert_eq!(r.get("/p", "").header("x-cache"), Some("MISS"));
+        assert_eq!(r.w.stats.cache_not_kept.get(), 2);
+        assert_eq!(r.w.keeping, 0);
+    }
+}

@@ -431,3 +431,43 @@ impl<P: Io> Worker<P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::rig::{ok, Rig};
+
+    /// `Connection: close` from the client: the answer, then the close; the connection counted
+    /// open and closed.
+    #[test]
+    fn a_client_that_asks_to_close_is_closed_after_its_answer() {
+        let mut r = Rig::new(|_| {}, |_| ok("x", ""));
+        let mut s = r.client();
+        assert_eq!(r.w.stats.conns.active.get(), 1);
+        let a = r.ask(
+            &mut s,
+            "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(a.header("connection"), Some("close"));
+        assert!(r.closed(&mut s), "the proxy's side shut after the answer");
+        // It lingers until the client closes too (or `--linger` passes).
+        drop(s);
+        for _ in 0..400 {
+            if r.w.stats.conns.closed.get() == 1 {
+                break;
+            }
+            r.turn();
+        }
+        assert_eq!(r.w.stats.conns.closed.get(), 1);
+        assert_eq!(r.w.stats.conns.active.get(), 0);
+    }
+
+    /// A request the proxy refuses itself gets its error page.
+    #[test]
+    fn errors_answered_by_the_worker() {
+        let mut r = Rig::new(|_| {}, |_| ok("x", ""));
+        let mut s = r.client();
+        let a = r.ask(&mut s, "GET / HTTP/1.1\r\n\r\n");
+        assert_eq!(a.status, 400, "no Host");
+        assert_eq!(r.origin.requests(), 0);
+    }
+}

@@ -56,3 +56,39 @@ impl<P: Io> Worker<P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::rig::{ok, Rig};
+
+    /// One line per request, with its status and cache mark, written when the worker flushes.
+    #[test]
+    fn each_request_gets_a_line() {
+        let path = std::env::temp_dir().join(format!("evlab-log-{}.log", std::process::id()));
+        let p = path.clone();
+        let mut r = Rig::new(
+            move |c| {
+                let log = crate::AccessLog::open(&p.display().to_string()).unwrap();
+                c.access_log = Some(Arc::new(log));
+            },
+            |_| ok("x", "Cache-Control: max-age=60\r\n"),
+        );
+        r.get("/a", "");
+        r.get("/a", "");
+        r.w.teardown();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].contains("GET /a 200") && lines[0].contains("MISS"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("GET /a 200") && lines[1].contains("HIT"),
+            "{text}"
+        );
+    }
+}

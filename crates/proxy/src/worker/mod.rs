@@ -87,6 +87,9 @@ mod response;
 mod timeouts;
 mod tunnel;
 
+#[cfg(test)]
+mod rig;
+
 use modes::{mode_name, scan_chunks, src_pipe};
 use request::unsent_body;
 use response::connection_field;
@@ -516,48 +519,55 @@ impl<P: Io> Worker<P> {
         if self.shared.shutdown_requested() {
             self.begin_shutdown();
         }
-        loop {
-            if self.gate.done(self.now) {
-                return Ok(());
-            }
+        while !self.gate.done(self.now) {
             let timeout = self.wait_timeout();
-            self.poller.wait(&mut self.events, timeout)?;
-            self.now = Instant::now();
-            self.turn += 1;
-            self.date.tick(self.now);
-            let mut accept_now = false;
-            for i in 0..self.events.len() {
-                let ev = self.events.as_slice()[i];
-                let fd = ev.token.0 as RawFd;
-                if fd == self.listen_fd {
-                    accept_now |= ev.readable();
-                } else if fd == self.waker.rx {
-                    let woken = ev.readable() && self.waker.drain();
-                    if woken || self.shared.shutdown_requested() {
-                        self.begin_shutdown();
-                    }
-                } else {
-                    self.on_event(fd, ev);
+            self.turn(timeout)?;
+        }
+        Ok(())
+    }
+
+    /// One turn of the loop: a wait of at most `timeout`, every event handled, the clients
+    /// whose budget ran out driven again, new connections accepted, deadlines expired, pools
+    /// trimmed, stats published and the access log flushed when due.
+    #[inline]
+    fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.poller.wait(&mut self.events, timeout)?;
+        self.now = Instant::now();
+        self.turn += 1;
+        self.date.tick(self.now);
+        let mut accept_now = false;
+        for i in 0..self.events.len() {
+            let ev = self.events.as_slice()[i];
+            let fd = ev.token.0 as RawFd;
+            if fd == self.listen_fd {
+                accept_now |= ev.readable();
+            } else if fd == self.waker.rx {
+                let woken = ev.readable() && self.waker.drain();
+                if woken || self.shared.shutdown_requested() {
+                    self.begin_shutdown();
                 }
-            }
-            let again = std::mem::take(&mut self.again);
-            for (fd, id) in again {
-                if matches!(self.slots.get(fd as usize), Some(Slot::Client(c)) if c.id == id) {
-                    self.drive_client(fd);
-                }
-            }
-            if accept_now && self.gate.open() {
-                self.accept_ready()?;
-            }
-            self.expire();
-            let bufs = self.poller.bufs(&mut self.bufs);
-            self.trim
-                .run(self.now, bufs, &mut self.spares, &mut self.timers);
-            self.publish();
-            if let Some(l) = self.log.as_mut().filter(|l| l.due(self.now)) {
-                l.flush();
+            } else {
+                self.on_event(fd, ev);
             }
         }
+        let again = std::mem::take(&mut self.again);
+        for (fd, id) in again {
+            if matches!(self.slots.get(fd as usize), Some(Slot::Client(c)) if c.id == id) {
+                self.drive_client(fd);
+            }
+        }
+        if accept_now && self.gate.open() {
+            self.accept_ready()?;
+        }
+        self.expire();
+        let bufs = self.poller.bufs(&mut self.bufs);
+        self.trim
+            .run(self.now, bufs, &mut self.spares, &mut self.timers);
+        self.publish();
+        if let Some(l) = self.log.as_mut().filter(|l| l.due(self.now)) {
+            l.flush();
+        }
+        Ok(())
     }
 
     fn wait_timeout(&self) -> Option<Duration> {

@@ -448,3 +448,73 @@ fn frame_received(b: &mut Xfer, n: usize, stats: &WorkerStats) -> Result<(), ()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::rig::{ok, Rig};
+    use super::*;
+
+    fn body(framing: Framing) -> Xfer {
+        Xfer::new(framing, false, true)
+    }
+
+    #[test]
+    fn room_empties_a_sent_buffer_first() {
+        let mut b = body(Framing::Length(100));
+        b.buf.extend_from_slice(b"0123456789");
+        assert_eq!(room(&mut b, 64), 54);
+        b.sent = 10;
+        assert_eq!(room(&mut b, 64), 64, "all sent: the buffer starts over");
+        assert!(b.buf.is_empty());
+        b.keep_in_buf = true;
+        b.buf.extend_from_slice(b"0123456789");
+        b.sent = 4;
+        assert_eq!(room(&mut b, 64), 58, "a kept object is never cleared");
+    }
+
+    #[test]
+    fn frames_received() {
+        let stats = WorkerStats::for_this_thread();
+        let mut b = body(Framing::Length(10));
+        b.left = 10;
+        b.buf.extend_from_slice(b"01234");
+        frame_received(&mut b, 5, &stats).unwrap();
+        assert_eq!((b.left, b.in_done), (5, false));
+        frame_received(&mut b, 5, &stats).unwrap();
+        assert!(b.in_done);
+        // Chunked: the end found, bytes after it cut and counted.
+        let mut b = body(Framing::Chunked);
+        b.buf.extend_from_slice(b"3\r\nabc\r\n0\r\n\r\nXY");
+        let n = b.buf.len();
+        frame_received(&mut b, n, &stats).unwrap();
+        assert!(b.in_done && !b.reusable);
+        assert!(b.buf.ends_with(b"0\r\n\r\n"));
+        assert_eq!(stats.origin_errors.get(), 1);
+        // Malformed: an error, the bad bytes dropped.
+        let mut b = body(Framing::Chunked);
+        b.buf.extend_from_slice(b"zz\r\n");
+        assert!(frame_received(&mut b, 4, &stats).is_err());
+        assert!(b.buf.is_empty());
+    }
+
+    /// Each mode carries a large body whole; splice modes count spliced bodies.
+    #[test]
+    fn each_mode_forwards_a_large_body() {
+        let big = "x".repeat(300_000);
+        for mode in [
+            ForwardMode::Copy,
+            ForwardMode::Splice,
+            ForwardMode::SpliceKeep,
+            ForwardMode::SpliceRelease,
+        ] {
+            let b = big.clone();
+            let mut r = Rig::new(|c| c.forward = mode, move |_| ok(&b, ""));
+            let a = r.get("/big", "");
+            assert_eq!(a.body.len(), big.len(), "{mode:?}");
+            let spliced = r.w.stats.spliced.get()
+                + r.w.stats.spliced_keep.get()
+                + r.w.stats.spliced_release.get();
+            assert_eq!(spliced, u64::from(mode != ForwardMode::Copy), "{mode:?}");
+        }
+    }
+}

@@ -190,3 +190,40 @@ impl<P: Io> Worker<P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::rig::{ok, Rig};
+
+    /// Requests on one client connection and on the next share one origin connection, kept in
+    /// the pool between them.
+    #[test]
+    fn an_origin_connection_is_reused() {
+        let mut r = Rig::new(|_| {}, |_| ok("x", ""));
+        for _ in 0..3 {
+            assert_eq!(r.get("/p", "").text(), "x");
+        }
+        assert_eq!(r.origin.requests(), 3);
+        assert_eq!(r.origin.conns(), 1);
+        assert_eq!(r.w.idle.len(), 1);
+    }
+
+    /// An origin that answers with `Connection: close` is not pooled.
+    #[test]
+    fn a_closing_origin_is_not_pooled() {
+        let mut r = Rig::new(|_| {}, |_| ok("x", "Connection: close\r\n"));
+        r.get("/p", "");
+        r.get("/p", "");
+        assert_eq!(r.origin.conns(), 2);
+        assert!(r.w.idle.is_empty());
+    }
+
+    /// `--origin-idle 0`: nothing is kept.
+    #[test]
+    fn no_pool_with_origin_idle_zero() {
+        let mut r = Rig::new(|c| c.origin_idle = 0, |_| ok("x", ""));
+        r.get("/p", "");
+        r.get("/p", "");
+        assert_eq!(r.origin.conns(), 2);
+    }
+}

@@ -362,3 +362,69 @@ pub(super) fn unsent_body(x: &Exchange) -> bool {
         .as_ref()
         .is_some_and(|b| !b.done || x.req_pos < x.req.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::rig::{ok, Rig};
+    use super::*;
+
+    /// The proxy's own stats page: answered without the origin, never stored by anyone.
+    #[test]
+    fn the_stats_page_is_answered_by_the_worker() {
+        let mut r = Rig::new(|c| c.stats = true, |_| ok("origin", ""));
+        let a = r.get(STATS_PATH, "");
+        assert_eq!(a.status, 200);
+        assert_eq!(a.header("cache-control"), Some("no-store"));
+        assert!(a.text().starts_with('{'), "{}", a.text());
+        assert_eq!(r.origin.requests(), 0);
+        // Without --stats the path is the origin's.
+        let mut r = Rig::new(|_| {}, |_| ok("origin", ""));
+        assert_eq!(r.get(STATS_PATH, "").text(), "origin");
+    }
+
+    /// Requests pipelined in one write are answered in order, the refused one with 400 and a
+    /// close (bytes after an unparseable head cannot be framed).
+    #[test]
+    fn pipelined_requests_are_answered_in_order() {
+        let mut r = Rig::new(|_| {}, |head| ok(head.split(' ').nth(1).unwrap_or(""), ""));
+        let mut s = r.client();
+        let two = "GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n";
+        assert_eq!(r.ask(&mut s, two).text(), "/a");
+        assert_eq!(r.read(&mut s, false).text(), "/b");
+        let bad = r.ask(
+            &mut s,
+            "GET /c HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        );
+        assert_eq!(bad.status, 400);
+        assert!(r.closed(&mut s));
+        assert_eq!(r.origin.requests(), 2);
+    }
+
+    /// The body bytes that came with the head go to the origin behind it; a malformed chunked
+    /// body is refused before the origin sees anything.
+    #[test]
+    fn bodies_that_came_with_the_head() {
+        let mut r = Rig::new(
+            |_| {},
+            |head| {
+                ok(
+                    crate::worker::rig::field(head, "content-length").unwrap_or("none"),
+                    "",
+                )
+            },
+        );
+        let mut s = r.client();
+        let a = r.ask(
+            &mut s,
+            "POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+        );
+        assert_eq!(a.text(), "5");
+        let mut s = r.client();
+        let a = r.ask(
+            &mut s,
+            "POST /p HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+        );
+        assert_eq!(a.status, 400);
+        assert_eq!(r.origin.requests(), 1);
+    }
+}

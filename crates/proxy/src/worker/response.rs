@@ -402,3 +402,54 @@ pub(super) fn connection_field(out: &mut Vec<u8>, minor: u8, keep: bool) {
         out.extend_from_slice(b"Connection: keep-alive\r\n");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::rig::{ok, Rig};
+    use super::*;
+
+    #[test]
+    fn connection_fields() {
+        let f = |minor, keep| {
+            let mut out = Vec::new();
+            connection_field(&mut out, minor, keep);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(f(1, true), "");
+        assert_eq!(f(1, false), "Connection: close\r\n");
+        assert_eq!(f(0, true), "Connection: keep-alive\r\n");
+        assert_eq!(f(0, false), "Connection: close\r\n");
+    }
+
+    /// A response followed by bytes the origin should not have sent is passed on cut at its
+    /// length, never stored, and its connection never reused.
+    #[test]
+    fn bytes_after_a_response_spoil_it() {
+        let mut r = Rig::new(
+            |_| {},
+            |_| {
+                let mut v = ok("body", "Cache-Control: max-age=60\r\n");
+                v.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil");
+                v
+            },
+        );
+        assert_eq!(r.get("/p", "").text(), "body");
+        assert_eq!(r.get("/p", "").header("x-cache"), Some("MISS"));
+        assert_eq!(r.origin.conns(), 2);
+        assert!(r.w.stats.origin_errors.get() >= 2);
+    }
+
+    /// An origin that refuses the connection: 502.
+    #[test]
+    fn a_refused_origin_is_502() {
+        let mut r = Rig::new(|_| {}, |_| ok("x", ""));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut cfg = (*r.w.cfg).clone();
+        cfg.origin = port;
+        r.w.cfg = Arc::new(cfg);
+        assert_eq!(r.get("/p", "").status, 502);
+    }
+}

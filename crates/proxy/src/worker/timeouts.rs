@@ -156,3 +156,39 @@ impl<P: Io> Worker<P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::super::rig::{ok, Rig};
+    use super::*;
+
+    /// Half a request head, then nothing: 408 after `--header-timeout`, and a close.
+    #[test]
+    fn a_trickled_head_times_out() {
+        let mut r = Rig::new(
+            |c| c.header_timeout = Some(Duration::from_millis(200)),
+            |_| ok("x", ""),
+        );
+        let mut s = r.client();
+        s.write_all(b"GET / HTTP/1.1\r\nHo").unwrap();
+        let a = r.read(&mut s, false);
+        assert_eq!(a.status, 408);
+        assert!(r.closed(&mut s));
+        assert_eq!(r.w.stats.header_timeouts.get(), 1);
+    }
+
+    /// An origin that never answers: 504 after `--timeout`.
+    #[test]
+    fn a_silent_origin_is_504() {
+        let mut r = Rig::new(
+            |c| c.timeout = Some(Duration::from_millis(200)),
+            |_| {
+                std::thread::sleep(Duration::from_secs(2));
+                Vec::new()
+            },
+        );
+        assert_eq!(r.get("/p", "").status, 504);
+    }
+}

@@ -282,3 +282,58 @@ pub(super) fn pump<P: Io>(
     }
     Ok(progress)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    use super::super::rig::{ok, Rig};
+    use crate::ConnectTarget;
+
+    /// CONNECT to a target not allowed: 403, nothing connected. To an allowed one: 200, then
+    /// bytes both ways.
+    #[test]
+    fn connect_only_to_allowed_targets() {
+        let target = TcpListener::bind("127.0.0.1:0").unwrap();
+        let t = target.local_addr().unwrap().to_string();
+        let allowed = t.clone();
+        let mut r = Rig::new(
+            move |c| c.allow_connect = vec![ConnectTarget::resolve(&allowed).unwrap()],
+            |_| ok("x", ""),
+        );
+        let mut s = r.client();
+        let no = r.ask(
+            &mut s,
+            "CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
+        );
+        assert_eq!(no.status, 403);
+        let mut s = r.client();
+        let yes = r.ask(
+            &mut s,
+            &format!("CONNECT {t} HTTP/1.1\r\nHost: {t}\r\n\r\n"),
+        );
+        assert_eq!(yes.status, 200);
+        target.set_nonblocking(true).unwrap();
+        let mut peer = loop {
+            r.turn();
+            if let Ok((p, _)) = target.accept() {
+                break p;
+            }
+        };
+        peer.set_nonblocking(true).unwrap();
+        s.write_all(b"ping").unwrap();
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            r.turn();
+            let mut b = [0u8; 16];
+            if let Ok(n) = peer.read(&mut b) {
+                got.extend_from_slice(&b[..n]);
+            }
+            if got.len() == 4 {
+                break;
+            }
+        }
+        assert_eq!(got, b"ping");
+    }
+}

@@ -196,3 +196,43 @@ mod tests {
         assert!(rate("-5").unwrap_err().contains("more than zero"));
     }
 }
+
+/// The event loop's flags that `evlab serve` and `evlab proxy` share, flattened into each.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LoopFlags {
+    /// Maximum simultaneous connections; accepting pauses at the limit
+    #[arg(long, default_value_t = 100_000)]
+    pub max_conns: usize,
+    /// Answer GET /.evlab/stats with the counters as JSON, syscalls included (the proxy
+    /// answers it itself, never forwards it)
+    #[arg(long)]
+    pub stats: bool,
+    /// Time every syscall (for the syscall profile; costs a clock read per call)
+    #[arg(long)]
+    pub profile: bool,
+    /// listen(2) backlog
+    #[arg(long, default_value_t = 4096)]
+    pub backlog: i32,
+    /// Events asked for per wait
+    #[arg(long, default_value_t = 512)]
+    pub events_per_wait: usize,
+    /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
+    /// (uselect's MaxPass)
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pass: u32,
+}
+
+/// Sets a server's or a proxy's configuration `$cfg` from [`LoopFlags`] `$f` (the two
+/// configurations are different types with these fields alike), and uring-poll's MaxPass.
+macro_rules! apply_loop_flags {
+    ($cfg:expr, $f:expr) => {{
+        let f: &$crate::args::LoopFlags = &$f;
+        $cfg.max_conns = f.max_conns;
+        $cfg.stats = f.stats;
+        $cfg.profile = f.profile;
+        $cfg.backlog = f.backlog;
+        $cfg.events_per_wait = f.events_per_wait.max(1);
+        evlab_poll::uring_poll::set_max_pass(f.max_pass);
+    }};
+}
+pub(crate) use apply_loop_flags;

@@ -10,6 +10,7 @@ use evlab_proxy::{AccessLog, Config, ConnectTarget, ForwardMode, Proxy};
 use evlab_runtime::signals;
 
 use crate::serve::{parse_bytes, parse_mechanism};
+use evlab_runtime::ServiceState;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -105,9 +106,6 @@ pub struct Args {
     /// 504, where a refused connection is 502; 0 = only --timeout bounds it
     #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub connect_timeout: f64,
-    /// Maximum simultaneous client connections; accepting pauses at the limit
-    #[arg(long, default_value_t = 100_000)]
-    pub max_conns: usize,
     /// Append one line per request to FILE (`-`: standard output): client address, method,
     /// target, status, bytes sent to the client, cache (HIT, MISS or -), forwarding mode (copy,
     /// splice, splice-keep, splice-release or -) and microseconds to the last byte. Lines are written in
@@ -115,21 +113,8 @@ pub struct Args {
     /// default
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<String>,
-    /// Answer GET /.evlab/stats with the proxy's counters (not forwarded)
-    #[arg(long)]
-    pub stats: bool,
-    /// Time every syscall
-    #[arg(long)]
-    pub profile: bool,
-    /// listen(2) backlog
-    #[arg(long, default_value_t = 4096)]
-    pub backlog: i32,
-    /// Events asked for per wait
-    #[arg(long, default_value_t = 512)]
-    pub events_per_wait: usize,
-    /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_pass: u32,
+    #[command(flatten)]
+    pub looping: crate::args::LoopFlags,
 }
 
 pub const EXAMPLES: &str = "\
@@ -213,12 +198,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         None => None,
     };
     let access_log = cfg.access_log.clone();
-    cfg.max_conns = a.max_conns;
-    cfg.stats = a.stats;
-    cfg.profile = a.profile;
-    cfg.backlog = a.backlog;
-    cfg.events_per_wait = a.events_per_wait.max(1);
-    evlab_poll::uring_poll::set_max_pass(a.max_pass);
+    crate::args::apply_loop_flags!(cfg, a.looping);
     signals::ignore_sigpipe();
     let proxy = Proxy::start(cfg).context("evlab proxy")?;
     signals::install(&proxy.shared().wakers()).context("installing signal handlers")?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use evlab_poll::{Mechanism, Support};
 use evlab_runtime::signals;
+use evlab_runtime::ServiceState;
 use evlab_server::prefork::Prefork;
 use evlab_server::{AcceptMode, Config, FileIo, Server};
 
@@ -71,9 +72,6 @@ pub struct Args {
     /// instead of each as soon as its request is read
     #[arg(long)]
     pub batch_writes: bool,
-    /// Maximum simultaneous connections; accepting pauses at the limit
-    #[arg(long, default_value_t = 100_000)]
-    pub max_conns: usize,
     /// Largest request head accepted (bytes); larger gets 431
     #[arg(long, default_value_t = 8192)]
     pub max_header_bytes: usize,
@@ -102,18 +100,6 @@ pub struct Args {
     /// objects of `evlab load --polymix`, under /polymix/u/ of its file set)
     #[arg(long, value_name = "PATH")]
     pub no_store_prefix: Option<String>,
-    /// Serve GET /.evlab/stats (JSON counters, syscalls)
-    #[arg(long)]
-    pub stats: bool,
-    /// Time every syscall (for the syscall profile; costs a clock read per call)
-    #[arg(long)]
-    pub profile: bool,
-    /// listen(2) backlog
-    #[arg(long, default_value_t = 4096)]
-    pub backlog: i32,
-    /// Events asked for per wait
-    #[arg(long, default_value_t = 512)]
-    pub events_per_wait: usize,
     /// Files larger than this are not cached in memory (always sendfile): bytes, or with a unit
     /// (64K, 64M)
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_bytes)]
@@ -127,10 +113,8 @@ pub struct Args {
     /// sendfile)
     #[arg(long, default_value_t = 1024, value_parser = parse_cache_files)]
     pub cache_files: usize,
-    /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
-    /// (uselect's MaxPass)
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_pass: u32,
+    #[command(flatten)]
+    pub looping: crate::args::LoopFlags,
 }
 
 pub const EXAMPLES: &str = "\
@@ -269,7 +253,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     cfg.cork = a.cork;
     cfg.eager_write = a.eager_write;
     cfg.batch_writes = a.batch_writes;
-    cfg.max_conns = a.max_conns;
     cfg.limits.max_head = a.max_header_bytes;
     cfg.limits.max_request_line = a.max_request_line;
     cfg.header_timeout = header_timeout;
@@ -281,14 +264,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         })?;
     }
     cfg.no_store_prefix = a.no_store_prefix.clone();
-    cfg.stats = a.stats;
-    cfg.profile = a.profile;
-    cfg.backlog = a.backlog;
-    cfg.events_per_wait = a.events_per_wait.max(1);
+    crate::args::apply_loop_flags!(cfg, a.looping);
     cfg.max_in_memory = a.max_in_memory;
     cfg.cache_bytes = a.cache_bytes;
     cfg.cache_files = a.cache_files;
-    evlab_poll::uring_poll::set_max_pass(a.max_pass);
     signals::ignore_sigpipe();
     if a.model == "processes" {
         return run_processes(cfg);

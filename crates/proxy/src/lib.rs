@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use evlab_http::Limits;
 use evlab_poll::{Mechanism, Support};
-use evlab_runtime::{Ready, Threads, WorkerError};
+use evlab_runtime::{Ready, Service, WorkerError};
 use evlab_sys as sys;
 
 pub use access_log::AccessLog;
@@ -300,12 +300,17 @@ impl From<WorkerError> for ProxyError {
     }
 }
 
-/// A running proxy.
+/// A running proxy: the service handle (address, shared state, stats, shutdown), which it
+/// dereferences to.
 pub struct Proxy {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    threads: Threads,
-    listener: Option<RawFd>,
+    svc: Service<Shared>,
+}
+
+impl std::ops::Deref for Proxy {
+    type Target = Service<Shared>;
+    fn deref(&self) -> &Service<Shared> {
+        &self.svc
+    }
 }
 
 impl Proxy {
@@ -357,68 +362,18 @@ impl Proxy {
             let (cfg, shared) = (cfg.clone(), shared.clone());
             move |_: usize, ready: Ready| run_worker(fd, cfg.clone(), shared.clone(), ready)
         };
-        let stop = || shared.request_shutdown();
-        match Threads::start(cfg.workers, "evlab-proxy", work, stop) {
-            Ok(threads) => Ok(Proxy {
-                addr,
-                shared,
-                threads,
-                listener: Some(fd),
-            }),
-            Err(e) => {
-                let _ = sys::close(fd);
-                Err(e.into())
-            }
-        }
+        let svc = Service::start(cfg.workers, "evlab-proxy", (addr, vec![fd]), shared, work)?;
+        Ok(Proxy { svc })
     }
 
-    /// The bound address (with the real port when asked for port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+    /// Waits for the workers to exit (after a shutdown request or a fatal error).
+    pub fn wait(self) -> Result<(), ProxyError> {
+        Ok(self.svc.wait()?)
     }
 
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
-    pub fn stats_json(&self) -> String {
-        self.shared.to_json()
-    }
-
-    /// Asks every worker to stop: stop accepting, finish responses in flight, exit.
-    pub fn request_shutdown(&self) {
-        self.shared.request_shutdown();
-    }
-
-    /// Waits for the workers to exit.
-    pub fn wait(mut self) -> Result<(), ProxyError> {
-        self.join()
-    }
-
+    /// Requests shutdown and waits.
     pub fn shutdown(self) -> Result<(), ProxyError> {
-        self.request_shutdown();
-        self.wait()
-    }
-
-    fn stop_threads(&mut self) {
-        self.shared.request_shutdown();
-        let _ = self.join();
-    }
-
-    fn join(&mut self) -> Result<(), ProxyError> {
-        let result = self.threads.join().map_err(ProxyError::from);
-        if let Some(fd) = self.listener.take() {
-            let _ = sys::close(fd);
-        }
-        result
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        if !self.threads.is_empty() || self.listener.is_some() {
-            self.stop_threads();
-        }
+        Ok(self.svc.shutdown()?)
     }
 }
 

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use evlab_poll::Mechanism;
 use evlab_runtime::{
-    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, StatusCounters, WorkerCounters,
+    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, ServiceState, StatusCounters,
+    WorkerCounters,
 };
 use evlab_sys::{self as sys, Snapshot, ThreadCounters};
 use evlab_wire::proxy::{
@@ -80,6 +81,16 @@ impl WorkerCounters for WorkerStats {
     }
 }
 
+impl ServiceState for Shared {
+    type Worker = WorkerStats;
+    fn registry(&self) -> &Registry<WorkerStats> {
+        &self.registry
+    }
+    fn to_json(&self) -> String {
+        Shared::to_json(self)
+    }
+}
+
 /// State shared by the workers of one proxy.
 #[derive(Debug)]
 pub struct Shared {
@@ -100,19 +111,6 @@ impl Shared {
             started: Instant::now(),
             registry: Registry::default(),
         }
-    }
-
-    /// The wakers' descriptors (for the signal handler).
-    pub fn wakers(&self) -> Vec<std::os::fd::RawFd> {
-        self.registry.wakers()
-    }
-
-    pub fn shutdown_requested(&self) -> bool {
-        self.registry.shutdown_requested()
-    }
-
-    pub fn request_shutdown(&self) {
-        self.registry.request_shutdown();
     }
 
     /// Syscalls of all workers since start.

@@ -17,7 +17,9 @@
 //!   counters) and the stats documents' syscall table.
 //! - [`workers`]: the worker threads, started together (each reporting whether it came up) and
 //!   joined together; [`registry`]: their counters, wakers and the shutdown request;
-//!   [`signals`]: SIGINT and SIGTERM routed to those wakers, SIGPIPE ignored.
+//!   [`signals`]: SIGINT and SIGTERM routed to those wakers, SIGPIPE ignored; [`service`]: the
+//!   handle a started server or proxy is ([`Service`]: address, shared state, stats, shutdown,
+//!   join).
 //!
 //! It knows nothing of HTTP, and nothing of how an engine learns of I/O.
 
@@ -26,6 +28,7 @@ pub mod counter;
 pub mod deadlines;
 pub mod gate;
 pub mod registry;
+pub mod service;
 pub mod shutdown;
 pub mod signals;
 pub mod spares;
@@ -37,6 +40,7 @@ pub use counter::{syscall_rows, ConnCounters, Counter, PollerCounters, StatusCou
 pub use deadlines::{earliest, Deadlines, Due, Timed, Timeouts, Timer};
 pub use gate::{AcceptFailure, Gate, ACCEPT_RETRY, SHUTDOWN_GRACE};
 pub use registry::{Registry, Waker, WorkerCounters};
+pub use service::{Service, ServiceState};
 pub use spares::Spares;
 pub use trim::Trim;
 pub use workers::{Ready, Threads, WorkerError};

@@ -26,6 +26,7 @@ use crate::conn::{Conn, State};
 use crate::handler::{respond_error, Ctx};
 use crate::stats::{Shared, WorkerStats};
 use crate::Config;
+use evlab_runtime::ServiceState;
 
 /// Closed connections' shells kept for reuse.
 const SPARES_MAX: usize = 4096;

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use evlab_http::{CacheConfig, Limits};
 use evlab_poll::{Mechanism, Support};
-use evlab_runtime::{Ready, Threads, WorkerError};
+use evlab_runtime::{Ready, Service, WorkerError};
 use evlab_sys as sys;
 
 /// The document `GET /.evlab/stats` answers, defined in `evlab-wire` (its readers depend on that
@@ -258,12 +258,17 @@ impl From<WorkerError> for ServerError {
     }
 }
 
-/// A running server.
+/// A running server: the service handle (address, shared state, stats, shutdown), which it
+/// dereferences to.
 pub struct Server {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    threads: Threads,
-    listeners: Vec<RawFd>,
+    svc: Service<Shared>,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Service<Shared>;
+    fn deref(&self) -> &Service<Shared> {
+        &self.svc
+    }
 }
 
 impl Server {
@@ -292,65 +297,19 @@ impl Server {
                 run_worker(first + w, lfd, cfg.clone(), shared.clone(), ready)
             }
         };
-        let stop = || shared.request_shutdown();
-        match Threads::start(cfg.workers, "evlab-worker", work, stop) {
-            Ok(threads) => Ok(Server {
-                addr,
-                shared,
-                threads,
-                listeners,
-            }),
-            Err(e) => {
-                for fd in listeners {
-                    let _ = sys::close(fd);
-                }
-                Err(e.into())
-            }
-        }
-    }
-
-    /// The bound address (with the real port when asked for port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Counters shared by all workers.
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
-    /// The JSON that `GET /.evlab/stats` answers.
-    pub fn stats_json(&self) -> String {
-        self.shared.to_json()
-    }
-
-    /// Asks every worker to stop: stop accepting, finish responses in flight, exit.
-    pub fn request_shutdown(&self) {
-        self.shared.request_shutdown();
+        let n = cfg.workers;
+        let svc = Service::start(n, "evlab-worker", (addr, listeners), shared, work)?;
+        Ok(Server { svc })
     }
 
     /// Waits for the workers to exit (after a shutdown request or a fatal error).
-    pub fn wait(mut self) -> Result<(), ServerError> {
-        self.join()
+    pub fn wait(self) -> Result<(), ServerError> {
+        Ok(self.svc.wait()?)
     }
 
     /// Requests shutdown and waits.
     pub fn shutdown(self) -> Result<(), ServerError> {
-        self.request_shutdown();
-        self.wait()
-    }
-
-    fn stop_threads(&mut self) {
-        self.shared.request_shutdown();
-        let _ = self.join();
-    }
-
-    fn join(&mut self) -> Result<(), ServerError> {
-        let result = self.threads.join().map_err(ServerError::from);
-        for fd in self.listeners.drain(..) {
-            let _ = sys::close(fd);
-        }
-        result
+        Ok(self.svc.shutdown()?)
     }
 }
 
@@ -449,12 +408,4 @@ fn run_worker(
         };
     }
     evlab_poll::for_each_mechanism!(dispatch)
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if !self.threads.is_empty() {
-            self.stop_threads();
-        }
-    }
 }

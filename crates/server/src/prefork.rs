@@ -38,6 +38,7 @@ use evlab_sys::{self as sys, SigSet};
 use crate::peers::{Peers, State};
 use crate::stats::Shared;
 use crate::{bind, validate, Config, Server, ServerError};
+use evlab_runtime::ServiceState;
 
 /// The signals the parent takes with `sigtimedwait`.
 const SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGCHLD];

@@ -22,6 +22,7 @@ use evlab_runtime::{AcceptFailure, BufPool, ACCEPT_RETRY};
 use crate::conn::{Conn, State, WriteResult};
 use crate::core::{Core, Engine};
 use crate::handler::{Ctx, Drained};
+use evlab_runtime::ServiceState;
 
 /// Bytes read per read(2) at least.
 const READ_CHUNK: usize = 4096;

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use evlab_poll::Mechanism;
 use evlab_runtime::{
-    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, StatusCounters, WorkerCounters,
+    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, ServiceState, StatusCounters,
+    WorkerCounters,
 };
 use evlab_sys::{self as sys, Snapshot, ThreadCounters};
 use evlab_wire::server::{
@@ -142,6 +143,16 @@ impl WorkerCounters for WorkerStats {
     }
 }
 
+impl ServiceState for Shared {
+    type Worker = WorkerStats;
+    fn registry(&self) -> &Registry<WorkerStats> {
+        &self.registry
+    }
+    fn to_json(&self) -> String {
+        Shared::to_json(self)
+    }
+}
+
 /// State shared by all workers of one server.
 #[derive(Debug)]
 pub struct Shared {
@@ -171,19 +182,6 @@ impl Shared {
     pub(crate) fn with_peers(mut self, peers: Peers) -> Shared {
         self.peers = Some(peers);
         self
-    }
-
-    /// The wakers' descriptors (for a signal handler, which cannot take a lock).
-    pub fn wakers(&self) -> Vec<std::os::fd::RawFd> {
-        self.registry.wakers()
-    }
-
-    pub fn shutdown_requested(&self) -> bool {
-        self.registry.shutdown_requested()
-    }
-
-    pub fn request_shutdown(&self) {
-        self.registry.request_shutdown();
     }
 
     pub fn workers(&self) -> Vec<Arc<WorkerStats>> {

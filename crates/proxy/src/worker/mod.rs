@@ -64,6 +64,7 @@ use evlab_http::{
     RequestFacts, ResponseHead, ResponseParse, Status,
 };
 use evlab_poll::{Events, Interest, Token};
+use evlab_runtime::ServiceState;
 use evlab_runtime::{
     earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer, Trim,
     Waker, ACCEPT_RETRY,

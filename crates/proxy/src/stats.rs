@@ -13,8 +13,7 @@ use std::time::Instant;
 
 use evlab_poll::Mechanism;
 use evlab_runtime::{
-    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, ServiceState, StatusCounters,
-    WorkerCounters,
+    syscall_rows, ConnCounters, Counter, PollerCounters, Registry, StatusCounters,
 };
 use evlab_sys::{self as sys, Snapshot, ThreadCounters};
 use evlab_wire::proxy::{
@@ -75,21 +74,7 @@ impl WorkerStats {
     }
 }
 
-impl WorkerCounters for WorkerStats {
-    fn syscalls(&self) -> &ThreadCounters {
-        &self.syscalls
-    }
-}
-
-impl ServiceState for Shared {
-    type Worker = WorkerStats;
-    fn registry(&self) -> &Registry<WorkerStats> {
-        &self.registry
-    }
-    fn to_json(&self) -> String {
-        Shared::to_json(self)
-    }
-}
+evlab_runtime::service_state!(Shared, WorkerStats);
 
 /// State shared by the workers of one proxy.
 #[derive(Debug)]

@@ -42,6 +42,30 @@ pub trait ServiceState: Send + Sync + 'static {
     }
 }
 
+/// Implements [`ServiceState`] for `$shared` (with a `registry: Registry<$worker>` field and
+/// an inherent `to_json`) and [`WorkerCounters`] for `$worker` (with a `syscalls:
+/// Arc<ThreadCounters>` field): what every service's two types say alike.
+#[macro_export]
+macro_rules! service_state {
+    ($shared:ty, $worker:ty) => {
+        impl $crate::WorkerCounters for $worker {
+            fn syscalls(&self) -> &evlab_sys::ThreadCounters {
+                &self.syscalls
+            }
+        }
+
+        impl $crate::ServiceState for $shared {
+            type Worker = $worker;
+            fn registry(&self) -> &$crate::Registry<$worker> {
+                &self.registry
+            }
+            fn to_json(&self) -> String {
+                <$shared>::to_json(self)
+            }
+        }
+    };
+}
+
 /// A running service with state `S`.
 pub struct Service<S: ServiceState> {
     addr: SocketAddr,

@@ -74,18 +74,6 @@ pub fn pipe_blocking() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Unblocks `set` in the calling thread (a forked child undoing the mask its parent blocked
-/// before forking, so that no signal is lost in between).
-pub fn unblock_signals_in_this_thread(set: &crate::SigSet) -> io::Result<()> {
-    // SAFETY: `set` is a valid sigset_t; the old mask is not asked for.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set.0, std::ptr::null_mut()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
-}
-
 /// How a child process ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ChildExit {

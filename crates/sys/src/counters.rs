@@ -203,22 +203,13 @@ impl Snapshot {
     }
 }
 
-/// Runs `f` as syscall `sc`: counts it, times it when profiling, and turns -1 into errno.
+/// Runs `f` as syscall `sc`: counts it, times it when profiling, and turns -1 into errno (read
+/// at once, before the clock or the counters run any code of their own).
 #[inline(always)]
 pub(crate) fn counted(sc: Syscall, f: impl FnOnce() -> libc::c_long) -> io::Result<libc::c_long> {
-    COUNTERS.with(|c| {
-        let i = sc as usize;
-        ThreadCounters::bump(&c.calls[i], 1);
-        let r = if PROFILING.load(Relaxed) {
-            let t = Instant::now();
-            let r = f();
-            ThreadCounters::bump(&c.nanos[i], t.elapsed().as_nanos() as u64);
-            r
-        } else {
-            f()
-        };
+    count_io(sc, || {
+        let r = f();
         if r < 0 {
-            ThreadCounters::bump(&c.errors[i], 1);
             Err(io::Error::last_os_error())
         } else {
             Ok(r)

@@ -219,6 +219,17 @@ mod tests {
     }
 
     #[test]
+    fn a_blocking_pipe_carries_bytes_and_the_threads_are_counted() {
+        use std::io::{Read, Write};
+        assert!(threads_in_process().unwrap() >= 1);
+        let (r, w) = pipe_blocking().unwrap();
+        std::fs::File::from(w).write_all(b"x").unwrap();
+        let mut b = [0u8; 1];
+        std::fs::File::from(r).read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"x");
+    }
+
+    #[test]
     fn fork_is_refused_in_a_threaded_process() {
         // The test harness runs tests on threads of its own.
         let _t = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(2)));

@@ -493,20 +493,20 @@ fn read_until(f: &mut std::fs::File, buf: &mut [u8], deadline: Instant) -> io::R
 fn in_processes(cfg: &Config, mode: Mode, n: usize) -> io::Result<(ClientOut, Vec<WorkerStats>)> {
     crate::malloc::wait_single_threaded().map_err(io::Error::other)?;
     let ls = Listeners::open(mode, n)?;
-    let (ready_r, ready_w) = os::pipe_blocking()?;
-    let (res_r, res_w) = os::pipe_blocking()?;
+    let (ready_r, ready_w) = sys::pipe_blocking()?;
+    let (res_r, res_w) = sys::pipe_blocking()?;
     let ready_w = std::fs::File::from(ready_w);
     let res_w = std::fs::File::from(res_w);
     let mut pids = Vec::with_capacity(n);
     let kill_all = |pids: &[u32]| {
         for &pid in pids {
             let _ = sys::kill(pid, libc::SIGKILL);
-            let _ = os::wait_child(pid);
+            let _ = sys::wait_child(pid);
         }
     };
     for i in 0..n {
         let l = ls.for_worker(i);
-        let forked = os::fork_run(|| {
+        let forked = sys::fork_run(libc::SIGKILL, || {
             use std::io::Write;
             let st = worker(mode, l, &|| {
                 let _ = (&ready_w).write_all(b"r");
@@ -564,7 +564,7 @@ fn in_processes(cfg: &Config, mode: Mode, n: usize) -> io::Result<(ClientOut, Ve
     }
     let mut failed = Vec::new();
     for &pid in &pids {
-        match os::wait_child(pid) {
+        match sys::wait_child(pid) {
             Ok(st) if st.success() => {}
             Ok(st) => failed.push(format!("worker {pid}: {st}")),
             Err(e) => failed.push(format!("worker {pid}: {e}")),

@@ -15,9 +15,10 @@
 //! figure(s) as [`plot::Plot`]s (`plots`), which the lab draws as SVG in its report. No benchmark asserts anything about speed; the invariants that do not depend on it
 //! (pass counts, accept counts, descriptor numbers) are checked by the tests.
 //!
-//! Process-level calls go through the safe wrappers of `evlab-sys` (getrusage, limits, `uname`),
-//! or, for those only a benchmark makes (fork, blocking pipes, a connect from a chosen source,
-//! one io_uring accept, the page cache's calls), through [`os`], this crate's only `unsafe`.
+//! Process-level calls go through the safe wrappers of `evlab-sys` (getrusage, limits, `uname`,
+//! and the worker processes: fork, wait, blocking pipes), or, for those only a benchmark makes
+//! (a connect from a chosen source, one io_uring accept, the page cache's calls), through
+//! [`os`], this crate's only `unsafe`.
 
 use std::io;
 

@@ -231,7 +231,7 @@ fn in_threads(n: usize, cfg: &Config) -> Result<RunTimes, MicroError> {
 pub(crate) fn wait_single_threaded() -> Result<(), MicroError> {
     let t0 = Instant::now();
     loop {
-        let n = os::threads_in_process().map_err(MicroError::io("reading /proc/self/status"))?;
+        let n = sys::threads_in_process().map_err(MicroError::io("reading /proc/self/status"))?;
         if n == 1 {
             return Ok(());
         }
@@ -246,14 +246,14 @@ pub(crate) fn wait_single_threaded() -> Result<(), MicroError> {
 
 fn in_processes(n: usize, cfg: &Config) -> Result<RunTimes, MicroError> {
     wait_single_threaded()?;
-    let (start_r, start_w) = os::pipe_blocking().map_err(MicroError::io("a pipe"))?;
-    let (res_r, res_w) = os::pipe_blocking().map_err(MicroError::io("a pipe"))?;
+    let (start_r, start_w) = sys::pipe_blocking().map_err(MicroError::io("a pipe"))?;
+    let (res_r, res_w) = sys::pipe_blocking().map_err(MicroError::io("a pipe"))?;
     let mut start_r = std::fs::File::from(start_r);
     let mut res_w = std::fs::File::from(res_w);
     let mut pids = Vec::with_capacity(n);
     let (iters, size) = (cfg.iterations, cfg.size);
     for _ in 0..n {
-        let forked = os::fork_run(|| {
+        let forked = sys::fork_run(libc::SIGKILL, || {
             let null = null_loop(iters);
             let mut go = [0u8; 1];
             if start_r.read_exact(&mut go).is_err() {
@@ -277,7 +277,7 @@ fn in_processes(n: usize, cfg: &Config) -> Result<RunTimes, MicroError> {
             Err(e) => {
                 for &pid in &pids {
                     let _ = sys::kill(pid, libc::SIGKILL);
-                    let _ = os::wait_child(pid);
+                    let _ = sys::wait_child(pid);
                 }
                 return Err(MicroError::io("forking a worker")(e));
             }
@@ -315,7 +315,7 @@ fn in_processes(n: usize, cfg: &Config) -> Result<RunTimes, MicroError> {
         if !failed.is_empty() {
             let _ = sys::kill(pid, libc::SIGKILL);
         }
-        match os::wait_child(pid) {
+        match sys::wait_child(pid) {
             Ok(st) if st.success() || !failed.is_empty() => {}
             Ok(st) => failed.push(format!("worker {pid}: {st}")),
             Err(e) => failed.push(format!("worker {pid}: {e}")),

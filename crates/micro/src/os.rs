@@ -1,7 +1,8 @@
-//! Safe wrappers that only the micro-benchmarks use: forking a worker process, blocking pipes, a
-//! connect from a chosen source address, a single io_uring accept, the C library's version, and
-//! ([`files`]) the read-ahead benchmark's page-cache calls. Each `unsafe` block has its SAFETY
-//! line; every other process-level call goes through `evlab-sys`.
+//! Safe wrappers that only the micro-benchmarks use: a connect from a chosen source address, a
+//! single io_uring accept, the C library's version, and ([`files`]) the read-ahead benchmark's
+//! page-cache calls. Each `unsafe` block has its SAFETY line; every other process-level call goes
+//! through `evlab-sys`, the worker processes included (`evlab_sys::fork_run`, `wait_child`,
+//! `pipe_blocking`, `threads_in_process`: the prefork code `evlab serve --as processes` uses).
 //!
 //! None of these is on a server's hot path, so none is counted except where a counted wrapper is
 //! reused (`socket`, `bind`, `connect`, `io_uring_enter`).
@@ -14,115 +15,6 @@ use evlab_sys::{count_io, Syscall};
 
 pub mod files;
 pub use files::*;
-
-// ---- threads ----
-
-/// How many threads this process runs (the `Threads:` line of `/proc/self/status`).
-pub fn threads_in_process() -> io::Result<usize> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| io::Error::other("no Threads: line in /proc/self/status"))
-}
-
-// ---- worker processes ----
-
-/// Forks a child that runs `f` and exits with the code it returns (101 if it panics); returns
-/// the child's pid to the parent. The child is killed if the parent dies (PR_SET_PDEATHSIG).
-///
-/// Refused unless the process runs a single thread: a child of a threaded process inherits
-/// every lock another thread held at the fork (an allocator's, stdout's) with no one to release
-/// it. So fork the workers first, then start threads. `f` should not print through Rust's
-/// buffered stdout: the child leaves with `_exit`, which flushes nothing.
-pub fn fork_run<F: FnOnce() -> i32>(f: F) -> io::Result<u32> {
-    let threads = threads_in_process()?;
-    if threads != 1 {
-        return Err(io::Error::other(format!(
-            "cannot fork a worker: {threads} threads are running, and the child would inherit \
-             their locks"
-        )));
-    }
-    // SAFETY: the process has one thread (checked above; only this thread could start another),
-    // so the child inherits no lock held by a thread it lacks. The child never returns from this
-    // function: it runs `f` and leaves with `_exit`.
-    let pid = unsafe { libc::fork() };
-    match pid {
-        -1 => Err(io::Error::last_os_error()),
-        0 => {
-            // SAFETY: prctl with PR_SET_PDEATHSIG takes plain integers.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
-            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(101);
-            // SAFETY: _exit ends the child at once: no destructor or atexit handler of the
-            // parent's state runs twice.
-            unsafe { libc::_exit(code) }
-        }
-        pid => Ok(pid as u32),
-    }
-}
-
-/// How a child process ended.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum ChildExit {
-    Code(i32),
-    Signal(i32),
-}
-
-impl ChildExit {
-    pub fn success(self) -> bool {
-        self == ChildExit::Code(0)
-    }
-}
-
-impl std::fmt::Display for ChildExit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ChildExit::Code(c) => write!(f, "exit code {c}"),
-            ChildExit::Signal(s) => write!(f, "signal {s}"),
-        }
-    }
-}
-
-/// Waits for the child `pid` to end (retrying on EINTR).
-pub fn wait_child(pid: u32) -> io::Result<ChildExit> {
-    if pid == 0 || pid > i32::MAX as u32 {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    }
-    loop {
-        let mut status: libc::c_int = 0;
-        // SAFETY: `status` is valid for writing.
-        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(e);
-        }
-        return Ok(if libc::WIFSIGNALED(status) {
-            ChildExit::Signal(libc::WTERMSIG(status))
-        } else {
-            ChildExit::Code(libc::WEXITSTATUS(status))
-        });
-    }
-}
-
-/// A blocking, close-on-exec pipe: (read end, write end).
-pub fn pipe_blocking() -> io::Result<(StdOwnedFd, StdOwnedFd)> {
-    let mut fds = [-1 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2(2) to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created for this call and are owned by nobody else.
-    Ok(unsafe {
-        (
-            StdOwnedFd::from_raw_fd(fds[0]),
-            StdOwnedFd::from_raw_fd(fds[1]),
-        )
-    })
-}
 
 // ---- sockets ----
 
@@ -229,32 +121,14 @@ pub fn glibc_version() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
-    use std::time::Duration;
 
     #[test]
-    fn threads_and_the_c_library_answer() {
-        assert!(threads_in_process().unwrap() >= 1);
+    fn the_c_library_answers() {
         assert!(glibc_version().starts_with("2."), "{}", glibc_version());
     }
 
     #[test]
-    fn fork_is_refused_in_a_threaded_process() {
-        // The test harness runs threads, so this process is not single-threaded.
-        let _t = std::thread::spawn(|| std::thread::sleep(Duration::from_millis(200)));
-        let e = fork_run(|| 0).unwrap_err();
-        assert!(e.to_string().contains("threads are running"), "{e}");
-    }
-
-    #[test]
-    fn blocking_pipe_and_connect_from_a_chosen_source() {
-        let (r, w) = pipe_blocking().unwrap();
-        let mut w = std::fs::File::from(w);
-        w.write_all(b"x").unwrap();
-        let mut b = [0u8; 1];
-        std::fs::File::from(r).read_exact(&mut b).unwrap();
-        assert_eq!(&b, b"x");
-
+    fn connect_from_a_chosen_source() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let src: SocketAddr = "127.3.0.7:0".parse().unwrap();
         let c = connect_from(&src, &l.local_addr().unwrap()).unwrap();

@@ -36,7 +36,7 @@ impl Mapping {
         let mut addr = std::ptr::null_mut();
         // SAFETY: a new read-only shared mapping chosen by the kernel; the result is checked
         // against MAP_FAILED before use.
-        crate::counted(crate::Syscall::Mmap, || unsafe {
+        crate::counters::counted(crate::Syscall::Mmap, || unsafe {
             addr = libc::mmap(
                 std::ptr::null_mut(),
                 len,
@@ -100,7 +100,7 @@ impl std::fmt::Debug for Mapping {
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, unmapped once.
-        let _ = crate::counted(crate::Syscall::Munmap, || unsafe {
+        let _ = crate::counters::counted(crate::Syscall::Munmap, || unsafe {
             libc::munmap(self.addr, self.len) as libc::c_long
         });
     }

@@ -74,18 +74,6 @@ pub fn pipe_blocking() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Unblocks `set` in the calling thread (a forked child undoing the mask its parent blocked
-/// before forking, so that no signal is lost in between).
-pub fn unblock_signals_in_this_thread(set: &crate::SigSet) -> io::Result<()> {
-    // SAFETY: `set` is a valid sigset_t; the old mask is not asked for.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set.0, std::ptr::null_mut()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
-}
-
 /// How a child process ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ChildExit {
@@ -228,6 +216,17 @@ mod tests {
         assert!(c.cells().iter().all(|x| x.load(Relaxed) == 0));
         c.cells()[2].store(7, Relaxed);
         assert_eq!(c.cells()[2].load(Relaxed), 7);
+    }
+
+    #[test]
+    fn a_blocking_pipe_carries_bytes_and_the_threads_are_counted() {
+        use std::io::{Read, Write};
+        assert!(threads_in_process().unwrap() >= 1);
+        let (r, w) = pipe_blocking().unwrap();
+        std::fs::File::from(w).write_all(b"x").unwrap();
+        let mut b = [0u8; 1];
+        std::fs::File::from(r).read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"x");
     }
 
     #[test]

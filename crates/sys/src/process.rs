@@ -1,6 +1,6 @@
 //! Safe wrappers for the process-level calls the rest of evlab makes: resource limits and usage,
-//! users and capabilities, signals, `uname`, `sysconf`, `mkfifo`, and what a child does between
-//! fork and exec.
+//! `malloc_trim`, users and capabilities, signals, `uname`, `sysconf`, `mkfifo`, and what a child
+//! does between fork and exec.
 //!
 //! None of these is on a hot path, so none is counted. They live here because evlab keeps
 //! `unsafe` in this crate: every other crate calls these instead of `libc` directly.
@@ -136,6 +136,24 @@ pub fn clock_ticks_per_second() -> Option<u64> {
     // SAFETY: sysconf only reads a configuration value.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     (t > 0).then_some(t as u64)
+}
+
+// ---- memory ----
+
+/// glibc's `malloc_trim(0)`: gives the kernel back the free memory of every malloc arena (its
+/// top and whole free pages inside it), so that RSS follows what is in use rather than the
+/// highest it ever was. Returns whether anything was released; always false where the C
+/// library is not glibc. Not counted: it is a library call (its madvise calls are the kernel's).
+pub fn malloc_trim() -> bool {
+    #[cfg(target_env = "gnu")]
+    {
+        // SAFETY: malloc_trim takes a size and touches only the allocator's own state.
+        unsafe { libc::malloc_trim(0) != 0 }
+    }
+    #[cfg(not(target_env = "gnu"))]
+    {
+        false
+    }
 }
 
 // ---- users and capabilities ----

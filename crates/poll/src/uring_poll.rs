@@ -175,7 +175,8 @@ const ENTER_GETEVENTS: u32 = 1;
 /// `min_complete` 0 still runs the ring's deferred work, so completions that are due are
 /// posted). Asking for one with a zero timeout arms a timer in the kernel that fires at
 /// once; on a virtual machine each such timer programmed and taken is an exit to the
-/// hypervisor, and a new connection cost one (docs/proxy.md, "the timer a zero wait armed").
+/// hypervisor, and a new connection cost one (results/reference/amd-epyc-2vcpu-linux-6.18/
+/// NOTES.md, "the timer a zero wait armed").
 pub fn enter(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Result<()> {
     let r = match timeout {
         Some(d) if d.is_zero() => {

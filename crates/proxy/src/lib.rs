@@ -31,7 +31,8 @@
 //! whose completions it hands back to the loop as events. Both engines therefore share every
 //! decision (what to read, when to splice, when a pipe must drain, when to close).
 //!
-//! See `docs/proxy.md` for the rules the forwarding follows and what the cache stores.
+//! See `docs/proxy.md` for what the cache stores and `docs/proxy-internals.md` for the rules the
+//! forwarding follows.
 
 #![deny(clippy::too_many_lines)]
 

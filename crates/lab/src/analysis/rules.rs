@@ -1,6 +1,7 @@
 //! The pre-registered rules: one entry per finding, written from the seed's own claim and
-//! numbers before the runs that judge it. `docs/findings.md` is generated from this list (a
-//! test keeps the two equal), so a rule cannot change without its history saying so.
+//! numbers before the runs that judge it. `docs/findings.md` is generated from this list, with
+//! the history entries several rules share in `docs/findings-history.md` (a test keeps the
+//! files equal to it), so a rule cannot change without its history saying so.
 //!
 //! A rule compares two arms, A and B, trial by trial: the quantity of each valid trial of A
 //! against that of B, as the ratio A/B with its 90% Welch interval (`analysis::stats`). The
@@ -74,16 +75,22 @@ pub const PIPES_BETTER: f64 = 3.162_277_660_168_379_5;
 pub const FD_HALFWAY: f64 = 3.162_277_660_168_379_5;
 
 const FIG5_HISTORY: &[&str] = &[
-    "Before 2026-11-25: \"select and poll degrade\" was first a drop of ≥ 20% at a rate the series kept up with without idle connections; it was then loosened to \"falls behind (under 95% answered) at some rate it kept up with without them\" after one run showed a 10% drop at 0.75 × capacity (others: 41%, 61%). That loosening followed the data and was withdrawn.",
-    "2026-11-25: the 20% threshold restored (a quarter of the paper's 79%), compared where the paper reports its 79%: at the highest offered rate, with a 90% interval over ≥ 3 trials. Written before any run judged it.",
+    FIG5_LOOSENED,
+    FIG5_RESTORED,
     PAST_KNEE,
     KNEE,
     PAST_KNEE_SESSIONS,
 ];
 
+/// The first two versions of "select and poll degrade".
+const FIG5_LOOSENED: &str = "Before 2026-11-25: \"select and poll degrade\" was first a drop of ≥ 20% at a rate the series kept up with without idle connections; it was then loosened to \"falls behind (under 95% answered) at some rate it kept up with without them\" after one run showed a 10% drop at 0.75 × capacity (others: 41%, 61%). That loosening followed the data and was withdrawn.";
+
+/// The threshold of "select and poll degrade" restored.
+const FIG5_RESTORED: &str = "2026-11-25: the 20% threshold restored (a quarter of the paper's 79%), compared where the paper reports its 79%: at the highest offered rate, with a 90% interval over ≥ 3 trials. Written before any run judged it.";
+
 /// The change of 2026-11-25 from replies at the highest rate to the capacity, where a run
 /// measures it.
-const KNEE: &str = "2026-11-25, after the reference runs quick-run1 and quick-run2 and before any run with a capacity search: the quantity became each trial's capacity from a bisection (`[knee]`: steps of 0.7 s on one server with the idle connections held, a step kept when ≥ 95% of its connections were answered with p99 ≤ 50 ms, the bracket closed within ×1.06; model::knee) in a run that has one; a run without one is still read at the highest offered rate, with B past its knee. Prompted by the spread of overloaded reply rates: select with no idle connections answered 4,095, 7,322 and 5,540 replies/s at 9,700/s offered in quick-run1's three trials (2,000-7,900 client timeouts each), so fig5-select-replies was inconclusive there (A/B 0.52, 90% interval 0.33-0.81) and no equivalence rule could be decided in either run. The threshold did not change. To stay within five minutes, quick's fixed rates became 0.25 × capacity alone (what the CPU rules read).";
+const KNEE: &str = "2026-11-25, after the reference runs quick-run1 and quick-run2 and before any run with a capacity search: the quantity became each trial's capacity from a bisection (`[knee]`: steps of 0.7 s on one server with the idle connections held, a step kept when its settled reply rate reached 95% of the offered rate and ≥ 95% of its connections were answered, the bracket closed within ×1.06; model::knee) in a run that has one; a run without one is still read at the highest offered rate, with B past its knee. Prompted by the spread of overloaded reply rates: select with no idle connections answered 4,095, 7,322 and 5,540 replies/s at 9,700/s offered in quick-run1's three trials (2,000-7,900 client timeouts each), so fig5-select-replies was inconclusive there (A/B 0.52, 90% interval 0.33-0.81) and no equivalence rule could be decided in either run. The threshold did not change. To stay within five minutes, quick's fixed rates became 0.25 × capacity alone (what the CPU rules read). Corrected later, in the open: this entry first said a step was kept only \"with p99 ≤ 50 ms\" too. model::knee dropped that criterion before any run was judged: a trial run showed select holding 10,000 idle connections on a quarter of a CPU answering every connection at 394/s with p99 near 90 ms (each scan of 10,001 descriptors waits out quota periods), so the latency criterion called a server that keeps up with its load one that does not. A step is kept on throughput alone.";
 
 /// The correction of "past its knee" for sessions of several requests.
 const PAST_KNEE_SESSIONS: &str = "2026-11-25, after fig2-specweb's first 3-trial run and before it was judged again: \"past its knee\" compares B's replies with what it answers per offered connection at its lowest rate (where every server keeps up), not with one reply per connection. SPECweb99-like sessions carry several requests: in that run B answered 278% of the offered session rate at the highest rate, so the check read every SPECweb run as below its knee and no rule on it could ever be decided. For one request per connection nothing changes (the ratio is taken as at least 1). The threshold did not change.";
@@ -125,7 +132,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 1 (one-byte), Fig. 2 (SPECweb99-like), §5",
         seed: "With no idle connections, select and poll perform as well as level-triggered epoll (and on the one-byte workload slightly better).",
-        quantity: "A = select, B = epoll-lt, no idle connections: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = select, B = epoll-lt, no idle connections: the capacity, per trial.",
         claim: Some(Claim::Within(SAME)),
         at: At::Knee,
         derivation: "\"As well as\" read as equivalence within the smallest gap the paper's figures show (SAME = 10%), by two one-sided tests: the whole 90% interval inside 0.91-1.10.",
@@ -137,7 +144,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 1, Fig. 2, §5",
         seed: "With no idle connections, poll performs as well as level-triggered epoll (its line is nearly identical to select's).",
-        quantity: "A = poll, B = epoll-lt, no idle connections: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = poll, B = epoll-lt, no idle connections: the capacity, per trial.",
         claim: Some(Claim::Within(SAME)),
         at: At::Knee,
         derivation: "As fig1-select-as-epoll-lt.",
@@ -149,7 +156,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 3 (one-byte), Fig. 4 (SPECweb99-like), §5",
         seed: "Edge-triggered epoll cuts epoll_ctl time (16% to 11%) without an appreciable gain in throughput over level-triggered epoll.",
-        quantity: "A = epoll-et, B = epoll-lt, no idle connections: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = epoll-et, B = epoll-lt, no idle connections: the capacity, per trial.",
         claim: Some(Claim::Within(SAME)),
         at: At::Knee,
         derivation: "\"No appreciable improvement\" as equivalence within SAME (10%).",
@@ -161,7 +168,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 3, Fig. 4, §5",
         seed: "epoll2 (register once, never modify) compares favourably but is no better than level-triggered epoll: its saving in epoll_ctl is spent in epoll_wait.",
-        quantity: "A = epoll2, B = epoll-lt, no idle connections: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = epoll2, B = epoll-lt, no idle connections: the capacity, per trial.",
         claim: Some(Claim::Within(SAME)),
         at: At::Knee,
         derivation: "As fig3-epoll-et-no-gain.",
@@ -173,7 +180,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 3, Fig. 4, §5",
         seed: "epoll_ctlv halves the calls but the net result is no better than level-triggered epoll.",
-        quantity: "A = epoll-ctlv, B = epoll-lt, no idle connections: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = epoll-ctlv, B = epoll-lt, no idle connections: the capacity, per trial.",
         claim: Some(Claim::Within(SAME)),
         at: At::Knee,
         derivation: "As fig3-epoll-et-no-gain.",
@@ -185,7 +192,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 5 against Fig. 3 (one-byte), Fig. 6 (SPECweb99-like), §5.1",
         seed: "With 10,000 idle connections select degrades by up to 79%.",
-        quantity: "A = select with the idle connections, B = select without: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = select with the idle connections, B = select without: the capacity, per trial.",
         claim: Some(Claim::AtMost(DEGRADE)),
         at: At::Knee,
         derivation: "A drop of at least a quarter of the paper's 79% (DEGRADE: A/B ≤ 0.80), where the paper reads it: past the knee.",
@@ -197,7 +204,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 5, Fig. 6, §5.1",
         seed: "With 10,000 idle connections poll degrades by up to 79%.",
-        quantity: "A = poll with the idle connections, B = poll without: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = poll with the idle connections, B = poll without: the capacity, per trial.",
         claim: Some(Claim::AtMost(DEGRADE)),
         at: At::Knee,
         derivation: "As fig5-select-replies.",
@@ -209,7 +216,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 5, §5.1",
         seed: "With 10,000 idle connections epoll2 suffers like select and poll (its epoll_wait calls mostly return events of no interest).",
-        quantity: "A = epoll2 with the idle connections, B = epoll2 without: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = epoll2 with the idle connections, B = epoll2 without: the capacity, per trial.",
         claim: Some(Claim::AtMost(DEGRADE)),
         at: At::Knee,
         derivation: "\"Similarly\" to select and poll: the same threshold as fig5-select-replies.",
@@ -245,7 +252,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 5, §5.1",
         seed: "Edge-triggered epoll is not impacted by 10,000 idle connections.",
-        quantity: "A = epoll-et with the idle connections, B = epoll-et without: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = epoll-et with the idle connections, B = epoll-et without: the capacity, per trial.",
         claim: Some(Claim::Within(SAME)),
         at: At::Knee,
         derivation: "\"Not impacted\" as equivalence within SAME (10%).",
@@ -257,7 +264,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 5, §5.1",
         seed: "Level-triggered epoll is only slightly reduced by 10,000 idle connections.",
-        quantity: "A = epoll-lt with the idle connections, B = epoll-lt without: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = epoll-lt with the idle connections, B = epoll-lt without: the capacity, per trial.",
         claim: Some(Claim::AtLeast(DEGRADE)),
         at: At::Knee,
         derivation: "\"Slightly\": less than the degradation select and poll show (A/B ≥ DEGRADE = 0.80).",
@@ -269,7 +276,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 5, Fig. 6, §6 (Conclusions)",
         seed: "With 10,000 idle connections select falls far below epoll: \"the introduction of idle connections results in dramatic performance degradation when using select and poll, while not noticeably impacting the performance when using epoll\".",
-        quantity: "A = select with the idle connections, B = epoll-lt with them: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = select with the idle connections, B = epoll-lt with them: the capacity, per trial.",
         claim: Some(Claim::AtMost(DEGRADE)),
         at: At::Knee,
         derivation: "The same DEGRADE threshold (A/B ≤ 0.80, a quarter of the paper's 79%): with no idle connections the two perform alike (Fig. 1), so select's dramatic degradation against an epoll that is not noticeably impacted puts select at most DEGRADE of epoll-lt once the idle connections are there.",
@@ -281,7 +288,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Gammo et al. 2004, Fig. 5, Fig. 6, §6 (Conclusions)",
         seed: "With 10,000 idle connections poll falls far below epoll, as select does (§6).",
-        quantity: "A = poll with the idle connections, B = epoll-lt with them: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = poll with the idle connections, B = epoll-lt with them: the capacity, per trial.",
         claim: Some(Claim::AtMost(DEGRADE)),
         at: At::Knee,
         derivation: "As fig5-select-below-epoll-lt.",
@@ -353,7 +360,7 @@ pub const RULES: &[Rule] = &[
         family: Family::Paper,
         source: "Negative control of the \"no difference\" rules (docs/findings.md)",
         seed: "A pair known to differ by twice the equivalence margin must not be judged equivalent: one mechanism on the experiment's CPU budget and on that budget ÷ (1 + 2 × SAME).",
-        quantity: "A = the control series (its own `cpu_budget`), B = the series of the same mechanism on the experiment's budget, no idle connections: capacity per trial (the highest rate kept up with, bisected: `[knee]`); in a run without a capacity search, replies/s at the highest offered rate.",
+        quantity: "A = the control series (its own `cpu_budget`), B = the series of the same mechanism on the experiment's budget, no idle connections: the capacity, per trial.",
         claim: Some(Claim::Within(SAME)),
         at: At::Knee,
         derivation: "The fig1/fig3 equivalence test on a known difference of about 20% (capacity grows about linearly with the budget). The control passes when this comes out \"not reproduced\" or \"inconclusive\"; \"reproduced\" means the equivalence rules can call a real difference none.",
@@ -899,32 +906,189 @@ fn family_name(f: Family) -> &'static str {
     }
 }
 
+/// History entries that several rules share, each stated once in docs/findings.md under its
+/// name (the anchor a rule's history links to). Every entry longer than [`SHORT_ENTRY`] used by
+/// more than one rule must be named here: `markdown` panics, naming the entry, if one is not.
+const SHARED_HISTORY: &[(&str, &str)] = &[
+    ("fig5-degrade-loosened", FIG5_LOOSENED),
+    ("fig5-threshold-restored", FIG5_RESTORED),
+    ("past-knee", PAST_KNEE),
+    ("capacity-search", KNEE),
+    ("past-knee-in-sessions", PAST_KNEE_SESSIONS),
+    ("across-mechanisms-at-idle", ACROSS_AT_IDLE),
+    ("table1-wall-time", TABLE1_WALL),
+    ("proxy-figures-written", PROXY_FIGS_WRITTEN),
+    ("herd-threads-only", THREADS_ONLY),
+    ("herd-processes-written", PROCS_WRITTEN),
+    ("herd-rounds", HERD_ROUNDS),
+    ("malloc-rounds", MALLOC_ROUNDS),
+    ("readahead-written", READAHEAD_WRITTEN),
+];
+
+/// The rules whose history holds `entry`, in the order of [`RULES`].
+fn rules_with(entry: &str) -> Vec<&'static str> {
+    RULES
+        .iter()
+        .filter(|r| r.history.contains(&entry))
+        .map(|r| r.id)
+        .collect()
+}
+
+/// Entries this short are stated in place, whoever shares them: a reference would be as long.
+const SHORT_ENTRY: usize = 100;
+
+/// The name an entry is stated under, if several rules share it and it is not short.
+fn shared_name(entry: &str) -> Option<&'static str> {
+    if entry.chars().count() <= SHORT_ENTRY || rules_with(entry).len() < 2 {
+        return None;
+    }
+    let named = SHARED_HISTORY.iter().find(|(_, text)| *text == entry);
+    Some(
+        named
+            .unwrap_or_else(|| {
+                panic!("a history entry shared by several rules has no name in SHARED_HISTORY: {entry}")
+            })
+            .0,
+    )
+}
+
+const INTRO: &str = "# Findings: the pre-registered rules\n\n\
+     <!-- Generated from crates/lab/src/analysis/rules.rs; a test keeps this file equal to \
+     it. Edit the code, then: EVLAB_BLESS=1 cargo test -p evlab-lab docs_findings_md -->\n\n\
+     Each finding a report prints is decided by one rule below, written from the source's own \
+     claim and numbers before the run that judges it. A rule compares two arms, A and B, \
+     trial by trial, as the ratio A/B of their means with a 90% Welch interval on the \
+     logarithms (the uselect paper's level), over at least 3 valid trials per arm:\n\n\
+     - **reproduced** when the whole interval satisfies the claim;\n\
+     - **not reproduced** when the whole interval lies on the other side;\n\
+     - **inconclusive** otherwise, or with fewer trials than the rule needs. A difference \
+     inside the run-to-run spread is never a win.\n\n\
+     A \"no difference\" claim (A/B within a margin) is the two one-sided tests: the whole \
+     interval inside the margin. Each verdict's evidence states n, the means, the ratio, its \
+     interval and the smallest difference the run could resolve (the interval's \
+     half-width). A rule changed after data was seen keeps the old rule and the data that \
+     prompted the change in its history; an entry that several rules share is stated once, \
+     in [findings-history.md](findings-history.md), and each of those rules names it.\n\n\
+     The controls: `evlab run NAME --placebo` gives both arms of every comparison the same \
+     condition (no idle connections in the idle arm, one mechanism for every series); every \
+     rule that claims a difference must then come out \"not reproduced\" or \
+     \"inconclusive\". Unit tests run each rule's decision on synthetic data with no \
+     effect (at most 5% \"reproduced\") and, for \"no difference\" rules, on a pair whose \
+     true difference is twice the margin (at most 5% judged equivalent).\n\n\
+     Where a rule reads its quantity, in its Claim:\n\n\
+     - **the capacity**: each trial's capacity from the run's capacity search (`[knee]`: the \
+     highest rate the server keeps up with, bisected); in a run without one, replies/s at the \
+     highest offered rate, with B past its knee there;\n\
+     - **the highest rate**, **the lowest rate**: the highest or lowest offered rate both arms \
+     were measured at; **past the knee**: at the highest rate, with B past its knee there.\n\n\
+     Every claim is decided on a 90% interval over at least 3 valid trials per arm (repeats, \
+     for the micro-benchmarks) unless it says otherwise.\n\n";
+
+const MICRO_INTRO: &str =
+    "The micro-benchmarks (`evlab pipetest`, `evlab herd`, `evlab micro fdalloc`, \
+     `evlab micro malloc`) judge their own reports (`evlab-micro`); each finding \
+     names its rule. Their interval rules fit an exponent k to each repeat of the \
+     whole sweep (the repeats interleaved: every point once per sweep) and decide \
+     on the 90% t interval of the mean of k (or of a difference of two k, paired \
+     by sweep) over at least 3 repeats, with the same three outcomes. The claim is \
+     written as the ratio A/B = 10^k, the factor by which the quantity changes \
+     over a tenfold of the swept count, so that it reads like the others. The herd, \
+     malloc and read-ahead rules decide alike on a quantity taken once per round \
+     (each rule's Quantity says which).\n\n";
+
+/// A rule's claim and threshold, on one line. The interval and the trials are said once, above,
+/// unless a rule needs more.
+fn claim_line(r: &Rule) -> String {
+    let trials = if r.trials == MIN_TRIALS {
+        String::new()
+    } else {
+        format!(", ≥ {} valid trials per arm", r.trials)
+    };
+    let claim = match r.claim {
+        Some(c) if r.family == Family::Micro => format!("{}{trials}", c.words()),
+        Some(c) => format!(
+            "{} at {}{trials}",
+            c.words(),
+            match r.at {
+                At::Highest => "the highest rate",
+                At::PastKnee => "the highest rate, past the knee",
+                At::Lowest => "the lowest rate",
+                At::Knee => "the capacity",
+            },
+        ),
+        None => "none: withdrawn, no finding is printed (see its history)".to_string(),
+    };
+    format!("- **Claim:** {claim}. **Threshold:** {}\n", r.derivation)
+}
+
+/// A rule's history: its own entries in full, the shared ones by name; on one line when it
+/// has one entry of its own at most.
+fn history_lines(r: &Rule) -> String {
+    if r.history.is_empty() {
+        return "- **History:** unchanged since it was written.\n".to_string();
+    }
+    // Consecutive shared entries are named together, in order.
+    let mut items: Vec<String> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut own = 0;
+    for h in r.history {
+        match shared_name(h) {
+            Some(n) => names.push(format!("[`{n}`](findings-history.md#{n})")),
+            None => {
+                if !names.is_empty() {
+                    items.push(shared_item(&names));
+                    names.clear();
+                }
+                items.push(h.to_string());
+                own += 1;
+            }
+        }
+    }
+    if !names.is_empty() {
+        items.push(shared_item(&names));
+    }
+    if own <= 1 {
+        return format!("- **History:** {}\n", items.join(" Then: "));
+    }
+    let mut out = String::from("- **History:**\n");
+    for i in items {
+        out.push_str(&format!("  - {i}\n"));
+    }
+    out
+}
+
+fn shared_item(names: &[String]) -> String {
+    format!("shared {}.", names.join(", "))
+}
+
+/// docs/findings-history.md: the entries several rules share, each once, with the rules that
+/// share it (docs/findings.md names them where each rule's history has them).
+pub fn shared_history_markdown() -> String {
+    let mut out = String::from(
+        "# Findings: history shared by several rules\n\n\
+         <!-- Generated from crates/lab/src/analysis/rules.rs with docs/findings.md; a test \
+         keeps this file equal to it. Edit the code, then: EVLAB_BLESS=1 cargo test -p \
+         evlab-lab docs_findings_md -->\n\n\
+         A rule of [findings.md](findings.md) changed after data was seen keeps the old rule \
+         and the data that prompted the change in its history. An entry that several rules \
+         share is stated once, here, and belongs to the history of every rule it lists, where \
+         that rule's history names it.\n",
+    );
+    for (name, text) in SHARED_HISTORY {
+        let rules: Vec<String> = rules_with(text)
+            .iter()
+            .map(|id| format!("[`{id}`](findings.md#{id})"))
+            .collect();
+        out.push_str(&format!("\n## `{name}`\n\n"));
+        out.push_str(&format!("- **Rules:** {}\n", rules.join(", ")));
+        out.push_str(&format!("- **Entry:** {text}\n"));
+    }
+    out
+}
+
 /// docs/findings.md, from [`RULES`].
 pub fn markdown() -> String {
-    let mut out = String::from(
-        "# Findings: the pre-registered rules\n\n\
-         <!-- Generated from crates/lab/src/analysis/rules.rs; a test keeps this file equal to \
-         it. Edit the code, then: EVLAB_BLESS=1 cargo test -p evlab-lab docs_findings_md -->\n\n\
-         Each finding a report prints is decided by one rule below, written from the source's own \
-         claim and numbers before the run that judges it. A rule compares two arms, A and B, \
-         trial by trial, as the ratio A/B of their means with a 90% Welch interval on the \
-         logarithms (the uselect paper's level), over at least 3 valid trials per arm:\n\n\
-         - **reproduced** when the whole interval satisfies the claim;\n\
-         - **not reproduced** when the whole interval lies on the other side;\n\
-         - **inconclusive** otherwise, or with fewer trials than the rule needs. A difference \
-         inside the run-to-run spread is never a win.\n\n\
-         A \"no difference\" claim (A/B within a margin) is the two one-sided tests: the whole \
-         interval inside the margin. Each verdict's evidence states n, the means, the ratio, its \
-         interval and the smallest difference the run could resolve (the interval's \
-         half-width). A rule changed after data was seen keeps the old rule and the data that \
-         prompted the change in its history.\n\n\
-         The controls: `evlab run NAME --placebo` gives both arms of every comparison the same \
-         condition (no idle connections in the idle arm, one mechanism for every series); every \
-         rule that claims a difference must then come out \"not reproduced\" or \
-         \"inconclusive\". Unit tests run each rule's decision on synthetic data with no \
-         effect (at most 5% \"reproduced\") and, for \"no difference\" rules, on a pair whose \
-         true difference is twice the margin (at most 5% judged equivalent).\n\n",
-    );
+    let mut out = String::from(INTRO);
     for fam in [
         Family::Paper,
         Family::Proxy,
@@ -934,58 +1098,19 @@ pub fn markdown() -> String {
     ] {
         out.push_str(&format!("## Family `{}`\n\n", family_name(fam)));
         if fam == Family::Micro {
-            out.push_str(
-                "The micro-benchmarks (`evlab pipetest`, `evlab herd`, `evlab micro fdalloc`, \
-                 `evlab micro malloc`) judge their own reports (`evlab-micro`); each finding \
-                 names its rule. Their interval rules fit an exponent k to each repeat of the \
-                 whole sweep (the repeats interleaved: every point once per sweep) and decide \
-                 on the 90% t interval of the mean of k (or of a difference of two k, paired \
-                 by sweep) over at least 3 repeats, with the same three outcomes. The claim is \
-                 written as the ratio A/B = 10^k, the factor by which the quantity changes \
-                 over a tenfold of the swept count, so that it reads like the others. The herd, \
-                 malloc and read-ahead rules decide alike on a quantity taken once per round \
-                 (each rule's Quantity says which).\n\n",
-            );
+            out.push_str(MICRO_INTRO);
         }
         for r in RULES.iter().filter(|r| r.family == fam) {
-            out.push_str(&format!("### `{}`\n\n", r.id));
-            out.push_str(&format!("- **Source:** {}\n", r.source));
-            out.push_str(&format!("- **What it says:** {}\n", r.seed));
+            out.push_str(&format!("### `{}`\n", r.id));
+            out.push_str(&format!("- **What it says** ({}): {}\n", r.source, r.seed));
             out.push_str(&format!("- **Quantity:** {}\n", r.quantity));
-            match r.claim {
-                Some(c) if r.family == Family::Micro => out.push_str(&format!(
-                    "- **Claim:** {}, with A/B as the quantity defines it; 90% t interval \
-                     of the mean, ≥ {} interleaved repeats\n",
-                    c.words(),
-                    r.trials
-                )),
-                Some(c) => out.push_str(&format!(
-                    "- **Claim:** {} ({}), 90% interval, ≥ {} valid trials per arm\n",
-                    c.words(),
-                    match r.at {
-                        At::Highest => "at the highest offered rate",
-                        At::PastKnee => "at the highest offered rate, with B past its knee there",
-                        At::Lowest => "at the lowest offered rate",
-                        At::Knee => "on each trial's capacity from the run's capacity search; in a run without one, at the highest offered rate with B past its knee there",
-                    },
-                    r.trials
-                )),
-                None => out.push_str(
-                    "- **Claim:** none: withdrawn, no finding is printed (see its history)\n",
-                ),
-            }
-            out.push_str(&format!("- **Threshold:** {}\n", r.derivation));
-            if r.history.is_empty() {
-                out.push_str("- **History:** unchanged since it was written.\n");
-            } else {
-                out.push_str("- **History:**\n");
-                for h in r.history {
-                    out.push_str(&format!("  - {h}\n"));
-                }
-            }
+            out.push_str(&claim_line(r));
+            out.push_str(&history_lines(r));
             out.push('\n');
         }
     }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
     out
 }
 
@@ -1068,16 +1193,47 @@ mod tests {
         assert!(markdown().contains("## Family `micro`"));
     }
 
+    /// A shared entry is named once, by a name no rule has, and shared by two rules at least;
+    /// and no long line of docs/findings.md is stated more than twice.
+    #[test]
+    fn shared_history_is_stated_once() {
+        let mut names: Vec<&str> = SHARED_HISTORY.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SHARED_HISTORY.len(), "a name given twice");
+        for (name, text) in SHARED_HISTORY {
+            assert!(RULES.iter().all(|r| r.id != *name), "{name} is a rule's id");
+            let n = rules_with(text).len();
+            assert!(n >= 2, "`{name}` is named as shared but {n} rule has it");
+        }
+        let md = markdown() + &shared_history_markdown();
+        let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
+        for line in md.lines().filter(|l| l.chars().count() > SHORT_ENTRY) {
+            *seen.entry(line).or_default() += 1;
+        }
+        for (line, n) in seen {
+            assert!(n <= 2, "docs/findings.md states this {n} times: {line}");
+        }
+    }
+
+    /// docs/findings.md and docs/findings-history.md are what the code generates.
     #[test]
     fn docs_findings_md_is_generated_from_the_rules() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/findings.md");
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if text != markdown() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        for (file, want) in [
+            ("findings.md", markdown()),
+            ("findings-history.md", shared_history_markdown()),
+        ] {
+            let path = docs.join(file);
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text == want {
+                continue;
+            }
             if std::env::var_os("EVLAB_BLESS").is_some() {
-                std::fs::write(&path, markdown()).unwrap();
+                std::fs::write(&path, want).unwrap();
             } else {
                 panic!(
-                    "{} differs from analysis::rules::markdown(); regenerate it with \
+                    "{} differs from what analysis::rules generates; regenerate it with \
                      EVLAB_BLESS=1 cargo test -p evlab-lab docs_findings_md",
                     path.display()
                 );

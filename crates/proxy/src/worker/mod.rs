@@ -272,7 +272,7 @@ struct Store {
 }
 
 /// A request body on its way from the client to the origin (always through `Exchange::req`:
-/// see docs/proxy.md, "Request bodies").
+/// see docs/proxy-internals.md, "Request bodies").
 #[derive(Debug)]
 struct ReqBody {
     /// Content-Length: bytes still to come from the client; chunked: `None`.

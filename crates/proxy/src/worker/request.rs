@@ -214,7 +214,7 @@ impl<P: Io> Worker<P> {
         }
         if a.expect_continue && req_body.as_ref().is_some_and(|b| !b.done) {
             // Answered here, not by the origin: the proxy reads the body only to forward it,
-            // and the origin then never waits for a 100 of its own (docs/proxy.md).
+            // and the origin then never waits for a 100 of its own (docs/proxy-internals.md).
             c.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
         c.rbuf.drain(..taken);

@@ -21,7 +21,7 @@
 //! - freshness: `shared_fresh_for` is at most `MAX_DELTA_SECONDS` seconds for any `now` from
 //!   the epoch to far in the future, and adding it to an `Instant` or a `SystemTime` cannot
 //!   overflow; it is zero for a response a shared cache must not store (`no-store`, `private`,
-//!   `no-cache`, `Vary`, an unreadable `Age`, a lifetime of 0), for an answer to Authorization
+//!   `no-cache`, `Vary`, a lifetime of 0), for an answer to Authorization
 //!   without `public`, `s-maxage` or `must-revalidate`, and for a Cookie's answer or a
 //!   `Set-Cookie` response without explicit shared freshness.
 #![allow(dead_code)]
@@ -187,7 +187,6 @@ pub fn check(data: &[u8], _exhaustive: bool) {
                 || c.private
                 || c.no_cache
                 || c.vary
-                || c.age_invalid
                 || c.s_maxage.or(c.max_age) == Some(0)
                 || (cx.req.authorization
                     && !(c.public || c.s_maxage.is_some() || c.must_revalidate))

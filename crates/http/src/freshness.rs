@@ -16,10 +16,10 @@
 //!   (Varnish's built-in policy stores neither). Neither the heuristic nor the override applies
 //!   to it: a page built from a cookie stays with its user unless its origin says otherwise.
 //! - `no-store`, `private`, `no-cache` and `Vary` keep a response out of the cache.
-//! - An `Age` that cannot be read (not one delta-seconds value: `0, 0`, `7200.0`, `-1`, `foo`,
-//!   given on two lines) leaves the response's age unknown, and so not fresh; so does an
-//!   `Expires` that is not a date (§5.3) and a directive given twice with different values
-//!   (§4.2.1 allows either reading; the stale one is the safe one).
+//! - `Age` is read as RFC 9111 §5.1 says: a list (on one line or several) by its first member,
+//!   and an invalid value (`-1`, `7200.0`, `foo`) is ignored. An `Expires` that is not a date is
+//!   in the past (§5.3), and a directive given twice with different values is stale (§4.2.1
+//!   allows either reading; the stale one is the safe one).
 
 use std::time::{Duration, SystemTime};
 
@@ -42,6 +42,9 @@ pub struct CacheInfo {
     pub public: bool,
     pub must_revalidate: bool,
     pub proxy_revalidate: bool,
+    /// `must-understand`: a cache that understands the status may store the response even
+    /// with `no-store` (RFC 9111 §5.2.2.3).
+    pub must_understand: bool,
     /// `max-age`, at most [`MAX_DELTA_SECONDS`]; 0 for an invalid value (RFC 9111 §4.2.1: stale
     /// at once) or for two different values.
     pub max_age: Option<u64>,
@@ -52,10 +55,9 @@ pub struct CacheInfo {
     pub expires: Option<SystemTime>,
     /// `Date`, if valid.
     pub date: Option<SystemTime>,
-    /// `Age`, at most [`MAX_DELTA_SECONDS`]; 0 when absent.
+    /// `Age`: the first member of the first line, at most [`MAX_DELTA_SECONDS`]; 0 when
+    /// absent or invalid.
     pub age: u64,
-    /// An `Age` was given that could not be read: the response's age is unknown.
-    pub age_invalid: bool,
     pub vary: bool,
     pub set_cookie: bool,
     age_seen: bool,
@@ -94,6 +96,11 @@ impl Default for Policy {
     }
 }
 
+/// The final statuses RFC 9110 defines, whose meaning a cache knows (`must-understand`).
+pub fn understood(status: u16) -> bool {
+    matches!(status, 200..=206 | 300..=305 | 307 | 308 | 400..=417 | 421 | 422 | 426 | 500..=505)
+}
+
 /// Statuses a cache may give heuristic freshness (RFC 9110 §15.1).
 pub fn heuristically_cacheable(status: u16) -> bool {
     matches!(
@@ -122,12 +129,13 @@ impl CacheInfo {
         } else if name.eq_ignore_ascii_case("date") {
             self.date = parse_date(value);
         } else if name.eq_ignore_ascii_case("age") {
-            // One delta-seconds value, once (RFC 9111 §5.1); a list, a second line, a sign, a
-            // fraction or a parameter is not one.
-            let v = value.trim_ascii();
-            match parse_delta_seconds(v) {
-                Some(a) if !self.age_seen => self.age = a,
-                _ => self.age_invalid = true,
+            // RFC 9111 §5.1: a list (on one line or several) counts by its first member, and
+            // an invalid one (a sign, a fraction, a parameter, letters) is ignored.
+            if !self.age_seen {
+                self.age = tokens(value)
+                    .next()
+                    .and_then(parse_delta_seconds)
+                    .unwrap_or(0);
             }
             self.age_seen = true;
         } else {
@@ -162,6 +170,8 @@ impl CacheInfo {
                 self.must_revalidate = true;
             } else if k.eq_ignore_ascii_case(b"proxy-revalidate") {
                 self.proxy_revalidate = true;
+            } else if k.eq_ignore_ascii_case(b"must-understand") {
+                self.must_understand = true;
             } else if k.eq_ignore_ascii_case(b"max-age") {
                 self.max_age = once(self.max_age, seconds());
             } else if k.eq_ignore_ascii_case(b"s-maxage") {
@@ -173,7 +183,10 @@ impl CacheInfo {
     /// Nothing in the response forbids a shared cache to store it (whether it may, and for how
     /// long, is [`CacheInfo::shared_fresh_for`]'s question).
     pub fn storable(&self) -> bool {
-        !(self.no_store || self.private || self.no_cache || self.vary)
+        // A cache that stores only statuses it understands (the caller checks it) may ignore
+        // no-store under must-understand.
+        let no_store = self.no_store && !self.must_understand;
+        !(no_store || self.private || self.no_cache || self.vary)
     }
 
     /// The lifetime the response gives itself for a shared cache, if any.
@@ -225,7 +238,7 @@ impl CacheInfo {
         now: SystemTime,
         policy: &Policy,
     ) -> Duration {
-        if !self.storable() || self.age_invalid {
+        if !self.storable() {
             return Duration::ZERO;
         }
         if req.authorization && !(self.public || self.s_maxage.is_some() || self.must_revalidate) {

@@ -18,6 +18,8 @@ use std::time::{Instant, SystemTime};
 /// A stored response.
 #[derive(Debug)]
 pub struct Object {
+    /// The response's status code.
+    pub status: u16,
     /// The status line and end-to-end fields as the origin sent them (rewritten by
     /// [`evlab_http::parse_response_head`]), without the final blank line.
     pub head: Box<[u8]>,
@@ -160,6 +162,7 @@ mod tests {
 
     fn obj(body: usize, ttl: Duration) -> Object {
         Object {
+            status: 200,
             head: b"HTTP/1.1 200 OK\r\n".to_vec().into_boxed_slice(),
             body: vec![7; body],
             last_modified: None,

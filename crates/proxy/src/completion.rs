@@ -1948,6 +1948,7 @@ mod tests {
         let (fd, mut peer) = pair(&mut u);
         let head = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
         let obj = Rc::new(Object {
+            status: 200,
             head: Box::from(&b""[..]),
             body: (0..100_000u32).map(|i| (i % 241) as u8).collect(),
             last_modified: None,

@@ -25,7 +25,7 @@ impl<P: Io> Worker<P> {
             SystemTime::now(),
             &self.cfg.freshness_policy(),
         );
-        let cacheable = h.status == 200
+        let cacheable = storable_status(h.status, &h.cache)
             && h.cache.storable()
             && !h.suspect
             && whole
@@ -43,6 +43,7 @@ impl<P: Io> Worker<P> {
         self.keeping += total;
         Some(Store {
             key: x.store_key.take().expect("a key"),
+            status: h.status,
             // A hit says its own Age (see `answer_hit`), not the origin's.
             head: without_age(head),
             last_modified: h.last_modified,
@@ -87,7 +88,9 @@ impl<P: Io> Worker<P> {
         head_only: bool,
     ) -> u16 {
         self.stats.hits.inc();
-        let not_modified = ims.is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims));
+        // Conditions are evaluated on a 200 only (RFC 9110 §13.2.1).
+        let not_modified = obj.status == 200
+            && ims.is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims));
         if not_modified {
             self.stats.not_modified.inc();
             write_head(
@@ -112,18 +115,32 @@ impl<P: Io> Worker<P> {
         c.out.extend_from_slice(b"X-Cache: HIT\r\n");
         connection_field(&mut c.out, minor, keep);
         c.out.extend_from_slice(b"\r\n");
-        self.stats.record_status(200);
+        self.stats.record_status(obj.status);
         if head_only || obj.body.is_empty() {
-            return 200;
+            return obj.status;
         }
         self.stats.bytes_hit.add(obj.body.len() as u64);
         if obj.body.len() <= COPY_HIT_MAX {
             c.out.extend_from_slice(&obj.body);
         } else {
+            let status = obj.status;
             c.hit = Some((obj, 0));
+            return status;
         }
-        200
+        obj.status
     }
+}
+
+/// Whether a response of `status` may be stored: a final status, but 206 (parts are passed
+/// on, not stored or combined) and 304 (it updates a stored response, it is not one); a status
+/// the cache does not know only without `must-understand` (RFC 9111 §3, §5.2.2.3). Whether
+/// it has the freshness to be stored is `shared_fresh_for`'s question: any status with explicit
+/// freshness, the heuristically cacheable ones (RFC 9110 §15.1) with a heuristic.
+pub(super) fn storable_status(status: u16, cache: &evlab_http::CacheInfo) -> bool {
+    (200..600).contains(&status)
+        && status != 206
+        && status != 304
+        && (!cache.must_understand || evlab_http::freshness::understood(status))
 }
 
 /// A stored head without its `Age` field lines (the head's lines end in CRLF; no blank line).
@@ -185,6 +202,46 @@ mod tests {
             Some("HIT")
         );
         assert_eq!(r.origin.requests(), 3);
+    }
+
+    /// Any final status with explicit freshness is stored and answered with its own status;
+    /// 206 and a status the cache does not know under `must-understand` are not.
+    #[test]
+    fn statuses_stored() {
+        let mut r = Rig::new(
+            |_| {},
+            |head| {
+                let path = head.split(' ').nth(1).unwrap_or("");
+                let code: u16 = path[1..4].parse().unwrap();
+                let extra = if path.ends_with("mu") {
+                    "Cache-Control: max-age=60, no-store, must-understand\r\n"
+                } else {
+                    "Cache-Control: max-age=60\r\n"
+                };
+                let body = if code == 204 { "" } else { "b" };
+                let mut v = format!("HTTP/1.1 {code} X\r\n{extra}").into_bytes();
+                if code != 204 {
+                    v.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+                }
+                v.extend_from_slice(b"\r\n");
+                v.extend_from_slice(body.as_bytes());
+                v
+            },
+        );
+        for (path, stored) in [
+            ("/404", true),
+            ("/204", true),
+            ("/299", true),
+            ("/503", true),
+            ("/206", false),
+            ("/200mu", true),
+            ("/599mu", false),
+        ] {
+            let first = r.get(path, "");
+            let again = r.get(path, "");
+            assert_eq!(again.status, first.status, "{path}");
+            assert_eq!(again.header("x-cache") == Some("HIT"), stored, "{path}");
+        }
     }
 
     /// `--keep-bytes`: a miss that would pass what the worker may be receiving for the cache

@@ -263,6 +263,7 @@ impl Xfer {
 #[derive(Debug)]
 struct Store {
     key: Box<str>,
+    status: u16,
     head: Box<[u8]>,
     last_modified: Option<SystemTime>,
     fresh_for: Duration,

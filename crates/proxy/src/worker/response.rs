@@ -108,6 +108,12 @@ impl<P: Io> Worker<P> {
             match parse_response_head(&x.resp, x.head_request, http10, &mut c.out) {
                 ResponseParse::Partial => return Ok(true),
                 ResponseParse::Interim(n) => {
+                    // A proxy passes 1xx on (RFC 9110 §15.2), but to an HTTP/1.0 client, which
+                    // cannot read one, and but 100 Continue, which answers the expectation the
+                    // proxy answered itself and did not forward.
+                    if !http10 && x.resp.get(9..12) != Some(&b"100"[..]) {
+                        c.out.extend_from_slice(&x.resp[..n]);
+                    }
                     x.resp.drain(..n);
                 }
                 ResponseParse::Error(_) => {
@@ -187,6 +193,9 @@ impl<P: Io> Worker<P> {
                 // connection unusable; see below).
                 take = 0;
                 b.in_done = true;
+                if h.status == 204 {
+                    b.store = self.store_for(x, &h, 0, true, &c.out[head_start..head_end]);
+                }
             }
             Framing::Length(total) => {
                 take = usize::try_from(total).map_or(take, |t| take.min(t));
@@ -367,6 +376,7 @@ impl<P: Io> Worker<P> {
                 let stored = self.cache.insert(
                     &s.key,
                     Object {
+                        status: s.status,
                         head: s.head,
                         body,
                         last_modified: s.last_modified,
@@ -405,6 +415,8 @@ pub(super) fn connection_field(out: &mut Vec<u8>, minor: u8, keep: bool) {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::super::rig::{ok, Rig};
     use super::*;
 
@@ -437,6 +449,35 @@ mod tests {
         assert_eq!(r.get("/p", "").header("x-cache"), Some("MISS"));
         assert_eq!(r.origin.conns(), 2);
         assert!(r.w.stats.origin_errors.get() >= 2);
+    }
+
+    /// Interim responses reach an HTTP/1.1 client before the final one (but 100 Continue), and
+    /// not an HTTP/1.0 one; the stored response carries none.
+    #[test]
+    fn interim_responses_are_passed_on() {
+        let mut r = Rig::new(
+            |_| {},
+            |_| {
+                let mut v = b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n".to_vec();
+                v.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                v.extend_from_slice(&ok("x", "Cache-Control: max-age=60\r\n"));
+                v
+            },
+        );
+        let mut s = r.client();
+        s.write_all(b"GET /a HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let early = r.read(&mut s, true);
+        assert_eq!(
+            (early.status, early.header("link")),
+            (103, Some("</s.css>"))
+        );
+        let last = r.read(&mut s, false);
+        assert_eq!((last.status, last.text().as_str()), (200, "x"));
+        let hit = r.get("/a", "");
+        assert_eq!((hit.status, hit.header("x-cache")), (200, Some("HIT")));
+        let mut s = r.client();
+        let a = r.ask(&mut s, "GET /b HTTP/1.0\r\nHost: t\r\n\r\n");
+        assert_eq!(a.status, 200, "an HTTP/1.0 client gets no 1xx");
     }
 
     /// An origin that refuses the connection: 502.

@@ -148,6 +148,8 @@ pub(super) struct Rig {
     pub origin: ScriptedOrigin,
     pub addr: SocketAddr,
     listen_fd: RawFd,
+    /// Bytes a client read past the response asked for, by the client's descriptor.
+    leftover: std::collections::HashMap<RawFd, Vec<u8>>,
 }
 
 impl Rig {
@@ -175,6 +177,7 @@ impl Rig {
             origin,
             addr,
             listen_fd,
+            leftover: Default::default(),
         }
     }
 
@@ -201,13 +204,15 @@ impl Rig {
     /// Turns until `s` has a whole response (by Content-Length; no body for `head_only` or
     /// 304), and returns it; panics after 5 s.
     pub fn read(&mut self, s: &mut TcpStream, head_only: bool) -> Answer {
-        let mut buf = Vec::new();
+        use std::os::fd::AsRawFd;
+        let mut buf = self.leftover.remove(&s.as_raw_fd()).unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             self.turn();
             let mut chunk = [0u8; 65536];
             match s.read(&mut chunk) {
-                Ok(0) => break,
+                Ok(0) if buf.is_empty() => break,
+                Ok(0) => {}
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => panic!("client read: {e}"),
@@ -215,13 +220,15 @@ impl Rig {
             if let Some(end) = find(&buf, b"\r\n\r\n").map(|p| p + 4) {
                 let head = String::from_utf8_lossy(&buf[..end]).to_string();
                 let status: u16 = head[9..12].parse().unwrap();
-                let len = if head_only || status == 304 {
+                let len = if head_only || status == 304 || status < 200 {
                     0
                 } else {
                     field(&head, "content-length").map_or(0, |v| v.parse().unwrap())
                 };
                 if buf.len() >= end + len {
                     let body = buf[end..end + len].to_vec();
+                    self.leftover
+                        .insert(s.as_raw_fd(), buf.split_off(end + len));
                     return Answer { status, head, body };
                 }
             }

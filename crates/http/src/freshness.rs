@@ -15,7 +15,9 @@
 //!   with explicit shared freshness: `s-maxage`, or `public` with `max-age` or `Expires`
 //!   (Varnish's built-in policy stores neither). Neither the heuristic nor the override applies
 //!   to it: a page built from a cookie stays with its user unless its origin says otherwise.
-//! - `no-store`, `private`, `no-cache` and `Vary` keep a response out of the cache.
+//! - `no-store` and `private` keep a response out of the cache, and so does `Vary: *`; `no-cache`
+//!   lets it be stored only to be validated before each use; any other `Vary` makes it a variant,
+//!   answering only requests that match it.
 //! - `Age` is read as RFC 9111 §5.1 says: a list (on one line or several) by its first member,
 //!   and an invalid value (`-1`, `7200.0`, `foo`) is ignored. An `Expires` that is not a date is
 //!   in the past (§5.3), and a directive given twice with different values is stale (§4.2.1
@@ -58,7 +60,11 @@ pub struct CacheInfo {
     /// `Age`: the first member of the first line, at most [`MAX_DELTA_SECONDS`]; 0 when
     /// absent or invalid.
     pub age: u64,
+    /// `Vary` names request fields: the response answers only requests that send what its
+    /// request sent in them (a variant, RFC 9111 §4.1).
     pub vary: bool,
+    /// `Vary: *` (alone or in a list): no request matches, so it is never stored.
+    pub vary_star: bool,
     pub set_cookie: bool,
     age_seen: bool,
 }
@@ -120,7 +126,13 @@ impl CacheInfo {
                 self.no_cache = true;
             }
         } else if name.eq_ignore_ascii_case("vary") {
-            self.vary = true;
+            for t in tokens(value) {
+                if t == b"*" {
+                    self.vary_star = true;
+                } else {
+                    self.vary = true;
+                }
+            }
         } else if name.eq_ignore_ascii_case("set-cookie") {
             self.set_cookie = true;
         } else if name.eq_ignore_ascii_case("expires") {
@@ -186,7 +198,7 @@ impl CacheInfo {
         // A cache that stores only statuses it understands (the caller checks it) may ignore
         // no-store under must-understand.
         let no_store = self.no_store && !self.must_understand;
-        !(no_store || self.private || self.no_cache || self.vary)
+        !(no_store || self.private || self.no_cache || self.vary_star)
     }
 
     /// The lifetime the response gives itself for a shared cache, if any.
@@ -228,8 +240,9 @@ impl CacheInfo {
 
     /// How long, from `now`, a shared cache may reuse this response (of `status`, with
     /// `last_modified`) for requests other than the one it answers (`req`), under `policy`: its
-    /// lifetime less its `Age`. Zero: not to be stored. Never panics, whatever the fields:
-    /// every figure is bounded by [`MAX_DELTA_SECONDS`] and differences saturate at zero.
+    /// lifetime less its `Age`. Zero: not to be stored (see [`CacheInfo::shared_storage`] for a
+    /// response that may be stored to be validated). Never panics, whatever the fields: every
+    /// figure is bounded by [`MAX_DELTA_SECONDS`] and differences saturate at zero.
     pub fn shared_fresh_for(
         &self,
         status: u16,
@@ -238,25 +251,160 @@ impl CacheInfo {
         now: SystemTime,
         policy: &Policy,
     ) -> Duration {
-        if !self.storable() {
-            return Duration::ZERO;
+        self.shared_storage(status, last_modified, req, now, policy)
+            .unwrap_or(Duration::ZERO)
+    }
+
+    /// Whether a shared cache may store this response for other requests than `req`'s, and if
+    /// so for how long from `now` it is fresh: `None`, not to be stored (`no-store`, `private`,
+    /// `Vary: *`, or kept private by the request's `Authorization` or `Cookie` or its own
+    /// `Set-Cookie`); `Some(ZERO)`, stored stale, to be validated before each use (`no-cache`,
+    /// no lifetime left); else its lifetime less its `Age`.
+    pub fn shared_storage(
+        &self,
+        status: u16,
+        last_modified: Option<SystemTime>,
+        req: RequestFacts,
+        now: SystemTime,
+        policy: &Policy,
+    ) -> Option<Duration> {
+        let no_store = self.no_store && !self.must_understand;
+        if no_store || self.private || self.vary_star {
+            return None;
         }
         if req.authorization && !(self.public || self.s_maxage.is_some() || self.must_revalidate) {
-            return Duration::ZERO;
+            return None;
         }
         let personal = req.cookie || self.set_cookie;
         if personal && !self.explicitly_shared() {
-            return Duration::ZERO;
+            return None;
+        }
+        if self.no_cache {
+            return Some(Duration::ZERO);
         }
         let lifetime = match (self.explicit_lifetime(now), policy.override_ttl) {
             (Some(l), _) => l,
             (None, Some(ttl)) => ttl,
             (None, None) => self.heuristic(status, last_modified, now, policy.heuristic_max),
         };
-        lifetime
-            .min(Duration::from_secs(MAX_DELTA_SECONDS))
-            .saturating_sub(Duration::from_secs(self.age.min(MAX_DELTA_SECONDS)))
+        Some(
+            lifetime
+                .min(Duration::from_secs(MAX_DELTA_SECONDS))
+                .saturating_sub(Duration::from_secs(self.age.min(MAX_DELTA_SECONDS))),
+        )
     }
+
+    /// A stale copy must not be served without validation, whatever the request accepts
+    /// (`must-revalidate`, `proxy-revalidate`, `s-maxage` for a shared cache, `no-cache`:
+    /// RFC 9111 §4.2.4, §5.2.2).
+    pub fn never_stale(&self) -> bool {
+        self.must_revalidate || self.proxy_revalidate || self.s_maxage.is_some() || self.no_cache
+    }
+}
+
+/// A request's `Cache-Control` (RFC 9111 §5.2.1), and `Pragma: no-cache` (§5.4).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestDirectives {
+    /// `max-age`: no stored response older than this.
+    pub max_age: Option<u64>,
+    /// `max-stale`: a stale response this much past its lifetime will do (`Some(None)`: any).
+    pub max_stale: Option<Option<u64>>,
+    /// `min-fresh`: only a response fresh for at least this long yet.
+    pub min_fresh: Option<u64>,
+    /// `no-cache` (or `Pragma: no-cache`): validate before using a stored response.
+    pub no_cache: bool,
+    /// `no-store`: store nothing of the request or its response.
+    pub no_store: bool,
+    /// `only-if-cached`: answer from the cache or with 504, never from the origin.
+    pub only_if_cached: bool,
+}
+
+impl RequestDirectives {
+    /// Takes one request field into account (false: not one of a cache's).
+    pub fn field(&mut self, name: &str, value: &[u8]) -> bool {
+        if name.eq_ignore_ascii_case("pragma") {
+            self.no_cache |= tokens(value).any(|t| t.eq_ignore_ascii_case(b"no-cache"));
+            return true;
+        }
+        if !name.eq_ignore_ascii_case("cache-control") {
+            return false;
+        }
+        for t in tokens(value) {
+            let (k, v) = match t.iter().position(|&b| b == b'=') {
+                Some(i) => (t[..i].trim_ascii(), Some(t[i + 1..].trim_ascii())),
+                None => (t, None),
+            };
+            let v = v.map(|v| v.strip_prefix(b"\"").unwrap_or(v));
+            let v = v.map(|v| v.strip_suffix(b"\"").unwrap_or(v));
+            let secs = v.and_then(parse_delta_seconds);
+            if k.eq_ignore_ascii_case(b"max-age") {
+                // An invalid value asks for nothing older than now: validate.
+                self.max_age = Some(secs.unwrap_or(0));
+            } else if k.eq_ignore_ascii_case(b"max-stale") {
+                self.max_stale = Some(secs);
+            } else if k.eq_ignore_ascii_case(b"min-fresh") {
+                self.min_fresh = Some(secs.unwrap_or(0));
+            } else if k.eq_ignore_ascii_case(b"no-cache") {
+                self.no_cache = true;
+            } else if k.eq_ignore_ascii_case(b"no-store") {
+                self.no_store = true;
+            } else if k.eq_ignore_ascii_case(b"only-if-cached") {
+                self.only_if_cached = true;
+            }
+        }
+        true
+    }
+}
+
+/// What a stored response may do for a request.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Answer with it.
+    Use,
+    /// Validate it with the origin first (or, without validators, fetch anew).
+    Validate,
+}
+
+/// Whether a stored response `age` old with freshness `lifetime` may answer a request with
+/// directives `req` (RFC 9111 §4.2, §5.2.1): fresh enough for the request's `max-age` and
+/// `min-fresh`, or stale within its `max-stale` when the response allows serving it stale
+/// (`never_stale` false).
+pub fn reuse(
+    age: Duration,
+    lifetime: Duration,
+    never_stale: bool,
+    req: &RequestDirectives,
+) -> Reuse {
+    let secs = |s: u64| Duration::from_secs(s.min(MAX_DELTA_SECONDS));
+    if req.no_cache || req.max_age.is_some_and(|m| age > secs(m)) {
+        return Reuse::Validate;
+    }
+    if age < lifetime {
+        let left = lifetime - age;
+        return match req.min_fresh {
+            Some(m) if left < secs(m) => Reuse::Validate,
+            _ => Reuse::Use,
+        };
+    }
+    let stale = age - lifetime;
+    match req.max_stale {
+        Some(m) if !never_stale && m.is_none_or(|m| stale <= secs(m)) => Reuse::Use,
+        _ => Reuse::Validate,
+    }
+}
+
+/// Whether an `If-None-Match` value matches entity tag `etag` by weak comparison (RFC 9110
+/// §13.1.2, §8.8.3.2): `*`, or any listed tag equal to it but for a `W/` prefix on either.
+pub fn none_match(if_none_match: &[u8], etag: &[u8]) -> bool {
+    let opaque = |t: &[u8]| -> Vec<u8> {
+        t.trim_ascii()
+            .strip_prefix(b"W/")
+            .unwrap_or(t.trim_ascii())
+            .to_vec()
+    };
+    let ours = opaque(etag);
+    let v = if_none_match.trim_ascii();
+    v == b"*" || tokens(v).any(|t| opaque(t) == ours)
 }
 
 /// Elements of a comma-separated field value, whitespace trimmed.
@@ -295,3 +443,61 @@ pub(crate) fn parse_date(value: &[u8]) -> Option<SystemTime> {
 
 #[cfg(test)]
 mod tests;
+
+/// The request fields a `Vary` names, lower-cased, from every `Vary` line of a head (lines
+/// ending in CRLF); `None` for `Vary: *`, which no request matches.
+pub fn vary_names(head: &[u8]) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for line in head.split(|&b| b == b'\n').skip(1) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if !line[..colon].trim_ascii().eq_ignore_ascii_case(b"vary") {
+            continue;
+        }
+        for t in tokens(&line[colon + 1..]) {
+            if t == b"*" {
+                return None;
+            }
+            let n = String::from_utf8_lossy(t).to_ascii_lowercase();
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    Some(names)
+}
+
+/// What a request sends in the fields `names` (a `Vary`'s), normalised as RFC 9111 §4.1 allows:
+/// each field's lines combined, its list members trimmed of white space; a field the request
+/// does not send is told apart from an empty one. Requests with equal keys match the variant.
+pub fn variant_key(names: &[String], request_head: &[u8]) -> String {
+    let mut key = String::new();
+    for n in names {
+        key.push('\n');
+        let mut sent = false;
+        for line in request_head.split(|&b| b == b'\n').skip(1) {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let Some(colon) = line.iter().position(|&b| b == b':') else {
+                continue;
+            };
+            if !line[..colon]
+                .trim_ascii()
+                .eq_ignore_ascii_case(n.as_bytes())
+            {
+                continue;
+            }
+            for t in tokens(&line[colon + 1..]) {
+                key.push(if sent { ',' } else { '=' });
+                key.push_str(&String::from_utf8_lossy(t));
+                sent = true;
+            }
+            if !sent {
+                key.push('=');
+                sent = true;
+            }
+        }
+    }
+    key
+}

@@ -23,7 +23,7 @@ pub mod response;
 
 pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
 pub use date::DateCache;
-pub use freshness::{CacheInfo, Policy, RequestFacts, MAX_DELTA_SECONDS};
+pub use freshness::{CacheInfo, Policy, RequestDirectives, RequestFacts, Reuse, MAX_DELTA_SECONDS};
 pub use proxy::{
     parse_response_head, push_via, write_forward_request, ChunkedScanner, Forward, ForwardError,
     ForwardOptions, Framing, ResponseHead, ResponseParse,

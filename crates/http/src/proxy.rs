@@ -26,7 +26,7 @@
 use std::borrow::Cow;
 use std::time::SystemTime;
 
-use crate::freshness::{parse_date, parse_u64, tokens, CacheInfo};
+use crate::freshness::{parse_date, parse_u64, tokens, CacheInfo, RequestDirectives};
 
 /// Most header fields in a response head the proxy accepts.
 const MAX_HEADERS: usize = 100;
@@ -286,9 +286,14 @@ pub struct Forward<'a> {
     pub authorization: bool,
     /// Carries a `Cookie`: its answer is stored only with explicit shared freshness.
     pub cookie: bool,
-    /// The client asked not to be answered from a cache (`Cache-Control: no-cache` or
-    /// `no-store`, `Pragma: no-cache`).
-    pub no_cache: bool,
+    /// What the request's `Cache-Control` (and `Pragma`) asks of a cache.
+    pub directives: RequestDirectives,
+    /// The request carries a precondition of its own (`If-None-Match`, `If-Modified-Since`,
+    /// `If-Match`, `If-Unmodified-Since`, `If-Range`): a cache passes it on as it is rather
+    /// than validate its stored response for it.
+    pub conditional: bool,
+    /// Its `If-None-Match`, the first if several.
+    pub if_none_match: Option<&'a [u8]>,
 }
 
 /// What the proxy adds to or replaces in every request it forwards.
@@ -381,7 +386,9 @@ pub fn write_forward_request<'a>(
     }
     let mut authorization = false;
     let mut cookie = false;
-    let mut no_cache = false;
+    let mut directives = RequestDirectives::default();
+    let mut conditional = false;
+    let mut if_none_match = None;
     let mut xff: Option<Vec<u8>> = None;
     for h in fields {
         if h.name.eq_ignore_ascii_case("host")
@@ -411,12 +418,12 @@ pub fn write_forward_request<'a>(
             authorization = true;
         } else if h.name.eq_ignore_ascii_case("cookie") {
             cookie = true;
-        } else if h.name.eq_ignore_ascii_case("cache-control") {
-            no_cache |= tokens(h.value).any(|t| {
-                t.eq_ignore_ascii_case(b"no-cache") || t.eq_ignore_ascii_case(b"no-store")
-            });
-        } else if h.name.eq_ignore_ascii_case("pragma") {
-            no_cache |= tokens(h.value).any(|t| t.eq_ignore_ascii_case(b"no-cache"));
+        } else if directives.field(h.name, h.value) {
+        } else if h.name.len() > 3 && h.name.as_bytes()[..3].eq_ignore_ascii_case(b"if-") {
+            conditional = true;
+            if h.name.eq_ignore_ascii_case("if-none-match") && if_none_match.is_none() {
+                if_none_match = Some(h.value);
+            }
         }
         push_field(out, h);
     }
@@ -442,7 +449,9 @@ pub fn write_forward_request<'a>(
         head_request: method == "HEAD",
         authorization,
         cookie,
-        no_cache,
+        directives,
+        conditional,
+        if_none_match,
     })
 }
 
@@ -996,7 +1005,7 @@ mod tests {
                     f.key,
                     f.head_request,
                     f.authorization,
-                    f.no_cache,
+                    f.directives.no_cache || f.directives.no_store,
                 )
             });
             (f, String::from_utf8(out).unwrap())

@@ -1956,6 +1956,8 @@ mod tests {
             stored: Instant::now(),
             age: 0,
             shared: false,
+            validators: false,
+            never_stale: false,
         });
         let tail: Vec<u8> = (0..300_000u32).map(|i| (i % 239) as u8).collect();
         let mut expect = head[2..].to_vec();

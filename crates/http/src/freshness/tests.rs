@@ -114,7 +114,14 @@ fn the_default_policy_stores_only_what_the_response_allows() {
             NOBODY,
             0,
         ),
-        ("Cache-Control: max-age=60\r\nVary: Accept\r\n", NOBODY, 0),
+        // Vary makes it a variant; Vary: * is never stored.
+        ("Cache-Control: max-age=60\r\nVary: Accept\r\n", NOBODY, 60),
+        ("Cache-Control: max-age=60\r\nVary: *\r\n", NOBODY, 0),
+        (
+            "Cache-Control: max-age=60\r\nVary: Accept, *\r\n",
+            NOBODY,
+            0,
+        ),
         ("Cache-Control: max-age=0\r\n", NOBODY, 0),
         ("Cache-Control: max-age=soon\r\n", NOBODY, 0),
         // Authorization: only public, s-maxage or must-revalidate (RFC 9111 §3.5).
@@ -195,7 +202,7 @@ fn the_override_gives_freshness_only_where_nothing_is_private() {
         ("Set-Cookie: s=1\r\n", NOBODY),
         ("Cache-Control: private\r\n", NOBODY),
         ("Cache-Control: no-store\r\n", NOBODY),
-        ("Vary: Cookie\r\n", NOBODY),
+        ("Vary: *\r\n", NOBODY),
     ] {
         assert_eq!(
             fresh_with(fields, req, &OVERRIDE_60),
@@ -392,4 +399,102 @@ impl Policy {
             ..self
         }
     }
+}
+
+/// Whether a stored response may answer, one row per request directive (RFC 9111 §5.2.1).
+#[test]
+fn reuse_by_request_directives() {
+    let req = |cc: &str| {
+        let mut d = RequestDirectives::default();
+        d.field("Cache-Control", cc.as_bytes());
+        d
+    };
+    // (age, lifetime, never stale, request Cache-Control, may answer)
+    let rows: &[(u64, u64, bool, &str, bool)] = &[
+        (10, 60, false, "", true),
+        (60, 60, false, "", false),
+        (10, 60, false, "no-cache", false),
+        (10, 60, false, "max-age=5", false),
+        (10, 60, false, "max-age=10", true),
+        (10, 60, false, "min-fresh=40", true),
+        (10, 60, false, "min-fresh=51", false),
+        (70, 60, false, "max-stale", true),
+        (70, 60, false, "max-stale=10", true),
+        (70, 60, false, "max-stale=9", false),
+        (70, 60, true, "max-stale", false),
+        (70, 60, false, "max-stale, max-age=65", false),
+        (10, 60, false, "max-age=bogus", false),
+    ];
+    for &(age, life, never, cc, ok) in rows {
+        let r = reuse(secs(age), secs(life), never, &req(cc));
+        assert_eq!(
+            r == Reuse::Use,
+            ok,
+            "{age}/{life} never_stale={never} {cc:?}"
+        );
+    }
+    let mut p = RequestDirectives::default();
+    p.field("Pragma", b"no-cache");
+    assert!(p.no_cache);
+    let d = req("only-if-cached, no-store");
+    assert!(d.only_if_cached && d.no_store);
+}
+
+#[test]
+fn if_none_match_compares_weakly() {
+    assert!(none_match(b"\"a\"", b"\"a\""));
+    assert!(none_match(b"W/\"a\"", b"\"a\""));
+    assert!(none_match(b"\"a\"", b"W/\"a\""));
+    assert!(none_match(b"\"x\", \"a\"", b"\"a\""));
+    assert!(none_match(b"*", b"\"a\""));
+    assert!(!none_match(b"\"b\"", b"\"a\""));
+    assert!(!none_match(b"\"a", b"\"a\""));
+}
+
+/// A response that may be stored only to be validated, and one that may not be stored.
+#[test]
+fn storage_for_validation() {
+    let store = |fields: &str, req| {
+        let (c, lm) = head(200, fields);
+        c.shared_storage(200, lm, req, now(), &Policy::default())
+    };
+    assert_eq!(
+        store("Cache-Control: no-cache\r\n", NOBODY),
+        Some(Duration::ZERO)
+    );
+    assert_eq!(
+        store("Cache-Control: max-age=0\r\n", NOBODY),
+        Some(Duration::ZERO)
+    );
+    assert_eq!(store("Cache-Control: no-store\r\n", NOBODY), None);
+    assert_eq!(store("Cache-Control: no-cache\r\n", COOKIE), None);
+    assert_eq!(
+        store("Cache-Control: no-cache, s-maxage=5\r\n", COOKIE),
+        Some(Duration::ZERO)
+    );
+    assert!(info("Cache-Control: s-maxage=5\r\n").never_stale());
+    assert!(!info("Cache-Control: max-age=5\r\n").never_stale());
+}
+
+#[test]
+fn variants_by_the_fields_vary_names() {
+    let names = |h: &str| vary_names(format!("HTTP/1.1 200 OK\r\n{h}").as_bytes());
+    assert_eq!(
+        names("Vary: Foo, bar\r\nVary: BAZ, foo\r\n"),
+        Some(vec!["foo".into(), "bar".into(), "baz".into()])
+    );
+    assert_eq!(names("Vary: , *\r\n"), None);
+    assert_eq!(names("Vary: \r\nVary: *\r\n"), None);
+    assert_eq!(names("X: 1\r\n"), Some(vec![]));
+    let key = |h: &str| {
+        variant_key(
+            &["foo".into(), "bar".into()],
+            format!("GET / HTTP/1.1\r\n{h}").as_bytes(),
+        )
+    };
+    assert_eq!(key("Foo: 1, 2\r\n"), key("Foo: 1\r\nFoo: 2\r\n"));
+    assert_eq!(key("Foo: 1,2\r\n"), key("foo:  1 , 2 \r\n"));
+    assert_ne!(key("Foo: 1\r\n"), key("Foo: 2\r\n"));
+    assert_ne!(key(""), key("Foo: \r\n"), "absent is not empty");
+    assert_ne!(key("Foo: 1\r\n"), key("Bar: 1\r\n"));
 }

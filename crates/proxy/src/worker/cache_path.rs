@@ -1,6 +1,7 @@
 //! The cache path: a hit answered from a stored object, and the head a stored object keeps.
 
 use super::*;
+use evlab_http::freshness::{self, RequestDirectives, Reuse};
 
 impl<P: Io> Worker<P> {
     /// What the cache keeps of a length-delimited response of `total` body bytes whose head
@@ -18,18 +19,20 @@ impl<P: Io> Worker<P> {
         head: &[u8],
     ) -> Option<Store> {
         x.store_key.as_ref()?;
-        let fresh_for = h.cache.shared_fresh_for(
+        let fresh_for = h.cache.shared_storage(
             h.status,
             h.last_modified,
             x.req_facts,
             SystemTime::now(),
             &self.cfg.freshness_policy(),
-        );
+        )?;
+        let validators = h.last_modified.is_some() || field_in(head, "etag").is_some();
+        let vary = freshness::vary_names(head)?;
+        // A response stale on arrival is kept only to be validated.
         let cacheable = storable_status(h.status, &h.cache)
-            && h.cache.storable()
             && !h.suspect
             && whole
-            && fresh_for > Duration::ZERO
+            && (fresh_for > Duration::ZERO || validators)
             && self.cache.may_store(total);
         if !cacheable {
             return None;
@@ -43,6 +46,7 @@ impl<P: Io> Worker<P> {
         self.keeping += total;
         Some(Store {
             key: x.store_key.take().expect("a key"),
+            vary,
             status: h.status,
             // A hit says its own Age (see `answer_hit`), not the origin's.
             head: without_age(head),
@@ -50,32 +54,117 @@ impl<P: Io> Worker<P> {
             fresh_for,
             age: h.cache.age,
             shared: h.cache.explicitly_shared(),
+            validators,
+            never_stale: h.cache.never_stale(),
         })
     }
 
-    /// Answers the request for `key` from the cache if a fresh object may answer it; false: a
-    /// miss.
-    /// A request with a Cookie is answered only by an object its origin said may be shared:
-    /// one stored for an anonymous request on a guess may not be what this user's cookie would
-    /// get (Varnish does not look such requests up at all).
-    pub(super) fn try_hit(
-        &mut self,
-        c: &mut Client,
-        key: &str,
-        facts: RequestFacts,
-        head_request: bool,
-        (minor, ims): (u8, Option<SystemTime>),
-    ) -> bool {
-        let hit = self
+    /// Consults the cache for the request for `key`: answers it from a stored response that
+    /// may answer it (fresh, or stale within what the request accepts), or gives back a stored
+    /// response to validate with the origin (it has validators, and the request no
+    /// preconditions of its own), or says there is none to use. A request with a Cookie is
+    /// answered only by an object its origin said may be shared: one stored for an anonymous
+    /// request on a guess may not be what this user's cookie would get (Varnish does not look
+    /// such requests up at all).
+    pub(super) fn consult(&mut self, c: &mut Client, key: &str, q: &Query<'_>) -> Consulted {
+        let found = self
             .cache
             .get(key, self.now)
-            .filter(|obj| obj.shared || !facts.cookie);
-        let Some(obj) = hit else {
-            return false;
+            .filter(|obj| obj.shared || !q.facts.cookie);
+        let Some(obj) = found else {
+            return Consulted::Miss;
         };
-        let status = self.answer_hit(c, obj, minor, !c.close_after, ims, head_request);
-        self.log_answered(c, status, Some(CacheMark::Hit));
-        true
+        let age = obj.age(self.now);
+        match freshness::reuse(age, obj.lifetime(), obj.never_stale, q.directives) {
+            Reuse::Use => {
+                let status = self.answer_hit(c, obj, q.minor, !c.close_after, q.cond, q.head);
+                self.log_answered(c, status, Some(CacheMark::Hit));
+                Consulted::Answered
+            }
+            Reuse::Validate if obj.validators && !q.conditional => Consulted::Validate(obj),
+            Reuse::Validate => Consulted::Miss,
+        }
+    }
+
+    /// The origin answered 304 to the validation of `old`: the stored response is freshened
+    /// with the 304's fields (RFC 9111 §4.3.4, §3.2) and answers the client; the exchange ends
+    /// with the 304, which has no body.
+    pub(super) fn revalidated(
+        &mut self,
+        c: &mut Client,
+        h: ResponseHead,
+        head_start: usize,
+        old: Rc<Object>,
+    ) {
+        self.stats.record_status(304);
+        let x = c.x.as_mut().expect("an exchange");
+        let fields = c.out.split_off(head_start);
+        let head = merge_head(&old.head, &fields);
+        let obj = self.freshened(&old, head, x.req_facts);
+        if let (Some(k), Some((o, vary))) = (x.store_key.as_deref(), obj.as_ref()) {
+            self.cache.insert_for(k, vary, &x.req_head, o.clone());
+        }
+        let obj = obj.map(|(o, _)| o);
+        let obj = obj.unwrap_or(old);
+        let x = c.x.as_mut().expect("an exchange");
+        let keep = x.client_keep && !c.close_after;
+        let (minor, head_request) = (x.client_minor, x.head_request);
+        let cond = std::mem::take(&mut x.cond);
+        let status = self.answer_hit(c, obj, minor, keep, &cond, head_request);
+        if let Some(e) = c.log.back_mut().filter(|e| e.end.is_none()) {
+            e.status = status;
+            e.cache = CacheMark::Hit;
+        }
+        let x = c.x.as_mut().expect("an exchange");
+        let early = unsent_body(x);
+        let mut b = Xfer::new(Framing::None, false, h.keep_alive && !early);
+        b.in_done = true;
+        if x.resp.len() > h.head_len {
+            // Bytes after a bodiless response: the connection cannot be trusted again.
+            b.reusable = false;
+            self.stats.origin_errors.inc();
+        }
+        x.resp.clear();
+        x.body = Some(b);
+        c.phase = Phase::Body;
+    }
+
+    /// The stored response `old` with its head now `head` (a 304's fields merged in): its
+    /// freshness computed anew from that head; `None` when the merged head may no longer be
+    /// stored for others.
+    fn freshened(
+        &self,
+        old: &Object,
+        head: Box<[u8]>,
+        req: RequestFacts,
+    ) -> Option<(Rc<Object>, Vec<String>)> {
+        let mut full = head.to_vec();
+        full.extend_from_slice(b"\r\n");
+        let ResponseParse::Complete(mh) = parse_response_head(&full, true, false, &mut Vec::new())
+        else {
+            return None;
+        };
+        let fresh = mh.cache.shared_storage(
+            old.status,
+            mh.last_modified,
+            req,
+            SystemTime::now(),
+            &self.cfg.freshness_policy(),
+        )?;
+        let vary = freshness::vary_names(&head)?;
+        let obj = Rc::new(Object {
+            status: old.status,
+            head: without_age(&head),
+            body: old.body.clone(),
+            last_modified: mh.last_modified,
+            expires: self.now.checked_add(fresh)?,
+            stored: self.now,
+            age: mh.cache.age,
+            shared: mh.cache.explicitly_shared(),
+            validators: mh.last_modified.is_some() || field_in(&head, "etag").is_some(),
+            never_stale: mh.cache.never_stale(),
+        });
+        Some((obj, vary))
     }
 
     pub(super) fn answer_hit(
@@ -84,22 +173,36 @@ impl<P: Io> Worker<P> {
         obj: Rc<Object>,
         minor: u8,
         keep: bool,
-        ims: Option<SystemTime>,
+        cond: &Cond,
         head_only: bool,
     ) -> u16 {
         self.stats.hits.inc();
-        // Conditions are evaluated on a 200 only (RFC 9110 §13.2.1).
-        let not_modified = obj.status == 200
-            && ims.is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims));
-        if not_modified {
+        if not_modified(&obj, cond) {
             self.stats.not_modified.inc();
+            // What a 200 would have said that a 304 must repeat (RFC 9110 §15.4.5).
+            let mut extra = Vec::with_capacity(128);
+            for name in [
+                "etag",
+                "cache-control",
+                "expires",
+                "vary",
+                "content-location",
+            ] {
+                if let Some(v) = field_in(&obj.head, name) {
+                    extra.extend_from_slice(name.as_bytes());
+                    extra.extend_from_slice(b": ");
+                    extra.extend_from_slice(v);
+                    extra.extend_from_slice(b"\r\n");
+                }
+            }
+            extra.extend_from_slice(b"X-Cache: HIT\r\n");
             write_head(
                 &mut c.out,
                 Status::NotModified,
                 minor,
                 self.date.get(),
                 keep,
-                b"X-Cache: HIT\r\n",
+                &extra,
             );
             self.stats.record_status(304);
             return 304;
@@ -129,6 +232,88 @@ impl<P: Io> Worker<P> {
         }
         obj.status
     }
+}
+
+/// What a lookup needs of the request besides its key.
+pub(super) struct Query<'q> {
+    pub facts: RequestFacts,
+    pub directives: &'q RequestDirectives,
+    /// The request has preconditions of its own.
+    pub conditional: bool,
+    pub cond: &'q Cond,
+    pub minor: u8,
+    pub head: bool,
+}
+
+/// What the cache did with a request.
+pub(super) enum Consulted {
+    Answered,
+    /// This stored response is to be validated with the origin.
+    Validate(Rc<Object>),
+    Miss,
+}
+
+/// Whether the client's preconditions say its copy is current (RFC 9110 §13.1.2, §13.1.3,
+/// §13.2.2): `If-None-Match` by weak comparison with the stored `ETag`, else
+/// `If-Modified-Since` on or after the stored `Last-Modified`; evaluated on a 200 only.
+fn not_modified(obj: &Object, cond: &Cond) -> bool {
+    if obj.status != 200 {
+        return false;
+    }
+    match (&cond.inm, field_in(&obj.head, "etag")) {
+        (Some(inm), Some(etag)) => freshness::none_match(inm, etag),
+        (Some(inm), None) => inm.trim_ascii() == b"*",
+        (None, _) => cond
+            .ims
+            .is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims)),
+    }
+}
+
+/// The value of the first `name` field in a head (lines ending in CRLF, no blank line).
+pub(super) fn field_in<'h>(head: &'h [u8], name: &str) -> Option<&'h [u8]> {
+    head.split(|&b| b == b'\n').skip(1).find_map(|l| {
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        let colon = l.iter().position(|&b| b == b':')?;
+        l[..colon]
+            .eq_ignore_ascii_case(name.as_bytes())
+            .then(|| l[colon + 1..].trim_ascii())
+    })
+}
+
+/// A stored head with a 304's fields merged in (RFC 9111 §3.2): the stored status line and
+/// the stored fields the 304 does not carry, then the 304's, but its `Content-Length` (which
+/// describes no body of its own), its `Age` and its `X-Cache`.
+pub(super) fn merge_head(stored: &[u8], fields_304: &[u8]) -> Box<[u8]> {
+    let lines = |h: &[u8]| -> Vec<Vec<u8>> {
+        h.split(|&b| b == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l).to_vec())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let name = |l: &[u8]| -> Vec<u8> {
+        let end = l.iter().position(|&b| b == b':').unwrap_or(l.len());
+        l[..end].trim_ascii().to_ascii_lowercase()
+    };
+    let old = lines(stored);
+    let new: Vec<Vec<u8>> = lines(fields_304)
+        .into_iter()
+        .skip(1)
+        .filter(|l| !matches!(name(l).as_slice(), b"content-length" | b"age" | b"x-cache"))
+        .collect();
+    let replaced: Vec<Vec<u8>> = new.iter().map(|l| name(l)).collect();
+    let mut out = Vec::with_capacity(stored.len() + fields_304.len());
+    for (i, l) in old.iter().enumerate() {
+        if i > 0 && replaced.contains(&name(l)) {
+            continue;
+        }
+        out.extend_from_slice(l);
+        out.extend_from_slice(b"\r\n");
+    }
+    for l in &new {
+        out.extend_from_slice(l);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.into_boxed_slice()
 }
 
 /// Whether a response of `status` may be stored: a final status, but 206 (parts are passed
@@ -242,6 +427,142 @@ mod tests {
             assert_eq!(again.status, first.status, "{path}");
             assert_eq!(again.header("x-cache") == Some("HIT"), stored, "{path}");
         }
+    }
+
+    /// A stale response with an `ETag` is validated with `If-None-Match`; the origin's 304
+    /// freshens it (its new fields merged in) and the client gets the stored body.
+    #[test]
+    fn stale_responses_are_validated() {
+        let mut r = Rig::new(
+            |_| {},
+            |head| {
+                if crate::worker::rig::field(head, "if-none-match") == Some("\"v1\"") {
+                    b"HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nCache-Control: max-age=60\r\nX-New: 2\r\n\r\n".to_vec()
+                } else {
+                    ok(
+                        "body",
+                        "ETag: \"v1\"\r\nCache-Control: max-age=0\r\nX-New: 1\r\n",
+                    )
+                }
+            },
+        );
+        assert_eq!(r.get("/p", "").text(), "body");
+        let a = r.get("/p", "");
+        assert_eq!(
+            (
+                a.status,
+                a.text().as_str(),
+                a.header("x-new"),
+                a.header("x-cache")
+            ),
+            (200, "body", Some("2"), Some("HIT"))
+        );
+        assert_eq!(a.header("content-length"), Some("4"));
+        assert_eq!(r.origin.requests(), 2);
+        // Freshened: the next one is a plain hit.
+        assert_eq!(r.get("/p", "").header("x-cache"), Some("HIT"));
+        assert_eq!(r.origin.requests(), 2);
+        // A client's own If-None-Match that matches: 304 from the cache, with the ETag.
+        let c = r.get("/p", "If-None-Match: W/\"v1\"\r\n");
+        assert_eq!((c.status, c.header("etag")), (304, Some("\"v1\"")));
+        assert_eq!(r.origin.requests(), 2);
+    }
+
+    /// Request directives: no-cache validates, only-if-cached is 504 without an object,
+    /// max-stale serves a stale one unless it must be revalidated.
+    #[test]
+    fn request_directives() {
+        let mut r = Rig::new(
+            |_| {},
+            |head| {
+                let lm = "Last-Modified: Sat, 01 Jan 2000 00:00:00 GMT\r\n";
+                if head.contains("/must") {
+                    ok(
+                        "m",
+                        &format!("{lm}Cache-Control: max-age=0, must-revalidate\r\n"),
+                    )
+                } else {
+                    ok("s", "Cache-Control: max-age=0\r\n")
+                }
+            },
+        );
+        let a = r.get("/nothing", "Cache-Control: only-if-cached\r\n");
+        assert_eq!(a.status, 504);
+        assert_eq!(r.origin.requests(), 0);
+        r.get("/must", "");
+        let b = r.get("/must", "Cache-Control: max-stale\r\n");
+        assert_eq!(
+            b.header("x-cache"),
+            Some("MISS"),
+            "must-revalidate: validated"
+        );
+        assert_eq!(r.origin.requests(), 2);
+        // A stale object without validators is not kept at all.
+        r.get("/s", "");
+        assert_eq!(
+            r.get("/s", "Cache-Control: max-stale\r\n")
+                .header("x-cache"),
+            Some("MISS")
+        );
+    }
+
+    /// A response with `Vary` is stored as a variant: each value of the named field gets its
+    /// own, an absent field is a value of its own, and `Vary: *` is never stored.
+    #[test]
+    fn variants() {
+        let mut r = Rig::new(
+            |_| {},
+            |head| {
+                let lang = crate::worker::rig::field(head, "accept-language").unwrap_or("none");
+                let vary = if head.contains("/star") {
+                    "*"
+                } else {
+                    "Accept-Language"
+                };
+                ok(
+                    lang,
+                    &format!("Cache-Control: max-age=60\r\nVary: {vary}\r\n"),
+                )
+            },
+        );
+        let en = "Accept-Language: en\r\n";
+        let de = "Accept-Language: de\r\n";
+        assert_eq!(r.get("/p", en).text(), "en");
+        assert_eq!(r.get("/p", de).text(), "de");
+        assert_eq!(r.get("/p", "").text(), "none");
+        for (lang, want) in [(en, "en"), (de, "de"), ("", "none")] {
+            let a = r.get("/p", lang);
+            assert_eq!(
+                (a.text().as_str(), a.header("x-cache")),
+                (want, Some("HIT"))
+            );
+        }
+        assert_eq!(r.origin.requests(), 3);
+        assert_eq!(r.w.cache.len(), 3);
+        // An unsafe method drops every variant.
+        let mut s = r.client();
+        r.ask(
+            &mut s,
+            "POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
+        );
+        assert_eq!(r.get("/p", en).header("x-cache"), Some("MISS"));
+        assert_eq!(r.get("/p", de).header("x-cache"), Some("MISS"));
+        r.get("/star", en);
+        assert_eq!(r.get("/star", en).header("x-cache"), Some("MISS"));
+    }
+
+    #[test]
+    fn heads_merge_and_fields_are_found() {
+        let stored = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nETag: \"a\"\r\nX-Old: 1\r\n";
+        let fields = b"HTTP/1.1 304 Not Modified\r\nETag: \"a\"\r\nContent-Length: 0\r\nX-New: 2\r\nAge: 3\r\n";
+        let m = merge_head(stored, fields);
+        assert_eq!(
+            std::str::from_utf8(&m).unwrap(),
+            "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-Old: 1\r\nETag: \"a\"\r\nX-New: 2\r\n"
+        );
+        assert_eq!(field_in(&m, "x-new"), Some(&b"2"[..]));
+        assert_eq!(field_in(&m, "ETAG"), Some(&b"\"a\""[..]));
+        assert_eq!(field_in(&m, "missing"), None);
     }
 
     /// `--keep-bytes`: a miss that would pass what the worker may be receiving for the cache

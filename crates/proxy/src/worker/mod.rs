@@ -262,8 +262,13 @@ impl Xfer {
 
 #[derive(Debug)]
 struct Store {
+    /// The URL it is stored for.
     key: Box<str>,
+    /// The request fields its `Vary` names (empty: none).
+    vary: Vec<String>,
     status: u16,
+    validators: bool,
+    never_stale: bool,
     head: Box<[u8]>,
     last_modified: Option<SystemTime>,
     fresh_for: Duration,
@@ -301,10 +306,18 @@ struct Exchange {
     head_request: bool,
     client_minor: u8,
     client_keep: bool,
-    /// The response may be stored under this key.
+    /// The response may be stored for this URL.
     store_key: Option<Box<str>>,
+    /// The request's head as the client sent it, while its response may be stored: a response
+    /// with `Vary` is stored as the variant the request's fields select.
+    req_head: Box<[u8]>,
     /// What the request says about sharing its response (Authorization, Cookie).
     req_facts: RequestFacts,
+    /// The client's own preconditions, for an answer from the cache.
+    cond: Cond,
+    /// A stored response being validated by this request (sent with its validators): a 304
+    /// freshens it and it answers the client; any other answer replaces it.
+    revalidating: Option<Rc<Object>>,
     retried: bool,
     got_bytes: bool,
     /// The last read of the response head filled all it asked for: more of the response
@@ -313,6 +326,13 @@ struct Exchange {
     /// The origin's bytes while the head is incomplete.
     resp: Vec<u8>,
     body: Option<Xfer>,
+}
+
+/// What a client's conditional request says a cached answer must be tested against.
+#[derive(Debug, Default)]
+struct Cond {
+    ims: Option<SystemTime>,
+    inm: Option<Box<[u8]>>,
 }
 
 /// A client connection.

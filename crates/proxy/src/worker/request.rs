@@ -2,6 +2,7 @@
 //! (stats, CONNECT, the cache, the origin), and a request body pulled from the client in
 //! batches.
 
+use super::cache_path::{field_in, Consulted, Query};
 use super::*;
 use evlab_http::Forward;
 
@@ -150,14 +151,7 @@ impl<P: Io> Worker<P> {
     /// A request for the origin: rewritten, answered from the cache if it may be, else made an
     /// exchange with the body bytes that came with its head.
     fn forward_request(&mut self, c: &mut Client, a: &Asked) -> Answered {
-        if c.xff.is_none() {
-            // The completion engine's accept does not give the address: asked once per
-            // connection, when its first request is forwarded.
-            if c.peer.is_none() {
-                c.peer = sys::getpeername(c.fd).ok();
-            }
-            c.xff = c.peer.map(|a| a.ip().to_string().into_boxed_str());
-        }
+        set_forwarded_for(c);
         let mut fwd = self.pool().take(a.head_len + 64);
         let opts = ForwardOptions {
             origin_host: self.cfg.origin_host.as_deref(),
@@ -177,18 +171,38 @@ impl<P: Io> Worker<P> {
             head_request,
             authorization,
             cookie,
-            no_cache,
+            directives,
+            conditional,
+            if_none_match,
             ..
         } = f;
         let facts = RequestFacts {
             authorization,
             cookie,
         };
-        let lookup = a.safe && self.cache.enabled() && !authorization && !no_cache;
-        if lookup && self.try_hit(c, &key, facts, head_request, (a.minor, a.ims)) {
-            self.pool().give(fwd);
-            c.rbuf.drain(..a.head_len);
-            return Answered::Next;
+        let cond = Cond {
+            ims: a.ims,
+            inm: if_none_match.map(Box::from),
+        };
+        let q = Query {
+            facts,
+            directives: &directives,
+            conditional,
+            cond: &cond,
+            minor: a.minor,
+            head: head_request,
+        };
+        let lookup = a.safe && self.cache.enabled() && !authorization;
+        let revalidating = match self.look_up(c, &key, a, &q, lookup) {
+            Ok(r) => r,
+            Err(answered) => {
+                self.pool().give(fwd);
+                c.rbuf.drain(..a.head_len);
+                return answered;
+            }
+        };
+        if let Some(obj) = &revalidating {
+            add_validators(&mut fwd, obj);
         }
         if !a.safe {
             // An unsafe method changes what the target is (RFC 9111 §4.4): what was stored
@@ -197,21 +211,19 @@ impl<P: Io> Worker<P> {
         }
         // A request with Authorization is not answered from the cache, but its response may
         // be stored if it says it may be shared (RFC 9111 §3.5; `shared_fresh_for`).
-        let store = a.safe && self.cache.enabled() && !no_cache && !head_request;
+        let store = a.safe && self.cache.enabled() && !directives.no_store && !head_request;
+        let req_head = if store {
+            Box::from(&c.rbuf[..a.head_len])
+        } else {
+            Box::default()
+        };
         let Ok((req_body, taken)) = self.first_body_bytes(c, a, &mut fwd) else {
             self.pool().give(fwd);
             self.error_response(c, Status::BadRequest, a.minor, false, false);
             c.rbuf.clear();
             return Answered::Next;
         };
-        if lookup && store {
-            self.stats.misses.inc();
-            if let Some(e) = c.log.back_mut() {
-                e.cache = CacheMark::Miss;
-            }
-        } else {
-            self.stats.bypassed.inc();
-        }
+        self.count_lookup(c, lookup && store);
         if a.expect_continue && req_body.as_ref().is_some_and(|b| !b.done) {
             // Answered here, not by the origin: the proxy reads the body only to forward it,
             // and the origin then never waits for a 100 of its own (docs/proxy-internals.md).
@@ -233,7 +245,10 @@ impl<P: Io> Worker<P> {
             client_minor: a.minor,
             client_keep: a.keep,
             store_key: store.then(|| Box::<str>::from(key)),
+            req_head,
             req_facts: facts,
+            cond,
+            revalidating,
             retried: false,
             got_bytes: false,
             head_full: false,
@@ -242,6 +257,51 @@ impl<P: Io> Worker<P> {
         }));
         c.phase = Phase::Fetch;
         Answered::Stop
+    }
+
+    /// The cache's part in a request for `url` (`lookup`: it may be answered from the cache):
+    /// `Err` when it is answered (from the cache, or 504 for `only-if-cached` with nothing that
+    /// may answer), else the stored response to validate, if any.
+    fn look_up(
+        &mut self,
+        c: &mut Client,
+        url: &str,
+        a: &Asked,
+        q: &Query<'_>,
+        lookup: bool,
+    ) -> Result<Option<Rc<Object>>, Answered> {
+        let found = lookup.then(|| {
+            let at = self
+                .cache
+                .lookup_key(url, &c.rbuf[..a.head_len])
+                .into_owned();
+            self.consult(c, &at, q)
+        });
+        let revalidating = match found {
+            Some(Consulted::Answered) => return Err(Answered::Next),
+            Some(Consulted::Validate(obj)) => Some(obj),
+            Some(Consulted::Miss) | None => None,
+        };
+        if q.directives.only_if_cached {
+            // Nothing stored may answer it, and the origin is not to be asked (RFC 9111
+            // §5.2.1.7).
+            self.error_response(c, Status::GatewayTimeout, a.minor, a.keep, q.head);
+            return Err(Answered::Next);
+        }
+        Ok(revalidating)
+    }
+
+    /// A forwarded request counted a cache miss (it was looked up, and its answer may be
+    /// stored) or a bypass.
+    fn count_lookup(&mut self, c: &mut Client, miss: bool) {
+        if miss {
+            self.stats.misses.inc();
+            if let Some(e) = c.log.back_mut() {
+                e.cache = CacheMark::Miss;
+            }
+        } else {
+            self.stats.bypassed.inc();
+        }
     }
 
     /// The body bytes that came with the head, appended to `fwd` behind it (they go out in one
@@ -354,6 +414,35 @@ impl<P: Io> Worker<P> {
         c.phase = Phase::Idle;
         Ok(true)
     }
+}
+
+/// The client's address as `X-Forwarded-For` gives it. The completion engine's accept does not
+/// give the address: asked once per connection, when its first request is forwarded.
+fn set_forwarded_for(c: &mut Client) {
+    if c.xff.is_none() {
+        if c.peer.is_none() {
+            c.peer = sys::getpeername(c.fd).ok();
+        }
+        c.xff = c.peer.map(|a| a.ip().to_string().into_boxed_str());
+    }
+}
+
+/// Adds the stored response's validators to a request head for the origin (which ends in its
+/// blank line: a request the cache looks up has no body), so that the origin may answer 304.
+fn add_validators(fwd: &mut Vec<u8>, obj: &Object) {
+    fwd.truncate(fwd.len() - 2);
+    for (name, field) in [
+        ("etag", "If-None-Match"),
+        ("last-modified", "If-Modified-Since"),
+    ] {
+        if let Some(v) = field_in(&obj.head, name) {
+            fwd.extend_from_slice(field.as_bytes());
+            fwd.extend_from_slice(b": ");
+            fwd.extend_from_slice(v);
+            fwd.extend_from_slice(b"\r\n");
+        }
+    }
+    fwd.extend_from_slice(b"\r\n");
 }
 
 /// The request has a body not all sent to the origin yet.

@@ -162,6 +162,16 @@ impl<P: Io> Worker<P> {
     /// The response head is in: queue it for the client and set the body's transfer up.
     pub(super) fn start_body(&mut self, c: &mut Client, h: ResponseHead, head_start: usize) {
         let x = c.x.as_mut().expect("an exchange");
+        if let Some(old) = x.revalidating.take() {
+            if h.status == 304 {
+                return self.revalidated(c, h, head_start, old);
+            }
+            // Any other answer replaces what was stored (or, if not stored itself, leaves
+            // nothing stale behind).
+            if let Some(k) = x.store_key.as_deref() {
+                self.cache.remove(k);
+            }
+        }
         self.stats.record_status(h.status);
         // Answered before the whole request body was sent: the rest of the body is not sent,
         // so neither connection can carry another request (the client's remaining body bytes
@@ -373,9 +383,11 @@ impl<P: Io> Worker<P> {
             };
             // fresh_for is at most 2^31 s; checked all the same, as nothing may panic here.
             if let Some(expires) = self.now.checked_add(s.fresh_for) {
-                let stored = self.cache.insert(
+                let stored = self.cache.insert_for(
                     &s.key,
-                    Object {
+                    &s.vary,
+                    &x.req_head,
+                    Rc::new(Object {
                         status: s.status,
                         head: s.head,
                         body,
@@ -384,7 +396,9 @@ impl<P: Io> Worker<P> {
                         stored: self.now,
                         age: s.age,
                         shared: s.shared,
-                    },
+                        validators: s.validators,
+                        never_stale: s.never_stale,
+                    }),
                 );
                 if stored && reusable {
                     if let Some(o) = x.origin.as_mut() {

@@ -86,6 +86,15 @@ pub struct Args {
     /// heuristic freshness
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::args::seconds_or_zero)]
     pub cache_heuristic_max: f64,
+    /// Read a request body whole before contacting the origin (on), so that a slow client costs
+    /// the proxy a buffer rather than an origin connection, as nginx's proxy_request_buffering;
+    /// off: stream it to the origin as it comes
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off)]
+    pub request_buffering: bool,
+    /// The largest request body buffered: a larger one is refused with 413 (nginx's
+    /// client_max_body_size is 1M too); not a bound with --request-buffering off
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_bytes)]
+    pub request_buffer: u64,
     /// Idle origin connections each worker keeps for reuse
     #[arg(long, default_value_t = 64)]
     pub origin_idle: usize,
@@ -178,6 +187,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     };
     cfg.cache_heuristic_max =
         seconds("cache-heuristic-max", a.cache_heuristic_max)?.unwrap_or(Duration::ZERO);
+    cfg.request_buffering = a.request_buffering;
+    cfg.request_buffer = a.request_buffer;
     cfg.origin_idle = a.origin_idle;
     cfg.origin_host = a.origin_host;
     cfg.allow_connect = a
@@ -215,4 +226,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     result.context("evlab proxy")?;
     Ok(())
+}
+
+/// `on` or `off` (also true/false, yes/no, 1/0).
+fn on_off(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("'{s}': give on or off")),
+    }
 }

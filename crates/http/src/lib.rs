@@ -25,8 +25,8 @@ pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
 pub use date::DateCache;
 pub use freshness::{CacheInfo, Policy, RequestDirectives, RequestFacts, Reuse, MAX_DELTA_SECONDS};
 pub use proxy::{
-    parse_response_head, push_via, write_forward_request, ChunkedScanner, Forward, ForwardError,
-    ForwardOptions, Framing, ResponseHead, ResponseParse,
+    parse_response_head, push_via, same_origin_key, write_forward_request, ChunkedScanner, Forward,
+    ForwardError, ForwardOptions, Framing, ResponseHead, ResponseParse,
 };
 pub use request::{
     parse_proxy_request, parse_request, Limits, Method, Parse, ProxyParse, ProxyRequest, Request,

@@ -455,6 +455,68 @@ pub fn write_forward_request<'a>(
     })
 }
 
+/// The cache key of the URI `reference` (a `Location` or `Content-Location` value) resolved
+/// against the request whose key is `base` (RFC 3986 §5.2: absolute, network-path,
+/// absolute-path or relative), if it names the same origin (scheme and authority): a cache may
+/// invalidate only those (RFC 9111 §4.4).
+pub fn same_origin_key(base: &str, reference: &[u8]) -> Option<String> {
+    let reference = std::str::from_utf8(reference).ok()?.trim();
+    let (scheme, rest) = base.split_once("://")?;
+    let path_at = rest.find('/').unwrap_or(rest.len());
+    let (origin, base_path) = (&base[..scheme.len() + 3 + path_at], &rest[path_at..]);
+    let path = if reference.contains("://") {
+        let (s, authority, target) = split_target(reference)?;
+        let candidate = format!("{s}://{}", normalise_authority(authority?.as_bytes(), s));
+        if candidate != origin {
+            return None;
+        }
+        target.into_owned()
+    } else if let Some(net) = reference.strip_prefix("//") {
+        return same_origin_key(base, format!("{scheme}://{net}").as_bytes());
+    } else if reference.starts_with('/') {
+        reference.to_string()
+    } else if reference.is_empty() || reference.starts_with('#') {
+        base_path.to_string()
+    } else if reference.starts_with('?') {
+        let p = base_path.split('?').next().unwrap_or("/");
+        format!("{p}{reference}")
+    } else {
+        let dir = base_path.split('?').next().unwrap_or("/");
+        let dir = &dir[..dir.rfind('/').map_or(0, |i| i + 1)];
+        format!("{dir}{reference}")
+    };
+    let path = path.split('#').next().unwrap_or("");
+    let (p, q) = match path.find('?') {
+        Some(i) => (&path[..i], &path[i..]),
+        None => (path, ""),
+    };
+    Some(format!("{origin}{}{q}", remove_dot_segments(p)))
+}
+
+/// RFC 3986 §5.2.4, on a path that starts with `/`.
+fn remove_dot_segments(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let segs: Vec<&str> = path.split('/').skip(1).collect();
+    for (i, seg) in segs.iter().enumerate() {
+        let last = i + 1 == segs.len();
+        match *seg {
+            "." => {
+                if last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                out.pop();
+                if last {
+                    out.push("");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    format!("/{}", out.join("/"))
+}
+
 /// A target's scheme (lower case; `http` for origin-form), its authority if absolute-form,
 /// and the target in origin form; the fragment, which a client should not send, is dropped.
 fn split_target(target: &str) -> Option<(&'static str, Option<&str>, Cow<'_, str>)> {
@@ -980,6 +1042,29 @@ mod tests {
         // An HTTP/1.0 origin's status line is sent as HTTP/1.1, the proxy's own version.
         let (_, out) = complete("HTTP/1.0 404 Nope\r\n\r\n", false);
         assert_eq!(out, "HTTP/1.1 404 Nope\r\n");
+    }
+
+    #[test]
+    fn references_resolve_to_same_origin_keys() {
+        let base = "http://a.example/x/y?q=1";
+        let rows: &[(&str, Option<&str>)] = &[
+            ("http://a.example/z", Some("http://a.example/z")),
+            ("HTTP://A.EXAMPLE:80/z?k", Some("http://a.example/z?k")),
+            ("http://b.example/z", None),
+            ("https://a.example/z", None),
+            ("//a.example/z", Some("http://a.example/z")),
+            ("//b.example/z", None),
+            ("/z/../w", Some("http://a.example/w")),
+            ("w", Some("http://a.example/x/w")),
+            ("../w", Some("http://a.example/w")),
+            ("./", Some("http://a.example/x/")),
+            ("?r=2", Some("http://a.example/x/y?r=2")),
+            ("w#frag", Some("http://a.example/x/w")),
+            ("ftp://a.example/z", None),
+        ];
+        for (r, want) in rows {
+            assert_eq!(same_origin_key(base, r.as_bytes()).as_deref(), *want, "{r}");
+        }
     }
 
     #[test]

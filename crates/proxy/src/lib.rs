@@ -165,6 +165,13 @@ pub struct Config {
     pub cache_ttl: Option<Duration>,
     /// The most freshness the `Last-Modified` heuristic gives (zero: none).
     pub cache_heuristic_max: Duration,
+    /// A request body is read whole before the origin is contacted (nginx's
+    /// `proxy_request_buffering on`), so a slow client costs a buffer, not an origin
+    /// connection; false: streamed to the origin as it comes.
+    pub request_buffering: bool,
+    /// The largest request body buffered; a larger one is refused with 413 (nginx's
+    /// `client_max_body_size`, 1 MiB too). Unbounded when not buffering.
+    pub request_buffer: u64,
     /// Idle origin connections each worker keeps for reuse.
     pub origin_idle: usize,
     /// A client connection with no progress for this long is closed (408 if it had sent part
@@ -246,6 +253,8 @@ impl Config {
             keep_bytes: 16 << 20,
             cache_ttl: None,
             cache_heuristic_max: evlab_http::Policy::DEFAULT_HEURISTIC_MAX,
+            request_buffering: true,
+            request_buffer: 1 << 20,
             origin_idle: 64,
             timeout: Some(Duration::from_secs(60)),
             header_timeout: Some(Duration::from_secs(60)),

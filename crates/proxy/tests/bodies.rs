@@ -533,7 +533,8 @@ mod cases {
     /// body leaves no connection in the pool either.
     pub fn bodies_cut_short(m: &str, mode: &str) {
         let o = Origin::start();
-        let Some(p) = proxy(&o, m, mode) else {
+        // What a body streamed to the origin meets (`--request-buffering off`).
+        let Some(p) = proxy_with(o.addr, m, mode, |c| c.request_buffering = false) else {
             return;
         };
         let mut s = connect(&p);
@@ -580,7 +581,8 @@ mod cases {
     /// hang.
     pub fn early_answer(m: &str, mode: &str) {
         let o = Origin::start();
-        let Some(p) = proxy(&o, m, mode) else {
+        // What a body streamed to the origin meets (`--request-buffering off`).
+        let Some(p) = proxy_with(o.addr, m, mode, |c| c.request_buffering = false) else {
             return;
         };
         let mut s = connect(&p);
@@ -615,6 +617,7 @@ mod cases {
         let Some(p) = proxy_with(o.addr, m, mode, |c| {
             c.timeout = Some(Duration::from_millis(300));
             c.allow_connect = vec![ConnectTarget::resolve(&target).unwrap()];
+            c.request_buffering = false;
         }) else {
             return;
         };
@@ -633,6 +636,83 @@ mod cases {
             "{m} {mode}: tunnel open"
         );
         assert_eq!(echoed(&e), vec![(0, true)], "{m} {mode}");
+        p.shutdown().unwrap();
+    }
+
+    /// `--request-buffering on` (the default): a body is read whole before the origin is
+    /// contacted, so a client trickling it holds no origin connection; a stalled one is 408
+    /// and the origin never hears of it; a body past `--request-buffer` is 413, declared or
+    /// grown; bytes after a chunked body are the next request.
+    pub fn buffered_bodies(m: &str, mode: &str) {
+        let o = Origin::start();
+        let Some(p) = proxy_with(o.addr, m, mode, |c| {
+            c.timeout = Some(Duration::from_millis(400));
+            c.request_buffer = 100_000;
+        }) else {
+            return;
+        };
+        let body = pattern(30_000, 3);
+        let req = with_body("POST", "/slow", "", &body);
+        let mut s = connect(&p);
+        for piece in req.chunks(7_000) {
+            send(&mut s, piece);
+            std::thread::sleep(Duration::from_millis(40));
+            if o.heads
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|h| h.contains(" /slow "))
+            {
+                break;
+            }
+        }
+        let r = read_response(&mut s, &mut Vec::new(), false);
+        assert_eq!(r.text(), answer("POST", &body), "{m} {mode}");
+        let first = o.heads.lock().unwrap().len();
+        assert_eq!(
+            first, 1,
+            "{m} {mode}: the origin heard only of the whole request"
+        );
+        // Stalled: 408, the origin never contacted.
+        let mut s = connect(&p);
+        send(&mut s, &with_body("POST", "/stalled", "", &[7; 100])[..80]);
+        assert_eq!(read_response(&mut s, &mut Vec::new(), false).status, 408);
+        assert!(closed(&mut s), "{m} {mode}");
+        // Too large: declared, and chunked past the bound.
+        let r = exchange(&p, &with_body("POST", "/big", "", &pattern(100_001, 4)));
+        assert_eq!(r.status, 413, "{m} {mode}");
+        let mut s = connect(&p);
+        send(
+            &mut s,
+            b"POST /big-chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        let chunk = format!("{:x}\r\n{}\r\n", 60_000, "x".repeat(60_000));
+        send(&mut s, chunk.as_bytes());
+        let _ = s.write_all(chunk.as_bytes());
+        assert_eq!(read_response(&mut s, &mut Vec::new(), false).status, 413);
+        // A chunked body, then the next request in the same write.
+        let mut s = connect(&p);
+        send(
+            &mut s,
+            b"POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        send(
+            &mut s,
+            b"3\r\nabc\r\n0\r\n\r\nGET /next HTTP/1.1\r\nHost: t\r\n\r\n",
+        );
+        let mut buf = Vec::new();
+        assert_eq!(read_response(&mut s, &mut buf, false).status, 200);
+        assert_eq!(
+            read_response(&mut s, &mut buf, false).text(),
+            answer("GET", b"")
+        );
+        for path in ["/stalled", "/big", "/big-chunked"] {
+            assert!(
+                o.seen(path).is_empty(),
+                "{m} {mode}: {path} reached the origin"
+            );
+        }
         p.shutdown().unwrap();
     }
 
@@ -910,6 +990,7 @@ macro_rules! body_tests {
                 early_answer,
                 stalls_time_out,
                 expect_continue,
+                buffered_bodies,
                 bodies_and_the_cache,
                 forwarded_for,
                 connect_tunnel,

@@ -2,6 +2,7 @@
 
 use super::*;
 use evlab_http::freshness::{self, RequestDirectives, Reuse};
+use evlab_http::same_origin_key;
 
 impl<P: Io> Worker<P> {
     /// What the cache keeps of a length-delimited response of `total` body bytes whose head
@@ -83,6 +84,18 @@ impl<P: Io> Worker<P> {
             }
             Reuse::Validate if obj.validators && !q.conditional => Consulted::Validate(obj),
             Reuse::Validate => Consulted::Miss,
+        }
+    }
+
+    /// An unsafe request for `url` was answered without an error (its answer's head is `head`):
+    /// what is stored for it goes, and so does what is stored for its same-origin `Location`
+    /// and `Content-Location`.
+    pub(super) fn invalidate(&mut self, url: &str, head: &[u8]) {
+        self.cache.remove(url);
+        for name in ["location", "content-location"] {
+            if let Some(k) = field_in(head, name).and_then(|v| same_origin_key(url, v)) {
+                self.cache.remove(&k);
+            }
         }
     }
 
@@ -549,6 +562,46 @@ mod tests {
         assert_eq!(r.get("/p", de).header("x-cache"), Some("MISS"));
         r.get("/star", en);
         assert_eq!(r.get("/star", en).header("x-cache"), Some("MISS"));
+    }
+
+    /// A successful unsafe request drops its target and its answer's same-origin `Location`
+    /// and `Content-Location`; a failed one drops nothing; another origin's is left alone.
+    #[test]
+    fn unsafe_methods_invalidate() {
+        let mut r = Rig::new(
+            |_| {},
+            |head| {
+                if head.starts_with("POST /ok") {
+                    ok("done", "Location: /a\r\nContent-Location: http://t/b\r\n")
+                } else if head.starts_with("POST /other") {
+                    ok("done", "Location: http://elsewhere/c\r\n")
+                } else if head.starts_with("POST") {
+                    b"HTTP/1.1 500 No\r\nContent-Length: 0\r\nLocation: /a\r\n\r\n".to_vec()
+                } else {
+                    ok("page", "Cache-Control: max-age=60\r\n")
+                }
+            },
+        );
+        let post = |r: &mut Rig, path: &str| {
+            let mut s = r.client();
+            r.ask(
+                &mut s,
+                &format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"),
+            )
+        };
+        let cached = |r: &mut Rig, path: &str| r.get(path, "").header("x-cache") == Some("HIT");
+        for p in ["/a", "/b", "/c", "/fail"] {
+            r.get(p, "");
+        }
+        post(&mut r, "/fail");
+        assert!(
+            cached(&mut r, "/fail") && cached(&mut r, "/a"),
+            "a failed POST drops nothing"
+        );
+        post(&mut r, "/other");
+        assert!(cached(&mut r, "/c"), "another origin's Location");
+        post(&mut r, "/ok");
+        assert!(!cached(&mut r, "/a") && !cached(&mut r, "/b"));
     }
 
     #[test]

@@ -174,6 +174,8 @@ struct Origin {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Phase {
     Idle,
+    /// A request body read whole before the origin is contacted (`--request-buffering`).
+    Buffer,
     Fetch,
     Body,
     Lingering,
@@ -315,6 +317,10 @@ struct Exchange {
     req_facts: RequestFacts,
     /// The client's own preconditions, for an answer from the cache.
     cond: Cond,
+    /// An unsafe request's target: once its answer is not an error, what is stored for it,
+    /// and for the same-origin `Location` and `Content-Location` of the answer, is dropped
+    /// (RFC 9111 §4.4).
+    invalidate: Option<Box<str>>,
     /// A stored response being validated by this request (sent with its validators): a 304
     /// freshens it and it answers the client; any other answer replaces it.
     revalidating: Option<Rc<Object>>,
@@ -759,6 +765,7 @@ impl<P: Io> Worker<P> {
                         continue;
                     }
                 }
+                Phase::Buffer => progress |= self.buffer_body(c)?,
                 Phase::Body => progress |= self.fill(c)?,
                 Phase::Tunnel => progress |= self.tunnel(c)?,
             }
@@ -814,6 +821,7 @@ impl<P: Io> Worker<P> {
             });
         let want_read = c.phase == Phase::Lingering
             || (c.phase == Phase::Idle && self.wants_input(c))
+            || c.phase == Phase::Buffer
             || pulling;
         let mut want = Interest::NONE;
         if want_read {

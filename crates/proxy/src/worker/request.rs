@@ -160,10 +160,7 @@ impl<P: Io> Worker<P> {
             drop_expect_continue: true,
         };
         let Ok(f) = write_forward_request(&c.rbuf[..a.head_len], &opts, &mut fwd) else {
-            self.pool().give(fwd);
-            self.error_response(c, Status::BadRequest, a.minor, false, false);
-            c.rbuf.clear();
-            return Answered::Next;
+            return self.refuse_request(c, fwd, Status::BadRequest, a.minor);
         };
         // What is kept of the rewritten head (its target borrows the client's buffer).
         let Forward {
@@ -204,11 +201,6 @@ impl<P: Io> Worker<P> {
         if let Some(obj) = &revalidating {
             add_validators(&mut fwd, obj);
         }
-        if !a.safe {
-            // An unsafe method changes what the target is (RFC 9111 §4.4): what was stored
-            // for it is not served again.
-            self.cache.remove(&key);
-        }
         // A request with Authorization is not answered from the cache, but its response may
         // be stored if it says it may be shared (RFC 9111 §3.5; `shared_fresh_for`).
         let store = a.safe && self.cache.enabled() && !directives.no_store && !head_request;
@@ -217,12 +209,11 @@ impl<P: Io> Worker<P> {
         } else {
             Box::default()
         };
-        let Ok((req_body, taken)) = self.first_body_bytes(c, a, &mut fwd) else {
-            self.pool().give(fwd);
-            self.error_response(c, Status::BadRequest, a.minor, false, false);
-            c.rbuf.clear();
-            return Answered::Next;
+        let (req_body, taken) = match self.first_body_bytes(c, a, &mut fwd) {
+            Ok(b) => b,
+            Err(status) => return self.refuse_request(c, fwd, status, a.minor),
         };
+        let unread = req_body.as_ref().is_some_and(|b| !b.done);
         self.count_lookup(c, lookup && store);
         if a.expect_continue && req_body.as_ref().is_some_and(|b| !b.done) {
             // Answered here, not by the origin: the proxy reads the body only to forward it,
@@ -244,6 +235,8 @@ impl<P: Io> Worker<P> {
             head_request,
             client_minor: a.minor,
             client_keep: a.keep,
+            // An unsafe method may change what the target is (RFC 9111 §4.4).
+            invalidate: (!a.safe && self.cache.enabled()).then(|| Box::<str>::from(&*key)),
             store_key: store.then(|| Box::<str>::from(key)),
             req_head,
             req_facts: facts,
@@ -255,7 +248,11 @@ impl<P: Io> Worker<P> {
             resp,
             body: None,
         }));
-        c.phase = Phase::Fetch;
+        c.phase = if unread && self.cfg.request_buffering {
+            Phase::Buffer
+        } else {
+            Phase::Fetch
+        };
         Answered::Stop
     }
 
@@ -304,19 +301,37 @@ impl<P: Io> Worker<P> {
         }
     }
 
+    /// A request refused before the origin saw any of it: `status`, then the close (what
+    /// follows cannot be framed, or is a body nobody reads).
+    fn refuse_request(
+        &mut self,
+        c: &mut Client,
+        fwd: Vec<u8>,
+        status: Status,
+        minor: u8,
+    ) -> Answered {
+        self.pool().give(fwd);
+        self.error_response(c, status, minor, false, false);
+        c.rbuf.clear();
+        Answered::Next
+    }
+
     /// The body bytes that came with the head, appended to `fwd` behind it (they go out in one
     /// write), and how many bytes of the client's buffer the request took. A chunked body is
-    /// checked first, so that a malformed one is refused (`Err`) before the origin sees any of
-    /// the request.
+    /// checked first, so that a malformed one is refused (400) before the origin sees any of
+    /// the request; a declared length past what is buffered is 413.
     fn first_body_bytes(
         &mut self,
         c: &Client,
         a: &Asked,
         fwd: &mut Vec<u8>,
-    ) -> Result<(Option<ReqBody>, usize), Close> {
+    ) -> Result<(Option<ReqBody>, usize), Status> {
         let rest = &c.rbuf[a.head_len..];
         match a.body {
             RequestBody::None => Ok((None, a.head_len)),
+            RequestBody::Length(n) if self.cfg.request_buffering && n > self.cfg.request_buffer => {
+                Err(Status::ContentTooLarge)
+            }
             RequestBody::Length(n) => {
                 let avail = rest.len().min(usize::try_from(n).unwrap_or(usize::MAX));
                 fwd.extend_from_slice(&rest[..avail]);
@@ -333,7 +348,7 @@ impl<P: Io> Worker<P> {
                 let (n, done) = match scanner.feed(rest) {
                     Ok(Some(k)) => (k, true),
                     Ok(None) => (rest.len(), false),
-                    Err(_) => return Err(Close),
+                    Err(_) => return Err(Status::BadRequest),
                 };
                 fwd.extend_from_slice(&rest[..n]);
                 let body = ReqBody {
@@ -403,16 +418,82 @@ impl<P: Io> Worker<P> {
         }
     }
 
-    /// A chunked request body turned out malformed after part of it was forwarded: the origin
-    /// connection is closed (never pooled), the client gets 400 and the close.
-    pub(super) fn bad_request_body(&mut self, c: &mut Client) -> Step {
+    /// Buffer: reads the next batch of the request body from the client behind what `req`
+    /// holds; once all of it is in, the request goes to the origin (Fetch) whole. A chunked
+    /// body is scanned as it comes (bytes after its end are the client's next request, a
+    /// malformed one is 400), and one that grows past `--request-buffer` is 413.
+    pub(super) fn buffer_body(&mut self, c: &mut Client) -> Step {
+        if !c.f.readable {
+            return Ok(false);
+        }
+        let (buffer_size, bound) = (self.cfg.buffer_size, self.cfg.request_buffer);
+        let x = c.x.as_mut().expect("an exchange");
+        let b = x.req_body.as_mut().expect("a request body");
+        let start = x.req.len();
+        let max = b.left.map_or(buffer_size, |l| {
+            buffer_size.min(usize::try_from(l).unwrap_or(usize::MAX))
+        });
+        x.req.reserve(max);
+        match self.poller.read_max(c.fd, &mut x.req, max) {
+            // The client ended inside its body: the request can never be complete.
+            Ok(0) => {
+                c.peer_eof = true;
+                Err(Close)
+            }
+            Ok(n) => {
+                if n < max && !c.f.peer_closed && !P::COMPLETION {
+                    c.f.readable = false;
+                }
+                match b.left.as_mut() {
+                    Some(left) => {
+                        *left -= n as u64;
+                        b.done = *left == 0;
+                    }
+                    None => match b.scanner.feed(&x.req[start..]) {
+                        Ok(Some(k)) => {
+                            c.rbuf.extend_from_slice(&x.req[start + k..]);
+                            x.req.truncate(start + k);
+                            b.done = true;
+                        }
+                        Ok(None) if x.req.len() as u64 > bound => {
+                            return self.refuse_body(c, Status::ContentTooLarge);
+                        }
+                        Ok(None) => {}
+                        Err(_) => return self.refuse_body(c, Status::BadRequest),
+                    },
+                }
+                if b.done {
+                    c.phase = Phase::Fetch;
+                }
+                self.touch(c);
+                Ok(true)
+            }
+            Err(e) if sys::would_block(&e) || pending(&e) => {
+                c.f.readable = false;
+                Ok(false)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
+            Err(_) => Err(Close),
+        }
+    }
+
+    /// A request refused while its body was being read: `status`, then the close (what
+    /// follows in the connection cannot be framed); an origin connection that carried part of
+    /// it is closed, never pooled.
+    fn refuse_body(&mut self, c: &mut Client, status: Status) -> Step {
         let x = c.x.take().expect("an exchange");
         let minor = x.client_minor;
         self.drop_exchange(*x, false);
         c.rbuf.clear();
-        self.error_response(c, Status::BadRequest, minor, false, false);
+        self.error_response(c, status, minor, false, false);
         c.phase = Phase::Idle;
         Ok(true)
+    }
+
+    /// A chunked request body turned out malformed after part of it was forwarded: the origin
+    /// connection is closed (never pooled), the client gets 400 and the close.
+    pub(super) fn bad_request_body(&mut self, c: &mut Client) -> Step {
+        self.refuse_body(c, Status::BadRequest)
     }
 }
 

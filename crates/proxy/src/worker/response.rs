@@ -40,7 +40,10 @@ impl<P: Io> Worker<P> {
             {
                 Ok(n) => {
                     x.req_pos += n;
-                    if x.req_pos < x.req.len() {
+                    // A completion engine takes at most its send size at once (a buffered
+                    // body is larger): what is left is asked for again, and the engine
+                    // answers "in flight" until there is room.
+                    if x.req_pos < x.req.len() && !P::COMPLETION {
                         o.f.writable = false;
                     }
                     Ok(true)
@@ -161,6 +164,12 @@ impl<P: Io> Worker<P> {
 
     /// The response head is in: queue it for the client and set the body's transfer up.
     pub(super) fn start_body(&mut self, c: &mut Client, h: ResponseHead, head_start: usize) {
+        let x = c.x.as_mut().expect("an exchange");
+        if let Some(url) = x.invalidate.take() {
+            if (200..400).contains(&h.status) {
+                self.invalidate(&url, &c.out[head_start..]);
+            }
+        }
         let x = c.x.as_mut().expect("an exchange");
         if let Some(old) = x.revalidating.take() {
             if h.status == 304 {

@@ -143,7 +143,10 @@ impl<P: Io> Worker<P> {
             self.stats.gateway_timeout.inc();
             self.error_response(c, Status::GatewayTimeout, minor, false, head);
             true
-        } else if partial_request || (c.phase == Phase::Fetch && pulling) {
+        } else if partial_request
+            || c.phase == Phase::Buffer
+            || (c.phase == Phase::Fetch && pulling)
+        {
             // The client stopped sending its request (head, or body).
             if let Some(x) = c.x.take() {
                 self.drop_exchange(*x, false);

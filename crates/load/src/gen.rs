@@ -27,19 +27,23 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use evlab_sys as sys;
 
-use crate::summary::{Clock, RunConfig, RunInfo, Stats};
+use crate::summary::{self, Clock, LoadReport, RunConfig, RunInfo, Stats};
 use crate::workload::Workload;
+use crate::StopSignal;
 
 mod worker;
 
 use worker::Worker;
 
+/// How often [`run_watched`] looks at the run: a stop is seen within this, and the threads
+/// stop within their own 100 ms wait.
+const WATCH_EVERY: Duration = Duration::from_millis(50);
 /// Without `--start-at`, the schedule begins this long after the threads are ready: time for
 /// each to get from the start line into its loop.
 const LEAD: Duration = Duration::from_millis(20);
@@ -265,6 +269,82 @@ pub fn run_pooled(
         clock,
     };
     Ok((total, info, pools))
+}
+
+/// What [`run_watched`] tells its caller while the run lasts.
+#[derive(Clone, Copy, Debug)]
+pub enum Watch<'a> {
+    /// The run goes on: its counters so far, `elapsed` after it began.
+    Tick { elapsed: Duration, live: &'a Live },
+    /// The stop signal was seen `elapsed` after the run began: the threads are told to stop,
+    /// and the report will cover what was done until then. Said once; no tick follows.
+    Stopping { elapsed: Duration },
+}
+
+/// A watched run's measurements, and whether it was stopped before it was done.
+#[derive(Debug)]
+pub struct Outcome {
+    pub stats: Stats,
+    pub info: RunInfo,
+    pub interrupted: bool,
+}
+
+impl Outcome {
+    /// The run's report ([`summary::report`]), stamped with the `version` that made it, the
+    /// `workload`'s label and whether it was interrupted.
+    pub fn report(&self, version: &str, workload: String) -> LoadReport {
+        let mut r = summary::report(&self.stats, &self.info);
+        r.version = version.into();
+        r.interrupted = self.interrupted;
+        r.config.workload = Some(workload);
+        r
+    }
+}
+
+/// [`run`] on a thread of its own, watched from this one every 50 ms: once `stop` says so, the
+/// threads are told to stop (and `on_watch` hears [`Watch::Stopping`]); until then `on_watch`
+/// hears a [`Watch::Tick`] each time. The watching costs the generator's process a wake-up
+/// per 50 ms, counted in its CPU time.
+pub fn run_watched(
+    cfg: &LoadConfig,
+    workload: &WorkloadFactory<'_>,
+    stop: &(impl StopSignal + ?Sized),
+    mut on_watch: impl FnMut(Watch<'_>),
+) -> Result<Outcome, LoadError> {
+    let stopping = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let live = Live::default();
+    let mut interrupted = false;
+    let (stats, info) = std::thread::scope(|sc| {
+        let runner = sc.spawn(|| {
+            let r = run(cfg, workload, &stopping, &live);
+            done.store(true, Relaxed);
+            r
+        });
+        let t0 = Instant::now();
+        while !done.load(Relaxed) {
+            std::thread::sleep(WATCH_EVERY);
+            if !interrupted && stop.should_stop() {
+                interrupted = true;
+                stopping.store(true, Relaxed);
+                on_watch(Watch::Stopping {
+                    elapsed: t0.elapsed(),
+                });
+            }
+            if !interrupted {
+                on_watch(Watch::Tick {
+                    elapsed: t0.elapsed(),
+                    live: &live,
+                });
+            }
+        }
+        runner.join().unwrap_or(Err(LoadError::Panicked))
+    })?;
+    Ok(Outcome {
+        stats,
+        info,
+        interrupted,
+    })
 }
 
 /// The wall clock (CLOCK_REALTIME), Unix seconds.

@@ -25,7 +25,6 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
@@ -33,6 +32,7 @@ use evlab_sys as sys;
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
+pub use crate::StopSignal;
 
 /// Addresses in the idle holder's source pool (127.1.0.1 … 127.1.255.254, skipping .0 and .255).
 pub const MAX_SOURCE_ADDRS: usize = 256 * 254;
@@ -45,24 +45,6 @@ pub const CONNS_PER_SOURCE_ADDR: usize = 10_000;
 pub fn idle_source_addr(k: usize) -> Ipv4Addr {
     let k = k % MAX_SOURCE_ADDRS;
     Ipv4Addr::new(127, 1, (k / 254) as u8, (k % 254 + 1) as u8)
-}
-
-/// Something that says when to stop: an [`AtomicBool`] (tests, the lab) or a function such as
-/// `evlab_runtime::signals::signalled` (the CLI). Checked at least every 100 ms.
-pub trait StopSignal {
-    fn should_stop(&self) -> bool;
-}
-
-impl StopSignal for AtomicBool {
-    fn should_stop(&self) -> bool {
-        self.load(Ordering::Relaxed)
-    }
-}
-
-impl<F: Fn() -> bool> StopSignal for F {
-    fn should_stop(&self) -> bool {
-        self()
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -956,6 +938,7 @@ pub fn run_idle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn pool_addresses_are_distinct_and_in_127_1() {

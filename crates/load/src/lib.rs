@@ -11,6 +11,8 @@
 //! - [`rng`]: a small, fast, seedable generator and the distributions the workloads need.
 //! - [`StopSignal`]: what tells the idle holder and a watched run ([`gen::run_watched`]) to stop.
 
+#![deny(clippy::too_many_lines)]
+
 pub mod fileset;
 pub mod gen;
 pub mod idle;

@@ -3,17 +3,15 @@
 use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
-use evlab_load::gen::{self, Live, LoadConfig};
-use evlab_load::summary;
-use evlab_load::workload::polymix::{Polymix, PolymixConfig};
-use evlab_load::workload::sesslog::SessLog;
-use evlab_load::workload::specweb::{CallsPerConn, SpecWeb, SpecWebConfig};
-use evlab_load::workload::urilist::UriList;
-use evlab_load::workload::{Fixed, Method, Workload};
+use evlab_load::gen::{self, Live, LoadConfig, Outcome, Watch};
+use evlab_load::summary::{self, LoadReport};
+use evlab_load::workload::polymix::PolymixConfig;
+use evlab_load::workload::specweb::{CallsPerConn, SpecWebConfig};
+use evlab_load::workload::{Choice, Method};
 
 use crate::args::usage;
 use crate::output::Sink;
@@ -218,6 +216,73 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot resolve --server {}", a.server))?
         .find(|s| s.is_ipv4())
         .with_context(|| format!("--server {} has no IPv4 address", a.server))?;
+    let (duration, method) = check_numbers(&a)?;
+    let (choice, sessions) = workload(&a, method)?;
+    let factory = choice.factory()?;
+    let num_conns = match (a.num_conns, duration) {
+        (None, None) => sessions,
+        (n, _) => n,
+    };
+    let cfg = load_config(&a, target, num_conns, duration)?;
+    if let Some(at) = a.start_at {
+        gen::check_start_at(at, gen::unix_now())?;
+    }
+    if num_conns.is_none() && duration.is_none() {
+        return Err(usage(
+            "give --num-conns or --duration: every run must end by itself",
+        ));
+    }
+    let mut outputs = Outputs::open(&a)?;
+
+    // SIGINT and SIGTERM stop the run; the report covers what was done until then.
+    evlab_runtime::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
+    let progress = !a.quiet && std::io::stderr().is_terminal();
+    let mut shown = Duration::ZERO;
+    let outcome = gen::run_watched(
+        &cfg,
+        &*factory,
+        &evlab_runtime::signals::signalled,
+        |w| match w {
+            Watch::Stopping { elapsed } => {
+                // A second Ctrl-C ends the process at once.
+                evlab_runtime::signals::restore_default();
+                eprintln!(
+                    "{}evlab load: interrupted after {:.1} s; finishing the report of what was \
+                     done (Ctrl-C again to quit at once)",
+                    if progress { "\n" } else { "" },
+                    elapsed.as_secs_f64()
+                );
+            }
+            Watch::Tick { elapsed, live } => {
+                if progress && elapsed.saturating_sub(shown) >= Duration::from_millis(200) {
+                    shown = elapsed;
+                    eprint!("{}", progress_line(elapsed, live));
+                }
+            }
+        },
+    )?;
+    if progress && !outcome.interrupted {
+        eprintln!();
+    }
+    if let Some(late) = outcome.info.clock.late_ms.filter(|&l| l > 1.0) {
+        eprintln!(
+            "evlab load: warning: started {late:.3} ms after --start-at {:.6}: it had passed \
+             when the generator was ready",
+            outcome.info.clock.start_at.unwrap_or_default()
+        );
+    }
+    // The build, not the bare version: `evlab compare` warns on reports of different builds.
+    let r = outcome.report(env!("EVLAB_BUILD"), choice.label());
+    outputs.write(&r, &outcome.stats)?;
+    if !a.quiet {
+        outputs.text(&outcome, target)?;
+    }
+    verdict(&a, &outcome.stats, target, outcome.interrupted)
+}
+
+/// The rate, the duration and the counts are in range, and the method fits the workload:
+/// the duration and the method.
+fn check_numbers(a: &Args) -> anyhow::Result<(Option<Duration>, Method)> {
     if !(a.rate.is_finite() && a.rate > 0.0) {
         return Err(usage(format!(
             "--rate must be a positive number of connections per second, not {}",
@@ -225,8 +290,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         )));
     }
     let duration = a.duration.map(|d| positive("--duration", d)).transpose()?;
-    let mut num_conns = a.num_conns;
-    if num_conns == Some(0) {
+    if a.num_conns == Some(0) {
         return Err(usage("--num-conns must be at least 1"));
     }
     if a.num_calls == 0 || a.pipeline == 0 || a.threads == 0 {
@@ -241,10 +305,21 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             a.method
         )));
     }
-    let factory: Box<dyn Fn(usize) -> Box<dyn Workload> + Sync> = if let Some(p) = &a.uri_list {
-        let w = UriList::from_file(p, a.num_calls)?.with_method(method);
-        Box::new(move |_| Box::new(w.clone()))
-    } else if let Some(spec) = &a.wsesslog {
+    Ok((duration, method))
+}
+
+/// The workload the flags choose, and with `--wsesslog` its number of sessions (the run's
+/// connections unless --num-conns or --duration says otherwise).
+fn workload(a: &Args, method: Method) -> anyhow::Result<(Choice, Option<u64>)> {
+    if let Some(path) = &a.uri_list {
+        let choice = Choice::UriList {
+            path: path.clone(),
+            calls: a.num_calls,
+            method,
+        };
+        return Ok((choice, None));
+    }
+    if let Some(spec) = &a.wsesslog {
         let parts: Vec<&str> = spec.splitn(3, ',').collect();
         let [n, x, file] = parts[..] else {
             bail!("--wsesslog takes N,X,FILE (sessions, default think seconds, file), not {spec}");
@@ -257,17 +332,16 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             .trim()
             .parse()
             .with_context(|| format!("--wsesslog: '{x}' is not a think time in seconds"))?;
-        let w = SessLog::from_file(
-            std::path::Path::new(file),
-            Duration::from_secs_f64(x.max(0.0)),
+        let choice = Choice::SessLog {
+            spec: spec.clone(),
+            file: PathBuf::from(file),
+            think: Duration::from_secs_f64(x.max(0.0)),
             method,
-        )?;
-        if num_conns.is_none() && duration.is_none() {
-            num_conns = Some(n);
-        }
-        Box::new(move |_| Box::new(w.clone()))
-    } else if let Some(dir) = &a.polymix {
-        let cfg = PolymixConfig {
+        };
+        return Ok((choice, Some(n)));
+    }
+    let choice = if let Some(dir) = &a.polymix {
+        let config = PolymixConfig {
             hit_ratio: a.hit_ratio,
             cacheable: a.cacheable,
             zipf: a.zipf,
@@ -275,28 +349,47 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             objects: 0,
             uri_prefix: a.specweb_prefix.clone(),
         };
-        let w = Polymix::new(dir, cfg, a.seed)?;
-        Box::new(move |_| Box::new(w.clone()))
+        Choice::Polymix {
+            dir: dir.clone(),
+            config,
+            seed: a.seed,
+        }
     } else if let Some(dir) = &a.specweb {
         let calls: CallsPerConn = a
             .specweb_calls
             .parse()
             .map_err(|e| anyhow::anyhow!("--specweb-calls: {e}"))?;
-        let cfg = SpecWebConfig {
+        let config = SpecWebConfig {
             calls,
             uri_prefix: a.specweb_prefix.clone(),
             ..SpecWebConfig::default()
         };
-        let w = SpecWeb::new(dir, cfg, a.seed)?;
-        Box::new(move |_| Box::new(w.clone()))
+        Choice::SpecWeb {
+            dir: dir.clone(),
+            config,
+            seed: a.seed,
+        }
     } else {
         if !a.uri.starts_with('/') {
             return Err(usage(format!("--uri must start with '/', not {}", a.uri)));
         }
-        let w = Fixed::new(&a.uri, a.num_calls).with_method(method);
-        Box::new(move |_| Box::new(w.clone()))
+        Choice::Fixed {
+            uri: a.uri.clone(),
+            calls: a.num_calls,
+            method,
+        }
     };
-    let cfg = LoadConfig {
+    Ok((choice, None))
+}
+
+/// The generator's configuration from the flags.
+fn load_config(
+    a: &Args,
+    target: SocketAddr,
+    num_conns: Option<u64>,
+    duration: Option<Duration>,
+) -> anyhow::Result<LoadConfig> {
+    Ok(LoadConfig {
         server: target,
         host: if a.port == 80 {
             a.server.clone()
@@ -318,164 +411,101 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         start_at: a.start_at,
         each_reply: a.latencies.is_some(),
         stop_after: a.stop_after.map(Duration::from_secs_f64),
-    };
-    if let Some(at) = a.start_at {
-        gen::check_start_at(at, gen::unix_now())?;
-    }
-    if num_conns.is_none() && duration.is_none() {
-        return Err(usage(
-            "give --num-conns or --duration: every run must end by itself",
-        ));
-    }
-    // The outputs, checked (opened) before the run, not found unwritable at its end.
-    if a.quiet && a.json.is_none() && a.samples.is_none() && a.latencies.is_none() {
-        return Err(usage(
-            "--quiet without --json, --samples or --latencies would write nothing: drop --quiet, or add \
-             --json FILE (or --json - for stdout)",
-        ));
-    }
-    let on_stdout: Vec<&str> = [
-        ("--json", &a.json),
-        ("--samples", &a.samples),
-        ("--latencies", &a.latencies),
-    ]
-    .into_iter()
-    .filter(|(_, p)| p.as_deref() == Some(Path::new("-")))
-    .map(|(f, _)| f)
-    .collect();
-    if on_stdout.len() > 1 {
-        return Err(usage(format!(
-            "{} cannot all go to stdout (-): give all but one of them a file",
-            on_stdout.join(" and ")
-        )));
-    }
-    let mut json = a
-        .json
-        .as_deref()
-        .map(|p| Sink::open("--json", p))
-        .transpose()?;
-    let mut samples_out = a
-        .samples
-        .as_deref()
-        .map(|p| Sink::open("--samples", p))
-        .transpose()?;
-    let mut latencies_out = a
-        .latencies
-        .as_deref()
-        .map(|p| Sink::open("--latencies", p))
-        .transpose()?;
-    // With an output on stdout, the text report goes to stderr.
-    let report_to_stderr = !on_stdout.is_empty();
+    })
+}
 
-    // SIGINT and SIGTERM stop the run; the report covers what was done until then.
-    evlab_runtime::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
-    let stop = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
-    let live = Live::default();
-    let progress = !a.quiet && std::io::stderr().is_terminal();
-    let mut interrupted = false;
-    let (stats, info) = std::thread::scope(|sc| {
-        let runner = sc.spawn(|| {
-            let r = gen::run(&cfg, &*factory, &stop, &live);
-            done.store(true, Relaxed);
-            r
-        });
-        let t0 = Instant::now();
-        let mut shown = t0;
-        while !done.load(Relaxed) {
-            // Wakes 20 times a second (its CPU time is the generator's, and counted): a
-            // Ctrl-C is seen within 50 ms, and the workers stop within their 100 ms wait.
-            std::thread::sleep(Duration::from_millis(50));
-            if !interrupted && evlab_runtime::signals::signalled() {
-                interrupted = true;
-                stop.store(true, Relaxed);
-                // A second Ctrl-C ends the process at once.
-                evlab_runtime::signals::restore_default();
-                eprintln!(
-                    "{}evlab load: interrupted after {:.1} s; finishing the report of what was \
-                     done (Ctrl-C again to quit at once)",
-                    if progress { "\n" } else { "" },
-                    t0.elapsed().as_secs_f64()
-                );
-            }
-            if progress && !interrupted && shown.elapsed() >= Duration::from_millis(200) {
-                shown = Instant::now();
-                let secs = t0.elapsed().as_secs_f64();
-                let replies = live.replies.load(Relaxed);
-                eprint!(
-                    "\r{:6.1} s  started {:>9}  replies {:>9} ({:>8.0}/s)  errors {:>6}   ",
-                    secs,
-                    live.started.load(Relaxed),
-                    replies,
-                    replies as f64 / secs.max(1e-3),
-                    live.errors.load(Relaxed)
-                );
-            }
+/// The progress line, redrawn in place on a terminal.
+fn progress_line(elapsed: Duration, live: &Live) -> String {
+    let secs = elapsed.as_secs_f64();
+    let replies = live.replies.load(Relaxed);
+    format!(
+        "\r{:6.1} s  started {:>9}  replies {:>9} ({:>8.0}/s)  errors {:>6}   ",
+        secs,
+        live.started.load(Relaxed),
+        replies,
+        replies as f64 / secs.max(1e-3),
+        live.errors.load(Relaxed)
+    )
+}
+
+/// Where the results go: --json, --samples and --latencies, each opened (and so checked)
+/// before the run; the text report on stdout, or on stderr when one of them takes stdout.
+struct Outputs {
+    json: Option<Sink>,
+    samples: Option<Sink>,
+    latencies: Option<Sink>,
+    report_to_stderr: bool,
+}
+
+impl Outputs {
+    /// The outputs, checked (opened) before the run, not found unwritable at its end.
+    fn open(a: &Args) -> anyhow::Result<Outputs> {
+        if a.quiet && a.json.is_none() && a.samples.is_none() && a.latencies.is_none() {
+            return Err(usage(
+                "--quiet without --json, --samples or --latencies would write nothing: drop --quiet, or add \
+                 --json FILE (or --json - for stdout)",
+            ));
         }
-        if progress && !interrupted {
-            eprintln!();
+        let on_stdout: Vec<&str> = [
+            ("--json", &a.json),
+            ("--samples", &a.samples),
+            ("--latencies", &a.latencies),
+        ]
+        .into_iter()
+        .filter(|(_, p)| p.as_deref() == Some(Path::new("-")))
+        .map(|(f, _)| f)
+        .collect();
+        if on_stdout.len() > 1 {
+            return Err(usage(format!(
+                "{} cannot all go to stdout (-): give all but one of them a file",
+                on_stdout.join(" and ")
+            )));
         }
-        runner.join().unwrap_or(Err(gen::LoadError::Panicked))
-    })?;
-    if let Some(late) = info.clock.late_ms.filter(|&l| l > 1.0) {
-        eprintln!(
-            "evlab load: warning: started {late:.3} ms after --start-at {:.6}: it had passed \
-             when the generator was ready",
-            info.clock.start_at.unwrap_or_default()
-        );
+        let open = |flag: &'static str, path: &Option<PathBuf>| {
+            path.as_deref().map(|p| Sink::open(flag, p)).transpose()
+        };
+        Ok(Outputs {
+            json: open("--json", &a.json)?,
+            samples: open("--samples", &a.samples)?,
+            latencies: open("--latencies", &a.latencies)?,
+            // With an output on stdout, the text report goes to stderr.
+            report_to_stderr: !on_stdout.is_empty(),
+        })
     }
-    let mut r = summary::report(&stats, &info);
-    // The build, not the bare version: `evlab compare` warns on reports of different builds.
-    r.version = env!("EVLAB_BUILD").into();
-    r.interrupted = interrupted;
-    r.config.workload = Some(
-        a.specweb
-            .as_ref()
-            .map(|d| format!("specweb:{}", d.display()))
-            .or(a.polymix.as_ref().map(|d| {
-                format!(
-                    "polymix:{}:hits={},cacheable={},zipf={},calls={}",
-                    d.display(),
-                    a.hit_ratio,
-                    a.cacheable,
-                    a.zipf,
-                    a.polymix_calls
-                )
-            }))
-            .or(a.wsesslog.clone().map(|s| format!("wsesslog:{s}")))
-            .or(a
-                .uri_list
-                .as_ref()
-                .map(|p| format!("uri-list:{}", p.display())))
-            .unwrap_or_else(|| format!("{} x {}", a.uri, a.num_calls)),
-    );
-    if let Some(out) = &mut json {
-        out.write((serde_json::to_string_pretty(&r)? + "\n").as_bytes())?;
+
+    /// Writes the report `r` to --json, its samples to --samples, every reply to --latencies.
+    fn write(&mut self, r: &LoadReport, stats: &summary::Stats) -> anyhow::Result<()> {
+        if let Some(out) = &mut self.json {
+            out.write((serde_json::to_string_pretty(r)? + "\n").as_bytes())?;
+        }
+        if let Some(out) = &mut self.samples {
+            out.write(summary::samples_csv(&r.samples).as_bytes())?;
+        }
+        if let Some(out) = &mut self.latencies {
+            out.write(summary::each_reply_csv(&stats.each).as_bytes())?;
+        }
+        Ok(())
     }
-    if let Some(out) = &mut samples_out {
-        out.write(summary::samples_csv(&r.samples).as_bytes())?;
-    }
-    if let Some(out) = &mut latencies_out {
-        out.write(summary::each_reply_csv(&stats.each).as_bytes())?;
-    }
-    if !a.quiet {
-        // The command as given (so that it can be run again exactly), and where it went.
+
+    /// The text report, after the command as given (so that it can be run again exactly) and
+    /// where it went.
+    fn text(&self, outcome: &Outcome, target: SocketAddr) -> anyhow::Result<()> {
         let mut argv: Vec<String> = std::env::args().skip(1).collect();
         argv.insert(0, "evlab".into());
         let mut text = format!(
             "{} (to {target})\n",
             evlab_lab::model::text::shell_line(&argv)
         );
-        text.push_str(&summary::to_text(&stats, &info));
-        if report_to_stderr {
+        text.push_str(&summary::to_text(&outcome.stats, &outcome.info));
+        if self.report_to_stderr {
             eprint!("{text}");
         } else {
             let mut o = std::io::stdout().lock();
             o.write_all(text.as_bytes())?;
             o.flush()?;
         }
+        Ok(())
     }
-    verdict(&a, &stats, target, interrupted)
 }
 
 /// The exit status the run earns, once its report is out: a warning when every connection was

@@ -1,5 +1,7 @@
 //! evlab: one binary, one thin module per subcommand; all logic lives in the library crates.
 
+#![deny(clippy::too_many_lines)]
+
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod args;

@@ -25,7 +25,6 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
@@ -33,6 +32,7 @@ use evlab_sys as sys;
 
 use crate::parse::{Progress, ResponseParser};
 use crate::rng::Rng;
+pub use crate::StopSignal;
 
 /// Addresses in the idle holder's source pool (127.1.0.1 … 127.1.255.254, skipping .0 and .255).
 pub const MAX_SOURCE_ADDRS: usize = 256 * 254;
@@ -45,24 +45,6 @@ pub const CONNS_PER_SOURCE_ADDR: usize = 10_000;
 pub fn idle_source_addr(k: usize) -> Ipv4Addr {
     let k = k % MAX_SOURCE_ADDRS;
     Ipv4Addr::new(127, 1, (k / 254) as u8, (k % 254 + 1) as u8)
-}
-
-/// Something that says when to stop: an [`AtomicBool`] (tests, the lab) or a function such as
-/// `evlab_runtime::signals::signalled` (the CLI). Checked at least every 100 ms.
-pub trait StopSignal {
-    fn should_stop(&self) -> bool;
-}
-
-impl StopSignal for AtomicBool {
-    fn should_stop(&self) -> bool {
-        self.load(Ordering::Relaxed)
-    }
-}
-
-impl<F: Fn() -> bool> StopSignal for F {
-    fn should_stop(&self) -> bool {
-        self()
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -678,15 +660,9 @@ fn validate(cfg: &IdleConfig) -> Result<(), IdleError> {
     Ok(())
 }
 
-/// Holds `cfg.conns` idle connections to `cfg.server` until `stop` says so or `cfg.duration`
-/// passes, then closes them all and returns what happened. `on_progress` hears a tick every
-/// `progress_interval`, each time all connections become up, and once before returning.
-pub fn run_idle(
-    cfg: &IdleConfig,
-    stop: &(impl StopSignal + ?Sized),
-    mut on_progress: impl FnMut(&IdleStatus),
-) -> Result<IdleSummary, IdleError> {
-    validate(cfg)?;
+/// The descriptors `cfg.conns` connections need fit under the open-file limit (raised to its
+/// hard limit first).
+fn check_fd_limit(cfg: &IdleConfig) -> Result<(), IdleError> {
     let limit = evlab_sys::raise_fd_limit().map_err(|error| IdleError::Io {
         what: "cannot read the open-file limit",
         error,
@@ -698,64 +674,212 @@ pub fn run_idle(
             max: limit.saturating_sub(FD_RESERVE),
         });
     }
+    Ok(())
+}
+
+/// The token bucket of [`IdleConfig::rate`]: connects start as tokens accrue, at most a
+/// twentieth of a second's worth in a burst. Without a rate it limits nothing.
+struct Pacer {
+    rate: Option<f64>,
+    burst: f64,
+    tokens: f64,
+    last_refill: Instant,
+}
+
+impl Pacer {
+    fn new(rate: Option<f64>, start: Instant) -> Pacer {
+        let burst = rate.map_or(0.0, |r| (r / 20.0).max(1.0));
+        Pacer {
+            rate,
+            burst,
+            tokens: burst.min(1.0),
+            last_refill: start,
+        }
+    }
+
+    /// Adds the tokens accrued since the last refill.
+    fn refill(&mut self, now: Instant) {
+        if let Some(rate) = self.rate {
+            let accrued = rate * now.duration_since(self.last_refill).as_secs_f64();
+            self.tokens = (self.tokens + accrued).min(self.burst);
+            self.last_refill = now;
+        }
+    }
+
+    /// `budget` connects, or fewer if there are fewer whole tokens.
+    fn limit(&self, budget: usize) -> usize {
+        if self.rate.is_some() {
+            budget.min(self.tokens as usize)
+        } else {
+            budget
+        }
+    }
+
+    fn spend(&mut self, started: usize) {
+        if self.rate.is_some() {
+            self.tokens -= started as f64;
+        }
+    }
+
+    /// How long until a connect that is due may start, when the in-flight cap has room: until
+    /// the next token; or no time, when the pass's budget ran out with more to start.
+    fn wait(&self) -> Duration {
+        match self.rate {
+            Some(rate) if self.tokens < 1.0 => Duration::from_secs_f64((1.0 - self.tokens) / rate),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+impl<'c> Holder<'c> {
+    /// A holder of `cfg.conns` slots, every one due to connect at `start`.
+    fn new(cfg: &'c IdleConfig, poller: EpollEt, start: Instant) -> Holder<'c> {
+        Holder {
+            cfg,
+            poller,
+            slots: vec![
+                Slot {
+                    fd: -1,
+                    state: State::Waiting,
+                    gen: 0,
+                    attempts: 0,
+                    was_up: false,
+                    up_since: start,
+                    awaiting: false,
+                };
+                cfg.conns
+            ],
+            pending: (0..cfg.conns).map(|i| Reverse((start, i))).collect(),
+            deadlines: VecDeque::new(),
+            redrain: VecDeque::new(),
+            pool: cfg.source_pool(),
+            rng: Rng::new(cfg.seed),
+            up: 0,
+            connecting: 0,
+            peak_up: 0,
+            opened: 0,
+            reopened: 0,
+            closed_by_server: 0,
+            reset_by_server: 0,
+            failed: IdleFailures::default(),
+            bytes: 0,
+            start,
+            request: cfg.request_uri.as_ref().map(|uri| {
+                format!(
+                    "GET {uri} HTTP/1.1\r\nHost: {}\r\nUser-Agent: evlab-idle\r\n\r\n",
+                    cfg.server
+                )
+                .into_bytes()
+            }),
+            parsers: if cfg.request_uri.is_some() {
+                (0..cfg.conns).map(|_| None).collect()
+            } else {
+                Vec::new()
+            },
+            requests_sent: 0,
+            replies: 0,
+            replies_2xx: 0,
+            awaiting: 0,
+        }
+    }
+
+    /// Connects that took too long: abandoned, counted as timeouts, retried after a backoff.
+    fn expire_connects(&mut self, now: Instant) {
+        while let Some(&(deadline, i, gen)) = self.deadlines.front() {
+            if deadline > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            if self.slots[i].gen == gen && self.slots[i].state == State::Connecting {
+                let e = io::Error::from_raw_os_error(libc::ETIMEDOUT);
+                self.connect_failed(i, &e, now);
+            }
+        }
+    }
+
+    /// Up slots with more to read, at most `max_per_loop` of them per pass.
+    fn drain_again(&mut self, now: Instant) {
+        for _ in 0..self.redrain.len().min(self.cfg.max_per_loop) {
+            if let Some(i) = self.redrain.pop_front() {
+                if self.slots[i].state == State::Up {
+                    self.drain(i, now);
+                }
+            }
+        }
+    }
+
+    /// New connects, bounded per pass, by the in-flight cap and by the rate.
+    fn start_due(&mut self, pacer: &mut Pacer, now: Instant) {
+        pacer.refill(now);
+        let budget = pacer.limit(
+            self.cfg
+                .max_per_loop
+                .min(self.cfg.max_connecting.saturating_sub(self.connecting)),
+        );
+        let mut started = 0;
+        while started < budget {
+            match self.pending.peek() {
+                Some(&Reverse((at, i))) if at <= now => {
+                    self.pending.pop();
+                    self.start_connect(i, now);
+                    started += 1;
+                }
+                _ => break,
+            }
+        }
+        pacer.spend(started);
+    }
+
+    /// How long the next wait may last: no longer than the next thing to do (a progress tick,
+    /// the end, a connect deadline, a slot to drain again, a connect due).
+    fn wait_timeout(
+        &self,
+        pacer: &Pacer,
+        next_tick: Instant,
+        end: Option<Instant>,
+        now: Instant,
+    ) -> Duration {
+        let mut timeout = STOP_POLL.min(next_tick.saturating_duration_since(now));
+        if let Some(e) = end {
+            timeout = timeout.min(e.saturating_duration_since(now));
+        }
+        if let Some(&(deadline, _, _)) = self.deadlines.front() {
+            timeout = timeout.min(deadline.saturating_duration_since(now));
+        }
+        if !self.redrain.is_empty() {
+            timeout = Duration::ZERO;
+        }
+        if let Some(&Reverse((at, _))) = self.pending.peek() {
+            if at > now {
+                timeout = timeout.min(at - now);
+            } else if self.connecting < self.cfg.max_connecting {
+                timeout = timeout.min(pacer.wait());
+            }
+            // else: the in-flight cap is full; connects finishing will wake the wait.
+        }
+        timeout
+    }
+}
+
+/// Holds `cfg.conns` idle connections to `cfg.server` until `stop` says so or `cfg.duration`
+/// passes, then closes them all and returns what happened. `on_progress` hears a tick every
+/// `progress_interval`, each time all connections become up, and once before returning.
+pub fn run_idle(
+    cfg: &IdleConfig,
+    stop: &(impl StopSignal + ?Sized),
+    mut on_progress: impl FnMut(&IdleStatus),
+) -> Result<IdleSummary, IdleError> {
+    validate(cfg)?;
+    check_fd_limit(cfg)?;
     let poller = EpollEt::new().map_err(|error| IdleError::Io {
         what: "cannot create the epoll instance",
         error,
     })?;
     let start = Instant::now();
-    let mut h = Holder {
-        cfg,
-        poller,
-        slots: vec![
-            Slot {
-                fd: -1,
-                state: State::Waiting,
-                gen: 0,
-                attempts: 0,
-                was_up: false,
-                up_since: start,
-                awaiting: false,
-            };
-            cfg.conns
-        ],
-        pending: (0..cfg.conns).map(|i| Reverse((start, i))).collect(),
-        deadlines: VecDeque::new(),
-        redrain: VecDeque::new(),
-        pool: cfg.source_pool(),
-        rng: Rng::new(cfg.seed),
-        up: 0,
-        connecting: 0,
-        peak_up: 0,
-        opened: 0,
-        reopened: 0,
-        closed_by_server: 0,
-        reset_by_server: 0,
-        failed: IdleFailures::default(),
-        bytes: 0,
-        start,
-        request: cfg.request_uri.as_ref().map(|uri| {
-            format!(
-                "GET {uri} HTTP/1.1\r\nHost: {}\r\nUser-Agent: evlab-idle\r\n\r\n",
-                cfg.server
-            )
-            .into_bytes()
-        }),
-        parsers: if cfg.request_uri.is_some() {
-            (0..cfg.conns).map(|_| None).collect()
-        } else {
-            Vec::new()
-        },
-        requests_sent: 0,
-        replies: 0,
-        replies_2xx: 0,
-        awaiting: 0,
-    };
+    let mut h = Holder::new(cfg, poller, start);
     let end = cfg.duration.map(|d| start + d);
     let mut next_tick = start + cfg.progress_interval;
-    // Token bucket for `rate`: at most a twentieth of a second's worth in a burst.
-    let burst = cfg.rate.map_or(0.0, |r| (r / 20.0).max(1.0));
-    let mut tokens = burst.min(1.0);
-    let mut last_refill = start;
+    let mut pacer = Pacer::new(cfg.rate, start);
     let mut all_up_reported = false;
     let mut all_up_after = None;
     let mut events = Events::with_capacity(1024);
@@ -768,53 +892,9 @@ pub fn run_idle(
         if end.is_some_and(|e| now >= e) {
             break StopReason::Duration;
         }
-
-        // Connects that took too long.
-        while let Some(&(deadline, i, gen)) = h.deadlines.front() {
-            if deadline > now {
-                break;
-            }
-            h.deadlines.pop_front();
-            if h.slots[i].gen == gen && h.slots[i].state == State::Connecting {
-                let e = io::Error::from_raw_os_error(libc::ETIMEDOUT);
-                h.connect_failed(i, &e, now);
-            }
-        }
-
-        // Up slots with more to read.
-        for _ in 0..h.redrain.len().min(cfg.max_per_loop) {
-            if let Some(i) = h.redrain.pop_front() {
-                if h.slots[i].state == State::Up {
-                    h.drain(i, now);
-                }
-            }
-        }
-
-        // New connects, bounded per pass, by the in-flight cap and by the rate.
-        if let Some(rate) = cfg.rate {
-            tokens = (tokens + rate * now.duration_since(last_refill).as_secs_f64()).min(burst);
-            last_refill = now;
-        }
-        let mut budget = cfg
-            .max_per_loop
-            .min(cfg.max_connecting.saturating_sub(h.connecting));
-        if cfg.rate.is_some() {
-            budget = budget.min(tokens as usize);
-        }
-        let mut started = 0;
-        while started < budget {
-            match h.pending.peek() {
-                Some(&Reverse((at, i))) if at <= now => {
-                    h.pending.pop();
-                    h.start_connect(i, now);
-                    started += 1;
-                }
-                _ => break,
-            }
-        }
-        if cfg.rate.is_some() {
-            tokens -= started as f64;
-        }
+        h.expire_connects(now);
+        h.drain_again(now);
+        h.start_due(&mut pacer, now);
 
         if h.up == cfg.conns && h.awaiting == 0 {
             if !all_up_reported {
@@ -830,33 +910,7 @@ pub fn run_idle(
             next_tick = (next_tick + cfg.progress_interval).max(now);
         }
 
-        // How long to wait: no longer than the next thing to do.
-        let mut timeout = STOP_POLL.min(next_tick.saturating_duration_since(now));
-        if let Some(e) = end {
-            timeout = timeout.min(e.saturating_duration_since(now));
-        }
-        if let Some(&(deadline, _, _)) = h.deadlines.front() {
-            timeout = timeout.min(deadline.saturating_duration_since(now));
-        }
-        if !h.redrain.is_empty() {
-            timeout = Duration::ZERO;
-        }
-        if let Some(&Reverse((at, _))) = h.pending.peek() {
-            if at > now {
-                timeout = timeout.min(at - now);
-            } else if h.connecting < cfg.max_connecting {
-                match cfg.rate {
-                    Some(rate) if tokens < 1.0 => {
-                        let wait = Duration::from_secs_f64((1.0 - tokens) / rate);
-                        timeout = timeout.min(wait);
-                    }
-                    // Budget per pass ran out with more to start: come straight back.
-                    _ => timeout = Duration::ZERO,
-                }
-            }
-            // else: the in-flight cap is full; connects finishing will wake the wait.
-        }
-
+        let timeout = h.wait_timeout(&pacer, next_tick, end, now);
         h.poller
             .wait(&mut events, Some(timeout))
             .map_err(|error| IdleError::Io {
@@ -882,85 +936,4 @@ pub fn run_idle(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pool_addresses_are_distinct_and_in_127_1() {
-        let mut seen = std::collections::HashSet::new();
-        for k in 0..MAX_SOURCE_ADDRS {
-            let a = idle_source_addr(k);
-            let o = a.octets();
-            assert_eq!((o[0], o[1]), (127, 1));
-            assert!(o[3] != 0 && o[3] != 255, "{a}");
-            assert!(seen.insert(a), "{a} repeated");
-        }
-    }
-
-    #[test]
-    fn auto_pool_size_and_non_loopback() {
-        let mut c = IdleConfig::new("127.0.0.1:80".parse().unwrap(), 20_000);
-        assert_eq!(c.source_pool().len(), 2);
-        c.conns = 5;
-        assert_eq!(c.source_pool(), vec![Ipv4Addr::new(127, 1, 0, 1)]);
-        c.source_addrs = 3;
-        assert_eq!(c.source_pool().len(), 3);
-        c.server = "[::1]:80".parse().unwrap();
-        assert!(c.source_pool().is_empty());
-        c.server = "10.0.0.1:80".parse().unwrap();
-        assert!(c.source_pool().is_empty());
-    }
-
-    #[test]
-    fn failures_by_errno() {
-        let mut f = IdleFailures::default();
-        for e in [
-            libc::ECONNREFUSED,
-            libc::ECONNRESET,
-            libc::ETIMEDOUT,
-            libc::EADDRNOTAVAIL,
-            libc::EMFILE,
-            libc::EHOSTUNREACH,
-            libc::EINVAL,
-        ] {
-            f.count(&io::Error::from_raw_os_error(e));
-        }
-        assert_eq!(
-            f,
-            IdleFailures {
-                refused: 1,
-                reset: 1,
-                timeout: 1,
-                addr_unavail: 1,
-                fd_unavail: 1,
-                unreachable: 1,
-                other: 1
-            }
-        );
-        assert_eq!(f.total(), 7);
-    }
-
-    #[test]
-    fn rejects_bad_config() {
-        let ok = IdleConfig::new("127.0.0.1:80".parse().unwrap(), 1);
-        let stop = AtomicBool::new(true);
-        let cases: [fn(&mut IdleConfig); 8] = [
-            |c: &mut IdleConfig| c.request_uri = Some("one".into()),
-            |c: &mut IdleConfig| c.request_uri = Some("/a b".into()),
-            |c: &mut IdleConfig| c.conns = 0,
-            |c: &mut IdleConfig| c.rate = Some(0.0),
-            |c: &mut IdleConfig| c.rate = Some(f64::NAN),
-            |c: &mut IdleConfig| c.max_per_loop = 0,
-            |c: &mut IdleConfig| c.source_addrs = MAX_SOURCE_ADDRS + 1,
-            |c: &mut IdleConfig| c.server.set_port(0),
-        ];
-        for f in cases {
-            let mut c = ok.clone();
-            f(&mut c);
-            assert!(matches!(
-                run_idle(&c, &stop, |_| {}),
-                Err(IdleError::Config(_))
-            ));
-        }
-    }
-}
+mod tests;

@@ -9,6 +9,9 @@
 //! - [`fileset`]: the SPECweb99 file set.
 //! - [`idle`]: the idle-connection holder (httperf's idleconn without its 1,024-descriptor limit).
 //! - [`rng`]: a small, fast, seedable generator and the distributions the workloads need.
+//! - [`StopSignal`]: what tells the idle holder and a watched run ([`gen::run_watched`]) to stop.
+
+#![deny(clippy::too_many_lines)]
 
 pub mod fileset;
 pub mod gen;
@@ -17,3 +20,23 @@ pub mod parse;
 pub mod rng;
 pub mod summary;
 pub mod workload;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Something that says when to stop: an [`AtomicBool`] (tests, the lab) or a function such as
+/// `evlab_runtime::signals::signalled` (the CLI). Checked at least every 100 ms.
+pub trait StopSignal {
+    fn should_stop(&self) -> bool;
+}
+
+impl StopSignal for AtomicBool {
+    fn should_stop(&self) -> bool {
+        self.load(Ordering::Relaxed)
+    }
+}
+
+impl<F: Fn() -> bool> StopSignal for F {
+    fn should_stop(&self) -> bool {
+        self()
+    }
+}

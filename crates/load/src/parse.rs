@@ -112,92 +112,12 @@ impl ResponseParser {
     pub fn feed(&mut self, data: &[u8]) -> Result<Progress, ParseError> {
         let mut i = 0;
         while i < data.len() {
-            if self.reply.is_none() {
-                // Accumulate the head until CRLFCRLF.
-                let start_len = self.head.len();
-                let take = (data.len() - i).min(MAX_HEAD + 4 - start_len.min(MAX_HEAD));
-                self.head.extend_from_slice(&data[i..i + take]);
-                let mut headers = [httparse::EMPTY_HEADER; 64];
-                let mut resp = httparse::Response::new(&mut headers);
-                match resp.parse(&self.head) {
-                    Ok(httparse::Status::Partial) => {
-                        if self.head.len() > MAX_HEAD {
-                            return Err(ParseError::HeadTooLarge);
-                        }
-                        self.seen += take as u64;
-                        i += take;
-                        continue;
-                    }
-                    Ok(httparse::Status::Complete(n)) => {
-                        let used = n - start_len;
-                        self.seen += used as u64;
-                        i += used;
-                        let status = resp.code.unwrap_or(0);
-                        let minor = resp.version.unwrap_or(1);
-                        let mut length = None;
-                        let mut chunked = false;
-                        let mut close = minor == 0;
-                        for h in resp.headers.iter() {
-                            if h.name.eq_ignore_ascii_case("content-length") {
-                                let v = std::str::from_utf8(h.value)
-                                    .ok()
-                                    .and_then(|s| s.trim().parse::<u64>().ok())
-                                    .ok_or(ParseError::Malformed("bad Content-Length"))?;
-                                length = Some(v);
-                            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                                chunked = h
-                                    .value
-                                    .rsplit(|&b| b == b',')
-                                    .next()
-                                    .map(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"))
-                                    .unwrap_or(false);
-                            } else if h.name.eq_ignore_ascii_case("connection") {
-                                for tok in h.value.split(|&b| b == b',') {
-                                    let t = tok.trim_ascii();
-                                    if t.eq_ignore_ascii_case(b"close") {
-                                        close = true;
-                                    } else if t.eq_ignore_ascii_case(b"keep-alive") && minor == 0 {
-                                        close = false;
-                                    }
-                                }
-                            }
-                        }
-                        if (100..200).contains(&status) {
-                            // An interim response: the real one follows.
-                            self.head.clear();
-                            self.seen = 0;
-                            continue;
-                        }
-                        let reply = Reply {
-                            status,
-                            header_bytes: n,
-                            body_bytes: 0,
-                            footer_bytes: 0,
-                            close,
-                        };
-                        let no_body = self.head_request || status == 204 || status == 304;
-                        let body = if no_body {
-                            Body::Length(0)
-                        } else if chunked {
-                            Body::ChunkSize
-                        } else if let Some(l) = length {
-                            Body::Length(l)
-                        } else {
-                            Body::UntilClose
-                        };
-                        self.reply = Some(reply);
-                        self.body = Some(body);
-                        if body == Body::Length(0) {
-                            self.reset();
-                            return Ok(Progress::Done { reply, consumed: i });
-                        }
-                    }
-                    Err(_) => return Err(ParseError::Malformed("bad status line or header")),
-                }
-                continue;
-            }
             let Some(reply) = self.reply.as_mut() else {
-                break;
+                // A head step's `More`: the reply is not complete yet, go on while bytes remain.
+                match self.feed_head(data, &mut i) {
+                    Ok(Progress::More) => continue,
+                    done => return done,
+                }
             };
             match self.body {
                 Some(Body::Length(rem)) => {
@@ -240,50 +160,177 @@ impl ResponseParser {
                     i += 1;
                     self.seen += 1;
                     reply.footer_bytes += 1;
-                    if b != b'\n' {
-                        if self.line.len() > 4096 {
-                            return Err(ParseError::Malformed("chunk line too long"));
-                        }
-                        self.line.push(b);
-                        continue;
-                    }
-                    let line = std::mem::take(&mut self.line);
-                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
-                    match self.body {
-                        Some(Body::ChunkDataEnd) => {
-                            if !line.is_empty() {
-                                return Err(ParseError::Malformed("chunk not followed by CRLF"));
-                            }
-                            self.body = Some(Body::ChunkSize);
-                        }
-                        Some(Body::ChunkSize) => {
-                            let hex = line.split(|&b| b == b';').next().unwrap_or(&[]);
-                            let s = std::str::from_utf8(hex)
-                                .map_err(|_| ParseError::Malformed("bad chunk size"))?;
-                            let size = u64::from_str_radix(s.trim(), 16)
-                                .map_err(|_| ParseError::Malformed("bad chunk size"))?;
-                            self.body = Some(if size == 0 {
-                                Body::Trailers
-                            } else {
-                                Body::ChunkData(size)
-                            });
-                        }
-                        _ => {
-                            if line.is_empty() {
-                                let r = *reply;
-                                self.reset();
-                                return Ok(Progress::Done {
-                                    reply: r,
-                                    consumed: i,
-                                });
-                            }
-                        }
+                    match self.chunk_line_byte(b, i) {
+                        Ok(Progress::More) => {}
+                        done => return done,
                     }
                 }
                 None => break,
             }
         }
         Ok(Progress::More)
+    }
+
+    /// Takes bytes of the head from `data[*i..]` until it is complete, then frames the body
+    /// from its headers; done if the reply has none.
+    #[inline]
+    fn feed_head(&mut self, data: &[u8], i: &mut usize) -> Result<Progress, ParseError> {
+        // Accumulate the head until CRLFCRLF.
+        let start_len = self.head.len();
+        let take = (data.len() - *i).min(MAX_HEAD + 4 - start_len.min(MAX_HEAD));
+        self.head.extend_from_slice(&data[*i..*i + take]);
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(&self.head) {
+            Ok(httparse::Status::Partial) => {
+                if self.head.len() > MAX_HEAD {
+                    return Err(ParseError::HeadTooLarge);
+                }
+                self.seen += take as u64;
+                *i += take;
+                return Ok(Progress::More);
+            }
+            Ok(httparse::Status::Complete(n)) => n,
+            Err(_) => return Err(ParseError::Malformed("bad status line or header")),
+        };
+        let used = n - start_len;
+        self.seen += used as u64;
+        *i += used;
+        let status = resp.code.unwrap_or(0);
+        let framing = Framing::of(resp.headers, resp.version.unwrap_or(1))?;
+        if (100..200).contains(&status) {
+            // An interim response: the real one follows.
+            self.head.clear();
+            self.seen = 0;
+            return Ok(Progress::More);
+        }
+        let reply = Reply {
+            status,
+            header_bytes: n,
+            body_bytes: 0,
+            footer_bytes: 0,
+            close: framing.close,
+        };
+        let no_body = self.head_request || status == 204 || status == 304;
+        let body = if no_body {
+            Body::Length(0)
+        } else if framing.chunked {
+            Body::ChunkSize
+        } else if let Some(l) = framing.length {
+            Body::Length(l)
+        } else {
+            Body::UntilClose
+        };
+        self.reply = Some(reply);
+        self.body = Some(body);
+        if body == Body::Length(0) {
+            self.reset();
+            return Ok(Progress::Done {
+                reply,
+                consumed: *i,
+            });
+        }
+        Ok(Progress::More)
+    }
+
+    /// One byte `b` of a line of chunk framing, at `consumed`: kept until the line ends; done
+    /// at the empty line that ends the trailers.
+    #[inline]
+    fn chunk_line_byte(&mut self, b: u8, consumed: usize) -> Result<Progress, ParseError> {
+        if b != b'\n' {
+            if self.line.len() > 4096 {
+                return Err(ParseError::Malformed("chunk line too long"));
+            }
+            self.line.push(b);
+            return Ok(Progress::More);
+        }
+        self.end_chunk_line(consumed)
+    }
+
+    /// A line of chunk framing is complete (in `line`, without its LF), its last byte at
+    /// `consumed`: the CRLF after a chunk's data, a chunk's size, or a trailer; done at the
+    /// empty line that ends the trailers.
+    #[inline]
+    fn end_chunk_line(&mut self, consumed: usize) -> Result<Progress, ParseError> {
+        let line = std::mem::take(&mut self.line);
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        match self.body {
+            Some(Body::ChunkDataEnd) => {
+                if !line.is_empty() {
+                    return Err(ParseError::Malformed("chunk not followed by CRLF"));
+                }
+                self.body = Some(Body::ChunkSize);
+            }
+            Some(Body::ChunkSize) => {
+                let hex = line.split(|&b| b == b';').next().unwrap_or(&[]);
+                let s = std::str::from_utf8(hex)
+                    .map_err(|_| ParseError::Malformed("bad chunk size"))?;
+                let size = u64::from_str_radix(s.trim(), 16)
+                    .map_err(|_| ParseError::Malformed("bad chunk size"))?;
+                self.body = Some(if size == 0 {
+                    Body::Trailers
+                } else {
+                    Body::ChunkData(size)
+                });
+            }
+            // The empty line that ends the trailers ends the reply.
+            _ if line.is_empty() => {
+                if let Some(reply) = self.reply {
+                    self.reset();
+                    return Ok(Progress::Done { reply, consumed });
+                }
+            }
+            _ => {}
+        }
+        Ok(Progress::More)
+    }
+}
+
+/// How a response's headers frame its body, and whether the server will close.
+struct Framing {
+    /// Content-Length, if given.
+    length: Option<u64>,
+    /// The last transfer coding is chunked.
+    chunked: bool,
+    /// Connection: close, or HTTP/1.0 without keep-alive.
+    close: bool,
+}
+
+impl Framing {
+    /// Reads the framing from the headers of a response of HTTP/1.`minor`.
+    #[inline]
+    fn of(headers: &[httparse::Header<'_>], minor: u8) -> Result<Framing, ParseError> {
+        let mut f = Framing {
+            length: None,
+            chunked: false,
+            close: minor == 0,
+        };
+        for h in headers {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .ok_or(ParseError::Malformed("bad Content-Length"))?;
+                f.length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                f.chunked = h
+                    .value
+                    .rsplit(|&b| b == b',')
+                    .next()
+                    .map(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+                    .unwrap_or(false);
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                for tok in h.value.split(|&b| b == b',') {
+                    let t = tok.trim_ascii();
+                    if t.eq_ignore_ascii_case(b"close") {
+                        f.close = true;
+                    } else if t.eq_ignore_ascii_case(b"keep-alive") && minor == 0 {
+                        f.close = false;
+                    }
+                }
+            }
+        }
+        Ok(f)
     }
 }
 

@@ -5,6 +5,8 @@
 //! `evlab-wire` (`evlab_wire::load`, where the document's fields are listed), are the schema, and
 //! `evlab run` reads the file back into them.
 
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
 
 /// The report's data, defined in `evlab-wire` (its readers depend on that crate, not on this
@@ -322,18 +324,18 @@ pub fn report(s: &Stats, info: &RunInfo) -> LoadReport {
     }
 }
 
-/// The report's figures, all but the encoded histogram (which the text report does not need).
-fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
-    let d = info.duration_s.max(1e-9);
-    let (rmin, ravg, rmax, rsd, rn) = reply_rate(s, info);
-    let pct = |h: &Histogram<u64>, q: f64| {
-        if h.is_empty() {
-            0.0
-        } else {
-            ms(h.value_at_quantile(q) as f64)
-        }
-    };
-    let summary = |h: &Histogram<u64>| TimeSummary {
+/// A quantile of `h` in milliseconds (0 for an empty histogram).
+fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        ms(h.value_at_quantile(q) as f64)
+    }
+}
+
+/// The distribution of `h` in milliseconds.
+fn time_summary(h: &Histogram<u64>) -> TimeSummary {
+    TimeSummary {
         min: if h.is_empty() {
             0.0
         } else {
@@ -341,75 +343,32 @@ fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
         },
         avg: ms(h.mean()),
         max: ms(h.max() as f64),
-        median: pct(h, 0.5),
+        median: quantile_ms(h, 0.5),
         stddev: ms(h.stdev()),
-    };
-    let replies = s.replies.max(1) as f64;
+    }
+}
+
+/// The report's figures, all but the encoded histogram (which the text report does not need).
+fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
+    let d = info.duration_s.max(1e-9);
     let cpu = info.user_s + info.system_s;
-    let conns = s.initiated.max(1) as f64;
     LoadReport {
         tool: "evlab load".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         config: info.config.clone(),
         duration_s: info.duration_s,
-        connections: Connections {
-            initiated: s.initiated,
-            completed: s.completed,
-            max_concurrent: s.max_concurrent,
-            rate: s.initiated as f64 / d,
-            conn_time_ms: summary(&s.conn_time),
-            connect_ms: summary(&s.connect_time),
-            replies_per_conn: if s.completed > 0 {
-                s.replies_per_conn_sum as f64 / s.completed as f64
-            } else {
-                0.0
-            },
-        },
+        connections: connections(s, d),
         requests: Requests {
             sent: s.requests,
             rate: s.requests as f64 / d,
         },
-        replies: Replies {
-            total: s.replies,
-            rate: ReplyRate {
-                min: rmin,
-                avg: ravg,
-                max: rmax,
-                stddev: rsd,
-                samples: rn,
-            },
-            response_ms: Mean {
-                avg: ms(s.response_time_sum_us as f64 / replies),
-            },
-            transfer_ms: Mean {
-                avg: ms(s.transfer_time_sum_us as f64 / replies),
-            },
-            size: ReplySize {
-                header: s.header_bytes as f64 / replies,
-                content: s.body_bytes as f64 / replies,
-                footer: s.footer_bytes as f64 / replies,
-                total: (s.header_bytes + s.body_bytes + s.footer_bytes) as f64 / replies,
-            },
-            status: StatusClasses::from_slots(s.status),
-        },
+        replies: replies(s, info),
         latency_ms: Latency::from_histogram(&s.latency, 1000.0),
         late_starts: LateStarts {
             count: s.late_starts,
             max_ms: ms(s.max_late_us as f64),
         },
-        schedule: Schedule {
-            offered_rate: info.offered_rate,
-            achieved_start_rate: s.achieved_start_rate(),
-            lateness_ms: Lateness {
-                p50: pct(&s.lateness, 0.5),
-                p90: pct(&s.lateness, 0.9),
-                p99: pct(&s.lateness, 0.99),
-                p999: pct(&s.lateness, 0.999),
-                max: ms(s.max_late_us as f64),
-            },
-            end_lag_ms: ms(s.end_lag_us as f64),
-            lag_ms: s.lag_samples.iter().map(|&l| ms(l as f64)).collect(),
-        },
+        schedule: schedule(s, info),
         cpu: Cpu {
             user_s: info.user_s,
             system_s: info.system_s,
@@ -427,23 +386,91 @@ fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
             by_cause: s.errors.clone(),
         },
         samples: samples(s, info),
-        syscalls: info
-            .syscalls
-            .iter()
-            .map(|&(name, calls, errors, ns)| {
-                let row = SyscallUse {
-                    calls,
-                    errors,
-                    per_conn: calls as f64 / conns,
-                    us_per_conn: info.profiled.then(|| ns as f64 / 1e3 / conns),
-                };
-                (name.to_string(), row)
-            })
-            .collect(),
+        syscalls: syscall_uses(s, info),
         interrupted: false,
         clock: Some(info.clock.clone()),
         latency_histogram: None,
     }
+}
+
+/// The connections' figures, over a run of `d` seconds.
+fn connections(s: &Stats, d: f64) -> Connections {
+    Connections {
+        initiated: s.initiated,
+        completed: s.completed,
+        max_concurrent: s.max_concurrent,
+        rate: s.initiated as f64 / d,
+        conn_time_ms: time_summary(&s.conn_time),
+        connect_ms: time_summary(&s.connect_time),
+        replies_per_conn: if s.completed > 0 {
+            s.replies_per_conn_sum as f64 / s.completed as f64
+        } else {
+            0.0
+        },
+    }
+}
+
+/// The replies' figures: their rate over the sample intervals, times, sizes and statuses.
+fn replies(s: &Stats, info: &RunInfo) -> Replies {
+    let (rmin, ravg, rmax, rsd, rn) = reply_rate(s, info);
+    let replies = s.replies.max(1) as f64;
+    Replies {
+        total: s.replies,
+        rate: ReplyRate {
+            min: rmin,
+            avg: ravg,
+            max: rmax,
+            stddev: rsd,
+            samples: rn,
+        },
+        response_ms: Mean {
+            avg: ms(s.response_time_sum_us as f64 / replies),
+        },
+        transfer_ms: Mean {
+            avg: ms(s.transfer_time_sum_us as f64 / replies),
+        },
+        size: ReplySize {
+            header: s.header_bytes as f64 / replies,
+            content: s.body_bytes as f64 / replies,
+            footer: s.footer_bytes as f64 / replies,
+            total: (s.header_bytes + s.body_bytes + s.footer_bytes) as f64 / replies,
+        },
+        status: StatusClasses::from_slots(s.status),
+    }
+}
+
+/// How the starts kept to the schedule.
+fn schedule(s: &Stats, info: &RunInfo) -> Schedule {
+    Schedule {
+        offered_rate: info.offered_rate,
+        achieved_start_rate: s.achieved_start_rate(),
+        lateness_ms: Lateness {
+            p50: quantile_ms(&s.lateness, 0.5),
+            p90: quantile_ms(&s.lateness, 0.9),
+            p99: quantile_ms(&s.lateness, 0.99),
+            p999: quantile_ms(&s.lateness, 0.999),
+            max: ms(s.max_late_us as f64),
+        },
+        end_lag_ms: ms(s.end_lag_us as f64),
+        lag_ms: s.lag_samples.iter().map(|&l| ms(l as f64)).collect(),
+    }
+}
+
+/// Each syscall the generator made, per connection started.
+fn syscall_uses(s: &Stats, info: &RunInfo) -> BTreeMap<String, SyscallUse> {
+    let conns = s.initiated.max(1) as f64;
+    info.syscalls
+        .iter()
+        .map(|&(name, calls, errors, ns)| {
+            let row = SyscallUse {
+                calls,
+                errors,
+                per_conn: calls as f64 / conns,
+                us_per_conn: info.profiled.then(|| ns as f64 / 1e3 / conns),
+            };
+            (name.to_string(), row)
+        })
+        .collect()
 }
 
 /// The reply-rate line: httperf's statistics over whole sample intervals when there are any; a
@@ -491,13 +518,24 @@ pub fn error_share(s: &Stats) -> Option<f64> {
 pub fn to_text(s: &Stats, info: &RunInfo) -> String {
     let r = figures(s, info);
     let d = info.duration_s.max(1e-9);
-    let conn_rate = s.initiated as f64 / d;
-    let req_rate = s.requests as f64 / d;
     let mut o = String::new();
     o.push_str(&format!(
         "Total: connections {} requests {} replies {} test-duration {:.3} s\n\n",
         s.initiated, s.requests, s.replies, info.duration_s
     ));
+    connection_lines(&mut o, s, &r, d);
+    request_lines(&mut o, s, d);
+    reply_lines(&mut o, s, &r, info);
+    cpu_and_net_lines(&mut o, s, info, d);
+    error_lines(&mut o, &s.errors);
+    latency_and_schedule_lines(&mut o, s, &r, info);
+    syscall_lines(&mut o, s, info);
+    o
+}
+
+/// The connections' paragraph: their rate, times and length.
+fn connection_lines(o: &mut String, s: &Stats, r: &LoadReport, d: f64) {
+    let conn_rate = s.initiated as f64 / d;
     o.push_str(&format!(
         "Connection rate: {:.1} conn/s ({:.1} ms/conn, <={} concurrent connections)\n",
         conn_rate,
@@ -533,6 +571,11 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         "Connection length [replies/conn]: {:.3}\n\n",
         r.connections.replies_per_conn
     ));
+}
+
+/// The requests' paragraph: their rate and size.
+fn request_lines(o: &mut String, s: &Stats, d: f64) {
+    let req_rate = s.requests as f64 / d;
     o.push_str(&format!(
         "Request rate: {:.1} req/s ({:.1} ms/req)\n",
         req_rate,
@@ -550,6 +593,10 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
             0.0
         }
     ));
+}
+
+/// The replies' paragraph: their rate, times, sizes and statuses.
+fn reply_lines(o: &mut String, s: &Stats, r: &LoadReport, info: &RunInfo) {
     o.push_str(&reply_rate_line(&r.replies.rate, info));
     if s.replies == 0 {
         o.push_str("Reply time [ms]: no replies\nReply size [B]: no replies\n");
@@ -570,6 +617,10 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         "Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}\n\n",
         s.status[1], s.status[2], s.status[3], s.status[4], s.status[5]
     ));
+}
+
+/// The generator's CPU time (and its quota, where one binds it) and its network traffic.
+fn cpu_and_net_lines(o: &mut String, s: &Stats, info: &RunInfo, d: f64) {
     let cpu = info.user_s + info.system_s;
     o.push_str(&format!(
         "CPU time [s]: user {:.2} system {:.2} (user {:.1}% system {:.1}% total {:.1}%)\n",
@@ -592,7 +643,10 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         kbps,
         kbps * 1024.0 * 8.0 / 1e6
     ));
-    let e = &s.errors;
+}
+
+/// The errors, by cause as httperf names them.
+fn error_lines(o: &mut String, e: &Errors) {
     o.push_str(&format!(
         "Errors: total {} client-timo {} socket-timo {} connrefused {} connreset {}\n",
         e.total(),
@@ -608,6 +662,10 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
         e.ftab_full,
         e.other + e.parse
     ));
+}
+
+/// The latency percentiles, the late starts, the wall clock and how the schedule was kept.
+fn latency_and_schedule_lines(o: &mut String, s: &Stats, r: &LoadReport, info: &RunInfo) {
     if s.latency.is_empty() {
         o.push_str("Latency [ms]: no replies\n");
     } else {
@@ -640,28 +698,32 @@ pub fn to_text(s: &Stats, info: &RunInfo) -> String {
             ),
         }
     ));
-    if !info.syscalls.is_empty() {
-        let conns = s.initiated.max(1) as f64;
-        let mut line = String::from("Syscalls [per conn]:");
-        let mut time = String::from("Syscall time [us/conn]:");
-        let mut total_ns = 0;
-        for &(name, calls, _, ns) in &info.syscalls {
-            line.push_str(&format!(" {name} {:.2}", calls as f64 / conns));
-            time.push_str(&format!(" {name} {:.2}", ns as f64 / 1e3 / conns));
-            total_ns += ns;
-        }
-        o.push_str(&line);
-        o.push('\n');
-        if info.profiled {
-            let cpu_us = (info.user_s + info.system_s) * 1e6 / conns;
-            o.push_str(&format!(
-                "{time} (total {:.2} of {:.2} us CPU per conn)\n",
-                total_ns as f64 / 1e3 / conns,
-                cpu_us
-            ));
-        }
+}
+
+/// The syscalls per connection, and with `profiled` the time in each (none without a count).
+fn syscall_lines(o: &mut String, s: &Stats, info: &RunInfo) {
+    if info.syscalls.is_empty() {
+        return;
     }
-    o
+    let conns = s.initiated.max(1) as f64;
+    let mut line = String::from("Syscalls [per conn]:");
+    let mut time = String::from("Syscall time [us/conn]:");
+    let mut total_ns = 0;
+    for &(name, calls, _, ns) in &info.syscalls {
+        line.push_str(&format!(" {name} {:.2}", calls as f64 / conns));
+        time.push_str(&format!(" {name} {:.2}", ns as f64 / 1e3 / conns));
+        total_ns += ns;
+    }
+    o.push_str(&line);
+    o.push('\n');
+    if info.profiled {
+        let cpu_us = (info.user_s + info.system_s) * 1e6 / conns;
+        o.push_str(&format!(
+            "{time} (total {:.2} of {:.2} us CPU per conn)\n",
+            total_ns as f64 / 1e3 / conns,
+            cpu_us
+        ));
+    }
 }
 
 #[cfg(test)]

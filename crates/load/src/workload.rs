@@ -9,6 +9,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::gen::WorkloadFactory;
+use polymix::{Polymix, PolymixConfig};
+use sesslog::SessLog;
+use specweb::{SpecWeb, SpecWebConfig};
+use urilist::UriList;
+
 /// The request method of a call. Only methods without a request body: evlab load measures
 /// servers of static content.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,6 +103,95 @@ impl Workload for Fixed {
             Method::Head => format!("HEAD {} x {}", self.call.uri, self.calls),
         }
     }
+}
+
+/// Which workload a run draws its sessions from, as `evlab load`'s flags choose it: what
+/// [`Choice::factory`] needs to make it, and what [`Choice::label`] calls it in the report.
+#[derive(Clone, Debug)]
+pub enum Choice {
+    /// Every session `calls` requests for one URI.
+    Fixed {
+        uri: String,
+        calls: usize,
+        method: Method,
+    },
+    /// The URIs of a file, one a line, taken round-robin, `calls` per session.
+    UriList {
+        path: PathBuf,
+        calls: usize,
+        method: Method,
+    },
+    /// An httperf session log; `spec` is `--wsesslog` as given (N,X,FILE), `think` its X.
+    SessLog {
+        spec: String,
+        file: PathBuf,
+        think: Duration,
+        method: Method,
+    },
+    /// The Polymix-like proxy workload over the set in `dir`.
+    Polymix {
+        dir: PathBuf,
+        config: PolymixConfig,
+        seed: u64,
+    },
+    /// The SPECweb99-like workload over the file set in `dir`.
+    SpecWeb {
+        dir: PathBuf,
+        config: SpecWebConfig,
+        seed: u64,
+    },
+}
+
+impl Choice {
+    /// The workload as the report names it (`config.workload`).
+    pub fn label(&self) -> String {
+        match self {
+            Choice::Fixed { uri, calls, .. } => format!("{uri} x {calls}"),
+            Choice::UriList { path, .. } => format!("uri-list:{}", path.display()),
+            Choice::SessLog { spec, .. } => format!("wsesslog:{spec}"),
+            Choice::Polymix { dir, config, .. } => format!(
+                "polymix:{}:hits={},cacheable={},zipf={},calls={}",
+                dir.display(),
+                config.hit_ratio,
+                config.cacheable,
+                config.zipf,
+                config.calls_max
+            ),
+            Choice::SpecWeb { dir, .. } => format!("specweb:{}", dir.display()),
+        }
+    }
+
+    /// Makes the workload once (reading its files) and a factory that gives each generator
+    /// thread a copy of it.
+    pub fn factory(&self) -> Result<Box<WorkloadFactory<'static>>, WorkloadError> {
+        Ok(match self {
+            Choice::Fixed { uri, calls, method } => {
+                copies(Fixed::new(uri, *calls).with_method(*method))
+            }
+            Choice::UriList {
+                path,
+                calls,
+                method,
+            } => copies(UriList::from_file(path, *calls)?.with_method(*method)),
+            Choice::SessLog {
+                file,
+                think,
+                method,
+                ..
+            } => copies(SessLog::from_file(file, *think, *method)?),
+            Choice::Polymix { dir, config, seed } => {
+                copies(Polymix::new(dir, config.clone(), *seed)?)
+            }
+            Choice::SpecWeb { dir, config, seed } => {
+                copies(SpecWeb::new(dir, config.clone(), *seed)?)
+            }
+        })
+    }
+}
+
+/// A factory that gives each thread its own copy of `w`.
+fn copies<W: Workload + Clone + Sync + 'static>(w: W) -> Box<WorkloadFactory<'static>> {
+    Box::new(move |_| Box::new(w.clone()))
 }
 
 /// Why a workload could not be built. Every variant names the file (and line) at fault, so a

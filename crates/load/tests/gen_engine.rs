@@ -436,3 +436,55 @@ fn start_at_holds_every_connection_until_the_instant() {
     assert_eq!((info.clock.start_at, info.clock.late_ms), (None, None));
     assert!(info.clock.ended_at > info.clock.started_at);
 }
+
+#[test]
+fn a_watched_run_ticks_then_stops_once_and_reports_it() {
+    use evlab_load::gen::Watch;
+    use std::sync::atomic::Ordering::Relaxed;
+    let addr = server(fixed_ok);
+    let c = LoadConfig {
+        num_conns: None,
+        duration: Some(Duration::from_secs(30)),
+        ..cfg(addr, 100.0, 1)
+    };
+    let factory = move |_| Box::new(Fixed::new("/one", 1)) as Box<dyn Workload>;
+    // Stop once a few replies are in: the watcher sees the counters move.
+    let stop = AtomicBool::new(false);
+    let (mut ticks, mut stops) = (0, 0);
+    let t0 = Instant::now();
+    let outcome = gen::run_watched(&c, &factory, &stop, |w| match w {
+        Watch::Tick { live, .. } => {
+            assert_eq!(stops, 0, "a tick after the stop");
+            ticks += 1;
+            if live.replies.load(Relaxed) >= 5 {
+                stop.store(true, Relaxed);
+            }
+        }
+        Watch::Stopping { elapsed } => {
+            stops += 1;
+            assert!(elapsed <= t0.elapsed());
+        }
+    })
+    .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "the stop was not heeded"
+    );
+    assert!(outcome.interrupted);
+    assert_eq!(stops, 1);
+    assert!(ticks >= 1);
+    assert!(outcome.stats.replies >= 5, "{}", outcome.stats.replies);
+    let r = outcome.report("v-test", "/one x 1".into());
+    assert_eq!(
+        (
+            r.version.as_str(),
+            r.interrupted,
+            r.config.workload.as_deref()
+        ),
+        ("v-test", true, Some("/one x 1"))
+    );
+    // Left alone, a run ends by itself and says it was not interrupted.
+    let outcome = gen::run_watched(&cfg(addr, 200.0, 4), &factory, &|| false, |_| {}).unwrap();
+    assert!(!outcome.interrupted);
+    assert_eq!(outcome.stats.replies, 4);
+}

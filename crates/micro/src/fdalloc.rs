@@ -87,104 +87,33 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
         return Err(MicroError::Config("repeat must be at least 1".into()));
     }
     let machine = this_machine();
-    let room = machine.nofile.saturating_sub(FD_SLOP) as usize;
-    let total = cfg.total.unwrap_or(100_000.min(room));
-    if total < 2 {
-        return Err(MicroError::Config(format!(
-            "{total} descriptors: at least 2 are needed"
-        )));
-    }
-    if total > room {
-        return Err(MicroError::Config(format!(
-            "{total} descriptors do not fit under the limit of {} (less {FD_SLOP} kept free); \
-             raise the hard RLIMIT_NOFILE",
-            machine.nofile
-        )));
-    }
+    let total = table_size(cfg, machine.nofile)?;
 
     let dev = File::open("/dev").map_err(MicroError::io("opening /dev"))?;
     let open = || -> std::io::Result<OwnedFd> {
         sys::openat(dev.as_fd(), c"null", libc::O_RDONLY | libc::O_CLOEXEC)
     };
     let model = open().map_err(MicroError::io("opening /dev/null"))?;
-    let timed = |op: Op| -> std::io::Result<OwnedFd> {
-        match op {
+    let timed = || -> std::io::Result<OwnedFd> {
+        match cfg.op {
             Op::Open => open(),
             Op::Dup => model.try_clone(),
         }
     };
 
-    // Fill: each new descriptor is the lowest free one, so what is held ends up contiguous
-    // from `first` upward, except for numbers the process held before.
-    let mut held = Held(Vec::new());
-    let mut numbers = Vec::with_capacity(total);
-    for _ in 0..total {
-        let fd = model
-            .try_clone()
-            .map_err(MicroError::io(format!("holding {total} descriptors")))?;
-        numbers.push(fd.as_raw_fd() as u64);
-        held.put(fd);
-    }
+    let (mut held, numbers) = fill(&model, total)?;
     let first = numbers[0];
     let highest = *numbers.iter().max().unwrap_or(&first);
-    let at: Vec<u64> = match &cfg.at {
-        Some(at) => at.clone(),
-        None => {
-            let k = cfg.points.max(1).min(total - 1);
-            (1..=k)
-                .map(|i| numbers[(i * (total - 1)) / k])
-                .collect::<Vec<_>>()
-        }
-    };
-    for &n in &at {
-        if n == first || held.0.get(n as usize).is_none_or(Option::is_none) {
-            return Err(MicroError::Config(format!(
-                "descriptor {n} is not one the benchmark holds after the first ({first}..={highest})"
-            )));
-        }
-    }
+    let at = descriptors_at(cfg, &numbers, &held, first, highest)?;
 
     let mut control = LinearScan::new(highest as usize + 1);
     let mut kernel = vec![Times::default(); at.len()];
     let mut user = vec![Times::default(); at.len()];
     for _ in 0..cfg.repeat {
         for (i, &n) in at.iter().enumerate() {
-            drop(held.take(first));
-            drop(held.take(n));
-            let t0 = Instant::now();
-            let a = timed(cfg.op);
-            let t1 = Instant::now();
-            let b = timed(cfg.op);
-            let t2 = Instant::now();
-            let (a, b) = (
-                a.map_err(MicroError::io("the first open"))?,
-                b.map_err(MicroError::io("the second open"))?,
-            );
-            let (fa, fb) = (a.as_raw_fd() as u64, b.as_raw_fd() as u64);
-            held.put(a);
-            held.put(b);
-            if (fa, fb) != (first, n) {
-                return Err(MicroError::Config(format!(
-                    "after closing {first} and {n} the opens returned {fa} and {fb}: another \
-                     thread is opening or closing descriptors"
-                )));
-            }
-            kernel[i].push(t0, t1, t2);
-
+            kernel[i].push(time_kernel(&mut held, first, n, timed)?);
             // The control, the same way: free the two slots, time the two allocations.
-            control.free(first as usize);
-            control.free(n as usize);
-            let t0 = Instant::now();
-            let a = control.alloc();
-            let t1 = Instant::now();
-            let b = control.alloc();
-            let t2 = Instant::now();
-            if (a as u64, b as u64) != (first, n) {
-                return Err(MicroError::Config(format!(
-                    "the linear-scan control returned slots {a} and {b}, not {first} and {n}"
-                )));
-            }
-            user[i].push(t0, t1, t2);
+            user[i].push(time_control(&mut control, first, n)?);
         }
     }
     drop(held);
@@ -225,6 +154,120 @@ pub fn run(cfg: &Config) -> Result<Report, MicroError> {
     Ok(r)
 }
 
+/// The descriptors to hold: `cfg.total`, or 100,000 or the limit `nofile` less [`FD_SLOP`],
+/// whichever is lower; an error if they do not fit.
+fn table_size(cfg: &Config, nofile: u64) -> Result<usize, MicroError> {
+    let room = nofile.saturating_sub(FD_SLOP) as usize;
+    let total = cfg.total.unwrap_or(100_000.min(room));
+    if total < 2 {
+        return Err(MicroError::Config(format!(
+            "{total} descriptors: at least 2 are needed"
+        )));
+    }
+    if total > room {
+        return Err(MicroError::Config(format!(
+            "{total} descriptors do not fit under the limit of {nofile} (less {FD_SLOP} kept \
+             free); raise the hard RLIMIT_NOFILE"
+        )));
+    }
+    Ok(total)
+}
+
+/// Fills the table with `total` duplicates of `model`: each new descriptor is the lowest free
+/// one, so what is held ends up contiguous from the first upward, except for numbers the
+/// process held before. The held descriptors, and their numbers in the order they came.
+fn fill(model: &OwnedFd, total: usize) -> Result<(Held, Vec<u64>), MicroError> {
+    let mut held = Held(Vec::new());
+    let mut numbers = Vec::with_capacity(total);
+    for _ in 0..total {
+        let fd = model
+            .try_clone()
+            .map_err(MicroError::io(format!("holding {total} descriptors")))?;
+        numbers.push(fd.as_raw_fd() as u64);
+        held.put(fd);
+    }
+    Ok((held, numbers))
+}
+
+/// The descriptors n to close: `cfg.at`, or `cfg.points` spread evenly over those held; each
+/// must be held, and not the first.
+fn descriptors_at(
+    cfg: &Config,
+    numbers: &[u64],
+    held: &Held,
+    first: u64,
+    highest: u64,
+) -> Result<Vec<u64>, MicroError> {
+    let total = numbers.len();
+    let at: Vec<u64> = match &cfg.at {
+        Some(at) => at.clone(),
+        None => {
+            let k = cfg.points.max(1).min(total - 1);
+            (1..=k)
+                .map(|i| numbers[(i * (total - 1)) / k])
+                .collect::<Vec<_>>()
+        }
+    };
+    for &n in &at {
+        if n == first || held.0.get(n as usize).is_none_or(Option::is_none) {
+            return Err(MicroError::Config(format!(
+                "descriptor {n} is not one the benchmark holds after the first ({first}..={highest})"
+            )));
+        }
+    }
+    Ok(at)
+}
+
+/// Closes descriptors `first` and `n`, and times the next two calls of `timed`, which must
+/// return them in that order: the clock readings before, between and after.
+#[inline]
+fn time_kernel(
+    held: &mut Held,
+    first: u64,
+    n: u64,
+    timed: impl Fn() -> std::io::Result<OwnedFd>,
+) -> Result<[Instant; 3], MicroError> {
+    drop(held.take(first));
+    drop(held.take(n));
+    let t0 = Instant::now();
+    let a = timed();
+    let t1 = Instant::now();
+    let b = timed();
+    let t2 = Instant::now();
+    let (a, b) = (
+        a.map_err(MicroError::io("the first open"))?,
+        b.map_err(MicroError::io("the second open"))?,
+    );
+    let (fa, fb) = (a.as_raw_fd() as u64, b.as_raw_fd() as u64);
+    held.put(a);
+    held.put(b);
+    if (fa, fb) != (first, n) {
+        return Err(MicroError::Config(format!(
+            "after closing {first} and {n} the opens returned {fa} and {fb}: another \
+             thread is opening or closing descriptors"
+        )));
+    }
+    Ok([t0, t1, t2])
+}
+
+/// [`time_kernel`] for the control: frees slots `first` and `n`, times the two allocations.
+#[inline]
+fn time_control(control: &mut LinearScan, first: u64, n: u64) -> Result<[Instant; 3], MicroError> {
+    control.free(first as usize);
+    control.free(n as usize);
+    let t0 = Instant::now();
+    let a = control.alloc();
+    let t1 = Instant::now();
+    let b = control.alloc();
+    let t2 = Instant::now();
+    if (a as u64, b as u64) != (first, n) {
+        return Err(MicroError::Config(format!(
+            "the linear-scan control returned slots {a} and {b}, not {first} and {n}"
+        )));
+    }
+    Ok([t0, t1, t2])
+}
+
 /// One n's measurements: the two calls' times and both, in nanoseconds, round by round.
 #[derive(Clone, Default)]
 struct Times {
@@ -234,7 +277,7 @@ struct Times {
 }
 
 impl Times {
-    fn push(&mut self, t0: Instant, t1: Instant, t2: Instant) {
+    fn push(&mut self, [t0, t1, t2]: [Instant; 3]) {
         let ns = |d: std::time::Duration| d.as_nanos() as f64;
         self.first.push(ns(t1 - t0));
         self.second.push(ns(t2 - t1));

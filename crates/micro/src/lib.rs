@@ -20,6 +20,8 @@
 //! (a connect from a chosen source, one io_uring accept, the page cache's calls), through
 //! [`os`], this crate's only `unsafe`.
 
+#![deny(clippy::too_many_lines)]
+
 use std::io;
 
 use serde::Serialize;

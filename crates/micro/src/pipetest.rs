@@ -315,108 +315,33 @@ pub fn run_once<P: Poller>(cfg: &Config, npipes: usize) -> io::Result<Run> {
     let setup_seconds = t_setup.elapsed().as_secs_f64();
 
     let threads = cfg.message_threads;
-    let max_gen = cfg.max_generation as i64;
     let mut events = Events::with_capacity(npipes.min(1024));
-    let mut pending: Vec<(usize, Toke)> = Vec::with_capacity(threads);
-    let mut buf = vec![0u8; READ_TOKENS * TOKEN_BYTES];
-    let send = |pending: &mut Vec<(usize, Toke)>, mut t: Toke| {
-        let idx = next_pipe(
-            cfg.route,
-            t.generation as u64,
-            t.thread as usize,
-            npipes,
-            threads,
-        );
-        t.tofd = pipes.0[idx].0;
-        pending.push((idx, t));
-    };
-    let (mut passes, mut complete, mut waits, mut nevents, mut empty_reads) =
-        (0u64, 0usize, 0u64, 0u64, 0u64);
+    let mut pass = Passing::new(cfg, &pipes);
+    let (mut waits, mut nevents) = (0u64, 0u64);
 
     let counters = sys::thread_counters();
     let before = counters.snapshot();
     let start = Instant::now();
     for thread in 0..threads {
-        send(
-            &mut pending,
-            Toke {
-                generation: 0,
-                tofd: -1,
-                thread: thread as i32,
-            },
-        );
+        pass.send(Toke {
+            generation: 0,
+            tofd: -1,
+            thread: thread as i32,
+        });
     }
-    let mut last_pass = Instant::now();
-    while complete < threads {
-        for (idx, t) in pending.drain(..) {
-            let n = sys::write(pipes.0[idx].1, &t.bytes())?;
-            if n != TOKEN_BYTES {
-                return Err(io::Error::other(format!(
-                    "short write of a token: {n} of {TOKEN_BYTES} bytes"
-                )));
-            }
-        }
+    pass.last_pass = Instant::now();
+    while pass.complete < threads {
+        pass.flush()?;
         let n = poller.wait(&mut events, Some(Duration::from_millis(100)))?;
         waits += 1;
         nevents += n as u64;
         if n == 0 {
-            if last_pass.elapsed() > cfg.stall_timeout {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "no token passed for {:?} ({passes} passes done, {} tokens left)",
-                        cfg.stall_timeout,
-                        threads - complete
-                    ),
-                ));
-            }
+            pass.check_stall()?;
             continue;
         }
         for ev in events.iter() {
-            if !ev.readable() {
-                continue;
-            }
-            let idx = ev.token.0;
-            let r = pipes.0[idx].0;
-            let mut first = true;
-            loop {
-                let got = match sys::read(r, &mut buf) {
-                    Ok(0) => return Err(io::Error::other(format!("EOF on pipe {idx}"))),
-                    Ok(k) => k,
-                    Err(e) if sys::would_block(&e) => {
-                        if first {
-                            empty_reads += 1;
-                        }
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                };
-                first = false;
-                if got % TOKEN_BYTES != 0 {
-                    return Err(io::Error::other(format!(
-                        "read {got} bytes from pipe {idx}: not whole tokens"
-                    )));
-                }
-                for chunk in buf[..got].chunks_exact(TOKEN_BYTES) {
-                    let mut t = Toke::from_bytes(chunk);
-                    if t.tofd != r {
-                        return Err(io::Error::other(format!(
-                            "a token for descriptor {} arrived on {r}",
-                            t.tofd
-                        )));
-                    }
-                    passes += 1;
-                    t.generation += 1;
-                    if t.generation < max_gen {
-                        send(&mut pending, t);
-                    } else {
-                        complete += 1;
-                    }
-                }
-                last_pass = Instant::now();
-                if got < buf.len() {
-                    break;
-                }
+            if ev.readable() {
+                pass.drain(ev.token.0)?;
             }
         }
     }
@@ -427,6 +352,8 @@ pub fn run_once<P: Poller>(cfg: &Config, npipes: usize) -> io::Result<Run> {
         .filter(|s| d.calls(**s) > 0)
         .map(|s| (s.name().to_string(), d.calls(*s)))
         .collect();
+    let (passes, empty_reads) = (pass.passes, pass.empty_reads);
+    drop(pass);
     drop(poller);
     drop(pipes);
     Ok(Run {
@@ -443,6 +370,135 @@ pub fn run_once<P: Poller>(cfg: &Config, npipes: usize) -> io::Result<Run> {
         empty_reads,
         syscalls,
     })
+}
+
+/// Token `t` addressed to the pipe its route gives it next, and that pipe's index.
+#[inline]
+fn route(cfg: &Config, pipes: &Pipes, mut t: Toke) -> (usize, Toke) {
+    let idx = next_pipe(
+        cfg.route,
+        t.generation as u64,
+        t.thread as usize,
+        pipes.0.len(),
+        cfg.message_threads,
+    );
+    t.tofd = pipes.0[idx].0;
+    (idx, t)
+}
+
+/// The tokens of one run in flight: the writes waiting for the next wait, the reads that pass
+/// them on, and what their passing counted.
+struct Passing<'a> {
+    cfg: &'a Config,
+    pipes: &'a Pipes,
+    /// Tokens to write before the next wait, with the index of their pipe.
+    pending: Vec<(usize, Toke)>,
+    buf: Vec<u8>,
+    passes: u64,
+    /// Tokens that reached `max_generation`.
+    complete: usize,
+    /// Readiness reported on a pipe with nothing to read.
+    empty_reads: u64,
+    last_pass: Instant,
+}
+
+impl<'a> Passing<'a> {
+    fn new(cfg: &'a Config, pipes: &'a Pipes) -> Passing<'a> {
+        Passing {
+            cfg,
+            pipes,
+            pending: Vec::with_capacity(cfg.message_threads),
+            buf: vec![0u8; READ_TOKENS * TOKEN_BYTES],
+            passes: 0,
+            complete: 0,
+            empty_reads: 0,
+            last_pass: Instant::now(),
+        }
+    }
+
+    /// Queues token `t` for the pipe its route gives it next.
+    #[inline]
+    fn send(&mut self, t: Toke) {
+        self.pending.push(route(self.cfg, self.pipes, t));
+    }
+
+    /// Writes the queued tokens, each to its pipe.
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        for (idx, t) in self.pending.drain(..) {
+            let n = sys::write(self.pipes.0[idx].1, &t.bytes())?;
+            if n != TOKEN_BYTES {
+                return Err(io::Error::other(format!(
+                    "short write of a token: {n} of {TOKEN_BYTES} bytes"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A wait that returned nothing: an error once no token has passed for `stall_timeout`.
+    fn check_stall(&self) -> io::Result<()> {
+        if self.last_pass.elapsed() > self.cfg.stall_timeout {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no token passed for {:?} ({} passes done, {} tokens left)",
+                    self.cfg.stall_timeout,
+                    self.passes,
+                    self.cfg.message_threads - self.complete
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads pipe `idx` until it is empty, passing on every token read (or counting it
+    /// complete).
+    #[inline]
+    fn drain(&mut self, idx: usize) -> io::Result<()> {
+        let r = self.pipes.0[idx].0;
+        let max_gen = self.cfg.max_generation as i64;
+        let mut first = true;
+        loop {
+            let got = match sys::read(r, &mut self.buf) {
+                Ok(0) => return Err(io::Error::other(format!("EOF on pipe {idx}"))),
+                Ok(k) => k,
+                Err(e) if sys::would_block(&e) => {
+                    if first {
+                        self.empty_reads += 1;
+                    }
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            first = false;
+            if got % TOKEN_BYTES != 0 {
+                return Err(io::Error::other(format!(
+                    "read {got} bytes from pipe {idx}: not whole tokens"
+                )));
+            }
+            for chunk in self.buf[..got].chunks_exact(TOKEN_BYTES) {
+                let mut t = Toke::from_bytes(chunk);
+                if t.tofd != r {
+                    return Err(io::Error::other(format!(
+                        "a token for descriptor {} arrived on {r}",
+                        t.tofd
+                    )));
+                }
+                self.passes += 1;
+                t.generation += 1;
+                if t.generation < max_gen {
+                    self.pending.push(route(self.cfg, self.pipes, t));
+                } else {
+                    self.complete += 1;
+                }
+            }
+            self.last_pass = Instant::now();
+            if got < self.buf.len() {
+                return Ok(());
+            }
+        }
+    }
 }
 
 /// The threshold on the exponent k of rate ∝ pipes^k, from the LSE page's own claim. The page
@@ -517,43 +573,13 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     } else {
         r.slopes.clone()
     };
-    let of = |m: &str| slopes.iter().find(|s| s.mechanism == m);
-    // The ends of a mechanism's line (medians), for the evidence.
-    let ends = |m: &str| -> String {
-        let mut pts: Vec<(usize, f64)> = r
-            .points
-            .iter()
-            .filter(|p| p.mechanism == m && p.status == Status::Ok)
-            .filter_map(|p| p.passes_per_sec.map(|v| (p.pipes, v)))
-            .collect();
-        pts.sort_by_key(|p| p.0);
-        match (pts.first(), pts.last()) {
-            (Some(a), Some(b)) if b.0 > a.0 => format!(
-                "; median {} passes/s at {} pipes, {} at {}",
-                num(a.1, 0),
-                a.0,
-                num(b.1, 0),
-                b.0
-            ),
-            _ => String::new(),
-        }
-    };
-    let say = |s: &Slope| {
-        let iv = Interval::of_mean(&s.k).expect("finite k");
-        format!(
-            "{}: k = {}, {}..{} pipes{}",
-            s.mechanism,
-            iv.words(2, "sweeps"),
-            s.pipes.first().unwrap_or(&0),
-            s.pipes.last().unwrap_or(&0),
-            ends(&s.mechanism)
-        )
-    };
-    let missing = |m: &str| format!("{m} was not measured at two numbers of pipes");
-    let one = |id: &str, claim: &str, m: &str, decide: fn(&Interval) -> Verdict| match of(m) {
+    let one = |id: &str, claim: &str, m: &str, decide: fn(&Interval) -> Verdict| match slopes
+        .iter()
+        .find(|s| s.mechanism == m)
+    {
         Some(s) => {
             let iv = Interval::of_mean(&s.k).expect("finite k");
-            let mut why = say(s);
+            let mut why = say(r, s);
             if iv.n < MIN_REPEATS {
                 why.push_str(&format!(" ({} sweep(s): {MIN_REPEATS} needed)", iv.n));
             }
@@ -561,50 +587,7 @@ pub fn findings(r: &Report) -> Vec<Finding> {
         }
         None => Finding::decided(id, claim, Verdict::NotMeasured, missing(m)),
     };
-    // sys_epoll against each of the others, sweep by sweep (the sweeps are interleaved, so
-    // sweep i of both ran under the same conditions).
-    let better = {
-        let ep = of("epoll-lt");
-        let others: Vec<(&str, Option<&Slope>)> =
-            ["poll", "aio-poll"].iter().map(|m| (*m, of(m))).collect();
-        match ep {
-            None => (Verdict::NotMeasured, missing("epoll-lt")),
-            Some(e) => {
-                let mut verdicts = Vec::new();
-                let mut words = Vec::new();
-                for (m, o) in others {
-                    let Some(o) = o else {
-                        verdicts.push(Verdict::NotMeasured);
-                        words.push(missing(m));
-                        continue;
-                    };
-                    let d: Vec<f64> = e.k.iter().zip(&o.k).map(|(a, b)| a - b).collect();
-                    let iv = Interval::of_mean(&d).expect("finite k");
-                    verdicts.push(iv.at_least(K_BETTER));
-                    words.push(format!(
-                        "k(epoll-lt) − k({m}) = {} (k({m}) = {:.2})",
-                        iv.words(2, "sweeps"),
-                        o.mean
-                    ));
-                }
-                let v = if verdicts.contains(&Verdict::NotMeasured) {
-                    Verdict::NotMeasured
-                } else if verdicts.contains(&Verdict::NotReproduced) {
-                    Verdict::NotReproduced
-                } else if verdicts.iter().all(|v| *v == Verdict::Reproduced) {
-                    Verdict::Reproduced
-                } else {
-                    Verdict::Inconclusive
-                };
-                let n = e.k.len();
-                let mut why = format!("k(epoll-lt) = {:.2}; {}", e.mean, words.join("; "));
-                if n < MIN_REPEATS {
-                    why.push_str(&format!(" ({n} sweep(s): {MIN_REPEATS} needed)"));
-                }
-                (v, why)
-            }
-        }
-    };
+    let (better, why) = epoll_scales_better(&slopes);
     vec![
         one(
             RULE_IDS[0],
@@ -624,10 +607,91 @@ pub fn findings(r: &Report) -> Vec<Finding> {
             RULE_IDS[2],
             "sys_epoll scales better than poll and AIO poll: k(epoll-lt) − k(poll) ≥ 0.5 and \
              k(epoll-lt) − k(aio-poll) ≥ 0.5 (90% interval of the sweeps' differences)",
-            better.0,
-            better.1,
+            better,
+            why,
         ),
     ]
+}
+
+/// Why a mechanism has no finding.
+fn missing(m: &str) -> String {
+    format!("{m} was not measured at two numbers of pipes")
+}
+
+/// A mechanism's k in words, with its range of pipes and the ends of its line.
+fn say(r: &Report, s: &Slope) -> String {
+    let iv = Interval::of_mean(&s.k).expect("finite k");
+    format!(
+        "{}: k = {}, {}..{} pipes{}",
+        s.mechanism,
+        iv.words(2, "sweeps"),
+        s.pipes.first().unwrap_or(&0),
+        s.pipes.last().unwrap_or(&0),
+        line_ends(r, &s.mechanism)
+    )
+}
+
+/// The ends of mechanism `m`'s line (medians), for the evidence; nothing with fewer than two
+/// numbers of pipes.
+fn line_ends(r: &Report, m: &str) -> String {
+    let mut pts: Vec<(usize, f64)> = r
+        .points
+        .iter()
+        .filter(|p| p.mechanism == m && p.status == Status::Ok)
+        .filter_map(|p| p.passes_per_sec.map(|v| (p.pipes, v)))
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    match (pts.first(), pts.last()) {
+        (Some(a), Some(b)) if b.0 > a.0 => format!(
+            "; median {} passes/s at {} pipes, {} at {}",
+            num(a.1, 0),
+            a.0,
+            num(b.1, 0),
+            b.0
+        ),
+        _ => String::new(),
+    }
+}
+
+/// sys_epoll against poll and AIO poll, sweep by sweep (the sweeps are interleaved, so sweep i
+/// of both ran under the same conditions): reproduced only if it scales better than both.
+fn epoll_scales_better(slopes: &[Slope]) -> (Verdict, String) {
+    let of = |m: &str| slopes.iter().find(|s| s.mechanism == m);
+    let Some(e) = of("epoll-lt") else {
+        return (Verdict::NotMeasured, missing("epoll-lt"));
+    };
+    let mut verdicts = Vec::new();
+    let mut words = Vec::new();
+    for m in ["poll", "aio-poll"] {
+        let Some(o) = of(m) else {
+            verdicts.push(Verdict::NotMeasured);
+            words.push(missing(m));
+            continue;
+        };
+        let d: Vec<f64> = e.k.iter().zip(&o.k).map(|(a, b)| a - b).collect();
+        let iv = Interval::of_mean(&d).expect("finite k");
+        verdicts.push(iv.at_least(K_BETTER));
+        words.push(format!(
+            "k(epoll-lt) − k({m}) = {} (k({m}) = {:.2})",
+            iv.words(2, "sweeps"),
+            o.mean
+        ));
+    }
+    let v = if verdicts.contains(&Verdict::NotMeasured) {
+        Verdict::NotMeasured
+    } else if verdicts.contains(&Verdict::NotReproduced) {
+        Verdict::NotReproduced
+    } else if verdicts.iter().all(|v| *v == Verdict::Reproduced) {
+        Verdict::Reproduced
+    } else {
+        Verdict::Inconclusive
+    };
+    let n = e.k.len();
+    let mut why = format!("k(epoll-lt) = {:.2}; {}", e.mean, words.join("; "));
+    if n < MIN_REPEATS {
+        why.push_str(&format!(" ({n} sweep(s): {MIN_REPEATS} needed)"));
+    }
+    (v, why)
 }
 
 /// The LSE page's figure: passes per second against the number of pipes (log x), one line
@@ -742,278 +806,4 @@ pub fn render(r: &Report) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::Verdict;
-
-    #[test]
-    fn routes_follow_the_c_program() {
-        // 2006: every token of thread t stays on pipe n - t - 1.
-        assert_eq!(next_pipe(Route::Last, 0, 0, 10, 1), 9);
-        assert_eq!(next_pipe(Route::Last, 99, 2, 10, 3), 7);
-        // The older rule: generation × 17 + thread + thread × (n / threads), mod n.
-        assert_eq!(next_pipe(Route::Stride17, 0, 0, 10, 1), 0);
-        assert_eq!(next_pipe(Route::Stride17, 1, 0, 10, 1), 7);
-        assert_eq!(
-            next_pipe(Route::Stride17, 5, 1, 100, 2),
-            (85 + 1 + 50) % 100
-        );
-        // It goes round every pipe when 17 and the count are coprime.
-        let seen: std::collections::HashSet<usize> = (0..10)
-            .map(|g| next_pipe(Route::Stride17, g, 0, 10, 1))
-            .collect();
-        assert_eq!(seen.len(), 10);
-        for n in Route::NAMES {
-            assert_eq!(Route::from_name(n).unwrap().name(), n);
-        }
-    }
-
-    #[test]
-    fn token_bytes_round_trip() {
-        let t = Toke {
-            generation: 299,
-            tofd: 17,
-            thread: 3,
-        };
-        let u = Toke::from_bytes(&t.bytes());
-        assert_eq!((u.generation, u.tofd, u.thread), (299, 17, 3));
-    }
-
-    #[test]
-    fn every_pass_is_counted_for_poll_and_epoll() {
-        let cfg = Config {
-            message_threads: 3,
-            max_generation: 20,
-            ..Config::default()
-        };
-        for route in [Route::Stride17, Route::Last] {
-            let cfg = Config {
-                route,
-                ..cfg.clone()
-            };
-            let r = run_once::<evlab_poll::Poll>(&cfg, 5).unwrap();
-            assert_eq!(r.passes, 60);
-            assert!(r.syscalls["poll"] >= 1, "{:?}", r.syscalls);
-            let r = run_once::<evlab_poll::EpollEt>(&cfg, 7).unwrap();
-            assert_eq!(r.passes, 60);
-        }
-    }
-
-    fn run_at(v: f64) -> Run {
-        Run {
-            passes: 300,
-            seconds: 300.0 / v,
-            passes_per_sec: v,
-            setup_seconds: 0.0,
-            waits: 0,
-            events: 0,
-            empty_reads: 0,
-            syscalls: BTreeMap::new(),
-        }
-    }
-
-    /// A report whose mechanism m, in sweep i, has rate 100,000 × (pipes / 10)^k[i] at 10, 100
-    /// and 1,000 pipes.
-    fn synthetic(lines: &[(&str, &[f64])]) -> Report {
-        let repeat = lines.first().map_or(0, |l| l.1.len());
-        let pipes = vec![10, 100, 1000];
-        let mut points = Vec::new();
-        for &n in &pipes {
-            for (m, ks) in lines {
-                let runs: Vec<Run> = ks
-                    .iter()
-                    .map(|k| run_at(1e5 * (n as f64 / 10.0).powf(*k)))
-                    .collect();
-                points.push(Point {
-                    mechanism: m.to_string(),
-                    pipes: n,
-                    status: Status::Ok,
-                    reason: None,
-                    passes_per_sec: median(
-                        &runs.iter().map(|r| r.passes_per_sec).collect::<Vec<_>>(),
-                    ),
-                    runs,
-                });
-            }
-        }
-        let mut r = Report {
-            benchmark: "pipetest".into(),
-            machine: this_machine(),
-            message_threads: 1,
-            max_generation: 300,
-            route: Route::Stride17,
-            repeat,
-            mechanisms: lines.iter().map(|l| l.0.to_string()).collect(),
-            pipes,
-            points,
-            findings: vec![],
-            slopes: vec![],
-        };
-        r.slopes = slopes(&r);
-        r
-    }
-
-    fn verdicts(r: &Report) -> Vec<Verdict> {
-        findings(r).iter().map(|f| f.verdict).collect()
-    }
-
-    #[test]
-    fn each_finding_is_decided_on_the_interval_of_k() {
-        use Verdict::*;
-        let poll: &[f64] = &[-0.90, -0.92, -0.88];
-        let flat: &[f64] = &[-0.05, -0.07, -0.06];
-        let aio: &[f64] = &[-0.80, -0.85, -0.90];
-        let r = synthetic(&[("poll", poll), ("epoll-lt", flat), ("aio-poll", aio)]);
-        let s = &r.slopes[0];
-        assert_eq!(s.mechanism, "poll");
-        assert_eq!(s.pipes, [10, 100, 1000]);
-        assert!(
-            (s.k[1] + 0.92).abs() < 1e-9 && (s.mean + 0.90).abs() < 1e-9,
-            "{s:?}"
-        );
-        assert!(s.lo.unwrap() < -0.9 && s.hi.unwrap() > -0.9);
-        let f = findings(&r);
-        assert_eq!(verdicts(&r), [Reproduced; 3]);
-        let ids: Vec<&str> = f.iter().map(|f| f.rule.as_str()).collect();
-        assert_eq!(ids, RULE_IDS);
-        assert!(f[1].evidence.contains("k = -0.06 ["), "{}", f[1].evidence);
-        assert!(
-            f[2].evidence.contains("k(epoll-lt) − k(aio-poll) = 0.79"),
-            "{}",
-            f[2].evidence
-        );
-
-        // epoll falling as poll does: not flat, not better.
-        let r = synthetic(&[("poll", poll), ("epoll-lt", aio), ("aio-poll", aio)]);
-        assert_eq!(verdicts(&r), [Reproduced, NotReproduced, NotReproduced]);
-        // poll flat: does not fall; epoll not better than it.
-        let r = synthetic(&[("poll", flat), ("epoll-lt", flat), ("aio-poll", aio)]);
-        assert_eq!(verdicts(&r), [NotReproduced, Reproduced, NotReproduced]);
-        // Sweeps that straddle the threshold: inconclusive.
-        let wide: &[f64] = &[-0.2, -0.8, -0.5];
-        let r = synthetic(&[("poll", poll), ("epoll-lt", wide), ("aio-poll", aio)]);
-        assert_eq!(verdicts(&r), [Reproduced, Inconclusive, Inconclusive]);
-        let r = synthetic(&[("poll", wide), ("epoll-lt", flat), ("aio-poll", aio)]);
-        assert_eq!(verdicts(&r), [Inconclusive, Reproduced, Inconclusive]);
-        // Two sweeps decide nothing, however clear.
-        let r = synthetic(&[
-            ("poll", &poll[..2]),
-            ("epoll-lt", &flat[..2]),
-            ("aio-poll", &aio[..2]),
-        ]);
-        assert_eq!(verdicts(&r), [Inconclusive; 3]);
-        assert!(findings(&r)[0].evidence.contains("3 needed"));
-        // A mechanism missing: not measured.
-        let r = synthetic(&[("poll", poll), ("epoll-lt", flat)]);
-        assert_eq!(verdicts(&r), [Reproduced, Reproduced, NotMeasured]);
-        assert!(findings(&r)[2]
-            .evidence
-            .contains("aio-poll was not measured"));
-        let mut r = synthetic(&[("poll", poll)]);
-        r.points.retain(|p| p.pipes == 10);
-        r.slopes = slopes(&r);
-        assert_eq!(verdicts(&r), [NotMeasured; 3]);
-    }
-
-    #[test]
-    fn the_interleaved_sweep_runs_every_point_repeat_times() {
-        let cfg = Config {
-            mechanisms: vec![Mechanism::Poll, Mechanism::EpollLt],
-            pipes: vec![2, 8],
-            max_generation: 5,
-            repeat: 3,
-            ..Config::default()
-        };
-        let mut seen = Vec::new();
-        let r = run(&cfg, |p| {
-            seen.push((p.mechanism.clone(), p.pipes, p.runs.len()))
-        })
-        .unwrap();
-        // Sweep by sweep: every point's first run before any point's second.
-        assert_eq!(seen.len(), 12);
-        assert_eq!(seen[3], ("epoll-lt".to_string(), 8, 1));
-        assert_eq!(seen[4], ("poll".to_string(), 2, 2));
-        assert!(r.points.iter().all(|p| p.runs.len() == 3));
-        assert_eq!(r.slopes.len(), 2);
-        assert!(r.slopes.iter().all(|s| s.k.len() == 3 && s.lo.is_some()));
-        assert_eq!(r.findings.len(), 3);
-    }
-
-    #[test]
-    fn bad_configurations_say_what_is_wrong() {
-        let e = |c: Config| validate(&c).unwrap_err().to_string();
-        let d = Config::default();
-        assert!(e(Config {
-            pipes: vec![1],
-            ..d.clone()
-        })
-        .contains("at least 2"));
-        assert!(e(Config {
-            mechanisms: vec![Mechanism::Uring],
-            ..d.clone()
-        })
-        .contains("not a readiness mechanism"));
-        assert!(e(Config {
-            message_threads: 0,
-            ..d.clone()
-        })
-        .contains("message threads"));
-    }
-
-    #[test]
-    fn the_figure_has_a_line_per_measured_mechanism_with_bars_over_runs() {
-        let run = run_at;
-        let pt = |m: &str, pipes: usize, runs: Vec<f64>| Point {
-            mechanism: m.into(),
-            pipes,
-            status: if runs.is_empty() {
-                Status::Skipped
-            } else {
-                Status::Ok
-            },
-            reason: None,
-            passes_per_sec: median(&runs),
-            runs: runs.into_iter().map(run).collect(),
-        };
-        let r = Report {
-            benchmark: "pipetest".into(),
-            machine: this_machine(),
-            message_threads: 1,
-            max_generation: 300,
-            route: Route::Stride17,
-            repeat: 3,
-            mechanisms: vec!["poll".into(), "epoll-lt".into(), "aio-poll".into()],
-            pipes: vec![10, 1000, 16000],
-            points: vec![
-                pt("poll", 10, vec![90.0, 100.0, 130.0]),
-                pt("poll", 1000, vec![5.0, 5.0, 5.0]),
-                pt("poll", 16000, vec![]),
-                pt("epoll-lt", 10, vec![100.0]),
-                pt("epoll-lt", 16000, vec![95.0]),
-                pt("aio-poll", 10, vec![]),
-            ],
-            findings: vec![],
-            slopes: vec![],
-        };
-        let plots = plots(&r);
-        assert_eq!(plots.len(), 1);
-        let p = &plots[0];
-        assert_eq!(p.name, "pipetest");
-        assert!(p.x_log && !p.y_log);
-        assert_eq!(
-            (p.x_label.as_str(), p.y_label.as_str()),
-            ("pipes", "passes per second")
-        );
-        let labels: Vec<&str> = p.lines.iter().map(|l| l.label.as_str()).collect();
-        assert_eq!(labels, ["poll", "epoll-lt"], "aio-poll was never measured");
-        let poll = p.series("poll").unwrap();
-        assert_eq!(poll.xs(), [10.0, 1000.0], "the skipped point is a gap");
-        assert_eq!(poll.y_at(10.0), Some(100.0));
-        assert_eq!(poll.points[0].range, Some((90.0, 130.0)));
-        let ep = p.series("epoll-lt").unwrap();
-        assert_eq!(ep.xs(), [10.0, 16000.0]);
-        assert_eq!(ep.points[1].range, None, "one run: no bar");
-    }
-}
+mod tests;

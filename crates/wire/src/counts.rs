@@ -54,6 +54,23 @@ impl StatusClasses {
         }
     }
 
+    /// The counters indexed by [`StatusClasses::slot`], as [`StatusClasses::from_slots`] takes
+    /// them.
+    pub fn slots(&self) -> [u64; Self::SLOTS] {
+        [
+            self.other, self.s1xx, self.s2xx, self.s3xx, self.s4xx, self.s5xx,
+        ]
+    }
+
+    /// Adds `o`'s counts, class by class.
+    pub fn add(&mut self, o: &StatusClasses) {
+        let mut c = self.slots();
+        for (sum, n) in c.iter_mut().zip(o.slots()) {
+            *sum += n;
+        }
+        *self = StatusClasses::from_slots(c);
+    }
+
     /// Every reply or response counted.
     pub fn total(&self) -> u64 {
         self.s1xx + self.s2xx + self.s3xx + self.s4xx + self.s5xx + self.other

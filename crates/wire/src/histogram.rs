@@ -373,8 +373,30 @@ mod tests {
         assert!(empty.decode().unwrap().is_empty());
     }
 
+    /// The zig-zag LEB128 varint of `n`, as V2 encodes counts, appended to `out`.
+    fn push_varint(out: &mut Vec<u8>, n: i64) {
+        let mut v = ((n << 1) ^ (n >> 63)) as u64;
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    /// The next of a xorshift sequence: bytes that are random enough and the same every run.
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
     #[test]
-    fn corrupt_input_is_an_error_not_a_panic() {
+    fn a_corrupt_wrapping_is_an_error() {
         let e = EncodedHistogram::encode(&sample(), "us").unwrap();
         let bytes = raw(&e);
         let v2 = v2_of(&e);
@@ -404,6 +426,13 @@ mod tests {
         let mut long = bytes.clone();
         long[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(matches!(err(b64(&long)), HistogramError::Truncated(_)));
+    }
+
+    #[test]
+    fn a_corrupt_v2_payload_is_an_error() {
+        let e = EncodedHistogram::encode(&sample(), "us").unwrap();
+        let v2 = v2_of(&e);
+        let err = |d: String| with_data(&e, d).decode().unwrap_err();
         // Inside: a wrong inner cookie, a payload length beyond the data (the deserializer
         // would allocate it), impossible parameters, a count past the end, a run of i64::MIN.
         let mut inner = v2.clone();
@@ -432,21 +461,8 @@ mod tests {
         ));
         let mut inner = v2[..V2_HEADER].to_vec();
         // 2^40 empty slots, then a count of 1.
-        let zz = |n: i64| ((n << 1) ^ (n >> 63)) as u64;
-        let mut push = |v: u64| {
-            let mut v = v;
-            loop {
-                let b = (v & 0x7f) as u8;
-                v >>= 7;
-                if v == 0 {
-                    inner.push(b);
-                    break;
-                }
-                inner.push(b | 0x80);
-            }
-        };
-        push(zz(-(1 << 40)));
-        push(zz(1));
+        push_varint(&mut inner, -(1 << 40));
+        push_varint(&mut inner, 1);
         let n = (inner.len() - V2_HEADER) as u32;
         inner[4..8].copy_from_slice(&n.to_be_bytes());
         assert!(matches!(
@@ -467,15 +483,18 @@ mod tests {
             err(b64(&wrap(&inner))),
             HistogramError::Truncated(_)
         ));
+    }
+
+    #[test]
+    fn random_bytes_are_an_error_or_a_histogram_never_a_panic() {
+        let e = EncodedHistogram::encode(&sample(), "us").unwrap();
+        let v2 = v2_of(&e);
         // Random bytes after a valid cookie, many times: errors or histograms, never a panic.
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for len in 0..400 {
             let mut junk = V2_COMPRESSED_COOKIE.to_be_bytes().to_vec();
             for _ in 0..len {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                junk.push(x as u8);
+                junk.push(xorshift(&mut x) as u8);
             }
             let _ = with_data(&e, b64(&junk)).decode();
             let _ = with_data(&e, b64(&wrap(&junk[4..]))).decode();
@@ -485,9 +504,7 @@ mod tests {
         for i in 0..2_000 {
             let mut m = v2.clone();
             for _ in 0..1 + i % 3 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                xorshift(&mut x);
                 let at = 4 + (x as usize >> 8) % (m.len() - 4);
                 m[at] ^= (x as u8) | 1;
             }
@@ -499,6 +516,11 @@ mod tests {
             }
             let _ = with_data(&e, b64(&wrap(&m))).decode();
         }
+    }
+
+    #[test]
+    fn fields_that_disagree_are_an_error() {
+        let e = EncodedHistogram::encode(&sample(), "us").unwrap();
         // Fields that disagree with the data, another format, a unit not known.
         let lie = EncodedHistogram {
             significant_figures: 2,

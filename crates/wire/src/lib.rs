@@ -22,6 +22,8 @@
 //! - [`StatusClasses`] (replies or responses per status class, for all three) and
 //!   [`SyscallCount`] (one syscall's counts, for the server and the proxy).
 
+#![deny(clippy::too_many_lines)]
+
 mod counts;
 pub mod histogram;
 pub mod load;

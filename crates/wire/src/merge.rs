@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{self, EncodedHistogram, HistogramError};
-use crate::load::{ErrorCounts, Errors, LateStarts, Latency, LoadReport};
+use crate::load::{Clock, ErrorCounts, Errors, LateStarts, Latency, LoadReport};
 use crate::StatusClasses;
 
 /// The merged report. Serialized as
@@ -145,7 +145,34 @@ pub fn merge(reports: &[(String, LoadReport)]) -> Result<MergedLoad, MergeError>
             name: first_name.clone(),
             err,
         })?;
-    // Decode every histogram (and check they are alike) before adding any.
+    let hists = decode_all(reports, first_hist)?;
+    let all = add_histograms(reports, &hists, first_hist)?;
+    let window = common_window(reports)?;
+    let latency_histogram =
+        EncodedHistogram::encode(&all, &first_hist.unit).map_err(|err| MergeError::Histogram {
+            name: first_name.clone(),
+            err,
+        })?;
+    let mut m = MergedLoad::empty(
+        reports.len(),
+        window,
+        Latency::from_histogram(&all, per_ms),
+        latency_histogram,
+    );
+    for ((name, r), h) in reports.iter().zip(&hists) {
+        m.add(name, r, Latency::from_histogram(h, per_ms).p99);
+    }
+    m.errors.total = m.errors.by_cause.total();
+    m.rates.window_reply_rate = m.rates.window_replies / m.window.duration_s;
+    Ok(m)
+}
+
+/// Every report's histogram, decoded, once all are checked to be alike (and every report to
+/// have a clock) before any is added.
+fn decode_all(
+    reports: &[(String, LoadReport)],
+    first_hist: &EncodedHistogram,
+) -> Result<Vec<Histogram<u64>>, MergeError> {
     let mut hists = Vec::with_capacity(reports.len());
     for (name, r) in reports {
         let e = r
@@ -162,24 +189,34 @@ pub fn merge(reports: &[(String, LoadReport)]) -> Result<MergedLoad, MergeError>
             return Err(MergeError::NoClock(name.clone()));
         }
     }
+    Ok(hists)
+}
+
+/// The clients' histograms added into one with the first's precision and the widest range.
+fn add_histograms(
+    reports: &[(String, LoadReport)],
+    hists: &[Histogram<u64>],
+    first_hist: &EncodedHistogram,
+) -> Result<Histogram<u64>, MergeError> {
+    let invalid = |name: &String, e: &dyn std::fmt::Debug| MergeError::Histogram {
+        name: name.clone(),
+        err: HistogramError::Invalid(format!("{e:?}")),
+    };
     let high = hists.iter().map(Histogram::high).max().unwrap_or(2);
     let mut all = Histogram::<u64>::new_with_bounds(
         first_hist.lowest_discernible_value,
         high,
         first_hist.significant_figures,
     )
-    .map_err(|e| MergeError::Histogram {
-        name: first_name.clone(),
-        err: HistogramError::Invalid(format!("{e:?}")),
-    })?;
-    for ((name, _), h) in reports.iter().zip(&hists) {
-        all.add(h).map_err(|e| MergeError::Histogram {
-            name: name.clone(),
-            err: HistogramError::Invalid(format!("{e:?}")),
-        })?;
+    .map_err(|e| invalid(&reports[0].0, &e))?;
+    for ((name, _), h) in reports.iter().zip(hists) {
+        all.add(h).map_err(|e| invalid(name, &e))?;
     }
+    Ok(all)
+}
 
-    let clock = |r: &LoadReport| r.clock.clone().unwrap_or_default();
+/// The span every client ran in: the latest start to the earliest end, by their wall clocks.
+fn common_window(reports: &[(String, LoadReport)]) -> Result<Window, MergeError> {
     let start = reports
         .iter()
         .map(|(_, r)| clock(r).started_at)
@@ -191,86 +228,93 @@ pub fn merge(reports: &[(String, LoadReport)]) -> Result<MergedLoad, MergeError>
     if end.partial_cmp(&start) != Some(std::cmp::Ordering::Greater) {
         return Err(MergeError::NoOverlap { start, end });
     }
-    let window = Window {
+    Ok(Window {
         start,
         end,
         duration_s: end - start,
-    };
+    })
+}
 
-    let mut errors = Errors::default();
-    let mut status = [0u64; StatusClasses::SLOTS];
-    let mut m = MergedLoad {
-        tool: "evlab load-merge".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        clients: Vec::with_capacity(reports.len()),
-        window,
-        connections: MergedConnections {
-            initiated: 0,
-            completed: 0,
-            max_concurrent: 0,
-        },
-        requests: MergedRequests { sent: 0 },
-        replies: MergedReplies {
-            total: 0,
-            status: StatusClasses::default(),
-        },
-        errors: ErrorCounts {
-            total: 0,
-            by_cause: Errors::default(),
-        },
-        net: MergedNet {
-            bytes_in: 0,
-            bytes_out: 0,
-        },
-        late_starts: LateStarts {
-            count: 0,
-            max_ms: 0.0,
-        },
-        latency_ms: Latency::from_histogram(&all, per_ms),
-        rates: MergedRates {
-            window_replies: 0.0,
-            window_reply_rate: 0.0,
-            reply_rate_sum: 0.0,
-            connection_rate_sum: 0.0,
-            request_rate_sum: 0.0,
-            offered_rate_sum: 0.0,
-        },
-        latency_histogram: EncodedHistogram::encode(&all, &first_hist.unit).map_err(|err| {
-            MergeError::Histogram {
-                name: first_name.clone(),
-                err,
-            }
-        })?,
-        interrupted: false,
-    };
-    for ((name, r), h) in reports.iter().zip(&hists) {
+/// A report's clock ([`decode_all`] has checked that it has one).
+fn clock(r: &LoadReport) -> Clock {
+    r.clock.clone().unwrap_or_default()
+}
+
+impl MergedLoad {
+    /// A merge of `clients` reports over `window`, their latency already merged, nothing
+    /// counted yet.
+    fn empty(
+        clients: usize,
+        window: Window,
+        latency_ms: Latency,
+        latency_histogram: EncodedHistogram,
+    ) -> MergedLoad {
+        MergedLoad {
+            tool: "evlab load-merge".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            clients: Vec::with_capacity(clients),
+            window,
+            connections: MergedConnections {
+                initiated: 0,
+                completed: 0,
+                max_concurrent: 0,
+            },
+            requests: MergedRequests { sent: 0 },
+            replies: MergedReplies {
+                total: 0,
+                status: StatusClasses::default(),
+            },
+            errors: ErrorCounts {
+                total: 0,
+                by_cause: Errors::default(),
+            },
+            net: MergedNet {
+                bytes_in: 0,
+                bytes_out: 0,
+            },
+            late_starts: LateStarts {
+                count: 0,
+                max_ms: 0.0,
+            },
+            latency_ms,
+            rates: MergedRates {
+                window_replies: 0.0,
+                window_reply_rate: 0.0,
+                reply_rate_sum: 0.0,
+                connection_rate_sum: 0.0,
+                request_rate_sum: 0.0,
+                offered_rate_sum: 0.0,
+            },
+            latency_histogram,
+            interrupted: false,
+        }
+    }
+
+    /// Adds client `name`'s report `r` (whose own p99 is `p99_ms`): its counts to the sums,
+    /// its replies inside the window and its rates, and its part to `clients`. The errors'
+    /// total and the window's rate are left for the end.
+    fn add(&mut self, name: &str, r: &LoadReport, p99_ms: f64) {
         let c = clock(r);
         let d = r.duration_s.max(1e-9);
-        m.connections.initiated += r.connections.initiated;
-        m.connections.completed += r.connections.completed;
-        m.connections.max_concurrent += r.connections.max_concurrent;
-        m.requests.sent += r.requests.sent;
-        m.replies.total += r.replies.total;
-        let s = &r.replies.status;
-        for (slot, n) in [s.other, s.s1xx, s.s2xx, s.s3xx, s.s4xx, s.s5xx]
-            .into_iter()
-            .enumerate()
-        {
-            status[slot] += n;
-        }
-        errors.add(&r.errors.by_cause);
-        m.net.bytes_in += r.net.bytes_in;
-        m.net.bytes_out += r.net.bytes_out;
-        m.late_starts.count += r.late_starts.count;
-        m.late_starts.max_ms = m.late_starts.max_ms.max(r.late_starts.max_ms);
-        m.rates.window_replies += replies_within(r, c.started_at, &m.window);
-        m.rates.reply_rate_sum += r.replies.total as f64 / d;
-        m.rates.connection_rate_sum += r.connections.initiated as f64 / d;
-        m.rates.request_rate_sum += r.requests.sent as f64 / d;
-        m.rates.offered_rate_sum += r.schedule.offered_rate;
-        m.interrupted |= r.interrupted;
-        m.clients.push(ClientPart {
-            name: name.clone(),
+        self.connections.initiated += r.connections.initiated;
+        self.connections.completed += r.connections.completed;
+        self.connections.max_concurrent += r.connections.max_concurrent;
+        self.requests.sent += r.requests.sent;
+        self.replies.total += r.replies.total;
+        self.replies.status.add(&r.replies.status);
+        self.errors.by_cause.add(&r.errors.by_cause);
+        self.net.bytes_in += r.net.bytes_in;
+        self.net.bytes_out += r.net.bytes_out;
+        self.late_starts.count += r.late_starts.count;
+        self.late_starts.max_ms = self.late_starts.max_ms.max(r.late_starts.max_ms);
+        self.rates.window_replies += replies_within(r, c.started_at, &self.window);
+        self.rates.reply_rate_sum += r.replies.total as f64 / d;
+        self.rates.connection_rate_sum += r.connections.initiated as f64 / d;
+        self.rates.request_rate_sum += r.requests.sent as f64 / d;
+        self.rates.offered_rate_sum += r.schedule.offered_rate;
+        self.interrupted |= r.interrupted;
+        self.clients.push(ClientPart {
+            name: name.to_string(),
             started_at: c.started_at,
             ended_at: c.ended_at,
             late_ms: c.late_ms,
@@ -278,17 +322,10 @@ pub fn merge(reports: &[(String, LoadReport)]) -> Result<MergedLoad, MergeError>
             offered_rate: r.schedule.offered_rate,
             replies: r.replies.total,
             reply_rate: r.replies.total as f64 / d,
-            p99_ms: Latency::from_histogram(h, per_ms).p99,
+            p99_ms,
             interrupted: r.interrupted,
         });
     }
-    m.replies.status = StatusClasses::from_slots(status);
-    m.errors = ErrorCounts {
-        total: errors.total(),
-        by_cause: errors,
-    };
-    m.rates.window_reply_rate = m.rates.window_replies / m.window.duration_s;
-    Ok(m)
 }
 
 /// The replies of `r` (whose schedule began at `started_at`) that fell inside `w`, from its

@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::LabError;
 
-/// The names of every mechanism the μserver offers, readiness and completion, from the registry
-/// in `evlab-poll` (the `quick` default sweeps all supported ones). Specs name mechanisms
-/// exactly, without the command line's aliases, so that a results directory reads the same as
-/// the figure it makes.
-pub const EVLAB_MECHANISMS: &[&str] = &evlab_poll::Mechanism::NAMES;
+/// The names of every mechanism the μserver offers, readiness and completion, as the documents
+/// spell them (`evlab-wire`'s list, kept equal to the registry in `evlab-poll` by a test there;
+/// the `quick` default sweeps all supported ones). Specs name mechanisms exactly, without the
+/// command line's aliases, so that a results directory reads the same as the figure it makes.
+pub const EVLAB_MECHANISMS: &[&str] = evlab_wire::mechanisms::NAMES;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

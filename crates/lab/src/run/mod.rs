@@ -1,6 +1,7 @@
 //! Running: the plan, the sweep, each point's processes, calibration, CPU budgets, peers and
 //! progress. The only layer that starts processes.
 
+pub(crate) mod argv;
 pub mod calibrate;
 pub mod cgroup;
 pub mod estimate;

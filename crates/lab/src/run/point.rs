@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
 use crate::model::results::{self, PointResult, ServerCounters, Status, SyscallRow};
 use crate::model::spec::{Series, ServerKind, Spec, Workload};
+use crate::run::argv;
 use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::machine;
 use crate::run::peers;
@@ -427,83 +428,24 @@ fn start_evlab_proxy(
     commands: &mut Vec<String>,
 ) -> Result<(Child, u16), LabError> {
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(proxy_args(&ctx.opts.spec, s, "127.0.0.1:0", origin));
+    argv.extend(argv::proxy_args(&ctx.opts.spec, s, "127.0.0.1:0", origin));
     start_evlab(ctx, "evlab proxy", &argv, commands)
 }
 
-/// The `evlab proxy` arguments (after the binary) of series `s` on `listen`, in front of
-/// `origin`, with the spec's `[proxy] proxy_flags` before the series' own: on this machine and
-/// on a server host alike.
-pub(crate) fn proxy_args(spec: &Spec, s: &Series, listen: &str, origin: SocketAddr) -> Vec<String> {
-    let mut v = vec![
-        "proxy".into(),
-        "--listen".into(),
-        listen.into(),
-        "--origin".into(),
-        origin.to_string(),
-        "--mechanism".into(),
-        s.mechanism.clone(),
-        "--stats".into(),
-    ];
-    if let Some(px) = &spec.proxy {
-        v.extend(px.proxy_flags.iter().cloned());
-    }
-    v.extend(s.flags.iter().cloned());
-    v
-}
-
-/// The origin's `evlab serve` arguments (after the binary): epoll-et on `listen`, serving
-/// `root`, no header timeout, the spec's origin flags (and, for the Polymix workload, its
-/// uncacheable prefix): on this machine and on an origin host alike.
-pub(crate) fn origin_args(
-    spec: &Spec,
-    px: &crate::model::spec::ProxySpec,
-    listen: &str,
-    root: &str,
-) -> Vec<String> {
-    let mut v: Vec<String> = vec![
-        "serve".into(),
-        "--listen".into(),
-        listen.into(),
-        "--root".into(),
-        root.into(),
-        "--mechanism".into(),
-        "epoll-et".into(),
-        "--header-timeout".into(),
-        "0".into(),
-    ];
-    if spec.workload == Workload::Polymix {
-        v.extend(["--no-store-prefix".into(), "/polymix/u/".into()]);
-    }
-    v.extend(px.origin_flags.iter().cloned());
-    v
-}
-
-/// `evlab serve` of `docroot`, with the series' mechanism, the spec's server flags and then the
-/// series' own.
+/// `evlab serve` of `docroot` on an ephemeral port, as [`argv::serve_args`] builds it.
 fn start_evlab_serve(
     ctx: &PointCtx,
     s: &Series,
     docroot: &Path,
     commands: &mut Vec<String>,
 ) -> Result<(Child, u16), LabError> {
-    let spec = &ctx.opts.spec;
-    let mut argv = vec![
-        ctx.opts.evlab.display().to_string(),
-        "serve".into(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-        "--root".into(),
-        docroot.display().to_string(),
-        "--mechanism".into(),
-        s.mechanism.clone(),
-        "--stats".into(),
-    ];
-    if spec.profile {
-        argv.push("--profile".into());
-    }
-    argv.extend(spec.server_flags.iter().cloned());
-    argv.extend(s.flags.iter().cloned());
+    let mut argv = vec![ctx.opts.evlab.display().to_string()];
+    argv.extend(argv::serve_args(
+        &ctx.opts.spec,
+        s,
+        "127.0.0.1:0",
+        &docroot.display().to_string(),
+    ));
     start_evlab(ctx, "evlab serve", &argv, commands)
 }
 
@@ -589,7 +531,7 @@ fn start_origin(
 ) -> Result<SocketAddr, LabError> {
     let spec = &ctx.opts.spec;
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(origin_args(
+    argv.extend(argv::origin_args(
         spec,
         px,
         "127.0.0.1:0",

@@ -16,6 +16,7 @@ use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary};
 use crate::model::results::PointResult;
 use crate::model::spec::Series;
 use crate::model::text::shell_line;
+use crate::run::argv;
 use crate::run::hosts::{Remote, Ssh};
 use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
@@ -613,8 +614,9 @@ fn by_hand(r: &Remote, background: &str) -> String {
     )
 }
 
-/// `evlab serve` on the server host, on its address and a port it chooses (read back from its
-/// `listening on` line); returns the port.
+/// `evlab serve` (or, with `[proxy]`, `evlab proxy` in front of the origin) on the server host,
+/// on its address and a port it chooses (read back from its `listening on` line), with the
+/// arguments a point on this machine has ([`argv`]); returns the port.
 fn start_server(
     ctx: &PointCtx,
     hr: &HostsRun,
@@ -625,6 +627,7 @@ fn start_server(
     let spec = &ctx.opts.spec;
     let host = hr.hosts.server();
     let mut argv = hr.evlab_argv(host, &[spec.server_cpu]);
+    let listen = SocketAddr::new(hr.server_ip, 0).to_string();
     if spec.proxy.is_some() {
         // The origin first, on its host; the series' server is the proxy in front of it.
         let (oh, ip) = hr.origin_host();
@@ -636,24 +639,14 @@ fn start_server(
             docroot: hr.docroot(spec, &s.label),
         };
         let origin = remote_proxy::start_origin(&hr.ssh, at, spec, p, &mut procs.origin)?;
-        let listen = SocketAddr::new(hr.server_ip, 0).to_string();
-        argv.extend(point::proxy_args(spec, s, &listen, origin));
+        argv.extend(argv::proxy_args(spec, s, &listen, origin));
     } else {
-        argv.extend([
-            "serve".into(),
-            "--listen".into(),
-            SocketAddr::new(hr.server_ip, 0).to_string(),
-            "--root".into(),
-            hr.docroot(spec, &s.label),
-            "--mechanism".into(),
-            s.mechanism.clone(),
-            "--stats".into(),
-        ]);
-        if spec.profile {
-            argv.push("--profile".into());
-        }
-        argv.extend(spec.server_flags.iter().cloned());
-        argv.extend(s.flags.iter().cloned());
+        argv.extend(argv::serve_args(
+            spec,
+            s,
+            &listen,
+            &hr.docroot(spec, &s.label),
+        ));
     }
     let share = budget_share(spec, &p.series);
     if let (Some(share), Some(cg)) = (share, &hr.cgroup) {

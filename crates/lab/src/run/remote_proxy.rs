@@ -12,6 +12,7 @@ use crate::model::hosts::{Host, Hosts};
 use crate::model::results::PointResult;
 use crate::model::spec::{Spec, Workload};
 use crate::model::text::shell_line;
+use crate::run::argv;
 use crate::run::hosts::{Remote, Ssh};
 use crate::run::point;
 use crate::run::progress::Progress;
@@ -124,7 +125,7 @@ pub(crate) fn start_origin(
     let px = spec.proxy.as_ref().expect("a [proxy] run");
     let mut argv = at.evlab;
     let listen = SocketAddr::new(at.ip, 0).to_string();
-    argv.extend(point::origin_args(spec, px, &listen, &at.docroot));
+    argv.extend(argv::origin_args(spec, px, &listen, &at.docroot));
     let r = slot.insert(ssh.spawn(at.host, "evlab serve (origin)", &argv)?);
     let addr = listening(r, "evlab serve (origin)")?;
     p.commands.push(format!(

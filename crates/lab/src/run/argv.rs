@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use crate::model::spec::{ProxySpec, Series, Spec, Workload};
+use evlab_reason::model::spec::{ProxySpec, Series, Spec, Workload};
 
 /// The measured `evlab serve` arguments of series `s` on `listen`, serving `root`: the series'
 /// mechanism, counters on (`--stats`, and `--profile` when the spec asks), the spec's server

@@ -7,9 +7,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
-use crate::model::results::{self, PointResult, ServerCounters, Status, SyscallRow};
-use crate::model::spec::{Series, ServerKind, Spec, Workload};
 use crate::run::argv;
 use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::machine;
@@ -17,7 +14,10 @@ use crate::run::peers;
 use crate::run::plan::RunOptions;
 use crate::run::procs::{self, interrupted, Child};
 use crate::run::progress::Progress;
-use crate::LabError;
+use evlab_reason::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
+use evlab_reason::model::results::{self, PointResult, ServerCounters, Status, SyscallRow};
+use evlab_reason::model::spec::{Series, ServerKind, Spec, Workload};
+use evlab_reason::LabError;
 use evlab_wire::server::WorkerCounts;
 
 #[derive(Clone, Copy)]
@@ -141,7 +141,7 @@ pub(crate) fn docroot(ctx: &PointCtx, pdir: &Path) -> Result<PathBuf, LabError> 
 }
 
 fn sh(path: &Path) -> String {
-    crate::model::text::shell_line(&[path.display().to_string()])
+    evlab_reason::model::text::shell_line(&[path.display().to_string()])
 }
 
 /// The file set of a series with its own object size, beside the run's.
@@ -191,7 +191,7 @@ fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path, object_size: &s
             "mkdir -p {} && {{ test -d {} || {{ {} > /dev/null && printf a > {}; }}; }}",
             sh(pdir),
             sh(f),
-            crate::model::text::shell_line(&polymix_fileset_argv(
+            evlab_reason::model::text::shell_line(&polymix_fileset_argv(
                 &ctx.opts.evlab,
                 &ctx.opts.spec,
                 object_size,
@@ -234,7 +234,7 @@ fn stop_command(idle: bool) -> String {
 pub(crate) fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), LabError> {
     progress.note(&format!(
         "evlab run: {}",
-        crate::model::text::shell_line(argv)
+        evlab_reason::model::text::shell_line(argv)
     ));
     let st = std::process::Command::new(&argv[0])
         .args(&argv[1..])
@@ -243,7 +243,7 @@ pub(crate) fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), L
     if !st.success() {
         return Err(LabError::Io(format!(
             "`{}` failed ({st})",
-            crate::model::text::shell_line(argv)
+            evlab_reason::model::text::shell_line(argv)
         )));
     }
     Ok(())
@@ -524,7 +524,7 @@ fn start_idle(
 /// uncacheable prefix); waits until it answers; returns its address.
 fn start_origin(
     ctx: &PointCtx,
-    px: &crate::model::spec::ProxySpec,
+    px: &evlab_reason::model::spec::ProxySpec,
     docroot: &Path,
     procs: &mut Procs,
     commands: &mut Vec<String>,
@@ -735,7 +735,10 @@ pub(crate) fn point_series(spec: &Spec, p: &PointResult) -> Series {
         .map(|x| x.flags.clone())
         .unwrap_or_default();
     if let (Some(sw), Some(v)) = (&spec.sweep, p.swept_value()) {
-        flags.extend([sw.flag.clone(), crate::model::spec::SweepSpec::arg(v)]);
+        flags.extend([
+            sw.flag.clone(),
+            evlab_reason::model::spec::SweepSpec::arg(v),
+        ]);
     }
     Series {
         label: p.series.clone(),
@@ -1092,9 +1095,9 @@ fn per_worker_delta(a: &ServerStats, b: &ServerStats, f: fn(&WorkerCounts) -> u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::load::Schedule;
     use crate::run::estimate;
     use crate::run::sweep::{leg_label, sweep_order};
+    use evlab_reason::model::load::Schedule;
 
     fn spec() -> Spec {
         Spec::parse(

@@ -11,11 +11,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::model::hosts::{Host, HostCheck, Hosts, NetworkApplied, PointHost, Role};
-use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary};
-use crate::model::results::PointResult;
-use crate::model::spec::Series;
-use crate::model::text::shell_line;
 use crate::run::argv;
 use crate::run::hosts::{Remote, Ssh};
 use crate::run::point::{self, PointCtx};
@@ -23,7 +18,12 @@ use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote_budget::{RemoteCgroup, RemoteGroup};
 use crate::run::remote_proxy;
-use crate::LabError;
+use evlab_reason::model::hosts::{Host, HostCheck, Hosts, NetworkApplied, PointHost, Role};
+use evlab_reason::model::load::{self, LoadArgs, LoadReport, LoadSummary};
+use evlab_reason::model::results::PointResult;
+use evlab_reason::model::spec::Series;
+use evlab_reason::model::text::shell_line;
+use evlab_reason::LabError;
 
 /// How far ahead of now the clients are told to start: time for every ssh session to start
 /// its client and for each client to get ready (on a busy 2-core machine running three namespace
@@ -72,7 +72,7 @@ impl HostsRun {
     /// With a server CPU budget in `spec`, the server host's cgroups are found and tried too.
     pub fn prepare(
         hosts: Hosts,
-        spec: &crate::model::spec::Spec,
+        spec: &evlab_reason::model::spec::Spec,
         evlab: &Path,
         progress: &Progress,
     ) -> Result<HostsRun, LabError> {
@@ -154,7 +154,7 @@ impl HostsRun {
         let stamp = format!(
             "run-{}-{}",
             std::process::id(),
-            crate::model::results::now_secs()
+            evlab_reason::model::results::now_secs()
         );
         for h in hosts.hosts.iter().filter(used) {
             let dir = format!("{}/{stamp}", run.workdir(h));
@@ -217,7 +217,7 @@ impl HostsRun {
 
     /// The document root `evlab serve` serves on the serving host for series `label`: the
     /// file set, else the run's one-byte root.
-    pub(crate) fn docroot(&self, spec: &crate::model::spec::Spec, label: &str) -> String {
+    pub(crate) fn docroot(&self, spec: &evlab_reason::model::spec::Spec, label: &str) -> String {
         let h = self.serving_host();
         self.fileset_for(h, spec, label)
             .unwrap_or_else(|| format!("{}/www", self.dir(h)))
@@ -228,7 +228,7 @@ impl HostsRun {
     pub(crate) fn fileset_for(
         &self,
         h: &Host,
-        spec: &crate::model::spec::Spec,
+        spec: &evlab_reason::model::spec::Spec,
         label: &str,
     ) -> Option<String> {
         let base = self.filesets.get(&h.name)?;
@@ -285,7 +285,7 @@ impl HostsRun {
     /// cannot apply is refused, and what the others applied is removed first.
     fn apply_network(
         &mut self,
-        n: &crate::model::spec::NetworkSpec,
+        n: &evlab_reason::model::spec::NetworkSpec,
         progress: &Progress,
     ) -> Result<(), LabError> {
         // Client hosts, and with `[proxy]` the origin host (its link to the proxy: the
@@ -371,7 +371,12 @@ impl HostsRun {
 
 /// Warns when a client host's ephemeral ports, each held 60 s in TIME_WAIT and not reusable
 /// there, cannot last the highest rate it will be given (of `clients`).
-fn warn_ports(c: &HostCheck, spec: &crate::model::spec::Spec, clients: usize, progress: &Progress) {
+fn warn_ports(
+    c: &HostCheck,
+    spec: &evlab_reason::model::spec::Spec,
+    clients: usize,
+    progress: &Progress,
+) {
     let top = spec.rates.fixed().iter().copied().fold(0.0, f64::max) / clients.max(1) as f64;
     if let Some(r) = c.sustained_connect_rate().filter(|&r| top > r) {
         progress.warn(&format!(
@@ -385,9 +390,9 @@ fn warn_ports(c: &HostCheck, spec: &crate::model::spec::Spec, clients: usize, pr
 
 /// The share of one CPU the series labelled `label` runs its server in: its own `cpu_budget`,
 /// else the experiment's fixed `server_cpu_budget`.
-fn budget_share(spec: &crate::model::spec::Spec, label: &str) -> Option<f64> {
+fn budget_share(spec: &evlab_reason::model::spec::Spec, label: &str) -> Option<f64> {
     spec.series_budget(label).or(match spec.server_cpu_budget {
-        Some(crate::model::spec::Budget::Share(b)) => Some(b),
+        Some(evlab_reason::model::spec::Budget::Share(b)) => Some(b),
         _ => None,
     })
 }
@@ -889,7 +894,7 @@ fn record(
 
 /// One client host judged by the point's rule on its own report (its CPU: the generator's own,
 /// as it reports it); its flags and notes name it.
-fn judge_host(spec: &crate::model::spec::Spec, p: &mut PointResult, c: &ClientRun, n: f64) {
+fn judge_host(spec: &evlab_reason::model::spec::Spec, p: &mut PointResult, c: &ClientRun, n: f64) {
     let s = Series {
         label: p.series.clone(),
         kind: p.kind,

@@ -8,15 +8,15 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::model::hosts::{Host, Hosts};
-use crate::model::results::PointResult;
-use crate::model::spec::{Spec, Workload};
-use crate::model::text::shell_line;
 use crate::run::argv;
 use crate::run::hosts::{Remote, Ssh};
 use crate::run::point;
 use crate::run::progress::Progress;
-use crate::LabError;
+use evlab_reason::model::hosts::{Host, Hosts};
+use evlab_reason::model::results::PointResult;
+use evlab_reason::model::spec::{Spec, Workload};
+use evlab_reason::model::text::shell_line;
+use evlab_reason::LabError;
 
 /// The origin host of a `[proxy]` run and its address (None without `[proxy]`); refused
 /// without one, with two, or with no address.

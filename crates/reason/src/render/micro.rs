@@ -357,8 +357,8 @@ mod tests {
     use serde::Serialize;
 
     use super::*;
+    use crate::model::machine;
     use crate::model::micro::orphan_json;
-    use crate::run::machine;
     use evlab_wire::micro::{fdalloc, herd, malloc, pipetest};
 
     fn scratch(tag: &str) -> PathBuf {

@@ -1263,26 +1263,7 @@ mechanism = "haproxy"
         let s = Spec::parse(&src, "t.toml").unwrap();
         assert!(s.series_sweeps_at("t", Some(64.0)) && !s.series_sweeps_at("t", Some(512.0)));
         assert!(s.series_sweeps_at("select", Some(512.0)));
-        let series = s.series_list(&|_| true, &[]);
-        let legs = crate::run::sweep::sweep_order(&s, &series);
-        let at = |label: &str| -> Vec<f64> {
-            let mut v: Vec<f64> = legs
-                .iter()
-                .filter(|l| l.2.label == label)
-                .filter_map(|l| l.3)
-                .collect();
-            v.dedup();
-            v
-        };
-        assert_eq!(
-            at("t"),
-            [1.0, 64.0, 1.0, 64.0],
-            "one run of values per idle count"
-        );
-        assert_eq!(at("select"), [1.0, 64.0, 512.0, 1.0, 64.0, 512.0]);
-        let e = crate::run::estimate::estimate(&s, series.len(), 1.0);
-        let rates = s.rates.fixed().len();
-        assert_eq!(e.points.to_string(), (legs.len() * rates).to_string());
+        // The sweep's legs and its estimate: `run::sweep`'s tests.
         let (_, key, msg) = err(&src.replace("sweep_values = [1, 64]", "sweep_values = [2]"));
         assert_eq!(key, "sweep_values");
         assert!(
@@ -1373,12 +1354,7 @@ mechanism = "haproxy"
                 x.label
             );
         }
-        assert_eq!(
-            crate::run::estimate::estimate(&s, series.len(), 8.0)
-                .points
-                .to_string(),
-            "153"
-        );
+        // 153 points: `run::estimate`'s tests.
     }
 
     #[test]

@@ -903,8 +903,8 @@ fn family_name(f: Family) -> &'static str {
 pub fn markdown() -> String {
     let mut out = String::from(
         "# Findings: the pre-registered rules\n\n\
-         <!-- Generated from crates/lab/src/analysis/rules.rs; a test keeps this file equal to \
-         it. Edit the code, then: EVLAB_BLESS=1 cargo test -p evlab-lab docs_findings_md -->\n\n\
+         <!-- Generated from crates/reason/src/analysis/rules.rs; a test keeps this file equal to \
+         it. Edit the code, then: EVLAB_BLESS=1 cargo test -p evlab-reason docs_findings_md -->\n\n\
          Each finding a report prints is decided by one rule below, written from the source's own \
          claim and numbers before the run that judges it. A rule compares two arms, A and B, \
          trial by trial, as the ratio A/B of their means with a 90% Welch interval on the \
@@ -1078,7 +1078,7 @@ mod tests {
             } else {
                 panic!(
                     "{} differs from analysis::rules::markdown(); regenerate it with \
-                     EVLAB_BLESS=1 cargo test -p evlab-lab docs_findings_md",
+                     EVLAB_BLESS=1 cargo test -p evlab-reason docs_findings_md",
                     path.display()
                 );
             }

@@ -4,6 +4,8 @@
 pub mod compare;
 pub mod curves;
 pub mod findings;
+pub mod micro;
 pub mod rules;
+pub mod sample;
 pub mod stats;
 pub mod syscalls;

@@ -66,11 +66,11 @@ pub const PAYS: f64 = 1.25;
 
 /// The micro-benchmarks' thresholds as factors per tenfold (A/B = 10^k, `Family::Micro`):
 /// half-way in log terms between a flat line and one in proportion to the pipes, 10^(-1/2)
-/// (evlab_micro::pipetest::K_HALFWAY)…
+/// (crate::analysis::micro::pipetest::K_HALFWAY)…
 pub const PIPES_HALFWAY: f64 = 0.316_227_766_016_837_94;
-/// …half the difference between those two shapes, 10^(1/2) (evlab_micro::pipetest::K_BETTER)…
+/// …half the difference between those two shapes, 10^(1/2) (crate::analysis::micro::pipetest::K_BETTER)…
 pub const PIPES_BETTER: f64 = 3.162_277_660_168_379_5;
-/// …and half-way between flat and linear in n, 10^(1/2) (evlab_micro::fdalloc::K_LINEAR_HALF).
+/// …and half-way between flat and linear in n, 10^(1/2) (crate::analysis::micro::fdalloc::K_LINEAR_HALF).
 pub const FD_HALFWAY: f64 = 3.162_277_660_168_379_5;
 
 const FIG5_HISTORY: &[&str] = &[
@@ -1013,12 +1013,12 @@ mod tests {
             .filter(|r| r.family == Family::Micro)
             .map(|r| r.id)
             .collect();
-        let mut named: Vec<&str> = evlab_micro::pipetest::RULE_IDS
+        let mut named: Vec<&str> = crate::analysis::micro::pipetest::RULE_IDS
             .iter()
-            .chain(&evlab_micro::fdalloc::RULE_IDS)
-            .chain(&evlab_micro::herd::RULE_IDS)
-            .chain(&evlab_micro::malloc::RULE_IDS)
-            .chain(&evlab_micro::readahead::RULE_IDS)
+            .chain(&crate::analysis::micro::fdalloc::RULE_IDS)
+            .chain(&crate::analysis::micro::herd::RULE_IDS)
+            .chain(&crate::analysis::micro::malloc::RULE_IDS)
+            .chain(&crate::analysis::micro::readahead::RULE_IDS)
             .copied()
             .collect();
         assert_eq!(
@@ -1028,7 +1028,7 @@ mod tests {
         named.sort_unstable();
         let per_decade = |k: f64| 10f64.powf(k);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
-        use evlab_micro::{fdalloc, pipetest};
+        use crate::analysis::micro::{fdalloc, pipetest};
         assert!(close(PIPES_HALFWAY, per_decade(pipetest::K_HALFWAY)));
         assert!(close(PIPES_BETTER, per_decade(pipetest::K_BETTER)));
         assert!(close(FD_HALFWAY, per_decade(fdalloc::K_LINEAR_HALF)));
@@ -1047,7 +1047,7 @@ mod tests {
         );
         assert_eq!(claim("fdalloc-flat"), Some(Claim::AtMost(FD_HALFWAY)));
         assert_eq!(claim("fdalloc-negative-control"), claim("fdalloc-flat"));
-        use evlab_micro::{herd, malloc};
+        use crate::analysis::micro::{herd, malloc};
         let [accept, poll, epoll, exclusive] = herd::RULE_IDS;
         for id in [accept, exclusive] {
             assert_eq!(claim(id), Some(Claim::AtMost(herd::ONE_AT_MOST)), "{id}");
@@ -1058,13 +1058,13 @@ mod tests {
         let [threads, linear] = malloc::RULE_IDS;
         assert_eq!(claim(threads), Some(Claim::AtMost(malloc::THREADS_AT_MOST)));
         assert_eq!(claim(linear), Some(Claim::AtMost(malloc::LINEAR_AT_MOST)));
-        use evlab_micro::readahead as ra;
+        use crate::analysis::micro::readahead as ra;
         let [sendfile, seq, willneed, near] = ra::RULE_IDS;
         assert_eq!(claim(sendfile), Some(Claim::AtMost(ra::AS_FAST_AT_MOST)));
         assert_eq!(claim(seq), Some(Claim::AtLeast(ra::SLOWER_AT_LEAST)));
         assert_eq!(claim(willneed), Some(Claim::AtLeast(ra::SLOWER_AT_LEAST)));
         assert_eq!(claim(near), Some(Claim::AtMost(ra::APPROACHES_AT_MOST)));
-        assert_eq!(evlab_micro::stats::MIN_REPEATS, MIN_TRIALS);
+        assert_eq!(crate::analysis::sample::MIN_REPEATS, MIN_TRIALS);
         assert!(markdown().contains("## Family `micro`"));
     }
 

@@ -9,9 +9,9 @@
 
 use serde::Serialize;
 
-// Student's t, the level and the fewest repeats are evlab-micro's (the lower crate), which
-// judges the micro-benchmarks by the same discipline.
-pub use evlab_micro::stats::{
+// Student's t, the level and the fewest repeats are one sample's ([`crate::analysis::sample`]),
+// which the micro-benchmarks' findings are judged on by the same discipline.
+pub use crate::analysis::sample::{
     mean, t_cdf, t_quantile, variance, Interval, LEVEL, MIN_REPEATS as MIN_TRIALS,
 };
 

@@ -1,7 +1,7 @@
 //! `evlab compare`'s output: the terminal's text and Markdown (the JSON is the comparison
 //! itself, `analysis::compare::Comparison`).
 
-use evlab_micro::table::Table;
+use crate::render::table::Table;
 
 use crate::analysis::compare::{Change, Comparison, FindingChange};
 use crate::analysis::findings::Verdict;

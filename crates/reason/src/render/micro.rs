@@ -4,7 +4,8 @@
 //! process group of its own (forked workers included), with `--json` into the results directory,
 //! and writes `report.md` and `report.html`: the seed's findings judged on the run, with the
 //! numbers that decided each, the seed's figure(s) as `fig-*.svg` (each report's
-//! `evlab_micro::plot::Plot`s drawn by [`crate::render::svg`]), and the benchmark's table. The
+//! [`Plot`]s, from its module here, drawn by [`crate::render::svg`]), and the benchmark's table
+//! (from the same module). The
 //! benchmark's JSON is the raw result; `micro.json` records the run (no `summary.json`: there
 //! is no sweep), and [`write_report`] renders the report from those two alone, which is what
 //! `evlab report DIR` does for such a directory.
@@ -13,15 +14,21 @@ use std::path::Path;
 
 use std::fmt::Write as _;
 
-use evlab_micro::plot::Plot;
 use evlab_wire::micro::{Finding, Verdict};
 
 use crate::model::micro::{MicroRun, RECORD};
 use crate::model::results::{self};
 use crate::model::spec::MICRO_BENCHMARKS;
+use crate::render::plot::Plot;
 use crate::render::report::{html_inline, quiet_words};
 use crate::render::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
+
+pub mod fdalloc;
+pub mod herd;
+pub mod malloc;
+pub mod pipetest;
+pub mod readahead;
 
 /// What was run and what it found.
 struct Outcome {
@@ -37,10 +44,8 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, La
         .map_err(|e| LabError::Io(format!("{}: not {what}: {e}", path.display())))
 }
 
-/// Reads the benchmark's report (an `evlab-wire` type) and has `evlab-micro` render its table
-/// and figures.
+/// Reads the benchmark's report (an `evlab-wire` type) and renders its table and figures.
 fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
-    use evlab_micro::{fdalloc, herd, malloc, pipetest, readahead};
     use evlab_wire::micro as wire;
     const WHAT: &str = "the benchmark's report";
     Ok(match benchmark {
@@ -553,8 +558,8 @@ mod tests {
             ));
             r.points.push(pt("epoll-lt", pipes, (!top).then_some(3e5)));
         }
-        r.slopes = evlab_micro::pipetest::slopes(&r);
-        r.findings = evlab_micro::pipetest::findings(&r);
+        r.slopes = crate::analysis::micro::pipetest::slopes(&r);
+        r.findings = crate::analysis::micro::pipetest::findings(&r);
         let d = dir_with("pipetest", "pipetest", &r);
         let figs = written(&d);
         assert_eq!(figs.len(), 1);

@@ -4,5 +4,7 @@ pub(crate) mod block;
 pub mod compare;
 pub mod knee;
 pub mod micro;
+pub mod plot;
 pub mod report;
 pub mod svg;
+pub mod table;

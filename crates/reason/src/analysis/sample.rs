@@ -1,13 +1,13 @@
-//! Medians and percentiles for the benchmarks' repeated measurements, Student's t (computed,
-//! not tabled), and the t interval of a mean that the findings are decided on. The lab's
-//! Welch intervals (`evlab_lab::analysis::stats`) use the same t: there is one.
+//! One sample's statistics: medians and percentiles of repeated measurements, Student's t
+//! (computed, not tabled), and the t interval of a mean that the micro-benchmarks' findings are
+//! decided on. The Welch intervals of [`crate::analysis::stats`] use the same t: there is one.
 //!
 //! The decisions follow the lab's discipline (`docs/findings.md`): a 90% two-sided interval
 //! over at least [`MIN_REPEATS`] interleaved repeats; "reproduced" only when the whole interval
 //! clears the threshold, "not reproduced" when the whole interval lies on the other side,
 //! "inconclusive" otherwise.
 
-use crate::Verdict;
+use evlab_wire::micro::Verdict;
 
 /// Two-sided confidence level of every interval.
 pub const LEVEL: f64 = 0.90;

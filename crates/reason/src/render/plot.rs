@@ -1,6 +1,7 @@
-//! What a benchmark's figures show, independent of how they are drawn: each benchmark's `plots`
-//! gives the seed's figure(s) as [`Plot`]s, which the lab draws as SVG (`evlab-lab`'s `svg`
-//! module) beside its report.md and report.html.
+//! What a micro-benchmark's figures show, independent of how they are drawn: each benchmark's
+//! `plots` (`render::micro::*`) gives the seed's figure(s) as [`Plot`]s, which
+//! [`crate::render::micro`] draws as SVG ([`crate::render::svg`]) beside its report.md and
+//! report.html.
 
 /// One figure: named lines of (x, y) points.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,5 +1,7 @@
 //! Plain-text tables: a header, rows, columns padded to their widest cell (text left, numbers
-//! right).
+//! right); and the findings printed under a micro-benchmark's table.
+
+use evlab_wire::micro::Finding;
 
 /// A table to print.
 #[derive(Clone, Debug, Default)]
@@ -71,28 +73,21 @@ impl Table {
     }
 }
 
-/// A number with thousands separators and `decimals` decimals.
-pub fn num(x: f64, decimals: usize) -> String {
-    if !x.is_finite() {
-        return "-".into();
+/// The findings as lines under a table.
+pub fn render_findings(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return String::new();
     }
-    let s = format!("{:.*}", decimals, x.abs());
-    let (int, frac) = match s.split_once('.') {
-        Some((i, f)) => (i.to_string(), Some(f.to_string())),
-        None => (s.clone(), None),
-    };
-    let mut grouped = String::new();
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(ch);
+    let mut out = String::from("\nfindings on this run:\n");
+    for f in findings {
+        out.push_str(&format!(
+            "  {}: {} — {}\n",
+            f.claim,
+            f.verdict.word(),
+            f.evidence
+        ));
     }
-    let sign = if x < 0.0 { "-" } else { "" };
-    match frac {
-        Some(f) => format!("{sign}{grouped}.{f}"),
-        None => format!("{sign}{grouped}"),
-    }
+    out
 }
 
 #[cfg(test)]
@@ -109,8 +104,5 @@ mod tests {
             s,
             "pipes  poll\n-----  -------\n   10  1,234.5\n10000  skipped\n"
         );
-        assert_eq!(num(1234567.891, 1), "1,234,567.9");
-        assert_eq!(num(-12.0, 0), "-12");
-        assert_eq!(num(f64::NAN, 0), "-");
     }
 }

@@ -1,6 +1,8 @@
 use super::*;
 use crate::analysis::findings::tests::summary;
 use crate::model::calibration::{Calibration, Capacity, Probe};
+use crate::model::results::{PointResult, Status};
+use crate::render::svg::{self, Line};
 
 /// select, poll and epoll-lt over three trials, saturating at 5,000/s with ±2% between
 /// trials; select's trial 2 at 6,000/s and all of poll's trials at 8,000/s flagged.

@@ -1,3 +1,4 @@
+use super::axis::*;
 use super::*;
 
 /// Whether `svg` is well-formed XML as far as a chart uses it: every element closed in

@@ -4,7 +4,9 @@
 pub(crate) mod argv;
 pub mod calibrate;
 pub mod cgroup;
+pub(crate) mod counters;
 pub mod estimate;
+pub(crate) mod fileset;
 pub mod hosts;
 pub mod knee;
 pub mod machine;

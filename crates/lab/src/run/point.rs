@@ -2,23 +2,22 @@
 //! holders, one measured `evlab load` run, the server's counters and CPU time; then everything
 //! stopped and checked gone, and the point judged valid or flagged.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::run::argv;
 use crate::run::cgroup::{CpuBudget, Parent};
+use crate::run::counters::{children_cpu_seconds, counters_delta, ctx_switches, fetch_stats};
+use crate::run::fileset::{polymix_dir, polymix_fileset_argv};
 use crate::run::machine;
 use crate::run::peers;
 use crate::run::plan::RunOptions;
 use crate::run::procs::{self, interrupted, Child};
-use crate::run::progress::Progress;
 use evlab_reason::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
-use evlab_reason::model::results::{self, PointResult, ServerCounters, Status, SyscallRow};
+use evlab_reason::model::results::{self, PointResult, Status};
 use evlab_reason::model::spec::{Series, ServerKind, Spec, Workload};
 use evlab_reason::LabError;
-use evlab_wire::server::WorkerCounts;
 
 #[derive(Clone, Copy)]
 pub(crate) struct PointCtx<'a> {
@@ -144,44 +143,6 @@ fn sh(path: &Path) -> String {
     evlab_reason::model::text::shell_line(&[path.display().to_string()])
 }
 
-/// The file set of a series with its own object size, beside the run's.
-pub(crate) fn polymix_dir(base: &Path, size: &str) -> PathBuf {
-    base.with_file_name(format!(
-        "polymix-{}",
-        size.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-    ))
-}
-
-/// `evlab fileset DIR --dirs N` for the spec's SPECweb99 workload.
-pub(crate) fn specweb_fileset_argv(evlab: &Path, spec: &Spec, dir: &Path) -> Vec<String> {
-    vec![
-        evlab.display().to_string(),
-        "fileset".into(),
-        dir.display().to_string(),
-        "--dirs".into(),
-        spec.fileset_dirs.to_string(),
-    ]
-}
-
-/// `evlab fileset DIR --polymix N --object-size S --force` for the spec's Polymix workload.
-pub(crate) fn polymix_fileset_argv(
-    evlab: &Path,
-    spec: &Spec,
-    size: &str,
-    dir: &Path,
-) -> Vec<String> {
-    vec![
-        evlab.display().to_string(),
-        "fileset".into(),
-        dir.display().to_string(),
-        "--polymix".into(),
-        spec.polymix_objects.to_string(),
-        "--object-size".into(),
-        size.to_string(),
-        "--force".into(),
-    ]
-}
-
 /// Shell commands that make a point's directory and document root as `docroot` made them: a
 /// fresh root holding `one` (one byte), or the run's file set, made by `evlab fileset` if it is
 /// not there.
@@ -228,25 +189,6 @@ fn stop_command(idle: bool) -> String {
     } else {
         "kill $server; wait $server".into()
     }
-}
-
-/// Runs `evlab fileset …` (said on the progress line), its output discarded.
-pub(crate) fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), LabError> {
-    progress.note(&format!(
-        "evlab run: {}",
-        evlab_reason::model::text::shell_line(argv)
-    ));
-    let st = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(std::process::Stdio::null())
-        .status()?;
-    if !st.success() {
-        return Err(LabError::Io(format!(
-            "`{}` failed ({st})",
-            evlab_reason::model::text::shell_line(argv)
-        )));
-    }
-    Ok(())
 }
 
 /// Waits for an evlab process's `listening on ADDR` line and returns ADDR.
@@ -984,112 +926,6 @@ pub fn quota_flag(spec: &Spec, cpu: &evlab_wire::load::Cpu, duration_s: f64) -> 
             ))
         )
     })
-}
-
-/// Context switches, voluntary and involuntary, of every thread of `pid` and its descendants
-/// (from `/proc/PID/task/TID/status`: the process-wide `/proc/PID/status` counts only its main
-/// thread). None when nothing could be read.
-pub fn ctx_switches(pid: u32) -> Option<u64> {
-    let mut total = 0u64;
-    let mut any = false;
-    for p in procs::process_tree(pid) {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let Ok(text) = std::fs::read_to_string(t.path().join("status")) else {
-                continue;
-            };
-            if let Some(n) = status_ctx_switches(&text) {
-                total += n;
-                any = true;
-            }
-        }
-    }
-    any.then_some(total)
-}
-
-/// `voluntary_ctxt_switches` + `nonvoluntary_ctxt_switches` of a `/proc/…/status` text.
-fn status_ctx_switches(status: &str) -> Option<u64> {
-    let field = |name: &str| {
-        status.lines().find_map(|l| {
-            l.strip_prefix(name)?
-                .strip_prefix(':')?
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-    };
-    Some(field("voluntary_ctxt_switches")? + field("nonvoluntary_ctxt_switches")?)
-}
-
-fn children_cpu_seconds() -> f64 {
-    evlab_sys::getrusage(evlab_sys::Who::Children).map_or(0.0, |u| u.cpu.total().as_secs_f64())
-}
-
-pub(crate) fn fetch_stats(addr: SocketAddr) -> Result<ServerStats, LabError> {
-    let (code, body) = procs::http_get(addr, "/.evlab/stats", Duration::from_secs(5))
-        .map_err(|e| LabError::Point(format!("GET /.evlab/stats: {e}")))?;
-    if code != 200 {
-        return Err(LabError::Point(format!(
-            "GET /.evlab/stats answered {code} (was the server started with --stats?)"
-        )));
-    }
-    load::parse_server_stats(&body)
-}
-
-/// The server's counters over the measured run: after − before (the stats requests themselves
-/// are one request each, negligible against thousands). A syscall first made during the run
-/// has no row before it.
-pub fn counters_delta(a: &ServerStats, b: &ServerStats) -> ServerCounters {
-    let mut syscalls = BTreeMap::new();
-    for (name, row) in &b.syscalls {
-        let before = a.syscalls.get(name);
-        let r = SyscallRow {
-            calls: row.calls.saturating_sub(before.map_or(0, |r| r.calls)),
-            errors: row.errors.saturating_sub(before.map_or(0, |r| r.errors)),
-            ns: row
-                .ns
-                .map(|ns| ns.saturating_sub(before.and_then(|r| r.ns).unwrap_or(0))),
-        };
-        if r.calls > 0 {
-            syscalls.insert(name.clone(), r);
-        }
-    }
-    ServerCounters {
-        requests: b.requests.saturating_sub(a.requests),
-        accepted: b
-            .connections
-            .accepted
-            .saturating_sub(a.connections.accepted),
-        waits: b.events.waits.saturating_sub(a.events.waits),
-        events: b.events.events.saturating_sub(a.events.events),
-        discarded: b.events.discarded.saturating_sub(a.events.discarded),
-        interest_changes: b
-            .events
-            .interest_changes
-            .saturating_sub(a.events.interest_changes),
-        max_active: b.connections.max_active,
-        syscalls,
-        per_worker_accepted: per_worker_delta(a, b, |w| w.accepted),
-        per_worker_accept_wakeups: per_worker_delta(a, b, |w| w.accept_wakeups),
-        per_worker_accept_empty: per_worker_delta(a, b, |w| w.accept_empty),
-    }
-}
-
-/// A per-worker counter over the run, worker by worker (a worker first seen after `a` from 0).
-fn per_worker_delta(a: &ServerStats, b: &ServerStats, f: fn(&WorkerCounts) -> u64) -> Vec<u64> {
-    b.per_worker
-        .iter()
-        .map(|w| {
-            let before = a
-                .per_worker
-                .iter()
-                .find(|x| x.worker == w.worker)
-                .map_or(0, f);
-            f(w).saturating_sub(before)
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::run::argv;
+use crate::run::counters;
+use crate::run::fileset;
 use crate::run::hosts::{Remote, Ssh};
 use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
@@ -238,7 +240,7 @@ impl HostsRun {
             .find(|x| x.label == label)
             .and_then(|x| x.object_size.as_ref());
         Some(match own {
-            Some(size) => point::polymix_dir(Path::new(base), size)
+            Some(size) => fileset::polymix_dir(Path::new(base), size)
                 .display()
                 .to_string(),
             None => base.clone(),
@@ -527,7 +529,7 @@ fn measure_in(
     let pid = procs.server.as_ref().expect("started").pgid;
     // A proxy's stats are not a server's: only the μserver's are fetched, as on one machine.
     let stats_before = match spec.proxy {
-        None => Some(point::fetch_stats(addr)?),
+        None => Some(counters::fetch_stats(addr)?),
         Some(_) => None,
     };
     let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
@@ -558,8 +560,8 @@ fn measure_in(
         p.server_cpu_util = Some(cpu / wall);
         p.server_ctx_switches = Some(cs1.saturating_sub(cs0));
         if let Some(before) = &stats_before {
-            let after = point::fetch_stats(addr)?;
-            p.server = Some(point::counters_delta(before, &after));
+            let after = counters::fetch_stats(addr)?;
+            p.server = Some(counters::counters_delta(before, &after));
         }
     }
     p.commands.push(format!(

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::run::argv;
+use crate::run::fileset;
 use crate::run::hosts::{Remote, Ssh};
-use crate::run::point;
 use crate::run::progress::Progress;
 use evlab_reason::model::hosts::{Host, Hosts};
 use evlab_reason::model::results::PointResult;
@@ -81,14 +81,14 @@ pub(crate) fn make_filesets(
         let evlab = Path::new(h.workdir).join("evlab");
         let mut sets = vec![(base.clone(), spec.object_size.clone())];
         for size in spec.series.iter().filter_map(|x| x.object_size.as_ref()) {
-            let d = point::polymix_dir(Path::new(&base), size);
+            let d = fileset::polymix_dir(Path::new(&base), size);
             sets.push((d.display().to_string(), size.clone()));
         }
         sets.dedup_by(|a, b| a.0 == b.0);
         for (dir, size) in sets {
             let argv = match spec.workload {
-                Workload::Specweb => point::specweb_fileset_argv(&evlab, spec, Path::new(&dir)),
-                _ => point::polymix_fileset_argv(&evlab, spec, &size, Path::new(&dir)),
+                Workload::Specweb => fileset::specweb_fileset_argv(&evlab, spec, Path::new(&dir)),
+                _ => fileset::polymix_fileset_argv(&evlab, spec, &size, Path::new(&dir)),
             };
             let line = shell_line(&argv);
             progress.note(&format!("evlab run: on host {}: {line}", h.host.name));

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use crate::run::calibrate;
 use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::estimate::{self, Forecast};
+use crate::run::fileset::{make_fileset, polymix_dir, polymix_fileset_argv, specweb_fileset_argv};
 use crate::run::knee::{self, Bounds, Start};
 use crate::run::machine;
 use crate::run::plan::{new_summary, plan, Plan, RunOptions};
-use crate::run::point::{make_fileset, polymix_dir, polymix_fileset_argv, PointCtx};
+use crate::run::point::PointCtx;
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote::HostsRun;
@@ -195,7 +196,7 @@ fn make_filesets(
     if spec.workload == Workload::Specweb {
         // One file set per run: it is read-only, and the server caches what it serves.
         let dir = scratch.join("fileset");
-        let argv = crate::run::point::specweb_fileset_argv(&opts.evlab, spec, &dir);
+        let argv = specweb_fileset_argv(&opts.evlab, spec, &dir);
         make_fileset(&argv, progress)?;
         Ok(Some(dir))
     } else if spec.workload == Workload::Polymix {

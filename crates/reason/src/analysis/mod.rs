@@ -1,5 +1,6 @@
-//! Analysis: curves over trials, syscall shares and the findings' rules and verdicts, computed
-//! from the model alone (never from a running process).
+//! Analysis: curves over trials, syscall shares and the findings' rules and verdicts (a sweep's
+//! in `findings`, a micro-benchmark's in `micro`), computed from the model alone (never from a
+//! running process).
 
 pub mod compare;
 pub mod curves;

@@ -200,8 +200,9 @@ pub enum Family {
     Herd,
     /// No findings (a sweep whose series are not accept modes).
     None,
-    /// The micro-benchmarks' own findings (pipetest, fdalloc, herd, malloc): judged by
-    /// `evlab-micro` on its report, registered in `analysis::rules` beside the others. Never
+    /// The micro-benchmarks' own findings (pipetest, fdalloc, herd, malloc): judged on the
+    /// benchmark's report by `analysis::micro` (as `evlab-micro` writes it), registered in
+    /// `analysis::rules` beside the others. Never
     /// inferred from a sweep's shape; a sweep that names it has no findings of its own.
     Micro,
 }

@@ -27,7 +27,7 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
         Family::Proxy => proxy::findings(s),
         Family::Herd => herd::findings(s),
         Family::Deadconn => deadconn::findings(s),
-        // The micro-benchmarks judge their own reports (evlab-micro); a sweep has none of them.
+        // A micro-benchmark's report is judged by `analysis::micro`; a sweep has none of them.
         Family::None | Family::Micro => Vec::new(),
     }
 }

@@ -184,7 +184,7 @@ fn check(families: &[Family], want: Kind) {
     assert!(failed.is_empty(), "over {ALPHA}:\n{}", failed.join("\n"));
 }
 
-/// The micro family's rules are not here: evlab-micro judges them on a benchmark's whole
+/// The micro family's rules are not here: `analysis::micro` judges them on a benchmark's whole
 /// sweep (an exponent over its rounds, in micro.json), not on two arms of a summary.json.
 #[test]
 fn the_papers_difference_rules_keep_their_false_positives_at_the_committed_spread() {

@@ -11,8 +11,8 @@ fn ids_are_unique_and_interval_rules_need_three_trials() {
     }
 }
 
-/// The micro-benchmarks name their findings' rules and hold their thresholds
-/// (evlab-micro cannot read this registry): the two must agree.
+/// The micro-benchmarks' judging (`analysis::micro`) names its rules and holds its thresholds
+/// apart from this registry: the two must agree.
 #[test]
 fn micro_rules_match_what_the_benchmarks_decide() {
     let micro: Vec<&str> = RULES

@@ -1,5 +1,7 @@
-//! The workspace's module structure: no crate has an import cycle between its files, and the
-//! lab's layers are used only downwards (model ← analysis ← render ← run).
+//! The workspace's module structure: no crate has an import cycle between its files; the lab's
+//! reasoning (`crates/reason`) uses its layers only downwards (model ← analysis ← render) and
+//! depends on no crate that runs anything, so that its running (`crates/lab`: run) sits above
+//! it by the crate graph alone.
 //!
 //! Reads the sources as text: every `crate::…`, `super::…` and `self::…` path outside comments
 //! and test modules is resolved to the file of the longest module it names. Test code may reach
@@ -260,18 +262,18 @@ fn no_crate_has_an_import_cycle() {
 }
 
 #[test]
-fn the_lab_uses_its_layers_only_downwards() {
-    let src = workspace().join("crates/lab/src");
+fn the_reasoning_uses_its_layers_only_downwards() {
+    let src = workspace().join("crates/reason/src");
     let layer = |f: &Path| -> Option<usize> {
         let first = f.strip_prefix(&src).ok()?.iter().next()?.to_str()?;
-        ["model", "analysis", "render", "run"]
+        ["model", "analysis", "render"]
             .iter()
             .position(|l| *l == first)
     };
     let g = graph(&src);
     assert!(
         g.len() > 20,
-        "the lab's files were not found: {}",
+        "the reasoning's files were not found: {}",
         src.display()
     );
     let mut wrong = Vec::new();
@@ -383,5 +385,81 @@ fn architecture_md_states_the_crate_graph_cargo_builds() {
         doc, cargo,
         "docs/architecture.md's Dependency direction (left) is not the crate graph cargo \
          metadata gives (right)"
+    );
+}
+
+/// The crates that start processes, open sockets, hold an engine or make system calls (and the
+/// lab's running half), which the reasoning must not reach.
+const RUNS: [&str; 11] = [
+    "evlab",
+    "evlab-lab",
+    "evlab-server",
+    "evlab-proxy",
+    "evlab-load",
+    "evlab-micro",
+    "evlab-runtime",
+    "evlab-http",
+    "evlab-poll",
+    "evlab-sys",
+    "libc",
+];
+
+#[test]
+fn the_reasoning_depends_on_nothing_that_runs() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let o = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Raw: `cargo metadata`'s document, which no evlab type describes.
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reason = v["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "evlab-reason")
+        .expect("the workspace has evlab-reason");
+    // Its own Cargo.toml, every kind (normal, dev, build)…
+    let direct: Vec<&str> = reason["dependencies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .filter(|n| RUNS.contains(n))
+        .collect();
+    assert!(
+        direct.is_empty(),
+        "crates/reason/Cargo.toml names {direct:?}: the reasoning runs nothing"
+    );
+    // …and through the evlab crates it depends on.
+    let g = cargo_graph();
+    let mut seen = BTreeSet::new();
+    let mut todo = vec!["reason".to_string()];
+    while let Some(c) = todo.pop() {
+        for d in g.get(&c).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    let short = |n: &str| match n {
+        "evlab" => "cli".to_string(),
+        n => n.trim_start_matches("evlab-").to_string(),
+    };
+    let reached: Vec<&String> = seen
+        .iter()
+        .filter(|c| RUNS.iter().any(|r| short(r) == **c))
+        .collect();
+    assert!(
+        reached.is_empty(),
+        "evlab-reason reaches {reached:?} through its dependencies"
     );
 }

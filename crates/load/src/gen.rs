@@ -34,7 +34,6 @@ use std::time::{Duration, Instant, SystemTime};
 use evlab_sys as sys;
 
 use crate::summary::{self, Clock, LoadReport, RunConfig, RunInfo, Stats};
-use crate::workload::Workload;
 use crate::StopSignal;
 
 mod worker;
@@ -136,7 +135,7 @@ pub struct Live {
     pub errors: AtomicU64,
 }
 
-pub type WorkloadFactory<'a> = dyn Fn(usize) -> Box<dyn Workload> + Sync + 'a;
+pub use crate::workload::WorkloadFactory;
 
 /// What a run's threads made for their pools, summed over threads: the only allocations of the
 /// hot path, counted exactly so that a test can tell them from an allocation per connection.

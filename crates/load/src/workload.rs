@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::gen::WorkloadFactory;
 use polymix::{Polymix, PolymixConfig};
 use sesslog::SessLog;
 use specweb::{SpecWeb, SpecWebConfig};
@@ -57,6 +56,9 @@ pub struct Call {
     pub think: Duration,
     pub method: Method,
 }
+
+/// Makes each thread's workload (its argument is the thread's number).
+pub type WorkloadFactory<'a> = dyn Fn(usize) -> Box<dyn Workload> + Sync + 'a;
 
 /// A source of sessions. `Send` so that each engine thread can own one (made by a factory).
 pub trait Workload: Send {

@@ -32,10 +32,14 @@ use std::time::{Duration, Instant};
 use crate::os;
 use evlab_sys::{self as sys, Usage};
 
-use crate::plot::{Plot, Xy};
-use crate::stats::{Interval, Percentiles, MIN_REPEATS};
-use crate::table::{num, Table};
-use crate::{render_findings, this_machine, Finding, MicroError, Verdict};
+use evlab_reason::analysis::sample::{percentiles, Percentiles};
+
+use crate::{this_machine, MicroError};
+
+/// The findings, figures and table, from the report alone (`evlab-reason`, which the lab reads
+/// them with too).
+pub use evlab_reason::analysis::micro::herd::{findings, HERD_AT_LEAST, ONE_AT_MOST, RULE_IDS};
+pub use evlab_reason::render::micro::herd::{plots, render};
 
 /// The report's data, defined in `evlab-wire` (the lab reads it from there).
 pub use evlab_wire::micro::herd::{As, Mode, Point, Report, Status, WorkerStats};
@@ -189,7 +193,7 @@ fn point(cfg: &Config, mode: Mode, as_: As, n: usize) -> Point {
     };
     p.balance_cv = cv(&p.per_worker);
     let mut lat = client.latencies;
-    p.latency = crate::stats::percentiles(&mut lat);
+    p.latency = percentiles(&mut lat);
     let errors: Vec<String> = workers
         .iter()
         .enumerate()
@@ -658,282 +662,10 @@ fn drive(dst: SocketAddr, cfg: &Config) -> ClientOut {
     o
 }
 
-// ---- output ----
-
 /// Rounds the CLI and the experiment make by default: a round of the default sweep takes
-/// about 16 s here, and the rules need at least [`MIN_REPEATS`].
+/// about 16 s here, and the rules need at least
+/// [`MIN_REPEATS`](evlab_reason::analysis::sample::MIN_REPEATS).
 pub const REPEAT: usize = 5;
-/// A herd: at least one waiter woken for nothing per connection, on average.
-pub const HERD_AT_LEAST: f64 = 2.0;
-/// Wake-one: at most half a waiter woken for nothing per connection (1 is the floor).
-pub const ONE_AT_MOST: f64 = 1.5;
-
-/// Where a mode's rule reads: of the points with at least 4 workers, the one measured in the
-/// most rounds, then threads before processes, then the most workers.
-fn judged_point(r: &Report, mode: Mode) -> Option<(As, usize)> {
-    let ok = |p: &&Point| p.mode == mode && p.status == Status::Ok && p.accepted > 0;
-    let rounds = |as_: As, n: usize| {
-        r.points
-            .iter()
-            .filter(ok)
-            .filter(|p| p.as_ == as_ && p.workers == n)
-            .count()
-    };
-    r.points
-        .iter()
-        .filter(ok)
-        .filter(|p| p.workers >= 4)
-        .map(|p| (p.as_, p.workers))
-        .max_by_key(|&(as_, n)| (rounds(as_, n), as_ == As::Threads, n))
-}
-
-/// The LSP's finding on today's ways of waiting: the wake-ups per accepted connection at the
-/// point [`judged_point`] picks, one value per round, decided on the 90% t interval of their
-/// mean: a herd when the interval lies wholly at or above [`HERD_AT_LEAST`], wake-one when it
-/// lies wholly at or below [`ONE_AT_MOST`].
-pub fn findings(r: &Report) -> Vec<Finding> {
-    let judge = |id: &str, claim: &str, mode: Mode, herd: bool| {
-        let Some((as_, n)) = judged_point(r, mode) else {
-            return Finding::decided(
-                id,
-                claim,
-                Verdict::NotMeasured,
-                format!("{} was not measured with 4 or more workers", mode.name()),
-            );
-        };
-        let at: Vec<&Point> = r
-            .points
-            .iter()
-            .filter(|p| p.mode == mode && p.as_ == as_ && p.workers == n)
-            .filter(|p| p.status == Status::Ok && p.accepted > 0)
-            .collect();
-        let wakeups: Vec<f64> = at.iter().map(|p| p.wakeups_per_accept).collect();
-        let cpu: Vec<f64> = at.iter().map(|p| p.cpu_us_per_accept).collect();
-        let Some(iv) = Interval::of_mean(&wakeups) else {
-            return Finding::decided(
-                id,
-                claim,
-                Verdict::NotMeasured,
-                format!("{}: no finite wake-up count", mode.name()),
-            );
-        };
-        let verdict = if herd {
-            iv.at_least(HERD_AT_LEAST)
-        } else {
-            iv.at_most(ONE_AT_MOST)
-        };
-        let mut why = format!(
-            "{} with {n} {}: wake-ups per accept {}; {:.1} us CPU per accept (mean)",
-            mode.name(),
-            as_.name(),
-            iv.words(2, "rounds"),
-            cpu.iter().sum::<f64>() / cpu.len().max(1) as f64,
-        );
-        if iv.n < MIN_REPEATS {
-            why.push_str(&format!(" ({} round(s): {MIN_REPEATS} needed)", iv.n));
-        }
-        Finding::decided(id, claim, verdict, why)
-    };
-    vec![
-        judge(
-            RULE_IDS[0],
-            "blocking accept wakes one worker per connection (the herd is gone)",
-            Mode::Accept,
-            false,
-        ),
-        judge(
-            RULE_IDS[1],
-            "poll on a shared listener wakes a herd",
-            Mode::Poll,
-            true,
-        ),
-        judge(
-            RULE_IDS[2],
-            "epoll on a shared listener wakes a herd",
-            Mode::Epoll,
-            true,
-        ),
-        judge(
-            RULE_IDS[3],
-            "EPOLLEXCLUSIVE wakes one worker per connection",
-            Mode::Exclusive,
-            false,
-        ),
-    ]
-}
-
-/// The registry ids of the micro-benchmark's findings (the lab's `analysis::rules`,
-/// docs/findings.md).
-pub const RULE_IDS: [&str; 4] = [
-    "herd-micro-accept-wakes-one",
-    "herd-micro-poll-wakes-herd",
-    "herd-micro-epoll-wakes-herd",
-    "herd-micro-exclusive-wakes-one",
-];
-
-/// The LSP's micro-benchmark figures, per way of running the workers (threads, processes):
-/// wake-ups per accepted connection and the workers' CPU time per accept against the
-/// number of workers (log x), one line per mode; and the balance, the coefficient of
-/// variation of the connections per worker. Points that were not measured are gaps.
-pub fn plots(report: &Report) -> Vec<Plot> {
-    type Metric = fn(&Point) -> f64;
-    let metrics: [(&str, &str, &str, Metric); 3] = [
-        (
-            "wakeups",
-            "wake-ups per accepted connection",
-            "wake-ups per accept (voluntary context switches)",
-            |p| p.wakeups_per_accept,
-        ),
-        (
-            "cpu",
-            "workers' CPU time per accepted connection",
-            "CPU time per accept (µs)",
-            |p| p.cpu_us_per_accept,
-        ),
-        (
-            "balance",
-            "balance: spread of the connections over the workers",
-            "connections per worker, coefficient of variation",
-            |p| p.balance_cv,
-        ),
-    ];
-    let mut out = Vec::new();
-    for as_ in [As::Threads, As::Processes] {
-        let ok: Vec<&Point> = report
-            .points
-            .iter()
-            .filter(|p| p.as_ == as_ && p.status == Status::Ok && p.accepted > 0)
-            .collect();
-        if ok.is_empty() {
-            continue;
-        }
-        for (tag, title, y_label, f) in metrics {
-            let mut plot = Plot::new(
-                &format!("herd-{tag}-{}", as_.name()),
-                format!("{title}, workers as {}", as_.name()),
-                "waiting workers",
-                y_label,
-            )
-            .log_x();
-            for mode in Mode::ALL {
-                plot.line(mode.legend(), mean_over_rounds(&ok, mode, f));
-            }
-            out.push(plot);
-        }
-    }
-    out
-}
-
-/// One mode's points as (workers, the mean of `f` over the rounds measured), in order of
-/// workers.
-fn mean_over_rounds(ok: &[&Point], mode: Mode, f: fn(&Point) -> f64) -> Vec<Xy> {
-    let mut ns: Vec<usize> = ok
-        .iter()
-        .filter(|p| p.mode == mode)
-        .map(|p| p.workers)
-        .collect();
-    ns.sort_unstable();
-    ns.dedup();
-    ns.into_iter()
-        .map(|n| {
-            let v: Vec<f64> = ok
-                .iter()
-                .filter(|p| p.mode == mode && p.workers == n)
-                .map(|p| f(p))
-                .collect();
-            Xy::new(n as f64, v.iter().sum::<f64>() / v.len() as f64)
-        })
-        .collect()
-}
-
-/// The seed's figures as a table: per mode and N, wake-ups and time per accept, balance and
-/// latency.
-pub fn render(r: &Report) -> String {
-    let rounds = if r.repeat > 1 {
-        format!(", {} rounds (figures: the mean over them)", r.repeat)
-    } else {
-        String::new()
-    };
-    let mut out = format!(
-        "herd: {} connections per point, {} client(s) one connection at a time{rounds}\n{}\n\n",
-        r.conns,
-        r.clients,
-        r.machine.line()
-    );
-    let mut t = Table::new([
-        "as",
-        "mode",
-        "N",
-        "accepted",
-        "wakeups/acc",
-        "empty",
-        "cpu us/acc",
-        "us/conn",
-        "per worker min..max",
-        "cv",
-        "p50 us",
-        "p99 us",
-    ]);
-    let mut notes = Vec::new();
-    // Rounds side by side: each point's rounds one under the other.
-    let mut points: Vec<&Point> = r.points.iter().collect();
-    points.sort_by_key(|p| {
-        let mode = Mode::ALL.iter().position(|&m| m == p.mode);
-        (p.as_ != As::Threads, mode, p.workers, p.round)
-    });
-    let n = |p: &Point| {
-        if r.repeat > 1 {
-            format!("{} r{}", p.workers, p.round + 1)
-        } else {
-            p.workers.to_string()
-        }
-    };
-    for p in points {
-        if p.status != Status::Ok {
-            t.row([
-                p.as_.name().to_string(),
-                p.mode.name().to_string(),
-                n(p),
-                format!("{:?}", p.status).to_lowercase(),
-            ]);
-            if let Some(why) = &p.reason {
-                notes.push(format!(
-                    "  {} {} N={}: {why}",
-                    p.as_.name(),
-                    p.mode.name(),
-                    n(p)
-                ));
-            }
-            continue;
-        }
-        let min = p.per_worker.iter().min().copied().unwrap_or(0);
-        let max = p.per_worker.iter().max().copied().unwrap_or(0);
-        t.row([
-            p.as_.name().to_string(),
-            p.mode.name().to_string(),
-            n(p),
-            p.accepted.to_string(),
-            num(p.wakeups_per_accept, 2),
-            p.empty_wakeups.to_string(),
-            num(p.cpu_us_per_accept, 1),
-            num(p.wall_us_per_connection, 1),
-            format!("{min}..{max}"),
-            num(p.balance_cv, 2),
-            num(p.latency.p50_us, 1),
-            num(p.latency.p99_us, 1),
-        ]);
-    }
-    out.push_str(&t.render());
-    if !notes.is_empty() {
-        out.push_str("\nnot measured:\n");
-        for n in notes {
-            out.push_str(&n);
-            out.push('\n');
-        }
-    }
-    out.push_str(&render_findings(&r.findings));
-    out
-}
 
 #[cfg(test)]
 mod tests;

@@ -10,9 +10,11 @@
 //! - [`malloc`]: the LSP's malloc-test, balanced `malloc`/`free` across threads and processes.
 //!
 //! Each benchmark returns a serde report (the `--json` of its subcommand; its data types are
-//! defined in `evlab-wire`, `evlab_wire::micro`, and re-exported here), judges the seed's
-//! findings on it (`findings`), renders a text table (`render`), and describes the seed's
-//! figure(s) as [`plot::Plot`]s (`plots`), which the lab draws as SVG in its report. No benchmark asserts anything about speed; the invariants that do not depend on it
+//! defined in `evlab-wire`, `evlab_wire::micro`, and re-exported here). What is read from the
+//! report alone — the seed's findings judged on it (`findings`), its text table (`render`) and
+//! the seed's figure(s) as `Plot`s (`plots`) — is `evlab-reason`'s (`analysis::micro`,
+//! `render::micro`), where the lab reads the same reports, and is re-exported by each module
+//! here. No benchmark asserts anything about speed; the invariants that do not depend on it
 //! (pass counts, accept counts, descriptor numbers) are checked by the tests.
 //!
 //! Process-level calls go through the safe wrappers of `evlab-sys` (getrusage, limits, `uname`,
@@ -31,10 +33,7 @@ pub mod herd;
 pub mod malloc;
 pub mod os;
 pub mod pipetest;
-pub mod plot;
 pub mod readahead;
-pub mod stats;
-pub mod table;
 
 /// The data of the reports, defined in `evlab-wire` (the lab reads them from there).
 pub use evlab_wire::micro::{Finding, Machine, Verdict};
@@ -72,23 +71,6 @@ pub fn this_machine() -> Machine {
         glibc: os::glibc_version(),
         nofile: evlab_sys::nofile_limit().map(|(soft, _)| soft).unwrap_or(0),
     }
-}
-
-/// The findings as lines under a table.
-pub fn render_findings(findings: &[Finding]) -> String {
-    if findings.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\nfindings on this run:\n");
-    for f in findings {
-        out.push_str(&format!(
-            "  {}: {} — {}\n",
-            f.claim,
-            f.verdict.word(),
-            f.evidence
-        ));
-    }
-    out
 }
 
 /// Parses a comma-separated list of counts (`10,100,1000`); `_` may group digits.

@@ -5,13 +5,15 @@
 //! `NAMES`, `name()`, `describe()`, the aliases of `from_name()`, `kind()`, `wait_syscall()` and
 //! the `support()` probes; elsewhere the server's dispatch (`crates/server/src/worker.rs`), the
 //! per-mechanism test modules of `crates/poll/tests` and `crates/server/tests`, the CLI's
-//! `--list-mechanisms`, the lab's accepted names and the check that `docs/mechanisms.md` names
-//! every mechanism.
+//! `--list-mechanisms` and the check that `docs/mechanisms.md` names every mechanism. The lab,
+//! which holds no engine, reads the names from `evlab_wire::mechanisms::NAMES`, which a test
+//! here keeps equal to [`Mechanism::NAMES`].
 //!
 //! Adding a readiness mechanism is its file in `crates/poll/src/` (a type implementing
 //! [`Poller`](crate::Poller), overriding [`Poller::support`](crate::Poller::support) if the kernel
 //! may refuse it) and one line in the list, which also declares the file's module (`lib.rs`
-//! expands the list into `pub mod name;` for each `readiness($crate::name::Type)`).
+//! expands the list into `pub mod name;` for each `readiness($crate::name::Type)`); and its name
+//! in `evlab_wire::mechanisms::NAMES`, for the documents' readers.
 
 /// Calls `$callback! { … }` with the registry: one entry per mechanism, in listing order.
 ///
@@ -281,6 +283,16 @@ mod tests {
             }
         }
         assert_eq!(Mechanism::NAMES.len(), Mechanism::ALL.len());
+    }
+
+    /// The documents' readers (the lab) know the mechanisms by wire's list, not this crate.
+    #[test]
+    fn wire_names_the_registry_mechanisms_in_its_order() {
+        assert_eq!(
+            evlab_wire::mechanisms::NAMES,
+            &Mechanism::NAMES[..],
+            "evlab_wire::mechanisms::NAMES (left) differs from the registry (right)"
+        );
     }
 
     #[test]

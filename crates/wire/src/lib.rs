@@ -19,6 +19,7 @@
 //! - [`server`]: the μserver's `GET /.evlab/stats` ([`server::ServerStats`]).
 //! - [`proxy`]: the proxy's `GET /.evlab/stats` ([`proxy::ProxyStats`]).
 //! - [`micro`]: the micro-benchmarks' reports (pipetest, herd, fdalloc, malloc).
+//! - [`mechanisms`]: the event mechanisms' names, as specs and stats spell them.
 //! - [`StatusClasses`] (replies or responses per status class, for all three) and
 //!   [`SyscallCount`] (one syscall's counts, for the server and the proxy).
 
@@ -27,6 +28,7 @@
 mod counts;
 pub mod histogram;
 pub mod load;
+pub mod mechanisms;
 pub mod merge;
 pub mod micro;
 pub mod proxy;

@@ -15,13 +15,13 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::model::calibration::{Calibration, Capacity, Probe, CLEAN_SHARE};
-use crate::model::spec::{Budget, Series, ServerKind};
-use crate::model::text::thousands;
 use crate::run::cgroup::CpuBudget;
 use crate::run::point::{self, LoadAsk, PointCtx, Procs};
 use crate::run::progress::Progress;
-use crate::LabError;
+use evlab_reason::model::calibration::{Calibration, Capacity, Probe, CLEAN_SHARE};
+use evlab_reason::model::spec::{Budget, Series, ServerKind};
+use evlab_reason::model::text::thousands;
+use evlab_reason::LabError;
 
 /// The trial budget of the first epoll-et probe.
 const TRIAL_BUDGET: f64 = 0.1;

@@ -385,7 +385,7 @@ impl CpuBudget {
     pub fn setup_shell(&self) -> String {
         let period = self.period;
         let quota = (self.share * period as f64).round() as u64;
-        let d = crate::model::text::shell_line(&[self.dir.display().to_string()]);
+        let d = evlab_reason::model::text::shell_line(&[self.dir.display().to_string()]);
         if self.dir.join("cpu.max").exists() {
             format!("mkdir -p {d} && echo '{quota} {period}' > {d}/cpu.max")
         } else {
@@ -398,12 +398,12 @@ impl CpuBudget {
     /// `script` (shell commands ending in an `exec`) run inside the group: a shell that joins
     /// it first, so the command it execs and all that starts are in the group, nothing else.
     pub fn join_shell(&self, script: &str) -> String {
-        crate::model::text::shell_line(&[
+        evlab_reason::model::text::shell_line(&[
             "sh".into(),
             "-c".into(),
             format!(
                 "echo $$ > {}/cgroup.procs && {script}",
-                crate::model::text::shell_line(&[self.dir.display().to_string()])
+                evlab_reason::model::text::shell_line(&[self.dir.display().to_string()])
             ),
         ])
     }

@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::model::spec::{RateSearch, Spec};
+use evlab_reason::model::spec::{RateSearch, Spec};
 
 /// Seconds a point takes beyond its load: the server's start and stop, the stats, the files.
 pub const POINT_OVERHEAD_S: f64 = 0.5;
@@ -86,7 +86,7 @@ pub fn point_seconds(spec: &Spec, duration: f64, idle: usize) -> f64 {
 pub fn calibration_seconds(spec: &Spec, series: usize) -> f64 {
     let auto_budget = matches!(
         spec.server_cpu_budget,
-        Some(crate::model::spec::Budget::Auto)
+        Some(evlab_reason::model::spec::Budget::Auto)
     );
     if !(spec.rates.is_auto() || auto_budget) || series == 0 {
         return 0.0;
@@ -526,6 +526,19 @@ mod tests {
             "{e:?}"
         );
         assert_eq!(e.points.to_string(), "24");
+    }
+
+    #[test]
+    fn the_herd_macro_benchmark_counts_each_series_at_its_own_worker_counts() {
+        // Threads at seven worker counts (1 … 64), processes at ten (1 … 512), three modes each.
+        let q = Spec::parse(
+            include_str!("../../../../experiments/herd-serve.toml"),
+            "herd-serve.toml",
+        )
+        .unwrap();
+        let series = q.series_list(&|_| true, &[]);
+        assert_eq!(series.len(), 6);
+        assert_eq!(estimate(&q, series.len(), 8.0).points.to_string(), "153");
     }
 
     #[test]

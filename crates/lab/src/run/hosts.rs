@@ -10,9 +10,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::model::hosts::{Host, HostCheck, Hosts};
 use crate::run::procs::Child;
-use crate::LabError;
+use evlab_reason::model::hosts::{Host, HostCheck, Hosts};
+use evlab_reason::LabError;
 
 /// The clock exchanges a check makes; the one with the shortest round trip is kept.
 const CLOCK_SAMPLES: usize = 7;
@@ -257,7 +257,9 @@ impl Ssh {
         ) {
             let mut lines = t.lines();
             check.tcp_tw_reuse = lines.next().and_then(|l| l.trim().parse().ok());
-            check.ephemeral_ports = lines.next().and_then(crate::model::hosts::port_range_size);
+            check.ephemeral_ports = lines
+                .next()
+                .and_then(evlab_reason::model::hosts::port_range_size);
         }
         check.evlab_version = self
             .ok(host, &format!("{wd}/evlab --version"), &[])?
@@ -333,13 +335,13 @@ impl Ssh {
     }
 
     fn spawn_once(&self, host: &Host, name: &str, argv: &[String]) -> Result<Remote, SpawnError> {
-        let line = crate::model::text::shell_line(argv);
+        let line = evlab_reason::model::text::shell_line(argv);
         let inner = format!("echo {PGID_LINE}$$; ulimit -n 65536 2>/dev/null; exec {line}");
         let mut full = self.argv(host);
         full.push("--".into());
         full.push(format!(
             "exec setsid -w sh -c {}",
-            crate::model::text::shell_line(&[inner])
+            evlab_reason::model::text::shell_line(&[inner])
         ));
         let mut ssh = Child::spawn(&format!("{name} on host {}", host.name), &full, &[], None)
             .map_err(Failed)?;

@@ -6,11 +6,11 @@
 
 use std::time::Instant;
 
-use crate::model::knee::{self, Knee, KneeSpec, KneeStep};
-use crate::model::spec::Series;
 use crate::run::point::{self, LoadAsk, PointCtx, Procs};
 use crate::run::procs::interrupted;
-use crate::LabError;
+use evlab_reason::model::knee::{self, Knee, KneeSpec, KneeStep};
+use evlab_reason::model::spec::Series;
+use evlab_reason::LabError;
 
 /// Where a search starts, and how far it widens first.
 pub(crate) struct Start {
@@ -71,7 +71,7 @@ fn steps(
     let port = point::start_server(ctx, s, k.idle, &docroot, &pdir, procs, &mut k.commands)?;
     while let Some(rate) = knee::next_rate(k, ks, bounds.floor, bounds.ceiling) {
         if interrupted() {
-            k.stopped = Some(crate::model::knee::INTERRUPTED.into());
+            k.stopped = Some(evlab_reason::model::knee::INTERRUPTED.into());
             return Ok(());
         }
         let rate = rate.round();

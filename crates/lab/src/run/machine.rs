@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::model::machine::Machine;
-use crate::model::machine::{Quiet, BUSY_PROCESS};
+pub use evlab_reason::model::machine::Machine;
+use evlab_reason::model::machine::{Quiet, BUSY_PROCESS};
 
 use crate::run::procs::command_line_output;
 

@@ -6,13 +6,13 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::model::micro::{MicroRun, RECORD};
-use crate::model::results::{self, Summary};
-use crate::model::spec::MicroSpec;
-use crate::render::micro::write_report;
 use crate::run::plan::{new_summary, RunOptions};
 use crate::run::procs::{self, Child};
-use crate::LabError;
+use evlab_reason::model::micro::{MicroRun, RECORD};
+use evlab_reason::model::results::{self, Summary};
+use evlab_reason::model::spec::MicroSpec;
+use evlab_reason::render::micro::write_report;
+use evlab_reason::LabError;
 
 /// The longest a benchmark may run (the defaults take a minute or two).
 const LIMIT: Duration = Duration::from_secs(4 * 3600);
@@ -61,7 +61,10 @@ pub fn run(
     }
     summary.quiet = Some(quiet.clone());
     if !opts.quiet {
-        eprintln!("evlab run: {}", crate::model::text::shell_line(&argv));
+        eprintln!(
+            "evlab run: {}",
+            evlab_reason::model::text::shell_line(&argv)
+        );
     }
     let mut child = Child::spawn(&m.benchmark, &argv, &[], None)?;
     let command = child.command.clone();

@@ -1,9 +1,12 @@
 //! Running: the plan, the sweep, each point's processes, calibration, CPU budgets, peers and
 //! progress. The only layer that starts processes.
 
+pub(crate) mod argv;
 pub mod calibrate;
 pub mod cgroup;
+pub(crate) mod counters;
 pub mod estimate;
+pub(crate) mod fileset;
 pub mod hosts;
 pub mod knee;
 pub mod machine;

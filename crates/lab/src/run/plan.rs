@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::model::results::{self, SkippedSeries, Summary};
-use crate::model::spec::{Series, ServerKind, Spec, POSITIVE_CONTROL};
 use crate::run::machine;
 use crate::run::peers;
 use crate::run::procs::{self};
+use evlab_reason::model::results::{self, SkippedSeries, Summary};
+use evlab_reason::model::spec::{Series, ServerKind, Spec, POSITIVE_CONTROL};
 
 pub struct RunOptions {
     /// The `evlab` binary (the running one, or the test's).
@@ -29,7 +29,7 @@ pub struct RunOptions {
     /// valid points, finished searches and calibration are kept.
     pub resume: Option<Summary>,
     /// `--hosts FILE`: the server and the clients run on these hosts over OpenSSH.
-    pub hosts: Option<crate::model::hosts::Hosts>,
+    pub hosts: Option<evlab_reason::model::hosts::Hosts>,
 }
 
 /// Which evlab mechanisms this kernel supports: name → `Ok(())` or the reason it is not.
@@ -254,7 +254,7 @@ mod tests {
     /// their comments give, which `evlab run --list` estimates (each at most 15 minutes).
     #[test]
     fn the_proxy_figure_experiments_plan_what_their_comments_say() {
-        use crate::model::spec::Family;
+        use evlab_reason::model::spec::Family;
         let all = support(&["select", "poll", "epoll-et", "uring-poll", "uring"]);
         // name, series as "mechanism mode", idle counts, rates, trials × duration.
         type Want = (
@@ -375,12 +375,12 @@ pub fn fit_idle_to_limit(spec: &mut Spec, limit: u64, root: bool) -> Vec<Skipped
         .map(|&n| SkippedSeries {
             series: format!(
                 "{} idle connections",
-                crate::model::text::thousands(n as f64)
+                evlab_reason::model::text::thousands(n as f64)
             ),
             reason: format!(
                 "need {} descriptors in the server and in the idle holder, and the limit \
                  evlab run's children get here is {limit} (`ulimit -Hn`): {how}",
-                crate::model::text::thousands(need(n) as f64)
+                evlab_reason::model::text::thousands(need(n) as f64)
             ),
         })
         .collect();

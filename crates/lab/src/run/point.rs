@@ -2,22 +2,22 @@
 //! holders, one measured `evlab load` run, the server's counters and CPU time; then everything
 //! stopped and checked gone, and the point judged valid or flagged.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
-use crate::model::results::{self, PointResult, ServerCounters, Status, SyscallRow};
-use crate::model::spec::{Series, ServerKind, Spec, Workload};
+use crate::run::argv;
 use crate::run::cgroup::{CpuBudget, Parent};
+use crate::run::counters::{children_cpu_seconds, counters_delta, ctx_switches, fetch_stats};
+use crate::run::fileset::{polymix_dir, polymix_fileset_argv};
 use crate::run::machine;
 use crate::run::peers;
 use crate::run::plan::RunOptions;
 use crate::run::procs::{self, interrupted, Child};
-use crate::run::progress::Progress;
-use crate::LabError;
-use evlab_wire::server::WorkerCounts;
+use evlab_reason::model::load::{self, LoadArgs, LoadReport, LoadSummary, ServerStats};
+use evlab_reason::model::results::{self, PointResult, Status};
+use evlab_reason::model::spec::{Series, ServerKind, Spec, Workload};
+use evlab_reason::LabError;
 
 #[derive(Clone, Copy)]
 pub(crate) struct PointCtx<'a> {
@@ -140,45 +140,7 @@ pub(crate) fn docroot(ctx: &PointCtx, pdir: &Path) -> Result<PathBuf, LabError> 
 }
 
 fn sh(path: &Path) -> String {
-    crate::model::text::shell_line(&[path.display().to_string()])
-}
-
-/// The file set of a series with its own object size, beside the run's.
-pub(crate) fn polymix_dir(base: &Path, size: &str) -> PathBuf {
-    base.with_file_name(format!(
-        "polymix-{}",
-        size.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-    ))
-}
-
-/// `evlab fileset DIR --dirs N` for the spec's SPECweb99 workload.
-pub(crate) fn specweb_fileset_argv(evlab: &Path, spec: &Spec, dir: &Path) -> Vec<String> {
-    vec![
-        evlab.display().to_string(),
-        "fileset".into(),
-        dir.display().to_string(),
-        "--dirs".into(),
-        spec.fileset_dirs.to_string(),
-    ]
-}
-
-/// `evlab fileset DIR --polymix N --object-size S --force` for the spec's Polymix workload.
-pub(crate) fn polymix_fileset_argv(
-    evlab: &Path,
-    spec: &Spec,
-    size: &str,
-    dir: &Path,
-) -> Vec<String> {
-    vec![
-        evlab.display().to_string(),
-        "fileset".into(),
-        dir.display().to_string(),
-        "--polymix".into(),
-        spec.polymix_objects.to_string(),
-        "--object-size".into(),
-        size.to_string(),
-        "--force".into(),
-    ]
+    evlab_reason::model::text::shell_line(&[path.display().to_string()])
 }
 
 /// Shell commands that make a point's directory and document root as `docroot` made them: a
@@ -190,7 +152,7 @@ fn docroot_commands(ctx: &PointCtx, pdir: &Path, docroot: &Path, object_size: &s
             "mkdir -p {} && {{ test -d {} || {{ {} > /dev/null && printf a > {}; }}; }}",
             sh(pdir),
             sh(f),
-            crate::model::text::shell_line(&polymix_fileset_argv(
+            evlab_reason::model::text::shell_line(&polymix_fileset_argv(
                 &ctx.opts.evlab,
                 &ctx.opts.spec,
                 object_size,
@@ -227,25 +189,6 @@ fn stop_command(idle: bool) -> String {
     } else {
         "kill $server; wait $server".into()
     }
-}
-
-/// Runs `evlab fileset …` (said on the progress line), its output discarded.
-pub(crate) fn make_fileset(argv: &[String], progress: &Progress) -> Result<(), LabError> {
-    progress.note(&format!(
-        "evlab run: {}",
-        crate::model::text::shell_line(argv)
-    ));
-    let st = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(std::process::Stdio::null())
-        .status()?;
-    if !st.success() {
-        return Err(LabError::Io(format!(
-            "`{}` failed ({st})",
-            crate::model::text::shell_line(argv)
-        )));
-    }
-    Ok(())
 }
 
 /// Waits for an evlab process's `listening on ADDR` line and returns ADDR.
@@ -427,83 +370,24 @@ fn start_evlab_proxy(
     commands: &mut Vec<String>,
 ) -> Result<(Child, u16), LabError> {
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(proxy_args(&ctx.opts.spec, s, "127.0.0.1:0", origin));
+    argv.extend(argv::proxy_args(&ctx.opts.spec, s, "127.0.0.1:0", origin));
     start_evlab(ctx, "evlab proxy", &argv, commands)
 }
 
-/// The `evlab proxy` arguments (after the binary) of series `s` on `listen`, in front of
-/// `origin`, with the spec's `[proxy] proxy_flags` before the series' own: on this machine and
-/// on a server host alike.
-pub(crate) fn proxy_args(spec: &Spec, s: &Series, listen: &str, origin: SocketAddr) -> Vec<String> {
-    let mut v = vec![
-        "proxy".into(),
-        "--listen".into(),
-        listen.into(),
-        "--origin".into(),
-        origin.to_string(),
-        "--mechanism".into(),
-        s.mechanism.clone(),
-        "--stats".into(),
-    ];
-    if let Some(px) = &spec.proxy {
-        v.extend(px.proxy_flags.iter().cloned());
-    }
-    v.extend(s.flags.iter().cloned());
-    v
-}
-
-/// The origin's `evlab serve` arguments (after the binary): epoll-et on `listen`, serving
-/// `root`, no header timeout, the spec's origin flags (and, for the Polymix workload, its
-/// uncacheable prefix): on this machine and on an origin host alike.
-pub(crate) fn origin_args(
-    spec: &Spec,
-    px: &crate::model::spec::ProxySpec,
-    listen: &str,
-    root: &str,
-) -> Vec<String> {
-    let mut v: Vec<String> = vec![
-        "serve".into(),
-        "--listen".into(),
-        listen.into(),
-        "--root".into(),
-        root.into(),
-        "--mechanism".into(),
-        "epoll-et".into(),
-        "--header-timeout".into(),
-        "0".into(),
-    ];
-    if spec.workload == Workload::Polymix {
-        v.extend(["--no-store-prefix".into(), "/polymix/u/".into()]);
-    }
-    v.extend(px.origin_flags.iter().cloned());
-    v
-}
-
-/// `evlab serve` of `docroot`, with the series' mechanism, the spec's server flags and then the
-/// series' own.
+/// `evlab serve` of `docroot` on an ephemeral port, as [`argv::serve_args`] builds it.
 fn start_evlab_serve(
     ctx: &PointCtx,
     s: &Series,
     docroot: &Path,
     commands: &mut Vec<String>,
 ) -> Result<(Child, u16), LabError> {
-    let spec = &ctx.opts.spec;
-    let mut argv = vec![
-        ctx.opts.evlab.display().to_string(),
-        "serve".into(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-        "--root".into(),
-        docroot.display().to_string(),
-        "--mechanism".into(),
-        s.mechanism.clone(),
-        "--stats".into(),
-    ];
-    if spec.profile {
-        argv.push("--profile".into());
-    }
-    argv.extend(spec.server_flags.iter().cloned());
-    argv.extend(s.flags.iter().cloned());
+    let mut argv = vec![ctx.opts.evlab.display().to_string()];
+    argv.extend(argv::serve_args(
+        &ctx.opts.spec,
+        s,
+        "127.0.0.1:0",
+        &docroot.display().to_string(),
+    ));
     start_evlab(ctx, "evlab serve", &argv, commands)
 }
 
@@ -582,14 +466,14 @@ fn start_idle(
 /// uncacheable prefix); waits until it answers; returns its address.
 fn start_origin(
     ctx: &PointCtx,
-    px: &crate::model::spec::ProxySpec,
+    px: &evlab_reason::model::spec::ProxySpec,
     docroot: &Path,
     procs: &mut Procs,
     commands: &mut Vec<String>,
 ) -> Result<SocketAddr, LabError> {
     let spec = &ctx.opts.spec;
     let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(origin_args(
+    argv.extend(argv::origin_args(
         spec,
         px,
         "127.0.0.1:0",
@@ -793,7 +677,10 @@ pub(crate) fn point_series(spec: &Spec, p: &PointResult) -> Series {
         .map(|x| x.flags.clone())
         .unwrap_or_default();
     if let (Some(sw), Some(v)) = (&spec.sweep, p.swept_value()) {
-        flags.extend([sw.flag.clone(), crate::model::spec::SweepSpec::arg(v)]);
+        flags.extend([
+            sw.flag.clone(),
+            evlab_reason::model::spec::SweepSpec::arg(v),
+        ]);
     }
     Series {
         label: p.series.clone(),
@@ -1041,415 +928,8 @@ pub fn quota_flag(spec: &Spec, cpu: &evlab_wire::load::Cpu, duration_s: f64) -> 
     })
 }
 
-/// Context switches, voluntary and involuntary, of every thread of `pid` and its descendants
-/// (from `/proc/PID/task/TID/status`: the process-wide `/proc/PID/status` counts only its main
-/// thread). None when nothing could be read.
-pub fn ctx_switches(pid: u32) -> Option<u64> {
-    let mut total = 0u64;
-    let mut any = false;
-    for p in procs::process_tree(pid) {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let Ok(text) = std::fs::read_to_string(t.path().join("status")) else {
-                continue;
-            };
-            if let Some(n) = status_ctx_switches(&text) {
-                total += n;
-                any = true;
-            }
-        }
-    }
-    any.then_some(total)
-}
-
-/// `voluntary_ctxt_switches` + `nonvoluntary_ctxt_switches` of a `/proc/…/status` text.
-fn status_ctx_switches(status: &str) -> Option<u64> {
-    let field = |name: &str| {
-        status.lines().find_map(|l| {
-            l.strip_prefix(name)?
-                .strip_prefix(':')?
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-    };
-    Some(field("voluntary_ctxt_switches")? + field("nonvoluntary_ctxt_switches")?)
-}
-
-fn children_cpu_seconds() -> f64 {
-    evlab_sys::getrusage(evlab_sys::Who::Children).map_or(0.0, |u| u.cpu.total().as_secs_f64())
-}
-
-pub(crate) fn fetch_stats(addr: SocketAddr) -> Result<ServerStats, LabError> {
-    let (code, body) = procs::http_get(addr, "/.evlab/stats", Duration::from_secs(5))
-        .map_err(|e| LabError::Point(format!("GET /.evlab/stats: {e}")))?;
-    if code != 200 {
-        return Err(LabError::Point(format!(
-            "GET /.evlab/stats answered {code} (was the server started with --stats?)"
-        )));
-    }
-    load::parse_server_stats(&body)
-}
-
-/// The server's counters over the measured run: after − before (the stats requests themselves
-/// are one request each, negligible against thousands). A syscall first made during the run
-/// has no row before it.
-pub fn counters_delta(a: &ServerStats, b: &ServerStats) -> ServerCounters {
-    let mut syscalls = BTreeMap::new();
-    for (name, row) in &b.syscalls {
-        let before = a.syscalls.get(name);
-        let r = SyscallRow {
-            calls: row.calls.saturating_sub(before.map_or(0, |r| r.calls)),
-            errors: row.errors.saturating_sub(before.map_or(0, |r| r.errors)),
-            ns: row
-                .ns
-                .map(|ns| ns.saturating_sub(before.and_then(|r| r.ns).unwrap_or(0))),
-        };
-        if r.calls > 0 {
-            syscalls.insert(name.clone(), r);
-        }
-    }
-    ServerCounters {
-        requests: b.requests.saturating_sub(a.requests),
-        accepted: b
-            .connections
-            .accepted
-            .saturating_sub(a.connections.accepted),
-        waits: b.events.waits.saturating_sub(a.events.waits),
-        events: b.events.events.saturating_sub(a.events.events),
-        discarded: b.events.discarded.saturating_sub(a.events.discarded),
-        interest_changes: b
-            .events
-            .interest_changes
-            .saturating_sub(a.events.interest_changes),
-        max_active: b.connections.max_active,
-        syscalls,
-        per_worker_accepted: per_worker_delta(a, b, |w| w.accepted),
-        per_worker_accept_wakeups: per_worker_delta(a, b, |w| w.accept_wakeups),
-        per_worker_accept_empty: per_worker_delta(a, b, |w| w.accept_empty),
-    }
-}
-
-/// A per-worker counter over the run, worker by worker (a worker first seen after `a` from 0).
-fn per_worker_delta(a: &ServerStats, b: &ServerStats, f: fn(&WorkerCounts) -> u64) -> Vec<u64> {
-    b.per_worker
-        .iter()
-        .map(|w| {
-            let before = a
-                .per_worker
-                .iter()
-                .find(|x| x.worker == w.worker)
-                .map_or(0, f);
-            f(w).saturating_sub(before)
-        })
-        .collect()
-}
+#[cfg(test)]
+mod tests;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::load::Schedule;
-    use crate::run::estimate;
-    use crate::run::sweep::{leg_label, sweep_order};
-
-    fn spec() -> Spec {
-        Spec::parse(
-            "name = \"t\"\nmechanisms = [\"poll\"]\nrates = [1000]\n",
-            "t",
-        )
-        .unwrap()
-    }
-
-    fn point(sched: Schedule, late: u64, busy: f64) -> PointResult {
-        let s = Series {
-            label: "poll".into(),
-            kind: ServerKind::Evlab,
-            mechanism: "poll".into(),
-            flags: vec![],
-        };
-        let mut p = PointResult::new(1, &s, 0, 1000.0, 1, 3.0);
-        p.load = Some(LoadSummary {
-            connections: Some(3000),
-            replies: Some(3000),
-            status_2xx: Some(3000),
-            late_starts: Some(late),
-            schedule: sched,
-            ..Default::default()
-        });
-        p.client_cpu_busy = Some(busy);
-        p
-    }
-
-    #[test]
-    fn jitter_alone_is_a_note_not_a_flag() {
-        // 5% of starts late, up to 60 ms, but the schedule was kept: a VM's scheduling jitter.
-        let mut p = point(
-            Schedule {
-                offered_rate: Some(1000.0),
-                achieved_start_rate: Some(999.8),
-                late_p99_ms: Some(40.0),
-                late_max_ms: Some(60.0),
-                end_lag_ms: Some(0.1),
-                lag_ms: vec![60.0, 40.0, 20.0],
-                ..Default::default()
-            },
-            150,
-            0.3,
-        );
-        judge(&spec(), &mut p);
-        assert!(p.valid(), "{:?}", p.flags);
-        assert_eq!(p.notes.len(), 1);
-        assert!(
-            p.notes[0].starts_with("jitter: 150 starts (5.0%)"),
-            "{:?}",
-            p.notes
-        );
-    }
-
-    #[test]
-    fn falling_behind_growing_lag_busy_cpu_and_resources_are_flags() {
-        let behind = Schedule {
-            offered_rate: Some(1000.0),
-            achieved_start_rate: Some(900.0),
-            end_lag_ms: Some(300.0),
-            ..Default::default()
-        };
-        let mut p = point(behind, 2000, 0.5);
-        judge(&spec(), &mut p);
-        assert!(
-            p.flags[0].starts_with("client fell behind: started 900"),
-            "{:?}",
-            p.flags
-        );
-
-        let growing = Schedule {
-            offered_rate: Some(1000.0),
-            achieved_start_rate: Some(995.0),
-            lag_ms: vec![1.0, 10.0, 30.0, 60.0],
-            ..Default::default()
-        };
-        let mut p = point(growing, 100, 0.5);
-        judge(&spec(), &mut p);
-        assert_eq!(
-            p.flags,
-            vec!["client fell behind: its lag grew to 60 ms".to_string()]
-        );
-
-        let kept = Schedule {
-            offered_rate: Some(1000.0),
-            achieved_start_rate: Some(1000.0),
-            ..Default::default()
-        };
-        let mut p = point(kept.clone(), 0, 0.97);
-        judge(&spec(), &mut p);
-        assert!(
-            p.flags[0].starts_with("client saturated: its CPU busy 97%"),
-            "{:?}",
-            p.flags
-        );
-
-        let mut p = point(kept, 0, 0.2);
-        p.load.as_mut().unwrap().errors.fd_unavail = Some(3);
-        judge(&spec(), &mut p);
-        assert_eq!(
-            p.flags,
-            vec!["client out of resources: 3 fd-unavail errors".to_string()]
-        );
-    }
-
-    #[test]
-    fn lag_that_rises_and_falls_is_not_growth() {
-        assert!(!lag_grows(&[60.0, 40.0, 20.0]));
-        assert!(!lag_grows(&[10.0, 80.0]));
-        assert!(!lag_grows(&[50.0, 50.0, 50.0]));
-        assert!(lag_grows(&[0.0, 5.0, 20.0, 55.0]));
-    }
-
-    /// Stats as `evlab serve --profile` answers them before any worker started.
-    const NO_WORKERS: &str = r#"{"server":"evlab","version":"0.1.0","mechanism":"poll","workers":0,
-        "uptime_s":0.000011297,"profile":true,"connections":{"accepted":0,"closed":0,"active":0,
-        "max_active":0,"accept_pauses":0,"accept_errors":0,"header_timeouts":0,"send_timeouts":0,
-        "io_errors":0},"timers":{"entries":0,"max_entries":0,"delayed":0},"memory":{
-        "pool_bytes":0,"pool_buffers":0,"spare_shells":0,"table_slots":0},"requests":0,
-        "responses":{"1xx":0,"2xx":0,"3xx":0,"4xx":0,"5xx":0},"bytes_sent":0,"events":{
-        "waits":0,"events":0,"per_wait":0.0,"discarded":0,"interest_changes":0,
-        "interest_changes_free":0,"batches":0,"changes_per_batch":0.0,"waits_from_memory":0,
-        "waits_from_kernel":0,"cancels":0,"overflows":0},"syscalls":{},"syscalls_total":0,
-        "syscalls_per_request":0.0,"per_worker":[]}"#;
-
-    /// Those stats with the counters the test sets, read back as the lab reads them.
-    fn stats(
-        requests: u64,
-        waits: u64,
-        events: u64,
-        rows: &[(&str, u64, u64, u64)],
-    ) -> ServerStats {
-        let mut s = load::parse_server_stats(NO_WORKERS).unwrap();
-        s.requests = requests;
-        s.events.waits = waits;
-        s.events.events = events;
-        s.connections.max_active = 7;
-        s.syscalls = rows
-            .iter()
-            .map(|&(name, calls, errors, ns)| {
-                let row = evlab_wire::SyscallCount {
-                    calls,
-                    errors,
-                    ns: Some(ns),
-                    share: Some(0.5),
-                };
-                (name.to_string(), row)
-            })
-            .collect();
-        load::parse_server_stats(&serde_json::to_string(&s).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn counter_deltas() {
-        let a = stats(10, 5, 9, &[("read", 10, 0, 100), ("open", 3, 0, 30)]);
-        let b = stats(
-            110,
-            55,
-            109,
-            &[
-                ("read", 110, 1, 1100),
-                ("open", 3, 0, 30),
-                ("close", 100, 0, 50),
-            ],
-        );
-        let c = counters_delta(&a, &b);
-        assert_eq!(c.requests, 100);
-        assert_eq!(c.waits, 50);
-        assert_eq!(c.events, 100);
-        assert_eq!(c.max_active, 7);
-        assert_eq!(c.syscalls["read"].calls, 100);
-        assert_eq!(c.syscalls["read"].errors, 1);
-        assert_eq!(c.syscalls["read"].ns, Some(1000));
-        assert_eq!(c.syscalls["close"].ns, Some(50));
-        assert!(!c.syscalls.contains_key("open"));
-        assert_eq!(c.syscalls_total(), 200);
-    }
-
-    #[test]
-    fn per_worker_accepts_are_deltas_by_worker() {
-        let worker = |worker: usize, accepted: u64| evlab_wire::server::WorkerCounts {
-            worker,
-            accepted,
-            requests: accepted,
-            active: 0,
-            waits: 0,
-            pid: None,
-            // Woken once per connection, and once in ten for nothing.
-            accept_wakeups: accepted + accepted / 10,
-            accept_empty: accepted / 10,
-            accept_eagain: accepted,
-        };
-        let mut a = stats(0, 0, 0, &[]);
-        a.per_worker = vec![worker(0, 10), worker(1, 3)];
-        let mut b = stats(0, 0, 0, &[]);
-        b.per_worker = vec![worker(0, 110), worker(1, 3), worker(2, 50)];
-        b.connections.accepted = 150;
-        let c = counters_delta(&a, &b);
-        assert_eq!(c.per_worker_accepted, [100, 0, 50]);
-        // The busiest worker took 100 of 150 over 3 workers: 2× the mean.
-        assert_eq!(c.accept_imbalance(), Some(2.0));
-        assert_eq!(c.per_worker_accept_wakeups, [110, 0, 55]);
-        assert_eq!(c.per_worker_accept_empty, [10, 0, 5]);
-        assert_eq!(c.accept_wakeups_per_conn(), Some(1.1));
-        assert_eq!(c.empty_wakeups_per_conn(), Some(0.1));
-    }
-
-    #[test]
-    fn context_switches_are_read_from_every_thread() {
-        let status = "Name:\tevlab\nThreads:\t3\nvoluntary_ctxt_switches:\t120\n\
-                      nonvoluntary_ctxt_switches:\t7\n";
-        assert_eq!(status_ctx_switches(status), Some(127));
-        assert_eq!(status_ctx_switches("Name:\tx\n"), None);
-        // This test process: its threads have switched at least once, and the count only grows.
-        let me = std::process::id();
-        let a = ctx_switches(me).expect("readable");
-        std::thread::sleep(Duration::from_millis(5));
-        let b = ctx_switches(me).expect("readable");
-        assert!(a > 0 && b > a, "{a} then {b}");
-    }
-
-    #[test]
-    fn a_sweep_runs_every_series_at_each_value_before_the_next() {
-        let spec = Spec::parse(
-            "name = \"t\"\nmechanisms = [\"poll\", \"epoll-lt\"]\nrates = [1]\nidle = [0, 5]\n\
-             trials = 2\n[sweep]\nflag = \"--workers\"\nvalues = [1, 4]\n",
-            "t",
-        )
-        .unwrap();
-        let series = spec.series_list(&|_| true, &[]);
-        let legs: Vec<String> = sweep_order(&spec, &series)
-            .iter()
-            .map(|(t, i, s, v)| format!("{t}/{i}/{}", leg_label(&spec, s, *v)))
-            .collect();
-        assert_eq!(
-            legs[..4],
-            [
-                "1/0/poll workers=1",
-                "1/0/epoll-lt workers=1",
-                "1/0/poll workers=4",
-                "1/0/epoll-lt workers=4"
-            ]
-        );
-        // 2 trials × 2 idle counts × 2 values × 2 series; trial 2 starts with the other series.
-        assert_eq!(legs.len(), 16);
-        assert_eq!(legs[8], "2/0/epoll-lt workers=1");
-        // And the estimate counts those points.
-        let e = estimate::estimate(&spec, series.len(), 1.0);
-        assert_eq!(e.points, estimate::Count::Exact(16));
-    }
-
-    #[test]
-    fn stats_missing_a_field_are_an_error_that_names_it() {
-        let s = stats(1, 1, 1, &[]);
-        // Raw on purpose: a document the type cannot write, one field short.
-        let mut v = serde_json::to_value(&s).unwrap();
-        v["events"].as_object_mut().unwrap().remove("waits");
-        let e = load::parse_server_stats(&v.to_string()).unwrap_err();
-        assert!(e.to_string().contains("missing field `waits`"), "{e}");
-    }
-}
-
-#[cfg(test)]
-mod quota_tests {
-    use super::*;
-    use evlab_wire::load::Cpu;
-
-    fn cpu(percent: f64, quota: Option<f64>, throttled: Option<f64>) -> Cpu {
-        Cpu {
-            user_s: 0.0,
-            system_s: 0.0,
-            percent,
-            quota_cpus: quota,
-            throttled_s: throttled,
-        }
-    }
-
-    #[test]
-    fn a_generator_is_saturated_at_its_quota_or_when_throttled_past_the_limit() {
-        let spec = Spec::parse(
-            "name = \"q\"\ndescription = \"d\"\nmechanisms = [\"poll\"]\nrates = [1]\n",
-            "q.toml",
-        )
-        .unwrap();
-        // No quota: the machine's CPUs judge it, not this.
-        assert_eq!(quota_flag(&spec, &cpu(100.0, None, None), 2.0), None);
-        // Half of a tenth of a CPU, never throttled: not saturated.
-        assert_eq!(
-            quota_flag(&spec, &cpu(5.0, Some(0.1), Some(0.0)), 2.0),
-            None
-        );
-        // All of it.
-        let f = quota_flag(&spec, &cpu(9.8, Some(0.1), Some(1.8)), 2.0).unwrap();
-        assert!(f.starts_with("client saturated: the generator used 98% of its cgroup's CPU quota (0.10 CPU), throttled 1.80 s (90% of the run)"), "{f}");
-        // Under 95% of it on average, but throttled for a tenth of the run.
-        assert!(quota_flag(&spec, &cpu(8.0, Some(0.1), Some(0.2)), 2.0).is_some());
-        assert!(quota_flag(&spec, &cpu(8.0, Some(0.1), Some(0.05)), 2.0).is_none());
-    }
-}
+mod quota_tests;

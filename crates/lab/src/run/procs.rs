@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use evlab_sys as sys;
 
-use crate::model::text::shell_line;
-use crate::LabError;
+use evlab_reason::model::text::shell_line;
+use evlab_reason::LabError;
 
 /// Set by SIGINT/SIGTERM once [`install_interrupt_handler`] ran.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);

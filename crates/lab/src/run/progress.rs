@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::time::Instant;
 
-use crate::model::results::{PointResult, Status};
 use crate::run::estimate::{hms, Forecast};
+use evlab_reason::model::results::{PointResult, Status};
 
 pub struct Progress {
     tty: bool,

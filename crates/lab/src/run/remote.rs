@@ -11,18 +11,21 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::model::hosts::{Host, HostCheck, Hosts, NetworkApplied, PointHost, Role};
-use crate::model::load::{self, LoadArgs, LoadReport, LoadSummary};
-use crate::model::results::PointResult;
-use crate::model::spec::Series;
-use crate::model::text::shell_line;
+use crate::run::argv;
+use crate::run::counters;
+use crate::run::fileset;
 use crate::run::hosts::{Remote, Ssh};
 use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote_budget::{RemoteCgroup, RemoteGroup};
 use crate::run::remote_proxy;
-use crate::LabError;
+use evlab_reason::model::hosts::{Host, HostCheck, Hosts, NetworkApplied, PointHost, Role};
+use evlab_reason::model::load::{self, LoadArgs, LoadReport, LoadSummary};
+use evlab_reason::model::results::PointResult;
+use evlab_reason::model::spec::Series;
+use evlab_reason::model::text::shell_line;
+use evlab_reason::LabError;
 
 /// How far ahead of now the clients are told to start: time for every ssh session to start
 /// its client and for each client to get ready (on a busy 2-core machine running three namespace
@@ -71,7 +74,7 @@ impl HostsRun {
     /// With a server CPU budget in `spec`, the server host's cgroups are found and tried too.
     pub fn prepare(
         hosts: Hosts,
-        spec: &crate::model::spec::Spec,
+        spec: &evlab_reason::model::spec::Spec,
         evlab: &Path,
         progress: &Progress,
     ) -> Result<HostsRun, LabError> {
@@ -153,7 +156,7 @@ impl HostsRun {
         let stamp = format!(
             "run-{}-{}",
             std::process::id(),
-            crate::model::results::now_secs()
+            evlab_reason::model::results::now_secs()
         );
         for h in hosts.hosts.iter().filter(used) {
             let dir = format!("{}/{stamp}", run.workdir(h));
@@ -216,7 +219,7 @@ impl HostsRun {
 
     /// The document root `evlab serve` serves on the serving host for series `label`: the
     /// file set, else the run's one-byte root.
-    pub(crate) fn docroot(&self, spec: &crate::model::spec::Spec, label: &str) -> String {
+    pub(crate) fn docroot(&self, spec: &evlab_reason::model::spec::Spec, label: &str) -> String {
         let h = self.serving_host();
         self.fileset_for(h, spec, label)
             .unwrap_or_else(|| format!("{}/www", self.dir(h)))
@@ -227,7 +230,7 @@ impl HostsRun {
     pub(crate) fn fileset_for(
         &self,
         h: &Host,
-        spec: &crate::model::spec::Spec,
+        spec: &evlab_reason::model::spec::Spec,
         label: &str,
     ) -> Option<String> {
         let base = self.filesets.get(&h.name)?;
@@ -237,7 +240,7 @@ impl HostsRun {
             .find(|x| x.label == label)
             .and_then(|x| x.object_size.as_ref());
         Some(match own {
-            Some(size) => point::polymix_dir(Path::new(base), size)
+            Some(size) => fileset::polymix_dir(Path::new(base), size)
                 .display()
                 .to_string(),
             None => base.clone(),
@@ -284,7 +287,7 @@ impl HostsRun {
     /// cannot apply is refused, and what the others applied is removed first.
     fn apply_network(
         &mut self,
-        n: &crate::model::spec::NetworkSpec,
+        n: &evlab_reason::model::spec::NetworkSpec,
         progress: &Progress,
     ) -> Result<(), LabError> {
         // Client hosts, and with `[proxy]` the origin host (its link to the proxy: the
@@ -370,7 +373,12 @@ impl HostsRun {
 
 /// Warns when a client host's ephemeral ports, each held 60 s in TIME_WAIT and not reusable
 /// there, cannot last the highest rate it will be given (of `clients`).
-fn warn_ports(c: &HostCheck, spec: &crate::model::spec::Spec, clients: usize, progress: &Progress) {
+fn warn_ports(
+    c: &HostCheck,
+    spec: &evlab_reason::model::spec::Spec,
+    clients: usize,
+    progress: &Progress,
+) {
     let top = spec.rates.fixed().iter().copied().fold(0.0, f64::max) / clients.max(1) as f64;
     if let Some(r) = c.sustained_connect_rate().filter(|&r| top > r) {
         progress.warn(&format!(
@@ -384,9 +392,9 @@ fn warn_ports(c: &HostCheck, spec: &crate::model::spec::Spec, clients: usize, pr
 
 /// The share of one CPU the series labelled `label` runs its server in: its own `cpu_budget`,
 /// else the experiment's fixed `server_cpu_budget`.
-fn budget_share(spec: &crate::model::spec::Spec, label: &str) -> Option<f64> {
+fn budget_share(spec: &evlab_reason::model::spec::Spec, label: &str) -> Option<f64> {
     spec.series_budget(label).or(match spec.server_cpu_budget {
-        Some(crate::model::spec::Budget::Share(b)) => Some(b),
+        Some(evlab_reason::model::spec::Budget::Share(b)) => Some(b),
         _ => None,
     })
 }
@@ -521,7 +529,7 @@ fn measure_in(
     let pid = procs.server.as_ref().expect("started").pgid;
     // A proxy's stats are not a server's: only the μserver's are fetched, as on one machine.
     let stats_before = match spec.proxy {
-        None => Some(point::fetch_stats(addr)?),
+        None => Some(counters::fetch_stats(addr)?),
         Some(_) => None,
     };
     let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
@@ -552,8 +560,8 @@ fn measure_in(
         p.server_cpu_util = Some(cpu / wall);
         p.server_ctx_switches = Some(cs1.saturating_sub(cs0));
         if let Some(before) = &stats_before {
-            let after = point::fetch_stats(addr)?;
-            p.server = Some(point::counters_delta(before, &after));
+            let after = counters::fetch_stats(addr)?;
+            p.server = Some(counters::counters_delta(before, &after));
         }
     }
     p.commands.push(format!(
@@ -613,8 +621,9 @@ fn by_hand(r: &Remote, background: &str) -> String {
     )
 }
 
-/// `evlab serve` on the server host, on its address and a port it chooses (read back from its
-/// `listening on` line); returns the port.
+/// `evlab serve` (or, with `[proxy]`, `evlab proxy` in front of the origin) on the server host,
+/// on its address and a port it chooses (read back from its `listening on` line), with the
+/// arguments a point on this machine has ([`argv`]); returns the port.
 fn start_server(
     ctx: &PointCtx,
     hr: &HostsRun,
@@ -625,6 +634,7 @@ fn start_server(
     let spec = &ctx.opts.spec;
     let host = hr.hosts.server();
     let mut argv = hr.evlab_argv(host, &[spec.server_cpu]);
+    let listen = SocketAddr::new(hr.server_ip, 0).to_string();
     if spec.proxy.is_some() {
         // The origin first, on its host; the series' server is the proxy in front of it.
         let (oh, ip) = hr.origin_host();
@@ -636,24 +646,14 @@ fn start_server(
             docroot: hr.docroot(spec, &s.label),
         };
         let origin = remote_proxy::start_origin(&hr.ssh, at, spec, p, &mut procs.origin)?;
-        let listen = SocketAddr::new(hr.server_ip, 0).to_string();
-        argv.extend(point::proxy_args(spec, s, &listen, origin));
+        argv.extend(argv::proxy_args(spec, s, &listen, origin));
     } else {
-        argv.extend([
-            "serve".into(),
-            "--listen".into(),
-            SocketAddr::new(hr.server_ip, 0).to_string(),
-            "--root".into(),
-            hr.docroot(spec, &s.label),
-            "--mechanism".into(),
-            s.mechanism.clone(),
-            "--stats".into(),
-        ]);
-        if spec.profile {
-            argv.push("--profile".into());
-        }
-        argv.extend(spec.server_flags.iter().cloned());
-        argv.extend(s.flags.iter().cloned());
+        argv.extend(argv::serve_args(
+            spec,
+            s,
+            &listen,
+            &hr.docroot(spec, &s.label),
+        ));
     }
     let share = budget_share(spec, &p.series);
     if let (Some(share), Some(cg)) = (share, &hr.cgroup) {
@@ -896,7 +896,7 @@ fn record(
 
 /// One client host judged by the point's rule on its own report (its CPU: the generator's own,
 /// as it reports it); its flags and notes name it.
-fn judge_host(spec: &crate::model::spec::Spec, p: &mut PointResult, c: &ClientRun, n: f64) {
+fn judge_host(spec: &evlab_reason::model::spec::Spec, p: &mut PointResult, c: &ClientRun, n: f64) {
     let s = Series {
         label: p.series.clone(),
         kind: p.kind,

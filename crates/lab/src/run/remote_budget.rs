@@ -8,11 +8,11 @@
 //! into it as soon as it has said its process group (before it listens: `cgroup.procs` moves
 //! every thread it has), and removed after it is stopped, checked gone.
 
-use crate::model::hosts::Host;
-use crate::model::text::shell_line;
 use crate::run::cgroup::period_for;
 use crate::run::hosts::Ssh;
-use crate::LabError;
+use evlab_reason::model::hosts::Host;
+use evlab_reason::model::text::shell_line;
+use evlab_reason::LabError;
 
 /// Where budgets are made on the server host, and how.
 #[derive(Debug, Clone)]
@@ -108,7 +108,7 @@ impl RemoteCgroup {
             "{}/evlab-{}-{}-{tag}",
             self.root,
             std::process::id(),
-            crate::model::results::now_secs()
+            evlab_reason::model::results::now_secs()
         );
         let (script, got) = self.setup(&dir, share);
         ssh.ok(host, &self.as_root(&script), &[])

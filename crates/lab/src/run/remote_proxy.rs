@@ -8,14 +8,15 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::model::hosts::{Host, Hosts};
-use crate::model::results::PointResult;
-use crate::model::spec::{Spec, Workload};
-use crate::model::text::shell_line;
+use crate::run::argv;
+use crate::run::fileset;
 use crate::run::hosts::{Remote, Ssh};
-use crate::run::point;
 use crate::run::progress::Progress;
-use crate::LabError;
+use evlab_reason::model::hosts::{Host, Hosts};
+use evlab_reason::model::results::PointResult;
+use evlab_reason::model::spec::{Spec, Workload};
+use evlab_reason::model::text::shell_line;
+use evlab_reason::LabError;
 
 /// The origin host of a `[proxy]` run and its address (None without `[proxy]`); refused
 /// without one, with two, or with no address.
@@ -80,14 +81,14 @@ pub(crate) fn make_filesets(
         let evlab = Path::new(h.workdir).join("evlab");
         let mut sets = vec![(base.clone(), spec.object_size.clone())];
         for size in spec.series.iter().filter_map(|x| x.object_size.as_ref()) {
-            let d = point::polymix_dir(Path::new(&base), size);
+            let d = fileset::polymix_dir(Path::new(&base), size);
             sets.push((d.display().to_string(), size.clone()));
         }
         sets.dedup_by(|a, b| a.0 == b.0);
         for (dir, size) in sets {
             let argv = match spec.workload {
-                Workload::Specweb => point::specweb_fileset_argv(&evlab, spec, Path::new(&dir)),
-                _ => point::polymix_fileset_argv(&evlab, spec, &size, Path::new(&dir)),
+                Workload::Specweb => fileset::specweb_fileset_argv(&evlab, spec, Path::new(&dir)),
+                _ => fileset::polymix_fileset_argv(&evlab, spec, &size, Path::new(&dir)),
             };
             let line = shell_line(&argv);
             progress.note(&format!("evlab run: on host {}: {line}", h.host.name));
@@ -124,7 +125,7 @@ pub(crate) fn start_origin(
     let px = spec.proxy.as_ref().expect("a [proxy] run");
     let mut argv = at.evlab;
     let listen = SocketAddr::new(at.ip, 0).to_string();
-    argv.extend(point::origin_args(spec, px, &listen, &at.docroot));
+    argv.extend(argv::origin_args(spec, px, &listen, &at.docroot));
     let r = slot.insert(ssh.spawn(at.host, "evlab serve (origin)", &argv)?);
     let addr = listening(r, "evlab serve (origin)")?;
     p.commands.push(format!(

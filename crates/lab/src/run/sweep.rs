@@ -7,21 +7,22 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::knee::{Knee, KneeSpec, FAR_WIDENING, INTERRUPTED, NEAR_WIDENING};
-use crate::model::results::{self, PointResult, Resumption, Status, Summary};
-use crate::model::spec::{Budget, Series, Spec, Workload};
-use crate::render::report;
 use crate::run::calibrate;
 use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::estimate::{self, Forecast};
+use crate::run::fileset::{make_fileset, polymix_dir, polymix_fileset_argv, specweb_fileset_argv};
 use crate::run::knee::{self, Bounds, Start};
 use crate::run::machine;
 use crate::run::plan::{new_summary, plan, Plan, RunOptions};
-use crate::run::point::{make_fileset, polymix_dir, polymix_fileset_argv, PointCtx};
+use crate::run::point::PointCtx;
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote::HostsRun;
-use crate::LabError;
+use evlab_reason::model::knee::{Knee, KneeSpec, FAR_WIDENING, INTERRUPTED, NEAR_WIDENING};
+use evlab_reason::model::results::{self, PointResult, Resumption, Status, Summary};
+use evlab_reason::model::spec::{Budget, Series, Spec, Workload};
+use evlab_reason::render::report;
+use evlab_reason::LabError;
 
 fn stamp() -> String {
     results::utc(results::now_secs())
@@ -80,11 +81,13 @@ pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     if let Some(why) = opts
         .hosts
         .as_ref()
-        .and_then(|_| crate::model::hosts::refusal(spec))
+        .and_then(|_| evlab_reason::model::hosts::refusal(spec))
     {
         return Err(LabError::Io(why));
     }
-    if let Some(why) = crate::model::hosts::needs_hosts(spec).filter(|_| opts.hosts.is_none()) {
+    if let Some(why) =
+        evlab_reason::model::hosts::needs_hosts(spec).filter(|_| opts.hosts.is_none())
+    {
         return Err(LabError::Io(why));
     }
     // A budget needs a group this user may write: found and tried before anything is made or
@@ -193,7 +196,7 @@ fn make_filesets(
     if spec.workload == Workload::Specweb {
         // One file set per run: it is read-only, and the server caches what it serves.
         let dir = scratch.join("fileset");
-        let argv = crate::run::point::specweb_fileset_argv(&opts.evlab, spec, &dir);
+        let argv = specweb_fileset_argv(&opts.evlab, spec, &dir);
         make_fileset(&argv, progress)?;
         Ok(Some(dir))
     } else if spec.workload == Workload::Polymix {
@@ -511,7 +514,7 @@ fn knee_leg(
             .find(|x| x.series == s.label && x.replies_per_s > 0.0)
             .map(|x| (x.replies_per_s, "calibration's capacity of the series"))
             .or_else(|| {
-                crate::analysis::stats::Arm::of(&caps)
+                evlab_reason::analysis::stats::Arm::of(&caps)
                     .map(|a| (a.mean, "calibration's mean capacity"))
             })
     });
@@ -632,7 +635,7 @@ pub(crate) fn leg_label(spec: &Spec, s: &Series, swept: Option<f64>) -> String {
             "{} {}={}",
             s.label,
             sw.name(),
-            crate::model::spec::SweepSpec::arg(v)
+            evlab_reason::model::spec::SweepSpec::arg(v)
         ),
         _ => s.label.clone(),
     }
@@ -774,19 +777,76 @@ fn write_tables(summary: &Summary, out: &Path) -> Result<(), LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::findings::tests::summary;
+
+    /// A run of one series, epoll-et, with no idle connections: one valid point per rate of
+    /// `rates`, in trial 0, indices from 0.
+    fn summary(rates: &[f64]) -> Summary {
+        let text = "name = \"t\"\nmechanisms = [\"epoll-et\"]\nrates = [100, 200]\nidle = [0]\n";
+        let spec = Spec::parse(text, "t.toml").unwrap();
+        let series = spec.series_list(&|_| true, &[]);
+        let points = rates
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| PointResult::new(i, &series[0], 0, r, 0, 2.0))
+            .collect();
+        Summary {
+            format: results::FORMAT,
+            experiment: spec,
+            spec_path: "t.toml".into(),
+            spec_text: text.into(),
+            command: "evlab run t.toml".into(),
+            duration_override: None,
+            started: "2026-01-01T00:00:00Z".into(),
+            finished: None,
+            wall_s: 0.0,
+            interrupted: false,
+            machine: Default::default(),
+            series,
+            skipped: vec![],
+            calibration: None,
+            quiet: None,
+            points,
+            knees: vec![],
+            resumed: vec![],
+            hosts: vec![],
+            network: vec![],
+        }
+    }
+
+    #[test]
+    fn a_series_runs_its_legs_at_its_own_swept_values_only() {
+        let src = "name = \"t\"\nmechanisms = [\"select\"]\nrates = [1000, 2000]\n\
+                   idle = [0, 100]\nduration_s = 1\n\
+                   [sweep]\nflag = \"--workers\"\nvalues = [1, 64, 512]\n\
+                   [[series]]\nlabel = \"t\"\nmechanism = \"epoll-lt\"\nsweep_values = [1, 64]\n";
+        let s = Spec::parse(src, "t.toml").unwrap();
+        let series = s.series_list(&|_| true, &[]);
+        let legs = sweep_order(&s, &series);
+        let at = |label: &str| -> Vec<f64> {
+            let mut v: Vec<f64> = legs
+                .iter()
+                .filter(|l| l.2.label == label)
+                .filter_map(|l| l.3)
+                .collect();
+            v.dedup();
+            v
+        };
+        assert_eq!(
+            at("t"),
+            [1.0, 64.0, 1.0, 64.0],
+            "one run of values per idle count"
+        );
+        assert_eq!(at("select"), [1.0, 64.0, 512.0, 1.0, 64.0, 512.0]);
+        let e = estimate::estimate(&s, series.len(), 1.0);
+        let rates = s.rates.fixed().len();
+        assert_eq!(e.points.to_string(), (legs.len() * rates).to_string());
+    }
 
     #[test]
     fn a_resumed_grid_keeps_each_valid_point_once_and_replaces_the_invalid() {
-        // One series offered 100/s twice, 200/s once (the helper's trial 0, indices from 0):
-        // indices 0 and 2 at 100/s (2 flagged), index 1 at 200/s failed.
-        let mut s = summary(
-            &["epoll-et"],
-            &[0],
-            &[100.0, 200.0, 100.0],
-            1,
-            &|_, _, _, _| 90.0,
-        );
+        // One series offered 100/s twice, 200/s once (trial 0, indices from 0): indices 0 and
+        // 2 at 100/s (2 flagged), index 1 at 200/s failed.
+        let mut s = summary(&[100.0, 200.0, 100.0]);
         assert_eq!(s.points.len(), 3);
         s.points[1].status = Status::Failed;
         s.points[2].flags.push("client saturated".into());

@@ -13,11 +13,11 @@
 
 use std::net::IpAddr;
 
-use crate::model::hosts::{Host, NetworkApplied};
-use crate::model::spec::NetworkSpec;
-use crate::model::text::shell_line;
 use crate::run::hosts::Ssh;
-use crate::LabError;
+use evlab_reason::model::hosts::{Host, NetworkApplied};
+use evlab_reason::model::spec::NetworkSpec;
+use evlab_reason::model::text::shell_line;
+use evlab_reason::LabError;
 
 /// A condition in place on one host, and how to remove it.
 #[derive(Debug, Clone)]

@@ -1,9 +1,0 @@
-//! Analysis: curves over trials, syscall shares and the findings' rules and verdicts, computed
-//! from the model alone (never from a running process).
-
-pub mod compare;
-pub mod curves;
-pub mod findings;
-pub mod rules;
-pub mod stats;
-pub mod syscalls;

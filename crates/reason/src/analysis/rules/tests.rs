@@ -1,0 +1,124 @@
+use super::*;
+
+#[test]
+fn ids_are_unique_and_interval_rules_need_three_trials() {
+    let mut ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), RULES.len());
+    for r in RULES.iter().filter(|r| r.claim.is_some()) {
+        assert!(r.trials >= MIN_TRIALS, "{}", r.id);
+    }
+}
+
+/// The micro-benchmarks' judging (`analysis::micro`) names its rules and holds its thresholds
+/// apart from this registry: the two must agree.
+#[test]
+fn micro_rules_match_what_the_benchmarks_decide() {
+    let micro: Vec<&str> = RULES
+        .iter()
+        .filter(|r| r.family == Family::Micro)
+        .map(|r| r.id)
+        .collect();
+    let mut named: Vec<&str> = crate::analysis::micro::pipetest::RULE_IDS
+        .iter()
+        .chain(&crate::analysis::micro::fdalloc::RULE_IDS)
+        .chain(&crate::analysis::micro::herd::RULE_IDS)
+        .chain(&crate::analysis::micro::malloc::RULE_IDS)
+        .chain(&crate::analysis::micro::readahead::RULE_IDS)
+        .copied()
+        .collect();
+    assert_eq!(
+        micro, named,
+        "the registry's micro rules, in the benchmarks' order"
+    );
+    named.sort_unstable();
+    let per_decade = |k: f64| 10f64.powf(k);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    use crate::analysis::micro::{fdalloc, pipetest};
+    assert!(close(PIPES_HALFWAY, per_decade(pipetest::K_HALFWAY)));
+    assert!(close(PIPES_BETTER, per_decade(pipetest::K_BETTER)));
+    assert!(close(FD_HALFWAY, per_decade(fdalloc::K_LINEAR_HALF)));
+    let claim = |id| rule(id).claim;
+    assert_eq!(
+        claim("pipetest-poll-falls"),
+        Some(Claim::AtMost(PIPES_HALFWAY))
+    );
+    assert_eq!(
+        claim("pipetest-epoll-flat"),
+        Some(Claim::AtLeast(PIPES_HALFWAY))
+    );
+    assert_eq!(
+        claim("pipetest-epoll-beats-poll-aio"),
+        Some(Claim::AtLeast(PIPES_BETTER))
+    );
+    assert_eq!(claim("fdalloc-flat"), Some(Claim::AtMost(FD_HALFWAY)));
+    assert_eq!(claim("fdalloc-negative-control"), claim("fdalloc-flat"));
+    use crate::analysis::micro::{herd, malloc};
+    let [accept, poll, epoll, exclusive] = herd::RULE_IDS;
+    for id in [accept, exclusive] {
+        assert_eq!(claim(id), Some(Claim::AtMost(herd::ONE_AT_MOST)), "{id}");
+    }
+    for id in [poll, epoll] {
+        assert_eq!(claim(id), Some(Claim::AtLeast(herd::HERD_AT_LEAST)), "{id}");
+    }
+    let [threads, linear] = malloc::RULE_IDS;
+    assert_eq!(claim(threads), Some(Claim::AtMost(malloc::THREADS_AT_MOST)));
+    assert_eq!(claim(linear), Some(Claim::AtMost(malloc::LINEAR_AT_MOST)));
+    use crate::analysis::micro::readahead as ra;
+    let [sendfile, seq, willneed, near] = ra::RULE_IDS;
+    assert_eq!(claim(sendfile), Some(Claim::AtMost(ra::AS_FAST_AT_MOST)));
+    assert_eq!(claim(seq), Some(Claim::AtLeast(ra::SLOWER_AT_LEAST)));
+    assert_eq!(claim(willneed), Some(Claim::AtLeast(ra::SLOWER_AT_LEAST)));
+    assert_eq!(claim(near), Some(Claim::AtMost(ra::APPROACHES_AT_MOST)));
+    assert_eq!(crate::analysis::sample::MIN_REPEATS, MIN_TRIALS);
+    assert!(markdown().contains("## Family `micro`"));
+}
+
+/// A shared entry is named once, by a name no rule has, and shared by two rules at least;
+/// and no long line of docs/findings.md is stated more than twice.
+#[test]
+fn shared_history_is_stated_once() {
+    let mut names: Vec<&str> = SHARED_HISTORY.iter().map(|(n, _)| *n).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), SHARED_HISTORY.len(), "a name given twice");
+    for (name, text) in SHARED_HISTORY {
+        assert!(RULES.iter().all(|r| r.id != *name), "{name} is a rule's id");
+        let n = rules_with(text).len();
+        assert!(n >= 2, "`{name}` is named as shared but {n} rule has it");
+    }
+    let md = markdown() + &shared_history_markdown();
+    let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
+    for line in md.lines().filter(|l| l.chars().count() > SHORT_ENTRY) {
+        *seen.entry(line).or_default() += 1;
+    }
+    for (line, n) in seen {
+        assert!(n <= 2, "docs/findings.md states this {n} times: {line}");
+    }
+}
+
+/// docs/findings.md and docs/findings-history.md are what the code generates.
+#[test]
+fn docs_findings_md_is_generated_from_the_rules() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    for (file, want) in [
+        ("findings.md", markdown()),
+        ("findings-history.md", shared_history_markdown()),
+    ] {
+        let path = docs.join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if text == want {
+            continue;
+        }
+        if std::env::var_os("EVLAB_BLESS").is_some() {
+            std::fs::write(&path, want).unwrap();
+        } else {
+            panic!(
+                "{} differs from what analysis::rules generates; regenerate it with \
+                 EVLAB_BLESS=1 cargo test -p evlab-reason docs_findings_md",
+                path.display()
+            );
+        }
+    }
+}

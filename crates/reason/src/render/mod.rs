@@ -1,0 +1,10 @@
+//! Rendering: Markdown, HTML and SVG from the model and its analysis.
+
+pub(crate) mod block;
+pub mod compare;
+pub mod knee;
+pub mod micro;
+pub mod plot;
+pub mod report;
+pub mod svg;
+pub mod table;

@@ -1,0 +1,897 @@
+//! report.md and a self-contained report.html (inline SVG, inline CSS), both rendered from the
+//! same document model so they always say the same thing; and the figures as `fig-*.svg`.
+//!
+//! Rendering depends only on `summary.json`, so `evlab report DIR` reproduces the files exactly.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::analysis::findings::{self, Finding, Verdict};
+use crate::analysis::rules::RULES;
+use crate::analysis::stats::Claim;
+use crate::model::calibration::Calibration;
+use crate::model::results::{write_atomic, Summary};
+use crate::model::spec::{Family, Spec};
+use crate::model::text::thousands;
+use crate::render::block::Block;
+use crate::render::svg::esc;
+use crate::LabError;
+
+mod figures;
+mod tables;
+
+use self::figures::*;
+use self::tables::*;
+
+/// Which controls the run passed (docs/findings.md): a placebo run must reproduce no rule
+/// that claims a difference; any other run that has the positive control's arms (select with
+/// idle connections against none) must decide it.
+fn controls(s: &Summary, fs: &[Finding]) -> String {
+    let negative = match fs
+        .iter()
+        .find(|f| f.rule == "control-budget-not-equivalent")
+    {
+        Some(f) if f.verdict == Verdict::Reproduced => " Negative control: FAILED: the pair on \
+             budgets that differ by twice the margin was judged equivalent, so this run's \
+             \"no difference\" verdicts cannot be trusted."
+            .to_string(),
+        Some(f) => format!(
+            " Negative control: passed: the pair on budgets that differ by twice the margin was \
+             not judged equivalent ({}).",
+            f.verdict.word()
+        ),
+        None => no_negative_control(s, fs),
+    };
+    positive_and_placebo(s, fs) + &negative
+}
+
+/// What a paper run without the negative control says of its "no difference" verdicts: that
+/// none of them has a pair of known difference beside it (empty when it judged none).
+fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
+    let mut equivalence: Vec<&str> = fs
+        .iter()
+        .filter(|f| !f.rule.starts_with("control-"))
+        .filter(|f| {
+            RULES.iter().find(|r| r.id == f.rule).is_some_and(|r| {
+                r.family == Family::Paper && matches!(r.claim, Some(Claim::Within(_)))
+            })
+        })
+        .map(|f| f.rule.as_str())
+        .collect();
+    equivalence.dedup();
+    if s.experiment.family() != Family::Paper || equivalence.is_empty() {
+        return String::new();
+    }
+    format!(
+        " Negative control: no negative control in this run (no series on a budget that differs \
+         by twice the margin, as quick, fig1-one-byte and fig3-epoll-variants now carry), so nothing \
+         shows that its \"no difference\" verdicts ({}) could have seen a difference of twice \
+         their margin.",
+        equivalence.join(", ")
+    )
+}
+
+/// The placebo control (a placebo run) or the positive control (any other run).
+fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
+    // The controls are judged apart (the positive control must find its difference).
+    let claims_difference = |f: &&Finding| {
+        !f.rule.starts_with("control-")
+            && RULES
+                .iter()
+                .find(|r| r.id == f.rule)
+                .and_then(|r| r.claim)
+                .is_some_and(|c| c.claims_a_difference())
+    };
+    if s.experiment.placebo {
+        let diff: Vec<&Finding> = fs.iter().filter(claims_difference).collect();
+        let wrong: Vec<&str> = diff
+            .iter()
+            .filter(|f| f.verdict == Verdict::Reproduced)
+            .map(|f| f.rule.as_str())
+            .collect();
+        let positive = match fs.iter().find(|f| f.rule == "control-positive") {
+            Some(f) if f.verdict == Verdict::Reproduced => {
+                " Its positive control (select with idle connections really held) was \
+                 reproduced: the run could still see a real effect."
+                    .to_string()
+            }
+            Some(f) => format!(
+                " Its positive control (select with idle connections really held) FAILED ({}): \
+                 the run could not see a real effect, so its null results say little.",
+                f.verdict.word()
+            ),
+            None => " It had no positive control (no idle connections, or no select).".into(),
+        };
+        return if wrong.is_empty() {
+            format!(
+                "Placebo control: passed. This run gave both arms of every comparison the same \
+                 condition, and none of its {} rules that claim a difference came out \
+                 reproduced.{positive}",
+                diff.len()
+            )
+        } else {
+            format!(
+                "Placebo control: FAILED. This run gave both arms of every comparison the same \
+                 condition, yet {} came out reproduced: those rules can find a difference where \
+                 there is none.{positive}",
+                wrong.join(", ")
+            )
+        };
+    }
+    match fs.iter().find(|f| f.rule == "fig5-select-cpu") {
+        Some(f) if f.verdict == Verdict::Inconclusive => "Positive control: not decided. The \
+             run could not decide fig5-select-cpu (select's CPU per reply with idle connections \
+             against none), the steadiest measure of the paper's largest effect, so its other \
+             inconclusive verdicts say little."
+            .into(),
+        Some(f) => format!(
+            "Positive control: passed (fig5-select-cpu, select's CPU per reply with idle \
+             connections against none, was decided: {}). The placebo control is `evlab run {} --placebo`.",
+            f.verdict.word(),
+            s.experiment.name
+        ),
+        // The positive control is the paper family's; other families have none yet.
+        None if s.experiment.family() != Family::Paper => format!(
+            "Controls: the placebo control is `evlab run {} --placebo`.",
+            s.experiment.name
+        ),
+        None => format!(
+            "Controls: this run has no positive control (select with and without idle \
+             connections); the placebo control is `evlab run {} --placebo`.",
+            s.experiment.name
+        ),
+    }
+}
+
+/// The report, answer first: what the run shows (each verdict with its ratio and interval),
+/// then the figures and tables, then how it was measured (calibration, validity), the
+/// evidence in full, the machine and the commands.
+fn document(s: &Summary) -> Vec<Block> {
+    let mut d = overview(s);
+    let fs = findings::findings(s);
+    if !fs.is_empty() {
+        d.push(Block::H(2, "What this run shows".into()));
+        d.push(Block::P(format!("{}.", verdict_counts(&fs))));
+        d.push(Block::List(fs.iter().map(verdict_line).collect()));
+    }
+    d.extend(crate::render::knee::section(s));
+    d.extend(size_section(s));
+    d.extend(response_section(s));
+    let ax = axis(s);
+    if ax != Axis::Rate {
+        d.extend(swept_sections(s, &ax));
+    }
+    for &idle in s.idle_counts().iter().filter(|_| ax == Axis::Rate) {
+        d.extend(rate_section(s, idle));
+    }
+    d.extend(syscall_table(s));
+    if let Some(c) = &s.calibration {
+        d.extend(calibration_section(c));
+    }
+    d.extend(validity_section(s));
+    d.extend(paper_section(s, &fs));
+    d.extend(machine_section(s));
+    d.extend(reproduce_section(s));
+    d
+}
+
+/// "Of 10 findings: 5 reproduced, 0 not reproduced, 5 inconclusive" (and "partly" where any).
+pub fn verdict_counts(fs: &[Finding]) -> String {
+    let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+    format!(
+        "Of {} findings: {} reproduced, {}{} not reproduced, {} inconclusive",
+        fs.len(),
+        n(Verdict::Reproduced),
+        match n(Verdict::Partly) {
+            0 => String::new(),
+            p => format!("{p} partly, "),
+        },
+        n(Verdict::NotReproduced),
+        n(Verdict::Inconclusive)
+    )
+}
+
+/// One verdict: its word, the claim, the ratio with its interval where the rule decided on
+/// one (else why not, in short), and where the paper says it.
+fn verdict_line(f: &Finding) -> String {
+    let stop = if f.claim.ends_with('.') { "" } else { "." };
+    let arms = f
+        .arms
+        .as_ref()
+        .map_or(String::new(), |[a, b]| format!(" A = {a}; B = {b}:"));
+    let numbers = match f.interval {
+        Some([r, lo, hi]) => format!("{arms} A/B = {r:.2} [90%: {lo:.2}–{hi:.2}]."),
+        None => match f.evidence.rsplit_once("; ") {
+            Some((_, why)) if f.verdict == Verdict::Inconclusive => format!("{arms} {why}."),
+            _ => String::new(),
+        },
+    };
+    format!(
+        "**{}**: {}{stop}{numbers} ({})",
+        f.verdict.word(),
+        f.claim,
+        f.source
+    )
+}
+
+/// The title, the experiment's description and one paragraph on what was run and how it went.
+fn overview(s: &Summary) -> Vec<Block> {
+    let e = &s.experiment;
+    let mut d = Vec::new();
+    d.push(Block::H(1, format!("evlab run: {}", e.name)));
+    if !e.description.trim().is_empty() {
+        d.push(Block::P(e.description.trim().to_string()));
+    }
+    let ok = s.points.iter().filter(|p| p.ok()).count();
+    let flagged = s
+        .points
+        .iter()
+        .filter(|p| p.ok() && !p.flags.is_empty())
+        .count();
+    d.push(Block::P(format!(
+        "{} workload{}; {} s per point{}; {}; {} trial(s); server on CPU {}, clients on CPU(s) {}; \
+         {} points ({} measured, {} invalid, {} failed) in {:.0} s, {} → {}{}.",
+        e.workload.label(),
+        if e.calls_per_conn > 1 {
+            format!(", {} requests per connection", e.calls_per_conn)
+        } else {
+            String::new()
+        },
+        s.duration_s(),
+        if e.warmup_s > 0.0 {
+            format!(" after {} s of warm-up", e.warmup_s)
+        } else {
+            String::new()
+        },
+        idle_and_sweep_words(e),
+        e.trials,
+        e.server_cpu,
+        e.client_cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        s.points.len(),
+        ok,
+        flagged,
+        s.points.len() - ok,
+        s.wall_s,
+        s.started,
+        s.finished.as_deref().unwrap_or("(unfinished)"),
+        if s.interrupted {
+            " — **interrupted**: these are the points measured before Ctrl-C"
+        } else {
+            ""
+        }
+    )));
+    for r in &s.resumed {
+        d.push(Block::P(format!(
+            "Resumed at {} by `{}` (evlab {}): {} valid point(s) and {} capacity search(es) \
+             kept; {} point(s) and {} search(es) measured then (points missing, failed or \
+             flagged before, searches interrupted).",
+            r.at,
+            r.command,
+            r.evlab_version,
+            r.kept_points,
+            r.kept_knees,
+            r.measured_points,
+            r.measured_knees
+        )));
+    }
+    if !s.hosts.is_empty() {
+        d.push(Block::P(hosts_words(s)));
+    }
+    if let Some(q) = &s.quiet {
+        d.push(Block::P(quiet_words(
+            q,
+            "flagged points and wide intervals",
+        )));
+    }
+    if s.experiment.placebo {
+        d.push(Block::P(
+            "**A placebo run** (`--placebo`): every evlab series ran one mechanism under its own \
+             label, and no idle connections were held whatever the idle count says, so its \
+             findings test the rules, not the mechanisms."
+                .into(),
+        ));
+    }
+    d
+}
+
+/// What the quiet check before a run found (`run::machine::quiet_check`), in a sentence; when
+/// the machine was not quiet, the run should `expect` what follows.
+pub(crate) fn quiet_words(q: &crate::model::machine::Quiet, expect: &str) -> String {
+    let cpus = q
+        .cpu_busy
+        .iter()
+        .map(|b| format!("{:.0}%", b * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match q.problem() {
+        None => format!(
+            "Before the run the machine was quiet: CPUs busy {cpus} over {:.1} s, {:.0}% \
+             stolen at most, no other busy process.",
+            q.seconds,
+            q.steal * 100.0
+        ),
+        Some(why) => format!(
+            "**Before the run the machine was not quiet** ({why}; CPUs busy {cpus} over \
+             {:.1} s): expect {expect}.",
+            q.seconds
+        ),
+    }
+}
+
+/// The idle counts, and with `[sweep]` the swept values: `no idle connections and 10,000 idle
+/// connections; every series at 1, 2, 4 workers (`--workers N`)`, and a series that runs at
+/// some of them (`sweep_values`) named with its own.
+fn idle_and_sweep_words(e: &Spec) -> String {
+    let list = |v: &[f64]| v.iter().map(|&v| number(v)).collect::<Vec<_>>().join(", ");
+    e.idle
+        .iter()
+        .map(|&i| idle_words(i))
+        .collect::<Vec<_>>()
+        .join(" and ")
+        + &e.sweep
+            .as_ref()
+            .map(|sw| {
+                let own: Vec<String> = e
+                    .series
+                    .iter()
+                    .filter_map(|x| {
+                        let v = x.sweep_values.as_ref()?;
+                        Some(format!("{} at {}", x.label, list(v)))
+                    })
+                    .collect();
+                let every = if own.is_empty() {
+                    "every series"
+                } else {
+                    "the series"
+                };
+                format!(
+                    "; {every} at {} {} (`{} N`){}",
+                    list(&sw.values),
+                    sw.name(),
+                    sw.flag,
+                    if own.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", but {}", own.join(", "))
+                    }
+                )
+            })
+            .unwrap_or_default()
+}
+
+/// What calibration measured: the client's ceiling, the budget and the rates chosen, each
+/// series' capacity, and every probe.
+fn calibration_section(c: &Calibration) -> Vec<Block> {
+    let mut d = vec![Block::H(2, "Calibration".into())];
+    d.push(Block::P(format!(
+        "Before the sweep ({:.0} s) this machine was measured. The client started {}/s \
+         connections flat out; the sweep offers at most {}/s (its clean ceiling, {:.0}% of \
+         that). Server CPU budget: {} — {}.{}",
+        c.wall_s,
+        thousands(c.client_ceiling),
+        thousands(c.client_clean),
+        crate::model::calibration::CLEAN_SHARE * 100.0,
+        c.server_cpu_budget
+            .map(|b| format!("{:.0}% of one CPU (cgroup CPU quota)", b * 100.0))
+            .unwrap_or_else(|| "none".into()),
+        c.budget_reason,
+        if c.rates.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Rates offered: {} (the experiment's multiples of the median capacity).",
+                c.rates
+                    .iter()
+                    .map(|r| format!("{}/s", thousands(*r)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    )));
+    if !c.capacities.is_empty() {
+        d.push(Block::P(
+            "Capacity at the budget, no idle connections (the highest probe rate kept up with; \
+             ≥ means the probe reached the clean ceiling without the series falling behind):"
+                .into(),
+        ));
+        d.push(Block::Table(
+            vec!["series".into(), "kept up with".into()],
+            c.capacities
+                .iter()
+                .map(|x| {
+                    vec![
+                        x.series.clone(),
+                        format!(
+                            "{}{}/s",
+                            if x.saturated { "" } else { "≥ " },
+                            thousands(x.replies_per_s)
+                        ),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    if !c.probes.is_empty() {
+        d.push(Block::P("The probes, in order:".into()));
+        d.push(Block::Table(
+            vec![
+                "probe".into(),
+                "series".into(),
+                "budget".into(),
+                "offered/s".into(),
+                "replies/s".into(),
+                "starts/s".into(),
+                "client CPU busy".into(),
+            ],
+            c.probes
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.what.clone(),
+                        p.series.clone(),
+                        p.budget
+                            .map(|b| format!("{:.0}%", b * 100.0))
+                            .unwrap_or_else(|| "–".into()),
+                        thousands(p.offered),
+                        p.replies_per_s.map(thousands).unwrap_or_default(),
+                        p.achieved_start_rate.map(thousands).unwrap_or_default(),
+                        p.client_cpu_busy
+                            .map(|b| format!("{:.0}%", b * 100.0))
+                            .unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    d
+}
+
+/// One idle count against the offered rate: the figures, then the reply rate's, the server's
+/// and the client's tables.
+fn rate_section(s: &Summary, idle: usize) -> Vec<Block> {
+    let mut d = vec![Block::H(2, format!("Reply rate, {}", idle_words(idle)))];
+    // A line needs two rates: with one (quick: a low rate, and a capacity search for the
+    // rest), the tables say it all.
+    let mut rates: Vec<f64> = s
+        .points
+        .iter()
+        .filter(|p| p.idle == idle)
+        .map(|p| p.rate)
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    if rates.len() > 1 {
+        d.extend(figures(s, idle));
+    }
+    d.push(Block::P(
+        "Replies/s: the mean over valid trials, ± the half-width of the mean's 90% interval where \
+         two or more (the figures' bars: their min–max). † marks a \
+         value from invalid points only (hollow in the figures; see Validity), (+n†) n invalid \
+         trials left out of a valid mean (hollow markers off the line), ✗ a failed point. No \
+         verdict uses an invalid point."
+            .into(),
+    ));
+    d.push(rate_table(s, idle, &|p| p.reply_rate(), 0, Trials::Valid));
+    d.push(Block::P(
+        "Server CPU time per reply (µs), all its processes, from /proc:".into(),
+    ));
+    d.push(rate_table(
+        s,
+        idle,
+        &|p| p.server_cpu_us_per_reply,
+        2,
+        Trials::Valid,
+    ));
+    d.push(Block::P(
+        "Client CPU busy (%, wall time minus the kernel's idle time on the client CPUs, so \
+         loopback softirq included), mean over every trial; † where a trial was invalid:"
+            .into(),
+    ));
+    d.push(rate_table(
+        s,
+        idle,
+        &|p| p.client_cpu_busy.map(|b| b * 100.0),
+        0,
+        Trials::AllOk,
+    ));
+    d
+}
+
+/// The validity rule in words, the table of what it found, and the points that failed or
+/// series that were skipped.
+fn validity_section(s: &Summary) -> Vec<Block> {
+    let e = &s.experiment;
+    let mut d = vec![Block::H(2, "Validity".into())];
+    d.push(Block::P(format!(
+        "Verdicts use valid points only. A point is invalid when the client fell behind for good \
+         (it started connections at under {:.0}% of the offered rate, or its lag grew to the end), \
+         its CPU was busy ≥ {:.0}% of the time (softirq included), it ran out of resources \
+         (addrunavail, fd-unavail, ftab-full), or the server did not serve; httperf's manual calls \
+         such runs invalid; so is a point that failed. Isolated lateness (a VM's scheduling jitter) \
+         and steal are notes, not flags. Every point's flags and notes are in points.csv and \
+         summary.json.",
+        e.start_rate_limit * 100.0,
+        e.client_cpu_limit * 100.0,
+    )));
+    d.extend(validity_table(s));
+    let failed: Vec<String> = s
+        .points
+        .iter()
+        .filter(|p| !p.ok())
+        .map(|p| {
+            format!(
+                "point {}: {} idle={} rate={}: {}",
+                p.index,
+                p.label(),
+                p.idle,
+                thousands(p.rate),
+                p.reason.as_deref().unwrap_or("?")
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        d.push(Block::P("Failed points:".into()));
+        d.push(Block::List(failed));
+    }
+    if !s.skipped.is_empty() {
+        d.push(Block::P("Skipped:".into()));
+        d.push(Block::List(
+            s.skipped
+                .iter()
+                .map(|x| format!("{}: {}", x.series, x.reason))
+                .collect(),
+        ));
+    }
+    d
+}
+
+/// The findings against the papers': how many reproduced, what the paper measured on, and
+/// each finding with its numbers.
+fn paper_section(s: &Summary, fs: &[Finding]) -> Vec<Block> {
+    let mut d = vec![Block::H(2, "The paper's findings on this machine".into())];
+    if fs.is_empty() {
+        d.push(Block::P(
+            "This experiment does not measure any of the paper's comparisons (it needs the paper's \
+             mechanisms, and idle counts 0 and > 0, to compare)."
+                .into(),
+        ));
+        return d;
+    }
+    let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+    let from = |src: &str| fs.iter().all(|f| f.source.starts_with(src));
+    let paper = if s.experiment.proxy.is_some() {
+        "The proxy paper measured Squid on a 1 GHz Pentium III running Linux 2.4, with \
+         Polygraph clients and server on separate machines behind a WAN emulator"
+    } else if from("LSP") {
+        "The LSP measured Apache 1.3.6 (1,000 processes accepting on one port, its accept \
+         lock removed) on a 4-way 450 MHz Xeon running Linux 2.2.9, with SPECweb99 clients \
+         on four machines over 100 Mbps Ethernet"
+    } else if from("LSE") {
+        "The LSE page measured dphttpd on an 8-way 700 MHz PIII Xeon (SMP) and a 1-way \
+         866 MHz PIII (UP) running Linux 2.5, with httperf and deadconn on a client machine"
+    } else {
+        "The paper measured a 2.4 GHz Xeon running Linux 2.6.5 uni-processor with eight \
+         client machines over gigabit Ethernet"
+    };
+    d.push(Block::P(format!(
+        "Of {} findings checked, {} reproduced, {}{} not reproduced, {} inconclusive. \
+         {paper}; this run had {} on one machine over loopback ({}).",
+        fs.len(),
+        n(Verdict::Reproduced),
+        match n(Verdict::Partly) {
+            0 => String::new(),
+            p => format!("{p} partly, "),
+        },
+        n(Verdict::NotReproduced),
+        n(Verdict::Inconclusive),
+        s.machine.cpu_model,
+        s.machine
+            .kernel
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    )));
+    d.push(Block::Table(
+        vec![
+            "paper".into(),
+            "finding".into(),
+            "here".into(),
+            "numbers".into(),
+        ],
+        fs.iter()
+            .map(|f| {
+                vec![
+                    f.source.clone(),
+                    f.claim.clone(),
+                    f.verdict.word().into(),
+                    f.evidence.clone(),
+                ]
+            })
+            .collect(),
+    ));
+    d.push(Block::P(controls(s, fs)));
+    d
+}
+
+/// The machine's kernel, CPU, memory and limits, and the tools' versions.
+fn machine_section(s: &Summary) -> Vec<Block> {
+    let m = &s.machine;
+    let mut tools: Vec<String> = m.tools.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    tools.sort();
+    vec![
+        Block::H(2, "Machine and tools".into()),
+        Block::List(vec![
+            format!("kernel: {}", m.kernel),
+            format!("CPU: {} × {}", m.cpus, m.cpu_model),
+            format!("memory: {} MiB", m.memory_mib),
+            format!(
+                "open files: soft {}, hard {}, fs.nr_open {}",
+                m.fd_limit_soft, m.fd_limit_hard, m.fs_nr_open
+            ),
+            format!(
+                "net: ip_local_port_range {}, tcp_tw_reuse {}, somaxconn {}",
+                m.ip_local_port_range, m.tcp_tw_reuse, m.somaxconn
+            ),
+            format!("evlab {}", m.evlab_version),
+            format!("host: {}", m.hostname),
+        ]),
+        Block::List(tools),
+    ]
+}
+
+/// How to run it all again, and each point by hand: the spec, then every point's commands.
+fn reproduce_section(s: &Summary) -> Vec<Block> {
+    let mut d = vec![Block::H(2, "How to reproduce".into())];
+    d.push(Block::P(format!(
+        "The whole run: `{}` (spec `{}`, below). Then each point by hand, in start order: its \
+         commands make its document root again (the run's scratch directory is removed when \
+         it ends), start the server (and the idle holder) in the background, wait until they \
+         answer, run the load and stop them; pasted into a shell (sh or bash, with curl) they \
+         measure the point again, on the port the run used. A CPU budget is made as the run \
+         made it: a cgroup with a CPU quota (made by root, or by the owner of its parent group), which the server joins.",
+        s.command, s.spec_path
+    )));
+    d.push(Block::Code(
+        s.spec_text.lines().map(|l| l.to_string()).collect(),
+    ));
+    let mut cmds = Vec::new();
+    for p in &s.points {
+        cmds.push(format!(
+            "# point {}: {} idle={} rate={} trial {}",
+            p.index,
+            p.label(),
+            p.idle,
+            p.rate,
+            p.trial
+        ));
+        // Results from before the commands made the document root (evlab 0.1.0 until issue
+        // 12) name a directory that is gone.
+        if p.commands
+            .first()
+            .is_some_and(|c| !c.starts_with("mkdir -p "))
+        {
+            cmds.push(
+                "# (recorded without its setup: first make the --root directory, holding a \
+                 one-byte file `one`, and run the server in the background)"
+                    .into(),
+            );
+        }
+        cmds.extend(p.commands.iter().cloned());
+    }
+    d.push(Block::Code(cmds));
+    d.push(Block::P(
+        "Raw data: `points.csv` (one row per point), `samples.csv` (one row per sample interval), \
+         `summary.json` (everything), `load/point-NNN.json` (the generator's own reports). \
+         Re-render with `evlab report DIR`. Method: docs/methodology.md."
+            .into(),
+    ));
+    d
+}
+
+/// Numbers are right-aligned, words left-aligned (the first column is always labels).
+fn numeric_column(rows: &[Vec<String>], i: usize) -> bool {
+    i > 0
+        && rows.iter().all(|r| {
+            r.get(i).is_none_or(|c| {
+                c.is_empty()
+                    || c.starts_with(|ch: char| ch.is_ascii_digit() || "-–✗+≥".contains(ch))
+            })
+        })
+}
+
+fn md_inline(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+pub fn render_md(s: &Summary) -> String {
+    let mut o = String::new();
+    for b in document(s) {
+        match b {
+            Block::H(l, t) => {
+                let _ = writeln!(o, "{} {t}\n", "#".repeat(l as usize));
+            }
+            Block::P(t) => {
+                let _ = writeln!(o, "{t}\n");
+            }
+            Block::List(items) => {
+                for i in items {
+                    let _ = writeln!(o, "- {i}");
+                }
+                o.push('\n');
+            }
+            Block::Table(h, rows) => {
+                let _ = writeln!(
+                    o,
+                    "| {} |",
+                    h.iter()
+                        .map(|c| md_inline(c))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+                let _ = writeln!(
+                    o,
+                    "|{}",
+                    (0..h.len())
+                        .map(|i| if numeric_column(&rows, i) {
+                            "---:|"
+                        } else {
+                            "---|"
+                        })
+                        .collect::<String>()
+                );
+                for r in rows {
+                    let _ = writeln!(
+                        o,
+                        "| {} |",
+                        r.iter()
+                            .map(|c| md_inline(c))
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    );
+                }
+                o.push('\n');
+            }
+            Block::Figure { file, alt, .. } => {
+                let _ = writeln!(o, "![{alt}]({file})\n");
+            }
+            Block::Code(lines) => {
+                let _ = writeln!(o, "```\n{}\n```\n", lines.join("\n"));
+            }
+        }
+    }
+    o
+}
+
+/// Escapes, then turns `code` and **bold** into HTML (the micro-benchmarks' reports too).
+pub(crate) fn html_inline(s: &str) -> String {
+    let e = esc(s);
+    let mut out = String::new();
+    for (i, part) in e.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{part}</code>");
+        } else {
+            for (j, q) in part.split("**").enumerate() {
+                if j % 2 == 1 {
+                    let _ = write!(out, "<strong>{q}</strong>");
+                } else {
+                    out.push_str(q);
+                }
+            }
+        }
+    }
+    out
+}
+
+// Wide enough for two figures side by side (640 px each); text keeps a readable measure.
+const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1320px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+p,ul{max-width:72em}figure svg{max-width:100%;height:auto}\
+table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
+pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 8px 0.8em 0;display:inline-block;vertical-align:top}\
+h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}.verdict-reproduced{color:#176b1d}\
+.verdict-not{color:#a11}.verdict-inconclusive{color:#777}";
+
+pub fn render_html(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>evlab run: {}</title>\
+         <style>{CSS}</style></head><body>\n",
+        esc(&s.experiment.name)
+    );
+    for b in document(s) {
+        match b {
+            Block::H(l, t) => {
+                let _ = writeln!(o, "<h{l}>{}</h{l}>", html_inline(&t));
+            }
+            Block::P(t) => {
+                let _ = writeln!(o, "<p>{}</p>", html_inline(&t));
+            }
+            Block::List(items) => {
+                o.push_str("<ul>\n");
+                for i in items {
+                    let class = if i.starts_with("**reproduced**") {
+                        " class=\"verdict-reproduced\""
+                    } else if i.starts_with("**not reproduced**") {
+                        " class=\"verdict-not\""
+                    } else if i.starts_with("**inconclusive**") {
+                        " class=\"verdict-inconclusive\""
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(o, "<li{class}>{}</li>", html_inline(&i));
+                }
+                o.push_str("</ul>\n");
+            }
+            Block::Table(h, rows) => {
+                let align: Vec<bool> = (0..rows.first().map_or(0, |r| r.len()))
+                    .map(|i| numeric_column(&rows, i))
+                    .collect();
+                // Headings align with their column: numbers right, words left.
+                o.push_str("<table><thead><tr>");
+                for (i, c) in h.iter().enumerate() {
+                    let style = if align.get(i) == Some(&false) && i > 0 {
+                        " style=\"text-align:left\""
+                    } else {
+                        ""
+                    };
+                    let _ = write!(o, "<th{style}>{}</th>", html_inline(c));
+                }
+                o.push_str("</tr></thead><tbody>\n");
+                for r in rows {
+                    o.push_str("<tr>");
+                    for (i, c) in r.iter().enumerate() {
+                        let style = if align.get(i) == Some(&false) && i > 0 {
+                            " style=\"text-align:left\""
+                        } else {
+                            ""
+                        };
+                        let _ = write!(o, "<td{style}>{}</td>", html_inline(c));
+                    }
+                    o.push_str("</tr>\n");
+                }
+                o.push_str("</tbody></table>\n");
+            }
+            Block::Figure { file, svg, .. } => {
+                let _ = writeln!(o, "<figure id=\"{}\">{svg}</figure>", esc(&file));
+            }
+            Block::Code(lines) => {
+                let _ = writeln!(o, "<pre>{}</pre>", esc(&lines.join("\n")));
+            }
+        }
+    }
+    o.push_str(crate::render::svg::SCRIPT);
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// Writes report.md, report.html and every figure as `fig-*.svg`.
+pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
+    let mut written = Vec::new();
+    for b in document(s) {
+        if let Block::Figure { file, svg, .. } = b {
+            write_atomic(&dir.join(&file), &svg)?;
+            written.push(file);
+        }
+    }
+    // A figure an earlier rendering drew and this one does not would be a stale file beside
+    // the report: the report's figures are exactly those it names.
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with("fig-") && name.ends_with(".svg") && !written.contains(&name) {
+                std::fs::remove_file(e.path())?;
+            }
+        }
+    }
+    write_atomic(&dir.join("report.md"), &render_md(s))?;
+    write_atomic(&dir.join("report.html"), &render_html(s))
+}
+
+#[cfg(test)]
+mod tests;

@@ -12,6 +12,8 @@
 //! - [`proxy`]: what the reverse proxy needs: request heads rewritten for the origin, origin
 //!   response heads parsed (framing, reuse, cacheability) and rewritten, chunked framing found.
 
+#![deny(clippy::too_many_lines)]
+
 pub mod cache;
 pub mod date;
 pub mod freshness;

@@ -156,94 +156,31 @@ pub fn parse_response_head(
         return ResponseParse::Interim(head_len);
     }
     let fields: &[httparse::Header<'_>] = resp.headers;
-    let mut content_length: Option<u64> = None;
-    let mut length_fields = 0usize;
-    let mut length_error = false;
-    let mut transfer_encoding = false;
-    let mut chunked_final = false;
-    let mut only_chunked = true;
-    let mut close = minor == 0;
-    let mut suspect = false;
+    let mut f = FramingFields {
+        only_chunked: true,
+        close: minor == 0,
+        ..FramingFields::default()
+    };
     let mut cache = CacheInfo::default();
     let mut last_modified = None;
     for h in fields {
-        let n = h.name;
-        if n.eq_ignore_ascii_case("content-length") {
-            for t in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                length_fields += 1;
-                match parse_u64(t) {
-                    None => length_error = true,
-                    Some(v) => content_length = Some(v),
-                }
-            }
-        } else if n.eq_ignore_ascii_case("transfer-encoding") {
-            transfer_encoding = true;
-            for t in tokens(h.value) {
-                chunked_final = t.eq_ignore_ascii_case(b"chunked");
-                only_chunked &= chunked_final;
-            }
-        } else if n.eq_ignore_ascii_case("connection") {
-            for t in tokens(h.value) {
-                if t.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") && minor == 0 {
-                    close = false;
-                } else if t.eq_ignore_ascii_case(b"content-length")
-                    || t.eq_ignore_ascii_case(b"transfer-encoding")
-                {
-                    suspect = true;
-                }
-            }
-        } else if n.eq_ignore_ascii_case("last-modified") {
+        if f.field(h.name, h.value, minor) {
+        } else if h.name.eq_ignore_ascii_case("last-modified") {
             last_modified = parse_date(h.value);
         } else {
-            cache.field(n, h.value);
+            cache.field(h.name, h.value);
         }
-    }
-    if transfer_encoding && length_fields > 0 {
-        return ResponseParse::Error("Transfer-Encoding together with Content-Length");
-    }
-    if length_fields > 1 {
-        return ResponseParse::Error("Content-Length given more than once");
-    }
-    if length_error {
-        return ResponseParse::Error("invalid Content-Length");
     }
     let no_body = head_request || status == 204 || status == 304;
-    let framing = if no_body {
-        Framing::None
-    } else if transfer_encoding {
-        if http10_client && !only_chunked {
-            return ResponseParse::Error("a transfer coding an HTTP/1.0 client cannot read");
-        }
-        if chunked_final {
-            Framing::Chunked
-        } else {
-            Framing::UntilClose
-        }
-    } else if let Some(l) = content_length {
-        Framing::Length(l)
-    } else {
-        Framing::UntilClose
+    let framing = match f.framing(no_body, http10_client) {
+        Ok(framing) => framing,
+        Err(e) => return ResponseParse::Error(e),
     };
+    let (content_length, close, suspect) = (f.content_length, f.close, f.suspect);
     let keep_alive = !close && !suspect && framing != Framing::UntilClose;
 
     let reason = resp.reason.unwrap_or("");
-    rewritten.reserve(head_len + 32);
-    rewritten.extend_from_slice(b"HTTP/1.1 ");
-    crate::response::push_decimal(rewritten, u64::from(status));
-    rewritten.push(b' ');
-    rewritten.extend_from_slice(reason.as_bytes());
-    rewritten.extend_from_slice(b"\r\n");
-    for h in fields {
-        if hop_by_hop(h.name) || listed_in_connection(fields, h.name) {
-            continue;
-        }
-        if http10_client && h.name.eq_ignore_ascii_case("transfer-encoding") {
-            continue;
-        }
-        push_field(rewritten, h);
-    }
+    rewrite_head(rewritten, (status, reason, head_len), fields, http10_client);
     ResponseParse::Complete(ResponseHead {
         status,
         minor_version: minor,
@@ -255,6 +192,111 @@ pub fn parse_response_head(
         cache,
         suspect,
     })
+}
+
+/// What a response's framing and connection fields say (RFC 9112 §6.3, §9.3).
+#[derive(Default)]
+struct FramingFields {
+    content_length: Option<u64>,
+    length_fields: usize,
+    length_error: bool,
+    transfer_encoding: bool,
+    chunked_final: bool,
+    only_chunked: bool,
+    close: bool,
+    suspect: bool,
+}
+
+impl FramingFields {
+    /// Takes a `Content-Length`, `Transfer-Encoding` or `Connection` field into account
+    /// (false: not one of them). `minor`: the response's HTTP/1.`minor`.
+    fn field(&mut self, name: &str, value: &[u8], minor: u8) -> bool {
+        if name.eq_ignore_ascii_case("content-length") {
+            for t in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                self.length_fields += 1;
+                match parse_u64(t) {
+                    None => self.length_error = true,
+                    Some(v) => self.content_length = Some(v),
+                }
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            self.transfer_encoding = true;
+            for t in tokens(value) {
+                self.chunked_final = t.eq_ignore_ascii_case(b"chunked");
+                self.only_chunked &= self.chunked_final;
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            for t in tokens(value) {
+                if t.eq_ignore_ascii_case(b"close") {
+                    self.close = true;
+                } else if t.eq_ignore_ascii_case(b"keep-alive") && minor == 0 {
+                    self.close = false;
+                } else if t.eq_ignore_ascii_case(b"content-length")
+                    || t.eq_ignore_ascii_case(b"transfer-encoding")
+                {
+                    self.suspect = true;
+                }
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// How the body is delimited, or why the response cannot be passed on (ambiguous framing,
+    /// or a transfer coding an HTTP/1.0 client cannot read).
+    fn framing(&self, no_body: bool, http10_client: bool) -> Result<Framing, &'static str> {
+        if self.transfer_encoding && self.length_fields > 0 {
+            return Err("Transfer-Encoding together with Content-Length");
+        }
+        if self.length_fields > 1 {
+            return Err("Content-Length given more than once");
+        }
+        if self.length_error {
+            return Err("invalid Content-Length");
+        }
+        Ok(if no_body {
+            Framing::None
+        } else if self.transfer_encoding {
+            if http10_client && !self.only_chunked {
+                return Err("a transfer coding an HTTP/1.0 client cannot read");
+            }
+            if self.chunked_final {
+                Framing::Chunked
+            } else {
+                Framing::UntilClose
+            }
+        } else if let Some(l) = self.content_length {
+            Framing::Length(l)
+        } else {
+            Framing::UntilClose
+        })
+    }
+}
+
+/// Appends the head for the client: `HTTP/1.1 <status> <reason>` and the end-to-end `fields`
+/// (for an HTTP/1.0 client, no `Transfer-Encoding`), without the final blank line.
+fn rewrite_head(
+    out: &mut Vec<u8>,
+    (status, reason, head_len): (u16, &str, usize),
+    fields: &[httparse::Header<'_>],
+    http10_client: bool,
+) {
+    out.reserve(head_len + 32);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    crate::response::push_decimal(out, u64::from(status));
+    out.push(b' ');
+    out.extend_from_slice(reason.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for h in fields {
+        if hop_by_hop(h.name) || listed_in_connection(fields, h.name) {
+            continue;
+        }
+        if http10_client && h.name.eq_ignore_ascii_case("transfer-encoding") {
+            continue;
+        }
+        push_field(out, h);
+    }
 }
 
 /// Appends the proxy's own `Via` field line to a message it forwards, request or response
@@ -352,19 +394,7 @@ pub fn write_forward_request<'a>(
     if hosts.next().is_some() {
         return Err(ForwardError::Hosts);
     }
-    let key_host = match (authority, host) {
-        (Some(a), Some(h)) => {
-            let a = normalise_authority(a.as_bytes(), scheme);
-            if a != normalise_authority(h, scheme) {
-                return Err(ForwardError::HostMismatch);
-            }
-            a
-        }
-        (Some(a), None) => normalise_authority(a.as_bytes(), scheme),
-        (None, Some(h)) => normalise_authority(h, scheme),
-        (None, None) => String::new(),
-    };
-    let key = format!("{scheme}://{key_host}{target}");
+    let key = cache_key(scheme, authority, host, &target)?;
     out.reserve(head.len() + 64);
     out.extend_from_slice(method.as_bytes());
     out.push(b' ');
@@ -427,22 +457,7 @@ pub fn write_forward_request<'a>(
         }
         push_field(out, h);
     }
-    if let Some(client) = opts.forwarded_for {
-        out.extend_from_slice(b"X-Forwarded-For: ");
-        if let Some(earlier) = xff {
-            out.extend_from_slice(&earlier);
-            out.extend_from_slice(b", ");
-        }
-        out.extend_from_slice(client.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    if let Some(via) = opts.via {
-        push_via(out, minor, via);
-    }
-    if minor == 0 {
-        out.extend_from_slice(b"Connection: keep-alive\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
+    end_forward(out, opts, xff, minor);
     Ok(Forward {
         target,
         key,
@@ -515,6 +530,51 @@ fn remove_dot_segments(path: &str) -> String {
         }
     }
     format!("/{}", out.join("/"))
+}
+
+/// The cache key of a request: scheme, host (the absolute-form target's authority, which must
+/// agree with `Host`, or `Host`), normalised, and the target in origin form.
+fn cache_key(
+    scheme: &str,
+    authority: Option<&str>,
+    host: Option<&[u8]>,
+    target: &str,
+) -> Result<String, ForwardError> {
+    let key_host = match (authority, host) {
+        (Some(a), Some(h)) => {
+            let a = normalise_authority(a.as_bytes(), scheme);
+            if a != normalise_authority(h, scheme) {
+                return Err(ForwardError::HostMismatch);
+            }
+            a
+        }
+        (Some(a), None) => normalise_authority(a.as_bytes(), scheme),
+        (None, Some(h)) => normalise_authority(h, scheme),
+        (None, None) => String::new(),
+    };
+    Ok(format!("{scheme}://{key_host}{target}"))
+}
+
+/// Ends a request head for the origin: the client's address appended to `X-Forwarded-For`
+/// (`xff`: what the client's own fields said), the proxy's `Via`, `Connection: keep-alive` for
+/// HTTP/1.0, and the blank line.
+fn end_forward(out: &mut Vec<u8>, opts: &ForwardOptions<'_>, xff: Option<Vec<u8>>, minor: u8) {
+    if let Some(client) = opts.forwarded_for {
+        out.extend_from_slice(b"X-Forwarded-For: ");
+        if let Some(earlier) = xff {
+            out.extend_from_slice(&earlier);
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(client.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(via) = opts.via {
+        push_via(out, minor, via);
+    }
+    if minor == 0 {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// A target's scheme (lower case; `http` for origin-form), its authority if absolute-form,
@@ -672,6 +732,139 @@ impl ChunkedScanner {
         self.scan(data, Some(out))
     }
 
+    /// The strict scanner's next state after byte `b` (`ctl`: a control character), where its
+    /// grammar is stricter than [`ChunkedScanner::step`]'s; `None`: the same as there.
+    #[inline]
+    fn strict_step(&mut self, b: u8, ctl: bool) -> Result<Option<Chunk>, &'static str> {
+        Ok(match self.state {
+            Chunk::Size { n, ext: false } => match b {
+                b'\r' => Some(Chunk::SizeCr(n)),
+                b' ' | b'\t' => Some(Chunk::SizeWs(n)),
+                b';' => Some(Chunk::Size { n, ext: true }),
+                b'\n' => return Err("bare LF in a chunk size line"),
+                _ => None,
+            },
+            Chunk::Size { n, ext: true } => match b {
+                b'\r' => Some(Chunk::SizeCr(n)),
+                _ if ctl => return Err("control character in a chunk extension"),
+                _ => Some(Chunk::Size { n, ext: true }),
+            },
+            Chunk::SizeWs(n) => match b {
+                b' ' | b'\t' => Some(Chunk::SizeWs(n)),
+                b';' => Some(Chunk::Size { n, ext: true }),
+                b'\r' => Some(Chunk::SizeCr(n)),
+                _ => return Err("bad chunk size"),
+            },
+            Chunk::SizeCr(n) => match b {
+                b'\n' => {
+                    self.line = 0;
+                    Some(if n == 0 {
+                        Chunk::TrailerStart
+                    } else {
+                        Chunk::Data(n)
+                    })
+                }
+                _ => return Err("CR without LF in a chunk size line"),
+            },
+            Chunk::DataEnd { cr: false } if b != b'\r' => {
+                return Err("chunk data not followed by CRLF")
+            }
+            Chunk::TrailerStart => match b {
+                b'\r' => Some(Chunk::LastCr),
+                _ if ctl => return Err("bad trailer line"),
+                _ => Some(Chunk::Trailer),
+            },
+            Chunk::LastCr if b != b'\n' => return Err("CR without LF after trailers"),
+            Chunk::Trailer => {
+                self.trailers += 1;
+                if self.trailers > MAX_TRAILERS {
+                    return Err("trailers too large");
+                }
+                match b {
+                    b'\r' => Some(Chunk::TrailerCr),
+                    _ if ctl => return Err("control character in a trailer"),
+                    _ => Some(Chunk::Trailer),
+                }
+            }
+            Chunk::TrailerCr => match b {
+                b'\n' => {
+                    self.line = 0;
+                    Some(Chunk::TrailerStart)
+                }
+                _ => return Err("CR without LF in a trailer"),
+            },
+            _ => None,
+        })
+    }
+
+    /// The next state after byte `b` of a size line, a data end or the trailers.
+    #[inline]
+    fn step(&mut self, b: u8) -> Result<Chunk, &'static str> {
+        Ok(match self.state {
+            Chunk::SizeStart => match hex(b) {
+                Some(d) => Chunk::Size {
+                    n: u64::from(d),
+                    ext: false,
+                },
+                None => return Err("bad chunk size"),
+            },
+            Chunk::Size { n, ext } => match b {
+                b'\n' => {
+                    self.line = 0;
+                    if n == 0 {
+                        Chunk::TrailerStart
+                    } else {
+                        Chunk::Data(n)
+                    }
+                }
+                _ if ext => Chunk::Size { n, ext },
+                b';' | b' ' | b'\t' | b'\r' => Chunk::Size { n, ext: true },
+                _ => match hex(b) {
+                    Some(d) if n >> 60 == 0 => Chunk::Size {
+                        n: n << 4 | u64::from(d),
+                        ext: false,
+                    },
+                    Some(_) => return Err("chunk size too large"),
+                    None => return Err("bad chunk size"),
+                },
+            },
+            Chunk::DataEnd { cr } => match b {
+                b'\r' if !cr => Chunk::DataEnd { cr: true },
+                b'\n' => {
+                    self.line = 0;
+                    Chunk::SizeStart
+                }
+                _ => return Err("chunk data not followed by CRLF"),
+            },
+            Chunk::TrailerStart => match b {
+                b'\r' => Chunk::LastCr,
+                b'\n' => Chunk::Done,
+                _ => Chunk::Trailer,
+            },
+            Chunk::LastCr => match b {
+                b'\n' => Chunk::Done,
+                _ => Chunk::Trailer,
+            },
+            Chunk::Trailer => {
+                self.trailers += 1;
+                if self.trailers > MAX_TRAILERS {
+                    return Err("trailers too large");
+                }
+                if b == b'\n' {
+                    self.line = 0;
+                    Chunk::TrailerStart
+                } else {
+                    Chunk::Trailer
+                }
+            }
+            Chunk::Data(_) | Chunk::Done => unreachable!("handled above"),
+            // Only the strict scanner enters these, and it handled them above.
+            Chunk::SizeWs(_) | Chunk::SizeCr(_) | Chunk::TrailerCr => {
+                return Err("bad chunk framing")
+            }
+        })
+    }
+
     fn scan(
         &mut self,
         data: &[u8],
@@ -700,68 +893,9 @@ impl ChunkedScanner {
             if self.line > MAX_LINE {
                 return Err("chunk line too long");
             }
-            let ctl = (b < 0x20 && b != b'\t') || b == 0x7f;
             if self.strict {
-                let next = match self.state {
-                    Chunk::Size { n, ext: false } => match b {
-                        b'\r' => Some(Chunk::SizeCr(n)),
-                        b' ' | b'\t' => Some(Chunk::SizeWs(n)),
-                        b';' => Some(Chunk::Size { n, ext: true }),
-                        b'\n' => return Err("bare LF in a chunk size line"),
-                        _ => None,
-                    },
-                    Chunk::Size { n, ext: true } => match b {
-                        b'\r' => Some(Chunk::SizeCr(n)),
-                        _ if ctl => return Err("control character in a chunk extension"),
-                        _ => Some(Chunk::Size { n, ext: true }),
-                    },
-                    Chunk::SizeWs(n) => match b {
-                        b' ' | b'\t' => Some(Chunk::SizeWs(n)),
-                        b';' => Some(Chunk::Size { n, ext: true }),
-                        b'\r' => Some(Chunk::SizeCr(n)),
-                        _ => return Err("bad chunk size"),
-                    },
-                    Chunk::SizeCr(n) => match b {
-                        b'\n' => {
-                            self.line = 0;
-                            Some(if n == 0 {
-                                Chunk::TrailerStart
-                            } else {
-                                Chunk::Data(n)
-                            })
-                        }
-                        _ => return Err("CR without LF in a chunk size line"),
-                    },
-                    Chunk::DataEnd { cr: false } if b != b'\r' => {
-                        return Err("chunk data not followed by CRLF")
-                    }
-                    Chunk::TrailerStart => match b {
-                        b'\r' => Some(Chunk::LastCr),
-                        _ if ctl => return Err("bad trailer line"),
-                        _ => Some(Chunk::Trailer),
-                    },
-                    Chunk::LastCr if b != b'\n' => return Err("CR without LF after trailers"),
-                    Chunk::Trailer => {
-                        self.trailers += 1;
-                        if self.trailers > MAX_TRAILERS {
-                            return Err("trailers too large");
-                        }
-                        match b {
-                            b'\r' => Some(Chunk::TrailerCr),
-                            _ if ctl => return Err("control character in a trailer"),
-                            _ => Some(Chunk::Trailer),
-                        }
-                    }
-                    Chunk::TrailerCr => match b {
-                        b'\n' => {
-                            self.line = 0;
-                            Some(Chunk::TrailerStart)
-                        }
-                        _ => return Err("CR without LF in a trailer"),
-                    },
-                    _ => None,
-                };
-                if let Some(next) = next {
+                let ctl = (b < 0x20 && b != b'\t') || b == 0x7f;
+                if let Some(next) = self.strict_step(b, ctl)? {
                     self.state = next;
                     if self.state == Chunk::Done {
                         return Ok(Some(i));
@@ -769,69 +903,7 @@ impl ChunkedScanner {
                     continue;
                 }
             }
-            self.state = match self.state {
-                Chunk::SizeStart => match hex(b) {
-                    Some(d) => Chunk::Size {
-                        n: u64::from(d),
-                        ext: false,
-                    },
-                    None => return Err("bad chunk size"),
-                },
-                Chunk::Size { n, ext } => match b {
-                    b'\n' => {
-                        self.line = 0;
-                        if n == 0 {
-                            Chunk::TrailerStart
-                        } else {
-                            Chunk::Data(n)
-                        }
-                    }
-                    _ if ext => Chunk::Size { n, ext },
-                    b';' | b' ' | b'\t' | b'\r' => Chunk::Size { n, ext: true },
-                    _ => match hex(b) {
-                        Some(d) if n >> 60 == 0 => Chunk::Size {
-                            n: n << 4 | u64::from(d),
-                            ext: false,
-                        },
-                        Some(_) => return Err("chunk size too large"),
-                        None => return Err("bad chunk size"),
-                    },
-                },
-                Chunk::DataEnd { cr } => match b {
-                    b'\r' if !cr => Chunk::DataEnd { cr: true },
-                    b'\n' => {
-                        self.line = 0;
-                        Chunk::SizeStart
-                    }
-                    _ => return Err("chunk data not followed by CRLF"),
-                },
-                Chunk::TrailerStart => match b {
-                    b'\r' => Chunk::LastCr,
-                    b'\n' => Chunk::Done,
-                    _ => Chunk::Trailer,
-                },
-                Chunk::LastCr => match b {
-                    b'\n' => Chunk::Done,
-                    _ => Chunk::Trailer,
-                },
-                Chunk::Trailer => {
-                    self.trailers += 1;
-                    if self.trailers > MAX_TRAILERS {
-                        return Err("trailers too large");
-                    }
-                    if b == b'\n' {
-                        self.line = 0;
-                        Chunk::TrailerStart
-                    } else {
-                        Chunk::Trailer
-                    }
-                }
-                Chunk::Data(_) | Chunk::Done => unreachable!("handled above"),
-                // Only the strict scanner enters these, and it handled them above.
-                Chunk::SizeWs(_) | Chunk::SizeCr(_) | Chunk::TrailerCr => {
-                    return Err("bad chunk framing")
-                }
-            };
+            self.state = self.step(b)?;
             if self.state == Chunk::Done {
                 return Ok(Some(i));
             }
@@ -854,534 +926,4 @@ fn hex(b: u8) -> Option<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(head: &str, head_request: bool) -> (ResponseParse, String) {
-        let mut out = Vec::new();
-        let r = parse_response_head(head.as_bytes(), head_request, false, &mut out);
-        (r, String::from_utf8(out).unwrap())
-    }
-
-    fn complete(head: &str, head_request: bool) -> (ResponseHead, String) {
-        match parse(head, head_request) {
-            (ResponseParse::Complete(h), s) => (h, s),
-            other => panic!("{head:?}: {other:?}"),
-        }
-    }
-
-    /// One row per framing rule: (head, HEAD request, framing, origin keeps the connection).
-    #[test]
-    fn framing_table() {
-        let rows: &[(&str, bool, Framing, bool)] = &[
-            (
-                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
-                false,
-                Framing::Length(5),
-                true,
-            ),
-            (
-                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
-                true,
-                Framing::None,
-                true,
-            ),
-            (
-                "HTTP/1.1 204 No Content\r\n\r\n",
-                false,
-                Framing::None,
-                true,
-            ),
-            (
-                "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
-                false,
-                Framing::None,
-                true,
-            ),
-            (
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-                false,
-                Framing::Chunked,
-                true,
-            ),
-            (
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-                false,
-                Framing::Chunked,
-                true,
-            ),
-            (
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
-                false,
-                Framing::UntilClose,
-                false,
-            ),
-            // Connection naming a framing field: the field still frames, the connection is
-            // not reused.
-            (
-                "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: Content-Length\r\n\r\n",
-                false,
-                Framing::Length(3),
-                false,
-            ),
-            (
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: transfer-encoding\r\n\r\n",
-                false,
-                Framing::Chunked,
-                false,
-            ),
-            ("HTTP/1.1 200 OK\r\n\r\n", false, Framing::UntilClose, false),
-            (
-                "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\n",
-                false,
-                Framing::Length(7),
-                false,
-            ),
-            (
-                "HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\n",
-                false,
-                Framing::Length(7),
-                false,
-            ),
-            (
-                "HTTP/1.0 200 OK\r\nContent-Length: 7\r\nConnection: keep-alive\r\n\r\n",
-                false,
-                Framing::Length(7),
-                true,
-            ),
-            (
-                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
-                false,
-                Framing::Length(0),
-                true,
-            ),
-        ];
-        for (head, hr, framing, ka) in rows {
-            let (h, _) = complete(head, *hr);
-            assert_eq!((h.framing, h.keep_alive), (*framing, *ka), "{head:?}");
-            assert_eq!(h.head_len, head.len());
-        }
-    }
-
-    #[test]
-    fn errors_partial_and_interim() {
-        for bad in [
-            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
-            "garbage\r\n\r\n",
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
-            // Ambiguous framing, the stuff of response smuggling: refused as nginx does.
-            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nContent-Length: 7\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n",
-            // Status codes outside 100..=999.
-            "HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n",
-            "HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n",
-            "HTTP/1.1 1000 High\r\nContent-Length: 0\r\n\r\n",
-            "HTTP/1.1 99 Short\r\nContent-Length: 0\r\n\r\n",
-        ] {
-            assert!(
-                matches!(parse(bad, false).0, ResponseParse::Error(_)),
-                "{bad:?}"
-            );
-        }
-        assert_eq!(
-            parse("HTTP/1.1 200 OK\r\nContent-Le", false).0,
-            ResponseParse::Partial
-        );
-        let early = "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n";
-        assert_eq!(parse(early, false).0, ResponseParse::Interim(early.len()));
-        let mut huge = String::from("HTTP/1.1 200 OK\r\nX: ");
-        huge.push_str(&"a".repeat(MAX_RESPONSE_HEAD));
-        assert!(matches!(parse(&huge, false).0, ResponseParse::Error(_)));
-    }
-
-    #[test]
-    fn rewriting_drops_hop_by_hop_fields() {
-        let text = "HTTP/1.1 200 Fine\r\nServer: x\r\nConnection: close, X-Secret\r\n\
-                    Keep-Alive: 5\r\nX-Secret: 1\r\nContent-Length: 2\r\nProxy-Connection: x\r\n\
-                    Upgrade: h2c\r\n\r\nok";
-        let (h, out) = complete(text, false);
-        assert_eq!(
-            out,
-            "HTTP/1.1 200 Fine\r\nServer: x\r\nContent-Length: 2\r\n"
-        );
-        assert_eq!(
-            h.head_len,
-            text.len() - 2,
-            "the body is not part of the head"
-        );
-        assert!(!h.keep_alive);
-        // A Connection field naming a framing field removes the others it names, not that one.
-        let (h, out) = complete(
-            "HTTP/1.1 200 OK\r\nConnection: Content-Length, X-A\r\nX-A: 1\r\nContent-Length: 2\r\n\r\n",
-            false,
-        );
-        assert_eq!(out, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n");
-        assert!(h.suspect && !h.keep_alive);
-        // An HTTP/1.0 client gets no Transfer-Encoding (the caller de-chunks the body); a
-        // coding other than chunked it could not read at all.
-        let mut out = Vec::new();
-        let text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX: y\r\n\r\n";
-        let r = parse_response_head(text.as_bytes(), false, true, &mut out);
-        assert!(matches!(
-            r,
-            ResponseParse::Complete(ResponseHead {
-                framing: Framing::Chunked,
-                ..
-            })
-        ));
-        assert_eq!(out, b"HTTP/1.1 200 OK\r\nX: y\r\n");
-        let text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
-        let r = parse_response_head(text.as_bytes(), false, true, &mut Vec::new());
-        assert!(matches!(r, ResponseParse::Error(_)), "{r:?}");
-        // An HTTP/1.0 origin's status line is sent as HTTP/1.1, the proxy's own version.
-        let (_, out) = complete("HTTP/1.0 404 Nope\r\n\r\n", false);
-        assert_eq!(out, "HTTP/1.1 404 Nope\r\n");
-    }
-
-    #[test]
-    fn references_resolve_to_same_origin_keys() {
-        let base = "http://a.example/x/y?q=1";
-        let rows: &[(&str, Option<&str>)] = &[
-            ("http://a.example/z", Some("http://a.example/z")),
-            ("HTTP://A.EXAMPLE:80/z?k", Some("http://a.example/z?k")),
-            ("http://b.example/z", None),
-            ("https://a.example/z", None),
-            ("//a.example/z", Some("http://a.example/z")),
-            ("//b.example/z", None),
-            ("/z/../w", Some("http://a.example/w")),
-            ("w", Some("http://a.example/x/w")),
-            ("../w", Some("http://a.example/w")),
-            ("./", Some("http://a.example/x/")),
-            ("?r=2", Some("http://a.example/x/y?r=2")),
-            ("w#frag", Some("http://a.example/x/w")),
-            ("ftp://a.example/z", None),
-        ];
-        for (r, want) in rows {
-            assert_eq!(same_origin_key(base, r.as_bytes()).as_deref(), *want, "{r}");
-        }
-    }
-
-    #[test]
-    fn last_modified_is_read() {
-        let (h, _) = complete(
-            "HTTP/1.1 200 OK\r\nLast-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n",
-            false,
-        );
-        assert_eq!(
-            h.last_modified,
-            Some(httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap())
-        );
-    }
-
-    #[test]
-    fn forwarded_requests() {
-        let plain = ForwardOptions::default();
-        let fwd_with = |head: &str, opts: &ForwardOptions<'_>| {
-            let mut out = Vec::new();
-            let f = write_forward_request(head.as_bytes(), opts, &mut out).map(|f| {
-                (
-                    f.target.into_owned(),
-                    f.key,
-                    f.head_request,
-                    f.authorization,
-                    f.directives.no_cache || f.directives.no_store,
-                )
-            });
-            (f, String::from_utf8(out).unwrap())
-        };
-        let fwd = |head: &str| fwd_with(head, &plain);
-        assert_eq!(
-            fwd("GET /a?b=1 HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nTE: trailers\r\nAccept: */*\r\n\r\n"),
-            (
-                Ok(("/a?b=1".into(), "http://h/a?b=1".into(), false, false, false)),
-                "GET /a?b=1 HTTP/1.1\r\nHost: h\r\nAccept: */*\r\n\r\n".into()
-            )
-        );
-        // Absolute-form without Host (HTTP/1.0): the authority is the Host sent and keyed.
-        assert_eq!(
-            fwd("HEAD http://example.com:8080/x#frag HTTP/1.0\r\nAuthorization: Basic x\r\n\r\n"),
-            (
-                Ok(("/x".into(), "http://example.com:8080/x".into(), true, true, false)),
-                "HEAD /x HTTP/1.0\r\nHost: example.com:8080\r\nAuthorization: Basic x\r\nConnection: keep-alive\r\n\r\n"
-                    .into()
-            )
-        );
-        assert_eq!(
-            fwd("GET http://h?q HTTP/1.1\r\nHost: h\r\nPragma: no-cache\r\n\r\n").0,
-            Ok(("/?q".into(), "http://h/?q".into(), false, false, true))
-        );
-        let no_store = "GET / HTTP/1.1\r\nHost: h\r\nCache-Control: max-age=0, no-store\r\n\r\n";
-        assert!(fwd(no_store).0.unwrap().4);
-        assert_eq!(
-            fwd("GET / HTTP/1.1\r\nHost: h\r\n").0,
-            Err(ForwardError::Malformed)
-        );
-        assert_eq!(
-            fwd("GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n").0,
-            Err(ForwardError::Malformed)
-        );
-    }
-
-    /// The cache key names the host, however it is spelt; Host and an absolute-form target
-    /// must agree; `--origin-host` replaces the Host sent; `Connection: Host` drops nothing.
-    #[test]
-    fn hosts_keys_and_via() {
-        let key = |head: &str| {
-            write_forward_request(head.as_bytes(), &ForwardOptions::default(), &mut Vec::new())
-                .map(|f| f.key)
-        };
-        let rows: &[(&str, Result<&str, ForwardError>)] = &[
-            (
-                "GET /p HTTP/1.1\r\nHost: good.example\r\n\r\n",
-                Ok("http://good.example/p"),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: evil.example\r\n\r\n",
-                Ok("http://evil.example/p"),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: GOOD.Example:80\r\n\r\n",
-                Ok("http://good.example/p"),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: good.example:\r\n\r\n",
-                Ok("http://good.example/p"),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: good.example:8080\r\n\r\n",
-                Ok("http://good.example:8080/p"),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
-                Ok("http://[::1]/p"),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: [::1]\r\n\r\n",
-                Ok("http://[::1]/p"),
-            ),
-            (
-                "GET https://a.example:443/p HTTP/1.1\r\nHost: A.example\r\n\r\n",
-                Ok("https://a.example/p"),
-            ),
-            (
-                "GET https://a.example:80/p HTTP/1.1\r\nHost: a.example:80\r\n\r\n",
-                Ok("https://a.example:80/p"),
-            ),
-            (
-                "GET http://Good.Example/p HTTP/1.1\r\nHost: good.example:80\r\n\r\n",
-                Ok("http://good.example/p"),
-            ),
-            ("GET /p HTTP/1.0\r\n\r\n", Ok("http:///p")),
-            (
-                "GET http://evil.example/p HTTP/1.1\r\nHost: good.example\r\n\r\n",
-                Err(ForwardError::HostMismatch),
-            ),
-            (
-                "GET http://good.example:81/p HTTP/1.1\r\nHost: good.example\r\n\r\n",
-                Err(ForwardError::HostMismatch),
-            ),
-            (
-                "GET https://good.example/p HTTP/1.1\r\nHost: good.example:80\r\n\r\n",
-                Err(ForwardError::HostMismatch),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-                Err(ForwardError::Hosts),
-            ),
-            (
-                "GET /p HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
-                Err(ForwardError::Hosts),
-            ),
-        ];
-        for (head, want) in rows {
-            assert_eq!(key(head).as_deref().map_err(|e| *e), *want, "{head:?}");
-        }
-        let opts = ForwardOptions {
-            origin_host: Some("origin.internal"),
-            via: Some("evlab"),
-            ..ForwardOptions::default()
-        };
-        let mut out = Vec::new();
-        let head =
-            "GET /p HTTP/1.1\r\nX-A: 1\r\nHost: good.example\r\nConnection: Host, X-A\r\n\r\n";
-        let f = write_forward_request(head.as_bytes(), &opts, &mut out).unwrap();
-        assert_eq!(f.key, "http://good.example/p", "keyed by the client's Host");
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "GET /p HTTP/1.1\r\nHost: origin.internal\r\nVia: 1.1 evlab\r\n\r\n"
-        );
-        // Connection: Host drops nothing Host-wise; the Via of an HTTP/1.0 request says 1.0.
-        let opts = ForwardOptions {
-            origin_host: None,
-            via: Some("evlab"),
-            ..ForwardOptions::default()
-        };
-        let mut out = Vec::new();
-        let head =
-            "GET /p HTTP/1.0\r\nHost: good.example\r\nConnection: Host\r\nVia: 1.1 other\r\n\r\n";
-        write_forward_request(head.as_bytes(), &opts, &mut out).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "GET /p HTTP/1.0\r\nHost: good.example\r\nVia: 1.1 other\r\nVia: 1.0 evlab\r\nConnection: keep-alive\r\n\r\n"
-        );
-    }
-
-    #[test]
-    fn chunked_bodies_decode_at_every_split() {
-        let body: &[u8] = b"5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\nNEXT";
-        let end = body.len() - 4;
-        for step in 1..body.len() {
-            let mut s = ChunkedScanner::new();
-            let mut out = Vec::new();
-            let mut off = 0;
-            let mut got = None;
-            for part in body.chunks(step) {
-                if let Some(k) = s.decode(part, &mut out).unwrap() {
-                    got = Some(off + k);
-                    break;
-                }
-                off += part.len();
-            }
-            assert_eq!(
-                (got, out.as_slice()),
-                (Some(end), &b"hello0123456789"[..]),
-                "step {step}"
-            );
-        }
-    }
-
-    fn scan_at_every_split(body: &[u8]) -> Result<Option<usize>, &'static str> {
-        let mut whole = ChunkedScanner::new();
-        let want = whole.feed(body);
-        for step in 1..body.len().max(2) {
-            let mut s = ChunkedScanner::new();
-            let mut got = Ok(None);
-            let mut off = 0;
-            for part in body.chunks(step) {
-                got = s.feed(part).map(|r| r.map(|k| off + k));
-                off += part.len();
-                if !matches!(got, Ok(None)) {
-                    break;
-                }
-            }
-            assert_eq!(got, want, "{:?} step {step}", String::from_utf8_lossy(body));
-        }
-        want
-    }
-
-    #[test]
-    fn chunked_table() {
-        let done: &[&[u8]] = &[
-            b"0\r\n\r\n",
-            b"5\r\nhello\r\n0\r\n\r\n",
-            b"5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\nY: 2\r\n\r\n",
-            b"3\nabc\n0\n\n",
-            b"1f \r\n0123456789012345678901234567890\r\n0\r\n\r\n",
-        ];
-        for body in done {
-            assert_eq!(scan_at_every_split(body), Ok(Some(body.len())), "{body:?}");
-            let mut more = body.to_vec();
-            more.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
-            assert_eq!(scan_at_every_split(&more), Ok(Some(body.len())));
-        }
-        let partial: &[&[u8]] = &[b"5\r\nhel", b"0\r\nX: 1\r\n", b"5\r\nhello\r\n"];
-        for body in partial {
-            assert_eq!(scan_at_every_split(body), Ok(None), "{body:?}");
-        }
-        let bad: &[&[u8]] = &[b"x\r\n", b"5\r\nhelloX", b"\r\n", b"11111111111111111\r\n"];
-        for body in bad {
-            assert!(ChunkedScanner::new().feed(body).is_err(), "{body:?}");
-        }
-        let long = [b'0'; MAX_LINE + 2];
-        assert!(ChunkedScanner::new().feed(&long).is_err());
-    }
-
-    #[test]
-    fn chunk_data_may_be_skipped_unscanned() {
-        let mut s = ChunkedScanner::new();
-        assert_eq!(s.feed(b"10000\r\n"), Ok(None));
-        assert_eq!(s.data_left(), 0x10000);
-        s.skipped(0x10000);
-        assert_eq!(s.data_left(), 0);
-        assert_eq!(s.feed(b"\r\n0\r\n\r\n"), Ok(Some(7)));
-        assert!(s.done());
-    }
-
-    #[test]
-    fn strict_chunked_table() {
-        let done: &[&[u8]] = &[
-            b"0\r\n\r\n",
-            b"5\r\nhello\r\n0\r\n\r\n",
-            b"5;ext=1\r\nhello\r\nA \t;x\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n",
-            b"00005\r\nhello\r\n0\r\n\r\n",
-        ];
-        for body in done {
-            for step in 1..body.len() {
-                let mut s = ChunkedScanner::strict();
-                let mut got = Ok(None);
-                let mut off = 0;
-                for part in body.chunks(step) {
-                    got = s.feed(part).map(|r| r.map(|k| off + k));
-                    off += part.len();
-                    if !matches!(got, Ok(None)) {
-                        break;
-                    }
-                }
-                assert_eq!(got, Ok(Some(body.len())), "{body:?} step {step}");
-            }
-        }
-        let bad: &[&[u8]] = &[
-            b"3\nabc\r\n0\r\n\r\n",
-            b"3\r\nabc\n0\r\n\r\n",
-            b"0\r\n\n",
-            b"0\r\nX: 1\n\r\n",
-            b"5 x\r\nhello\r\n",
-            b"5\rx",
-            b"-5\r\n",
-            b"0x5\r\n",
-            b"\r\n",
-            b"11111111111111111\r\n",
-            b"5;a\x01\r\n",
-            b"5\r\nhelloXY",
-            b"0\r\n\rX",
-        ];
-        for body in bad {
-            assert!(ChunkedScanner::strict().feed(body).is_err(), "{body:?}");
-        }
-    }
-
-    #[test]
-    fn forwarded_for_is_appended_and_expect_dropped() {
-        let opts = ForwardOptions {
-            forwarded_for: Some("10.0.0.9"),
-            drop_expect_continue: true,
-            ..ForwardOptions::default()
-        };
-        let mut out = Vec::new();
-        write_forward_request(
-            b"POST /p HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 1.1.1.1\r\nExpect: 100-continue\r\nx-forwarded-for: 2.2.2.2 \r\nContent-Length: 1\r\n\r\n",
-            &opts,
-            &mut out,
-        )
-        .unwrap();
-        let out = String::from_utf8(out).unwrap();
-        assert!(
-            out.contains("X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\n"),
-            "{out}"
-        );
-        assert_eq!(out.matches("orwarded-For").count(), 1, "{out}");
-        assert!(!out.contains("Expect"), "{out}");
-        assert!(out.contains("Content-Length: 1\r\n"), "{out}");
-        let mut out = Vec::new();
-        write_forward_request(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", &opts, &mut out).unwrap();
-        assert!(String::from_utf8(out)
-            .unwrap()
-            .contains("\r\nX-Forwarded-For: 10.0.0.9\r\n"));
-    }
-}
+mod tests;

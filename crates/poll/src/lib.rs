@@ -10,6 +10,8 @@
 //! ([`Poller::edge_triggered`]) reports only transitions, so the caller must read (or write) until
 //! `EAGAIN` (or a short transfer) before it may wait for that descriptor again.
 
+#![deny(clippy::too_many_lines)]
+
 use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;

@@ -26,7 +26,7 @@
 //! Like the server, the loop is generic over [`evlab_poll::Poller`], chosen once at start-up
 //! from the mechanism registry, so every mechanism runs the proxy with no dynamic dispatch.
 //! Every transfer the loop makes goes through one trait (`xfer.rs`): a readiness mechanism makes
-//! the non-blocking syscalls; the io_uring completion engine (`uring`, `completion.rs`) makes
+//! the non-blocking syscalls; the io_uring completion engine (`uring`, `completion/`) makes
 //! them io_uring requests — recv, send, splice behind a linked poll, tee, multishot accept —
 //! whose completions it hands back to the loop as events. Both engines therefore share every
 //! decision (what to read, when to splice, when a pipe must drain, when to close).

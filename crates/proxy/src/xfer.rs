@@ -2,7 +2,7 @@
 //!
 //! The proxy's state machine (`worker/`) makes every transfer through [`Io`]. A readiness
 //! mechanism makes the non-blocking syscall at once (the default methods: `EAGAIN` means "wait
-//! for an event"). The completion engine (`completion.rs`) answers from what its io_uring
+//! for an event"). The completion engine (`completion/`) answers from what its io_uring
 //! requests brought: the first call submits the request and answers [`pending`]; the request's
 //! completion comes back as an event on the descriptor, and the same call made again returns
 //! its result. So the decisions (what to read, how much, when to splice, when a pipe must be

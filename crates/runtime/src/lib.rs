@@ -23,6 +23,8 @@
 //!
 //! It knows nothing of HTTP, and nothing of how an engine learns of I/O.
 
+#![deny(clippy::too_many_lines)]
+
 pub mod bufpool;
 pub mod counter;
 pub mod deadlines;

@@ -9,6 +9,8 @@
 //! caller (the `evlab serve` command, or a test) then waits with [`Server::wait`] or stops it with
 //! [`Server::shutdown`]: stop accepting, finish responses in flight, exit.
 
+#![deny(clippy::too_many_lines)]
+
 mod completion;
 mod conn;
 mod core;

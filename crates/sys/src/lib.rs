@@ -20,6 +20,8 @@
 //! `process` (limits, usage, users, `uname`, signal routing, fork-to-exec set-up), `prefork`
 //! (worker processes), [`Mapping`], [`cgroup`] and [`alloc_count`].
 
+#![deny(clippy::too_many_lines)]
+
 pub mod alloc_count;
 pub mod cgroup;
 

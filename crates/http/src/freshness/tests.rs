@@ -130,6 +130,22 @@ fn the_default_policy_stores_only_what_the_response_allows() {
         ("Cache-Control: public, max-age=60\r\n", AUTH, 60),
         ("Cache-Control: s-maxage=60\r\n", AUTH, 60),
         ("Cache-Control: must-revalidate, max-age=60\r\n", AUTH, 60),
+    ];
+    for (fields, req, want) in rows {
+        assert_eq!(
+            fresh_with(fields, *req, &Policy::default()),
+            secs(*want),
+            "{fields:?} {req:?}"
+        );
+    }
+}
+
+/// A Cookie in the request, or Set-Cookie in the response: only explicit shared freshness,
+/// never the heuristic; `private` stays private whatever else is said.
+#[test]
+fn personal_answers_need_explicit_shared_freshness() {
+    let hour = 3600;
+    let rows: &[(&str, RequestFacts, u64)] = &[
         // Cookie in the request: only explicit shared freshness, never the heuristic.
         (&format!("{DATE}{LM_10D}"), COOKIE, 0),
         ("Cache-Control: max-age=60\r\n", COOKIE, 0),

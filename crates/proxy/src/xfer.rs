@@ -220,6 +220,12 @@ pub(crate) trait Io: Poller {
         let _ = sys::close(fd);
     }
 
+    /// Closes a deregistered client that is to be told nothing more (it took none of its
+    /// output): what is still on its way to it is dropped, not waited for.
+    fn abort(&mut self, fd: RawFd) {
+        self.close(fd);
+    }
+
     /// A pipe goes back to the pool: true if a request still uses one of its ends (it must be
     /// closed, never pooled: bytes may still arrive in it).
     fn pipe_busy(&mut self, _rd: RawFd, _wr: RawFd) -> bool {

@@ -9,7 +9,7 @@
 #[macro_use]
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -187,6 +187,8 @@ mod cases {
         }) else {
             return;
         };
+        let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let before = fds();
         let mut s = connect(&p);
         s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
@@ -199,13 +201,33 @@ mod cases {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        // What the kernel held is readable; then the close (an EOF or a reset), short of the body.
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // The proxy's side of the connection is closed at once, its send in flight dropped
+        // (the completion engine once kept it open for its orphaned sends' grace, 10 s): only
+        // the test's own end is left (copy mode: the splice modes keep pipes pooled).
+        if mode == "copy" {
+            let closing = Instant::now();
+            while fds() > before + 1 {
+                assert!(
+                    closing.elapsed() < 2 * SLACK,
+                    "{m} {mode}: {} descriptors still open after the send timeout",
+                    fds() - before
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        // What the kernel held is readable; then the close (an EOF or a reset), short of the body,
+        // and at once: a send still in flight to it is dropped, not waited for (the completion
+        // engine once kept the socket open for its orphaned sends' grace, 10 s).
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut total = 0;
         let mut chunk = vec![0u8; 1 << 20];
         loop {
             match s.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    panic!("{m} {mode}: still open 5 s after its send timeout ({total} bytes)")
+                }
+                Err(_) => break,
                 Ok(n) => total += n,
             }
         }

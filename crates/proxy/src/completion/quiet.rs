@@ -30,7 +30,8 @@ impl Uring {
     }
 
     /// Whether the worker waits on a quiet send not settled yet (a write answered "in flight"
-    /// behind it): then the wait must not sleep past the enter that settles it.
+    /// behind it, or a shutdown of the write side asked for after it: the close that follows a
+    /// 400, say): then the wait must not sleep past the enter that settles it.
     pub(super) fn quiet_awaited(&self) -> bool {
         self.quiet.iter().any(|&i| {
             let op = &self.ops[i as usize];
@@ -39,7 +40,7 @@ impl Uring {
                 && self
                     .fds
                     .get(op.fd as usize)
-                    .is_some_and(|st| st.wr == Some(i) && st.wr_wanted)
+                    .is_some_and(|st| st.wr == Some(i) && (st.wr_wanted || st.shut_pending))
         })
     }
 

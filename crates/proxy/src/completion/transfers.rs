@@ -257,6 +257,14 @@ impl Io for Uring {
         let _ = sys::close(fd);
     }
 
+    /// A send in flight to a client that reads nothing waits for room forever (MSG_WAITALL):
+    /// shutting the socket both ways makes it fail at once, and its completion closes the
+    /// descriptor, rather than an orphan's grace later.
+    fn abort(&mut self, fd: RawFd) {
+        let _ = sys::shutdown(fd, libc::SHUT_RDWR);
+        self.close(fd);
+    }
+
     fn pipe_busy(&mut self, rd: RawFd, wr: RawFd) -> bool {
         // A request in flight, or a result not taken (bytes the state machine has not
         // counted): the pipe may hold more than it knows. Either way nothing about these

@@ -141,7 +141,13 @@ impl<P: Io> Worker<P> {
         *self.slot(fd) = Slot::Client(c);
     }
 
-    pub(super) fn close_client(&mut self, mut c: Box<Client>) {
+    pub(super) fn close_client(&mut self, c: Box<Client>) {
+        self.close_client_as(c, false);
+    }
+
+    /// Closes a client; `abort`: one told nothing more (it took none of its output), whose
+    /// output still on its way is dropped ([`Io::abort`]).
+    pub(super) fn close_client_as(&mut self, mut c: Box<Client>, abort: bool) {
         if let Some(x) = c.x.take() {
             self.drop_exchange(*x, false);
         }
@@ -153,7 +159,11 @@ impl<P: Io> Worker<P> {
             self.log_done(&mut c, true);
         }
         let _ = self.poller.deregister(c.fd);
-        self.poller.close(c.fd);
+        if abort {
+            self.poller.abort(c.fd);
+        } else {
+            self.poller.close(c.fd);
+        }
         *self.slot(c.fd) = Slot::Free;
         c.hit = None;
         c.rbuf.clear();

@@ -112,7 +112,7 @@ impl<P: Io> Worker<P> {
         } else if overdue(c.send_since.and_then(|t| self.timeouts.send_due(t))) {
             // It took none of what waits for it: nothing more can be said to it.
             self.stats.send_timeouts.inc();
-            self.close_client(c);
+            self.close_client_as(c, true);
             return;
         } else {
             self.stats.timeouts.inc();

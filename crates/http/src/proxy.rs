@@ -666,7 +666,64 @@ enum Chunk {
     SizeCr(u64),
     /// Strict: the CR ending a trailer line.
     TrailerCr,
+    /// Strict: inside a chunk extension (RFC 9112 §7.1.1), at `at`.
+    Ext {
+        n: u64,
+        at: ExtAt,
+    },
+    /// Strict: a trailer line's value, after its name and colon.
+    TrailerValue,
     Done,
+}
+
+/// Where a strict scanner is in a chunk extension: `*( BWS ";" BWS name [ BWS "=" BWS value ] )`,
+/// a name a token, a value a token or a quoted string.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum ExtAt {
+    /// After `;`: white space, then a name.
+    BeforeName,
+    Name,
+    /// White space after a name: `=`, `;` or the line's end.
+    AfterName,
+    /// After `=`: white space, then a value.
+    BeforeValue,
+    Token,
+    Quoted,
+    /// After a backslash in a quoted string.
+    Escaped,
+    /// After a value: white space, `;` or the line's end.
+    AfterValue,
+}
+
+/// A token's characters (RFC 9110 §5.6.2).
+fn tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+impl ExtAt {
+    /// The place after byte `b` of an extension, `None` at the CR that ends the size line, or
+    /// an error for a byte the grammar does not allow there.
+    fn next(self, b: u8) -> Result<Option<ExtAt>, &'static str> {
+        use ExtAt::*;
+        let ws = b == b' ' || b == b'\t';
+        Ok(Some(match (self, b) {
+            (Quoted, b'"') => AfterValue,
+            (Quoted, b'\\') => Escaped,
+            (Quoted, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => Quoted,
+            (Escaped, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => Quoted,
+            (Quoted | Escaped, _) => return Err("bad quoted string in a chunk extension"),
+            (BeforeName | AfterName | BeforeValue | AfterValue, _) if ws => self,
+            (Name, _) if ws => AfterName,
+            (Token, _) if ws => AfterValue,
+            (BeforeName | Name, _) if tchar(b) => Name,
+            (BeforeValue | Token, _) if tchar(b) => Token,
+            (BeforeValue, b'"') => Quoted,
+            (Name | AfterName, b'=') => BeforeValue,
+            (Name | AfterName | Token | AfterValue, b';') => BeforeName,
+            (Name | AfterName | Token | AfterValue, b'\r') => return Ok(None),
+            _ => return Err("bad chunk extension"),
+        }))
+    }
 }
 
 const MAX_LINE: usize = 4096;
@@ -740,18 +797,23 @@ impl ChunkedScanner {
             Chunk::Size { n, ext: false } => match b {
                 b'\r' => Some(Chunk::SizeCr(n)),
                 b' ' | b'\t' => Some(Chunk::SizeWs(n)),
-                b';' => Some(Chunk::Size { n, ext: true }),
+                b';' => Some(Chunk::Ext {
+                    n,
+                    at: ExtAt::BeforeName,
+                }),
                 b'\n' => return Err("bare LF in a chunk size line"),
                 _ => None,
             },
-            Chunk::Size { n, ext: true } => match b {
-                b'\r' => Some(Chunk::SizeCr(n)),
-                _ if ctl => return Err("control character in a chunk extension"),
-                _ => Some(Chunk::Size { n, ext: true }),
-            },
+            Chunk::Ext { n, at } => Some(match at.next(b)? {
+                Some(at) => Chunk::Ext { n, at },
+                None => Chunk::SizeCr(n),
+            }),
             Chunk::SizeWs(n) => match b {
                 b' ' | b'\t' => Some(Chunk::SizeWs(n)),
-                b';' => Some(Chunk::Size { n, ext: true }),
+                b';' => Some(Chunk::Ext {
+                    n,
+                    at: ExtAt::BeforeName,
+                }),
                 b'\r' => Some(Chunk::SizeCr(n)),
                 _ => return Err("bad chunk size"),
             },
@@ -769,21 +831,26 @@ impl ChunkedScanner {
             Chunk::DataEnd { cr: false } if b != b'\r' => {
                 return Err("chunk data not followed by CRLF")
             }
+            // A trailer line is a field line (RFC 9112 §5): a name of token characters, a colon,
+            // and a value without control characters.
             Chunk::TrailerStart => match b {
                 b'\r' => Some(Chunk::LastCr),
-                _ if ctl => return Err("bad trailer line"),
-                _ => Some(Chunk::Trailer),
+                _ if tchar(b) => Some(Chunk::Trailer),
+                _ => return Err("bad trailer line"),
             },
             Chunk::LastCr if b != b'\n' => return Err("CR without LF after trailers"),
-            Chunk::Trailer => {
+            Chunk::Trailer | Chunk::TrailerValue => {
                 self.trailers += 1;
                 if self.trailers > MAX_TRAILERS {
                     return Err("trailers too large");
                 }
-                match b {
-                    b'\r' => Some(Chunk::TrailerCr),
+                match (self.state, b) {
+                    (Chunk::Trailer, b':') => Some(Chunk::TrailerValue),
+                    (Chunk::Trailer, _) if tchar(b) => Some(Chunk::Trailer),
+                    (Chunk::Trailer, _) => return Err("a trailer line that is no field"),
+                    (_, b'\r') => Some(Chunk::TrailerCr),
                     _ if ctl => return Err("control character in a trailer"),
-                    _ => Some(Chunk::Trailer),
+                    _ => Some(Chunk::TrailerValue),
                 }
             }
             Chunk::TrailerCr => match b {
@@ -859,9 +926,11 @@ impl ChunkedScanner {
             }
             Chunk::Data(_) | Chunk::Done => unreachable!("handled above"),
             // Only the strict scanner enters these, and it handled them above.
-            Chunk::SizeWs(_) | Chunk::SizeCr(_) | Chunk::TrailerCr => {
-                return Err("bad chunk framing")
-            }
+            Chunk::SizeWs(_)
+            | Chunk::SizeCr(_)
+            | Chunk::TrailerCr
+            | Chunk::Ext { .. }
+            | Chunk::TrailerValue => return Err("bad chunk framing"),
         })
     }
 

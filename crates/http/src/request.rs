@@ -386,6 +386,8 @@ struct Fields<'a> {
     transfer_encoding: bool,
     /// The last non-empty transfer coding over all Transfer-Encoding fields, in order.
     final_coding: Option<&'a [u8]>,
+    /// A transfer coding other than `chunked` was named (RFC 9112 §6.1: not implemented here).
+    other_coding: bool,
     close: bool,
     keep_alive: bool,
     ims: Option<&'a [u8]>,
@@ -433,6 +435,7 @@ impl<'a> Fields<'a> {
                     for coding in list(value) {
                         if !coding.is_empty() {
                             f.final_coding = Some(coding);
+                            f.other_coding |= !coding.eq_ignore_ascii_case(b"chunked");
                         }
                     }
                 }
@@ -588,6 +591,11 @@ fn judge_common<'a>(
             Status::BadRequest,
             "chunked is not the final transfer coding",
         ));
+    }
+    if f.other_coding {
+        // `identity, chunked`, `gzip, chunked`: a coding this server does not implement; the
+        // body cannot be read, so neither can what follows it (RFC 9112 §6.1).
+        return Err(who.fail(Status::NotImplemented, "transfer coding not implemented"));
     }
     if let Some(reason) = f.content_length_error {
         return Err(who.fail(Status::BadRequest, reason));

@@ -462,6 +462,8 @@ fn strict_chunked_table() {
         b"5\r\nhello\r\n0\r\n\r\n",
         b"5;ext=1\r\nhello\r\nA \t;x\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n",
         b"00005\r\nhello\r\n0\r\n\r\n",
+        // Extensions by the grammar: names, token and quoted values, BWS, escapes.
+        b"1 ; a = b ;c;d=\"x; y\\\"z\" \r\nq\r\n0;e=\"\"\r\nT:\r\nU: v w\r\n\r\n",
     ];
     for body in done {
         for step in 1..body.len() {
@@ -492,6 +494,19 @@ fn strict_chunked_table() {
         b"5;a\x01\r\n",
         b"5\r\nhelloXY",
         b"0\r\n\rX",
+        // Extensions off the grammar: a quoted string never closed (the line's end inside it),
+        // no name, a name followed by another word, an empty value, a bad escape.
+        b"0;a=\"open\r\nno field\r\n\r\n",
+        b"1;=x\r\n",
+        b"1;a b\r\n",
+        b"1;a=\r\n",
+        b"1;a=\"\\\x01\"\r\n",
+        b"1;a=b c\r\n",
+        // Trailer lines that are no fields: no colon, a space before the name (obs-fold), an
+        // empty name.
+        b"0\r\nno field\r\n\r\n",
+        b"0\r\n X: 1\r\n\r\n",
+        b"0\r\n: 1\r\n\r\n",
     ];
     for body in bad {
         assert!(ChunkedScanner::strict().feed(body).is_err(), "{body:?}");

@@ -416,6 +416,16 @@ fn transfer_encoding_rows() -> Vec<Row> {
             close(NotImplemented),
         ),
         row(
+            "TE identity, chunked on POST: a coding not implemented",
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity, chunked\r\n\r\n",
+            close(NotImplemented),
+        ),
+        row(
+            "TE gzip, chunked on POST",
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            close(NotImplemented),
+        ),
+        row(
             "TE chunked not final",
             "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
             close(BadRequest),

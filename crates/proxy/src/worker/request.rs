@@ -268,10 +268,8 @@ impl<P: Io> Worker<P> {
         lookup: bool,
     ) -> Result<Option<Rc<Object>>, Answered> {
         let found = lookup.then(|| {
-            let at = self
-                .cache
-                .lookup_key(url, &c.rbuf[..a.head_len])
-                .into_owned();
+            // The URL itself (borrowed: no allocation) unless its responses vary.
+            let at = self.cache.lookup_key(url, &c.rbuf[..a.head_len]);
             self.consult(c, &at, q)
         });
         let revalidating = match found {

@@ -158,12 +158,7 @@ impl CacheInfo {
 
     fn cache_control(&mut self, value: &[u8]) {
         for t in tokens(value) {
-            let (k, v) = match t.iter().position(|&b| b == b'=') {
-                Some(i) => (t[..i].trim_ascii(), Some(t[i + 1..].trim_ascii())),
-                None => (t, None),
-            };
-            let v = v.map(|v| v.strip_prefix(b"\"").unwrap_or(v));
-            let v = v.map(|v| v.strip_suffix(b"\"").unwrap_or(v));
+            let (k, v) = directive(t);
             // An invalid value makes the response stale at once (RFC 9111 §4.2.1).
             let seconds = || v.and_then(parse_delta_seconds).unwrap_or(0);
             let once = |old: Option<u64>, new: u64| match old {
@@ -330,12 +325,7 @@ impl RequestDirectives {
             return false;
         }
         for t in tokens(value) {
-            let (k, v) = match t.iter().position(|&b| b == b'=') {
-                Some(i) => (t[..i].trim_ascii(), Some(t[i + 1..].trim_ascii())),
-                None => (t, None),
-            };
-            let v = v.map(|v| v.strip_prefix(b"\"").unwrap_or(v));
-            let v = v.map(|v| v.strip_suffix(b"\"").unwrap_or(v));
+            let (k, v) = directive(t);
             let secs = v.and_then(parse_delta_seconds);
             if k.eq_ignore_ascii_case(b"max-age") {
                 // An invalid value asks for nothing older than now: validate.
@@ -405,6 +395,16 @@ pub fn none_match(if_none_match: &[u8], etag: &[u8]) -> bool {
     let ours = opaque(etag);
     let v = if_none_match.trim_ascii();
     v == b"*" || tokens(v).any(|t| opaque(t) == ours)
+}
+
+/// A `Cache-Control` directive's name and value (its quotes taken off).
+fn directive(t: &[u8]) -> (&[u8], Option<&[u8]>) {
+    let (k, v) = match t.iter().position(|&b| b == b'=') {
+        Some(i) => (t[..i].trim_ascii(), Some(t[i + 1..].trim_ascii())),
+        None => (t, None),
+    };
+    let v = v.map(|v| v.strip_prefix(b"\"").unwrap_or(v));
+    (k, v.map(|v| v.strip_suffix(b"\"").unwrap_or(v)))
 }
 
 /// Elements of a comma-separated field value, whitespace trimmed.

@@ -5,6 +5,7 @@
 //! (`crates/http/tests/fuzz_corpus.rs`, `crates/load/tests/fuzz_corpus.rs`), which include
 //! these files with `#[path]` and add [`mutate`]'s seeded mutations of the committed corpora.
 
+pub mod cache_request;
 pub mod mutate;
 pub mod origin;
 pub mod path;

@@ -1,9 +1,11 @@
 //! The fuzz targets' short run on a stable toolchain (what CI runs; docs/fuzzing.md): every
-//! committed corpus file of `fuzz/corpus/{request,path,origin}` through the targets' property checks
-//! (every prefix of a request checked for incremental consistency), then seeded mutations of
-//! the corpus. Deterministic: a fixed seed; a time budget only cuts the sequence short on a slow
-//! machine, and nothing is asserted about time.
+//! committed corpus file of `fuzz/corpus/{request,path,origin,cache_request}` through the
+//! targets' property checks (every prefix of a request checked for incremental consistency),
+//! then seeded mutations of the corpus. Deterministic: a fixed seed; a time budget only cuts the
+//! sequence short on a slow machine, and nothing is asserted about time.
 
+#[path = "../../../fuzz/src/cache_request.rs"]
+mod cache_request;
 #[path = "../../../fuzz/src/mutate.rs"]
 mod mutate;
 #[path = "../../../fuzz/src/origin.rs"]
@@ -62,4 +64,18 @@ fn origin_corpus_and_mutations() {
         &origin::check,
     );
     eprintln!("origin: {r:?}");
+}
+
+#[test]
+fn cache_request_corpus_and_mutations() {
+    let r = mutate::replay(
+        &corpus("cache_request"),
+        cache_request::TOKENS,
+        0x5eed_0005,
+        100_000,
+        Duration::from_secs(6),
+        4096,
+        &cache_request::check,
+    );
+    eprintln!("cache_request: {r:?}");
 }

@@ -386,12 +386,10 @@ pub fn reuse(
 /// Whether an `If-None-Match` value matches entity tag `etag` by weak comparison (RFC 9110
 /// §13.1.2, §8.8.3.2): `*`, or any listed tag equal to it but for a `W/` prefix on either.
 pub fn none_match(if_none_match: &[u8], etag: &[u8]) -> bool {
-    let opaque = |t: &[u8]| -> Vec<u8> {
-        t.trim_ascii()
-            .strip_prefix(b"W/")
-            .unwrap_or(t.trim_ascii())
-            .to_vec()
-    };
+    fn opaque(t: &[u8]) -> &[u8] {
+        let t = t.trim_ascii();
+        t.strip_prefix(b"W/").unwrap_or(t)
+    }
     let ours = opaque(etag);
     let v = if_none_match.trim_ascii();
     v == b"*" || tokens(v).any(|t| opaque(t) == ours)
@@ -448,15 +446,8 @@ mod tests;
 /// ending in CRLF); `None` for `Vary: *`, which no request matches.
 pub fn vary_names(head: &[u8]) -> Option<Vec<String>> {
     let mut names = Vec::new();
-    for line in head.split(|&b| b == b'\n').skip(1) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            continue;
-        };
-        if !line[..colon].trim_ascii().eq_ignore_ascii_case(b"vary") {
-            continue;
-        }
-        for t in tokens(&line[colon + 1..]) {
+    for (_, value) in head_fields(head).filter(|(n, _)| n.eq_ignore_ascii_case(b"vary")) {
+        for t in tokens(value) {
             if t == b"*" {
                 return None;
             }
@@ -477,18 +468,9 @@ pub fn variant_key(names: &[String], request_head: &[u8]) -> String {
     for n in names {
         key.push('\n');
         let mut sent = false;
-        for line in request_head.split(|&b| b == b'\n').skip(1) {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let Some(colon) = line.iter().position(|&b| b == b':') else {
-                continue;
-            };
-            if !line[..colon]
-                .trim_ascii()
-                .eq_ignore_ascii_case(n.as_bytes())
-            {
-                continue;
-            }
-            for t in tokens(&line[colon + 1..]) {
+        let lines = head_fields(request_head).filter(|(f, _)| f.eq_ignore_ascii_case(n.as_bytes()));
+        for (_, value) in lines {
+            for t in tokens(value) {
                 key.push(if sent { ',' } else { '=' });
                 key.push_str(&String::from_utf8_lossy(t));
                 sent = true;
@@ -500,4 +482,15 @@ pub fn variant_key(names: &[String], request_head: &[u8]) -> String {
         }
     }
     key
+}
+
+/// The field lines of a head (its first line, the request or status line, left out; lines
+/// ending in LF or CRLF): each field's name and value, white space trimmed; a line without a
+/// colon is passed over.
+pub fn head_fields(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    head.split(|&b| b == b'\n').skip(1).filter_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        Some((line[..colon].trim_ascii(), line[colon + 1..].trim_ascii()))
+    })
 }

@@ -145,6 +145,9 @@ impl ObjectCache {
     /// The key under which a request for `url` with head `request_head` finds its object: the
     /// URL, or, when the URL's responses vary, the variant its request fields select.
     pub fn lookup_key<'k>(&self, url: &'k str, request_head: &[u8]) -> Cow<'k, str> {
+        if self.vary.is_empty() {
+            return Cow::Borrowed(url);
+        }
         match self.vary.get(url) {
             Some((names, _)) => Cow::Owned(variant(url, names, request_head)),
             None => Cow::Borrowed(url),

@@ -115,7 +115,7 @@ impl<P: Io> Worker<P> {
         let head = merge_head(&old.head, &fields);
         let obj = self.freshened(&old, head, x.req_facts);
         if let (Some(k), Some((o, vary))) = (x.store_key.as_deref(), obj.as_ref()) {
-            self.cache.insert_for(k, vary, &x.req_head, o.clone());
+            self.cache.insert_for(k, vary, &x.req, o.clone());
         }
         let obj = obj.map(|(o, _)| o);
         let obj = obj.unwrap_or(old);
@@ -273,10 +273,12 @@ fn not_modified(obj: &Object, cond: &Cond) -> bool {
     if obj.status != 200 {
         return false;
     }
-    match (&cond.inm, field_in(&obj.head, "etag")) {
-        (Some(inm), Some(etag)) => freshness::none_match(inm, etag),
-        (Some(inm), None) => inm.trim_ascii() == b"*",
-        (None, _) => cond
+    match &cond.inm {
+        Some(inm) => match field_in(&obj.head, "etag") {
+            Some(etag) => freshness::none_match(inm, etag),
+            None => inm.trim_ascii() == b"*",
+        },
+        None => cond
             .ims
             .is_some_and(|ims| obj.last_modified.is_some_and(|lm| lm <= ims)),
     }
@@ -284,13 +286,9 @@ fn not_modified(obj: &Object, cond: &Cond) -> bool {
 
 /// The value of the first `name` field in a head (lines ending in CRLF, no blank line).
 pub(super) fn field_in<'h>(head: &'h [u8], name: &str) -> Option<&'h [u8]> {
-    head.split(|&b| b == b'\n').skip(1).find_map(|l| {
-        let l = l.strip_suffix(b"\r").unwrap_or(l);
-        let colon = l.iter().position(|&b| b == b':')?;
-        l[..colon]
-            .eq_ignore_ascii_case(name.as_bytes())
-            .then(|| l[colon + 1..].trim_ascii())
-    })
+    freshness::head_fields(head)
+        .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+        .map(|(_, v)| v)
 }
 
 /// A stored head with a 304's fields merged in (RFC 9111 §3.2): the stored status line and

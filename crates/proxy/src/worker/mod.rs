@@ -310,9 +310,6 @@ struct Exchange {
     client_keep: bool,
     /// The response may be stored for this URL.
     store_key: Option<Box<str>>,
-    /// The request's head as the client sent it, while its response may be stored: a response
-    /// with `Vary` is stored as the variant the request's fields select.
-    req_head: Box<[u8]>,
     /// What the request says about sharing its response (Authorization, Cookie).
     req_facts: RequestFacts,
     /// The client's own preconditions, for an answer from the cache.
@@ -765,7 +762,7 @@ impl<P: Io> Worker<P> {
                         continue;
                     }
                 }
-                Phase::Buffer => progress |= self.buffer_body(c)?,
+                Phase::Buffer => progress |= self.read_request_body(c)?,
                 Phase::Body => progress |= self.fill(c)?,
                 Phase::Tunnel => progress |= self.tunnel(c)?,
             }

@@ -190,7 +190,7 @@ impl<P: Io> Worker<P> {
             head: head_request,
         };
         let lookup = a.safe && self.cache.enabled() && !authorization;
-        let revalidating = match self.look_up(c, &key, a, &q, lookup) {
+        let revalidating = match self.look_up(c, &key, &fwd, a, &q, lookup) {
             Ok(r) => r,
             Err(answered) => {
                 self.pool().give(fwd);
@@ -204,11 +204,6 @@ impl<P: Io> Worker<P> {
         // A request with Authorization is not answered from the cache, but its response may
         // be stored if it says it may be shared (RFC 9111 §3.5; `shared_fresh_for`).
         let store = a.safe && self.cache.enabled() && !directives.no_store && !head_request;
-        let req_head = if store {
-            Box::from(&c.rbuf[..a.head_len])
-        } else {
-            Box::default()
-        };
         let (req_body, taken) = match self.first_body_bytes(c, a, &mut fwd) {
             Ok(b) => b,
             Err(status) => return self.refuse_request(c, fwd, status, a.minor),
@@ -238,7 +233,6 @@ impl<P: Io> Worker<P> {
             // An unsafe method may change what the target is (RFC 9111 §4.4).
             invalidate: (!a.safe && self.cache.enabled()).then(|| Box::<str>::from(&*key)),
             store_key: store.then(|| Box::<str>::from(key)),
-            req_head,
             req_facts: facts,
             cond,
             revalidating,
@@ -256,20 +250,23 @@ impl<P: Io> Worker<P> {
         Answered::Stop
     }
 
-    /// The cache's part in a request for `url` (`lookup`: it may be answered from the cache):
+    /// The cache's part in a request for `url` whose head for the origin is `head` (`lookup`: it
+    /// may be answered from the cache):
     /// `Err` when it is answered (from the cache, or 504 for `only-if-cached` with nothing that
     /// may answer), else the stored response to validate, if any.
     fn look_up(
         &mut self,
         c: &mut Client,
         url: &str,
+        head: &[u8],
         a: &Asked,
         q: &Query<'_>,
         lookup: bool,
     ) -> Result<Option<Rc<Object>>, Answered> {
         let found = lookup.then(|| {
-            // The URL itself (borrowed: no allocation) unless its responses vary.
-            let at = self.cache.lookup_key(url, &c.rbuf[..a.head_len]);
+            // The URL itself (borrowed: no allocation) unless its responses vary; a variant is
+            // selected by the head as forwarded, as it is stored (`Exchange::req`).
+            let at = self.cache.lookup_key(url, head);
             self.consult(c, &at, q)
         });
         let revalidating = match found {
@@ -359,86 +356,38 @@ impl<P: Io> Worker<P> {
         }
     }
 
-    /// Fetch, the request's buffered bytes sent: reads the next batch of its body from the
-    /// client into `req` (which goes to the origin next). A chunked body is scanned as it
-    /// passes: bytes after its end are the client's next request, and a malformed one is 400.
-    pub(super) fn pull_request_body(&mut self, c: &mut Client) -> Step {
+    /// Reads the next batch of the request body from the client into `req`. Buffering (the
+    /// Buffer phase, `--request-buffering on`): behind what `req` holds; once all of it is in,
+    /// the request goes to the origin whole (Fetch), and a chunked body that grows past
+    /// `--request-buffer` is 413. Streaming (Fetch, `off`), once what `req` held is sent: in its
+    /// place, and the request can no longer be sent again. A chunked body is scanned as it
+    /// comes: bytes after its end are the client's next request, a malformed one is 400.
+    pub(super) fn read_request_body(&mut self, c: &mut Client) -> Step {
         if !c.f.readable {
             return Ok(false);
         }
-        let buffer_size = self.cfg.buffer_size;
-        let x = c.x.as_mut().expect("an exchange");
-        let b = x.req_body.as_mut().expect("a request body");
-        x.req.clear();
-        x.req_pos = 0;
-        let max = b.left.map_or(buffer_size, |l| {
-            buffer_size.min(usize::try_from(l).unwrap_or(usize::MAX))
-        });
-        if x.req.capacity() < max {
-            x.req.reserve(max);
-        }
-        match self.poller.read_max(c.fd, &mut x.req, max) {
-            // The client ended inside its body: the request can never be complete, and the
-            // origin connection that carried part of it is closed with the client.
-            Ok(0) => {
-                c.peer_eof = true;
-                Err(Close)
-            }
-            Ok(n) => {
-                x.streamed = true;
-                if n < max && !c.f.peer_closed && !P::COMPLETION {
-                    c.f.readable = false;
-                }
-                match b.left.as_mut() {
-                    Some(left) => {
-                        *left -= n as u64;
-                        b.done = *left == 0;
-                    }
-                    None => match b.scanner.feed(&x.req) {
-                        Ok(Some(k)) => {
-                            c.rbuf.extend_from_slice(&x.req[k..]);
-                            x.req.truncate(k);
-                            b.done = true;
-                        }
-                        Ok(None) => {}
-                        Err(_) => return self.bad_request_body(c),
-                    },
-                }
-                self.touch(c);
-                Ok(true)
-            }
-            Err(e) if sys::would_block(&e) || pending(&e) => {
-                c.f.readable = false;
-                Ok(false)
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(true),
-            Err(_) => Err(Close),
-        }
-    }
-
-    /// Buffer: reads the next batch of the request body from the client behind what `req`
-    /// holds; once all of it is in, the request goes to the origin (Fetch) whole. A chunked
-    /// body is scanned as it comes (bytes after its end are the client's next request, a
-    /// malformed one is 400), and one that grows past `--request-buffer` is 413.
-    pub(super) fn buffer_body(&mut self, c: &mut Client) -> Step {
-        if !c.f.readable {
-            return Ok(false);
-        }
+        let buffering = c.phase == Phase::Buffer;
         let (buffer_size, bound) = (self.cfg.buffer_size, self.cfg.request_buffer);
         let x = c.x.as_mut().expect("an exchange");
         let b = x.req_body.as_mut().expect("a request body");
+        if !buffering {
+            x.req.clear();
+            x.req_pos = 0;
+        }
         let start = x.req.len();
         let max = b.left.map_or(buffer_size, |l| {
             buffer_size.min(usize::try_from(l).unwrap_or(usize::MAX))
         });
         x.req.reserve(max);
         match self.poller.read_max(c.fd, &mut x.req, max) {
-            // The client ended inside its body: the request can never be complete.
+            // The client ended inside its body: the request can never be complete (an origin
+            // connection that carried part of it is closed with the client).
             Ok(0) => {
                 c.peer_eof = true;
                 Err(Close)
             }
             Ok(n) => {
+                x.streamed |= !buffering;
                 if n < max && !c.f.peer_closed && !P::COMPLETION {
                     c.f.readable = false;
                 }
@@ -453,14 +402,14 @@ impl<P: Io> Worker<P> {
                             x.req.truncate(start + k);
                             b.done = true;
                         }
-                        Ok(None) if x.req.len() as u64 > bound => {
+                        Ok(None) if buffering && x.req.len() as u64 > bound => {
                             return self.refuse_body(c, Status::ContentTooLarge);
                         }
                         Ok(None) => {}
                         Err(_) => return self.refuse_body(c, Status::BadRequest),
                     },
                 }
-                if b.done {
+                if buffering && b.done {
                     c.phase = Phase::Fetch;
                 }
                 self.touch(c);
@@ -486,12 +435,6 @@ impl<P: Io> Worker<P> {
         self.error_response(c, status, minor, false, false);
         c.phase = Phase::Idle;
         Ok(true)
-    }
-
-    /// A chunked request body turned out malformed after part of it was forwarded: the origin
-    /// connection is closed (never pooled), the client gets 400 and the close.
-    pub(super) fn bad_request_body(&mut self, c: &mut Client) -> Step {
-        self.refuse_body(c, Status::BadRequest)
     }
 }
 

@@ -60,7 +60,7 @@ impl<P: Io> Worker<P> {
             };
         }
         if !answer_early && x.req_body.as_ref().is_some_and(|b| !b.done) {
-            return self.pull_request_body(c);
+            return self.read_request_body(c);
         }
         if !o.f.readable {
             return Ok(false);
@@ -395,7 +395,7 @@ impl<P: Io> Worker<P> {
                 let stored = self.cache.insert_for(
                     &s.key,
                     &s.vary,
-                    &x.req_head,
+                    &x.req,
                     Rc::new(Object {
                         status: s.status,
                         head: s.head,

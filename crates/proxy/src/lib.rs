@@ -23,12 +23,13 @@
 //! every mode; `Expect: 100-continue` is answered by the proxy; CONNECT opens a tunnel to the
 //! targets of `--allow-connect` only, spliced both ways in the splice modes.
 //!
-//! Like the server, the loop is generic over [`evlab_poll::Poller`], chosen once at start-up
-//! from the mechanism registry, so every mechanism runs the proxy with no dynamic dispatch.
-//! Every transfer the loop makes goes through one trait (`xfer.rs`): a readiness mechanism makes
-//! the non-blocking syscalls; the io_uring completion engine (`uring`, `completion/`) makes
-//! them io_uring requests — recv, send, splice behind a linked poll, tee, multishot accept —
-//! whose completions it hands back to the loop as events. Both engines therefore share every
+//! Like the server, the loop is generic over its engine, chosen once at start-up from the
+//! mechanism registry, so every mechanism runs the proxy with no dynamic dispatch. The loop
+//! waits and makes every transfer through one trait (`engine.rs`): a readiness mechanism
+//! ([`evlab_poll::Poller`]) waits for readiness and makes the non-blocking syscalls; the
+//! io_uring completion engine (`uring`, `completion/`, on the runtime's ring as the server's
+//! is) makes them io_uring requests — recv, send, splice behind a linked poll, tee, multishot
+//! accept — whose completions it hands back to the loop as events. Both engines therefore share every
 //! decision (what to read, when to splice, when a pipe must drain, when to close).
 //!
 //! See `docs/proxy.md` for what the cache stores and `docs/proxy-internals.md` for the rules the
@@ -39,10 +40,10 @@
 mod access_log;
 mod cache;
 mod completion;
+mod engine;
 mod pipes;
 mod stats;
 mod worker;
-mod xfer;
 
 use std::io;
 use std::net::SocketAddr;
@@ -401,7 +402,7 @@ fn run_worker(
             }
         };
         (@run readiness ($ty:ty)) => {
-            worker::run::<$ty>(listen_fd, cfg, shared, ready)
+            worker::run::<engine::Readiness<$ty>>(listen_fd, cfg, shared, ready)
         };
         (@run completion $args:tt) => {
             worker::run::<completion::Uring>(listen_fd, cfg, shared, ready)

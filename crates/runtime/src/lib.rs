@@ -20,8 +20,10 @@
 //!   [`signals`]: SIGINT and SIGTERM routed to those wakers, SIGPIPE ignored; [`service`]: the
 //!   handle a started server or proxy is ([`Service`]: address, shared state, stats, shutdown,
 //!   join).
+//! - [`ring`]: the io_uring runtime of both completion engines ([`Ring`]: requests queued, the
+//!   turn's one enter, the completions harvested; [`ProvidedBuffers`] for multishot recvs).
 //!
-//! It knows nothing of HTTP, and nothing of how an engine learns of I/O.
+//! It knows nothing of HTTP.
 
 #![deny(clippy::too_many_lines)]
 
@@ -30,6 +32,7 @@ pub mod counter;
 pub mod deadlines;
 pub mod gate;
 pub mod registry;
+pub mod ring;
 pub mod service;
 pub mod shutdown;
 pub mod signals;
@@ -42,6 +45,7 @@ pub use counter::{syscall_rows, ConnCounters, Counter, PollerCounters, StatusCou
 pub use deadlines::{earliest, Deadlines, Due, Timed, Timeouts, Timer};
 pub use gate::{AcceptFailure, Gate, ACCEPT_RETRY, SHUTDOWN_GRACE};
 pub use registry::{Registry, Waker, WorkerCounters};
+pub use ring::{ProvidedBuffers, Ring};
 pub use service::{Service, ServiceState};
 pub use spares::Spares;
 pub use trim::Trim;

@@ -38,10 +38,10 @@ use std::time::Duration;
 
 use evlab_poll::PollerStats;
 use evlab_sys as sys;
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types};
 
 use crate::conn::{Conn, Front, State};
-use evlab_runtime::{AcceptFailure, ACCEPT_RETRY};
+use evlab_runtime::{AcceptFailure, ProvidedBuffers, Ring, ACCEPT_RETRY};
 
 use crate::core::{Core, Engine};
 use crate::handler::{Ctx, Drained};
@@ -81,81 +81,6 @@ fn ud_parts(u: u64) -> (u64, RawFd, u32) {
     )
 }
 
-/// A ring of provided buffers shared with the kernel (IORING_REGISTER_PBUF_RING).
-struct BufRing {
-    entries: *mut types::BufRingEntry,
-    layout: std::alloc::Layout,
-    mem: Vec<u8>,
-    tail: u16,
-    mask: u16,
-}
-
-impl BufRing {
-    fn new(ring: &IoUring) -> io::Result<BufRing> {
-        let n = BUF_COUNT as usize;
-        let layout = std::alloc::Layout::from_size_align(
-            n * std::mem::size_of::<types::BufRingEntry>(),
-            4096,
-        )
-        .map_err(|e| io::Error::other(e.to_string()))?;
-        // SAFETY: the layout has a non-zero size.
-        let entries = unsafe { std::alloc::alloc_zeroed(layout) } as *mut types::BufRingEntry;
-        if entries.is_null() {
-            return Err(io::Error::from_raw_os_error(libc::ENOMEM));
-        }
-        let mut br = BufRing {
-            entries,
-            layout,
-            mem: vec![0u8; n * BUF_SIZE],
-            tail: 0,
-            mask: BUF_COUNT - 1,
-        };
-        // SAFETY: `entries` is page-aligned, zeroed, sized for BUF_COUNT entries, and lives until
-        // after the ring is dropped (field order in `Completion`).
-        sys::count_io(sys::Syscall::IoUringRegister, || unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(entries as u64, BUF_COUNT, BGID, 0)
-        })?;
-        for bid in 0..BUF_COUNT {
-            br.push(bid);
-        }
-        br.publish();
-        Ok(br)
-    }
-
-    fn push(&mut self, bid: u16) {
-        let i = (self.tail & self.mask) as usize;
-        // SAFETY: `i` < BUF_COUNT; the entry is ours to write until the tail is published.
-        let e = unsafe { &mut *self.entries.add(i) };
-        e.set_addr(self.mem.as_ptr() as u64 + bid as u64 * BUF_SIZE as u64);
-        e.set_len(BUF_SIZE as u32);
-        e.set_bid(bid);
-        self.tail = self.tail.wrapping_add(1);
-    }
-
-    fn publish(&self) {
-        // SAFETY: the tail lives in the first entry's reserved field; the kernel reads it with
-        // acquire semantics, so a release store publishes the entries written before it.
-        unsafe {
-            let tail =
-                types::BufRingEntry::tail(self.entries) as *const std::sync::atomic::AtomicU16;
-            (*tail).store(self.tail, std::sync::atomic::Ordering::Release);
-        }
-    }
-
-    fn data(&self, bid: u16, len: usize) -> &[u8] {
-        let start = bid as usize * BUF_SIZE;
-        &self.mem[start..start + len.min(BUF_SIZE)]
-    }
-}
-
-impl Drop for BufRing {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout; the ring that used it is gone.
-        unsafe { std::alloc::dealloc(self.entries as *mut u8, self.layout) };
-    }
-}
-
 /// What the completion engine knows of one connection.
 #[derive(Debug)]
 pub struct Armed {
@@ -190,23 +115,21 @@ impl Default for Armed {
 
 // Field order matters: the ring must be dropped before the buffer memory it points into.
 pub(crate) struct Completion {
-    ring: IoUring,
-    bufs: BufRing,
+    ring: Ring,
+    bufs: ProvidedBuffers,
     listen_fd: RawFd,
     waker_fd: RawFd,
     wake_buf: Box<u64>,
     /// The multishot accept is armed.
     accept_armed: bool,
-    cqes: Vec<(u64, i32, u32)>,
-    stats: PollerStats,
 }
 
 type C = Core<Armed>;
 
 impl Completion {
     pub fn new(core: &mut C, listen_fd: RawFd) -> io::Result<Completion> {
-        let ring = evlab_poll::uring_probe::new_engine_ring(RING_ENTRIES, CQ_ENTRIES)?;
-        let bufs = BufRing::new(&ring)?;
+        let ring = Ring::new(RING_ENTRIES, CQ_ENTRIES)?;
+        let bufs = ProvidedBuffers::new(&ring, BUF_COUNT, BUF_SIZE, BGID)?;
         let mut e = Completion {
             ring,
             bufs,
@@ -214,8 +137,6 @@ impl Completion {
             waker_fd: core.waker.rx,
             wake_buf: Box::new(0),
             accept_armed: false,
-            cqes: Vec::with_capacity(1024),
-            stats: PollerStats::default(),
         };
         e.arm_accept()?;
         e.arm_wake()?;
@@ -223,15 +144,10 @@ impl Completion {
     }
 
     fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
-        loop {
-            // SAFETY: every pointer an entry carries (iovecs, the wake buffer) points into memory
-            // owned by `self` or a connection's boxed iovecs, which stay put until the request
-            // is submitted (IORING_FEAT_SUBMIT_STABLE) or completes.
-            if unsafe { self.ring.submission().push(sqe).is_ok() } {
-                return Ok(());
-            }
-            sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit())?;
-        }
+        // SAFETY: every pointer an entry carries (iovecs, the wake buffer) points into memory
+        // owned by `self` or a connection's boxed iovecs, which stay put until the request
+        // is submitted (IORING_FEAT_SUBMIT_STABLE) or completes.
+        unsafe { self.ring.push(std::slice::from_ref(sqe)) }
     }
 
     fn arm_accept(&mut self) -> io::Result<()> {
@@ -297,7 +213,7 @@ impl Completion {
                     self.on_recv(core, fd, res, cqueue::more(flags), data)?;
                 }
                 if let Some(bid) = buffer {
-                    self.bufs.push(bid);
+                    self.bufs.give(bid);
                     return Ok(true);
                 }
             }
@@ -506,18 +422,12 @@ impl Engine for Completion {
     type Extra = Armed;
 
     fn turn(&mut self, core: &mut C, timeout: Option<Duration>) -> io::Result<()> {
-        self.stats.waits += 1;
-        self.stats.waits_from_kernel += 1;
-        evlab_poll::uring_poll::enter(&self.ring, 1, timeout)?;
+        self.ring.stats.waits += 1;
+        self.ring.enter(timeout)?;
         core.tick();
-        self.cqes.clear();
-        for cqe in self.ring.completion() {
-            self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
-        }
-        self.stats.events += self.cqes.len() as u64;
         let mut recycled = false;
-        for i in 0..self.cqes.len() {
-            let (u, res, flags) = self.cqes[i];
+        for k in 0..self.ring.harvest() {
+            let (u, res, flags) = self.ring.done(k);
             recycled |= self.on_completion(core, u, res, flags)?;
         }
         if recycled {
@@ -578,10 +488,10 @@ impl Engine for Completion {
     }
 
     fn poller_stats(&self) -> PollerStats {
-        self.stats
+        self.ring.stats
     }
 
     fn finish(&mut self, _core: &mut C) {
-        let _ = sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit());
+        let _ = self.ring.submit();
     }
 }

@@ -4,27 +4,18 @@
 use super::*;
 
 impl Uring {
-    pub(super) fn enter(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.stats.waits_from_kernel += 1;
-        evlab_poll::uring_poll::enter(&self.ring, 1, timeout)
-    }
-
     /// One enter, its completions handled, the quiet sends settled.
     pub(super) fn turn_ring(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.enter(timeout)?;
-        let submitted = self.ring.submission().is_empty();
+        self.ring.enter(timeout)?;
+        let submitted = self.ring.all_submitted();
         self.harvest();
         self.settle_quiet(submitted);
         Ok(())
     }
 
     pub(super) fn harvest(&mut self) {
-        self.cqes.clear();
-        for cqe in self.ring.completion() {
-            self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
-        }
-        for k in 0..self.cqes.len() {
-            let (u, res, flags) = self.cqes[k];
+        for k in 0..self.ring.harvest() {
+            let (u, res, flags) = self.ring.done(k);
             if u != UD_IGNORE {
                 self.on_cqe(u as u32, res, flags);
             }
@@ -168,7 +159,7 @@ impl Uring {
     /// descriptor's input; an end of stream or an error is noted; an EAGAIN asks again.
     #[inline]
     pub(super) fn on_recv(&mut self, fd: RawFd, res: i32, len: usize, mut buf: Vec<u8>) {
-        let waits = self.stats.waits;
+        let waits = self.ring.stats.waits;
         let st = self.st(fd);
         st.rd = None;
         if res > 0 {

@@ -1,10 +1,11 @@
 //! The proxy's completion engine (`uring`): io_uring requests, not readiness.
 //!
 //! One ring per worker (SINGLE_ISSUER, DEFER_TASKRUN where the kernel has them), driven by the
-//! same state machine as the readiness mechanisms (`worker/`): this type is both the
-//! worker's [`Poller`] (its `wait` is the one `io_uring_enter` of a turn, which submits what
-//! the turn queued and harvests completions as events) and its [`Io`] (each transfer is a
-//! request; see `xfer.rs`). What it submits:
+//! same state machine as the readiness mechanisms (`worker/`): this type is the worker's
+//! [`Engine`]. Its wait is the turn's one `io_uring_enter` (on the runtime's [`Ring`], as the
+//! server's engine's), which submits what the turn queued; each completion is turned into what
+//! the state machine asked for (bytes taken, a send ended) and, when it waits on it, an event
+//! on the descriptor. Each transfer is a request (see `engine.rs`). What it submits:
 //!
 //! - the listener: one multishot IORING_OP_ACCEPT; accepted descriptors wait in a queue that
 //!   `accept` empties;
@@ -17,7 +18,7 @@
 //!   recv that came back short (a request or a response read whole: the socket is empty),
 //!   the next one waits for bytes first (IORING_RECVSEND_POLL_FIRST) rather than try, fail
 //!   and then wait; after a full one it tries at once;
-//! - writes: the parts of a response (`Io::write_parts`: the client's output, a cached body,
+//! - writes: the parts of a response (`Engine::write_parts`: the client's output, a cached body,
 //!   a copied body's batch; a tunnel's batch) go with the send itself. Vectors are taken
 //!   whole (the state machine goes on with an empty one from the pool, and the send's
 //!   vectors come back to that pool for the next recvs), a cached object is held by
@@ -39,19 +40,19 @@
 //!   rather than wait; pipe → client socket directly, and behind a POLLOUT poll once the socket
 //!   answered EAGAIN. Splice-keep's copy into the second pipe is IORING_OP_TEE; the tee'd bytes
 //!   are then read out of the first pipe with IORING_OP_READ straight into the object's vector,
-//!   which the request holds until it completes (`Io::read_pipe`);
+//!   which the request holds until it completes (`Engine::read_pipe`);
 //! - other descriptors registered readable (the shutdown waker): a one-shot POLL_ADD.
 //!
 //! Costs and traps:
 //! - No transfer is made outside the ring but one: splice-release's head, written into the
-//!   body's empty pipe with write(2) (`Io::write_pipe`), which cannot block and saves the ring
+//!   body's empty pipe with write(2) (`Engine::write_pipe`), which cannot block and saves the ring
 //!   enter a send's completion would end. The bytes of a copied response are copied
 //!   once, by the kernel into the recv's buffer and out of the send's: the same buffer (the
 //!   body bytes that came with a head too: the head's buffer becomes the body's, sent after
 //!   the client's output). What the engine still copies: what goes to the origin (request heads,
 //!   small), a body being kept for the cache in copy mode, and a read that adds to bytes
 //!   already held.
-//! - Buffers circulate through one pool, the worker's (`Io::bufs`: the engine holds it, and
+//! - Buffers circulate through one pool, the worker's (`Engine::bufs`: the engine holds it, and
 //!   the worker takes and gives through it): a send's vectors return to it and feed the next
 //!   recvs; a state machine's buffer swapped out by a recv goes there too; a closed
 //!   connection's buffers too, so that the next connection's recvs find them (with a pool of
@@ -77,7 +78,7 @@
 //! This file holds the engine's state (the ring, the request slots, each descriptor's state)
 //! and its readiness face (`Poller`); `submit` arms requests, `complete` enters the ring and
 //! turns completions into what the state machine sees, `quiet` holds the quiet sends and their
-//! start-up probe, and `transfers` the `Io` every transfer goes through.
+//! start-up probe, and `transfers` the `Engine` the worker waits and transfers through.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -86,13 +87,13 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use evlab_poll::{Event, Events, Interest, Mechanism, Poller, PollerStats, Support, Token};
-use evlab_runtime::BufPool;
+use evlab_poll::{Event, Events, Interest, Token};
+use evlab_runtime::{BufPool, Ring};
 use evlab_sys as sys;
-use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
+use io_uring::{cqueue, opcode, squeue, types};
 
 use crate::cache::Object;
-use crate::xfer::{in_flight, Io, Part, Role, Unasked};
+use crate::engine::{in_flight, Engine, Part, Role, Unasked};
 
 mod complete;
 mod quiet;
@@ -264,7 +265,7 @@ struct FdState {
 }
 
 pub(crate) struct Uring {
-    ring: IoUring,
+    ring: Ring,
     ops: Vec<Op>,
     free_ops: Vec<u32>,
     live: usize,
@@ -276,7 +277,7 @@ pub(crate) struct Uring {
     accept_err: Option<i32>,
     /// Events for the worker not yet handed over.
     ready: VecDeque<Event>,
-    /// The worker's buffer pool (see `Io::bufs`).
+    /// The worker's buffer pool (see `Engine::bufs`).
     bufs: BufPool,
     orphans: Vec<(Instant, u32, u64)>,
     splice_ok: bool,
@@ -289,8 +290,6 @@ pub(crate) struct Uring {
     closing: bool,
     /// The descriptor whose recv `recv_at_once` is waiting on in this enter (else -1).
     taking: RawFd,
-    cqes: Vec<(u64, i32, u32)>,
-    stats: PollerStats,
 }
 
 fn errno(e: i32) -> io::Error {
@@ -488,19 +487,11 @@ impl Uring {
     // ---- completions ----
 }
 
-impl Poller for Uring {
-    const MECHANISM: Mechanism = Mechanism::Uring;
-
-    fn support() -> Support {
-        evlab_poll::uring_probe::engine_support()
-    }
-
-    fn new() -> io::Result<Uring> {
-        let ring = evlab_poll::uring_probe::new_engine_ring(RING_ENTRIES, CQ_ENTRIES)?;
-        let mut p = Probe::new();
-        let splice_ok = ring.submitter().register_probe(&mut p).is_ok()
-            && p.is_supported(opcode::Splice::CODE)
-            && p.is_supported(opcode::Tee::CODE);
+// How the engine waits: the `Engine` methods that are not transfers (`transfers.rs` has those).
+impl Uring {
+    pub(super) fn open() -> io::Result<Uring> {
+        let ring = Ring::new(RING_ENTRIES, CQ_ENTRIES)?;
+        let splice_ok = ring.supports(&[opcode::Splice::CODE, opcode::Tee::CODE]);
         if !splice_ok {
             static SAID: AtomicBool = AtomicBool::new(false);
             if !SAID.swap(true, Ordering::Relaxed) {
@@ -510,7 +501,7 @@ impl Poller for Uring {
                 );
             }
         }
-        let skip_success = ring.params().is_feature_skip_cqe_on_success();
+        let skip_success = ring.skips_success();
         let mut u = Uring {
             ring,
             ops: Vec::new(),
@@ -531,14 +522,14 @@ impl Poller for Uring {
             quiet: Vec::new(),
             closing: false,
             taking: -1,
-            cqes: Vec::with_capacity(1024),
-            stats: PollerStats::default(),
         };
         u.quiet_ok = u.probe_quiet();
+        // The probe's enters are not the worker's.
+        u.ring.stats = Default::default();
         Ok(u)
     }
 
-    fn register(&mut self, fd: RawFd, _token: Token, interest: Interest) -> io::Result<()> {
+    pub(super) fn watch_fd(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
         let st = self.st(fd);
         st.registered = true;
         st.want_read = interest.readable();
@@ -570,12 +561,7 @@ impl Poller for Uring {
         Ok(())
     }
 
-    fn reregister(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
-        self.stats.interest_changes_free += 1;
-        self.register(fd, token, interest)
-    }
-
-    fn deregister(&mut self, fd: RawFd) -> io::Result<()> {
+    pub(super) fn unwatch_fd(&mut self, fd: RawFd) -> io::Result<()> {
         if fd == self.listen_fd {
             self.st(fd).registered = false;
             if let Some(i) = self.accept_op {
@@ -587,9 +573,13 @@ impl Poller for Uring {
         Ok(())
     }
 
-    fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
+    pub(super) fn wait_events(
+        &mut self,
+        events: &mut Events,
+        timeout: Option<Duration>,
+    ) -> io::Result<usize> {
         events.clear();
-        self.stats.waits += 1;
+        self.ring.stats.waits += 1;
         self.sweep_orphans();
         let mut timeout = if self.ready.is_empty() && !self.quiet_awaited() {
             timeout
@@ -602,7 +592,10 @@ impl Poller for Uring {
             // Completions that need nothing of the worker (a send nobody waits for, done
             // during the enter that submitted it) end an enter as any other does: wait again,
             // for what is left of the timeout, rather than hand the worker an empty turn.
-            if !self.ready.is_empty() || self.cqes.is_empty() || timeout == Some(Duration::ZERO) {
+            if !self.ready.is_empty()
+                || self.ring.harvested() == 0
+                || timeout == Some(Duration::ZERO)
+            {
                 break;
             }
             if let (Some(t), Some(start)) = (timeout, start) {
@@ -618,16 +611,7 @@ impl Poller for Uring {
             }
             self.ready.pop_front();
         }
-        self.stats.events += events.len() as u64;
         Ok(events.len())
-    }
-
-    fn edge_triggered(&self) -> bool {
-        true
-    }
-
-    fn stats(&self) -> PollerStats {
-        self.stats
     }
 }
 

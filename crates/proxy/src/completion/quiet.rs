@@ -14,7 +14,7 @@ impl Uring {
     /// nothing was whole. Its completion would otherwise end the enter that submits it with
     /// nothing for the worker: half of the ring enters at 16 KiB.
     pub(super) fn settle_quiet(&mut self, submitted: bool) {
-        if self.quiet.is_empty() || !submitted || self.ring.submission().cq_overflow() {
+        if self.quiet.is_empty() || !submitted || self.ring.cq_overflow() {
             return;
         }
         let mut quiet = std::mem::take(&mut self.quiet);
@@ -154,20 +154,20 @@ impl Uring {
         .user_data(UD_PROBE);
         // SAFETY: the parts (the caller's), `iov` and `hdr` stay valid until the request is
         // seen to end below, and are leaked if it is not.
-        if unsafe { self.ring.submission().push(&sqe) }.is_err() {
+        if unsafe { self.ring.push(&[sqe]) }.is_err() {
             return Probed::Other;
         }
-        let harvest = |ring: &mut IoUring, got: &mut Option<i32>, cancel: &mut Option<i32>| {
-            for cqe in ring.completion() {
-                match cqe.user_data() {
-                    UD_PROBE => *got = Some(cqe.result()),
-                    UD_CANCEL => *cancel = Some(cqe.result()),
+        let harvest = |ring: &mut Ring, got: &mut Option<i32>, cancel: &mut Option<i32>| {
+            for k in 0..ring.harvest() {
+                match ring.done(k) {
+                    (UD_PROBE, res, _) => *got = Some(res),
+                    (UD_CANCEL, res, _) => *cancel = Some(res),
                     _ => {}
                 }
             }
         };
         let (mut got, mut cancel) = (None, None);
-        let entered = evlab_poll::uring_poll::enter(&self.ring, 0, Some(Duration::ZERO));
+        let entered = self.ring.enter(Some(Duration::ZERO));
         harvest(&mut self.ring, &mut got, &mut cancel);
         if let (Ok(()), Some(res)) = (&entered, got) {
             return Probed::Posted(res);
@@ -178,12 +178,12 @@ impl Uring {
             .build()
             .user_data(UD_CANCEL);
         // SAFETY: a cancel carries no pointer.
-        let queued = unsafe { self.ring.submission().push(&sqe) }.is_ok();
+        let queued = unsafe { self.ring.push(&[sqe]) }.is_ok();
         for _ in 0..100 {
             if !queued || (cancel.is_some() && (got.is_some() || cancel == Some(-libc::ENOENT))) {
                 break;
             }
-            let _ = evlab_poll::uring_poll::enter(&self.ring, 1, Some(Duration::from_millis(10)));
+            let _ = self.ring.enter(Some(Duration::from_millis(10)));
             harvest(&mut self.ring, &mut got, &mut cancel);
         }
         match (cancel, got) {

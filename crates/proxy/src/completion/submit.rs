@@ -11,21 +11,7 @@ impl Uring {
         // SAFETY: every pointer an entry carries points into a request's buffer held in
         // `self.ops` (its heap memory stays put when the table grows) until the request
         // completes; `Drop` waits for them, or leaks the buffers if they do not come back.
-        // All of `sqes` or none is queued.
-        if unsafe { self.ring.submission().push_multiple(sqes) }.is_ok() {
-            return Ok(());
-        }
-        self.push_when_full(sqes)
-    }
-
-    /// The queue is full: submit what it holds, then queue.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn push_when_full(&mut self, sqes: &[squeue::Entry]) -> io::Result<()> {
-        sys::count_io(sys::Syscall::IoUringEnter, || self.ring.submit())?;
-        // SAFETY: as in `push`.
-        unsafe { self.ring.submission().push_multiple(sqes) }
-            .map_err(|_| io::Error::other("submission queue full"))
+        unsafe { self.ring.push(sqes) }
     }
 
     pub(super) fn cancel(&mut self, i: u32) {

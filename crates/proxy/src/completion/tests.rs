@@ -1,5 +1,6 @@
 use super::*;
-use crate::xfer::pending;
+use crate::engine::pending;
+use evlab_poll::Mechanism;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::IntoRawFd;
@@ -17,12 +18,8 @@ fn pair(u: &mut Uring) -> (RawFd, TcpStream) {
     peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let fd = ours.into_raw_fd();
     u.adopt(fd, Role::Conn);
-    u.register(
-        fd,
-        Token(fd as usize),
-        Interest::READABLE.with(Interest::WRITABLE),
-    )
-    .unwrap();
+    u.watch(fd, Interest::READABLE.with(Interest::WRITABLE))
+        .unwrap();
     (fd, peer)
 }
 
@@ -63,8 +60,8 @@ fn a_read_is_in_flight_then_brings_the_bytes_then_eof() {
         until(&mut u, |u| u.read_max(fd, &mut buf, 4096)).unwrap(),
         0
     );
-    u.deregister(fd).unwrap();
-    Io::close(&mut u, fd);
+    u.unwatch(fd).unwrap();
+    Engine::close(&mut u, fd);
 }
 
 /// A write is taken whole and sent afterwards: closing the descriptor at once (the
@@ -80,8 +77,8 @@ fn a_send_taken_before_the_close_still_arrives() {
         sent += until(&mut u, |u| u.writev(fd, &[IoSlice::new(&data[sent..])])).unwrap();
     }
     u.shutdown_write(fd);
-    u.deregister(fd).unwrap();
-    Io::close(&mut u, fd);
+    u.unwatch(fd).unwrap();
+    Engine::close(&mut u, fd);
     let reader = std::thread::spawn(move || {
         let mut got = Vec::new();
         peer.read_to_end(&mut got).map(|_| got)
@@ -118,10 +115,10 @@ fn a_quiet_send_settles_within_the_enter_that_submits_it() {
     u.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
     assert_eq!(u.writev(fd, &[IoSlice::new(b"hello")]).unwrap(), 5);
     assert!(u.st(fd).wr.is_some(), "in flight until its enter");
-    let enters = u.stats.waits_from_kernel;
+    let enters = u.ring.stats.waits_from_kernel;
     u.wait(&mut ev, Some(Duration::from_millis(50))).unwrap();
     assert_eq!(
-        u.stats.waits_from_kernel - enters,
+        u.ring.stats.waits_from_kernel - enters,
         1,
         "the send's completion ended no enter"
     );
@@ -164,8 +161,8 @@ fn a_quiet_send_settles_within_the_enter_that_submits_it() {
     let mut got = [0u8; 6];
     peer.read_exact(&mut got).unwrap();
     assert_eq!(&got, b"onetwo");
-    u.deregister(fd).unwrap();
-    Io::close(&mut u, fd);
+    u.unwatch(fd).unwrap();
+    Engine::close(&mut u, fd);
 }
 
 /// After a recv that filled all it asked for, the next read submits its recv at once and
@@ -190,10 +187,14 @@ fn a_read_after_a_full_recv_takes_the_next_bytes_at_once() {
     // The rest is in the socket: each next read takes its bytes in the same call.
     for _ in 0..3 {
         let mut buf = Vec::with_capacity(piece);
-        let enters = u.stats.waits_from_kernel;
+        let enters = u.ring.stats.waits_from_kernel;
         let n = u.read_max(fd, &mut buf, piece).unwrap();
         assert_eq!(n, piece);
-        assert_eq!(u.stats.waits_from_kernel - enters, 1, "one enter, no wait");
+        assert_eq!(
+            u.ring.stats.waits_from_kernel - enters,
+            1,
+            "one enter, no wait"
+        );
         got.extend_from_slice(&buf);
     }
     assert!(got == data, "the bytes in order");
@@ -204,8 +205,8 @@ fn a_read_after_a_full_recv_takes_the_next_bytes_at_once() {
     // The socket is empty now: the next read's recv is in flight.
     let mut buf = Vec::with_capacity(piece);
     assert!(pending(&u.read_max(fd, &mut buf, piece).unwrap_err()));
-    u.deregister(fd).unwrap();
-    Io::close(&mut u, fd);
+    u.unwatch(fd).unwrap();
+    Engine::close(&mut u, fd);
 }
 
 /// A response's parts are taken, not copied: the vectors go with the send (the state
@@ -267,8 +268,8 @@ fn write_parts_takes_the_buffers_and_sends_them_in_order() {
         u.bufs.holds(body_ptr),
         "the body's own buffer came back to the pool: never copied"
     );
-    u.deregister(fd).unwrap();
-    Io::close(&mut u, fd);
+    u.unwatch(fd).unwrap();
+    Engine::close(&mut u, fd);
 }
 
 #[test]
@@ -301,8 +302,8 @@ fn splice_moves_socket_to_pipe_to_socket() {
     assert!(got == body);
     assert!(!u.pipe_busy(rd, wr), "nothing in flight on the pipe");
     for fd in [origin, client] {
-        u.deregister(fd).unwrap();
-        Io::close(&mut u, fd);
+        u.unwatch(fd).unwrap();
+        Engine::close(&mut u, fd);
     }
     let _ = sys::close(rd);
     let _ = sys::close(wr);

@@ -1,9 +1,39 @@
-//! The `Io` the state machine makes every transfer through, on the ring.
+//! The [`Engine`] the worker waits and makes every transfer through, on the ring.
 
 use super::*;
 
-impl Io for Uring {
+impl Engine for Uring {
     const COMPLETION: bool = true;
+
+    fn new() -> io::Result<Uring> {
+        Uring::open()
+    }
+
+    fn watch(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        self.watch_fd(fd, interest)
+    }
+
+    fn rewatch(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        self.ring.stats.interest_changes_free += 1;
+        self.watch_fd(fd, interest)
+    }
+
+    fn unwatch(&mut self, fd: RawFd) -> io::Result<()> {
+        self.unwatch_fd(fd)
+    }
+
+    fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
+        self.wait_events(events, timeout)
+    }
+
+    /// A completion is reported once.
+    fn edge_triggered(&self) -> bool {
+        true
+    }
+
+    fn stats(&self) -> evlab_poll::PollerStats {
+        self.ring.stats
+    }
 
     fn bufs<'a>(&'a mut self, _worker: &'a mut BufPool) -> &'a mut BufPool {
         &mut self.bufs
@@ -288,7 +318,7 @@ impl Io for Uring {
     }
 
     fn unasked(&mut self, fd: RawFd) -> Unasked {
-        let waits = self.stats.waits;
+        let waits = self.ring.stats.waits;
         let st = self.st(fd);
         if st.rx_pos < st.rx.len() || st.rd_done.is_some() {
             return Unasked::Bytes;
@@ -311,7 +341,7 @@ impl Io for Uring {
             return Unasked::Closed;
         }
         // A poll takes nothing: what arrived is still in the socket.
-        crate::xfer::peek_unasked(fd)
+        crate::engine::peek_unasked(fd)
     }
 
     fn watch_idle(&mut self, fd: RawFd) {

@@ -4,7 +4,7 @@ use super::*;
 use evlab_http::freshness::{self, RequestDirectives, Reuse};
 use evlab_http::same_origin_key;
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     /// What the cache keeps of a length-delimited response of `total` body bytes whose head
     /// for the client is `head`, if it may and can be stored: the request asked to store
     /// (`Exchange::store_key`), the status is 200, nothing forbids a shared cache to reuse it

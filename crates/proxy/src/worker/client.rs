@@ -82,23 +82,19 @@ impl Timed for Client {
     }
 }
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     pub(super) fn accept_ready(&mut self) -> io::Result<()> {
         loop {
             if !self.gate.has_room() {
                 self.pause_accept(None);
                 return Ok(());
             }
-            match self.poller.accept(self.listen_fd) {
+            match self.engine.accept(self.listen_fd) {
                 Ok((fd, peer)) => {
-                    self.poller.adopt(fd, Role::Conn);
-                    if self
-                        .poller
-                        .register(fd, Token(fd as usize), Interest::READABLE)
-                        .is_err()
-                    {
+                    self.engine.adopt(fd, Role::Conn);
+                    if self.engine.watch(fd, Interest::READABLE).is_err() {
                         self.stats.conns.accept_errors.inc();
-                        self.poller.close(fd);
+                        self.engine.close(fd);
                         continue;
                     }
                     self.add_client(fd, peer);
@@ -146,7 +142,7 @@ impl<P: Io> Worker<P> {
     }
 
     /// Closes a client; `abort`: one told nothing more (it took none of its output), whose
-    /// output still on its way is dropped ([`Io::abort`]).
+    /// output still on its way is dropped ([`Engine::abort`]).
     pub(super) fn close_client_as(&mut self, mut c: Box<Client>, abort: bool) {
         if let Some(x) = c.x.take() {
             self.drop_exchange(*x, false);
@@ -158,11 +154,11 @@ impl<P: Io> Worker<P> {
         if !c.log.is_empty() {
             self.log_done(&mut c, true);
         }
-        let _ = self.poller.deregister(c.fd);
+        let _ = self.engine.unwatch(c.fd);
         if abort {
-            self.poller.abort(c.fd);
+            self.engine.abort(c.fd);
         } else {
-            self.poller.close(c.fd);
+            self.engine.close(c.fd);
         }
         *self.slot(c.fd) = Slot::Free;
         c.hit = None;
@@ -182,7 +178,7 @@ impl<P: Io> Worker<P> {
 
     pub(super) fn pause_accept(&mut self, retry_at: Option<Instant>) {
         if self.gate.close(retry_at) {
-            let _ = self.poller.deregister(self.listen_fd);
+            let _ = self.engine.unwatch(self.listen_fd);
         }
     }
 
@@ -191,12 +187,8 @@ impl<P: Io> Worker<P> {
             return;
         }
         if self
-            .poller
-            .register(
-                self.listen_fd,
-                Token(self.listen_fd as usize),
-                Interest::READABLE,
-            )
+            .engine
+            .watch(self.listen_fd, Interest::READABLE)
             .is_ok()
         {
             self.gate.opened();
@@ -212,7 +204,7 @@ impl<P: Io> Worker<P> {
         match self.gate.begin_shutdown(self.now) {
             None => return,
             Some(true) => {
-                let _ = self.poller.deregister(self.listen_fd);
+                let _ = self.engine.unwatch(self.listen_fd);
             }
             Some(false) => {}
         }
@@ -244,9 +236,9 @@ impl<P: Io> Worker<P> {
             self.close_origin(o);
         }
         if self.gate.accepting() {
-            let _ = self.poller.deregister(self.listen_fd);
+            let _ = self.engine.unwatch(self.listen_fd);
         }
-        let _ = self.poller.deregister(self.waker.rx);
+        let _ = self.engine.unwatch(self.waker.rx);
         self.pipes.clear();
         if let Some(l) = self.log.as_mut() {
             l.flush();
@@ -264,14 +256,14 @@ impl<P: Io> Worker<P> {
             c.rbuf.reserve(8 * 1024);
         }
         let offered = c.rbuf.capacity() - c.rbuf.len();
-        match self.poller.read_max(c.fd, &mut c.rbuf, usize::MAX) {
+        match self.engine.read_max(c.fd, &mut c.rbuf, usize::MAX) {
             Ok(0) => {
                 c.peer_eof = true;
                 c.f.readable = false;
                 Ok(true)
             }
             Ok(n) => {
-                if n < offered && !c.f.peer_closed && !P::COMPLETION {
+                if n < offered && !c.f.peer_closed && !E::COMPLETION {
                     c.f.readable = false;
                 }
                 self.touch(c);
@@ -322,7 +314,7 @@ impl<P: Io> Worker<P> {
             if want == 0 {
                 break;
             }
-            let r = self.poller.write_parts(c.fd, &mut parts);
+            let r = self.engine.write_parts(c.fd, &mut parts);
             match r {
                 Ok(n) => {
                     self.stats.bytes_to_clients.add(n as u64);
@@ -365,7 +357,7 @@ impl<P: Io> Worker<P> {
             return Ok(progress);
         };
         while p.len > 0 {
-            match self.poller.splice(p.rd, fd, p.len, fd) {
+            match self.engine.splice(p.rd, fd, p.len, fd) {
                 Ok(0) => break,
                 Ok(n) => {
                     p.len -= n;
@@ -399,7 +391,7 @@ impl<P: Io> Worker<P> {
         if c.peer_eof {
             return Err(Close);
         }
-        self.poller.shutdown_write(c.fd);
+        self.engine.shutdown_write(c.fd);
         c.phase = Phase::Lingering;
         c.rbuf.clear();
         let at = self.now + self.cfg.linger;
@@ -410,7 +402,7 @@ impl<P: Io> Worker<P> {
     pub(super) fn linger(&mut self, c: &mut Client) -> Result<(), Close> {
         let mut b = [0u8; 4096];
         while c.f.readable {
-            match self.poller.read(c.fd, &mut b) {
+            match self.engine.read(c.fd, &mut b) {
                 Ok(0) => return Err(Close),
                 Ok(_) => {}
                 Err(e) if sys::would_block(&e) || pending(&e) => c.f.readable = false,

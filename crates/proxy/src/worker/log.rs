@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     /// A request was taken from `c.rbuf` (whose start is its head, `head`): its line waits
     /// for its response.
     pub(super) fn log_open(&mut self, c: &mut Client, head: &[u8]) {

@@ -1,9 +1,7 @@
-//! One proxy worker: an event loop generic over the mechanism (a readiness [`Poller`], or the
-//! completion engine, which looks like one). Every transfer goes through [`Io`]; under the
+//! One proxy worker: an event loop generic over its [`Engine`] (a readiness mechanism, or the
+//! io_uring completion engine). It waits and makes every transfer through it; under the
 //! completion engine, "in flight" ([`pending`]) clears readiness as EAGAIN does, and a short
-//! read proves nothing (`Io::COMPLETION`).
-//!
-//! [`Poller`]: evlab_poll::Poller
+//! read proves nothing (`Engine::COMPLETION`).
 //!
 //! A client connection goes through these phases, one request at a time (pipelined requests
 //! wait in its input buffer and are answered in order, as nginx and HAProxy do):
@@ -63,7 +61,7 @@ use evlab_http::{
     write_head, ChunkedScanner, DateCache, ForwardOptions, Framing, ProxyParse, RequestBody,
     RequestFacts, ResponseHead, ResponseParse, Status,
 };
-use evlab_poll::{Events, Interest, Token};
+use evlab_poll::{Events, Interest};
 use evlab_runtime::ServiceState;
 use evlab_runtime::{
     earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer, Trim,
@@ -73,9 +71,9 @@ use evlab_sys as sys;
 
 use crate::access_log::{request_words, CacheMark, Entry, LogBuf};
 use crate::cache::{Object, ObjectCache};
+use crate::engine::{pending, Engine, Part, Role, Unasked};
 use crate::pipes::{Pipe, PipePool};
 use crate::stats::{Shared, WorkerStats};
-use crate::xfer::{pending, Io, Part, Role, Unasked};
 use crate::{Config, ForwardMode, RELEASE_PIPE_MAX};
 
 mod cache_path;
@@ -115,8 +113,8 @@ const SPARES_MAX: usize = 1024;
 /// Copy buffers the pool keeps at most (each up to twice `--buffer-size`).
 const POOL_BUFFERS: usize = 256;
 /// How long an origin connection stays in the idle pool before the completion engine watches
-/// it (`Io::watch_idle`). A connection taken again sooner is looked at before its request
-/// instead (`Io::unasked`, as every reused one is), so what it sent meanwhile is caught all
+/// it (`Engine::watch_idle`). A connection taken again sooner is looked at before its request
+/// instead (`Engine::unasked`, as every reused one is), so what it sent meanwhile is caught all
 /// the same; watching at once would cost a poll armed and cancelled per request on a busy
 /// connection. Readiness mechanisms watch through their registration and ignore this.
 const IDLE_WATCH_DELAY: Duration = Duration::from_millis(10);
@@ -425,8 +423,8 @@ struct Close;
 
 type Step = Result<bool, Close>;
 
-pub(crate) struct Worker<P: Io> {
-    poller: P,
+pub(crate) struct Worker<E: Engine> {
+    engine: E,
     events: Events,
     edge: bool,
     listen_fd: RawFd,
@@ -465,14 +463,14 @@ pub(crate) struct Worker<P: Io> {
     log: Option<LogBuf>,
 }
 
-/// Runs a worker with mechanism `P` until shutdown.
-pub(crate) fn run<P: Io>(
+/// Runs a worker on engine `E` until shutdown.
+pub(crate) fn run<E: Engine>(
     listen_fd: RawFd,
     cfg: Arc<Config>,
     shared: Arc<Shared>,
     ready: Ready,
 ) -> io::Result<()> {
-    let made = Worker::<P>::new(listen_fd, cfg, shared.clone());
+    let made = Worker::<E>::new(listen_fd, cfg, shared.clone());
     ready.report(&made);
     let mut w = made?;
     let r = w.run();
@@ -480,35 +478,33 @@ pub(crate) fn run<P: Io>(
     r
 }
 
-impl<P: Io> Worker<P> {
-    fn new(listen_fd: RawFd, cfg: Arc<Config>, shared: Arc<Shared>) -> io::Result<Worker<P>> {
-        let mut poller = P::new()?;
+impl<E: Engine> Worker<E> {
+    fn new(listen_fd: RawFd, cfg: Arc<Config>, shared: Arc<Shared>) -> io::Result<Worker<E>> {
+        let mut engine = E::new()?;
         let mut waker = Waker::new()?;
-        let registered = poller
-            .register(waker.rx, Token(waker.rx as usize), Interest::READABLE)
-            .and_then(|()| {
-                poller.adopt(listen_fd, Role::Listener);
-                poller.register(listen_fd, Token(listen_fd as usize), Interest::READABLE)
-            });
+        let registered = engine.watch(waker.rx, Interest::READABLE).and_then(|()| {
+            engine.adopt(listen_fd, Role::Listener);
+            engine.watch(listen_fd, Interest::READABLE)
+        });
         if let Err(e) = registered {
             waker.close();
             return Err(e);
         }
         let stats = Arc::new(WorkerStats::for_this_thread());
         shared.registry.add(stats.clone(), &waker);
-        let edge = poller.edge_triggered();
+        let edge = engine.edge_triggered();
         let mut date = DateCache::new();
         let now = Instant::now();
         date.tick(now);
         let mut bufs = BufPool::default();
-        *poller.bufs(&mut bufs) = BufPool::new(
+        *engine.bufs(&mut bufs) = BufPool::new(
             cfg.buffer_size,
             2 * cfg.buffer_size,
             POOL_BUFFERS * cfg.buffer_size,
         );
         Ok(Worker {
             events: Events::with_capacity(cfg.events_per_wait),
-            poller,
+            engine,
             edge,
             listen_fd,
             waker,
@@ -556,7 +552,7 @@ impl<P: Io> Worker<P> {
     /// trimmed, stats published and the access log flushed when due.
     #[inline]
     fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.poller.wait(&mut self.events, timeout)?;
+        self.engine.wait(&mut self.events, timeout)?;
         self.now = Instant::now();
         self.turn += 1;
         self.date.tick(self.now);
@@ -585,7 +581,7 @@ impl<P: Io> Worker<P> {
             self.accept_ready()?;
         }
         self.expire();
-        let bufs = self.poller.bufs(&mut self.bufs);
+        let bufs = self.engine.bufs(&mut self.bufs);
         self.trim
             .run(self.now, bufs, &mut self.spares, &mut self.timers);
         self.publish();
@@ -613,7 +609,7 @@ impl<P: Io> Worker<P> {
     /// Copies the pools' and the mechanism's counts into the shared stats.
     fn publish(&self) {
         let st = &self.stats;
-        st.poller.set(&self.poller.stats());
+        st.poller.set(&self.engine.stats());
         let c = &self.cache.counts;
         st.cache_stored.set(c.stored);
         st.cache_evicted.set(c.evicted);
@@ -631,9 +627,9 @@ impl<P: Io> Worker<P> {
         st.origin_idle.set(self.idle.len() as u64);
     }
 
-    /// The buffer pool (the engine's when it has one: see `Io::bufs`).
+    /// The buffer pool (the engine's when it has one: see `Engine::bufs`).
     fn pool(&mut self) -> &mut BufPool {
-        self.poller.bufs(&mut self.bufs)
+        self.engine.bufs(&mut self.bufs)
     }
 
     /// A buffer of --buffer-size from the pool.
@@ -828,11 +824,7 @@ impl<P: Io> Worker<P> {
             want = want.with(Interest::WRITABLE);
         }
         if want != c.f.interest {
-            if self
-                .poller
-                .reregister(c.fd, Token(c.fd as usize), want)
-                .is_err()
-            {
+            if self.engine.rewatch(c.fd, want).is_err() {
                 return false;
             }
             c.f.interest = want;
@@ -868,11 +860,7 @@ impl<P: Io> Worker<P> {
             }
         };
         if want != o.f.interest {
-            if self
-                .poller
-                .reregister(o.fd, Token(o.fd as usize), want)
-                .is_err()
-            {
+            if self.engine.rewatch(o.fd, want).is_err() {
                 return false;
             }
             o.f.interest = want;

@@ -13,7 +13,7 @@ pub(super) fn src_pipe(b: &Xfer) -> Option<&Pipe> {
     }
 }
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     /// Chooses the forwarding mode of a length-delimited body of `total` bytes, of which
     /// `first` came with the head, and readies what the mode keeps for the cache: the copy
     /// buffer as the object, or the tee'd copy's buffer. A spliced body is not stored.
@@ -70,7 +70,7 @@ impl<P: Io> Worker<P> {
         let mut written = 0;
         while written < pending {
             let rest = &c.out[c.out_pos + written..];
-            match self.poller.write_pipe(p.wr, rest) {
+            match self.engine.write_pipe(p.wr, rest) {
                 Ok(n) if n > 0 => written += n,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 // An empty pipe with room takes a few pages whole: never seen. What went in
@@ -104,7 +104,7 @@ impl<P: Io> Worker<P> {
         cacheable: bool,
     ) -> (Mode, Option<Pipe>, Option<Pipe>) {
         let forward = self.cfg.forward;
-        if !forward.splices() || left < self.cfg.splice_min.max(1) || !self.poller.can_splice() {
+        if !forward.splices() || left < self.cfg.splice_min.max(1) || !self.engine.can_splice() {
             return (Mode::Copy, None, None);
         }
         let keep = forward == ForwardMode::SpliceKeep && cacheable;
@@ -164,7 +164,7 @@ impl<P: Io> Worker<P> {
         let b = x.body.as_mut().expect("a body");
         let mut progress = false;
         if b.mode == Mode::SpliceKeep {
-            progress |= tee_into_keep(&mut self.poller, c.fd, b, &self.stats)?;
+            progress |= tee_into_keep(&mut self.engine, c.fd, b, &self.stats)?;
         }
         if b.in_done || b.failed {
             b.head_held = false;
@@ -199,11 +199,11 @@ impl<P: Io> Worker<P> {
                 if b.buf.capacity() - b.buf.len() < max {
                     b.buf.reserve(max);
                 }
-                self.poller.read_max(o.fd, &mut b.buf, max)
+                self.engine.read_max(o.fd, &mut b.buf, max)
             }
             _ => {
                 let wr = b.pipe.as_ref().expect("a pipe").wr;
-                self.poller.splice(o.fd, wr, max, o.fd)
+                self.engine.splice(o.fd, wr, max, o.fd)
             }
         };
         let held = std::mem::take(&mut b.head_held);
@@ -227,7 +227,7 @@ impl<P: Io> Worker<P> {
                             self.stats.bytes_copy.add(n as u64);
                         }
                         o.drained_turn = 0;
-                        if n < max && !o.f.peer_closed && !P::COMPLETION {
+                        if n < max && !o.f.peer_closed && !E::COMPLETION {
                             o.f.readable = false;
                             o.drained_turn = self.turn;
                         }
@@ -252,7 +252,7 @@ impl<P: Io> Worker<P> {
                 match b.pipe.as_mut() {
                     // A pipe that holds only a head (a few pages of many) is not full: the
                     // socket is empty (a readiness mechanism's EAGAIN says so).
-                    Some(_) if held && !P::COMPLETION => o.f.readable = false,
+                    Some(_) if held && !E::COMPLETION => o.f.readable = false,
                     // Full, or the socket is empty: drain the pipe, then try again.
                     Some(p) if b.mode != Mode::Copy && p.len > 0 => p.full = true,
                     _ => o.f.readable = false,
@@ -274,7 +274,7 @@ impl<P: Io> Worker<P> {
         let b = x.body.as_mut().expect("a body");
         b.reusable = false;
         let o = x.origin.take().expect("an origin");
-        if self.poller.unasked(o.fd) == Unasked::Bytes {
+        if self.engine.unasked(o.fd) == Unasked::Bytes {
             // It sent more than the response before it closed: nothing is cached.
             b.store = None;
             self.stats.origin_errors.inc();
@@ -285,7 +285,7 @@ impl<P: Io> Worker<P> {
     /// A pipe back to the pool; one that a request still uses may yet receive bytes, so it is
     /// closed like one that holds some.
     pub(super) fn give_pipe(&mut self, mut p: Pipe) {
-        if self.poller.pipe_busy(p.rd, p.wr) {
+        if self.engine.pipe_busy(p.rd, p.wr) {
             p.len = p.len.max(1);
         }
         self.pipes.give(p);
@@ -296,7 +296,7 @@ impl<P: Io> Worker<P> {
 /// and reads it out of the first into the object, so the first pipe only ever holds bytes not
 /// yet duplicated.
 pub(super) fn tee_into_keep(
-    io: &mut impl Io,
+    io: &mut impl Engine,
     client: RawFd,
     b: &mut Xfer,
     stats: &WorkerStats,

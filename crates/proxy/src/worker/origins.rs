@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     pub(super) fn origin_for(&mut self, client_fd: RawFd, fresh_only: bool) -> io::Result<Origin> {
         while let Some(mut o) = (!fresh_only).then(|| self.idle.pop()).flatten() {
             // Whatever arrived while it was idle (since the last event was seen) is no answer
@@ -11,16 +11,16 @@ impl<P: Io> Worker<P> {
             let unasked = if o.quiet_turn == self.turn {
                 Unasked::Quiet
             } else {
-                self.poller.unasked(o.fd)
+                self.engine.unasked(o.fd)
             };
             if unasked != Unasked::Quiet {
                 self.unusable_origin(o, unasked);
                 continue;
             }
-            self.poller.unwatch_idle(o.fd);
+            self.engine.unwatch_idle(o.fd);
             // A completion engine has nothing in flight on it to say when the answer comes:
             // its read, tried once the request is out, is.
-            if P::COMPLETION {
+            if E::COMPLETION {
                 o.f.readable = true;
             }
             o.reused = true;
@@ -53,23 +53,22 @@ impl<P: Io> Worker<P> {
         )?;
         let connected = (|| {
             sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
-            self.poller.adopt(fd, Role::Conn);
+            self.engine.adopt(fd, Role::Conn);
             let done = match sys::connect(fd, &origin) {
                 Ok(()) => true,
                 Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
-                    self.poller.watch_connect(fd)?;
+                    self.engine.watch_connect(fd)?;
                     false
                 }
                 Err(e) => return Err(e),
             };
-            self.poller
-                .register(fd, Token(fd as usize), Interest::WRITABLE)?;
+            self.engine.watch(fd, Interest::WRITABLE)?;
             Ok(done)
         })();
         let done = match connected {
             Ok(done) => done,
             Err(e) => {
-                self.poller.close(fd);
+                self.engine.close(fd);
                 return Err(e);
             }
         };
@@ -99,8 +98,8 @@ impl<P: Io> Worker<P> {
     }
 
     pub(super) fn close_origin(&mut self, o: Origin) {
-        let _ = self.poller.deregister(o.fd);
-        self.poller.close(o.fd);
+        let _ = self.engine.unwatch(o.fd);
+        self.engine.close(o.fd);
         *self.slot(o.fd) = Slot::Free;
         self.stats.origin_closed.inc();
     }
@@ -117,12 +116,8 @@ impl<P: Io> Worker<P> {
         }
         // The completion engine watches an idle connection with the poll `watch_idle` arms;
         // a registration would only make it report a readiness to try, for nothing.
-        if o.f.interest != Interest::READABLE && !P::COMPLETION {
-            if self
-                .poller
-                .reregister(o.fd, Token(o.fd as usize), Interest::READABLE)
-                .is_err()
-            {
+        if o.f.interest != Interest::READABLE && !E::COMPLETION {
+            if self.engine.rewatch(o.fd, Interest::READABLE).is_err() {
                 self.close_origin(o);
                 return;
             }
@@ -133,7 +128,7 @@ impl<P: Io> Worker<P> {
         let fd = o.fd;
         self.idle_serial += 1;
         *self.slot(fd) = Slot::Idle(self.idle_serial);
-        if P::COMPLETION {
+        if E::COMPLETION {
             self.idle_watch
                 .push_back((self.now + IDLE_WATCH_DELAY, fd, self.idle_serial));
         }
@@ -148,7 +143,7 @@ impl<P: Io> Worker<P> {
             }
             self.idle_watch.pop_front();
             if matches!(self.slots.get(fd as usize), Some(Slot::Idle(s)) if *s == serial) {
-                self.poller.watch_idle(fd);
+                self.engine.watch_idle(fd);
             }
         }
     }
@@ -160,8 +155,8 @@ impl<P: Io> Worker<P> {
         let Some(i) = self.idle.iter().position(|o| o.fd == fd) else {
             return;
         };
-        match self.poller.unasked(fd) {
-            Unasked::Quiet => self.poller.watch_idle(fd),
+        match self.engine.unasked(fd) {
+            Unasked::Quiet => self.engine.watch_idle(fd),
             unasked => {
                 let o = self.idle.swap_remove(i);
                 self.unusable_origin(o, unasked);

@@ -33,7 +33,7 @@ struct Asked {
     idempotent: bool,
 }
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     /// Answers the requests buffered, up to the first that must go to the origin.
     pub(super) fn answer(&mut self, c: &mut Client) -> Step {
         let mut progress = false;
@@ -379,7 +379,7 @@ impl<P: Io> Worker<P> {
             buffer_size.min(usize::try_from(l).unwrap_or(usize::MAX))
         });
         x.req.reserve(max);
-        match self.poller.read_max(c.fd, &mut x.req, max) {
+        match self.engine.read_max(c.fd, &mut x.req, max) {
             // The client ended inside its body: the request can never be complete (an origin
             // connection that carried part of it is closed with the client).
             Ok(0) => {
@@ -388,7 +388,7 @@ impl<P: Io> Worker<P> {
             }
             Ok(n) => {
                 x.streamed |= !buffering;
-                if n < max && !c.f.peer_closed && !P::COMPLETION {
+                if n < max && !c.f.peer_closed && !E::COMPLETION {
                     c.f.readable = false;
                 }
                 match b.left.as_mut() {

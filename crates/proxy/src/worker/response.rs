@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     /// Fetch: connect, send the request, read and parse the response head.
     pub(super) fn fetch(&mut self, c: &mut Client) -> Step {
         let cfd = c.fd;
@@ -35,7 +35,7 @@ impl<P: Io> Worker<P> {
                 return Ok(false);
             }
             return match self
-                .poller
+                .engine
                 .writev(o.fd, &[IoSlice::new(&x.req[x.req_pos..])])
             {
                 Ok(n) => {
@@ -43,7 +43,7 @@ impl<P: Io> Worker<P> {
                     // A completion engine takes at most its send size at once (a buffered
                     // body is larger): what is left is asked for again, and the engine
                     // answers "in flight" until there is room.
-                    if x.req_pos < x.req.len() && !P::COMPLETION {
+                    if x.req_pos < x.req.len() && !E::COMPLETION {
                         o.f.writable = false;
                     }
                     Ok(true)
@@ -73,7 +73,7 @@ impl<P: Io> Worker<P> {
         if x.resp.capacity() - x.resp.len() < limit {
             x.resp.reserve(limit);
         }
-        let read = self.poller.read_max(o.fd, &mut x.resp, limit);
+        let read = self.engine.read_max(o.fd, &mut x.resp, limit);
         match read {
             Ok(0) => {
                 self.stats.origin_errors.inc();
@@ -83,7 +83,7 @@ impl<P: Io> Worker<P> {
                 x.got_bytes = true;
                 x.head_full = n == limit;
                 o.drained_turn = 0;
-                if n < limit && !o.f.peer_closed && !P::COMPLETION {
+                if n < limit && !o.f.peer_closed && !E::COMPLETION {
                     o.f.readable = false;
                     o.drained_turn = self.turn;
                 }
@@ -363,7 +363,7 @@ impl<P: Io> Worker<P> {
                     reusable = false;
                 }
             } else if b.framing != Framing::UntilClose {
-                let drained = !P::COMPLETION
+                let drained = !E::COMPLETION
                     && o.drained_turn == self.turn
                     && !o.f.readable
                     && !o.f.hup
@@ -371,7 +371,7 @@ impl<P: Io> Worker<P> {
                 let unasked = if drained {
                     Unasked::Quiet
                 } else {
-                    self.poller.unasked(o.fd)
+                    self.engine.unasked(o.fd)
                 };
                 match unasked {
                     Unasked::Quiet => o.quiet_turn = self.turn,

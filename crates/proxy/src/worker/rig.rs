@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use evlab_poll::{EpollEt, Mechanism};
 
 use super::*;
+use crate::engine::Readiness;
 
 /// The origin's answer to a request head (its body, if any, already read).
 pub(super) type Script = dyn Fn(&str) -> Vec<u8> + Send + Sync;
@@ -144,7 +145,7 @@ impl Answer {
 
 /// The worker, its listener and the origin behind it.
 pub(super) struct Rig {
-    pub w: Worker<EpollEt>,
+    pub w: Worker<Readiness<EpollEt>>,
     pub origin: ScriptedOrigin,
     pub addr: SocketAddr,
     listen_fd: RawFd,

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     /// The client made progress: its `--timeout` starts over (a store; the deadline follows
     /// when the drive ends, in `rearm`).
     #[inline]

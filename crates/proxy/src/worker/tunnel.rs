@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<P: Io> Worker<P> {
+impl<E: Engine> Worker<E> {
     /// CONNECT to `target` (lower case): a tunnel if `--allow-connect` names it, else 403
     /// without connecting anywhere.
     pub(super) fn connect_tunnel(&mut self, c: &mut Client, target: &str, minor: u8, keep: bool) {
@@ -29,7 +29,7 @@ impl<P: Io> Worker<P> {
         let (mut up, mut down) = (Pump::default(), Pump::default());
         // Splice modes splice both ways (the paper's bidirectional splice), each way through
         // its own pipe; without two pipes, or in copy mode, both ways are copied.
-        if self.cfg.forward.splices() && self.poller.can_splice() && self.pipes.available(2) {
+        if self.cfg.forward.splices() && self.engine.can_splice() && self.pipes.available(2) {
             match (self.pipes.take(), self.pipes.take()) {
                 (Ok(Some(a)), Ok(Some(b))) => (up.pipe, down.pipe) = (Some(a), Some(b)),
                 (a, b) => {
@@ -97,7 +97,7 @@ impl<P: Io> Worker<P> {
         let t = c.tunnel.as_mut().expect("a tunnel");
         let (tfd, tf) = (t.target.fd, &mut t.target.f);
         progress |= pump(
-            &mut self.poller,
+            &mut self.engine,
             (cfd, &mut c.f),
             (tfd, tf),
             &mut t.up,
@@ -106,7 +106,7 @@ impl<P: Io> Worker<P> {
             &self.stats,
         )?;
         progress |= pump(
-            &mut self.poller,
+            &mut self.engine,
             (tfd, &mut t.target.f),
             (cfd, &mut c.f),
             &mut t.down,
@@ -157,11 +157,7 @@ impl<P: Io> Worker<P> {
         }
         for (fd, f, want) in [(c.fd, &mut c.f, cw), (t.target.fd, &mut t.target.f, tw)] {
             if want != f.interest {
-                if self
-                    .poller
-                    .reregister(fd, Token(fd as usize), want)
-                    .is_err()
-                {
+                if self.engine.rewatch(fd, want).is_err() {
                     return false;
                 }
                 f.interest = want;
@@ -185,8 +181,8 @@ impl<P: Io> Worker<P> {
 /// in the buffer first: they came before any spliced), and shuts `dst`'s sending side once
 /// `src` has ended and everything it sent is through. `may_write`: nothing is queued before
 /// this pump's bytes on `dst`.
-pub(super) fn pump<P: Io>(
-    io: &mut P,
+pub(super) fn pump<E: Engine>(
+    io: &mut E,
     (src, sf): (RawFd, &mut Flags),
     (dst, df): (RawFd, &mut Flags),
     p: &mut Pump,
@@ -214,7 +210,7 @@ pub(super) fn pump<P: Io>(
                     let r = io.read_max(src, &mut p.buf, buffer_size);
                     if let Ok(n) = r {
                         stats.bytes_copy.add(n as u64);
-                        if n > 0 && n < buffer_size && !sf.peer_closed && !P::COMPLETION {
+                        if n > 0 && n < buffer_size && !sf.peer_closed && !E::COMPLETION {
                             sf.readable = false;
                         }
                     }

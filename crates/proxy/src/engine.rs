@@ -1,30 +1,38 @@
-//! How a worker moves bytes, for both engines.
+//! What a worker's loop runs on: an [`Engine`], which waits and moves bytes.
 //!
-//! The proxy's state machine (`worker/`) makes every transfer through [`Io`]. A readiness
-//! mechanism makes the non-blocking syscall at once (the default methods: `EAGAIN` means "wait
-//! for an event"). The completion engine (`completion/`) answers from what its io_uring
-//! requests brought: the first call submits the request and answers [`pending`]; the request's
-//! completion comes back as an event on the descriptor, and the same call made again returns
-//! its result. So the decisions (what to read, how much, when to splice, when a pipe must be
-//! drained, when to close) are written once.
+//! The proxy's state machine (`worker/`) waits through its engine and makes every transfer
+//! through it. There are two kinds:
+//!
+//! - [`Readiness`]: a readiness mechanism ([`Poller`]: epoll, poll, select, …) says which
+//!   descriptors are ready, and the transfers are the non-blocking syscalls, made at once (the
+//!   trait's default methods: `EAGAIN` means "wait for an event").
+//! - the completion engine (`completion/`, on the io_uring runtime `evlab_runtime::ring`, as
+//!   the server's is) answers from what its io_uring requests brought: the first call submits
+//!   the request and answers [`pending`]; the request's completion comes back from the wait
+//!   as an event on the descriptor, and the same call made again returns its result.
+//!
+//! So the decisions (what to read, how much, when to splice, when a pipe must be drained, when
+//! to close) are written once.
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
-use evlab_poll::Poller;
+use std::time::Duration;
+
+use evlab_poll::{Events, Interest, Poller, PollerStats, Token};
 use evlab_runtime::BufPool;
 use evlab_sys as sys;
 
 use crate::cache::Object;
 
-/// What a descriptor handed to [`Io::adopt`] is.
+/// What a descriptor handed to [`Engine::adopt`] is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
     /// The listening socket (the completion engine arms a multishot accept on it).
     Listener,
-    /// A client or origin connection: all its transfers go through [`Io`].
+    /// A client or origin connection: all its transfers go through the [`Engine`].
     Conn,
 }
 
@@ -102,11 +110,34 @@ pub(crate) fn advance_parts(parts: &mut [Part<'_>], mut n: usize) {
     }
 }
 
-/// A mechanism's way of moving bytes. Readiness mechanisms take the defaults: the syscalls.
-pub(crate) trait Io: Poller {
+/// A worker's engine: how it waits (the `watch` methods and [`Engine::wait`]) and how it
+/// moves bytes (the rest; a readiness engine takes the defaults, the syscalls). Every
+/// descriptor's events carry the descriptor itself as their token.
+pub(crate) trait Engine: Sized {
     /// Transfers complete asynchronously: a short read proves nothing (only [`pending`] says
     /// that nothing more is there), and writes are taken whole into the engine's own buffer.
     const COMPLETION: bool = false;
+
+    /// An engine for this worker thread.
+    fn new() -> io::Result<Self>;
+
+    /// Watches `fd` for `interest`: its events come from [`Engine::wait`].
+    fn watch(&mut self, fd: RawFd, interest: Interest) -> io::Result<()>;
+
+    /// Changes what `fd` is watched for.
+    fn rewatch(&mut self, fd: RawFd, interest: Interest) -> io::Result<()>;
+
+    /// Stops watching `fd` (before it is closed).
+    fn unwatch(&mut self, fd: RawFd) -> io::Result<()>;
+
+    /// The turn's wait: the events of at most `timeout` from now into `events`.
+    fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize>;
+
+    /// Whether an event is reported once per change (edge) rather than while it holds.
+    fn edge_triggered(&self) -> bool;
+
+    /// The waits' counts, as every mechanism keeps them.
+    fn stats(&self) -> PollerStats;
 
     /// The buffer pool the worker takes from and gives to: its own (`worker`), or the
     /// engine's when the engine takes buffers too (a completion engine's recvs take one, a
@@ -177,7 +208,7 @@ pub(crate) trait Io: Poller {
     }
 
     /// Reads at most `max` bytes from a pipe known to hold them (splice-keep's copy of what
-    /// it tee'd) into `buf`'s spare capacity; `notify` as for [`Io::splice`].
+    /// it tee'd) into `buf`'s spare capacity; `notify` as for [`Engine::splice`].
     fn read_pipe(
         &mut self,
         fd: RawFd,
@@ -253,14 +284,40 @@ pub(crate) trait Io: Poller {
     fn unwatch_idle(&mut self, _fd: RawFd) {}
 }
 
-macro_rules! readiness_io {
-    ($($v:ident => $name:literal, aliases $a:tt, waits $w:ident, $kind:ident $args:tt, $d:literal;)*) => {
-        $(readiness_io!(@one $kind $args);)*
-    };
-    (@one readiness ($ty:ty)) => {
-        impl Io for $ty {}
-    };
-    (@one completion $args:tt) => {};
-}
+/// A readiness mechanism as a worker's engine: it waits as the mechanism does, and every
+/// transfer is the syscall (the default methods).
+pub(crate) struct Readiness<P: Poller>(P);
 
-evlab_poll::for_each_mechanism!(readiness_io);
+impl<P: Poller> Engine for Readiness<P> {
+    fn new() -> io::Result<Self> {
+        P::new().map(Readiness)
+    }
+
+    #[inline]
+    fn watch(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        self.0.register(fd, Token(fd as usize), interest)
+    }
+
+    #[inline]
+    fn rewatch(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        self.0.reregister(fd, Token(fd as usize), interest)
+    }
+
+    #[inline]
+    fn unwatch(&mut self, fd: RawFd) -> io::Result<()> {
+        self.0.deregister(fd)
+    }
+
+    #[inline]
+    fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
+        self.0.wait(events, timeout)
+    }
+
+    fn edge_triggered(&self) -> bool {
+        self.0.edge_triggered()
+    }
+
+    fn stats(&self) -> PollerStats {
+        self.0.stats()
+    }
+}

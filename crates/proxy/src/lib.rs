@@ -311,18 +311,12 @@ impl From<WorkerError> for ProxyError {
     }
 }
 
-/// A running proxy: the service handle (address, shared state, stats, shutdown), which it
-/// dereferences to.
-pub struct Proxy {
-    svc: Service<Shared>,
-}
-
-impl std::ops::Deref for Proxy {
-    type Target = Service<Shared>;
-    fn deref(&self) -> &Service<Shared> {
-        &self.svc
-    }
-}
+evlab_runtime::service_handle!(
+    /// A running proxy: the service handle (address, shared state, stats, shutdown), which it
+    /// dereferences to.
+    Proxy,
+    Shared
+);
 
 impl Proxy {
     /// Binds, starts the workers, and returns once they are ready.

@@ -20,6 +20,7 @@ use evlab_wire::proxy::{
     ByteCounts, CacheStats, ClientCounts, EventCounts, OriginCounts, PipeStats, ProxyStats,
     TransferCounts,
 };
+use evlab_wire::traffic_lines;
 
 use crate::ForwardMode;
 
@@ -209,9 +210,7 @@ impl Shared {
     pub fn summary(&self) -> String {
         let v = self.stats();
         let mut out = format!(
-            "evlab proxy: {} forwarding by {} ({} worker(s)), up {:.1} s\n  \
-             connections: accepted {} closed {} max active {}\n  \
-             requests: {}  responses: 2xx {} 3xx {} 4xx {} 5xx {}\n  \
+            "evlab proxy: {} forwarding by {} ({} worker(s)), up {:.1} s\n{}  \
              cache: {} hits ({} answered 304), {} misses, {} bypassed, {} stored, {} objects, {} bytes\n  \
              origin: {} connects, {} reused, {} retries, {} errors\n  \
              body bytes: copy {} splice {} tee {} hit {}  (bodies: {} copied, {} spliced, {} spliced+tee, {} spliced through a pipe sized for them, {} copied for want of a pipe)\n  \
@@ -220,14 +219,13 @@ impl Shared {
             v.forward,
             v.workers,
             v.uptime_s,
-            v.connections.accepted,
-            v.connections.closed,
-            v.connections.max_active,
-            v.requests,
-            v.responses.s2xx,
-            v.responses.s3xx,
-            v.responses.s4xx,
-            v.responses.s5xx,
+            traffic_lines(
+                v.connections.accepted,
+                v.connections.closed,
+                v.connections.max_active,
+                v.requests,
+                &v.responses
+            ),
             v.cache.hits,
             v.cache.not_modified,
             v.cache.misses,

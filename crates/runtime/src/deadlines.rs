@@ -50,6 +50,28 @@ pub trait Timed {
     fn timer(&mut self) -> &mut Timer;
 }
 
+/// Implements [`Timed`] for a connection type with the fields `fd: RawFd`, `id: u32` and
+/// `timer: Timer`.
+#[macro_export]
+macro_rules! timed_by_fields {
+    ($t:ty) => {
+        impl $crate::Timed for $t {
+            #[inline]
+            fn fd(&self) -> std::os::fd::RawFd {
+                self.fd
+            }
+            #[inline]
+            fn id(&self) -> u32 {
+                self.id
+            }
+            #[inline]
+            fn timer(&mut self) -> &mut $crate::Timer {
+                &mut self.timer
+            }
+        }
+    };
+}
+
 /// One queued deadline: when, and which connection (descriptor and identity, since descriptor
 /// numbers are reused).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -66,6 +66,25 @@ macro_rules! service_state {
     };
 }
 
+/// Declares `$name`, a started service's handle over [`Service`]`<$shared>` (field `svc`),
+/// which it dereferences to: the address, the state, the stats, shutdown and join.
+#[macro_export]
+macro_rules! service_handle {
+    ($(#[$doc:meta])* $name:ident, $shared:ty) => {
+        $(#[$doc])*
+        pub struct $name {
+            svc: $crate::Service<$shared>,
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = $crate::Service<$shared>;
+            fn deref(&self) -> &$crate::Service<$shared> {
+                &self.svc
+            }
+        }
+    };
+}
+
 /// A running service with state `S`.
 pub struct Service<S: ServiceState> {
     addr: SocketAddr,

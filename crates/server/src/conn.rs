@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 
 use evlab_http::Entry;
-use evlab_runtime::{Timed, Timer};
+use evlab_runtime::Timer;
 use evlab_sys as sys;
 
 /// Bodies up to this size are copied behind their head so that both leave in one write; larger
@@ -479,17 +479,4 @@ impl Conn {
     }
 }
 
-impl Timed for Conn {
-    #[inline]
-    fn fd(&self) -> RawFd {
-        self.fd
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        self.id
-    }
-    #[inline]
-    fn timer(&mut self) -> &mut Timer {
-        &mut self.timer
-    }
-}
+evlab_runtime::timed_by_fields!(Conn);

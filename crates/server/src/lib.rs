@@ -260,18 +260,12 @@ impl From<WorkerError> for ServerError {
     }
 }
 
-/// A running server: the service handle (address, shared state, stats, shutdown), which it
-/// dereferences to.
-pub struct Server {
-    svc: Service<Shared>,
-}
-
-impl std::ops::Deref for Server {
-    type Target = Service<Shared>;
-    fn deref(&self) -> &Service<Shared> {
-        &self.svc
-    }
-}
+evlab_runtime::service_handle!(
+    /// A running server: the service handle (address, shared state, stats, shutdown), which it
+    /// dereferences to.
+    Server,
+    Shared
+);
 
 impl Server {
     /// Binds, starts the workers, and returns once they are ready to serve.

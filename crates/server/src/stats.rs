@@ -17,6 +17,7 @@ use evlab_wire::server::{
     ConnectionCounts, EventCounts, MemoryCounts, ServerStats, StatusClasses, TimerCounts,
     WorkerCounts,
 };
+use evlab_wire::traffic_lines;
 
 use crate::peers::{Peers, WorkerView};
 
@@ -311,18 +312,17 @@ impl Shared {
             "worker(s)"
         };
         let mut out = format!(
-            "evlab serve: {} ({} {unit}), up {:.1} s\n  connections: accepted {} closed {} max active {}\n  requests: {}  responses: 2xx {} 3xx {} 4xx {} 5xx {}\n  events: {} waits, {:.2} events/wait, {} discarded, {} interest changes by syscall, {} free\n  syscalls ({} total, {:.2} per request):\n",
+            "evlab serve: {} ({} {unit}), up {:.1} s\n{}  events: {} waits, {:.2} events/wait, {} discarded, {} interest changes by syscall, {} free\n  syscalls ({} total, {:.2} per request):\n",
             v.mechanism,
             v.workers,
             v.uptime_s,
-            v.connections.accepted,
-            v.connections.closed,
-            v.connections.max_active,
-            v.requests,
-            v.responses.s2xx,
-            v.responses.s3xx,
-            v.responses.s4xx,
-            v.responses.s5xx,
+            traffic_lines(
+                v.connections.accepted,
+                v.connections.closed,
+                v.connections.max_active,
+                v.requests,
+                &v.responses
+            ),
             v.events.waits,
             v.events.per_wait,
             v.events.discarded,

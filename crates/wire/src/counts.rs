@@ -2,6 +2,22 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The exit summary's two traffic lines, alike for the server and the proxy: connections
+/// accepted, closed and at most open at once; requests, and responses by class.
+pub fn traffic_lines(
+    accepted: u64,
+    closed: u64,
+    max_active: u64,
+    requests: u64,
+    r: &StatusClasses,
+) -> String {
+    format!(
+        "  connections: accepted {accepted} closed {closed} max active {max_active}\n  \
+         requests: {requests}  responses: 2xx {} 3xx {} 4xx {} 5xx {}\n",
+        r.s2xx, r.s3xx, r.s4xx, r.s5xx
+    )
+}
+
 /// Replies (the load generator) or responses (the server, the proxy) per status class.
 ///
 /// Producers count into an array of [`StatusClasses::SLOTS`] counters indexed by

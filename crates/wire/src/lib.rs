@@ -34,4 +34,4 @@ pub mod micro;
 pub mod proxy;
 pub mod server;
 
-pub use counts::{StatusClasses, SyscallCount};
+pub use counts::{traffic_lines, StatusClasses, SyscallCount};

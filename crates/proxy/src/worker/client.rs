@@ -67,20 +67,7 @@ impl Client {
     }
 }
 
-impl Timed for Client {
-    #[inline]
-    fn fd(&self) -> RawFd {
-        self.fd
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        self.id
-    }
-    #[inline]
-    fn timer(&mut self) -> &mut Timer {
-        &mut self.timer
-    }
-}
+evlab_runtime::timed_by_fields!(Client);
 
 impl<E: Engine> Worker<E> {
     pub(super) fn accept_ready(&mut self) -> io::Result<()> {

@@ -64,8 +64,8 @@ use evlab_http::{
 use evlab_poll::{Events, Interest};
 use evlab_runtime::ServiceState;
 use evlab_runtime::{
-    earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timed, Timeouts, Timer, Trim,
-    Waker, ACCEPT_RETRY,
+    earliest, AcceptFailure, BufPool, Deadlines, Gate, Ready, Spares, Timeouts, Timer, Trim, Waker,
+    ACCEPT_RETRY,
 };
 use evlab_sys as sys;
 

@@ -98,3 +98,21 @@ fn every_committed_report_rerenders_unchanged() {
         stale.join("\n")
     );
 }
+
+/// A negative control passes only when it is decided its own way ("not reproduced"): the
+/// reference run whose control was inconclusive (0.82 [0.72–0.94]) no longer says it passed,
+/// and its "no difference" verdicts are withheld.
+#[test]
+fn an_undecided_negative_control_does_not_pass() {
+    let md = std::fs::read_to_string(
+        workspace().join("results/reference/amd-epyc-2vcpu-linux-6.18/quick-knee-run8/report.md"),
+    )
+    .unwrap();
+    assert!(!md.contains("Negative control: passed"), "{md}");
+    assert!(md.contains("Negative control: underpowered"), "{md}");
+    assert!(md.contains("4 not judged"), "{md}");
+    // Said on the first screen: before the first figure.
+    let control = md.find("Negative control:").unwrap();
+    let figure = md.find(".svg").unwrap_or(md.len());
+    assert!(control < figure, "{md}");
+}

@@ -8,7 +8,7 @@ use crate::analysis::findings::Verdict;
 use crate::model::text::thousands;
 
 fn verdict(v: Option<Verdict>) -> &'static str {
-    v.map_or("not judged", Verdict::word)
+    v.map_or("not in the run", Verdict::word)
 }
 
 fn interval(i: Option<[f64; 3]>) -> String {

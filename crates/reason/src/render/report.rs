@@ -6,9 +6,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::analysis::findings::{self, Finding, Verdict};
+use crate::analysis::findings::{self, Finding, NegativeControl, Verdict};
 use crate::analysis::rules::RULES;
-use crate::analysis::stats::Claim;
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, Summary};
 use crate::model::spec::{Family, Spec};
@@ -23,24 +22,24 @@ mod tables;
 use self::figures::*;
 use self::tables::*;
 
-/// Which controls the run passed (docs/findings.md): a placebo run must reproduce no rule
-/// that claims a difference; any other run that has the positive control's arms (select with
-/// idle connections against none) must decide it.
+/// Which controls the run passed (docs/findings.md). A control passes only when it is decided
+/// its own way: a placebo run must reproduce no rule that claims a difference; the positive
+/// control (select with idle connections against none) must come out reproduced; the
+/// negative control (a pair of known difference) must come out not equivalent.
 fn controls(s: &Summary, fs: &[Finding]) -> String {
-    let negative = match fs
-        .iter()
-        .find(|f| f.rule == "control-budget-not-equivalent")
-    {
-        Some(f) if f.verdict == Verdict::Reproduced => " Negative control: FAILED: the pair on \
-             budgets that differ by twice the margin was judged equivalent, so this run's \
-             \"no difference\" verdicts cannot be trusted."
+    let negative = match findings::negative_control_status(fs) {
+        NegativeControl::Failed => " Negative control: FAILED: the pair on budgets that differ \
+             by twice the margin was judged equivalent, so this run's \"no difference\" verdicts \
+             are not judged."
             .to_string(),
-        Some(f) => format!(
-            " Negative control: passed: the pair on budgets that differ by twice the margin was \
-             not judged equivalent ({}).",
-            f.verdict.word()
-        ),
-        None => no_negative_control(s, fs),
+        NegativeControl::Underpowered => " Negative control: underpowered: the pair on budgets \
+             that differ by twice the margin was not decided either way, so this run could not \
+             tell a known difference apart and its \"no difference\" verdicts are not judged."
+            .to_string(),
+        NegativeControl::Passed => " Negative control: passed: the pair on budgets that differ \
+             by twice the margin was decided not equivalent."
+            .to_string(),
+        NegativeControl::Absent => no_negative_control(s, fs),
     };
     positive_and_placebo(s, fs) + &negative
 }
@@ -50,12 +49,7 @@ fn controls(s: &Summary, fs: &[Finding]) -> String {
 fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
     let mut equivalence: Vec<&str> = fs
         .iter()
-        .filter(|f| !f.rule.starts_with("control-"))
-        .filter(|f| {
-            RULES.iter().find(|r| r.id == f.rule).is_some_and(|r| {
-                r.family == Family::Paper && matches!(r.claim, Some(Claim::Within(_)))
-            })
-        })
+        .filter(|f| f.verdict == Verdict::NotJudged)
         .map(|f| f.rule.as_str())
         .collect();
     equivalence.dedup();
@@ -66,7 +60,7 @@ fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
         " Negative control: no negative control in this run (no series on a budget that differs \
          by twice the margin, as quick, fig1-one-byte and fig3-epoll-variants now carry), so nothing \
          shows that its \"no difference\" verdicts ({}) could have seen a difference of twice \
-         their margin.",
+         their margin: they are not judged.",
         equivalence.join(", ")
     )
 }
@@ -119,17 +113,20 @@ fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
         };
     }
     match fs.iter().find(|f| f.rule == "fig5-select-cpu") {
-        Some(f) if f.verdict == Verdict::Inconclusive => "Positive control: not decided. The \
-             run could not decide fig5-select-cpu (select's CPU per reply with idle connections \
-             against none), the steadiest measure of the paper's largest effect, so its other \
-             inconclusive verdicts say little."
-            .into(),
-        Some(f) => format!(
+        Some(f) if f.verdict == Verdict::Reproduced => format!(
             "Positive control: passed (fig5-select-cpu, select's CPU per reply with idle \
-             connections against none, was decided: {}). The placebo control is `evlab run {} --placebo`.",
-            f.verdict.word(),
+             connections against none, was reproduced). The placebo control is `evlab run {} --placebo`.",
             s.experiment.name
         ),
+        Some(f) if f.verdict == Verdict::NotReproduced => "Positive control: FAILED. The run \
+             decided fig5-select-cpu (select's CPU per reply with idle connections against none), \
+             the steadiest measure of the paper's largest effect, the other way: not reproduced. \
+             A run that cannot see that effect says little with its other verdicts."
+            .into(),
+        Some(_) => "Positive control: underpowered. The run could not decide fig5-select-cpu \
+             (select's CPU per reply with idle connections against none), the steadiest measure \
+             of the paper's largest effect, so its other inconclusive verdicts say little."
+            .into(),
         // The positive control is the paper family's; other families have none yet.
         None if s.experiment.family() != Family::Paper => format!(
             "Controls: the placebo control is `evlab run {} --placebo`.",
@@ -152,6 +149,7 @@ fn document(s: &Summary) -> Vec<Block> {
     if !fs.is_empty() {
         d.push(Block::H(2, "What this run shows".into()));
         d.push(Block::P(format!("{}.", verdict_counts(&fs))));
+        d.push(Block::P(controls(s, &fs)));
         d.push(Block::List(fs.iter().map(verdict_line).collect()));
     }
     d.extend(crate::render::knee::section(s));
@@ -179,7 +177,7 @@ fn document(s: &Summary) -> Vec<Block> {
 pub fn verdict_counts(fs: &[Finding]) -> String {
     let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
     format!(
-        "Of {} findings: {} reproduced, {}{} not reproduced, {} inconclusive",
+        "Of {} findings: {} reproduced, {}{} not reproduced, {} inconclusive{}",
         fs.len(),
         n(Verdict::Reproduced),
         match n(Verdict::Partly) {
@@ -187,7 +185,11 @@ pub fn verdict_counts(fs: &[Finding]) -> String {
             p => format!("{p} partly, "),
         },
         n(Verdict::NotReproduced),
-        n(Verdict::Inconclusive)
+        n(Verdict::Inconclusive),
+        match n(Verdict::NotJudged) {
+            0 => String::new(),
+            k => format!(", {k} not judged"),
+        }
     )
 }
 
@@ -202,9 +204,22 @@ fn verdict_line(f: &Finding) -> String {
     let numbers = match f.interval {
         Some([r, lo, hi]) => format!("{arms} A/B = {r:.2} [90%: {lo:.2}–{hi:.2}]."),
         None => match f.evidence.rsplit_once("; ") {
-            Some((_, why)) if f.verdict == Verdict::Inconclusive => format!("{arms} {why}."),
+            Some((_, why))
+                if f.verdict == Verdict::Inconclusive
+                    || f.evidence.contains("; as measured it reads inconclusive") =>
+            {
+                format!("{arms} {why}.")
+            }
             _ => String::new(),
         },
+    };
+    // Why a verdict was withheld, after what was measured.
+    let numbers = match f.evidence.split_once("; as measured") {
+        Some((why, _)) if f.verdict == Verdict::NotJudged => {
+            let why = why.trim_start_matches("not judged: ");
+            format!("{numbers} Withheld: {why}.")
+        }
+        _ => numbers,
     };
     format!(
         "**{}**: {}{stop}{numbers} ({})",
@@ -578,7 +593,7 @@ fn paper_section(s: &Summary, fs: &[Finding]) -> Vec<Block> {
          client machines over gigabit Ethernet"
     };
     d.push(Block::P(format!(
-        "Of {} findings checked, {} reproduced, {}{} not reproduced, {} inconclusive. \
+        "Of {} findings checked, {} reproduced, {}{} not reproduced, {} inconclusive{}. \
          {paper}; this run had {} on one machine over loopback ({}).",
         fs.len(),
         n(Verdict::Reproduced),
@@ -588,6 +603,10 @@ fn paper_section(s: &Summary, fs: &[Finding]) -> Vec<Block> {
         },
         n(Verdict::NotReproduced),
         n(Verdict::Inconclusive),
+        match n(Verdict::NotJudged) {
+            0 => String::new(),
+            k => format!(", {k} not judged"),
+        },
         s.machine.cpu_model,
         s.machine
             .kernel
@@ -614,7 +633,6 @@ fn paper_section(s: &Summary, fs: &[Finding]) -> Vec<Block> {
             })
             .collect(),
     ));
-    d.push(Block::P(controls(s, fs)));
     d
 }
 

@@ -14,6 +14,9 @@ pub enum Verdict {
     Partly,
     /// The valid points cannot decide (what they lack is in the evidence).
     Inconclusive,
+    /// A "no difference" verdict withheld: the run's negative control did not show that it
+    /// could tell a known difference apart (what it measured is in the evidence).
+    NotJudged,
 }
 
 impl Verdict {
@@ -23,6 +26,7 @@ impl Verdict {
             Verdict::NotReproduced => "not reproduced",
             Verdict::Partly => "partly",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NotJudged => "not judged",
         }
     }
 }

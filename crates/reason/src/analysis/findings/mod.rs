@@ -16,12 +16,22 @@ mod proxy;
 pub use common::{flag_kind, Finding, Verdict};
 pub(crate) use common::{knee_trials, Side};
 pub use herd::accept_mode;
-pub use paper::profile_point;
+pub use paper::{negative_control_status, profile_point, NegativeControl};
 pub(crate) use proxy::{proxy_series, ProxySeries};
 
 /// The findings of `s`, by the family its experiment names (`findings = "…"`), or, for a
 /// summary written before the key existed, the family its shape implies.
+/// A paper run whose negative control did not pass has its "no difference" verdicts withheld.
 pub fn findings(s: &Summary) -> Vec<Finding> {
+    let mut fs = by_rules(s);
+    if s.experiment.family() == Family::Paper {
+        paper::withhold_unguarded(&mut fs);
+    }
+    fs
+}
+
+/// What each rule decides on its own, before the controls are read.
+pub(crate) fn by_rules(s: &Summary) -> Vec<Finding> {
     match s.experiment.family() {
         Family::Paper => paper::findings(s),
         Family::Proxy => proxy::findings(s),

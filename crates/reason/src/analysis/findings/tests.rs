@@ -1,4 +1,11 @@
 use super::*;
+
+/// The rules' own verdicts: these tests judge each rule, and the withholding of "no
+/// difference" verdicts beside a negative control that did not pass is tested apart
+/// (`no_difference_verdicts_stand_only_beside_a_passed_negative_control`).
+fn findings(s: &Summary) -> Vec<Finding> {
+    by_rules(s)
+}
 use crate::analysis::stats::Claim;
 use crate::model::load::LoadSummary;
 use crate::model::results::PointResult;
@@ -1365,4 +1372,68 @@ fn a_paper_run_without_the_negative_control_says_so() {
     // A run that judges no equivalence rule has nothing to say about it.
     let s = summary(&["select"], &[0, 10_000], &[2000.0], 3, &|_, _, r, _| r);
     assert!(!crate::render::report::render_md(&s).contains("Negative control"));
+}
+
+#[test]
+fn no_difference_verdicts_stand_only_beside_a_passed_negative_control() {
+    let f = |rule: &str, verdict: Verdict| Finding {
+        rule: rule.into(),
+        source: String::new(),
+        claim: String::new(),
+        verdict,
+        evidence: "n = 3, A/B = 1.00".into(),
+        interval: Some([1.0, 0.97, 1.03]),
+        arms: None,
+        trials: None,
+    };
+    let run = |control: Option<Verdict>| {
+        let mut fs = vec![
+            f("fig1-select-as-epoll-lt", Verdict::Reproduced),
+            f("fig5-select-cpu", Verdict::Reproduced),
+        ];
+        fs.extend(control.map(|v| f("control-budget-not-equivalent", v)));
+        paper::withhold_unguarded(&mut fs);
+        fs
+    };
+    // Passed (decided not equivalent): the verdicts stand.
+    let fs = run(Some(Verdict::NotReproduced));
+    assert_eq!(negative_control_status(&fs), NegativeControl::Passed);
+    assert_eq!(fs[0].verdict, Verdict::Reproduced);
+    for (control, status, why) in [
+        (
+            Some(Verdict::Inconclusive),
+            NegativeControl::Underpowered,
+            "could not tell a known difference apart",
+        ),
+        (
+            Some(Verdict::Reproduced),
+            NegativeControl::Failed,
+            "judged a known difference equivalent",
+        ),
+        (None, NegativeControl::Absent, "has no negative control"),
+    ] {
+        let fs = run(control);
+        assert_eq!(negative_control_status(&fs), status);
+        let eq = &fs[0];
+        assert_eq!(eq.verdict, Verdict::NotJudged, "{control:?}");
+        assert!(
+            eq.evidence.starts_with("not judged: this run "),
+            "{}",
+            eq.evidence
+        );
+        assert!(eq.evidence.contains(why), "{}", eq.evidence);
+        // What was measured is kept.
+        assert!(
+            eq.evidence
+                .contains("as measured it reads reproduced: n = 3"),
+            "{}",
+            eq.evidence
+        );
+        assert_eq!(eq.interval, Some([1.0, 0.97, 1.03]));
+        // A rule that claims a difference is not touched, nor is the control itself.
+        assert_eq!(fs[1].verdict, Verdict::Reproduced);
+        if let Some(c) = fs.get(2) {
+            assert_eq!(Some(c.verdict), control);
+        }
+    }
 }

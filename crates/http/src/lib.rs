@@ -37,4 +37,4 @@ pub use request::{
     parse_proxy_request, parse_request, Limits, Method, Parse, ProxyParse, ProxyRequest, Request,
     RequestBody, RequestError,
 };
-pub use response::{write_error, write_error_with, write_head, Status};
+pub use response::{start_head, write_error, write_error_with, write_head, Status};

@@ -170,6 +170,20 @@ pub fn write_head(
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends the start of a response head, as [`write_head`] does before its `extra`: the caller
+/// appends its header lines (`more`: how many bytes of them, reserved at once) and the blank line.
+pub fn start_head(
+    out: &mut Vec<u8>,
+    status: Status,
+    minor_version: u8,
+    date: &[u8],
+    keep_alive: bool,
+    more: usize,
+) {
+    out.reserve(COMMON_MAX + date.len() + more + 2);
+    push_common(out, status, minor_version, date, keep_alive);
+}
+
 const BODY_PARTS: [&[u8]; 3] = [
     b"<html><head><title>",
     b"</title></head><body><h1>",

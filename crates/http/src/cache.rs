@@ -51,9 +51,9 @@
 //! still answered from it), and the next GET reads the body again.
 //!
 //! [`Entry::headers`] and [`Meta::headers`] hold the precomputed `Content-Type`,
-//! `Content-Length`, `Accept-Ranges: bytes`, `ETag` and `Last-Modified` lines, in that order,
+//! `Content-Length`, `Accept-Ranges: bytes`, `Last-Modified` and `ETag` lines, in that order,
 //! ready for `response::write_head`'s `extra`, with the offsets a 206 (the lines but
-//! Content-Length) and a 304 (the validators: ETag, Last-Modified, Cache-Control) send parts of.
+//! Content-Length) and a 304 (ETag and Cache-Control: RFC 9110 §15.4.5) send parts of.
 //! The ETag (`conditional::push_etag`) is made from the size and the mtime to the nanosecond,
 //! once, when the lines are. `mtime` is truncated to whole seconds, as If-Modified-Since compares it. Files are
 //! opened with `O_NONBLOCK | O_NOCTTY` only after an `O_PATH` open said they are regular files,
@@ -165,7 +165,7 @@ pub struct Headers {
     ct_end: u32,
     /// End of the Content-Length line.
     cl_end: u32,
-    /// Start of the ETag line.
+    /// Start of the ETag line (a 304 sends from there).
     validators: u32,
     /// End of the entity tag (before its CRLF).
     etag_end: u32,
@@ -184,11 +184,12 @@ impl Headers {
     pub fn content_type(&self) -> &[u8] {
         &self.bytes[..self.ct_end as usize]
     }
-    /// The lines after Content-Length: Accept-Ranges and the validators.
+    /// The lines after Content-Length: Accept-Ranges, Last-Modified, ETag, Cache-Control.
     pub fn after_length(&self) -> &[u8] {
         &self.bytes[self.cl_end as usize..]
     }
-    /// ETag, Last-Modified and Cache-Control (if sent): a 304's lines.
+    /// ETag and Cache-Control (if sent): a 304's lines. Not Last-Modified: beside an ETag, RFC
+    /// 9110 §15.4.5 asks a 304 for no other representation metadata.
     pub fn validators(&self) -> &[u8] {
         &self.bytes[self.validators as usize..]
     }
@@ -815,7 +816,7 @@ fn read_all(file: &File, len: u64) -> Result<Box<[u8]>, Miss> {
     Ok(body.into_boxed_slice())
 }
 
-/// `Content-Type`, `Content-Length`, `Accept-Ranges`, `ETag`, `Last-Modified`, in that order,
+/// `Content-Type`, `Content-Length`, `Accept-Ranges`, `Last-Modified`, `ETag`, in that order,
 /// each ending in CRLF; then `Cache-Control: no-store` if asked. `len` is what is served (a
 /// file that shrank while read: what was read); the ETag is made from it and the stamp's mtime.
 fn headers(ctype: &str, len: u64, stamp: &Stamp, no_store: bool) -> Headers {
@@ -828,13 +829,13 @@ fn headers(ctype: &str, len: u64, stamp: &Stamp, no_store: bool) -> Headers {
     push_decimal(&mut h, len);
     h.extend_from_slice(b"\r\n");
     let cl_end = h.len();
-    h.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+    h.extend_from_slice(b"Accept-Ranges: bytes\r\nLast-Modified: ");
+    h.extend_from_slice(&date::format_http_date(stamp.mtime()));
+    h.extend_from_slice(b"\r\n");
     let validators = h.len();
     h.extend_from_slice(b"ETag: ");
     conditional::push_etag(&mut h, len, stamp.mtime_ns());
     let etag_end = h.len();
-    h.extend_from_slice(b"\r\nLast-Modified: ");
-    h.extend_from_slice(&date::format_http_date(stamp.mtime()));
     h.extend_from_slice(b"\r\n");
     if no_store {
         h.extend_from_slice(b"Cache-Control: no-store\r\n");

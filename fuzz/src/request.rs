@@ -16,7 +16,11 @@
 //!   `Partial` or as the whole's answer; the one exception is a request line over
 //!   `max_request_line`, refused with 414 as soon as that many bytes are in, while the whole may
 //!   be refused for a syntax error seen later (both close);
-//! - a head complete under tight limits is the same complete head under the default ones.
+//! - a head complete under tight limits is the same complete head under the default ones;
+//! - its preconditions and Range, judged against files of several lengths and validators
+//!   (`evlab_http::conditional::evaluate`), never panic; a 206's part lies inside the file and
+//!   is what the Range field's one range resolves to; a file without a Range field or of
+//!   length 0 never gets a 206 or a 416.
 //!
 //! The proxy's judgement, `parse_proxy_request`, of the same bytes: never panics; waits
 //! exactly when the server's does; a head the server serves is the same head to the proxy,
@@ -26,8 +30,11 @@
 //! pieces, and what it accepts the lenient scanner accepts with the same end.
 #![allow(dead_code)]
 
+use std::time::{Duration, UNIX_EPOCH};
+
+use evlab_http::conditional::{self, Outcome, Ranges, Validators};
 use evlab_http::{
-    parse_proxy_request, parse_request, ChunkedScanner, Limits, Method, Parse, ProxyParse,
+    parse_proxy_request, parse_request, ChunkedScanner, Limits, Method, Parse, ProxyParse, Request,
     RequestBody, Status,
 };
 
@@ -53,6 +60,18 @@ pub const TOKENS: &[&[u8]] = &[
     b"Transfer-Encoding: ",
     b"If-Modified-Since: ",
     b"Sun, 06 Nov 1994 08:49:37 GMT",
+    b"Range: bytes=",
+    b"Range: bytes=0-9\r\n",
+    b"-500",
+    b"9500-",
+    b"99999999999999999999",
+    b"If-Range: ",
+    b"If-Match: ",
+    b"If-None-Match: ",
+    b"If-Unmodified-Since: ",
+    b"\"5-a\"",
+    b"W/",
+    b"*",
     b"http://",
     b"https://",
     b"%2e%2e",
@@ -158,6 +177,7 @@ fn check_one(buf: &[u8], limits: &Limits, exhaustive: bool) -> Option<usize> {
             assert!(skip_empty_lines(buf).starts_with(method), "method {req:?}");
             assert!(req.minor_version <= 1);
             assert_normal_path(&req.path);
+            check_conditions(req);
             if *limits != Limits::default() {
                 assert_eq!(
                     parse_request(buf, &Limits::default()),
@@ -224,6 +244,34 @@ fn check_one(buf: &[u8], limits: &Limits, exhaustive: bool) -> Option<usize> {
         points.into_iter().for_each(&mut check_prefix);
     }
     next
+}
+
+/// The answers `req`'s preconditions and Range select for files of a few lengths.
+fn check_conditions(req: &Request<'_>) {
+    let range = req.cond.range.map(conditional::parse_range);
+    for len in [0u64, 1, 10, 10_000, u64::MAX] {
+        for etag in [&b"\"5-a\""[..], b"\"0-0\""] {
+            let v = Validators {
+                etag,
+                last_modified: UNIX_EPOCH + Duration::from_secs(784_111_777),
+                len,
+            };
+            let got = conditional::evaluate(&req.cond, req.if_modified_since, &v);
+            match got {
+                Outcome::Part { first, last } => {
+                    assert!(first <= last && last < len, "{got:?} of {len}");
+                    let Some(Ranges::One(spec)) = range else {
+                        panic!("{got:?} without one range: {range:?}");
+                    };
+                    assert_eq!(spec.resolve(len), Some((first, last)));
+                }
+                Outcome::Unsatisfiable => {
+                    assert!(len > 0 && matches!(range, Some(Ranges::One(_))), "{got:?}");
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// '/', then segments that are neither empty (but the last) nor dots; no NUL.

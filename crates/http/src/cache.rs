@@ -7,8 +7,10 @@
 //! ([`path::Beneath`](crate::path::Beneath)). [`ContentCache::lookup_with`] takes a normalised
 //! path from `request::parse_request` and answers:
 //! - [`Lookup::Found`] for a regular file under the root, its body loaded: the caller answers
-//!   200 with it. A path naming a directory (with or without a trailing `/`) is served by the
+//!   200 with it. A path naming a directory with its trailing `/` is served by the
 //!   `index.html` inside it, or is NotFound when there is none: no listings.
+//! - [`Lookup::Redirect`] for a directory named without its trailing `/`: the caller answers
+//!   301 to the path with it, so that the relative links of its index resolve beneath it.
 //! - [`Lookup::Head`] for the same file when the caller said it needs no body (HEAD, or a
 //!   conditional GET it answers 304): its length, mtime and header lines only. Nothing is read
 //!   and no descriptor is kept for it; the body is loaded by the first lookup that needs it.
@@ -49,8 +51,11 @@
 //! still answered from it), and the next GET reads the body again.
 //!
 //! [`Entry::headers`] and [`Meta::headers`] hold the precomputed `Content-Type`,
-//! `Content-Length` and `Last-Modified` lines, in that order, ready for `response::write_head`'s
-//! `extra`. `mtime` is truncated to whole seconds, as If-Modified-Since compares it. Files are
+//! `Content-Length`, `Accept-Ranges: bytes`, `Last-Modified` and `ETag` lines, in that order,
+//! ready for `response::write_head`'s `extra`, with the offsets a 206 (the lines but
+//! Content-Length) and a 304 (ETag and Cache-Control: RFC 9110 §15.4.5) send parts of.
+//! The ETag (`conditional::push_etag`) is made from the size and the mtime to the nanosecond,
+//! once, when the lines are. `mtime` is truncated to whole seconds, as If-Modified-Since compares it. Files are
 //! opened with `O_NONBLOCK | O_NOCTTY` only after an `O_PATH` open said they are regular files,
 //! and `fstat`ed again once open: a fifo or device swapped in can neither block the worker nor
 //! be served.
@@ -59,6 +64,7 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fs::File;
 use std::io;
+use std::ops::Deref;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -67,6 +73,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use evlab_sys as sys;
 
+use crate::conditional::{self, Validators};
 use crate::date;
 use crate::mime;
 use crate::path::Beneath;
@@ -118,7 +125,7 @@ pub struct Entry {
     pub file: File,
     pub len: u64,
     pub mtime: SystemTime,
-    pub headers: Box<[u8]>,
+    pub headers: Headers,
 }
 
 /// A file without its body: what a HEAD or a 304 needs.
@@ -126,7 +133,70 @@ pub struct Entry {
 pub struct Meta {
     pub len: u64,
     pub mtime: SystemTime,
-    pub headers: Box<[u8]>,
+    pub headers: Headers,
+}
+
+impl Entry {
+    pub fn validators(&self) -> Validators<'_> {
+        Validators {
+            etag: self.headers.etag(),
+            last_modified: self.mtime,
+            len: self.len,
+        }
+    }
+}
+
+impl Meta {
+    pub fn validators(&self) -> Validators<'_> {
+        Validators {
+            etag: self.headers.etag(),
+            last_modified: self.mtime,
+            len: self.len,
+        }
+    }
+}
+
+/// A file's header lines (see the module doc), and where their parts start: all of them
+/// (`&*headers`) for a 200.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Headers {
+    bytes: Box<[u8]>,
+    /// End of the Content-Type line.
+    ct_end: u32,
+    /// End of the Content-Length line.
+    cl_end: u32,
+    /// Start of the ETag line (a 304 sends from there).
+    validators: u32,
+    /// End of the entity tag (before its CRLF).
+    etag_end: u32,
+}
+
+impl Deref for Headers {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Headers {
+    /// The Content-Type line.
+    pub fn content_type(&self) -> &[u8] {
+        &self.bytes[..self.ct_end as usize]
+    }
+    /// The lines after Content-Length: Accept-Ranges, Last-Modified, ETag, Cache-Control.
+    pub fn after_length(&self) -> &[u8] {
+        &self.bytes[self.cl_end as usize..]
+    }
+    /// ETag and Cache-Control (if sent): a 304's lines. Not Last-Modified: beside an ETag, RFC
+    /// 9110 §15.4.5 asks a 304 for no other representation metadata.
+    pub fn validators(&self) -> &[u8] {
+        &self.bytes[self.validators as usize..]
+    }
+    /// The strong entity tag, quotes included.
+    pub fn etag(&self) -> &[u8] {
+        &self.bytes[self.validators as usize + b"ETag: ".len()..self.etag_end as usize]
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -137,6 +207,8 @@ pub enum Lookup {
     Head(Rc<Meta>),
     NotFound,
     Forbidden,
+    /// A directory named without its trailing slash: 301 to the path with it.
+    Redirect,
     /// The file could not be read for a reason that may clear by itself (no descriptors left,
     /// EIO): 503, and nothing cached.
     Unavailable,
@@ -195,13 +267,19 @@ impl Stamp {
     fn mtime(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(self.mtime.0.max(0) as u64)
     }
+    /// The mtime in nanoseconds, for the ETag.
+    fn mtime_ns(&self) -> u64 {
+        conditional::mtime_ns(self.mtime.0, self.mtime.1)
+    }
 }
 
-/// What a path resolved to: its identity, and whether a directory's index.html stands for it.
+/// What a path resolved to: its identity, whether a directory's index.html stands for it, and
+/// whether it is a directory named without its slash.
 #[derive(Copy, Clone, Debug)]
 struct Probe {
     ident: Ident,
     index: bool,
+    redirect: bool,
 }
 
 #[derive(Debug)]
@@ -209,6 +287,7 @@ enum Answer {
     NotFound,
     Forbidden,
     Unavailable,
+    Redirect,
     File {
         meta: Rc<Meta>,
         /// Served by the directory's index.html.
@@ -416,13 +495,25 @@ impl ContentCache {
                 .and_then(|fd| sys::fstat(fd.as_raw_fd()));
             let ident = match st {
                 Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR && !index => {
+                    if !path.ends_with('/') {
+                        let ident = Ident::File(Stamp::of(&st));
+                        return Probe {
+                            ident,
+                            index,
+                            redirect: true,
+                        };
+                    }
                     index = true;
                     continue;
                 }
                 Ok(st) => Ident::File(Stamp::of(&st)),
                 Err(e) => ident_of_error(&e),
             };
-            return Probe { ident, index };
+            return Probe {
+                ident,
+                index,
+                redirect: false,
+            };
         }
     }
 
@@ -438,18 +529,13 @@ impl ContentCache {
                 Miss::Forbidden => (probe.ident, Answer::Forbidden),
                 Miss::Transient => (Ident::Retry, Answer::Unavailable),
             },
+            Ident::File(_) if probe.redirect => (probe.ident, Answer::Redirect),
             Ident::File(stamp) if !stamp.is_file() => (probe.ident, Answer::NotFound),
             Ident::File(_) => match self.open_file(path, probe.index) {
                 Ok((_, stamp)) => (
                     Ident::File(stamp),
                     Answer::File {
-                        meta: Rc::new(meta(
-                            path,
-                            probe.index,
-                            stamp.size,
-                            stamp.mtime(),
-                            no_store(&self.cfg, path),
-                        )),
+                        meta: Rc::new(meta(path, probe.index, &stamp, no_store(&self.cfg, path))),
                         index: probe.index,
                         entry: None,
                     },
@@ -499,7 +585,7 @@ impl ContentCache {
         let Answer::File { meta, .. } = &mut slot.answer else {
             unreachable!();
         };
-        if meta.len != entry.len || meta.mtime != entry.mtime {
+        if meta.len != entry.len || meta.headers != entry.headers {
             *meta = Rc::new(Meta {
                 len: entry.len,
                 mtime: entry.mtime,
@@ -584,6 +670,7 @@ fn miss(answer: &Answer) -> Lookup {
         Answer::NotFound => Lookup::NotFound,
         Answer::Forbidden => Lookup::Forbidden,
         Answer::Unavailable => Lookup::Unavailable,
+        Answer::Redirect => Lookup::Redirect,
         Answer::File { .. } => unreachable!("a file is not a miss"),
     }
 }
@@ -660,11 +747,12 @@ impl From<io::Error> for Miss {
     }
 }
 
-fn meta(path: &str, index: bool, len: u64, mtime: SystemTime, no_store: bool) -> Meta {
+fn meta(path: &str, index: bool, stamp: &Stamp, no_store: bool) -> Meta {
+    let (len, mtime) = (stamp.size, stamp.mtime());
     Meta {
         len,
         mtime,
-        headers: headers(content_type(path, index), len, mtime, no_store),
+        headers: headers(content_type(path, index), len, stamp, no_store),
     }
 }
 
@@ -701,7 +789,7 @@ fn read_entry(
         Box::default()
     };
     let entry = Entry {
-        headers: headers(content_type(path, index), len, mtime, no_store(cfg, path)),
+        headers: headers(content_type(path, index), len, &stamp, no_store(cfg, path)),
         body,
         in_memory,
         file,
@@ -728,21 +816,39 @@ fn read_all(file: &File, len: u64) -> Result<Box<[u8]>, Miss> {
     Ok(body.into_boxed_slice())
 }
 
-/// `Content-Type`, `Content-Length`, `Last-Modified`, in that order, each ending in CRLF; then
-/// `Cache-Control: no-store` if asked.
-fn headers(ctype: &str, len: u64, mtime: SystemTime, no_store: bool) -> Box<[u8]> {
-    let mut h = Vec::with_capacity(96 + ctype.len());
+/// `Content-Type`, `Content-Length`, `Accept-Ranges`, `Last-Modified`, `ETag`, in that order,
+/// each ending in CRLF; then `Cache-Control: no-store` if asked. `len` is what is served (a
+/// file that shrank while read: what was read); the ETag is made from it and the stamp's mtime.
+fn headers(ctype: &str, len: u64, stamp: &Stamp, no_store: bool) -> Headers {
+    let mut h = Vec::with_capacity(160 + ctype.len());
     h.extend_from_slice(b"Content-Type: ");
     h.extend_from_slice(ctype.as_bytes());
-    h.extend_from_slice(b"\r\nContent-Length: ");
+    h.extend_from_slice(b"\r\n");
+    let ct_end = h.len();
+    h.extend_from_slice(b"Content-Length: ");
     push_decimal(&mut h, len);
-    h.extend_from_slice(b"\r\nLast-Modified: ");
-    h.extend_from_slice(&date::format_http_date(mtime));
+    h.extend_from_slice(b"\r\n");
+    let cl_end = h.len();
+    h.extend_from_slice(b"Accept-Ranges: bytes\r\nLast-Modified: ");
+    h.extend_from_slice(&date::format_http_date(stamp.mtime()));
+    h.extend_from_slice(b"\r\n");
+    let validators = h.len();
+    h.extend_from_slice(b"ETag: ");
+    conditional::push_etag(&mut h, len, stamp.mtime_ns());
+    let etag_end = h.len();
     h.extend_from_slice(b"\r\n");
     if no_store {
         h.extend_from_slice(b"Cache-Control: no-store\r\n");
     }
-    h.into_boxed_slice()
+    // Under 300 bytes: a content type is one of the short ones of `mime`.
+    let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Headers {
+        bytes: h.into_boxed_slice(),
+        ct_end: at(ct_end),
+        cl_end: at(cl_end),
+        validators: at(validators),
+        etag_end: at(etag_end),
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! - [`response`]: status lines, heads and error responses written into a caller's buffer.
 //! - [`date`]: the `Date` header, formatted once per second.
 //! - [`path`]: percent-decoding and dot-segment normalisation that never leaves the root.
+//! - [`conditional`]: entity tags, preconditions (RFC 9110 §13) and byte ranges (§14).
 //! - [`cache`]: the content cache: files under the document root served from memory,
 //!   revalidated by stat at most once a second.
 //! - [`mime`]: content types by extension.
@@ -15,6 +16,7 @@
 #![deny(clippy::too_many_lines)]
 
 pub mod cache;
+pub mod conditional;
 pub mod date;
 pub mod freshness;
 pub mod mime;
@@ -24,6 +26,7 @@ pub mod request;
 pub mod response;
 
 pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
+pub use conditional::{Conditions, Outcome, Validators};
 pub use date::DateCache;
 pub use freshness::{CacheInfo, Policy, RequestDirectives, RequestFacts, Reuse, MAX_DELTA_SECONDS};
 pub use proxy::{
@@ -34,4 +37,4 @@ pub use request::{
     parse_proxy_request, parse_request, Limits, Method, Parse, ProxyParse, ProxyRequest, Request,
     RequestBody, RequestError,
 };
-pub use response::{write_error, write_head, Status};
+pub use response::{start_head, write_error, write_error_with, write_head, Status};

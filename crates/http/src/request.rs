@@ -38,6 +38,11 @@
 //! - Keep-alive: HTTP/1.1 unless a `Connection` header lists `close` (token list, any case);
 //!   HTTP/1.0 only if `Connection` lists `keep-alive`.
 //! - `If-Modified-Since`: parsed with httpdate (all three RFC 9110 formats); invalid → ignored.
+//! - `If-Match`, `If-None-Match`, `If-Unmodified-Since`, `If-Range` and `Range` are kept for
+//!   [`conditional::evaluate`](crate::conditional::evaluate) (their values, the date parsed),
+//!   never judged here: an invalid one is ignored when the answer is chosen, not refused.
+//! - The raw request target is kept (`Request::target`): a directory asked for without its
+//!   slash is redirected to the same target with it, query included.
 //! - Every error with `keep_alive == false` has `consumed` = 0 (the caller closes anyway).
 //!
 //! Performance: no heap allocation for a plain request (`Cow::Borrowed` path when nothing to
@@ -71,6 +76,7 @@ use std::borrow::Cow;
 use std::mem::MaybeUninit;
 use std::time::SystemTime;
 
+use crate::conditional::Conditions;
 use crate::path::{self, PathError};
 use crate::response::Status;
 
@@ -116,8 +122,33 @@ pub struct Request<'a> {
     pub minor_version: u8,
     pub keep_alive: bool,
     pub if_modified_since: Option<SystemTime>,
+    /// The other preconditions and `Range`.
+    pub cond: Conditions<'a>,
+    /// The request target as sent (origin- or absolute-form, query included).
+    pub target: &'a str,
     /// Bytes of the head, to consume.
     pub head_len: usize,
+}
+
+impl Request<'_> {
+    /// The target's path as it was sent, percent-encoding included, and its query (from its
+    /// `?`, or empty), the fragment dropped: what a redirect to the same resource with a slash
+    /// appended is made of (`path + "/" + query`).
+    pub fn target_parts(&self) -> (&str, &str) {
+        let t = self.target;
+        let t = t.find('#').map_or(t, |i| &t[..i]);
+        let t = match t.find("://") {
+            Some(i) if !t.starts_with('/') => {
+                let rest = &t[i + 3..];
+                rest.find(['/', '?']).map_or("", |j| &rest[j..])
+            }
+            _ => t,
+        };
+        match t.find('?') {
+            Some(i) => (&t[..i], &t[i..]),
+            None => (t, ""),
+        }
+    }
 }
 
 /// A request the server must refuse with `status`.
@@ -260,7 +291,19 @@ impl Who {
 
     /// An error after which the connection closes.
     fn fail<'a>(self, status: Status, reason: &'static str) -> Parse<'a> {
-        self.refuse(status, false, 0, reason)
+        Parse::Error(self.error(status, reason))
+    }
+
+    /// The same, as the error itself.
+    fn error(self, status: Status, reason: &'static str) -> RequestError {
+        RequestError {
+            status,
+            keep_alive: false,
+            consumed: 0,
+            head_only: self.head_only,
+            minor_version: self.minor,
+            reason,
+        }
     }
 
     fn refuse<'a>(
@@ -393,7 +436,16 @@ struct Fields<'a> {
     ims: Option<&'a [u8]>,
     ims_count: u32,
     expect_continue: bool,
+    /// `If-Match`, `If-None-Match`, `If-Unmodified-Since`, `If-Range`, `Range`: the last value
+    /// of each and how many times it was given.
+    cond: [(Option<&'a [u8]>, u32); 5],
 }
+
+const IF_MATCH: usize = 0;
+const IF_NONE_MATCH: usize = 1;
+const IF_UNMODIFIED_SINCE: usize = 2;
+const IF_RANGE: usize = 3;
+const RANGE: usize = 4;
 
 impl<'a> Fields<'a> {
     fn gather(headers: &[httparse::Header<'a>]) -> Fields<'a> {
@@ -443,11 +495,52 @@ impl<'a> Fields<'a> {
                     f.ims_count += 1;
                     f.ims = Some(value);
                 }
+                5 if name.eq_ignore_ascii_case("range") => f.cond(RANGE, value),
+                8 if name.eq_ignore_ascii_case("if-match") => f.cond(IF_MATCH, value),
+                8 if name.eq_ignore_ascii_case("if-range") => f.cond(IF_RANGE, value),
+                13 if name.eq_ignore_ascii_case("if-none-match") => f.cond(IF_NONE_MATCH, value),
+                19 if name.eq_ignore_ascii_case("if-unmodified-since") => {
+                    f.cond(IF_UNMODIFIED_SINCE, value)
+                }
                 _ => {}
             }
         }
         f
     }
+
+    #[inline]
+    fn cond(&mut self, which: usize, value: &'a [u8]) {
+        let c = &mut self.cond[which];
+        c.0 = Some(value.trim_ascii());
+        c.1 += 1;
+    }
+
+    /// The conditional fields, as [`Conditions`] documents them: a field given more than once
+    /// is ignored, or, for If-None-Match and If-Range, present and never matching.
+    fn conditions(&self) -> Conditions<'a> {
+        let once = |i: usize| match self.cond[i] {
+            (v, 1) => v,
+            _ => None,
+        };
+        let never_if_repeated = |i: usize| match self.cond[i] {
+            (v, 1) => v,
+            (_, 0) => None,
+            _ => Some(&b""[..]),
+        };
+        Conditions {
+            if_match: once(IF_MATCH),
+            if_none_match: never_if_repeated(IF_NONE_MATCH),
+            if_unmodified_since: once(IF_UNMODIFIED_SINCE).and_then(parse_date),
+            if_range: never_if_repeated(IF_RANGE),
+            range: once(RANGE),
+        }
+    }
+}
+
+fn parse_date(v: &[u8]) -> Option<SystemTime> {
+    std::str::from_utf8(v)
+        .ok()
+        .and_then(|s| httpdate::parse_http_date(s).ok())
 }
 
 /// Elements of a comma-separated field value, optional whitespace trimmed (RFC 9110 §5.6.1).
@@ -549,17 +642,17 @@ struct Judged<'a> {
 fn judge_common<'a>(
     req: &httparse::Request<'_, 'a>,
     limits: &Limits,
-) -> Result<Judged<'a>, Parse<'a>> {
+) -> Result<Judged<'a>, RequestError> {
     let who = Who::of(req);
     let (Some(method), Some(target), Some(_)) = (req.method, req.path, req.version) else {
         // httparse fills all three before it reports a complete head.
-        return Err(who.fail(Status::BadRequest, "malformed request line"));
+        return Err(who.error(Status::BadRequest, "malformed request line"));
     };
     let minor = who.minor;
     // httparse allows exactly one space between the three parts and an 8-byte version.
     let line_len = method.len() + 1 + target.len() + 1 + 8;
     if line_len > limits.max_request_line {
-        return Err(who.fail(Status::UriTooLong, "request line too long"));
+        return Err(who.error(Status::UriTooLong, "request line too long"));
     }
 
     let f = Fields::gather(req.headers);
@@ -569,16 +662,16 @@ fn judge_common<'a>(
         f.keep_alive && !f.close
     };
     if minor == 1 && f.hosts == 0 {
-        return Err(who.fail(Status::BadRequest, "HTTP/1.1 request without Host"));
+        return Err(who.error(Status::BadRequest, "HTTP/1.1 request without Host"));
     }
     if f.hosts > 1 {
-        return Err(who.fail(Status::BadRequest, "more than one Host"));
+        return Err(who.error(Status::BadRequest, "more than one Host"));
     }
     if f.host_invalid {
-        return Err(who.fail(Status::BadRequest, "invalid Host"));
+        return Err(who.error(Status::BadRequest, "invalid Host"));
     }
     if f.transfer_encoding && f.content_length_seen {
-        return Err(who.fail(
+        return Err(who.error(
             Status::BadRequest,
             "Transfer-Encoding together with Content-Length",
         ));
@@ -587,7 +680,7 @@ fn judge_common<'a>(
         .final_coding
         .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
     if f.transfer_encoding && !chunked {
-        return Err(who.fail(
+        return Err(who.error(
             Status::BadRequest,
             "chunked is not the final transfer coding",
         ));
@@ -595,10 +688,10 @@ fn judge_common<'a>(
     if f.other_coding {
         // `identity, chunked`, `gzip, chunked`: a coding this server does not implement; the
         // body cannot be read, so neither can what follows it (RFC 9112 §6.1).
-        return Err(who.fail(Status::NotImplemented, "transfer coding not implemented"));
+        return Err(who.error(Status::NotImplemented, "transfer coding not implemented"));
     }
     if let Some(reason) = f.content_length_error {
-        return Err(who.fail(Status::BadRequest, reason));
+        return Err(who.error(Status::BadRequest, reason));
     }
     Ok(Judged {
         who,
@@ -612,9 +705,7 @@ fn judge_common<'a>(
 
 fn if_modified_since(f: &Fields<'_>) -> Option<SystemTime> {
     match (f.ims_count, f.ims) {
-        (1, Some(v)) => std::str::from_utf8(v)
-            .ok()
-            .and_then(|s| httpdate::parse_http_date(s).ok()),
+        (1, Some(v)) => parse_date(v),
         _ => None,
     }
 }
@@ -626,8 +717,7 @@ fn judge_proxy<'a>(
 ) -> ProxyParse<'a> {
     let j = match judge_common(req, limits) {
         Ok(j) => j,
-        Err(Parse::Error(e)) => return ProxyParse::Error(e),
-        Err(_) => return ProxyParse::Partial,
+        Err(e) => return ProxyParse::Error(e),
     };
     let (who, f) = (j.who, &j.f);
     let fail = |status, reason| match who.fail(status, reason) {
@@ -701,7 +791,7 @@ fn judge<'a>(req: &httparse::Request<'_, 'a>, head_len: usize, limits: &Limits) 
         f,
     } = match judge_common(req, limits) {
         Ok(j) => j,
-        Err(p) => return p,
+        Err(e) => return Parse::Error(e),
     };
     let has_body = f.transfer_encoding || f.content_length.unwrap_or(0) > 0;
 
@@ -751,6 +841,8 @@ fn judge<'a>(req: &httparse::Request<'_, 'a>, head_len: usize, limits: &Limits) 
         minor_version: minor,
         keep_alive,
         if_modified_since,
+        cond: f.conditions(),
+        target,
         head_len,
     })
 }

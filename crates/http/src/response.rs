@@ -21,6 +21,8 @@
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
     Ok,
+    PartialContent,
+    MovedPermanently,
     NotModified,
     BadRequest,
     Forbidden,
@@ -30,6 +32,8 @@ pub enum Status {
     LengthRequired,
     ContentTooLarge,
     UriTooLong,
+    PreconditionFailed,
+    RangeNotSatisfiable,
     HeaderFieldsTooLarge,
     InternalServerError,
     NotImplemented,
@@ -45,6 +49,8 @@ impl Status {
     pub fn code(self) -> u16 {
         match self {
             Status::Ok => 200,
+            Status::PartialContent => 206,
+            Status::MovedPermanently => 301,
             Status::NotModified => 304,
             Status::BadRequest => 400,
             Status::Forbidden => 403,
@@ -54,6 +60,8 @@ impl Status {
             Status::LengthRequired => 411,
             Status::ContentTooLarge => 413,
             Status::UriTooLong => 414,
+            Status::PreconditionFailed => 412,
+            Status::RangeNotSatisfiable => 416,
             Status::HeaderFieldsTooLarge => 431,
             Status::InternalServerError => 500,
             Status::NotImplemented => 501,
@@ -67,6 +75,8 @@ impl Status {
     pub fn reason(self) -> &'static str {
         match self {
             Status::Ok => "OK",
+            Status::PartialContent => "Partial Content",
+            Status::MovedPermanently => "Moved Permanently",
             Status::NotModified => "Not Modified",
             Status::BadRequest => "Bad Request",
             Status::Forbidden => "Forbidden",
@@ -76,6 +86,8 @@ impl Status {
             Status::LengthRequired => "Length Required",
             Status::ContentTooLarge => "Content Too Large",
             Status::UriTooLong => "URI Too Long",
+            Status::PreconditionFailed => "Precondition Failed",
+            Status::RangeNotSatisfiable => "Range Not Satisfiable",
             Status::HeaderFieldsTooLarge => "Request Header Fields Too Large",
             Status::InternalServerError => "Internal Server Error",
             Status::NotImplemented => "Not Implemented",
@@ -158,6 +170,20 @@ pub fn write_head(
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends the start of a response head, as [`write_head`] does before its `extra`: the caller
+/// appends its header lines (`more`: how many bytes of them, reserved at once) and the blank line.
+pub fn start_head(
+    out: &mut Vec<u8>,
+    status: Status,
+    minor_version: u8,
+    date: &[u8],
+    keep_alive: bool,
+    more: usize,
+) {
+    out.reserve(COMMON_MAX + date.len() + more + 2);
+    push_common(out, status, minor_version, date, keep_alive);
+}
+
 const BODY_PARTS: [&[u8]; 3] = [
     b"<html><head><title>",
     b"</title></head><body><h1>",
@@ -173,11 +199,25 @@ pub fn write_error(
     keep_alive: bool,
     head_only: bool,
 ) {
+    write_error_with(out, status, minor_version, date, keep_alive, head_only, b"");
+}
+
+/// [`write_error`] with the caller's header lines (each ending in CRLF) after the content
+/// headers: a 416's `Content-Range`, a 301's `Location`.
+pub fn write_error_with(
+    out: &mut Vec<u8>,
+    status: Status,
+    minor_version: u8,
+    date: &[u8],
+    keep_alive: bool,
+    head_only: bool,
+    extra: &[u8],
+) {
     let reason = status.reason().as_bytes();
     // "<code> <reason>" appears twice in the body.
     let title_len = 4 + reason.len();
     let body_len = BODY_PARTS.iter().map(|p| p.len()).sum::<usize>() + 2 * title_len;
-    out.reserve(COMMON_MAX + date.len() + 128 + body_len);
+    out.reserve(COMMON_MAX + date.len() + 128 + body_len + extra.len());
     push_common(out, status, minor_version, date, keep_alive);
     out.extend_from_slice(b"Content-Type: text/html; charset=utf-8\r\nContent-Length: ");
     push_decimal(out, body_len as u64);
@@ -185,6 +225,7 @@ pub fn write_error(
     if status == Status::MethodNotAllowed {
         out.extend_from_slice(b"Allow: GET, HEAD\r\n");
     }
+    out.extend_from_slice(extra);
     out.extend_from_slice(b"\r\n");
     if head_only {
         return;
@@ -303,6 +344,9 @@ mod tests {
     #[test]
     fn every_error_length_matches_body() {
         let all = [
+            Status::MovedPermanently,
+            Status::PreconditionFailed,
+            Status::RangeNotSatisfiable,
             Status::BadRequest,
             Status::Forbidden,
             Status::NotFound,
@@ -333,6 +377,32 @@ mod tests {
             assert!(body.contains(&format!("<title>{title}</title>")), "{s:?}");
             assert!(head.starts_with(&format!("HTTP/1.1 {title}\r\n")));
         }
+    }
+
+    #[test]
+    fn new_statuses_and_extra_lines() {
+        let rows = [
+            (Status::PartialContent, 206, "Partial Content"),
+            (Status::MovedPermanently, 301, "Moved Permanently"),
+            (Status::PreconditionFailed, 412, "Precondition Failed"),
+            (Status::RangeNotSatisfiable, 416, "Range Not Satisfiable"),
+        ];
+        for (s, code, reason) in rows {
+            assert_eq!((s.code(), s.reason()), (code, reason));
+        }
+        let mut out = Vec::new();
+        write_error_with(
+            &mut out,
+            Status::RangeNotSatisfiable,
+            1,
+            DATE,
+            true,
+            true,
+            b"Content-Range: bytes */10\r\n",
+        );
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .ends_with("\r\nContent-Range: bytes */10\r\n\r\n"));
     }
 
     #[test]

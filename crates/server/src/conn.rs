@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
+use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 
@@ -40,17 +41,33 @@ pub enum State {
 enum Chunk {
     /// Bytes of `Out::buf` up to this end offset.
     Buf { end: usize },
-    /// An in-memory body, from `off` to its end.
-    Mem { entry: Rc<Entry>, off: usize },
-    /// A body sent by sendfile(2), from `off` to its end.
-    File { entry: Rc<Entry>, off: u64 },
-    /// A body read from its file (`--file-io read`), from `off` to its end: at the front of the
+    /// An in-memory body, bytes `off..end` (the whole body, or a range's part of it).
+    Mem {
+        entry: Rc<Entry>,
+        off: usize,
+        end: usize,
+    },
+    /// A body sent by sendfile(2), bytes `off..end` of the file.
+    File {
+        entry: Rc<Entry>,
+        off: u64,
+        end: u64,
+    },
+    /// A body read from its file (`--file-io read`), bytes `off..end`: at the front of the
     /// queue, each `READ_CHUNK` read goes in front of it as an `Owned` chunk.
-    Read { entry: Rc<Entry>, off: u64 },
+    Read {
+        entry: Rc<Entry>,
+        off: u64,
+        end: u64,
+    },
     /// Bytes read from a file, from `off` to their end.
     Owned { data: Vec<u8>, off: usize },
-    /// A body written from a mapping of its file (`--file-io mmap`), from `off` to its end.
-    Map { map: Rc<sys::Mapping>, off: usize },
+    /// A body written from a mapping of its file (`--file-io mmap`), bytes `off..end`.
+    Map {
+        map: Rc<sys::Mapping>,
+        off: usize,
+        end: usize,
+    },
     /// Set (true) or clear (false) TCP_CORK at this point of the stream.
     Cork(bool),
 }
@@ -140,36 +157,49 @@ impl Out {
         }
     }
 
-    pub fn push_mem(&mut self, entry: Rc<Entry>) {
+    /// Bytes `part` of an in-memory body (all of it for a 200), referenced, not copied.
+    pub fn push_mem(&mut self, entry: Rc<Entry>, part: Range<u64>) {
         self.commit_buf();
-        self.pending += entry.body.len();
-        self.chunks.push_back(Chunk::Mem { entry, off: 0 });
+        let (off, end) = (part.start as usize, part.end as usize);
+        self.pending += end - off;
+        self.chunks.push_back(Chunk::Mem { entry, off, end });
     }
 
-    pub fn push_file(&mut self, entry: Rc<Entry>) {
+    /// Bytes `part` of a file, to send with sendfile(2) from that offset.
+    pub fn push_file(&mut self, entry: Rc<Entry>, part: Range<u64>) {
         self.commit_buf();
-        self.pending += entry.len as usize;
-        self.chunks.push_back(Chunk::File { entry, off: 0 });
+        self.pending += (part.end - part.start) as usize;
+        self.chunks.push_back(Chunk::File {
+            entry,
+            off: part.start,
+            end: part.end,
+        });
     }
 
-    /// A body to read from its file (pread) and write, a chunk at a time.
-    pub fn push_read(&mut self, entry: Rc<Entry>) {
+    /// Bytes `part` of a file to read (pread) and write, a chunk at a time.
+    pub fn push_read(&mut self, entry: Rc<Entry>, part: Range<u64>) {
         self.commit_buf();
-        self.pending += entry.len as usize;
-        self.chunks.push_back(Chunk::Read { entry, off: 0 });
+        self.pending += (part.end - part.start) as usize;
+        self.chunks.push_back(Chunk::Read {
+            entry,
+            off: part.start,
+            end: part.end,
+        });
     }
 
-    /// A body to write from a mapping of its file, made now; the entry back when the file
-    /// cannot be mapped.
-    pub fn push_map(&mut self, entry: Rc<Entry>) -> Result<(), Rc<Entry>> {
+    /// Bytes `part` of a file to write from a mapping of the file, made now; the entry back
+    /// when the file cannot be mapped.
+    pub fn push_map(&mut self, entry: Rc<Entry>, part: Range<u64>) -> Result<(), Rc<Entry>> {
         let Ok(map) = sys::Mapping::new(entry.file.as_raw_fd(), entry.len as usize) else {
             return Err(entry);
         };
         self.commit_buf();
-        self.pending += entry.len as usize;
+        let (off, end) = (part.start as usize, part.end as usize);
+        self.pending += end - off;
         self.chunks.push_back(Chunk::Map {
             map: Rc::new(map),
-            off: 0,
+            off,
+            end,
         });
         Ok(())
     }
@@ -263,8 +293,8 @@ impl Out {
                     sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_CORK, *on as i32)?;
                     self.chunks.pop_front();
                 }
-                Some(Chunk::File { entry, off }) => {
-                    let len = entry.len;
+                Some(Chunk::File { entry, off, end }) => {
+                    let len = *end;
                     let remaining = (len - *off) as usize;
                     if remaining == 0 {
                         self.chunks.pop_front();
@@ -293,8 +323,8 @@ impl Out {
                         Err(e) => return Err(e),
                     }
                 }
-                Some(Chunk::Read { entry, off }) => {
-                    let remaining = entry.len - *off;
+                Some(Chunk::Read { entry, off, end }) => {
+                    let remaining = *end - *off;
                     if remaining == 0 {
                         self.chunks.pop_front();
                         continue;
@@ -342,9 +372,9 @@ impl Out {
                     start = *end;
                     s
                 }
-                Chunk::Mem { entry, off } => &entry.body[*off..],
+                Chunk::Mem { entry, off, end } => &entry.body[*off..*end],
                 Chunk::Owned { data, off } => &data[*off..],
-                Chunk::Map { map, off } => &map.bytes()[*off..],
+                Chunk::Map { map, off, end } => &map.bytes()[*off..*end],
                 _ => break,
             };
             if s.is_empty() {
@@ -389,8 +419,8 @@ impl Out {
                         return;
                     }
                 }
-                Chunk::Mem { entry, off } => {
-                    let avail = entry.body.len() - *off;
+                Chunk::Mem { off, end, .. } => {
+                    let avail = *end - *off;
                     if n >= avail {
                         n -= avail;
                         self.chunks.pop_front();
@@ -412,8 +442,8 @@ impl Out {
                         return;
                     }
                 }
-                Chunk::Map { map, off } => {
-                    let avail = map.bytes().len() - *off;
+                Chunk::Map { off, end, .. } => {
+                    let avail = *end - *off;
                     if n >= avail {
                         n -= avail;
                         self.chunks.pop_front();

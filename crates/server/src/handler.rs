@@ -6,9 +6,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::rc::Rc;
+
+use evlab_http::cache::Headers;
+use evlab_http::conditional::{self, evaluate};
+use evlab_http::response::push_decimal;
 use evlab_http::{
-    parse_request, write_error, write_head, ContentCache, DateCache, Lookup, Method, Parse,
-    Request, Status,
+    parse_request, start_head, write_error, write_error_with, write_head, ContentCache, DateCache,
+    Entry, Lookup, Method, Outcome, Parse, Request, Status,
 };
 
 use evlab_sys as sys;
@@ -307,63 +312,37 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) -> bool {
         ctx.stats.record_status(200);
         return false;
     }
-    // HEAD and 304 answers need no body: the cache then reads none and keeps no descriptor.
-    let ims = req.if_modified_since;
-    let not_modified = |mtime| ims.is_some_and(|ims| mtime <= ims);
+    // HEAD, 304, 412 and 416 answers need no body: the cache then reads none and keeps no
+    // descriptor. A plain request (no precondition, no Range) is always answered in full.
+    let mut outcome = Outcome::Full;
     let found = ctx.cache.lookup_with(&req.path, ctx.now, |meta| {
-        !head_only && !not_modified(meta.mtime)
+        outcome = evaluate(&req.cond, req.if_modified_since, &meta.validators());
+        !head_only && outcome.has_body()
     });
+    let how = Reply {
+        date: ctx.date.get(),
+        minor,
+        ka,
+        head_only,
+    };
     match found {
         Lookup::Head(meta) => {
-            let (status, extra) = if not_modified(meta.mtime) {
-                (Status::NotModified, &b""[..])
-            } else {
-                (Status::Ok, &meta.headers[..])
-            };
-            write_head(out.buf(), status, minor, ctx.date.get(), ka, extra);
+            let status = write_file_head(out.buf(), &how, outcome, &meta.headers, meta.len);
             out.commit_buf();
             ctx.stats.record_status(status.code());
         }
         Lookup::Found(entry) => {
-            let cfg = &ctx.cfg;
-            // From the file (not the cache's memory): every mode but the cache, and the cache
-            // for a file too large to hold.
-            let from_file =
-                !head_only && entry.len > 0 && (cfg.file_io != FileIo::Cache || !entry.in_memory);
-            if from_file && cfg.cork {
-                out.push_cork(true);
+            if !(req.cond.is_empty() && req.if_modified_since.is_none()) {
+                // The body loaded may be a newer file than the one the lookup judged.
+                outcome = evaluate(&req.cond, req.if_modified_since, &entry.validators());
             }
-            write_head(
-                out.buf(),
-                Status::Ok,
-                minor,
-                ctx.date.get(),
-                ka,
-                &entry.headers,
-            );
-            if head_only || entry.len == 0 {
-                out.commit_buf();
-            } else if from_file {
-                match cfg.file_io {
-                    FileIo::Read => out.push_read(entry),
-                    // A file that cannot be mapped (no memory for the mapping) goes by sendfile.
-                    FileIo::Mmap => {
-                        if let Err(entry) = out.push_map(entry) {
-                            out.push_file(entry);
-                        }
-                    }
-                    FileIo::Cache | FileIo::Sendfile => out.push_file(entry),
-                }
-                if cfg.cork {
-                    out.push_cork(false);
-                }
-            } else if entry.body.len() <= COPY_BODY_MAX {
-                out.buf().extend_from_slice(&entry.body);
-                out.commit_buf();
-            } else {
-                out.push_mem(entry);
-            }
-            ctx.stats.record_status(200);
+            let status = send_file(&ctx.cfg, out, entry, outcome, &how);
+            ctx.stats.record_status(status.code());
+        }
+        Lookup::Redirect => {
+            redirect(out.buf(), req, &how);
+            out.commit_buf();
+            ctx.stats.record_status(301);
         }
         Lookup::NotFound | Lookup::Forbidden | Lookup::Unavailable => {
             let status = match found {
@@ -371,12 +350,156 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) -> bool {
                 Lookup::Forbidden => Status::Forbidden,
                 _ => Status::ServiceUnavailable,
             };
-            write_error(out.buf(), status, minor, ctx.date.get(), ka, head_only);
+            write_error(out.buf(), status, minor, how.date, ka, head_only);
             out.commit_buf();
             ctx.stats.record_status(status.code());
         }
     }
     true
+}
+
+/// How a reply is written: its `Date`, the request's version, keep-alive, HEAD.
+struct Reply<'d> {
+    date: &'d [u8],
+    minor: u8,
+    ka: bool,
+    head_only: bool,
+}
+
+/// Queues a file's answer, its head and (for a GET answered 200 or 206) its body or the
+/// range's part of it, from the cache's memory or the file as `--file-io` says, without
+/// copying it but for a small body behind its head. Returns the status sent.
+fn send_file(
+    cfg: &Config,
+    out: &mut Out,
+    entry: Rc<Entry>,
+    outcome: Outcome,
+    how: &Reply,
+) -> Status {
+    let part = match outcome {
+        Outcome::Full => 0..entry.len,
+        Outcome::Part { first, last } => first..last + 1,
+        _ => {
+            // The file changed between the lookup's judgement and its load.
+            let status = write_file_head(out.buf(), how, outcome, &entry.headers, entry.len);
+            out.commit_buf();
+            return status;
+        }
+    };
+    let len = part.end - part.start;
+    // From the file (not the cache's memory): every mode but the cache, and the cache for a
+    // file too large to hold.
+    let from_file = !how.head_only && len > 0 && (cfg.file_io != FileIo::Cache || !entry.in_memory);
+    if from_file && cfg.cork {
+        out.push_cork(true);
+    }
+    let status = write_file_head(out.buf(), how, outcome, &entry.headers, entry.len);
+    if how.head_only || len == 0 {
+        out.commit_buf();
+    } else if from_file {
+        match cfg.file_io {
+            FileIo::Read => out.push_read(entry, part),
+            // A file that cannot be mapped (no memory for the mapping) goes by sendfile.
+            FileIo::Mmap => {
+                if let Err(entry) = out.push_map(entry, part.clone()) {
+                    out.push_file(entry, part);
+                }
+            }
+            FileIo::Cache | FileIo::Sendfile => out.push_file(entry, part),
+        }
+        if cfg.cork {
+            out.push_cork(false);
+        }
+    } else if len as usize <= COPY_BODY_MAX {
+        out.buf()
+            .extend_from_slice(&entry.body[part.start as usize..part.end as usize]);
+        out.commit_buf();
+    } else {
+        out.push_mem(entry, part);
+    }
+    status
+}
+
+/// Appends the head of a file's answer as `outcome` selects it (`len`: the file's), or the
+/// whole error response of a 412 or 416; returns its status.
+fn write_file_head(
+    buf: &mut Vec<u8>,
+    how: &Reply,
+    outcome: Outcome,
+    headers: &Headers,
+    len: u64,
+) -> Status {
+    let (date, minor, ka) = (how.date, how.minor, how.ka);
+    match outcome {
+        Outcome::Full => {
+            write_head(buf, Status::Ok, minor, date, ka, headers);
+            Status::Ok
+        }
+        Outcome::Part { first, last } => {
+            // Content-Type, Content-Range and the part's Content-Length, then the lines after
+            // the file's Content-Length (Accept-Ranges, the validators).
+            start_head(
+                buf,
+                Status::PartialContent,
+                minor,
+                date,
+                ka,
+                headers.len() + 96,
+            );
+            buf.extend_from_slice(headers.content_type());
+            conditional::push_content_range(buf, Some((first, last)), len);
+            buf.extend_from_slice(b"Content-Length: ");
+            push_decimal(buf, last - first + 1);
+            buf.extend_from_slice(b"\r\n");
+            buf.extend_from_slice(headers.after_length());
+            buf.extend_from_slice(b"\r\n");
+            Status::PartialContent
+        }
+        Outcome::NotModified => {
+            write_head(
+                buf,
+                Status::NotModified,
+                minor,
+                date,
+                ka,
+                headers.validators(),
+            );
+            Status::NotModified
+        }
+        Outcome::PreconditionFailed => {
+            let status = Status::PreconditionFailed;
+            write_error(buf, status, minor, date, ka, how.head_only);
+            status
+        }
+        Outcome::Unsatisfiable => {
+            let status = Status::RangeNotSatisfiable;
+            let mut range = Vec::with_capacity(48);
+            conditional::push_content_range(&mut range, None, len);
+            write_error_with(buf, status, minor, date, ka, how.head_only, &range);
+            status
+        }
+    }
+}
+
+/// A directory asked for without its slash: 301 to the same target with it, query kept.
+fn redirect(buf: &mut Vec<u8>, req: &Request<'_>, how: &Reply) {
+    let (path, query) = req.target_parts();
+    let mut location = Vec::with_capacity(16 + path.len() + query.len());
+    location.extend_from_slice(b"Location: ");
+    location.extend_from_slice(path.as_bytes());
+    location.push(b'/');
+    location.extend_from_slice(query.as_bytes());
+    location.extend_from_slice(b"\r\n");
+    let status = Status::MovedPermanently;
+    write_error_with(
+        buf,
+        status,
+        how.minor,
+        how.date,
+        how.ka,
+        how.head_only,
+        &location,
+    );
 }
 
 #[cfg(test)]

@@ -121,8 +121,20 @@ fn serves_a_file_with_exact_headers() {
     assert_eq!(
         std::str::from_utf8(&e.headers).unwrap(),
         "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 5\r\n\
-             Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+             Accept-Ranges: bytes\r\nLast-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             ETag: \"5-ae1b981c3a4d715\"\r\n"
     );
+    // The parts a 206 and a 304 send.
+    assert_eq!(e.headers.etag(), b"\"5-ae1b981c3a4d715\"");
+    assert_eq!(
+        e.headers.content_type(),
+        b"Content-Type: text/plain; charset=utf-8\r\n"
+    );
+    assert!(e
+        .headers
+        .after_length()
+        .starts_with(b"Accept-Ranges: bytes\r\nLast-Modified: "));
+    assert_eq!(e.headers.validators(), b"ETag: \"5-ae1b981c3a4d715\"\r\n");
     assert_eq!(e.file.metadata().unwrap().len(), 5);
     assert_eq!(c.len(), 1);
     // A hit is the same entry.
@@ -146,7 +158,8 @@ fn pre_epoch_mtime_does_not_panic() {
     assert_eq!(
         &*e.headers,
         b"Content-Type: application/octet-stream\r\nContent-Length: 0\r\n\
-              Last-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+              Accept-Ranges: bytes\r\nLast-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\n\
+              ETag: \"0-0\"\r\n"
     );
     assert!(e.in_memory);
     assert!(e.body.is_empty());
@@ -166,11 +179,13 @@ fn directories_serve_index_html() {
         .headers
         .starts_with(b"Content-Type: text/html; charset=utf-8\r\n"));
     assert_eq!(&*found(c.lookup("/dir/", now)).body, b"<dir>");
-    assert_eq!(&*found(c.lookup("/dir", now)).body, b"<dir>");
     assert_eq!(&*found(c.lookup("/dir/index.html", now)).body, b"<dir>");
+    // Without its slash, a directory is redirected (so that relative links resolve in it),
+    // whether or not it has an index.
+    assert!(matches!(c.lookup("/dir", now), Lookup::Redirect));
+    assert!(matches!(c.lookup("/empty", now), Lookup::Redirect));
     // No listings.
     assert!(is_not_found(&c.lookup("/empty/", now)));
-    assert!(is_not_found(&c.lookup("/empty", now)));
 }
 
 #[test]

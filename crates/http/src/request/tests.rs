@@ -800,6 +800,107 @@ fn if_modified_since_formats() {
     }
 }
 
+/// The conditional fields and Range as the request keeps them: (fields, what it keeps).
+#[test]
+fn conditional_fields_table() {
+    use crate::conditional::Conditions;
+    let date = UNIX_EPOCH + Duration::from_secs(784_111_777);
+    let none = Conditions::default;
+    let rows: Vec<(&str, Conditions<'static>)> = vec![
+        ("", none()),
+        (
+            "Range: bytes=0-9\r\n",
+            Conditions {
+                range: Some(b"bytes=0-9"),
+                ..none()
+            },
+        ),
+        (
+            "range:  bytes=-5 \r\n",
+            Conditions {
+                range: Some(b"bytes=-5"),
+                ..none()
+            },
+        ),
+        (
+            "If-Match: \"a\"\r\n",
+            Conditions {
+                if_match: Some(b"\"a\""),
+                ..none()
+            },
+        ),
+        (
+            "If-None-Match: *\r\n",
+            Conditions {
+                if_none_match: Some(b"*"),
+                ..none()
+            },
+        ),
+        (
+            "If-Range: \"a\"\r\n",
+            Conditions {
+                if_range: Some(b"\"a\""),
+                ..none()
+            },
+        ),
+        (
+            "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+            Conditions {
+                if_unmodified_since: Some(date),
+                ..none()
+            },
+        ),
+        ("If-Unmodified-Since: yesterday\r\n", none()),
+        // Given twice: ignored, or present and never matching.
+        ("Range: bytes=0-1\r\nRange: bytes=2-3\r\n", none()),
+        ("If-Match: \"a\"\r\nIf-Match: \"b\"\r\n", none()),
+        (
+            "If-None-Match: \"a\"\r\nIf-None-Match: \"b\"\r\n",
+            Conditions {
+                if_none_match: Some(b""),
+                ..none()
+            },
+        ),
+        (
+            "If-Range: \"a\"\r\nIf-Range: \"a\"\r\n",
+            Conditions {
+                if_range: Some(b""),
+                ..none()
+            },
+        ),
+    ];
+    for (fields, want) in rows {
+        let buf = format!("GET / HTTP/1.1\r\nHost: x\r\n{fields}\r\n");
+        let Parse::Complete(req) = parse(buf.as_bytes()) else {
+            panic!("{fields:?}")
+        };
+        assert_eq!(req.cond, want, "{fields:?}");
+    }
+}
+
+/// What a redirect with a slash appended keeps of the target: (target, path, query).
+#[test]
+fn target_parts_table() {
+    let rows = [
+        ("/dir", "/dir", ""),
+        ("/dir?x=1", "/dir", "?x=1"),
+        ("/dir?x=1#frag", "/dir", "?x=1"),
+        ("/a%20b?q", "/a%20b", "?q"),
+        ("/dir?", "/dir", "?"),
+        ("http://h/dir?x=1", "/dir", "?x=1"),
+        ("http://h:8080/d/e", "/d/e", ""),
+        ("http://h?x", "", "?x"),
+    ];
+    for (target, path, query) in rows {
+        let buf = format!("GET {target} HTTP/1.1\r\nHost: h\r\n\r\n");
+        let Parse::Complete(req) = parse(buf.as_bytes()) else {
+            panic!("{target}")
+        };
+        assert_eq!(req.target, target);
+        assert_eq!(req.target_parts(), (path, query), "{target}");
+    }
+}
+
 #[test]
 fn pipelined_requests_parse_in_turn() {
     let buf = b"\r\nGET /1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /2 HTTP/1.1\r\nHost: x\r\n\r\nPOST /3 HTTP/1.1\r\nHost: x\r\n\r\nGET /4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";

@@ -48,7 +48,9 @@ fn rendered(dir: &Path) -> Vec<String> {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n == "report.md" || n == "report.html" || n.ends_with(".svg"))
+        .filter(|n| {
+            n == "report.md" || n == "report.html" || n == "findings.json" || n.ends_with(".svg")
+        })
         .collect();
     v.sort();
     v
@@ -115,4 +117,25 @@ fn an_undecided_negative_control_does_not_pass() {
     let control = md.find("Negative control:").unwrap();
     let figure = md.find(".svg").unwrap_or(md.len());
     assert!(control < figure, "{md}");
+    // findings.json beside it says the same, with each rule's registration.
+    let json = std::fs::read_to_string(
+        workspace()
+            .join("results/reference/amd-epyc-2vcpu-linux-6.18/quick-knee-run8/findings.json"),
+    )
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["controls"]["negative"], "underpowered");
+    assert_eq!(v["controls"]["positive"], "passed");
+    let of = |id: &str| {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(of("fig3-epoll-et-no-gain")["verdict"], "not judged");
+    assert_eq!(of("fig5-select-cpu")["registration"], "extension");
+    assert_eq!(of("fig5-select-below-epoll-lt")["registration"], "post-hoc");
 }

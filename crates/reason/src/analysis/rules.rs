@@ -896,9 +896,11 @@ pub fn rule(id: &str) -> &'static Rule {
 }
 
 mod markdown;
+mod registration;
 pub use markdown::{markdown, shared_history_markdown};
 #[cfg(test)]
 use markdown::{rules_with, SHARED_HISTORY, SHORT_ENTRY};
+pub use registration::{definition_hash, registration, Registration};
 
 #[cfg(test)]
 mod tests;

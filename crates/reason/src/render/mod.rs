@@ -8,3 +8,4 @@ pub mod plot;
 pub mod report;
 pub mod svg;
 pub mod table;
+pub mod verdicts;

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::analysis::findings::{self, Finding, NegativeControl, Verdict};
-use crate::analysis::rules::RULES;
+use crate::analysis::findings::{self, ControlStatus, Finding, Verdict};
+use crate::analysis::rules::{registration, Registration};
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, Summary};
 use crate::model::spec::{Family, Spec};
@@ -28,18 +28,18 @@ use self::tables::*;
 /// negative control (a pair of known difference) must come out not equivalent.
 fn controls(s: &Summary, fs: &[Finding]) -> String {
     let negative = match findings::negative_control_status(fs) {
-        NegativeControl::Failed => " Negative control: FAILED: the pair on budgets that differ \
+        ControlStatus::Failed => " Negative control: FAILED: the pair on budgets that differ \
              by twice the margin was judged equivalent, so this run's \"no difference\" verdicts \
              are not judged."
             .to_string(),
-        NegativeControl::Underpowered => " Negative control: underpowered: the pair on budgets \
+        ControlStatus::Underpowered => " Negative control: underpowered: the pair on budgets \
              that differ by twice the margin was not decided either way, so this run could not \
              tell a known difference apart and its \"no difference\" verdicts are not judged."
             .to_string(),
-        NegativeControl::Passed => " Negative control: passed: the pair on budgets that differ \
+        ControlStatus::Passed => " Negative control: passed: the pair on budgets that differ \
              by twice the margin was decided not equivalent."
             .to_string(),
-        NegativeControl::Absent => no_negative_control(s, fs),
+        ControlStatus::Absent => no_negative_control(s, fs),
     };
     positive_and_placebo(s, fs) + &negative
 }
@@ -67,43 +67,43 @@ fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
 
 /// The placebo control (a placebo run) or the positive control (any other run).
 fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
-    // The controls are judged apart (the positive control must find its difference).
-    let claims_difference = |f: &&Finding| {
-        !f.rule.starts_with("control-")
-            && RULES
-                .iter()
-                .find(|r| r.id == f.rule)
-                .and_then(|r| r.claim)
-                .is_some_and(|c| c.claims_a_difference())
-    };
+    let name = &s.experiment.name;
     if s.experiment.placebo {
-        let diff: Vec<&Finding> = fs.iter().filter(claims_difference).collect();
-        let wrong: Vec<&str> = diff
+        let diff = fs
             .iter()
-            .filter(|f| f.verdict == Verdict::Reproduced)
-            .map(|f| f.rule.as_str())
-            .collect();
-        let positive = match fs.iter().find(|f| f.rule == "control-positive") {
-            Some(f) if f.verdict == Verdict::Reproduced => {
-                " Its positive control (select with idle connections really held) was \
-                 reproduced: the run could still see a real effect."
-                    .to_string()
+            .filter(|f| findings::claims_a_difference(&f.rule))
+            .count();
+        let positive = match findings::positive_control_status(true, fs) {
+            ControlStatus::Passed => " Its positive control (select with idle connections \
+                 really held) was reproduced: the run could still see a real effect."
+                .to_string(),
+            ControlStatus::Absent => {
+                " It had no positive control (no idle connections, or no select).".into()
             }
-            Some(f) => format!(
-                " Its positive control (select with idle connections really held) FAILED ({}): \
-                 the run could not see a real effect, so its null results say little.",
-                f.verdict.word()
+            st => format!(
+                " Its positive control (select with idle connections really held) {}: the run \
+                 could not show it sees a real effect, so its null results say little.",
+                if st == ControlStatus::Failed {
+                    "FAILED (not reproduced)"
+                } else {
+                    "was underpowered (inconclusive)"
+                }
             ),
-            None => " It had no positive control (no idle connections, or no select).".into(),
         };
-        return if wrong.is_empty() {
+        return if findings::placebo_status(true, fs) == ControlStatus::Passed {
             format!(
                 "Placebo control: passed. This run gave both arms of every comparison the same \
-                 condition, and none of its {} rules that claim a difference came out \
-                 reproduced.{positive}",
-                diff.len()
+                 condition, and none of its {diff} rules that claim a difference came out \
+                 reproduced.{positive}"
             )
         } else {
+            let wrong: Vec<&str> = fs
+                .iter()
+                .filter(|f| {
+                    findings::claims_a_difference(&f.rule) && f.verdict == Verdict::Reproduced
+                })
+                .map(|f| f.rule.as_str())
+                .collect();
             format!(
                 "Placebo control: FAILED. This run gave both arms of every comparison the same \
                  condition, yet {} came out reproduced: those rules can find a difference where \
@@ -112,30 +112,28 @@ fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
             )
         };
     }
-    match fs.iter().find(|f| f.rule == "fig5-select-cpu") {
-        Some(f) if f.verdict == Verdict::Reproduced => format!(
+    match findings::positive_control_status(false, fs) {
+        ControlStatus::Passed => format!(
             "Positive control: passed (fig5-select-cpu, select's CPU per reply with idle \
-             connections against none, was reproduced). The placebo control is `evlab run {} --placebo`.",
-            s.experiment.name
+             connections against none, was reproduced). The placebo control is `evlab run {name} --placebo`."
         ),
-        Some(f) if f.verdict == Verdict::NotReproduced => "Positive control: FAILED. The run \
-             decided fig5-select-cpu (select's CPU per reply with idle connections against none), \
-             the steadiest measure of the paper's largest effect, the other way: not reproduced. \
-             A run that cannot see that effect says little with its other verdicts."
-            .into(),
-        Some(_) => "Positive control: underpowered. The run could not decide fig5-select-cpu \
+        ControlStatus::Failed => "Positive control: FAILED. The run decided fig5-select-cpu \
              (select's CPU per reply with idle connections against none), the steadiest measure \
-             of the paper's largest effect, so its other inconclusive verdicts say little."
+             of the paper's largest effect, the other way: not reproduced. A run that cannot see \
+             that effect says little with its other verdicts."
+            .into(),
+        ControlStatus::Underpowered => "Positive control: underpowered. The run could not decide \
+             fig5-select-cpu (select's CPU per reply with idle connections against none), the \
+             steadiest measure of the paper's largest effect, so its other inconclusive verdicts \
+             say little."
             .into(),
         // The positive control is the paper family's; other families have none yet.
-        None if s.experiment.family() != Family::Paper => format!(
-            "Controls: the placebo control is `evlab run {} --placebo`.",
-            s.experiment.name
-        ),
-        None => format!(
+        ControlStatus::Absent if s.experiment.family() != Family::Paper => {
+            format!("Controls: the placebo control is `evlab run {name} --placebo`.")
+        }
+        ControlStatus::Absent => format!(
             "Controls: this run has no positive control (select with and without idle \
-             connections); the placebo control is `evlab run {} --placebo`.",
-            s.experiment.name
+             connections); the placebo control is `evlab run {name} --placebo`."
         ),
     }
 }
@@ -148,7 +146,11 @@ fn document(s: &Summary) -> Vec<Block> {
     let fs = findings::findings(s);
     if !fs.is_empty() {
         d.push(Block::H(2, "What this run shows".into()));
-        d.push(Block::P(format!("{}.", verdict_counts(&fs))));
+        d.push(Block::P(format!(
+            "{}.{}",
+            verdict_counts(&fs),
+            chance_sentence(&fs)
+        )));
         d.push(Block::P(controls(s, &fs)));
         d.push(Block::List(fs.iter().map(verdict_line).collect()));
     }
@@ -193,6 +195,34 @@ pub fn verdict_counts(fs: &[Finding]) -> String {
     )
 }
 
+/// How many of the run's "reproduced" verdicts chance alone would give, and how many of its
+/// verdicts are not tests of a seed's claim (post hoc rules, the lab's extensions).
+fn chance_sentence(fs: &[Finding]) -> String {
+    let (k, expected) = findings::chance_reproduced(fs);
+    let mut out = String::new();
+    if k > 0 {
+        let _ = write!(
+            out,
+            " With no effect anywhere, chance alone would make about {expected:.1} of the {k} rules \
+             that claim a difference and were judged on an interval come out reproduced (at \
+             most 5% each)."
+        );
+    }
+    let not_pre = fs
+        .iter()
+        .filter(|f| registration(&f.rule).0 != Registration::PreRegistered)
+        .count();
+    if not_pre > 0 {
+        let _ = write!(
+            out,
+            " {not_pre} of the {} verdicts are on post hoc rules or the lab's extensions \
+             (marked), not tests of a seed's claim.",
+            fs.len()
+        );
+    }
+    out
+}
+
 /// One verdict: its word, the claim, the ratio with its interval where the rule decided on
 /// one (else why not, in short), and where the paper says it.
 fn verdict_line(f: &Finding) -> String {
@@ -221,8 +251,12 @@ fn verdict_line(f: &Finding) -> String {
         }
         _ => numbers,
     };
+    let registered = match registration(&f.rule).0 {
+        Registration::PreRegistered => String::new(),
+        r => format!(" [{}]", r.word()),
+    };
     format!(
-        "**{}**: {}{stop}{numbers} ({})",
+        "**{}**{registered}: {}{stop}{numbers} ({})",
         f.verdict.word(),
         f.claim,
         f.source
@@ -888,7 +922,8 @@ pub fn render_html(s: &Summary) -> String {
     o
 }
 
-/// Writes report.md, report.html and every figure as `fig-*.svg`.
+/// Writes report.md, report.html, every figure as `fig-*.svg`, and findings.json (the
+/// verdicts and the controls, for programs).
 pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
     let mut written = Vec::new();
     for b in document(s) {
@@ -907,6 +942,10 @@ pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
             }
         }
     }
+    write_atomic(
+        &dir.join("findings.json"),
+        &crate::render::verdicts::to_json(s),
+    )?;
     write_atomic(&dir.join("report.md"), &render_md(s))?;
     write_atomic(&dir.join("report.html"), &render_html(s))
 }

@@ -8,6 +8,7 @@ use crate::model::results::Summary;
 use crate::model::spec::Family;
 
 mod common;
+mod controls;
 mod deadconn;
 mod herd;
 mod paper;
@@ -15,8 +16,12 @@ mod proxy;
 
 pub use common::{flag_kind, Finding, Verdict};
 pub(crate) use common::{knee_trials, Side};
+pub use controls::{
+    chance_reproduced, claims_a_difference, negative_control_status, placebo_status,
+    positive_control_status, ControlStatus,
+};
 pub use herd::accept_mode;
-pub use paper::{negative_control_status, profile_point, NegativeControl};
+pub use paper::profile_point;
 pub(crate) use proxy::{proxy_series, ProxySeries};
 
 /// The findings of `s`, by the family its experiment names (`findings = "…"`), or, for a
@@ -25,7 +30,7 @@ pub(crate) use proxy::{proxy_series, ProxySeries};
 pub fn findings(s: &Summary) -> Vec<Finding> {
     let mut fs = by_rules(s);
     if s.experiment.family() == Family::Paper {
-        paper::withhold_unguarded(&mut fs);
+        controls::withhold_unguarded(&mut fs);
     }
     fs
 }

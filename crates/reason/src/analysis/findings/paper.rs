@@ -2,8 +2,7 @@
 //! by its pre-registered rule (`analysis::rules`) on the trials of two arms.
 
 use super::common::*;
-use crate::analysis::rules::{rule, RULES};
-use crate::analysis::stats::Claim;
+use crate::analysis::rules::rule;
 use crate::model::results::{PointResult, Summary};
 use crate::model::spec::POSITIVE_CONTROL;
 
@@ -152,69 +151,6 @@ fn negative_control(s: &Summary, out: &mut Vec<Finding>) {
                 "replies/s",
             ));
         }
-    }
-}
-
-/// How the run's negative control came out: passed only when every pair of known difference
-/// was decided "not reproduced" (not equivalent), its own way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NegativeControl {
-    Absent,
-    Passed,
-    /// A pair of known difference was judged equivalent.
-    Failed,
-    /// A pair could not be decided either way.
-    Underpowered,
-}
-
-/// The negative control of the findings `fs`.
-pub fn negative_control_status(fs: &[Finding]) -> NegativeControl {
-    let mut it = fs
-        .iter()
-        .filter(|f| f.rule == "control-budget-not-equivalent")
-        .map(|f| f.verdict)
-        .peekable();
-    if it.peek().is_none() {
-        return NegativeControl::Absent;
-    }
-    let v: Vec<Verdict> = it.collect();
-    if v.contains(&Verdict::Reproduced) {
-        NegativeControl::Failed
-    } else if v.iter().all(|&x| x == Verdict::NotReproduced) {
-        NegativeControl::Passed
-    } else {
-        NegativeControl::Underpowered
-    }
-}
-
-/// Withholds the "no difference" verdicts of a run whose negative control did not pass: an
-/// equivalence test that was not shown to tell a known difference apart cannot say "no
-/// difference" (docs/findings.md, "Controls"). What it measured stays in the evidence.
-pub(super) fn withhold_unguarded(fs: &mut [Finding]) {
-    let why = match negative_control_status(fs) {
-        NegativeControl::Passed => return,
-        NegativeControl::Absent => "this run has no negative control",
-        NegativeControl::Failed => {
-            "this run judged a known difference equivalent (negative control failed)"
-        }
-        NegativeControl::Underpowered => {
-            "this run could not tell a known difference apart (negative control underpowered)"
-        }
-    };
-    let equivalence = |id: &str| {
-        !id.starts_with("control-")
-            && RULES
-                .iter()
-                .find(|r| r.id == id)
-                .is_some_and(|r| matches!(r.claim, Some(Claim::Within(_))))
-    };
-    for f in fs.iter_mut().filter(|f| equivalence(&f.rule)) {
-        f.evidence = format!(
-            "not judged: {why}; as measured it reads {}: {}",
-            f.verdict.word(),
-            f.evidence
-        );
-        f.verdict = Verdict::NotJudged;
     }
 }
 

@@ -1392,25 +1392,25 @@ fn no_difference_verdicts_stand_only_beside_a_passed_negative_control() {
             f("fig5-select-cpu", Verdict::Reproduced),
         ];
         fs.extend(control.map(|v| f("control-budget-not-equivalent", v)));
-        paper::withhold_unguarded(&mut fs);
+        controls::withhold_unguarded(&mut fs);
         fs
     };
     // Passed (decided not equivalent): the verdicts stand.
     let fs = run(Some(Verdict::NotReproduced));
-    assert_eq!(negative_control_status(&fs), NegativeControl::Passed);
+    assert_eq!(negative_control_status(&fs), ControlStatus::Passed);
     assert_eq!(fs[0].verdict, Verdict::Reproduced);
     for (control, status, why) in [
         (
             Some(Verdict::Inconclusive),
-            NegativeControl::Underpowered,
+            ControlStatus::Underpowered,
             "could not tell a known difference apart",
         ),
         (
             Some(Verdict::Reproduced),
-            NegativeControl::Failed,
+            ControlStatus::Failed,
             "judged a known difference equivalent",
         ),
-        (None, NegativeControl::Absent, "has no negative control"),
+        (None, ControlStatus::Absent, "has no negative control"),
     ] {
         let fs = run(control);
         assert_eq!(negative_control_status(&fs), status);

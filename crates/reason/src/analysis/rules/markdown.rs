@@ -90,6 +90,11 @@ pub(super) const INTRO: &str = "# Findings: the pre-registered rules\n\n\
      measured kept in the evidence. Unit tests run each rule's decision on synthetic data with no \
      effect (at most 5% \"reproduced\") and, for \"no difference\" rules, on a pair whose \
      true difference is twice the margin (at most 5% judged equivalent).\n\n\
+     **Registration**: **pre-registered** (claim, threshold and quantity fixed before any run \
+     that judged them), **post hoc** (set after this lab's runs had shown the same \
+     comparison) or **extension** (no seed claims it); reports mark the last two, which test no \
+     seed. A test ties each definition's hash to its history's length \
+     (`rules/definitions.tsv`, append-only).\n\n\
      Where a rule reads its quantity, in its Claim:\n\n\
      - **the capacity**: each trial's capacity from the run's capacity search (`[knee]`: the \
      highest rate the server keeps up with, bisected); in a run without one, replies/s at the \
@@ -220,6 +225,7 @@ pub fn markdown() -> String {
             out.push_str(&format!("- **What it says** ({}): {}\n", r.source, r.seed));
             out.push_str(&format!("- **Quantity:** {}\n", r.quantity));
             out.push_str(&claim_line(r));
+            out.push_str(&super::registration::registration_line(r));
             out.push_str(&history_lines(r));
             out.push('\n');
         }

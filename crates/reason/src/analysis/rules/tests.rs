@@ -122,3 +122,79 @@ fn docs_findings_md_is_generated_from_the_rules() {
         }
     }
 }
+
+/// No rule's definition changes without a history entry. `definitions.tsv` records, per rule,
+/// lines of `id`, the length of its history and the hash of its definition: append-only, one
+/// line per version. The latest line of each rule must match the rule as it is; a new line
+/// (a changed definition) needs a longer history than the line before it. There is no bless
+/// step: a change is recorded by hand, with its history entry, as the failure says.
+#[test]
+fn no_rule_changes_without_a_history_entry() {
+    use std::collections::HashMap;
+    let record = include_str!("definitions.tsv");
+    let mut last: HashMap<&str, (usize, u64)> = HashMap::new();
+    for (n, line) in record
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with('#'))
+    {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f.len(), 3, "definitions.tsv line {}: {line:?}", n + 1);
+        let (id, len) = (f[0], f[1].parse::<usize>().unwrap());
+        let hash = u64::from_str_radix(f[2], 16).unwrap();
+        if let Some(&(before, _)) = last.get(id) {
+            assert!(
+                len > before,
+                "definitions.tsv line {}: {id} changed without a new history entry \
+                 ({len} entries, as before)",
+                n + 1
+            );
+        }
+        last.insert(id, (len, hash));
+    }
+    let mut missing = Vec::new();
+    for r in RULES {
+        let now = (r.history.len(), definition_hash(r));
+        match last.get(r.id) {
+            Some(&rec) if rec == now => {}
+            Some(&(len, _)) if len == now.0 => panic!(
+                "rule {} changed without a history entry: add one that says the old rule, the \
+                 new one and the data that prompted it, then append to definitions.tsv: \
+                 {}\t{}\t{:016x}",
+                r.id,
+                r.id,
+                now.0 + 1,
+                now.1
+            ),
+            _ => missing.push(format!("{}\t{}\t{:016x}", r.id, now.0, now.1)),
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "append to crates/reason/src/analysis/rules/definitions.tsv (with the history entry \
+         already in the rule):\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn rules_written_after_their_data_or_without_a_seed_are_labelled_so() {
+    let md = markdown();
+    let line = |id: &str| {
+        let at = md.find(&format!("### `{id}`")).unwrap();
+        md[at..]
+            .lines()
+            .find(|l| l.starts_with("- **Registration:**"))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line("fig5-select-below-epoll-lt").starts_with("- **Registration:** post hoc: "));
+    assert!(line("fig5-poll-below-epoll-lt").starts_with("- **Registration:** post hoc: "));
+    assert!(line("fig5-select-cpu").starts_with("- **Registration:** extension: "));
+    assert_eq!(
+        line("fig5-select-replies"),
+        "- **Registration:** pre-registered"
+    );
+    // Every rule says it.
+    assert_eq!(md.matches("- **Registration:**").count(), RULES.len());
+}

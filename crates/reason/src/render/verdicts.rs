@@ -1,0 +1,96 @@
+//! findings.json, written beside report.md: each verdict and the controls, for a program to
+//! read (`evlab pool`, a notebook) without parsing the report.
+
+use serde::Serialize;
+
+use crate::analysis::findings::{self, ControlStatus, Finding};
+use crate::analysis::rules::{registration, Registration};
+use crate::model::results::Summary;
+
+/// The document.
+#[derive(Debug, Serialize)]
+pub struct Verdicts {
+    pub experiment: String,
+    pub placebo: bool,
+    pub controls: Controls,
+    /// The rules that claim a difference and were judged on an interval, and how many of them
+    /// chance alone would make come out reproduced with no effect anywhere (5% each).
+    pub chance: Chance,
+    pub findings: Vec<Entry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Controls {
+    pub positive: ControlStatus,
+    pub negative: ControlStatus,
+    pub placebo: ControlStatus,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Chance {
+    pub rules: usize,
+    pub expected_reproduced: f64,
+}
+
+/// One finding.
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    pub id: String,
+    pub claim: String,
+    /// As the report says it: "reproduced", "not reproduced", "partly", "inconclusive",
+    /// "not judged".
+    pub verdict: &'static str,
+    /// A/B and its 90% interval, where the rule decided on a ratio.
+    pub ratio: Option<f64>,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// Valid trials of the arm with fewer, where the rule decided on a ratio.
+    pub n: Option<usize>,
+    pub registration: Registration,
+}
+
+impl Entry {
+    fn of(f: &Finding) -> Entry {
+        let [ratio, lo, hi] = f
+            .interval
+            .map_or([None; 3], |[r, l, h]| [Some(r), Some(l), Some(h)]);
+        Entry {
+            id: f.rule.clone(),
+            claim: f.claim.clone(),
+            verdict: f.verdict.word(),
+            ratio,
+            lo,
+            hi,
+            n: f.trials.as_ref().map(|([a, b], _)| a.len().min(b.len())),
+            registration: registration(&f.rule).0,
+        }
+    }
+}
+
+/// The verdicts of `s`.
+pub fn verdicts(s: &Summary) -> Verdicts {
+    let fs = findings::findings(s);
+    let placebo = s.experiment.placebo;
+    let (rules, expected_reproduced) = findings::chance_reproduced(&fs);
+    Verdicts {
+        experiment: s.experiment.name.clone(),
+        placebo,
+        controls: Controls {
+            positive: findings::positive_control_status(placebo, &fs),
+            negative: findings::negative_control_status(&fs),
+            placebo: findings::placebo_status(placebo, &fs),
+        },
+        chance: Chance {
+            rules,
+            expected_reproduced,
+        },
+        findings: fs.iter().map(Entry::of).collect(),
+    }
+}
+
+/// findings.json's text.
+pub fn to_json(s: &Summary) -> String {
+    let mut out = serde_json::to_string_pretty(&verdicts(s)).unwrap_or_default();
+    out.push('\n');
+    out
+}

@@ -1437,3 +1437,71 @@ fn no_difference_verdicts_stand_only_beside_a_passed_negative_control() {
         }
     }
 }
+
+#[test]
+fn controls_pass_only_when_decided_their_own_way() {
+    let f = |rule: &str, verdict: Verdict| Finding {
+        rule: rule.into(),
+        source: String::new(),
+        claim: String::new(),
+        verdict,
+        evidence: String::new(),
+        interval: Some([1.0, 0.9, 1.1]),
+        arms: None,
+        trials: None,
+    };
+    use Verdict::*;
+    // The positive control: fig5-select-cpu in a run, control-positive in a placebo run.
+    for (placebo, id) in [(false, "fig5-select-cpu"), (true, "control-positive")] {
+        for (v, want) in [
+            (Reproduced, ControlStatus::Passed),
+            (NotReproduced, ControlStatus::Failed),
+            (Inconclusive, ControlStatus::Underpowered),
+        ] {
+            assert_eq!(
+                positive_control_status(placebo, &[f(id, v)]),
+                want,
+                "{id} {v:?}"
+            );
+        }
+        assert_eq!(positive_control_status(placebo, &[]), ControlStatus::Absent);
+    }
+    // The negative control, over every pair of known difference it has.
+    let neg = |vs: &[Verdict]| {
+        let fs: Vec<Finding> = vs
+            .iter()
+            .map(|&v| f("control-budget-not-equivalent", v))
+            .collect();
+        negative_control_status(&fs)
+    };
+    assert_eq!(neg(&[NotReproduced, NotReproduced]), ControlStatus::Passed);
+    assert_eq!(
+        neg(&[NotReproduced, Inconclusive]),
+        ControlStatus::Underpowered
+    );
+    assert_eq!(neg(&[NotReproduced, Reproduced]), ControlStatus::Failed);
+    // A placebo run passes when no rule that claims a difference is reproduced; a rule of no
+    // difference, or a control, reproduced there is no failure.
+    let diff = "fig5-select-replies";
+    assert!(claims_a_difference(diff) && !claims_a_difference("fig1-select-as-epoll-lt"));
+    assert!(!claims_a_difference("control-positive"));
+    let placebo = |fs: &[Finding]| placebo_status(true, fs);
+    assert_eq!(placebo(&[f(diff, NotReproduced)]), ControlStatus::Passed);
+    assert_eq!(placebo(&[f(diff, Inconclusive)]), ControlStatus::Passed);
+    assert_eq!(placebo(&[f(diff, Reproduced)]), ControlStatus::Failed);
+    assert_eq!(
+        placebo(&[
+            f("fig1-select-as-epoll-lt", Reproduced),
+            f("control-positive", Reproduced)
+        ]),
+        ControlStatus::Passed
+    );
+    assert_eq!(placebo_status(false, &[]), ControlStatus::Absent);
+    // Chance alone: 5% of the rules that claim a difference and were judged on an interval.
+    let (k, e) = chance_reproduced(&[
+        f(diff, Reproduced),
+        f("fig1-select-as-epoll-lt", Reproduced),
+    ]);
+    assert_eq!(k, 1);
+    assert!((e - 0.05).abs() < 1e-12);
+}

@@ -18,6 +18,12 @@ use crate::model::spec::Family;
 const REFERENCE: &str = "../../results/reference/amd-epyc-2vcpu-linux-6.18";
 /// Synthetic draws per rule and case.
 const DRAWS: usize = 1000;
+/// Draws per rule at its threshold, where the true rate is about α itself: enough that the
+/// Monte Carlo error (one standard error, √(α(1 − α)/n) = 0.34 points) stays small beside it.
+const EDGE_DRAWS: usize = 4_000;
+/// The Monte Carlo allowance at the threshold: three standard errors of a rate of exactly α
+/// over `EDGE_DRAWS` draws (1.03 points).
+const EDGE_ALLOWANCE: f64 = 0.0103;
 /// The largest share of draws a rule may decide the wrong way.
 const ALPHA: f64 = 0.05;
 
@@ -78,12 +84,18 @@ fn spreads(runs: &[(String, Summary)]) -> BTreeMap<&'static str, Spread> {
 /// How often `claim` is "reproduced" on `DRAWS` synthetic pairs of `n` trials per arm, A's
 /// true value `true_ratio` × B's, each trial log-normal with coefficient of variation `cv`,
 /// decided as the rule decides (each arm's variance at least `floor`).
-fn rate(claim: Claim, true_ratio: f64, cv: f64, n: usize, floor: f64, seed: u64) -> f64 {
+fn rate(
+    claim: Claim,
+    true_ratio: f64,
+    (cv, n, floor): (f64, usize, f64),
+    draws: usize,
+    seed: u64,
+) -> f64 {
     // The log-normal whose coefficient of variation is `cv`.
     let sigma = (1.0 + cv * cv).ln().sqrt();
     let mut rng = Rng::new(seed);
     let mut yes = 0;
-    for _ in 0..DRAWS {
+    for _ in 0..draws {
         let mut arm = |m: f64| -> Vec<f64> {
             (0..n)
                 .map(|_| 1000.0 * m * (sigma * rng.normal()).exp())
@@ -95,7 +107,7 @@ fn rate(claim: Claim, true_ratio: f64, cv: f64, n: usize, floor: f64, seed: u64)
             yes += 1;
         }
     }
-    yes as f64 / DRAWS as f64
+    yes as f64 / draws as f64
 }
 
 /// What a rule's null is, by its claim.
@@ -127,10 +139,45 @@ fn nulls(claim: Claim) -> Vec<f64> {
     }
 }
 
+/// The true ratios A/B exactly at the edge of `claim`: its threshold, or each end of its margin.
+fn thresholds(claim: Claim) -> Vec<f64> {
+    match claim {
+        Claim::AtLeast(x) | Claim::AtMost(x) => vec![x],
+        Claim::Within(m) => vec![1.0 + m, 1.0 / (1.0 + m)],
+    }
+}
+
+/// Which synthetic truths a check draws at, how many times, and the largest share of
+/// "reproduced" it allows.
+struct Null {
+    truths: fn(Claim) -> Vec<f64>,
+    draws: usize,
+    limit: f64,
+}
+
+/// The nulls of the first checks: no effect for a difference, twice the margin for the rest.
+const FAR: Null = Null {
+    truths: nulls,
+    draws: DRAWS,
+    limit: ALPHA,
+};
+
+/// The true effect exactly at the threshold.
+const EDGE: Null = Null {
+    truths: thresholds,
+    draws: EDGE_DRAWS,
+    limit: ALPHA + EDGE_ALLOWANCE,
+};
+
 /// Runs every rule of `families` whose claim is of `want` on synthetic nulls at its committed
 /// spread, prints what each gave, and fails naming those decided the wrong way in more than
 /// `ALPHA` of the draws.
 fn check(families: &[Family], want: Kind) {
+    check_with(families, Some(want), &FAR)
+}
+
+/// As [`check`], for the claims of `want` (`None`: every claim), at the truths of `null`.
+fn check_with(families: &[Family], want: Option<Kind>, null: &Null) {
     let runs = committed();
     assert!(runs.len() >= 10, "only {} committed runs", runs.len());
     let spread = spreads(&runs);
@@ -146,7 +193,7 @@ fn check(families: &[Family], want: Kind) {
     for (i, r) in RULES.iter().enumerate() {
         // A withdrawn rule decides nothing.
         let Some(claim) = r.claim else { continue };
-        if !families.contains(&r.family) || kind(claim) != want {
+        if !families.contains(&r.family) || want.is_some_and(|w| kind(claim) != w) {
             continue;
         }
         let (s, whence) = match spread.get(r.id) {
@@ -159,20 +206,21 @@ fn check(families: &[Family], want: Kind) {
                 ),
             ),
         };
-        for (j, truth) in nulls(claim).into_iter().enumerate() {
+        for (j, truth) in (null.truths)(claim).into_iter().enumerate() {
             let seed = 1000 + 10 * i as u64 + j as u64;
-            let fp = rate(claim, truth, s.cv, r.trials, s.floor, seed);
+            let fp = rate(claim, truth, (s.cv, r.trials, s.floor), null.draws, seed);
             let line = format!(
                 "{}: {} at a true A/B of {truth:.2}, cv {:.3} ({whence}), n = {}, floor {:.5}: \
-                 reproduced in {:.1}% of {DRAWS}",
+                 reproduced in {:.2}% of {}",
                 r.id,
                 claim.words(),
                 s.cv,
                 r.trials,
                 s.floor,
-                100.0 * fp
+                100.0 * fp,
+                null.draws
             );
-            if fp > ALPHA {
+            if fp > null.limit {
                 failed.push(line.clone());
             }
             table.push(line);
@@ -181,7 +229,12 @@ fn check(families: &[Family], want: Kind) {
     }
     eprintln!("{}", table.join("\n"));
     assert!(checked > 0, "no rule of {families:?}");
-    assert!(failed.is_empty(), "over {ALPHA}:\n{}", failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "over {}:\n{}",
+        null.limit,
+        failed.join("\n")
+    );
 }
 
 /// The micro family's rules are not here: `analysis::micro` judges them on a benchmark's whole
@@ -204,5 +257,17 @@ fn the_no_difference_rules_do_not_pass_a_gap_of_twice_their_margin_at_the_commit
     check(
         &[Family::Paper, Family::Proxy, Family::Herd, Family::Deadconn],
         Kind::NoDifference,
+    );
+}
+
+/// A rule whose true effect sits exactly at its threshold says "reproduced" at most α of the
+/// time (with the Monte Carlo allowance of `EDGE_ALLOWANCE`): every rule, every family that
+/// judges two arms, at its committed spread.
+#[test]
+fn every_rule_at_its_threshold_is_reproduced_at_most_alpha_of_the_time() {
+    check_with(
+        &[Family::Paper, Family::Proxy, Family::Herd, Family::Deadconn],
+        None,
+        &EDGE,
     );
 }

@@ -81,15 +81,13 @@ pub(super) const INTRO: &str = "# Findings: the pre-registered rules\n\n\
      The controls: `evlab run NAME --placebo` gives both arms of every comparison the same \
      condition (no idle connections in the idle arm, one mechanism for every series); every \
      rule that claims a difference must then come out \"not reproduced\" or \
-     \"inconclusive\". A control passes only when it is decided its own way: the positive \
-     control (fig5-select-cpu, or control-positive in a placebo run) \"reproduced\", the \
-     negative control (control-budget-not-equivalent, a pair of known difference) \"not \
-     reproduced\"; otherwise it failed, or it was underpowered (not decided), which the \
-     report says in its first section. A paper run whose negative control did not pass \
-     withholds its \"no difference\" verdicts: they read \"not judged\", with what was \
-     measured kept in the evidence. Unit tests run each rule's decision on synthetic data with no \
-     effect (at most 5% \"reproduced\") and, for \"no difference\" rules, on a pair whose \
-     true difference is twice the margin (at most 5% judged equivalent).\n\n\
+     \"inconclusive\". A control passes only when decided its own way: the positive one \
+     (fig5-select-cpu; control-positive in a placebo run) \"reproduced\", the negative one \
+     (control-budget-not-equivalent) \"not reproduced\"; else it failed or was underpowered. \
+     A paper run whose negative control did not pass reads its \"no difference\" verdicts \
+     \"not judged\". Unit tests run each rule on synthetic data with no effect, and with the \
+     effect exactly at its threshold (at most 5% \"reproduced\", within 1 point of Monte \
+     Carlo error there), and each \"no difference\" rule on a gap of twice its margin.\n\n\
      **Registration**: **pre-registered** (claim, threshold and quantity fixed before any run \
      that judged them), **post hoc** (set after this lab's runs had shown the same \
      comparison) or **extension** (no seed claims it); reports mark the last two, which test no \

@@ -16,6 +16,7 @@ mod loadmerge;
 mod micro;
 mod output;
 mod pipetest;
+mod pool;
 mod proxy;
 mod run;
 mod serve;
@@ -77,6 +78,9 @@ enum Command {
     /// Compare two runs: each finding's verdict and each point's change with its interval
     #[command(after_help = compare::EXAMPLES)]
     Compare(compare::Args),
+    /// Pool several runs of one experiment: each finding's ratio with the run as a random effect
+    #[command(after_help = pool::EXAMPLES)]
+    Pool(pool::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(after_help = docs::COMPLETIONS_EXAMPLES)]
     Completions(docs::CompletionsArgs),
@@ -130,6 +134,7 @@ fn main() {
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
         Command::Compare(a) => compare::run(a),
+        Command::Pool(a) => pool::run(a),
         Command::Completions(a) => docs::completions(a, Cli::command()),
         Command::Man(a) => docs::man(a, Cli::command()),
         Command::Pipetest(a) => pipetest::run(a),

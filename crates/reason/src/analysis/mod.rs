@@ -6,6 +6,7 @@ pub mod compare;
 pub mod curves;
 pub mod findings;
 pub mod micro;
+pub mod pool;
 pub mod rules;
 pub mod sample;
 pub mod stats;

@@ -31,6 +31,15 @@ impl Verdict {
     }
 }
 
+/// The verdict of an interval's decision.
+pub fn decided(d: Decision) -> Verdict {
+    match d {
+        Decision::Reproduced => Verdict::Reproduced,
+        Decision::NotReproduced => Verdict::NotReproduced,
+        Decision::Inconclusive => Verdict::Inconclusive,
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     /// The rule that decided it (`analysis::rules`), empty for a family not yet on rules.
@@ -314,11 +323,7 @@ fn decide(
             format!("{head}; a value is zero or missing, so no ratio"),
         );
     };
-    let verdict = match claim.decide(r.lo, r.hi) {
-        Decision::Reproduced => Verdict::Reproduced,
-        Decision::NotReproduced => Verdict::NotReproduced,
-        Decision::Inconclusive => Verdict::Inconclusive,
-    };
+    let verdict = decided(claim.decide(r.lo, r.hi));
     let mut f = finding(
         verdict,
         format!(

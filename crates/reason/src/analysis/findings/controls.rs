@@ -117,7 +117,7 @@ pub fn chance_reproduced(fs: &[Finding]) -> (usize, f64) {
 /// Withholds the "no difference" verdicts of a run whose negative control did not pass: an
 /// equivalence test that was not shown to tell a known difference apart cannot say "no
 /// difference". What it measured stays in the evidence.
-pub(super) fn withhold_unguarded(fs: &mut [Finding]) {
+pub(crate) fn withhold_unguarded(fs: &mut [Finding]) {
     let why = match negative_control_status(fs) {
         ControlStatus::Passed => return,
         ControlStatus::Absent => "this run has no negative control",

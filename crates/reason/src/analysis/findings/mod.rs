@@ -14,8 +14,9 @@ mod herd;
 mod paper;
 mod proxy;
 
-pub use common::{flag_kind, Finding, Verdict};
+pub use common::{decided, flag_kind, Finding, Verdict};
 pub(crate) use common::{knee_trials, Side};
+pub(crate) use controls::withhold_unguarded;
 pub use controls::{
     chance_reproduced, claims_a_difference, negative_control_status, placebo_status,
     positive_control_status, ControlStatus,

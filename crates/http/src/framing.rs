@@ -32,23 +32,186 @@ pub enum Framing {
 /// Largest response head accepted.
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
+/// Most header fields in a response head accepted.
+pub(crate) const MAX_RESPONSE_FIELDS: usize = 100;
+
+/// What reading a response head at the start of a buffer found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeadParse<H> {
+    /// No complete head yet.
+    Partial,
+    /// An interim (1xx other than 101) response of this many bytes: skip it, the real one follows.
+    Interim(usize),
+    Complete(H),
+    /// Not a response that can be read; the reason, for logs and tests.
+    Error(&'static str),
+}
+
+impl<H> HeadParse<H> {
+    /// The same answer with a complete head's `H` made into another.
+    #[inline]
+    pub fn map<G>(self, f: impl FnOnce(H) -> G) -> HeadParse<G> {
+        match self {
+            HeadParse::Partial => HeadParse::Partial,
+            HeadParse::Interim(n) => HeadParse::Interim(n),
+            HeadParse::Complete(h) => HeadParse::Complete(f(h)),
+            HeadParse::Error(e) => HeadParse::Error(e),
+        }
+    }
+}
+
+/// A complete response head's status and framing, and nothing else of it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ResponseFraming {
+    pub status: u16,
+    pub minor_version: u8,
+    /// Bytes of the head (any empty lines before the status line, the status line, the fields,
+    /// the blank line).
+    pub head_len: usize,
+    pub framing: Framing,
+    /// The server keeps the connection open after this response: neither `Connection: close`
+    /// nor HTTP/1.0 without `keep-alive`, a body not delimited by close, and not suspect.
+    pub keep_alive: bool,
+    /// The `Content-Length` given (also for HEAD and 304, where it describes the would-be body).
+    pub content_length: Option<u64>,
+    /// The head is framed, but not beyond doubt: a `Connection` field names a framing field, or
+    /// an HTTP/1.0 response has `Transfer-Encoding` (RFC 9112 §6.1: the framing is faulty). The
+    /// connection must not carry another exchange, and a cache must not store the response.
+    pub suspect: bool,
+}
+
+/// Reads the response head at the start of `buf` as a user agent does, for its framing only: the
+/// load generator reads every response with it. `head_request`: it answers a HEAD (no body
+/// whatever the fields say). Copies and allocates nothing; fields other than `Content-Length`,
+/// `Transfer-Encoding` and `Connection` are checked for syntax and otherwise ignored.
+///
+/// As a user agent must (RFC 9112 §5.2), it takes a field folded onto a next line (obs-fold) as
+/// one value, where the proxy's [`parse_response_head`](crate::parse_response_head) answers 502
+/// as a proxy may.
+pub fn parse_response_framing(buf: &[u8], head_request: bool) -> HeadParse<ResponseFraming> {
+    let mut fields = [std::mem::MaybeUninit::uninit(); MAX_RESPONSE_FIELDS];
+    let reading = Reading {
+        head_request,
+        http10_client: false,
+        unfold: true,
+    };
+    parse_head(buf, reading, &mut fields, |_, _| {}).map(|h| h.framing)
+}
+
+/// How a head is to be read: for [`parse_head`].
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Reading {
+    /// It answers a HEAD request.
+    pub(crate) head_request: bool,
+    /// It goes on to an HTTP/1.0 client, which cannot read a transfer coding other than
+    /// chunked (that the proxy removes): any other is an error.
+    pub(crate) http10_client: bool,
+    /// Obsolete line folding is taken as a user agent must (RFC 9112 §5.2); else an error.
+    pub(crate) unfold: bool,
+}
+
+/// A complete head: its framing, and for a caller that wants more of it, its reason phrase and
+/// its fields.
+pub(crate) struct Head<'h, 'b> {
+    pub(crate) framing: ResponseFraming,
+    pub(crate) reason: &'b str,
+    pub(crate) fields: &'h [httparse::Header<'b>],
+}
+
+/// Parses the response head at the start of `buf` into `fields`, with its framing; each field
+/// that does not frame the body (nor says whether the connection stays) is given to `other`.
+/// The one response-head parser of both [`parse_response_framing`] and the proxy's
+/// [`parse_response_head`](crate::parse_response_head).
+#[inline]
+pub(crate) fn parse_head<'h, 'b>(
+    buf: &'b [u8],
+    reading: Reading,
+    fields: &'h mut [std::mem::MaybeUninit<httparse::Header<'b>>],
+    mut other: impl FnMut(&'b str, &'b [u8]),
+) -> HeadParse<Head<'h, 'b>> {
+    let window = &buf[..buf.len().min(MAX_RESPONSE_HEAD)];
+    let mut resp = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default()
+        .allow_obsolete_multiline_headers_in_responses(reading.unfold)
+        .parse_response_with_uninit_headers(&mut resp, window, fields);
+    let head_len = match parsed {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() >= MAX_RESPONSE_HEAD => {
+            return HeadParse::Error("response head too large")
+        }
+        Ok(httparse::Status::Partial) => return HeadParse::Partial,
+        Err(httparse::Error::TooManyHeaders) => {
+            return HeadParse::Error("too many response header fields")
+        }
+        Err(_) => return HeadParse::Error("malformed response head"),
+    };
+    let httparse::Response {
+        version,
+        code,
+        reason,
+        headers,
+    } = resp;
+    let (Some(status), Some(minor)) = (code, version) else {
+        return HeadParse::Error("malformed status line");
+    };
+    // httparse takes any three digits; RFC 9110 §15 defines 100 to 999.
+    if !(100..=999).contains(&status) {
+        return HeadParse::Error("status code outside 100..=999");
+    }
+    if status == 101 {
+        return HeadParse::Error("101 Switching Protocols was not asked for");
+    }
+    if (100..200).contains(&status) {
+        return HeadParse::Interim(head_len);
+    }
+    let fields: &'h [httparse::Header<'b>] = headers;
+    let mut f = FramingFields {
+        only_chunked: true,
+        close: minor == 0,
+        ..FramingFields::default()
+    };
+    for h in fields {
+        if !f.field(h.name, h.value, minor) {
+            other(h.name, h.value);
+        }
+    }
+    let no_body = reading.head_request || status == 204 || status == 304;
+    let framing = match f.framing(no_body, reading.http10_client) {
+        Ok(framing) => framing,
+        Err(e) => return HeadParse::Error(e),
+    };
+    HeadParse::Complete(Head {
+        framing: ResponseFraming {
+            status,
+            minor_version: minor,
+            head_len,
+            framing,
+            keep_alive: !f.close && !f.suspect && framing != Framing::UntilClose,
+            content_length: f.content_length,
+            suspect: f.suspect,
+        },
+        reason: reason.unwrap_or(""),
+        fields,
+    })
+}
+
 /// What a response's framing and connection fields say (RFC 9112 §6.3, §9.3).
 #[derive(Default)]
-pub(crate) struct FramingFields {
-    pub(crate) content_length: Option<u64>,
-    pub(crate) length_fields: usize,
-    pub(crate) length_error: bool,
-    pub(crate) transfer_encoding: bool,
-    pub(crate) chunked_final: bool,
-    pub(crate) only_chunked: bool,
-    pub(crate) close: bool,
-    pub(crate) suspect: bool,
+struct FramingFields {
+    content_length: Option<u64>,
+    length_fields: usize,
+    length_error: bool,
+    transfer_encoding: bool,
+    chunked_final: bool,
+    only_chunked: bool,
+    close: bool,
+    suspect: bool,
 }
 
 impl FramingFields {
     /// Takes a `Content-Length`, `Transfer-Encoding` or `Connection` field into account
     /// (false: not one of them). `minor`: the response's HTTP/1.`minor`.
-    pub(crate) fn field(&mut self, name: &str, value: &[u8], minor: u8) -> bool {
+    fn field(&mut self, name: &str, value: &[u8], minor: u8) -> bool {
         if name.eq_ignore_ascii_case("content-length") {
             for t in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                 self.length_fields += 1;
@@ -59,6 +222,9 @@ impl FramingFields {
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             self.transfer_encoding = true;
+            // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding is read as framed, then
+            // the connection closed (the sender may have meant something else by it).
+            self.suspect |= minor == 0;
             for t in tokens(value) {
                 self.chunked_final = t.eq_ignore_ascii_case(b"chunked");
                 self.only_chunked &= self.chunked_final;
@@ -83,11 +249,7 @@ impl FramingFields {
 
     /// How the body is delimited, or why the response cannot be passed on (ambiguous framing,
     /// or a transfer coding an HTTP/1.0 client cannot read).
-    pub(crate) fn framing(
-        &self,
-        no_body: bool,
-        http10_client: bool,
-    ) -> Result<Framing, &'static str> {
+    fn framing(&self, no_body: bool, http10_client: bool) -> Result<Framing, &'static str> {
         if self.transfer_encoding && self.length_fields > 0 {
             return Err("Transfer-Encoding together with Content-Length");
         }
@@ -128,6 +290,8 @@ pub struct ChunkedScanner {
     /// Bytes of the current line (size line or trailer line).
     line: usize,
     trailers: usize,
+    /// Bytes of chunk data so far (the body without its framing).
+    data: u64,
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -249,10 +413,18 @@ impl ChunkedScanner {
         }
     }
 
+    /// Bytes of chunk data seen so far: the body without its chunk framing, extensions and
+    /// trailers (which are the rest of what was fed).
+    pub fn data_bytes(&self) -> u64 {
+        self.data
+    }
+
     /// `n` (≤ [`ChunkedScanner::data_left`]) bytes of chunk data went by unscanned.
     pub fn skipped(&mut self, n: u64) {
         if let Chunk::Data(left) = self.state {
-            let left = left - n.min(left);
+            let n = n.min(left);
+            self.data += n;
+            let left = left - n;
             self.state = if left == 0 {
                 Chunk::DataEnd { cr: false }
             } else {

@@ -28,7 +28,7 @@ pub mod response;
 
 pub use cache::{CacheConfig, ContentCache, Entry, Lookup};
 pub use date::DateCache;
-pub use framing::{ChunkedScanner, Framing};
+pub use framing::{parse_response_framing, ChunkedScanner, Framing, HeadParse, ResponseFraming};
 pub use freshness::{CacheInfo, Policy, RequestDirectives, RequestFacts, Reuse, MAX_DELTA_SECONDS};
 pub use proxy::{
     parse_response_head, push_via, same_origin_key, write_forward_request, Forward, ForwardError,

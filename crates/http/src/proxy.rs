@@ -15,10 +15,12 @@
 use std::borrow::Cow;
 use std::time::SystemTime;
 
-use crate::framing::{Framing, FramingFields, MAX_RESPONSE_HEAD};
+use std::mem::MaybeUninit;
+
+use crate::framing::{parse_head, Framing, HeadParse, Reading, MAX_RESPONSE_FIELDS};
 use crate::freshness::{parse_date, tokens, CacheInfo, RequestDirectives};
 
-/// Most header fields in a response head the proxy accepts.
+/// Most header fields in a request head forwarded.
 const MAX_HEADERS: usize = 100;
 
 /// A complete response head from an origin.
@@ -35,21 +37,15 @@ pub struct ResponseHead {
     pub content_length: Option<u64>,
     pub last_modified: Option<SystemTime>,
     pub cache: CacheInfo,
-    /// The head is framed, but not beyond doubt (a `Connection` field names a framing field):
-    /// the connection must not carry another exchange and the response must not be cached.
+    /// The head is framed, but not beyond doubt ([`ResponseFraming::suspect`]): the connection
+    /// must not carry another exchange and the response must not be cached.
+    ///
+    /// [`ResponseFraming::suspect`]: crate::framing::ResponseFraming::suspect
     pub suspect: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ResponseParse {
-    /// No complete head yet.
-    Partial,
-    /// An interim (1xx other than 101) response of this many bytes: skip it, the real one follows.
-    Interim(usize),
-    Complete(ResponseHead),
-    /// Not a response the proxy can pass on; the reason, for logs and tests.
-    Error(&'static str),
-}
+/// What [`parse_response_head`] found.
+pub type ResponseParse = HeadParse<ResponseHead>;
 
 /// Fields that frame a message or route it: never dropped because a `Connection` field names
 /// them (dropping them would change where a body ends, or where a request goes).
@@ -102,69 +98,45 @@ pub fn parse_response_head(
     http10_client: bool,
     rewritten: &mut Vec<u8>,
 ) -> ResponseParse {
-    let window = &buf[..buf.len().min(MAX_RESPONSE_HEAD)];
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = httparse::Response::new(&mut headers);
-    let head_len = match resp.parse(window) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if buf.len() >= MAX_RESPONSE_HEAD => {
-            return ResponseParse::Error("response head too large")
-        }
-        Ok(httparse::Status::Partial) => return ResponseParse::Partial,
-        Err(httparse::Error::TooManyHeaders) => {
-            return ResponseParse::Error("too many response header fields")
-        }
-        Err(_) => return ResponseParse::Error("malformed response head"),
-    };
-    let (Some(status), Some(minor)) = (resp.code, resp.version) else {
-        return ResponseParse::Error("malformed status line");
-    };
-    // httparse takes any three digits; RFC 9110 §15 defines 100 to 999.
-    if !(100..=999).contains(&status) {
-        return ResponseParse::Error("status code outside 100..=999");
-    }
-    if status == 101 {
-        return ResponseParse::Error("101 Switching Protocols was not asked for");
-    }
-    if (100..200).contains(&status) {
-        return ResponseParse::Interim(head_len);
-    }
-    let fields: &[httparse::Header<'_>] = resp.headers;
-    let mut f = FramingFields {
-        only_chunked: true,
-        close: minor == 0,
-        ..FramingFields::default()
-    };
+    let mut fields = [MaybeUninit::uninit(); MAX_RESPONSE_FIELDS];
     let mut cache = CacheInfo::default();
     let mut last_modified = None;
-    for h in fields {
-        if f.field(h.name, h.value, minor) {
-        } else if h.name.eq_ignore_ascii_case("last-modified") {
-            last_modified = parse_date(h.value);
-        } else {
-            cache.field(h.name, h.value);
-        }
-    }
-    let no_body = head_request || status == 204 || status == 304;
-    let framing = match f.framing(no_body, http10_client) {
-        Ok(framing) => framing,
-        Err(e) => return ResponseParse::Error(e),
+    let reading = Reading {
+        head_request,
+        http10_client,
+        // A proxy may refuse obs-fold with a 502 (RFC 9112 §5.2), and does.
+        unfold: false,
     };
-    let (content_length, close, suspect) = (f.content_length, f.close, f.suspect);
-    let keep_alive = !close && !suspect && framing != Framing::UntilClose;
-
-    let reason = resp.reason.unwrap_or("");
-    rewrite_head(rewritten, (status, reason, head_len), fields, http10_client);
-    ResponseParse::Complete(ResponseHead {
-        status,
-        minor_version: minor,
-        head_len,
-        framing,
-        keep_alive,
-        content_length,
+    let other = |name: &str, value: &[u8]| {
+        if name.eq_ignore_ascii_case("last-modified") {
+            last_modified = parse_date(value);
+        } else {
+            cache.field(name, value);
+        }
+    };
+    let head = match parse_head(buf, reading, &mut fields, other) {
+        HeadParse::Complete(head) => head,
+        HeadParse::Partial => return HeadParse::Partial,
+        HeadParse::Interim(n) => return HeadParse::Interim(n),
+        HeadParse::Error(e) => return HeadParse::Error(e),
+    };
+    let f = head.framing;
+    rewrite_head(
+        rewritten,
+        (f.status, head.reason, f.head_len),
+        head.fields,
+        http10_client,
+    );
+    HeadParse::Complete(ResponseHead {
+        status: f.status,
+        minor_version: f.minor_version,
+        head_len: f.head_len,
+        framing: f.framing,
+        keep_alive: f.keep_alive,
+        content_length: f.content_length,
         last_modified,
         cache,
-        suspect,
+        suspect: f.suspect,
     })
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::framing::MAX_RESPONSE_HEAD;
 
 fn parse(head: &str, head_request: bool) -> (ResponseParse, String) {
     let mut out = Vec::new();

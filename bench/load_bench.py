@@ -16,6 +16,11 @@ each client pinned to CPU 1.
 4. Closed-loop ceiling: wrk -t1 -c50 against evlab load with 50 keep-alive connections making
    calls back to back.
 
+With --evlab-only, only evlab load is measured (no httperf, no wrk, no pauses for httperf's
+TIME_WAIT), and --evlab PATH chooses the binary whose `load` runs (the server is always this
+tree's target/release/evlab): the same command with two binaries compares two builds of the
+generator, e.g. before and after a change.
+
 Writes results/bench/load-<timestamp>/summary.md.
 """
 
@@ -49,9 +54,14 @@ def httperf(port, rate, conns, timeout=2):
                 addrunavail=int(g(r"addrunavail (\d+)")))
 
 
+# The binary whose `load` is measured (--evlab).
+LOAD_BIN = None
+
+
 def evload(port, rate, conns=None, duration=None, calls=1, timeout=2, extra=()):
-    args = [evlab_bin("evlab"), "load", "--server", "127.0.0.1", "--port", str(port), "--uri",
-            "/one", "--rate", str(rate), "--num-calls", str(calls), "--timeout", str(timeout)]
+    args = [LOAD_BIN or evlab_bin("evlab"), "load", "--server", "127.0.0.1", "--port", str(port),
+            "--uri", "/one", "--rate", str(rate), "--num-calls", str(calls),
+            "--timeout", str(timeout)]
     args += ["--num-conns", str(conns)] if conns else ["--duration", str(duration)]
     out = subprocess.run(["taskset", "-c", "1"] + args + list(extra), capture_output=True,
                          text=True, timeout=900).stdout
@@ -99,11 +109,24 @@ def main():
     ap.add_argument("--long-from-evlab", type=int, default=16000)
     ap.add_argument("--pause", type=int, default=62,
                     help="seconds between httperf runs, for its TIME_WAIT sockets to go")
+    ap.add_argument("--evlab", help="the evlab binary whose `load` is measured (default: this "
+                    "tree's target/release/evlab, built first; the server is always that one)")
+    ap.add_argument("--evlab-only", action="store_true",
+                    help="measure evlab load alone: no httperf, no wrk")
     args = ap.parse_args()
+    global LOAD_BIN
+    LOAD_BIN = os.path.abspath(args.evlab) if args.evlab else None
+    only = args.evlab_only
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "evlab"], cwd=ROOT, check=True)
-    lines = [f"# evlab load vs httperf and wrk ({time.strftime('%Y-%m-%d %H:%M')})", "",
+    title = "evlab load" if only else "evlab load vs httperf and wrk"
+    lines = [f"# {title} ({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"Kernel {os.uname().release}. Server: `evlab serve --mechanism epoll-et` on CPU 0; "
-             "each client alone on CPU 1.", ""]
+             "each client alone on CPU 1. Generator: "
+             f"`{LOAD_BIN or evlab_bin('evlab')}`.", ""]
+    # The pauses for httperf's TIME_WAIT sockets, and its columns, unless evlab is measured alone.
+    nap = (lambda _: None) if only else time.sleep
+    cell = (lambda _: "-") if only else (lambda r: f"{r:,}/s")
+    ratio = (lambda *_: "-") if only else (lambda e, h: f"{e / max(h, 1):.2f}")
     with tempfile.TemporaryDirectory(prefix="evlab-loadb-") as tmp:
         docroot = make_docroot(tmp)
 
@@ -115,27 +138,35 @@ def main():
         # 1. accuracy
         s = server()
         n = args.accuracy_rate * 5
-        h = httperf(s.port, args.accuracy_rate, n)
+        h = None if only else httperf(s.port, args.accuracy_rate, n)
         e = evload(s.port, args.accuracy_rate, n)
         s.stop()
-        hr, er = h["replies"] / h["duration"], e["replies"] / e["duration"]
-        lines += ["## Same offered rate, unsaturated", "",
-                  f"`--rate {args.accuracy_rate} --num-conns {n} --num-calls 1`: httperf "
-                  f"{hr:,.0f} replies/s, evlab load {er:,.0f} replies/s "
-                  f"(difference {100 * abs(er - hr) / hr:.2f}%).", ""]
+        er = e["replies"] / e["duration"]
+        lines += ["## Same offered rate, unsaturated", ""]
+        if h:
+            hr = h["replies"] / h["duration"]
+            lines += [f"`--rate {args.accuracy_rate} --num-conns {n} --num-calls 1`: httperf "
+                      f"{hr:,.0f} replies/s, evlab load {er:,.0f} replies/s "
+                      f"(difference {100 * abs(er - hr) / hr:.2f}%).", ""]
+        else:
+            lines += [f"`--rate {args.accuracy_rate} --num-conns {n} --num-calls 1`: evlab load "
+                      f"{er:,.0f} replies/s.", ""]
         # 2. connection-rate ceilings: short steps, then long runs
         s = server()
         rates = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000, 20000, 22000, 24000,
                  26000, 28000, 30000]
-        print("httperf, short:", file=sys.stderr)
-        hc = ceiling(lambda r, c: httperf(s.port, r, c), rates, args.seconds)
-        time.sleep(args.pause)
+        hc = hl = 0
+        if not only:
+            print("httperf, short:", file=sys.stderr)
+            hc = ceiling(lambda r, c: httperf(s.port, r, c), rates, args.seconds)
+            time.sleep(args.pause)
         print("evlab load, short:", file=sys.stderr)
         ec = ceiling(lambda r, c: evload(s.port, r, c), rates, args.seconds)
-        time.sleep(args.pause)
-        print("httperf, long:", file=sys.stderr)
-        hl = ceiling(lambda r, c: httperf(s.port, r, c),
-                     [r for r in rates if r >= args.long_from_httperf], args.long, args.pause)
+        nap(args.pause)
+        if not only:
+            print("httperf, long:", file=sys.stderr)
+            hl = ceiling(lambda r, c: httperf(s.port, r, c),
+                         [r for r in rates if r >= args.long_from_httperf], args.long, args.pause)
         print("evlab load, long:", file=sys.stderr)
         el = ceiling(lambda r, c: evload(s.port, r, c),
                      [r for r in rates if r >= args.long_from_evlab], args.long)
@@ -143,12 +174,12 @@ def main():
                   f"Highest rate of {rates} at which every connection got its reply, with no "
                   "errors and the offered rate kept (evlab: at most 1% late starts).", "",
                   "| run | httperf | evlab load | ratio |", "|---|---:|---:|---:|",
-                  f"| {args.seconds} s steps | {hc:,}/s | {ec:,}/s | {ec / max(hc, 1):.2f} |",
+                  f"| {args.seconds} s steps | {cell(hc)} | {ec:,}/s | {ratio(ec, hc)} |",
                   f"| {args.long} s runs (from {args.long_from_httperf:,} and "
-                  f"{args.long_from_evlab:,}) | {hl:,}/s | {el:,}/s | {el / max(hl, 1):.2f} |",
+                  f"{args.long_from_evlab:,}) | {cell(hl)} | {el:,}/s | {ratio(el, hl)} |",
                   ""]
         # 3. where the client CPU goes at evlab's sustained rate
-        time.sleep(args.pause)
+        nap(args.pause)
         p = evload(s.port, el or 10000, duration=10, extra=["--profile"])
         s.stop()
         prof = p["profile"]
@@ -161,18 +192,24 @@ def main():
                   f"The five calls any one-request generator must make (socket, connect, send, "
                   f"read, close) take {floor:.1f} us per connection here, so no generator can "
                   f"exceed {1e6 / max(floor, 1e-9):,.0f} connections/s on one CPU of this "
-                  f"machine; 2x httperf's sustained rate would be {2 * hl:,}/s.", ""]
+                  "machine" + ("." if only else f"; 2x httperf's sustained rate would be "
+                                               f"{2 * hl:,}/s."), ""]
         # 3. closed loop
         s = server()
-        w = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", "-c50", "-d5s",
-                            f"http://127.0.0.1:{s.port}/one"], capture_output=True, text=True).stdout
-        wrps = float(re.search(r"Requests/sec:\s+([\d.]+)", w).group(1))
+        wrps = None
+        if not only:
+            w = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", "-c50", "-d5s",
+                                f"http://127.0.0.1:{s.port}/one"],
+                               capture_output=True, text=True).stdout
+            wrps = float(re.search(r"Requests/sec:\s+([\d.]+)", w).group(1))
         k = evload(s.port, 1000, conns=50, calls=200000, timeout=10)
         s.stop()
         krps = k["replies"] / k["duration"]
+        versus = f"wrk -t1 -c50: {wrps:,.0f} requests/s; " if wrps else ""
+        against = f" (ratio {krps / wrps:.2f})" if wrps else ""
         lines += ["## Closed-loop ceiling (50 keep-alive connections)", "",
-                  f"wrk -t1 -c50: {wrps:,.0f} requests/s; evlab load (50 connections x 200,000 "
-                  f"calls): {krps:,.0f} replies/s (ratio {krps / wrps:.2f}).", ""]
+                  f"{versus}evlab load (50 connections x 200,000 "
+                  f"calls): {krps:,.0f} replies/s{against}.", ""]
     text = "\n".join(lines)
     outdir = os.path.join(ROOT, "results", "bench", f"load-{time.strftime('%Y%m%d-%H%M%S')}")
     os.makedirs(outdir, exist_ok=True)

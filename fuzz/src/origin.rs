@@ -137,7 +137,10 @@ pub fn check(data: &[u8], _exhaustive: bool) {
         }
         ResponseParse::Complete(h) => {
             assert!(h.head_len > 0 && h.head_len <= bytes.len(), "{h:?}");
-            assert!(h.head_len <= evlab_http::proxy::MAX_RESPONSE_HEAD, "{h:?}");
+            assert!(
+                h.head_len <= evlab_http::framing::MAX_RESPONSE_HEAD,
+                "{h:?}"
+            );
             assert_eq!(bytes[h.head_len - 1], b'\n', "{h:?}");
             assert!((100..=999).contains(&h.status), "{h:?}");
             assert!(

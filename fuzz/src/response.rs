@@ -1,5 +1,6 @@
-//! Properties of the load generator's incremental response parser,
-//! `evlab_load::parse::ResponseParser`.
+//! Properties of the load generator's reader of replies, `evlab_load::reply::ReplyReader`: the
+//! http crate's response framing (`evlab_http::parse_response_framing`, `ChunkedScanner`) driven
+//! over a stream of reads.
 //!
 //! The input is a byte stream from a server, fed as the generator feeds it: each `Done` hands
 //! back `consumed`, the rest of that read is fed again, and at the end of the stream `eof()` is
@@ -11,12 +12,12 @@
 //! - the three feedings give the same replies, the same error and the same end-of-stream reply;
 //! - lengths are consistent: a reply's bytes in the stream are `header_bytes + body_bytes +
 //!   footer_bytes`, plus the heads of the interim (1xx) responses before it; while a reply is
-//!   incomplete `seen` counts its bytes so far; after `Done` the parser is idle;
+//!   incomplete `seen` counts its bytes so far; after `Done` the reader is idle;
 //! - framing: no reply is 1xx; HEAD answers, 204 and 304 have no body and no footer; a
 //!   reply's head is within the 64 KiB limit.
 #![allow(dead_code)]
 
-use evlab_load::parse::{ParseError, Progress, Reply, ResponseParser};
+use evlab_load::reply::{Progress, Reply, ReplyError, ReplyReader};
 
 /// Tokens for seeded mutations (the replay tests) and `fuzz/dict/response.dict`.
 pub const TOKENS: &[&[u8]] = &[
@@ -41,14 +42,14 @@ pub const TOKENS: &[&[u8]] = &[
     b",",
 ];
 
-/// The largest head the parser accepts (its MAX_HEAD) plus the CR LF CR LF it may take past it.
-const MAX_HEADER_BYTES: usize = 64 * 1024 + 4;
+/// The largest head the reader accepts (`evlab_http::framing::MAX_RESPONSE_HEAD`).
+const MAX_HEADER_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct Outcome {
     /// Each reply with the stream bytes it took (interim responses included).
     pub replies: Vec<(Reply, usize)>,
-    pub error: Option<ParseError>,
+    pub error: Option<ReplyError>,
     pub eof: Option<Reply>,
 }
 
@@ -124,7 +125,7 @@ fn check_reply(reply: &Reply, head_request: bool) {
 
 /// Feeds `data` in pieces of `piece(remaining)` bytes (at least 1) as the generator does.
 pub fn feed(data: &[u8], head_request: bool, mut piece: impl FnMut(usize) -> usize) -> Outcome {
-    let mut p = ResponseParser::new();
+    let mut p = ReplyReader::new();
     p.head_request = head_request;
     let mut out = Outcome {
         replies: Vec::new(),

@@ -23,9 +23,10 @@ use common::serve;
 static A: Counting = Counting;
 
 /// Allocations per shell: its four buffers (the session's calls, filled by the workload; the
-/// output; the in-flight queue; the parser's head), each made once at a size this workload never
-/// outgrows — two calls of `/one`, requests of ~70 bytes in a 512-byte buffer, one call in
-/// flight, ~180-byte reply heads in a 1 KiB buffer — and then recycled.
+/// output; the in-flight queue; the reply reader's buffer for heads split across reads), each
+/// made once at a size this workload never outgrows — two calls of `/one`, requests of ~70
+/// bytes in a 512-byte buffer, one call in flight, ~180-byte reply heads in a 1 KiB buffer —
+/// and then recycled.
 const PER_SHELL: u64 = 4;
 /// Allocations per doubling of a thread's descriptor-indexed table: the connection table, the
 /// poller's registration table, the free list of shells and the heap of thinking sessions, one

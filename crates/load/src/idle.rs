@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
 use evlab_sys as sys;
 
-use crate::parse::{Progress, ResponseParser};
+use crate::reply::{Progress, ReplyReader};
 use crate::rng::Rng;
 pub use crate::StopSignal;
 
@@ -352,7 +352,7 @@ struct Holder<'c> {
     start: Instant,
     /// Request-first mode: the request bytes, and one parser per slot awaiting its reply.
     request: Option<Vec<u8>>,
-    parsers: Vec<Option<Box<ResponseParser>>>,
+    parsers: Vec<Option<Box<ReplyReader>>>,
     requests_sent: u64,
     replies: u64,
     replies_2xx: u64,
@@ -449,7 +449,7 @@ impl Holder<'_> {
                 self.requests_sent += 1;
                 self.slots[i].awaiting = true;
                 self.awaiting += 1;
-                self.parsers[i] = Some(Box::new(ResponseParser::new()));
+                self.parsers[i] = Some(Box::new(ReplyReader::new()));
             }
             // A short write into an empty buffer, or an error: treat as a lost connection.
             Ok(_) | Err(_) => self.lost(i, false, now),

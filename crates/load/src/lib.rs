@@ -3,7 +3,7 @@
 //!
 //! - [`gen`]: the open-loop generator (schedule, connections, timeouts, errors by cause, the
 //!   pool of 127.0.0.0/8 source addresses that keeps TIME_WAIT from exhausting ports).
-//! - [`parse`]: incremental HTTP/1.1 response parsing (Content-Length, chunked, close-delimited).
+//! - [`reply`]: replies read from a stream of reads with the http crate's response framing.
 //! - [`summary`]: httperf's report (same line labels), JSON and per-sample CSV.
 //! - [`workload`]: what each connection asks for (single URI, URI list, wsesslog, SPECweb99-like).
 //! - [`fileset`]: the SPECweb99 file set.
@@ -16,7 +16,7 @@
 pub mod fileset;
 pub mod gen;
 pub mod idle;
-pub mod parse;
+pub mod reply;
 pub mod rng;
 pub mod summary;
 pub mod workload;

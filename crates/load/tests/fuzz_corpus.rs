@@ -1,4 +1,4 @@
-//! The response-parser fuzz target's short run on a stable toolchain (what CI runs;
+//! The response-reader fuzz target's short run on a stable toolchain (what CI runs;
 //! docs/fuzzing.md): every committed file of `fuzz/corpus/response` through the target's
 //! property checks, then seeded mutations of the corpus. Deterministic: a fixed seed; a time
 //! budget only cuts the sequence short on a slow machine, and nothing is asserted about time.

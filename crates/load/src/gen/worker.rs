@@ -13,7 +13,7 @@ use evlab_poll::{EpollEt, Events, Interest, Poller, Token};
 use evlab_sys as sys;
 
 use super::{Live, LoadConfig, Pools};
-use crate::parse::{Progress, ResponseParser};
+use crate::reply::{Progress, ReplyReader};
 use crate::rng::Rng;
 use crate::summary::{ErrorTally, Stats, StatusClasses};
 use crate::workload::{Call, Method, Workload};
@@ -25,7 +25,8 @@ const MAX_STARTS_PER_ROUND: usize = 256;
 /// A shell's output buffer, per request of the pipeline depth (up to 16): requests are a line
 /// and two short headers, so this is made once and does not grow.
 const OUT_CAPACITY: usize = 512;
-/// A shell's response-head buffer: a head larger than this grows it (once per shell, kept).
+/// A shell's buffer for a response head split across reads (a head read whole is read where
+/// it lies): a head larger than this grows it (once per shell, kept).
 const HEAD_CAPACITY: usize = 1024;
 /// No connection (an end of a deadline list).
 const NIL: RawFd = -1;
@@ -58,7 +59,7 @@ struct Conn {
     due: Instant,
     out: Vec<u8>,
     out_pos: usize,
-    parser: ResponseParser,
+    parser: ReplyReader,
     first_byte: Option<Instant>,
     started: Instant,
     replies: u64,
@@ -75,7 +76,7 @@ struct Spare {
     calls: Vec<Call>,
     out: Vec<u8>,
     inflight: VecDeque<Sent>,
-    parser: ResponseParser,
+    parser: ReplyReader,
 }
 
 impl Spare {
@@ -87,7 +88,7 @@ impl Spare {
             calls: Vec::new(),
             out: Vec::with_capacity(OUT_CAPACITY * depth.min(16)),
             inflight: VecDeque::with_capacity(depth),
-            parser: ResponseParser::with_head_capacity(HEAD_CAPACITY),
+            parser: ReplyReader::with_head_capacity(HEAD_CAPACITY),
         }
     }
 }
@@ -712,7 +713,7 @@ impl<'a> Worker<'a> {
         self.close(fd, false);
     }
 
-    fn on_reply(&mut self, fd: RawFd, reply: crate::parse::Reply, now: Instant) {
+    fn on_reply(&mut self, fd: RawFd, reply: crate::reply::Reply, now: Instant) {
         let idx = self.sample_index(now);
         self.stats.sample(idx);
         self.stats.replies += 1;

@@ -29,6 +29,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../experiments/fig3-epoll-variants.toml"),
     ),
     (
+        "fig4-specweb-epoll-variants",
+        include_str!("../../../experiments/fig4-specweb-epoll-variants.toml"),
+    ),
+    (
         "fig5-one-byte-idle",
         include_str!("../../../experiments/fig5-one-byte-idle.toml"),
     ),
@@ -152,7 +156,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub evlab: Option<PathBuf>,
     /// The placebo control: both arms of every comparison get the same condition (one
-    /// mechanism for every series, no idle connections held), so that no finding claiming a
+    /// mechanism, flags and CPU budget for every series, no idle connections held), so that no finding claiming a
     /// difference may come out "reproduced". Results go to <experiment>-placebo/
     #[arg(long)]
     pub placebo: bool,
@@ -238,8 +242,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             "--placebo: `{}` is a micro-benchmark, which has no arms to make equal",
             spec.name
         );
-        spec.placebo = true;
-        spec.name = format!("{}-placebo", spec.name);
+        spec.make_placebo();
     }
     let hosts = match &a.hosts {
         Some(f) => {

@@ -30,6 +30,7 @@ fn every_shipped_experiment_parses() {
         "fig1-one-byte",
         "fig2-specweb",
         "fig3-epoll-variants",
+        "fig4-specweb-epoll-variants",
         "fig5-one-byte-idle",
         "fig6-specweb-idle",
         "fig7-accept-limit",

@@ -153,9 +153,10 @@ pub fn plan_with(
     Plan { series, skipped }
 }
 
-/// The placebo's plan: every evlab series runs one mechanism under its own label (epoll-lt
-/// where the plan has it, else the first evlab series'), so that a comparison between two
-/// series compares a mechanism with itself.
+/// The placebo's plan: every evlab series runs one mechanism with one set of flags (the
+/// accept mode and limit, the forwarding mode, the workers: whatever its flags set) under its
+/// own label, those of epoll-lt where the plan has it, else of the first evlab series; so that
+/// a comparison between two series compares a condition with itself.
 fn placebo(series: &mut [Series]) {
     let evlab = |s: &&Series| s.kind == ServerKind::Evlab;
     let reference = series
@@ -163,10 +164,11 @@ fn placebo(series: &mut [Series]) {
         .filter(evlab)
         .find(|s| s.mechanism == "epoll-lt")
         .or_else(|| series.iter().find(evlab))
-        .map(|s| s.mechanism.clone());
-    if let Some(m) = reference {
+        .map(|s| (s.mechanism.clone(), s.flags.clone()));
+    if let Some((m, flags)) = reference {
         for s in series.iter_mut().filter(|s| s.kind == ServerKind::Evlab) {
             s.mechanism = m.clone();
+            s.flags = flags.clone();
         }
     }
 }
@@ -248,6 +250,62 @@ mod tests {
         // No idle connections in the experiment: no positive control to add.
         spec.idle = vec![0];
         assert_eq!(plan_with(&spec, &all, &[]).series.len(), 4);
+    }
+
+    /// The shipped experiments that compare, made placebos: every series but the exempt
+    /// positive control runs one mechanism with one set of flags (accept mode and limit,
+    /// forwarding mode) on one CPU budget, so each comparison's arms get the same condition.
+    #[test]
+    fn placebo_plans_of_the_shipped_experiments_give_every_arm_one_condition() {
+        let all = support(&[
+            "select",
+            "poll",
+            "epoll-lt",
+            "epoll2",
+            "epoll-ctlv",
+            "epoll-et",
+            "uring-poll",
+            "uring",
+        ]);
+        for name in [
+            "quick",
+            "fig3-epoll-variants",
+            "fig7-accept-limit",
+            "herd-serve",
+            "fig-proxy-sizes",
+            "lse-deadconn",
+        ] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("../../experiments/{name}.toml"));
+            let mut spec = Spec::load(&path).unwrap();
+            let real = plan_with(&spec, &all, &[]);
+            // Each compares something: its arms differ in mechanism, flags or budget.
+            let differ = |p: &Plan, spec: &Spec| {
+                let arms: Vec<_> = p
+                    .series
+                    .iter()
+                    .filter(|s| s.label != POSITIVE_CONTROL)
+                    .map(|s| (&s.mechanism, &s.flags, spec.series_budget(&s.label)))
+                    .collect();
+                arms.windows(2).any(|w| w[0] != w[1])
+            };
+            assert!(differ(&real, &spec), "{name}: nothing to compare");
+            spec.make_placebo();
+            assert_eq!(spec.name, format!("{name}-placebo"));
+            let p = plan_with(&spec, &all, &[]);
+            assert!(!differ(&p, &spec), "{name}: {:?}", p.series);
+            assert_eq!(p.series.len() - real.series.len(), {
+                usize::from(spec.idle.iter().any(|&i| i > 0))
+            });
+            // Only the positive control holds idle connections.
+            for s in &p.series {
+                assert_eq!(
+                    spec.holds_idle(&s.label),
+                    s.label == POSITIVE_CONTROL,
+                    "{name}"
+                );
+            }
+        }
     }
     /// The proxy paper's figure experiments plan what their comments say: the series (mechanism
     /// and forwarding mode), idle counts, rates, trials and family, and the points and minutes

@@ -184,6 +184,19 @@ impl Spec {
     pub fn holds_idle(&self, label: &str) -> bool {
         !self.placebo || label == POSITIVE_CONTROL
     }
+
+    /// Makes this the placebo control of itself (`evlab run NAME --placebo`): results under
+    /// `NAME-placebo`, and every series on the experiment's own CPU budget (a series' budget is a
+    /// compared factor: the negative control's). The plan then gives every evlab series one
+    /// mechanism and one set of flags, and no series but the positive control holds idle
+    /// connections (`run::plan`, `run::point`).
+    pub fn make_placebo(&mut self) {
+        self.placebo = true;
+        self.name = format!("{}-placebo", self.name);
+        for s in &mut self.series {
+            s.cpu_budget = None;
+        }
+    }
 }
 
 /// The families of findings, one module each in `analysis::findings`.

@@ -1307,6 +1307,14 @@ fn the_shipped_no_difference_experiments_plan_and_judge_their_negative_control()
                 "fig3-epoll-ctlv-no-gain",
             ][..],
         ),
+        (
+            "fig4-specweb-epoll-variants",
+            &[
+                "fig3-epoll-et-no-gain",
+                "fig3-epoll2-no-gain",
+                "fig3-epoll-ctlv-no-gain",
+            ][..],
+        ),
     ] {
         // The plan: the control series, epoll-lt on the experiment's budget ÷ (1 + 2 × SAME).
         let ctl = shipped_run(name, &|_| 6000.0);

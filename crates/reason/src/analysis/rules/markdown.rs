@@ -79,7 +79,7 @@ pub(super) const INTRO: &str = "# Findings: the pre-registered rules\n\n\
      prompted the change in its history; an entry that several rules share is stated once, \
      in [findings-history.md](findings-history.md), and each of those rules names it.\n\n\
      The controls: `evlab run NAME --placebo` gives both arms of every comparison the same \
-     condition (no idle connections in the idle arm, one mechanism for every series); every \
+     condition (no idle connections in the idle arm, one mechanism, one set of flags and one CPU budget for every series); every \
      rule that claims a difference must then come out \"not reproduced\" or \
      \"inconclusive\". A control passes only when decided its own way: the positive one \
      (fig5-select-cpu; control-positive in a placebo run) \"reproduced\", the negative one \

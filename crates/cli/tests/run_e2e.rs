@@ -235,6 +235,7 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     let out = d.join("out");
     let s = self::summary(&out);
     assert!(s.interrupted);
+    let s_seed = s.experiment.order_seed;
     let n = s.points.len();
     assert!((1..6).contains(&n), "{n} points");
     assert!(d.join("out/report.html").is_file());
@@ -260,6 +261,9 @@ fn ctrl_c_stops_cleanly_and_writes_what_is_done() {
     assert_eq!(lines, 6 - kept.len(), "{err}");
     let r = self::summary(&out);
     assert!(!r.interrupted);
+    // The arms' order was drawn once, recorded, and kept by the resumed run.
+    assert!(r.experiment.order_seed.is_some());
+    assert_eq!(r.experiment.order_seed, s_seed);
     let points = &r.points;
     assert_eq!(points.len(), 6, "{r:?}");
     // Measured to the end (a busy machine may flag one, which a later --resume measures again).

@@ -69,6 +69,9 @@ pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         ),
         Some(_) => vec![],
     };
+    if opts.spec.order_seed.is_none() {
+        opts.spec.order_seed = Some(draw_order_seed());
+    }
     if opts.spec.idle.is_empty() {
         return Err(LabError::Io(format!(
             "no idle count of `{}` fits the descriptor limit: {}",
@@ -607,25 +610,38 @@ fn announce(
 /// A leg of the sweep: trial, idle count, series, and the `[sweep]` flag's value (if any).
 pub type SweepLeg<'a> = (u32, usize, &'a Series, Option<f64>);
 
-/// The sweep's legs in the order they run: trial → idle count → swept value → series, each
-/// trial visiting the series in a rotated order, so that a drift over the run (a neighbour on
-/// the host, a warming cache) does not always favour the same series; at each swept value every
-/// series runs before the next value, for the same reason. Each leg runs its series' rates.
+/// The sweep's legs in the order they run: trial → swept value → the arms (series × idle
+/// count) in an order drawn afresh for each trial and value from the experiment's
+/// `order_seed`, so that a drift over the run (a neighbour on the host, a warming cache) favours
+/// no arm, the idle arm included, in the expectation; at each swept value every arm runs before
+/// the next value. Each leg runs its series' rates.
 pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<SweepLeg<'a>> {
+    let seed = spec.order_seed.unwrap_or(0);
     let mut out = Vec::new();
     for trial in 1..=spec.trials {
-        let rot = (trial as usize - 1) % series.len().max(1);
-        for &idle in &spec.idle {
-            for v in spec.sweep_values() {
-                for s in series[rot..].iter().chain(&series[..rot]) {
-                    if spec.series_runs_at(&s.label, idle) && spec.series_sweeps_at(&s.label, v) {
-                        out.push((trial, idle, s, v));
-                    }
-                }
-            }
+        for (k, v) in spec.sweep_values().into_iter().enumerate() {
+            let mut arms: Vec<(usize, &Series)> = spec
+                .idle
+                .iter()
+                .flat_map(|&idle| series.iter().map(move |s| (idle, s)))
+                .filter(|(idle, s)| {
+                    spec.series_runs_at(&s.label, *idle) && spec.series_sweeps_at(&s.label, v)
+                })
+                .collect();
+            let draw = seed ^ (u64::from(trial) << 32) ^ k as u64;
+            evlab_reason::analysis::stats::Rng::new(draw).shuffle(&mut arms);
+            out.extend(arms.into_iter().map(|(idle, s)| (trial, idle, s, v)));
         }
     }
     out
+}
+
+/// A seed for the arms' order when the experiment gives none: from the clock and the process.
+pub fn draw_order_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 40)
 }
 
 /// A leg's series as the progress line and the forecast name it: `shared workers=4`.
@@ -813,6 +829,54 @@ mod tests {
         }
     }
 
+    /// Each trial visits every arm once, in an order drawn from the seed: the same seed gives
+    /// the same order, and over seeds the idle arm runs first about as often as second.
+    #[test]
+    fn each_trial_visits_its_arms_in_an_order_drawn_from_the_seed() {
+        let src = "name = \"t\"\nmechanisms = [\"select\", \"poll\", \"epoll-lt\"]\n\
+                   rates = [1000]\nidle = [0, 10000]\ntrials = 3\n";
+        let mut s = Spec::parse(src, "t.toml").unwrap();
+        let series = s.series_list(&|_| true, &[]);
+        let order = |s: &Spec| -> Vec<(u32, usize, String)> {
+            sweep_order(s, &series)
+                .iter()
+                .map(|l| (l.0, l.1, l.2.label.clone()))
+                .collect()
+        };
+        s.order_seed = Some(7);
+        let a = order(&s);
+        assert_eq!(a, order(&s), "the same seed, the same order");
+        for t in 1..=3 {
+            let mut arms: Vec<(usize, String)> = a
+                .iter()
+                .filter(|l| l.0 == t)
+                .map(|l| (l.1, l.2.clone()))
+                .collect();
+            assert_eq!(arms.len(), 6);
+            arms.sort();
+            arms.dedup();
+            assert_eq!(arms.len(), 6, "trial {t} visits every arm once");
+        }
+        let mut idle_first = 0;
+        let mut orders = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            s.order_seed = Some(seed);
+            let o = order(&s);
+            let pos = |idle: usize| {
+                o.iter()
+                    .position(|l| l.0 == 1 && l.1 == idle && l.2 == "select")
+                    .unwrap()
+            };
+            idle_first += usize::from(pos(10000) < pos(0));
+            orders.insert(o);
+        }
+        assert!(orders.len() > 150, "{} orders of 200 seeds", orders.len());
+        assert!(
+            (70..=130).contains(&idle_first),
+            "idle arm first in {idle_first} of 200"
+        );
+    }
+
     #[test]
     fn a_series_runs_its_legs_at_its_own_swept_values_only() {
         let src = "name = \"t\"\nmechanisms = [\"select\"]\nrates = [1000, 2000]\n\
@@ -831,12 +895,8 @@ mod tests {
             v.dedup();
             v
         };
-        assert_eq!(
-            at("t"),
-            [1.0, 64.0, 1.0, 64.0],
-            "one run of values per idle count"
-        );
-        assert_eq!(at("select"), [1.0, 64.0, 512.0, 1.0, 64.0, 512.0]);
+        assert_eq!(at("t"), [1.0, 64.0], "every arm at a value before the next");
+        assert_eq!(at("select"), [1.0, 64.0, 512.0]);
         let e = estimate::estimate(&s, series.len(), 1.0);
         let rates = s.rates.fixed().len();
         assert_eq!(e.points.to_string(), (legs.len() * rates).to_string());

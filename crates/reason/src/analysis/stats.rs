@@ -166,6 +166,19 @@ impl Rng {
     fn uniform(&mut self) -> f64 {
         ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
+    /// A whole number below `n` (n > 0; the bias of the modulo is below 2^-40 for n < 2^24).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// `v` in a random order (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+
     /// A standard normal deviate (Box–Muller).
     pub fn normal(&mut self) -> f64 {
         let (u, v) = (self.uniform(), self.uniform());

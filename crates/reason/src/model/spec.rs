@@ -167,6 +167,11 @@ pub struct Spec {
     /// "not reproduced" or "inconclusive".
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub placebo: bool,
+    /// The seed of the order in which each trial visits its arms (series × idle count, at each
+    /// swept value): drawn when a run starts unless the experiment gives one, and recorded in
+    /// summary.json, so that a resumed run keeps the order and another run can repeat it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
 }
 
 /// The series a placebo run adds, exempt from the placebo: select with its idle connections

@@ -129,15 +129,22 @@ fn a_sweep_runs_every_series_at_each_value_before_the_next() {
         .iter()
         .map(|(t, i, s, v)| format!("{t}/{i}/{}", leg_label(&spec, s, *v)))
         .collect();
+    // Trial 1 runs every arm (series × idle count) at workers=1, in a drawn order, before any
+    // at workers=4.
+    let mut first: Vec<&str> = legs[..4].iter().map(String::as_str).collect();
+    first.sort_unstable();
     assert_eq!(
-        legs[..4],
+        first,
         [
-            "1/0/poll workers=1",
             "1/0/epoll-lt workers=1",
-            "1/0/poll workers=4",
-            "1/0/epoll-lt workers=4"
+            "1/0/poll workers=1",
+            "1/5/epoll-lt workers=1",
+            "1/5/poll workers=1"
         ]
     );
+    assert!(legs[4..8]
+        .iter()
+        .all(|l| l.starts_with("1/") && l.ends_with("workers=4")));
     // 2 trials × 2 idle counts × 2 values × 2 series; trial 2 starts with the other series.
     assert_eq!(legs.len(), 16);
     assert_eq!(legs[8], "2/0/epoll-lt workers=1");

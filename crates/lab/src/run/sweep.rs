@@ -18,7 +18,7 @@ use crate::run::point::PointCtx;
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote::HostsRun;
-use evlab_reason::model::knee::{Knee, KneeSpec, FAR_WIDENING, INTERRUPTED, NEAR_WIDENING};
+use evlab_reason::model::knee::{Knee, KneeSpec, FAR_WIDENING, INTERRUPTED};
 use evlab_reason::model::results::{self, PointResult, Resumption, Status, Summary};
 use evlab_reason::model::spec::{Budget, Series, Spec, Workload};
 use evlab_reason::render::report;
@@ -487,9 +487,9 @@ fn knee_kept(summary: &mut Summary, (s, idle, trial): (&Series, usize, u32)) -> 
     false
 }
 
-/// One capacity search (`[knee]`) after a leg's rates: from an earlier trial's capacity of the
-/// same series at the same idle count when there is one, else from calibration's (or the
-/// highest fixed rate), between 1/16 of that and the client's clean ceiling.
+/// One capacity search (`[knee]`) after a leg's rates: in every trial from calibration's
+/// capacity of the series (or the highest fixed rate), between 1/16 of that and the client's
+/// clean ceiling.
 fn knee_leg(
     ctx: &PointCtx,
     ks: &KneeSpec,
@@ -498,12 +498,9 @@ fn knee_leg(
     fixed: &[f64],
     progress: &Progress,
 ) -> Knee {
-    let earlier: Vec<f64> = summary
-        .knees
-        .iter()
-        .filter(|k| k.series == s.label && k.idle == idle)
-        .filter_map(|k| k.capacity(ks.resolution))
-        .collect();
+    // Every trial's search starts from the same point, calibration's, so that the trials are
+    // independent: a search that started from the earlier trials' capacity carried their error
+    // into the next (and in a run of quick the near start saved no steps: 46 and 50 against 50).
     let cal = summary.calibration.as_ref();
     let calibrated = cal.and_then(|c| {
         let caps: Vec<f64> = c
@@ -522,20 +519,11 @@ fn knee_leg(
             })
     });
     let top = fixed.iter().copied().reduce(f64::max).unwrap_or(1000.0);
-    let start = if earlier.is_empty() {
-        let (rate, from) = calibrated.unwrap_or((top, "the highest fixed rate"));
-        Start {
-            rate,
-            from: from.into(),
-            widening: FAR_WIDENING,
-        }
-    } else {
-        let g = (earlier.iter().map(|x| x.ln()).sum::<f64>() / earlier.len() as f64).exp();
-        Start {
-            rate: g,
-            from: format!("the capacity of {} earlier trial(s)", earlier.len()),
-            widening: NEAR_WIDENING,
-        }
+    let (rate, from) = calibrated.unwrap_or((top, "the highest fixed rate"));
+    let start = Start {
+        rate,
+        from: from.into(),
+        widening: FAR_WIDENING,
     };
     let bounds = Bounds {
         floor: (start.rate / 16.0).max(1.0),

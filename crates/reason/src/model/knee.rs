@@ -112,9 +112,9 @@ impl KneeSpec {
     }
 }
 
-/// The first widening factor of a search that starts from an earlier trial's capacity of the
-/// same series at the same idle count: each further widening doubles it in log terms (1.15,
-/// 1.32, 1.75, …), so a good start closes fast and a poor one is found in a few steps.
+/// The first widening factor of a search that starts near the knee (a search recorded before
+/// every trial started from calibration's capacity began from an earlier trial's): each further
+/// widening doubles it in log terms (1.15, 1.32, 1.75, …).
 pub const NEAR_WIDENING: f64 = 1.15;
 /// The first widening of a search that starts from calibration's capacity (no idle
 /// connections, rates ×1.5 apart), which the knee may be far from.

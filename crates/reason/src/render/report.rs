@@ -203,7 +203,7 @@ fn chance_sentence(fs: &[Finding]) -> String {
     if k > 0 {
         let _ = write!(
             out,
-            " With no effect anywhere, chance alone would make about {expected:.1} of the {k} rules \
+            " With no effect anywhere, chance alone would make about {expected:.2} of the {k} rules \
              that claim a difference and were judged on an interval come out reproduced (at \
              most 5% each)."
         );

@@ -111,7 +111,7 @@ pub fn chance_reproduced(fs: &[Finding]) -> (usize, f64) {
         .iter()
         .filter(|f| claims_a_difference(&f.rule) && f.interval.is_some())
         .count();
-    (k, 0.05 * k as f64)
+    (k, k as f64 / 20.0)
 }
 
 /// Withholds the "no difference" verdicts of a run whose negative control did not pass: an

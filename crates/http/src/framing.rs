@@ -15,6 +15,7 @@
 //! `Connection` says), but the response is suspect: its connection is not reused.
 
 use crate::freshness::{parse_u64, tokens};
+use crate::path::hex;
 
 /// How a response body is delimited.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -644,15 +645,6 @@ impl ChunkedScanner {
         } else {
             None
         })
-    }
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
     }
 }
 

@@ -104,7 +104,8 @@ fn is_clean(bytes: &[u8]) -> Result<bool, PathError> {
     Ok(clean)
 }
 
-fn hex(b: u8) -> Option<u8> {
+/// The value of one hexadecimal digit (a percent-escape's, a chunk size's).
+pub(crate) fn hex(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
         b'a'..=b'f' => Some(b - b'a' + 10),

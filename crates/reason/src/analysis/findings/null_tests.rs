@@ -271,3 +271,126 @@ fn every_rule_at_its_threshold_is_reproduced_at_most_alpha_of_the_time() {
         &EDGE,
     );
 }
+
+/// Draws per rule and truth in the power table.
+const POWER_DRAWS: usize = 1000;
+/// The power the table reports the effect at.
+const POWER: f64 = 0.8;
+
+/// The true ratio, between `from` (where the rule cannot say "reproduced") and `to` (far on the
+/// claim's side), at which `claim` is reproduced in `POWER` of the draws: bisection in log terms.
+fn effect_at_power(claim: Claim, from: f64, to: f64, s: &Spread, n: usize, seed: u64) -> f64 {
+    let (mut lo, mut hi) = (from.ln(), to.ln());
+    // Twelve halvings of a range of ln 8: to within 0.05% of the ratio.
+    for _ in 0..12 {
+        let mid = 0.5 * (lo + hi);
+        if rate(claim, mid.exp(), (s.cv, n, s.floor), POWER_DRAWS, seed) >= POWER {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi.exp()
+}
+
+/// docs/power.md: for every rule that judges two arms, at its n and its committed spread, the
+/// true effect it decides in 80% of runs (a difference rule: the ratio it then says
+/// "reproduced"; a "no difference" rule: how often it says so when there is no difference at
+/// all). Stated before a run, so that an inconclusive verdict can be read against it.
+fn power_markdown() -> String {
+    use std::fmt::Write as _;
+    let runs = committed();
+    let spread = spreads(&runs);
+    let mut o = String::from(
+        "# What each rule can decide\n\n\
+         <!-- Generated from crates/reason/src/analysis/rules.rs and the committed runs under \
+         results/reference by crates/reason/src/analysis/findings/null_tests.rs; a test keeps \
+         this file equal to it. Regenerate: EVLAB_BLESS=1 cargo test -p evlab-reason \
+         docs_power_md -->\n\n\
+         Each rule of [findings.md](findings.md) decides on a 90% interval over its n trials per \
+         arm. How small an effect that can decide depends on how much a trial varies, which is \
+         measured, not assumed: the **spread** is the largest coefficient of variation of one \
+         arm's trials among the committed reference runs that rule decided on (the arm and run \
+         are named). From it, on seeded synthetic runs drawn as the null tests draw them \
+         (1,000 per truth, log-normal trials):\n\n\
+         - for a rule that claims a difference, **80% power at** is the true A/B at which the \
+         rule says \"reproduced\" in 80% of runs: an effect smaller than that is likely to come \
+         out inconclusive, and an inconclusive verdict says little about it;\n\
+         - for a rule that claims no difference (or no more than a small one), **reproduced when \
+         A = B** is how often it says \"reproduced\" when the arms are truly equal (its power); \
+         at n = 3 and a spread of a few percent or more this is low, which is why those rules \
+         are so often inconclusive.\n\n\
+         Rules no committed run decided on take the widest spread of any rule (marked *). The \
+         micro-benchmarks' rules are judged on whole sweeps and are not here.\n\n\
+         | rule | claim | n | spread (cv) | 80% power at | reproduced when A = B |\n\
+         |---|---|---:|---:|---:|---:|\n",
+    );
+    let widest = spread
+        .values()
+        .cloned()
+        .reduce(|a, b| if b.cv > a.cv { b } else { a })
+        .unwrap_or_default();
+    for (i, r) in RULES.iter().enumerate() {
+        let Some(claim) = r.claim else { continue };
+        if r.family == Family::Micro {
+            continue;
+        }
+        let (s, mark) = match spread.get(r.id) {
+            Some(s) => (s.clone(), ""),
+            None => (widest.clone(), "*"),
+        };
+        let seed = 50_000 + i as u64;
+        let (effect, equal) = match claim {
+            Claim::AtLeast(x) if x > 1.0 => (
+                format!(
+                    "{:.2}",
+                    effect_at_power(claim, x, x * 8.0, &s, r.trials, seed)
+                ),
+                String::new(),
+            ),
+            Claim::AtMost(x) if x < 1.0 => (
+                format!(
+                    "{:.2}",
+                    effect_at_power(claim, x, x / 8.0, &s, r.trials, seed)
+                ),
+                String::new(),
+            ),
+            Claim::Within(_) | Claim::AtLeast(_) | Claim::AtMost(_) => (
+                String::new(),
+                format!(
+                    "{:.0}%",
+                    100.0 * rate(claim, 1.0, (s.cv, r.trials, s.floor), POWER_DRAWS, seed)
+                ),
+            ),
+        };
+        let _ = writeln!(
+            o,
+            "| `{}` | {} | {} | {:.3}{mark} | {effect} | {equal} |",
+            r.id,
+            claim.words(),
+            r.trials,
+            s.cv
+        );
+    }
+    o
+}
+
+/// docs/power.md is what the rules and the committed runs give.
+#[test]
+fn docs_power_md_is_generated_from_the_rules_and_the_committed_spread() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/power.md");
+    let want = power_markdown();
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text == want {
+        return;
+    }
+    if std::env::var_os("EVLAB_BLESS").is_some() {
+        std::fs::write(&path, want).unwrap();
+    } else {
+        panic!(
+            "{} differs from what the rules and the committed runs give; regenerate it with \
+             EVLAB_BLESS=1 cargo test -p evlab-reason docs_power_md",
+            path.display()
+        );
+    }
+}

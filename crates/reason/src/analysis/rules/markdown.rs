@@ -87,7 +87,8 @@ pub(super) const INTRO: &str = "# Findings: the pre-registered rules\n\n\
      A paper run whose negative control did not pass reads its \"no difference\" verdicts \
      \"not judged\". Unit tests run each rule on synthetic data with no effect, and with the \
      effect exactly at its threshold (at most 5% \"reproduced\", within 1 point of Monte \
-     Carlo error there), and each \"no difference\" rule on a gap of twice its margin.\n\n\
+     Carlo error there), and each \"no difference\" rule on a gap of twice its margin. \
+     [power.md](power.md) says what each can decide at its n.\n\n\
      **Registration**: **pre-registered** (claim, threshold and quantity fixed before any run \
      that judged them), **post hoc** (set after this lab's runs had shown the same \
      comparison) or **extension** (no seed claims it); reports mark the last two, which test no \

@@ -305,6 +305,16 @@ mod tests {
                     "{name}"
                 );
             }
+            // The findings still compare the conditions the labels name.
+            for r in &real.series {
+                let ran = p.series.iter().find(|s| s.label == r.label).unwrap();
+                let named = spec.labelled(ran);
+                assert_eq!(
+                    (&named.mechanism, &named.flags),
+                    (&r.mechanism, &r.flags),
+                    "{name}"
+                );
+            }
         }
     }
     /// The proxy paper's figure experiments plan what their comments say: the series (mechanism

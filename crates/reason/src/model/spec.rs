@@ -190,6 +190,29 @@ impl Spec {
         !self.placebo || label == POSITIVE_CONTROL
     }
 
+    /// Series `x` as its label names it: its own mechanism and flags. In a placebo run every
+    /// series ran one mechanism with one set of flags, but a comparison's arms are still the
+    /// conditions their labels name (the series of a mechanism is labelled with its name, a
+    /// `[[series]]` by its entry); the exempt positive control and peers are as they ran. Any
+    /// other run: `x` itself.
+    pub fn labelled(&self, x: &Series) -> Series {
+        if !self.placebo || x.kind != ServerKind::Evlab || x.label == POSITIVE_CONTROL {
+            return x.clone();
+        }
+        match self.series_spec(&x.label) {
+            Some(sp) => Series {
+                mechanism: sp.mechanism.clone(),
+                flags: sp.flags.clone(),
+                ..x.clone()
+            },
+            None => Series {
+                mechanism: x.label.clone(),
+                flags: Vec::new(),
+                ..x.clone()
+            },
+        }
+    }
+
     /// Makes this the placebo control of itself (`evlab run NAME --placebo`): results under
     /// `NAME-placebo`, and every series on the experiment's own CPU budget (a series' budget is a
     /// compared factor: the negative control's). The plan then gives every evlab series one

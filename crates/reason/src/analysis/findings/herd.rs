@@ -76,7 +76,10 @@ fn model_findings(s: &Summary, model: &str, rules: &[(&str, &str, &str)]) -> Vec
     let label = |mode: &str| {
         s.series
             .iter()
-            .find(|x| accept_mode(&x.flags) == mode && worker_model(&x.flags) == model)
+            .find(|x| {
+                let x = s.experiment.labelled(x);
+                accept_mode(&x.flags) == mode && worker_model(&x.flags) == model
+            })
             .map(|x| x.label.as_str())
     };
     let Some(shared) = label("shared") else {

@@ -165,9 +165,10 @@ fn limited(flags: &[String]) -> bool {
 fn accept_limit(s: &Summary, out: &mut Vec<Finding>) {
     for m in ["epoll-lt", "epoll-ctlv"] {
         let of = |lim: bool| {
-            s.series
-                .iter()
-                .find(|x| x.mechanism == m && limited(&x.flags) == lim)
+            s.series.iter().find(|x| {
+                let x = s.experiment.labelled(x);
+                x.mechanism == m && limited(&x.flags) == lim
+            })
         };
         if let (Some(a), Some(b)) = (of(true), of(false)) {
             out.push(judge(

@@ -24,6 +24,7 @@ pub(crate) struct ProxySeries {
 pub(crate) fn proxy_series(s: &Summary) -> Vec<ProxySeries> {
     s.series
         .iter()
+        .map(|x| s.experiment.labelled(x))
         .map(|x| ProxySeries {
             label: x.label.clone(),
             mechanism: match x.kind {

@@ -138,7 +138,7 @@ pub fn plan_with(
         }
     }
     if spec.placebo {
-        placebo(&mut series);
+        placebo(&mut series, spec.placebo_flags.as_deref());
         // The positive control, exempt: select with its idle connections really held, where
         // the experiment has idle connections and this kernel has select.
         if spec.idle.iter().any(|&i| i > 0) && supported("select") {
@@ -157,7 +157,7 @@ pub fn plan_with(
 /// accept mode and limit, the forwarding mode, the workers: whatever its flags set) under its
 /// own label, those of epoll-lt where the plan has it, else of the first evlab series; so that
 /// a comparison between two series compares a condition with itself.
-fn placebo(series: &mut [Series]) {
+fn placebo(series: &mut [Series], flags: Option<&[String]>) {
     let evlab = |s: &&Series| s.kind == ServerKind::Evlab;
     let reference = series
         .iter()
@@ -165,7 +165,10 @@ fn placebo(series: &mut [Series]) {
         .find(|s| s.mechanism == "epoll-lt")
         .or_else(|| series.iter().find(evlab))
         .map(|s| (s.mechanism.clone(), s.flags.clone()));
-    if let Some((m, flags)) = reference {
+    if let Some((m, own)) = reference {
+        // The flags the points run with (`Spec::run_flags`), where the spec was made a
+        // placebo by `make_placebo`; else the reference series' own.
+        let flags = flags.map_or(own, <[String]>::to_vec);
         for s in series.iter_mut().filter(|s| s.kind == ServerKind::Evlab) {
             s.mechanism = m.clone();
             s.flags = flags.clone();
@@ -304,6 +307,10 @@ mod tests {
                     s.label == POSITIVE_CONTROL,
                     "{name}"
                 );
+            }
+            // The points run with the placebo's flags (`point_series` reads `run_flags`).
+            for s in p.series.iter().filter(|s| s.label != POSITIVE_CONTROL) {
+                assert_eq!(spec.run_flags(&s.label), s.flags, "{name}: {}", s.label);
             }
             // The findings still compare the conditions the labels name.
             for r in &real.series {

@@ -670,12 +670,15 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
 /// The point's series as started: the spec's series with the swept flag, if any, last (after
 /// the series' own flags).
 pub(crate) fn point_series(spec: &Spec, p: &PointResult) -> Series {
-    let mut flags: Vec<String> = spec
-        .series
-        .iter()
-        .find(|x| x.label == p.series)
-        .map(|x| x.flags.clone())
-        .unwrap_or_default();
+    let mut flags = if p.kind == evlab_reason::model::spec::ServerKind::Evlab {
+        spec.run_flags(&p.series)
+    } else {
+        spec.series
+            .iter()
+            .find(|x| x.label == p.series)
+            .map(|x| x.flags.clone())
+            .unwrap_or_default()
+    };
     if let (Some(sw), Some(v)) = (&spec.sweep, p.swept_value()) {
         flags.extend([
             sw.flag.clone(),

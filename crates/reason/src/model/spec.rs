@@ -172,6 +172,11 @@ pub struct Spec {
     /// summary.json, so that a resumed run keeps the order and another run can repeat it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_seed: Option<u64>,
+    /// In a placebo run: the flags every evlab series runs with (those of epoll-lt's series
+    /// where the experiment has one, else of its first evlab series), set by
+    /// [`Spec::make_placebo`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placebo_flags: Option<Vec<String>>,
 }
 
 /// The series a placebo run adds, exempt from the placebo: select with its idle connections
@@ -223,6 +228,28 @@ impl Spec {
         self.name = format!("{}-placebo", self.name);
         for s in &mut self.series {
             s.cpu_budget = None;
+        }
+        let evlab: Vec<Series> = self
+            .series_list(&|_| true, &[])
+            .into_iter()
+            .filter(|s| s.kind == ServerKind::Evlab)
+            .collect();
+        self.placebo_flags = evlab
+            .iter()
+            .find(|s| s.mechanism == "epoll-lt")
+            .or(evlab.first())
+            .map(|s| s.flags.clone());
+    }
+
+    /// The flags series `label` runs with: its `[[series]]` entry's, or in a placebo run
+    /// (but for the exempt positive control) the placebo's.
+    pub fn run_flags(&self, label: &str) -> Vec<String> {
+        match &self.placebo_flags {
+            Some(f) if self.placebo && label != POSITIVE_CONTROL => f.clone(),
+            _ => self
+                .series_spec(label)
+                .map(|x| x.flags.clone())
+                .unwrap_or_default(),
         }
     }
 }

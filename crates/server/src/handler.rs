@@ -332,10 +332,9 @@ fn respond(ctx: &mut Ctx, out: &mut Out, req: &Request<'_>) -> bool {
             ctx.stats.record_status(status.code());
         }
         Lookup::Found(entry) => {
-            if !(req.cond.is_empty() && req.if_modified_since.is_none()) {
-                // The body loaded may be a newer file than the one the lookup judged.
-                outcome = evaluate(&req.cond, req.if_modified_since, &entry.validators());
-            }
+            // The body loaded may be a newer file than the one the lookup judged (`evaluate`
+            // answers a request without conditions at once).
+            outcome = evaluate(&req.cond, req.if_modified_since, &entry.validators());
             let status = send_file(&ctx.cfg, out, entry, outcome, &how);
             ctx.stats.record_status(status.code());
         }

@@ -26,7 +26,8 @@ use serde::Serialize;
 
 use crate::analysis::findings::{self, ControlStatus, Finding};
 use crate::analysis::rules::RULES;
-use crate::analysis::sample::{mean, t_quantile, variance, LEVEL};
+use crate::analysis::sample::{t_quantile, LEVEL};
+use crate::analysis::stats::log_difference;
 use crate::model::results::Summary;
 use crate::model::spec::Family;
 
@@ -68,15 +69,8 @@ type Key = (String, Option<[String; 2]>);
 /// One run's estimate of a log ratio and its variance.
 fn estimate(f: &Finding) -> Option<(f64, f64)> {
     let ([a, b], floor) = f.trials.as_ref()?;
-    let ok = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite() && *x > 0.0);
-    if !ok(a) || !ok(b) {
-        return None;
-    }
-    let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
-    let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
-    let v =
-        variance(&la).max(*floor) / la.len() as f64 + variance(&lb).max(*floor) / lb.len() as f64;
-    Some((mean(&la) - mean(&lb), v))
+    let (d, va, vb) = log_difference(a, b, *floor)?;
+    Some((d, va + vb))
 }
 
 /// μ, its 90% interval's half-width, τ² and I² of the estimates `e` (at least one).

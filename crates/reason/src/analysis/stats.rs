@@ -62,15 +62,8 @@ impl Ratio {
     /// r is uniform within it: ln(r)²/12), so that trials which fell in one bracket do not make
     /// an interval narrower than the measurement can be.
     pub fn of_floored(a: &[f64], b: &[f64], floor: f64) -> Option<Ratio> {
-        let ok = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite() && *x > 0.0);
-        if !ok(a) || !ok(b) {
-            return None;
-        }
-        let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
-        let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
-        let (na, nb) = (la.len() as f64, lb.len() as f64);
-        let (va, vb) = (variance(&la).max(floor) / na, variance(&lb).max(floor) / nb);
-        let d = mean(&la) - mean(&lb);
+        let (d, va, vb) = log_difference(a, b, floor)?;
+        let (na, nb) = (a.len() as f64, b.len() as f64);
         let se2 = va + vb;
         let (half, df) = if se2 <= 0.0 {
             // Identical values in both arms: the interval is the point.
@@ -94,6 +87,21 @@ impl Ratio {
     pub fn resolution(&self) -> f64 {
         ((self.hi / self.lo).ln() / 2.0).exp() - 1.0
     }
+}
+
+/// The difference of the arms' mean logarithms, ln(A/B), and the variance of each arm's mean
+/// logarithm (its variance of the logarithms, at least `floor`, over its count); None when an
+/// arm has fewer than two values or one that is not positive and finite.
+pub fn log_difference(a: &[f64], b: &[f64], floor: f64) -> Option<(f64, f64, f64)> {
+    let ok = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite() && *x > 0.0);
+    if !ok(a) || !ok(b) {
+        return None;
+    }
+    let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
+    let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
+    let va = variance(&la).max(floor) / la.len() as f64;
+    let vb = variance(&lb).max(floor) / lb.len() as f64;
+    Some((mean(&la) - mean(&lb), va, vb))
 }
 
 /// What a rule claims of the ratio A/B, fixed before the data.

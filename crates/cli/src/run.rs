@@ -178,6 +178,18 @@ pub struct RunArgs {
     /// "auto" rates or budgets, `[knee]` and micro-benchmarks are refused
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub hosts: Option<PathBuf>,
+    /// Print the plan and exit, measuring nothing: every point and capacity search in the
+    /// order the run makes them, with the argv of each process it starts (what only the run
+    /// can know, such as ports, is a placeholder)
+    #[arg(long, conflicts_with_all = ["resume", "hosts", "list"])]
+    pub plan: bool,
+    /// With --plan: the plan as JSON
+    #[arg(long, requires = "plan")]
+    pub json: bool,
+    /// The number the order of the arms (series × idle count) in each trial is drawn from;
+    /// default: the experiment's `order_seed`, else drawn and recorded. `--plan` says which
+    #[arg(long, value_name = "N", conflicts_with = "resume")]
+    pub order_seed: Option<u64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -244,6 +256,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         );
         spec.make_placebo();
     }
+    if let Some(seed) = a.order_seed {
+        spec.order_seed = Some(seed);
+    }
     let hosts = match &a.hosts {
         Some(f) => {
             let h = evlab_lab::model::hosts::Hosts::load(f)?;
@@ -259,6 +274,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             None
         }
     };
+    if a.plan {
+        return print_plan(&a, spec, spec_path, spec_text);
+    }
     // Where the results go must be writable before the first point runs, not after the last.
     match &a.out {
         Some(d) => output::writable_dir("--out", d)?,
@@ -284,6 +302,42 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         resume: None,
         hosts,
     })?)
+}
+
+/// `evlab run NAME --plan [--json]`: the run's plan on this machine, measuring nothing.
+fn print_plan(a: &RunArgs, spec: Spec, spec_path: String, spec_text: String) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        spec.micro.is_none(),
+        "--plan: `{}` is a micro-benchmark: it runs one benchmark (`evlab run {} --list` says \
+         which), with no points to plan",
+        spec.name,
+        a.experiment
+    );
+    let evlab = match &a.evlab {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("cannot find the evlab binary")?,
+    };
+    let opts = RunOptions {
+        evlab: evlab.clone(),
+        spec,
+        spec_path,
+        spec_text,
+        duration_override: a.duration,
+        results_root: a.results.clone(),
+        out_dir: a.out.clone(),
+        command: String::new(),
+        quiet: true,
+        cgroup: a.cgroup.clone(),
+        resume: None,
+        hosts: None,
+    };
+    let plan = evlab_lab::run::dryrun::dry_run(opts)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&plan.to_json())?);
+    } else {
+        print!("{}", plan.to_text(&evlab));
+    }
+    Ok(())
 }
 
 /// `evlab run --resume DIR`: the run in DIR goes on, with its own experiment and duration.

@@ -62,6 +62,16 @@ fn the_committed_quick_runs_pool_with_their_heterogeneity() {
         "not reproduced"
     );
     assert_ne!(of("fig1-select-as-epoll-lt")["verdict"], "not judged");
+    // The negative control's difference is known: epoll-lt on 0.25 ÷ 1.2 of a CPU was built to
+    // have 1/1.2 = 0.83 of epoll-lt's capacity, and pooled over the runs it has that, clear of
+    // the equivalence rules' lower bound (0.91).
+    let control = of("control-budget-not-equivalent");
+    let (lo, hi) = (
+        control["lo"].as_f64().unwrap(),
+        control["hi"].as_f64().unwrap(),
+    );
+    assert!(lo <= 1.0 / 1.2 && 1.0 / 1.2 <= hi, "{control}");
+    assert!(hi < 0.91, "{control}");
 
     // The table says the same.
     let o = pool(&[], &quick_runs());

@@ -69,6 +69,7 @@ fn steps(
     let pdir = ctx.scratch.join(format!("knee-{n}"));
     let docroot = point::docroot(ctx, &pdir)?;
     let port = point::start_server(ctx, s, k.idle, &docroot, &pdir, procs, &mut k.commands)?;
+    k.argv = procs.started();
     while let Some(rate) = knee::next_rate(k, ks, bounds.floor, bounds.ceiling) {
         if interrupted() {
             k.stopped = Some(evlab_reason::model::knee::INTERRUPTED.into());
@@ -90,6 +91,7 @@ fn steps(
             },
         )?;
         k.commands.push(run.command.clone());
+        k.argv.push(run.argv.clone());
         let l = &run.report;
         let mut step = KneeStep {
             offered: rate,

@@ -5,6 +5,7 @@ pub(crate) mod argv;
 pub mod calibrate;
 pub mod cgroup;
 pub(crate) mod counters;
+pub mod dryrun;
 pub mod estimate;
 pub(crate) mod fileset;
 pub mod hosts;

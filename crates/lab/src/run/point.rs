@@ -45,6 +45,15 @@ pub(crate) struct Procs {
 }
 
 impl Procs {
+    /// The argv of each process started, in start order: origin, server, idle holder.
+    pub fn started(&self) -> Vec<Vec<String>> {
+        [&self.origin, &self.server, &self.idle]
+            .into_iter()
+            .flatten()
+            .map(|c| c.argv.clone())
+            .collect()
+    }
+
     /// Stops everything (idle holder first) and returns what outlived its stop, for a flag.
     pub fn stop(&mut self) -> Option<String> {
         let mut left = Vec::new();
@@ -128,15 +137,35 @@ pub(crate) fn finish_point(p: &mut PointResult, r: Result<(), LabError>, t0: Ins
 /// A fresh document root for a point (the file set is shared: it is read-only).
 pub(crate) fn docroot(ctx: &PointCtx, pdir: &Path) -> Result<PathBuf, LabError> {
     std::fs::create_dir_all(pdir)?;
-    Ok(match ctx.fileset {
+    let d = docroot_path(ctx, pdir);
+    if ctx.fileset.is_none() {
+        std::fs::create_dir_all(&d)?;
+        std::fs::write(d.join("one"), b"a")?;
+    }
+    Ok(d)
+}
+
+/// Where [`docroot`] puts a point's document root: the run's file set, else `pdir/www`.
+pub(crate) fn docroot_path(ctx: &PointCtx, pdir: &Path) -> PathBuf {
+    match ctx.fileset {
         Some(f) => f.to_path_buf(),
-        None => {
-            let d = pdir.join("www");
-            std::fs::create_dir_all(&d)?;
-            std::fs::write(d.join("one"), b"a")?;
-            d
-        }
-    })
+        None => pdir.join("www"),
+    }
+}
+
+/// A Polymix series with its own object size reads its own file set: that set (None: the
+/// run's) and the object size the series reads.
+pub(crate) fn own_fileset(ctx: &PointCtx, label: &str) -> (Option<PathBuf>, String) {
+    let spec = &ctx.opts.spec;
+    let own_size = spec
+        .series
+        .iter()
+        .find(|x| x.label == label)
+        .and_then(|x| x.object_size.as_ref());
+    let own_set = own_size
+        .zip(ctx.fileset)
+        .map(|(size, base)| polymix_dir(base, size));
+    (own_set, own_size.unwrap_or(&spec.object_size).clone())
 }
 
 fn sh(path: &Path) -> String {
@@ -242,51 +271,37 @@ pub(crate) fn start_server(
         Some(px) => Some(start_origin(ctx, px, docroot, procs, commands)?),
         None => None,
     };
-    let (server, port) = match (s.kind, origin) {
-        (ServerKind::Evlab, Some(origin)) => start_evlab_proxy(ctx, s, origin, commands)?,
-        (ServerKind::Nginx, Some(origin)) => {
-            start_peer(ctx, s, pdir, commands, |conf_dir, port| {
-                peers::nginx_proxy_argv(conf_dir, origin, port)
-            })?
-        }
-        (ServerKind::Haproxy, Some(origin)) => {
-            let cap = peers::haproxy_maxconn();
-            if idle + 1000 > cap {
-                return Err(LabError::Point(format!(
-                    "haproxy may hold at most {cap} connections here (its maxconn within the descriptor limit): it cannot hold {idle} idle connections plus the load"
-                )));
-            }
-            start_peer(ctx, s, pdir, commands, |conf_dir, port| {
-                peers::haproxy_argv(conf_dir, origin, port)
-            })?
-        }
-        (ServerKind::Lighttpd, Some(_)) => {
-            return Err(LabError::Point(
-                "lighttpd is not a proxy peer here (nginx proxy_pass and haproxy are)".into(),
-            ))
-        }
-        (ServerKind::Haproxy, None) => {
-            return Err(LabError::Point(
-                "haproxy is a proxy peer: it needs `[proxy]`".into(),
-            ))
-        }
-        (ServerKind::Evlab, None) => start_evlab_serve(ctx, s, docroot, commands)?,
-        (ServerKind::Nginx, None) => start_peer(ctx, s, pdir, commands, |conf_dir, port| {
-            peers::nginx_argv(conf_dir, docroot, port)
-        })?,
-        (ServerKind::Lighttpd, None) => {
-            // lighttpd accepts at most half its descriptor limit as connections; past that it
-            // answers nobody, which would be recorded as a server that serves nothing.
-            let cap = peers::lighttpd_max_connections();
-            if idle + 1000 > cap {
-                return Err(LabError::Point(format!(
-                    "lighttpd accepts at most {cap} connections here (half its descriptor limit): it cannot hold {idle} idle connections plus the load"
-                )));
-            }
-            start_peer(ctx, s, pdir, commands, |conf_dir, port| {
-                peers::lighttpd_argv(conf_dir, docroot, port, &s.mechanism)
-            })?
-        }
+    // Past their connection caps, peers would answer nobody, which would be recorded as a
+    // server that serves nothing.
+    let cap = match (s.kind, origin) {
+        (ServerKind::Haproxy, Some(_)) => Some((
+            peers::haproxy_maxconn(),
+            "haproxy may hold at most {cap} connections here (its maxconn within the descriptor limit)",
+        )),
+        (ServerKind::Lighttpd, None) => Some((
+            peers::lighttpd_max_connections(),
+            "lighttpd accepts at most {cap} connections here (half its descriptor limit)",
+        )),
+        _ => None,
+    };
+    if let Some((cap, what)) = cap.filter(|(cap, _)| idle + 1000 > *cap) {
+        return Err(LabError::Point(format!(
+            "{}: it cannot hold {idle} idle connections plus the load",
+            what.replace("{cap}", &cap.to_string())
+        )));
+    }
+    let (server, port) = if s.kind == ServerKind::Evlab {
+        let what = if origin.is_some() {
+            "evlab proxy"
+        } else {
+            "evlab serve"
+        };
+        let argv = server_argv(ctx, s, docroot, pdir, 0, origin)?;
+        start_evlab(ctx, what, &argv, commands)?
+    } else {
+        let port = procs::free_port()?;
+        let argv = server_argv(ctx, s, docroot, pdir, port, origin)?;
+        start_peer(ctx, s, pdir, commands, &argv, port)?
     };
     procs.server = Some(server);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -362,57 +377,69 @@ fn start_evlab(
     Ok((c, addr.port()))
 }
 
-/// `evlab proxy` in front of `origin`, with the series' mechanism and flags.
-fn start_evlab_proxy(
-    ctx: &PointCtx,
-    s: &Series,
-    origin: SocketAddr,
-    commands: &mut Vec<String>,
-) -> Result<(Child, u16), LabError> {
-    let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(argv::proxy_args(&ctx.opts.spec, s, "127.0.0.1:0", origin));
-    start_evlab(ctx, "evlab proxy", &argv, commands)
-}
-
-/// `evlab serve` of `docroot` on an ephemeral port, as [`argv::serve_args`] builds it.
-fn start_evlab_serve(
+/// The measured server's argv, the binary first: `evlab serve` of `docroot` on an ephemeral
+/// port ([`argv::serve_args`]), or with `[proxy]` `evlab proxy` in front of `origin`
+/// ([`argv::proxy_args`]); or a peer on `port`, with the config it reads written into `pdir`'s
+/// `peer` directory.
+pub(crate) fn server_argv(
     ctx: &PointCtx,
     s: &Series,
     docroot: &Path,
-    commands: &mut Vec<String>,
-) -> Result<(Child, u16), LabError> {
-    let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(argv::serve_args(
-        &ctx.opts.spec,
-        s,
-        "127.0.0.1:0",
-        &docroot.display().to_string(),
-    ));
-    start_evlab(ctx, "evlab serve", &argv, commands)
+    pdir: &Path,
+    port: u16,
+    origin: Option<SocketAddr>,
+) -> Result<Vec<String>, LabError> {
+    let spec = &ctx.opts.spec;
+    let evlab = ctx.opts.evlab.display().to_string();
+    let conf_dir = pdir.join("peer");
+    if s.kind != ServerKind::Evlab {
+        std::fs::create_dir_all(&conf_dir)?;
+    }
+    Ok(match (s.kind, origin) {
+        (ServerKind::Evlab, Some(origin)) => {
+            let mut v = vec![evlab];
+            v.extend(argv::proxy_args(spec, s, "127.0.0.1:0", origin));
+            v
+        }
+        (ServerKind::Evlab, None) => {
+            let mut v = vec![evlab];
+            let root = docroot.display().to_string();
+            v.extend(argv::serve_args(spec, s, "127.0.0.1:0", &root));
+            v
+        }
+        (ServerKind::Nginx, Some(origin)) => peers::nginx_proxy_argv(&conf_dir, origin, port)?,
+        (ServerKind::Haproxy, Some(origin)) => peers::haproxy_argv(&conf_dir, origin, port)?,
+        (ServerKind::Nginx, None) => peers::nginx_argv(&conf_dir, docroot, port)?,
+        (ServerKind::Lighttpd, None) => {
+            peers::lighttpd_argv(&conf_dir, docroot, port, &s.mechanism)?
+        }
+        (ServerKind::Lighttpd, Some(_)) => {
+            return Err(LabError::Point(
+                "lighttpd is not a proxy peer here (nginx proxy_pass and haproxy are)".into(),
+            ))
+        }
+        (ServerKind::Haproxy, None) => {
+            return Err(LabError::Point(
+                "haproxy is a proxy peer: it needs `[proxy]`".into(),
+            ))
+        }
+    })
 }
 
-/// A peer server (nginx, lighttpd, HAProxy) on a free port, with the config `peer_argv` writes into
-/// the point's `peer` directory; the config is recorded with the commands, as the scratch
-/// directory does not outlive the run.
+/// A peer server (nginx, lighttpd, HAProxy) on `port`, as [`server_argv`] made it, from the
+/// point's `peer` directory; its config is recorded with the commands, as the scratch directory
+/// does not outlive the run.
 fn start_peer(
     ctx: &PointCtx,
     s: &Series,
     pdir: &Path,
     commands: &mut Vec<String>,
-    peer_argv: impl FnOnce(&Path, u16) -> std::io::Result<Vec<String>>,
+    argv: &[String],
+    port: u16,
 ) -> Result<(Child, u16), LabError> {
-    let port = procs::free_port()?;
     let conf_dir = pdir.join("peer");
-    std::fs::create_dir_all(&conf_dir)?;
-    let argv = peer_argv(&conf_dir, port)?;
-    let c = Child::spawn_in(
-        &s.label,
-        &argv,
-        ctx.server_cpus,
-        Some(&conf_dir),
-        ctx.budget,
-    )?;
-    record_config(commands, &conf_dir, &argv)?;
+    let c = Child::spawn_in(&s.label, argv, ctx.server_cpus, Some(&conf_dir), ctx.budget)?;
+    record_config(commands, &conf_dir, argv)?;
     push_background(ctx, commands, Some(&conf_dir), c.command.clone());
     Ok((c, port))
 }
@@ -427,24 +454,8 @@ fn start_idle(
     procs: &mut Procs,
     commands: &mut Vec<String>,
 ) -> Result<(), LabError> {
-    let mut argv = vec![
-        ctx.opts.evlab.display().to_string(),
-        "idle".into(),
-        "--server".into(),
-        "127.0.0.1".into(),
-        "--port".into(),
-        port.to_string(),
-        idle.to_string(),
-    ];
-    if ctx.opts.spec.idle_request_first {
-        argv.extend(["--request-first".into(), "--uri".into(), "/one".into()]);
-    }
-    let c = Child::spawn(
-        "evlab idle",
-        &argv,
-        &ctx.client_cpus[..ctx.client_cpus.len().min(1)],
-        None,
-    )?;
+    let argv = idle_argv(ctx, idle, &port.to_string());
+    let c = Child::spawn("evlab idle", &argv, idle_cpus(ctx), None)?;
     let out = pdir.join("idle.out");
     commands.push(format!("{} > {} & idle=$!", c.command, sh(&out)));
     commands.push(format!(
@@ -461,6 +472,51 @@ fn start_idle(
     Ok(())
 }
 
+/// The idle holder's argv, the binary first: `idle` connections to the server at `port`.
+pub(crate) fn idle_argv(ctx: &PointCtx, idle: usize, port: &str) -> Vec<String> {
+    let mut argv = vec![
+        ctx.opts.evlab.display().to_string(),
+        "idle".into(),
+        "--server".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        port.into(),
+        idle.to_string(),
+    ];
+    if ctx.opts.spec.idle_request_first {
+        argv.extend(["--request-first".into(), "--uri".into(), "/one".into()]);
+    }
+    argv
+}
+
+/// The idle holder's CPU: the first client CPU.
+pub(crate) fn idle_cpus<'a>(ctx: &PointCtx<'a>) -> &'a [usize] {
+    &ctx.client_cpus[..ctx.client_cpus.len().min(1)]
+}
+
+/// The origin's argv (the binary first) and its CPUs: `evlab serve` on an ephemeral port with
+/// the spec's origin flags, on `[proxy] origin_cpu` (where this machine has it: else not
+/// pinned), by default the first client CPU.
+pub(crate) fn origin_argv(
+    ctx: &PointCtx,
+    px: &evlab_reason::model::spec::ProxySpec,
+    docroot: &Path,
+) -> (Vec<String>, Vec<usize>) {
+    let mut argv = vec![ctx.opts.evlab.display().to_string()];
+    argv.extend(argv::origin_args(
+        &ctx.opts.spec,
+        px,
+        "127.0.0.1:0",
+        &docroot.display().to_string(),
+    ));
+    let cpus = match px.origin_cpu {
+        Some(c) if c < procs::online_cpus() => vec![c],
+        Some(_) => vec![],
+        None => idle_cpus(ctx).to_vec(),
+    };
+    (argv, cpus)
+}
+
 /// Starts the origin behind a measured proxy: `evlab serve` (epoll-et) on the origin CPU,
 /// outside the budget, with the spec's origin flags (and, for the Polymix workload, its
 /// uncacheable prefix); waits until it answers; returns its address.
@@ -471,19 +527,7 @@ fn start_origin(
     procs: &mut Procs,
     commands: &mut Vec<String>,
 ) -> Result<SocketAddr, LabError> {
-    let spec = &ctx.opts.spec;
-    let mut argv = vec![ctx.opts.evlab.display().to_string()];
-    argv.extend(argv::origin_args(
-        spec,
-        px,
-        "127.0.0.1:0",
-        &docroot.display().to_string(),
-    ));
-    let cpu: Vec<usize> = match px.origin_cpu {
-        Some(c) if c < procs::online_cpus() => vec![c],
-        Some(_) => vec![],
-        None => ctx.client_cpus[..ctx.client_cpus.len().min(1)].to_vec(),
-    };
+    let (argv, cpu) = origin_argv(ctx, px, docroot);
     let mut c = Child::spawn("evlab serve (origin)", &argv, &cpu, None)?;
     let addr = listening_addr(&mut c, "evlab serve")?;
     commands.push(format!(
@@ -506,6 +550,8 @@ pub(crate) struct LoadRun {
     pub cpu_s: f64,
     pub wall_s: f64,
     pub command: String,
+    /// The load's argv as started (`Child::argv`).
+    pub argv: Vec<String>,
     /// Busy share of the client CPUs and the largest steal share on the client and server
     /// CPUs, from /proc/stat over the run.
     pub client_busy: Option<f64>,
@@ -525,7 +571,9 @@ pub(crate) struct LoadAsk<'a> {
     pub tag: &'a str,
 }
 
-pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRun, LabError> {
+/// The load's argv (the binary first), where its report goes and its latencies (where the
+/// spec keeps them): [`load::load_argv`] with the spec's workload and flags.
+pub(crate) fn load_argv(ctx: &PointCtx, a: &LoadAsk) -> (Vec<String>, PathBuf, Option<PathBuf>) {
     let spec = &ctx.opts.spec;
     let json = a.pdir.join(format!("load-{}.json", a.tag));
     let latencies = (spec.keep_latencies && a.tag == "run")
@@ -546,6 +594,12 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         stop_after_s: spec.window().then_some(a.secs),
         extra: &spec.load_flags,
     }));
+    (argv, json, latencies)
+}
+
+pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRun, LabError> {
+    let spec = &ctx.opts.spec;
+    let (argv, json, latencies) = load_argv(ctx, a);
     let ru0 = children_cpu_seconds();
     let (cl0, sv0) = (
         machine::cpu_ticks(ctx.client_cpus),
@@ -568,6 +622,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         machine::cpu_ticks(ctx.server_cpus),
     );
     let command = c.command.clone();
+    let shown = c.argv.clone();
     let Some(status) = status else {
         c.stop(Duration::from_secs(2));
         return Err(LabError::Point(if interrupted() {
@@ -598,6 +653,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         cpu_s: cpu,
         wall_s: wall,
         command,
+        argv: shown,
         client_busy: cl.map(|x| x.0),
         server_busy: sv.map(|x| x.0),
         steal: match (cl, sv) {
@@ -609,16 +665,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
 
 fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(), LabError> {
     let spec = &ctx.opts.spec;
-    // A Polymix series with its own object size reads its own file set.
-    let own_size = spec
-        .series
-        .iter()
-        .find(|x| x.label == p.series)
-        .and_then(|x| x.object_size.as_ref());
-    let own_set = own_size
-        .zip(ctx.fileset)
-        .map(|(size, base)| polymix_dir(base, size));
-    let object_size = own_size.unwrap_or(&spec.object_size);
+    let (own_set, object_size) = own_fileset(ctx, &p.series);
     let ctx = &PointCtx {
         fileset: own_set.as_deref().or(ctx.fileset),
         ..*ctx
@@ -628,7 +675,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     // The scratch directory goes when the run ends: the point's commands begin by making
     // what it held again, so that they work after the run.
     p.commands
-        .extend(docroot_commands(ctx, &pdir, &docroot, object_size));
+        .extend(docroot_commands(ctx, &pdir, &docroot, &object_size));
     let series = point_series(spec, p);
     let port = start_server(
         ctx,
@@ -639,6 +686,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
         procs,
         &mut p.commands,
     )?;
+    p.argv = procs.started();
     let ask = |secs: f64, tag: &'static str| LoadAsk {
         port,
         docroot: &docroot,
@@ -652,6 +700,7 @@ fn measure(ctx: &PointCtx, p: &mut PointResult, procs: &mut Procs) -> Result<(),
     if spec.warmup_s > 0.0 {
         let w = run_load(ctx, "evlab load (warm-up)", &ask(spec.warmup_s, "warmup"))?;
         p.commands.push(format!("{}   # warm-up", w.command));
+        p.argv.push(w.argv);
     }
     let run_ask = ask(ctx.duration, "run");
     let m = measured_run(ctx, p, procs, &run_ask)?;
@@ -735,6 +784,7 @@ fn measured_run(
         .zip(origin_before)
         .map(|(o, b)| (o.cpu_seconds() - b).max(0.0));
     p.commands.push(run.command.clone());
+    p.argv.push(run.argv.clone());
     p.commands
         .push(stop_command(p.idle > 0 && spec.holds_idle(&p.series)));
     if spec.proxy.is_some() {

@@ -47,6 +47,8 @@ pub struct Child {
     pub name: String,
     pub pid: u32,
     pub command: String,
+    /// What was started: the argv after `taskset -c CPUS` when pinned ([`pinned_argv`]).
+    pub argv: Vec<String>,
     inner: ProcessGroup,
     lines: Receiver<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
@@ -69,6 +71,17 @@ pub fn child_nofile_if_raisable() -> usize {
         return CHILD_NOFILE as usize;
     }
     0
+}
+
+/// `argv` as a child pinned to `cpus` is shown: after `taskset -c CPUS` (none: as it is).
+pub fn pinned_argv(cpus: &[usize], argv: &[String]) -> Vec<String> {
+    let mut shown = Vec::new();
+    if !cpus.is_empty() {
+        let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        shown.extend(["taskset".to_string(), "-c".to_string(), list.join(",")]);
+    }
+    shown.extend(argv.iter().cloned());
+    shown
 }
 
 impl Child {
@@ -135,22 +148,12 @@ impl Child {
                 t.push_back(line);
             }
         });
-        let mut shown = Vec::new();
-        if !cpus.is_empty() {
-            shown.push("taskset".to_string());
-            shown.push("-c".to_string());
-            shown.push(
-                cpus.iter()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            );
-        }
-        shown.extend(argv.iter().cloned());
+        let shown = pinned_argv(cpus, argv);
         Ok(Child {
             name: name.to_string(),
             pid,
             command: shell_line(&shown),
+            argv: shown,
             inner,
             lines,
             stderr_tail,

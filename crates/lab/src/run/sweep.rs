@@ -173,7 +173,7 @@ pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
 
 /// The server's and the clients' CPUs, those this machine has; a warning when some are
 /// missing, as those processes then run unpinned.
-fn pinned_cpus(spec: &Spec, progress: &Progress) -> (Vec<usize>, Vec<usize>) {
+pub(crate) fn pinned_cpus(spec: &Spec, progress: &Progress) -> (Vec<usize>, Vec<usize>) {
     let ncpu = procs::online_cpus();
     let pin =
         |cpus: &[usize]| -> Vec<usize> { cpus.iter().copied().filter(|&c| c < ncpu).collect() };

@@ -195,6 +195,9 @@ pub struct Knee {
     /// The `evlab serve`/`idle`/`load` commands, as a shell would run them.
     #[serde(default)]
     pub commands: Vec<String>,
+    /// Each process the search started, as for a point (`PointResult::argv`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<Vec<String>>,
 }
 
 impl Knee {

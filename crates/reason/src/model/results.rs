@@ -155,6 +155,11 @@ pub struct PointResult {
     pub notes: Vec<String>,
     /// The exact commands, in start order, to reproduce this point by hand.
     pub commands: Vec<String>,
+    /// Each process the point started, in start order, as it was started: its argv (after a
+    /// `taskset -c CPUS` when pinned), the server on `127.0.0.1:0` as asked (what
+    /// `evlab run --plan` shows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<Vec<String>>,
     #[serde(skip)]
     pub samples: Vec<Sample>,
 }
@@ -198,6 +203,7 @@ impl PointResult {
             flags: vec![],
             notes: vec![],
             commands: vec![],
+            argv: vec![],
             samples: vec![],
         }
     }

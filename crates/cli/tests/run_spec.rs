@@ -125,3 +125,13 @@ fn unknown_experiment_lists_known_ones() {
         "{e}"
     );
 }
+
+/// The capacity search reads a SPECweb99-like session as the requests it makes on average: the
+/// lab's figure is the generator's own mean.
+#[test]
+fn the_labs_specweb99_session_mean_is_the_generators() {
+    assert_eq!(
+        evlab_lab::model::spec::SPECWEB99_CALLS,
+        evlab_load::workload::specweb::CallsPerConn::SPECWEB99.mean()
+    );
+}

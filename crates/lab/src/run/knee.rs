@@ -108,6 +108,7 @@ fn steps(
             p99_ms: l.latency_ms.p99,
             achieved_start_rate: l.schedule.achieved_start_rate,
             client_cpu_busy: run.client_busy,
+            calls_per_conn: spec.requests_per_conn().unwrap_or(1.0),
             kept: false,
             invalid: None,
         };

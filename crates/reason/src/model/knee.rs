@@ -15,7 +15,12 @@
 //!
 //! A step is kept when the server's reply rate once settled — the replies of the sample
 //! intervals (`SAMPLE_S`) from `settle_s` to the end of the step, per second — is at least
-//! `KEPT` of the offered rate, and at least `ANSWERED` of its connections were answered. A
+//! `KEPT` of the offered requests (the offered connections × the requests each is expected to
+//! make, `KneeStep::calls_per_conn`), and at least `ANSWERED` of its requests were answered.
+//! (Until 2026-12-06 the rule read replies against connections; the first Fig. 4 run, whose
+//! SPECweb99-like sessions make 7.3 requests each, showed every step up to the client's
+//! ceiling kept (12 of 15 searches ended there) while the reply rate had stopped growing at
+//! about 2,000 sessions/s: with one request per connection the two rules are the same.) A
 //! server short of the offered rate by a share e answers 1/(1 + e) of it once busy, so steps
 //! over capacity by more than about 5% are not kept. The rule reads throughput, not latency: a
 //! first version also asked for p99 ≤ 50 ms, and a trial run (before any run was judged)
@@ -124,7 +129,7 @@ pub const FAR_WIDENING: f64 = 1.5;
 pub const SAMPLE_S: f64 = 0.1;
 
 /// One step of a search: its load and the rule's reading of it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KneeStep {
     pub offered: f64,
     pub connections: u64,
@@ -135,6 +140,10 @@ pub struct KneeStep {
     pub p99_ms: f64,
     pub achieved_start_rate: Option<f64>,
     pub client_cpu_busy: Option<f64>,
+    /// The requests each connection is expected to make (`Spec::requests_per_conn`); 1 in
+    /// searches recorded before it was.
+    #[serde(default = "one")]
+    pub calls_per_conn: f64,
     /// Kept up with, by [`KneeStep::judge`].
     pub kept: bool,
     /// Why the step says nothing of the server (the client fell behind, or was saturated):
@@ -143,7 +152,29 @@ pub struct KneeStep {
     pub invalid: Option<String>,
 }
 
-/// The share of a step's connections that must be answered for it to be kept…
+fn one() -> f64 {
+    1.0
+}
+
+impl Default for KneeStep {
+    /// Nothing offered, one request per connection.
+    fn default() -> Self {
+        KneeStep {
+            offered: 0.0,
+            connections: 0,
+            replies: 0,
+            settled_rate: 0.0,
+            p99_ms: 0.0,
+            achieved_start_rate: None,
+            client_cpu_busy: None,
+            calls_per_conn: 1.0,
+            kept: false,
+            invalid: None,
+        }
+    }
+}
+
+/// The share of a step's requests that must be answered for it to be kept…
 pub const ANSWERED: f64 = 0.95;
 /// … and the share of the offered rate its settled reply rate must reach.
 pub const KEPT: f64 = 0.95;
@@ -151,8 +182,9 @@ pub const KEPT: f64 = 0.95;
 impl KneeStep {
     /// Whether the step kept up, by the rule in the module's notes.
     pub fn judge(&self) -> bool {
-        self.replies as f64 >= ANSWERED * self.connections.max(1) as f64
-            && self.settled_rate >= KEPT * self.offered
+        let c = self.calls_per_conn;
+        self.replies as f64 >= ANSWERED * self.connections.max(1) as f64 * c
+            && self.settled_rate >= KEPT * self.offered * c
     }
 }
 
@@ -505,6 +537,15 @@ mod tests {
         assert!(s(950, 950.0).judge());
         assert!(!s(949, 1000.0).judge());
         assert!(!s(1000, 949.0).judge());
+        // Sessions of 7.3 requests: the rule reads requests, so 1,000 sessions/s answered at
+        // 1,000 replies/s (a seventh of what they ask) are not kept up with.
+        let sessions = |replies, settled_rate| KneeStep {
+            calls_per_conn: 7.3,
+            ..s(replies, settled_rate)
+        };
+        assert!(!sessions(1000, 1000.0).judge());
+        assert!(sessions(6940, 6940.0).judge());
+        assert!(!sessions(6940, 6930.0).judge());
     }
 
     #[test]

@@ -407,6 +407,11 @@ impl SweepSpec {
     }
 }
 
+/// The requests a SPECweb99-like session makes on average: 30% make one, 70% 5 to 15
+/// (`evlab load --specweb-calls specweb99`, its default; `CallsPerConn::SPECWEB99.mean()` in
+/// evlab-load, which the cli's tests hold equal to this).
+pub const SPECWEB99_CALLS: f64 = 0.3 + 0.7 * 10.0;
+
 /// The micro-benchmarks an experiment may run.
 pub const MICRO_BENCHMARKS: &[&str] = &["pipetest", "herd", "fdalloc", "malloc", "readahead"];
 
@@ -719,6 +724,24 @@ impl Spec {
     /// The series spec labelled `label`, if it came from `[[series]]`.
     fn series_spec(&self, label: &str) -> Option<&SeriesSpec> {
         self.series.iter().find(|s| s.label == label)
+    }
+
+    /// The requests each connection is expected to make: `calls_per_conn` (one-byte, URI
+    /// list), SPECweb99's sessions' mean [`SPECWEB99_CALLS`]; None where it is not known here
+    /// (Polymix, or SPECweb99 with `--specweb-calls` in `load_flags`).
+    pub fn requests_per_conn(&self) -> Option<f64> {
+        match self.workload {
+            Workload::OneByte | Workload::UriList(_) => Some(f64::from(self.calls_per_conn)),
+            Workload::Specweb
+                if !self
+                    .load_flags
+                    .iter()
+                    .any(|f| f.starts_with("--specweb-calls")) =>
+            {
+                Some(SPECWEB99_CALLS)
+            }
+            _ => None,
+        }
     }
 
     /// The width a capacity search closes its bracket to (`[knee] resolution`, or its default).

@@ -16,6 +16,17 @@ pub(crate) fn section(s: &Summary) -> Vec<Block> {
         return vec![];
     }
     let ks = s.experiment.knee.clone().unwrap_or_default();
+    let per_conn = s.experiment.requests_per_conn();
+    let judged_per_conn = s
+        .knees
+        .iter()
+        .flat_map(|k| &k.steps)
+        .map(|st| st.calls_per_conn)
+        .next();
+    let unit = match per_conn {
+        Some(c) if c != 1.0 => "sessions/s",
+        _ => "requests/s",
+    };
     let mut d = vec![
         Block::H(2, "Capacity".into()),
         Block::P(format!(
@@ -25,13 +36,27 @@ pub(crate) fn section(s: &Summary) -> Vec<Block> {
              offered rate and {:.0}% of its connections were answered (sampled every {SAMPLE_S} \
              s), until the highest rate kept and the lowest not kept were within ×{}; the \
              capacity is their geometric middle (±{:.1}%). The rules on what a server sustains \
-             read it (docs/findings.md).",
+             read it (docs/findings.md).{}",
             ks.step_s,
             ks.settle_s,
             KEPT * 100.0,
             ANSWERED * 100.0,
             ks.resolution,
-            (ks.resolution.sqrt() - 1.0) * 100.0
+            (ks.resolution.sqrt() - 1.0) * 100.0,
+            match (per_conn, judged_per_conn) {
+                (Some(c), Some(j)) if c != 1.0 && j == c => format!(
+                    " Rates are in connections (sessions) per second, each making {c} requests \
+                     on average: a step's reply rate and answers are read against the requests \
+                     its sessions make."
+                ),
+                (Some(c), _) if c != 1.0 => format!(
+                    " Rates are in connections (sessions) per second, each making {c} requests \
+                     on average; this run's steps were judged as recorded, against the \
+                     connections offered (the rule until 2026-12-06), which sessions of several \
+                     requests keep up with far past the server's capacity."
+                ),
+                _ => String::new(),
+            }
         )),
     ];
     let idles = s.idle_counts();
@@ -64,7 +89,7 @@ pub(crate) fn section(s: &Summary) -> Vec<Block> {
             svg: svg::line_chart(&Chart {
                 title: title.clone(),
                 x_label: "idle connections".into(),
-                y_label: "capacity (requests/s kept up with)".into(),
+                y_label: format!("capacity ({unit} kept up with)"),
                 lines,
                 diagonal: false,
                 y_scale: Scale::Linear,
@@ -72,12 +97,10 @@ pub(crate) fn section(s: &Summary) -> Vec<Block> {
             alt: title,
         });
     }
-    d.push(Block::P(
-        "Capacity (requests/s): the mean of the trials whose search closed, ± the half-width \
-         of its 90% interval, and how many closed of how many run (the figure's bars: their \
-         min–max)."
-            .into(),
-    ));
+    d.push(Block::P(format!(
+        "Capacity ({unit}): the mean of the trials whose search closed, ± the half-width of its \
+         90% interval, and how many closed of how many run (the figure's bars: their min–max)."
+    )));
     d.push(means_table(s, &idles));
     d.push(Block::P("Every search, in the order run:".into()));
     d.push(searches_table(s, &ks));

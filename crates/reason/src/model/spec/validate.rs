@@ -139,6 +139,12 @@ impl Spec {
         }
         if let Some(k) = &self.knee {
             k.validate()?;
+            if self.requests_per_conn().is_none() {
+                return Err((
+                    "knee",
+                    "a capacity search reads requests against connections offered: not with the Polymix workload, or with `--specweb-calls` in load_flags (their requests per connection are not known here)".into(),
+                ));
+            }
             if self.sweep.is_some()
                 || self.active_conns.is_some()
                 || self.proxy.is_some()

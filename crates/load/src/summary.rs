@@ -235,9 +235,8 @@ pub struct RunInfo {
     /// The CPU quota binding the generator (CPUs), and its group's throttled time over the run
     /// (s), where a quota binds it.
     pub quota: Option<(f64, Option<f64>)>,
-    /// The generator's syscalls: (name, calls, errors, nanoseconds inside them). The time is
-    /// measured only with `profiled`.
-    pub syscalls: Vec<(&'static str, u64, u64, u64)>,
+    /// The generator's syscalls (the time inside them with `profiled` only).
+    pub syscalls: Vec<evlab_sys::SyscallRow>,
     pub profiled: bool,
     /// When the run started and ended by the wall clock.
     pub clock: Clock,
@@ -461,14 +460,15 @@ fn syscall_uses(s: &Stats, info: &RunInfo) -> BTreeMap<String, SyscallUse> {
     let conns = s.initiated.max(1) as f64;
     info.syscalls
         .iter()
-        .map(|&(name, calls, errors, ns)| {
+        .map(|r| {
             let row = SyscallUse {
-                calls,
-                errors,
-                per_conn: calls as f64 / conns,
-                us_per_conn: info.profiled.then(|| ns as f64 / 1e3 / conns),
+                calls: r.calls,
+                errors: r.errors,
+                would_block: r.would_block,
+                per_conn: r.calls as f64 / conns,
+                us_per_conn: info.profiled.then(|| r.nanos as f64 / 1e3 / conns),
             };
-            (name.to_string(), row)
+            (r.name.to_string(), row)
         })
         .collect()
 }
@@ -478,8 +478,7 @@ fn syscall_uses(s: &Stats, info: &RunInfo) -> BTreeMap<String, SyscallUse> {
 fn reply_rate_line(r: &ReplyRate, info: &RunInfo) -> String {
     if r.samples == 0 {
         return format!(
-            "Reply rate [replies/s]: avg {:.1} over the whole run (no whole sample: it was \
-             shorter than one {} s sample interval; --samples holds it as a partial one)\n",
+            "Reply rate [replies/s]: avg {:.1} (the run was shorter than one {} s sample)\n",
             r.avg, info.sample_interval_s
         );
     }
@@ -508,10 +507,81 @@ fn clock_line(c: &Clock) -> String {
     o
 }
 
-/// Errors (as httperf counts them) per connection started: the share `--max-error-rate`
-/// bounds; `None` before any connection started.
-pub fn error_share(s: &Stats) -> Option<f64> {
-    (s.initiated > 0).then(|| s.errors.total() as f64 / s.initiated as f64)
+/// What the text report holds besides httperf's block.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextOptions {
+    /// httperf's block alone (`--httperf`), without the summary that leads it.
+    pub httperf_only: bool,
+    /// The latency distribution (`--latency`), as wrk and wrk2 print it.
+    pub distribution: bool,
+}
+
+/// The report as text: what wrk2 and oha lead with (requests/s, success, errors, latency
+/// percentiles), with `--latency` the distribution, then httperf's report.
+pub fn to_text_with(s: &Stats, info: &RunInfo, opts: TextOptions) -> String {
+    let mut o = String::new();
+    if !opts.httperf_only {
+        lead_lines(&mut o, s, info);
+    }
+    if opts.distribution {
+        distribution_lines(&mut o, s);
+    }
+    o.push_str(&to_text(s, info));
+    o
+}
+
+/// The lines a wrk2 or oha user reads first: replies per second, the success rate, the
+/// connections in error, and the latency percentiles.
+fn lead_lines(o: &mut String, s: &Stats, info: &RunInfo) {
+    let d = info.duration_s.max(1e-9);
+    let ok = s.status[2] + s.status[3];
+    let pct = |a: u64, b: u64| {
+        if b > 0 {
+            format!("{:.2}%", 100.0 * a as f64 / b as f64)
+        } else {
+            "-".to_string()
+        }
+    };
+    o.push_str(&format!(
+        "Summary: {:.1} requests/s answered 2xx/3xx over {:.3} s; success {} of {} requests; \
+         errors {} of {} connections\n",
+        ok as f64 / d,
+        info.duration_s,
+        pct(ok, s.requests),
+        s.requests,
+        pct(s.errors.total(), s.initiated),
+        s.initiated
+    ));
+    if s.latency.is_empty() {
+        o.push_str("Summary latency: no replies\n\n");
+    } else {
+        let q = |p: f64| ms(s.latency.value_at_quantile(p) as f64);
+        o.push_str(&format!(
+            "Summary latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}\n\n",
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            q(0.999),
+            ms(s.latency.max() as f64)
+        ));
+    }
+}
+
+/// The latency distribution at wrk's percentiles, from the histogram.
+fn distribution_lines(o: &mut String, s: &Stats) {
+    if s.latency.is_empty() {
+        return;
+    }
+    o.push_str("Latency distribution [ms] (from each call's scheduled start):\n");
+    for p in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0] {
+        let v = if p >= 100.0 {
+            s.latency.max()
+        } else {
+            s.latency.value_at_quantile(p / 100.0)
+        };
+        o.push_str(&format!("  {p:>6}%  {:.3}\n", ms(v as f64)));
+    }
+    o.push('\n');
 }
 
 /// httperf's report, line for line where the meaning is the same.
@@ -709,10 +779,10 @@ fn syscall_lines(o: &mut String, s: &Stats, info: &RunInfo) {
     let mut line = String::from("Syscalls [per conn]:");
     let mut time = String::from("Syscall time [us/conn]:");
     let mut total_ns = 0;
-    for &(name, calls, _, ns) in &info.syscalls {
-        line.push_str(&format!(" {name} {:.2}", calls as f64 / conns));
-        time.push_str(&format!(" {name} {:.2}", ns as f64 / 1e3 / conns));
-        total_ns += ns;
+    for r in &info.syscalls {
+        line.push_str(&format!(" {} {:.2}", r.name, r.calls as f64 / conns));
+        time.push_str(&format!(" {} {:.2}", r.name, r.nanos as f64 / 1e3 / conns));
+        total_ns += r.nanos;
     }
     o.push_str(&line);
     o.push('\n');

@@ -116,21 +116,22 @@ impl ConnCounters {
     }
 }
 
-/// The syscall table of a stats document: calls and errors per syscall, and with `profile`
-/// the time spent and its share.
+/// The syscall table of a stats document: calls, errors and calls that would have blocked per
+/// syscall, and with `profile` the time spent and its share.
 pub fn syscall_rows(sys: &Snapshot, profile: bool) -> BTreeMap<String, SyscallCount> {
     let total_ns = sys.total_nanos();
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
     sys.rows()
         .into_iter()
-        .map(|(name, calls, errors, ns)| {
+        .map(|r| {
             let row = SyscallCount {
-                calls,
-                errors,
-                ns: profile.then_some(ns),
-                share: profile.then(|| ratio(ns, total_ns)),
+                calls: r.calls,
+                errors: r.errors,
+                would_block: r.would_block,
+                ns: profile.then_some(r.nanos),
+                share: profile.then(|| ratio(r.nanos, total_ns)),
             };
-            (name.to_string(), row)
+            (r.name.to_string(), row)
         })
         .collect()
 }

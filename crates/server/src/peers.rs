@@ -100,7 +100,8 @@ const STATUS: usize = HEAD + NFIELDS;
 const CALLS: usize = STATUS + StatusClasses::SLOTS;
 const ERRORS: usize = CALLS + sys::NSYSCALLS;
 const NANOS: usize = ERRORS + sys::NSYSCALLS;
-const SLOT: usize = NANOS + sys::NSYSCALLS;
+const WOULD_BLOCK: usize = NANOS + sys::NSYSCALLS;
+const SLOT: usize = WOULD_BLOCK + sys::NSYSCALLS;
 
 /// The worker processes' slots, and which one is this process's.
 #[derive(Debug, Clone)]
@@ -171,6 +172,7 @@ impl Peers {
         for i in 0..sys::NSYSCALLS {
             slot[CALLS + i].store(s.calls[i], Relaxed);
             slot[ERRORS + i].store(s.errors[i], Relaxed);
+            slot[WOULD_BLOCK + i].store(s.would_block[i], Relaxed);
             if self.profile {
                 slot[NANOS + i].store(s.nanos[i], Relaxed);
             }
@@ -193,6 +195,7 @@ impl Peers {
                         for i in 0..sys::NSYSCALLS {
                             v.syscalls.calls[i] = slot[CALLS + i].load(Relaxed);
                             v.syscalls.errors[i] = slot[ERRORS + i].load(Relaxed);
+                            v.syscalls.would_block[i] = slot[WOULD_BLOCK + i].load(Relaxed);
                             v.syscalls.nanos[i] = slot[NANOS + i].load(Relaxed);
                         }
                         v

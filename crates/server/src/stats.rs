@@ -185,6 +185,7 @@ impl Shared {
                         s.calls[i] += v.syscalls.calls[i];
                         s.nanos[i] += v.syscalls.nanos[i];
                         s.errors[i] += v.syscalls.errors[i];
+                        s.would_block[i] += v.syscalls.would_block[i];
                     }
                 }
                 s
@@ -358,18 +359,19 @@ impl Shared {
         }
         let sys = self.syscalls();
         let total_ns = sys.total_nanos().max(1);
-        for (name, calls, errors, ns) in sys.rows() {
+        for r in sys.rows() {
+            let (name, calls, errors, blocked) = (r.name, r.calls, r.errors, r.would_block);
+            out.push_str(&format!(
+                "    {name:<16} {calls:>12} calls {errors:>10} errors {blocked:>10} would block"
+            ));
             if self.profile {
                 out.push_str(&format!(
-                    "    {name:<16} {calls:>12} calls {errors:>10} errors {:>10.3} s {:>6.2}%\n",
-                    ns as f64 / 1e9,
-                    100.0 * ns as f64 / total_ns as f64
-                ));
-            } else {
-                out.push_str(&format!(
-                    "    {name:<16} {calls:>12} calls {errors:>10} errors\n"
+                    " {:>10.3} s {:>6.2}%",
+                    r.nanos as f64 / 1e9,
+                    100.0 * r.nanos as f64 / total_ns as f64
                 ));
             }
+            out.push('\n');
         }
         out
     }

@@ -89,6 +89,7 @@ pub struct ThreadCounters {
     calls: [AtomicU64; NSYSCALLS],
     nanos: [AtomicU64; NSYSCALLS],
     errors: [AtomicU64; NSYSCALLS],
+    would_block: [AtomicU64; NSYSCALLS],
 }
 
 impl ThreadCounters {
@@ -97,6 +98,7 @@ impl ThreadCounters {
             calls: std::array::from_fn(|_| AtomicU64::new(0)),
             nanos: std::array::from_fn(|_| AtomicU64::new(0)),
             errors: std::array::from_fn(|_| AtomicU64::new(0)),
+            would_block: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
@@ -112,6 +114,7 @@ impl ThreadCounters {
             snap.calls[i] += self.calls[i].load(Relaxed);
             snap.nanos[i] += self.nanos[i].load(Relaxed);
             snap.errors[i] += self.errors[i].load(Relaxed);
+            snap.would_block[i] += self.would_block[i].load(Relaxed);
         }
     }
 
@@ -149,12 +152,14 @@ pub fn snapshot_all() -> Snapshot {
     s
 }
 
-/// Counts summed over threads.
+/// Counts summed over threads. A call that would have blocked (EAGAIN, EINPROGRESS, EALREADY:
+/// a nonblocking descriptor's answer "not yet") is counted in `would_block`, not in `errors`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
     pub calls: [u64; NSYSCALLS],
     pub nanos: [u64; NSYSCALLS],
     pub errors: [u64; NSYSCALLS],
+    pub would_block: [u64; NSYSCALLS],
 }
 
 impl Default for Snapshot {
@@ -163,8 +168,30 @@ impl Default for Snapshot {
             calls: [0; NSYSCALLS],
             nanos: [0; NSYSCALLS],
             errors: [0; NSYSCALLS],
+            would_block: [0; NSYSCALLS],
         }
     }
+}
+
+/// One syscall's counts, as [`Snapshot::rows`] gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyscallRow {
+    pub name: &'static str,
+    /// Calls, including those that failed or would have blocked.
+    pub calls: u64,
+    pub errors: u64,
+    pub would_block: u64,
+    /// Nanoseconds inside the call (when profiling).
+    pub nanos: u64,
+}
+
+/// Whether an error is a nonblocking call's "not yet" rather than a failure.
+#[inline]
+pub fn is_would_block(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN | libc::EINPROGRESS | libc::EALREADY)
+    )
 }
 
 impl Snapshot {
@@ -176,6 +203,9 @@ impl Snapshot {
     }
     pub fn errors(&self, s: Syscall) -> u64 {
         self.errors[s as usize]
+    }
+    pub fn would_block(&self, s: Syscall) -> u64 {
+        self.would_block[s as usize]
     }
     pub fn total_calls(&self) -> u64 {
         self.calls.iter().sum()
@@ -190,15 +220,22 @@ impl Snapshot {
             d.calls[i] = self.calls[i].saturating_sub(earlier.calls[i]);
             d.nanos[i] = self.nanos[i].saturating_sub(earlier.nanos[i]);
             d.errors[i] = self.errors[i].saturating_sub(earlier.errors[i]);
+            d.would_block[i] = self.would_block[i].saturating_sub(earlier.would_block[i]);
         }
         d
     }
-    /// Non-zero rows: (name, calls, errors, nanos).
-    pub fn rows(&self) -> Vec<(&'static str, u64, u64, u64)> {
+    /// The syscalls made at least once, in [`Syscall::ALL`]'s order.
+    pub fn rows(&self) -> Vec<SyscallRow> {
         Syscall::ALL
             .iter()
             .filter(|s| self.calls(**s) > 0)
-            .map(|s| (s.name(), self.calls(*s), self.errors(*s), self.nanos(*s)))
+            .map(|&s| SyscallRow {
+                name: s.name(),
+                calls: self.calls(s),
+                errors: self.errors(s),
+                would_block: self.would_block(s),
+                nanos: self.nanos(s),
+            })
             .collect()
     }
 }
@@ -237,8 +274,12 @@ pub fn count_io<T>(sc: Syscall, f: impl FnOnce() -> io::Result<T>) -> io::Result
         } else {
             f()
         };
-        if r.is_err() {
-            ThreadCounters::bump(&c.errors[i], 1);
+        if let Err(e) = &r {
+            if is_would_block(e) {
+                ThreadCounters::bump(&c.would_block[i], 1);
+            } else {
+                ThreadCounters::bump(&c.errors[i], 1);
+            }
         }
         r
     })
@@ -263,6 +304,18 @@ mod tests {
         assert_eq!(d.calls(Syscall::Write), 1);
         assert_eq!(d.errors(Syscall::Write), 0);
         assert_eq!(d.calls(Syscall::Close), 1);
+        // A read of an empty nonblocking eventfd would block: counted so, not as an error.
+        let fd = eventfd(0, libc::EFD_NONBLOCK).unwrap();
+        let before = thread_counters().snapshot();
+        assert!(read(fd, &mut [0u8; 8]).is_err());
+        close(fd).unwrap();
+        let d = thread_counters().snapshot().since(&before);
+        assert_eq!(
+            (d.errors(Syscall::Read), d.would_block(Syscall::Read)),
+            (0, 1)
+        );
+        let row = d.rows().into_iter().find(|r| r.name == "read").unwrap();
+        assert_eq!((row.calls, row.errors, row.would_block), (1, 0, 1));
         // another thread's counts are not this thread's
         std::thread::spawn(|| {
             let _ = close(-1);

@@ -39,8 +39,8 @@ mod signals;
 
 pub use aio::*;
 pub use counters::{
-    count, count_io, profiling, set_profiling, snapshot_all, thread_counters, Snapshot, Syscall,
-    ThreadCounters, NSYSCALLS,
+    count, count_io, is_would_block, profiling, set_profiling, snapshot_all, thread_counters,
+    Snapshot, Syscall, SyscallRow, ThreadCounters, NSYSCALLS,
 };
 pub use epoll::*;
 pub use io::*;

@@ -41,7 +41,7 @@ pub struct StatusClasses {
     pub other: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
@@ -96,8 +96,13 @@ impl StatusClasses {
 /// One syscall's use by a server's or a proxy's workers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SyscallCount {
+    /// Calls, including those that failed or would have blocked.
     pub calls: u64,
     pub errors: u64,
+    /// Calls that would have blocked (EAGAIN, EINPROGRESS): a nonblocking descriptor's "not
+    /// yet", not an error. Written only when some did (and 0 in documents from before).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub would_block: u64,
     /// Nanoseconds inside the call (with `--profile` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ns: Option<u64>,

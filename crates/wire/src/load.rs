@@ -345,9 +345,12 @@ pub struct Sample {
 /// One syscall's use by the generator.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SyscallUse {
-    /// Calls, including those that failed.
+    /// Calls, including those that failed or would have blocked.
     pub calls: u64,
     pub errors: u64,
+    /// Calls that would have blocked (EAGAIN, EINPROGRESS), not counted in `errors`.
+    #[serde(default, skip_serializing_if = "crate::counts::is_zero")]
+    pub would_block: u64,
     pub per_conn: f64,
     /// Microseconds per connection spent inside the call (with `--profile` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -156,6 +156,7 @@ mod tests {
                 let row = evlab_wire::SyscallCount {
                     calls,
                     errors,
+                    would_block: 0,
                     ns: Some(ns),
                     share: Some(0.5),
                 };

@@ -23,6 +23,12 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 
 /// Seconds from "30", "30s", "1.5s", "500ms", "2m" or "1h"; zero allowed when `zero_ok`.
 fn seconds_of(s: &str, zero_ok: bool) -> Result<f64, String> {
+    duration_of(s, 1.0, zero_ok)
+}
+
+/// A duration in seconds from a number with a unit (`500ms`, `30s`, `2m`, `1h`), or a plain
+/// number of `plain` seconds (1: seconds; 1e-3: milliseconds); zero allowed when `zero_ok`.
+fn duration_of(s: &str, plain: f64, zero_ok: bool) -> Result<f64, String> {
     let t = s.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e-3)
@@ -33,23 +39,74 @@ fn seconds_of(s: &str, zero_ok: bool) -> Result<f64, String> {
     } else if let Some(n) = t.strip_suffix('h') {
         (n, 3600.0)
     } else {
-        (t, 1.0)
+        (t, plain)
+    };
+    let plain_words = if plain == 1.0 {
+        "seconds (30, 1.5)"
+    } else {
+        "milliseconds (20, 2.5)"
     };
     let v: f64 = num.trim().parse().map_err(|_| {
-        format!("'{s}' is not a duration: give seconds (30, 1.5) or a number with a unit (500ms, 30s, 2m, 1h)")
+        format!("'{s}' is not a duration: give {plain_words} or a number with a unit (500ms, 30s, 2m, 1h)")
     })?;
     let v = v * scale;
     if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) {
         return Err(format!(
             "'{s}': a duration must be {}",
             if zero_ok {
-                ">= 0 (0: no limit)"
+                ">= 0 (0: none)"
             } else {
                 "more than zero"
             }
         ));
     }
     Ok(v)
+}
+
+/// Milliseconds from a plain number of them (`20`, `2.5`) or a number with a unit (`500ms`,
+/// `2s`, `1m`); zero allowed (`value_parser = args::millis`).
+pub fn millis(s: &str) -> Result<f64, String> {
+    duration_of(s, 1e-3, true).map(|v| v * 1e3)
+}
+
+/// A whole number of milliseconds, as [`millis`] reads it (`value_parser = args::whole_millis`).
+pub fn whole_millis(s: &str) -> Result<u64, String> {
+    let ms = millis(s)?;
+    if ms.fract() != 0.0 || ms > u64::MAX as f64 {
+        return Err(format!("'{s}': give a whole number of milliseconds"));
+    }
+    Ok(ms as u64)
+}
+
+/// A byte count: a whole number, optionally with a K, M or G suffix (powers of 1,024), as
+/// every size flag takes it (`value_parser = args::bytes`).
+pub fn bytes(s: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "'{s}' is not a valid byte count: give a whole number of bytes, optionally with a \
+             K, M or G suffix (powers of 1,024), e.g. 67108864 or 64M"
+        )
+    };
+    let t = s.trim();
+    let (digits, shift) = match t.as_bytes().last().map(|b| b.to_ascii_uppercase()) {
+        Some(b'K') => (&t[..t.len() - 1], 10),
+        Some(b'M') => (&t[..t.len() - 1], 20),
+        Some(b'G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    n.checked_mul(1 << shift).ok_or_else(bad)
+}
+
+/// A byte count of at least one, as [`bytes`] reads it, that fits a `usize`.
+pub fn size(s: &str) -> Result<usize, String> {
+    match bytes(s)? {
+        0 => Err(format!("'{s}': must be at least 1 byte")),
+        n => usize::try_from(n).map_err(|_| format!("'{s}': too large")),
+    }
 }
 
 /// A positive duration in seconds (`value_parser = args::seconds`).
@@ -184,6 +241,35 @@ mod tests {
             assert!(seconds(bad).is_err(), "{bad}");
         }
         assert!(seconds("10x").unwrap_err().contains("500ms, 30s, 2m, 1h"));
+    }
+
+    #[test]
+    fn millisecond_flags_take_plain_milliseconds_or_units() {
+        assert_eq!(millis("20"), Ok(20.0));
+        assert_eq!(millis("2.5"), Ok(2.5));
+        assert_eq!(millis("2s"), Ok(2000.0));
+        assert_eq!(millis("500ms"), Ok(500.0));
+        assert_eq!(millis("0"), Ok(0.0));
+        assert_eq!(whole_millis("50"), Ok(50));
+        assert_eq!(whole_millis("1s"), Ok(1000));
+        assert!(whole_millis("1.5").is_err());
+        for bad in ["-1", "x", "inf", "ms"] {
+            assert!(millis(bad).is_err(), "{bad}");
+        }
+        assert!(millis("x").unwrap_err().contains("milliseconds (20, 2.5)"));
+    }
+
+    #[test]
+    fn sizes_take_k_m_and_g() {
+        assert_eq!(bytes("4096"), Ok(4096));
+        assert_eq!(bytes("64K"), Ok(65536));
+        assert_eq!(bytes("1m"), Ok(1 << 20));
+        assert_eq!(bytes("2G"), Ok(2 << 30));
+        assert_eq!(size("512"), Ok(512));
+        for bad in ["", "K", "1.5K", "-1", "1T", "99999999999G"] {
+            assert!(bytes(bad).is_err(), "{bad}");
+        }
+        assert!(size("0").is_err());
     }
 
     #[test]

@@ -24,8 +24,9 @@ pub struct Args {
     /// Client threads, each making one connection at a time
     #[arg(long, default_value_t = 1)]
     pub clients: usize,
-    /// Milliseconds between the workers' readiness and the first connection
-    #[arg(long, default_value_t = 50)]
+    /// Time between the workers' readiness and the first connection: milliseconds, or with a
+    /// unit (50ms, 1s); `--settle-ms` is the same flag
+    #[arg(long = "settle", alias = "settle-ms", value_name = "DURATION", default_value = "50", value_parser = crate::args::whole_millis)]
     pub settle_ms: u64,
     /// Rounds: every point once per round, the rounds one after the other; the findings are
     /// decided on the interval over the rounds (at least 3 needed)

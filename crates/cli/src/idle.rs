@@ -37,8 +37,8 @@ pub struct Args {
     /// retried): seconds, or 500ms, 5s…
     #[arg(long, value_name = "DURATION", default_value = "5", value_parser = crate::args::seconds)]
     pub connect_timeout: f64,
-    /// Seconds between progress lines
-    #[arg(long, default_value_t = 1.0)]
+    /// Time between progress lines: seconds, or with a unit (500ms, 2s)
+    #[arg(long, value_name = "DURATION", default_value = "1", value_parser = crate::args::seconds)]
     pub progress_interval: f64,
     /// Close connections with FIN at exit (default: RST, which leaves no TIME_WAIT behind)
     #[arg(long)]

@@ -121,8 +121,8 @@ pub struct Args {
     /// (24 bytes) per reply during the run
     #[arg(long, value_name = "FILE")]
     pub latencies: Option<PathBuf>,
-    /// Seconds per reply-rate sample (httperf uses 5)
-    #[arg(long, default_value_t = 5.0)]
+    /// How long each reply-rate sample is (httperf uses 5 s): seconds, or with a unit (500ms, 1s)
+    #[arg(long, value_name = "DURATION", default_value = "5", value_parser = crate::args::seconds)]
     pub sample_interval: f64,
     /// Random seed (Poisson gaps, SPECweb99 and Polymix draws)
     #[arg(long, default_value_t = 1)]
@@ -134,18 +134,31 @@ pub struct Args {
     /// is required)
     #[arg(long, short)]
     pub quiet: bool,
-    /// Exit with status 1 when more than this share of the connections started ended in an
-    /// error (errors as httperf counts them, over connections started): a fraction such as
-    /// 0.01 or a percentage such as 1%. Off unless given; 4xx and 5xx replies are replies,
-    /// not errors
+    /// The same as `--threshold 'errors<=SHARE'`: at most this share of the connections
+    /// started may end in an error (a fraction such as 0.01 or a percentage such as 1%)
     #[arg(long, value_name = "SHARE", value_parser = parse_share)]
     pub max_error_rate: Option<f64>,
+    /// A pass/fail criterion on the whole run, as k6 has (repeatable): `p99<20ms` (any
+    /// percentile pN, or max; plain numbers are ms), `errors<0.1%` (connections ended in an
+    /// error), `failed<1%` (replies other than 2xx/3xx), `rate>0.99` (requests answered 2xx/3xx),
+    /// `rps>1000`; <= and >= too. Defaults: `errors<=1%` and `failed<=1%`, each replaced by a
+    /// threshold on its metric; `none` drops them. Past a threshold the run exits 99
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
     /// Start the schedule at this wall-clock instant, Unix seconds (`date +%s.%N`), once
     /// everything is ready: so that clients on several hosts start together. If it has
     /// passed by then, the run starts at once and reports how late (`clock.late_ms` in the
     /// JSON, and a warning). At most an hour ahead
     #[arg(long, value_name = "UNIX_SECONDS")]
     pub start_at: Option<f64>,
+    /// Print httperf's report alone, without the summary (requests/s, success, errors,
+    /// latency percentiles) that leads it
+    #[arg(long)]
+    pub httperf: bool,
+    /// Add the latency distribution (50, 75, 90, 99, 99.9, 99.99 and 100th percentiles), as
+    /// wrk's --latency does
+    #[arg(long)]
+    pub latency: bool,
     /// Exit with status 0 even when no reply arrived (by default that is a failure, status 1);
     /// for callers that judge the report themselves, such as `evlab run`
     #[arg(long)]
@@ -162,8 +175,10 @@ Examples:
       a minute of 1,000 connections/s with 10 requests each; the report also as JSON
   evlab load --uri /one --rate 200 --duration 30 --json - --quiet | jq .replies.rate
       JSON only, on stdout
-  evlab load --specweb /srv/fileset --rate 300 --num-conns 9000 --max-error-rate 1%
-      the SPECweb99 workload; exit status 1 if more than 1% of connections fail
+  evlab load --specweb /srv/fileset --rate 300 --num-conns 9000 --threshold 'errors<0.1%'
+      the SPECweb99 workload; exit status 99 if 0.1% or more of connections fail
+  evlab load http://127.0.0.1:8080/one --rate 500 --duration 10s --threshold 'p99<20ms'
+      exit status 99 if the 99th percentile latency reaches 20 ms (or the defaults fail)
   evlab load --polymix /tmp/polymix --port 3128 --rate 50 --duration 10
       the Polymix-like workload through a proxy on port 3128 (58% offered hits, 70%
       cacheable); the origin: evlab serve --root /tmp/polymix --no-store-prefix /polymix/u/
@@ -177,9 +192,10 @@ latency_histogram) and the run's wall-clock start and end (clock), for evlab loa
 Ctrl-C (SIGINT) or SIGTERM stops the run early: the report and --json cover what was done
 until then, and the exit status is 130; a second Ctrl-C ends the process at once.
 
-Exit status: 0 when replies arrived and --max-error-rate (if given) held; 1 when no reply
-arrived (unless --allow-no-replies), when the error share exceeded --max-error-rate, or on an
-error; 2 on a usage error; 130 when interrupted.";
+Exit status: 0 when replies arrived and every threshold held (by default: at most 1% of
+connections ended in an error, at most 1% of replies other than 2xx/3xx); 99 past a threshold;
+1 when no reply arrived (unless --allow-no-replies) or on an error; 2 on a usage error; 130
+when interrupted.";
 
 /// A share in [0, 1]: a fraction (0.05) or a percentage (5%).
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -224,6 +240,8 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         (n, _) => n,
     };
     let cfg = load_config(&a, target, num_conns, duration)?;
+    let thresholds = crate::threshold::resolve(&a.thresholds, a.max_error_rate)
+        .map_err(|e| usage(format!("--threshold {e}")))?;
     if let Some(at) = a.start_at {
         gen::check_start_at(at, gen::unix_now())?;
     }
@@ -275,9 +293,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     let r = outcome.report(env!("EVLAB_BUILD"), choice.label());
     outputs.write(&r, &outcome.stats)?;
     if !a.quiet {
-        outputs.text(&outcome, target)?;
+        let opts = summary::TextOptions {
+            httperf_only: a.httperf,
+            distribution: a.latency,
+        };
+        outputs.text(&outcome, target, opts)?;
     }
-    verdict(&a, &outcome.stats, target, outcome.interrupted)
+    verdict(&a, &outcome, &thresholds, target)
 }
 
 /// The rate, the duration and the counts are in range, and the method fits the workload:
@@ -489,14 +511,19 @@ impl Outputs {
 
     /// The text report, after the command as given (so that it can be run again exactly) and
     /// where it went.
-    fn text(&self, outcome: &Outcome, target: SocketAddr) -> anyhow::Result<()> {
+    fn text(
+        &self,
+        outcome: &Outcome,
+        target: SocketAddr,
+        opts: summary::TextOptions,
+    ) -> anyhow::Result<()> {
         let mut argv: Vec<String> = std::env::args().skip(1).collect();
         argv.insert(0, "evlab".into());
         let mut text = format!(
             "{} (to {target})\n",
             evlab_lab::model::text::shell_line(&argv)
         );
-        text.push_str(&summary::to_text(&outcome.stats, &outcome.info));
+        text.push_str(&summary::to_text_with(&outcome.stats, &outcome.info, opts));
         if self.report_to_stderr {
             eprint!("{text}");
         } else {
@@ -509,14 +536,15 @@ impl Outputs {
 }
 
 /// The exit status the run earns, once its report is out: a warning when every connection was
-/// refused (most likely nothing listens there), 130 when interrupted, 1 when no reply arrived
-/// or the errors exceeded `--max-error-rate`.
+/// refused (most likely nothing listens there), 130 when interrupted, 1 when no reply arrived,
+/// 99 past a threshold (one line saying which).
 fn verdict(
     a: &Args,
-    stats: &summary::Stats,
+    outcome: &Outcome,
+    thresholds: &[crate::threshold::Threshold],
     target: SocketAddr,
-    interrupted: bool,
 ) -> anyhow::Result<()> {
+    let stats = &outcome.stats;
     let e = &stats.errors;
     if stats.initiated > 0 && e.connrefused == stats.initiated {
         eprintln!(
@@ -526,7 +554,7 @@ fn verdict(
             crate::DEFAULT_PORT
         );
     }
-    if interrupted {
+    if outcome.interrupted {
         return Err(Exit(130).into());
     }
     if stats.replies == 0 && !a.allow_no_replies {
@@ -537,16 +565,15 @@ fn verdict(
             e.total()
         );
     }
-    if let (Some(max), Some(share)) = (a.max_error_rate, summary::error_share(stats)) {
-        if share > max {
-            bail!(
-                "{} errors in {} connections ({:.2}%) exceed --max-error-rate {}%",
-                e.total(),
-                stats.initiated,
-                100.0 * share,
-                100.0 * max
-            );
-        }
+    let crossed = crate::threshold::crossed(thresholds, stats, outcome.info.duration_s);
+    if !crossed.is_empty() {
+        eprintln!(
+            "evlab load: past its thresholds: {} (exit status {}; --threshold none drops the \
+             defaults)",
+            crossed.join("; "),
+            crate::threshold::EXIT_CROSSED
+        );
+        return Err(Exit(crate::threshold::EXIT_CROSSED).into());
     }
     Ok(())
 }

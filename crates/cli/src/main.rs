@@ -20,6 +20,7 @@ mod pool;
 mod proxy;
 mod run;
 mod serve;
+mod threshold;
 
 /// The port `serve` listens on and `load` and `idle` connect to unless told otherwise, so that
 /// `evlab serve` in one terminal and `evlab load --rate 10 --num-conns 5` in another meet.
@@ -45,7 +46,8 @@ Examples:
   evlab completions bash > ~/.local/share/bash-completion/completions/evlab
   evlab man | man -l -                                read the manual page
 
-Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error. SIGINT or
+Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 99 when a
+`load` run is past a threshold (`evlab load --help`). SIGINT or
 SIGTERM: `serve`, `proxy` and `idle` stop gracefully and exit 0; `load` and `run` write what
 they measured and exit 130.";
 
@@ -165,6 +167,89 @@ mod tests {
     #[test]
     fn the_cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// Every flag of every subcommand, with the path of subcommands it belongs to.
+    fn every_flag() -> Vec<(String, clap::Arg, clap::Command)> {
+        fn walk(c: &clap::Command, path: &str, out: &mut Vec<(String, clap::Arg, clap::Command)>) {
+            for a in c.get_arguments() {
+                out.push((path.to_string(), a.clone(), c.clone()));
+            }
+            for sub in c.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&Cli::command(), "evlab", &mut out);
+        out
+    }
+
+    /// Units everywhere: a flag that takes a time takes `500ms`, `2s` and `1m` (a plain number
+    /// keeps its documented unit), and a flag that takes a size takes K, M and G; none is named
+    /// after its unit.
+    #[test]
+    fn every_duration_flag_takes_units_and_every_size_flag_k_m_g() {
+        let mut durations = 0;
+        for (path, arg, cmd) in every_flag() {
+            let Some(long) = arg.get_long() else { continue };
+            let names: Vec<String> = arg
+                .get_value_names()
+                .unwrap_or_default()
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+            let _ = &cmd;
+            // The value parsed as clap parses it: a refused value is a value error, whatever
+            // else the command line lacks.
+            let takes = |v: &str| {
+                let mut argv: Vec<String> = path.split(' ').map(String::from).collect();
+                argv.extend([format!("--{long}"), v.to_string()]);
+                !matches!(
+                    Cli::try_parse_from(&argv).map_err(|e| e.kind()),
+                    Err(clap::error::ErrorKind::ValueValidation
+                        | clap::error::ErrorKind::InvalidValue)
+                )
+            };
+            let timely = [
+                "timeout",
+                "interval",
+                "delay",
+                "settle",
+                "duration",
+                "stop-after",
+                "ttl",
+            ]
+            .iter()
+            .any(|w| long.contains(w))
+                && !matches!(arg.get_action(), clap::ArgAction::SetTrue);
+            assert!(
+                !long.ends_with("-ms") && !names.iter().any(|n| n == "MS" || n == "SECONDS"),
+                "{path} --{long}: named after its unit"
+            );
+            if timely || names.iter().any(|n| n == "DURATION") {
+                durations += 1;
+                for v in ["500ms", "2s", "1m"] {
+                    assert!(takes(v), "{path} --{long} refuses {v}");
+                }
+            }
+            let sized = [
+                "bytes",
+                "size",
+                "buffer",
+                "request-line",
+                "splice-min",
+                "max-object",
+            ]
+            .iter()
+            .any(|w| long.contains(w))
+                && long != "object-size";
+            if sized || names.iter().any(|n| n.starts_with("SIZE")) {
+                for v in ["4K", "1M"] {
+                    assert!(takes(v), "{path} --{long} refuses {v}");
+                }
+            }
+        }
+        assert!(durations >= 20, "only {durations} duration flags found");
     }
 
     #[test]

@@ -59,8 +59,8 @@ pub struct MallocArgs {
     /// malloc/free pairs per worker
     #[arg(long, default_value_t = 10_000_000)]
     pub iterations: u64,
-    /// Bytes per allocation
-    #[arg(long, default_value_t = 512)]
+    /// Bytes per allocation (or with K/M)
+    #[arg(long, value_name = "SIZE", default_value = "512", value_parser = crate::args::size)]
     pub size: usize,
     /// Rounds: every point once per round, the rounds one after the other; the table shows
     /// medians, and the findings are decided on the interval over the rounds (at least 3)
@@ -101,7 +101,7 @@ fn parse_sizes(s: &str) -> Result<std::vec::Vec<u64>, String> {
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .map(crate::serve::parse_bytes)
+        .map(crate::args::bytes)
         .collect::<Result<_, _>>()?;
     if v.is_empty() || v.contains(&0) {
         return Err(format!(

@@ -9,7 +9,7 @@ use evlab_poll::Mechanism;
 use evlab_proxy::{AccessLog, Config, ConnectTarget, ForwardMode, Proxy};
 use evlab_runtime::signals;
 
-use crate::serve::{parse_bytes, parse_mechanism};
+use crate::serve::parse_mechanism;
 use evlab_runtime::ServiceState;
 
 #[derive(clap::Args, Debug)]
@@ -52,28 +52,28 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
     /// Bodies with fewer bytes than this left after the head's read are copied, not spliced
-    #[arg(long, value_name = "SIZE", default_value = "4096", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "4096", value_parser = crate::args::bytes)]
     pub splice_min: u64,
     /// Pipes each worker may have open (idle and in use); beyond, bodies are copied
     #[arg(long, default_value_t = 256)]
     pub pipes: usize,
     /// Pipe capacity asked for with F_SETPIPE_SZ (0: the kernel's default, 64K)
-    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = crate::args::bytes)]
     pub pipe_size: u64,
     /// User-space buffer per copied body, request body batch and tunnel direction (the most
     /// one read takes)
-    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = crate::args::bytes)]
     pub buffer_size: u64,
     /// Bytes of objects each worker's cache holds (0: no cache); K, M or G suffix
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::args::bytes)]
     pub cache_bytes: u64,
     /// Largest body the cache stores
-    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = crate::args::bytes)]
     pub cache_max_object: u64,
     /// Bytes of objects each worker may be receiving for the cache at once, each counted at
     /// its full length: a cacheable miss that would pass it is forwarded without being kept,
     /// so slow readers of large objects cannot make the proxy hold more (0: only empty bodies)
-    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = crate::args::bytes)]
     pub keep_bytes: u64,
     /// Freshness for every response that states none of its own (no max-age, s-maxage or
     /// Expires), in place of the Last-Modified heuristic: an operator's override (seconds, or
@@ -93,7 +93,7 @@ pub struct Args {
     pub request_buffering: bool,
     /// The largest request body buffered: a larger one is refused with 413 (nginx's
     /// client_max_body_size is 1M too); not a bound with --request-buffering off
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = crate::args::bytes)]
     pub request_buffer: u64,
     /// Idle origin connections each worker keeps for reuse
     #[arg(long, default_value_t = 64)]

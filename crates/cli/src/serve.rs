@@ -72,11 +72,11 @@ pub struct Args {
     /// instead of each as soon as its request is read
     #[arg(long)]
     pub batch_writes: bool,
-    /// Largest request head accepted (bytes); larger gets 431
-    #[arg(long, default_value_t = 8192)]
+    /// Largest request head accepted (bytes, or with K/M); larger gets 431
+    #[arg(long, value_name = "SIZE", default_value = "8192", value_parser = crate::args::size)]
     pub max_header_bytes: usize,
-    /// Longest request line accepted (bytes); longer gets 414
-    #[arg(long, default_value_t = 8192)]
+    /// Longest request line accepted (bytes, or with K/M); longer gets 414
+    #[arg(long, value_name = "SIZE", default_value = "8192", value_parser = crate::args::size)]
     pub max_request_line: usize,
     /// How long a connection may take to send a complete request head: seconds, or 500ms, 30s…
     /// (0 = no limit)
@@ -86,15 +86,15 @@ pub struct Args {
     /// closed, restarted by every write that makes progress (nginx's send_timeout; 0 = no limit)
     #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::args::seconds_or_zero)]
     pub send_timeout: f64,
-    /// Think time per object in milliseconds, as a Web Polygraph origin has: each reply is
-    /// held this long before it is sent, without blocking the loop; pipelined requests are
-    /// answered one at a time, each delayed (0 = none)
-    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    /// Think time per object, as a Web Polygraph origin has: each reply is held this long
+    /// before it is sent, without blocking the loop; pipelined requests are answered one at a
+    /// time, each delayed. Milliseconds, or with a unit (2s, 500ms); 0 = none
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = crate::args::millis)]
     pub origin_delay: f64,
     /// With --origin-delay: draw each reply's delay from a normal distribution with this
-    /// standard deviation in milliseconds around it, clamped at 0 (Web Polygraph's servers, as
-    /// the proxy paper ran them: --origin-delay 2500 --origin-delay-sd 1000)
-    #[arg(long, value_name = "MS")]
+    /// standard deviation around it, clamped at 0 (milliseconds, or with a unit; Web
+    /// Polygraph's servers, as the proxy paper ran them: --origin-delay 2500 --origin-delay-sd 1000)
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::millis)]
     pub origin_delay_sd: Option<f64>,
     /// Answer paths starting with this prefix with `Cache-Control: no-store` (the uncacheable
     /// objects of `evlab load --polymix`, under /polymix/u/ of its file set)
@@ -102,12 +102,12 @@ pub struct Args {
     pub no_store_prefix: Option<String>,
     /// Files larger than this are not cached in memory (always sendfile): bytes, or with a unit
     /// (64K, 64M)
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::args::bytes)]
     pub max_in_memory: u64,
     /// Bytes of file bodies each worker's content cache holds in memory; beyond it the least
     /// recently used are dropped and read again when next asked for. A number with an optional
     /// K, M or G suffix (powers of 1,024), e.g. 64M. HEAD and 304 answers read no body
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::args::bytes)]
     pub cache_bytes: u64,
     /// Files each worker's content cache keeps open (those whose body it holds, or sends by
     /// sendfile)
@@ -159,28 +159,6 @@ fn parse_accept_limit(s: &str) -> Result<AcceptLimit, String> {
         )),
         Ok(n) => Ok(AcceptLimit(Some(n))),
     }
-}
-
-/// A byte count: digits with an optional K, M or G (KiB, MiB, GiB) suffix.
-pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
-    let bad = || {
-        format!(
-            "'{s}' is not a valid byte count: give a whole number of bytes, optionally with a \
-             K, M or G suffix (powers of 1,024), e.g. 67108864 or 64M"
-        )
-    };
-    let t = s.trim();
-    let (digits, shift) = match t.as_bytes().last().map(|b| b.to_ascii_uppercase()) {
-        Some(b'K') => (&t[..t.len() - 1], 10),
-        Some(b'M') => (&t[..t.len() - 1], 20),
-        Some(b'G') => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    n.checked_mul(1 << shift).ok_or_else(bad)
 }
 
 fn parse_cache_files(s: &str) -> Result<usize, String> {

@@ -414,6 +414,8 @@ fn refused_connections_are_counted_and_the_run_ends() {
         "--num-conns",
         "3",
         "--allow-no-replies",
+        "--threshold",
+        "none",
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
@@ -450,7 +452,7 @@ fn reply_rate_statistics_only_with_samples() {
         .find(|l| l.starts_with("Reply rate [replies/s]:"))
         .unwrap();
     assert!(
-        line.contains("no whole sample") && !line.contains("min ") && !line.contains("max "),
+        line.contains("shorter than one") && !line.contains("min ") && !line.contains("max "),
         "{line}"
     );
     // 0.05 s intervals: at least one whole one, and the count agrees in number.
@@ -505,6 +507,53 @@ fn a_url_names_the_target_and_the_header_reruns_the_command() {
     let o = load(&["https://127.0.0.1/", "--rate", "1", "--num-conns", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("not TLS"));
+    common::stop_serve(&mut s);
+}
+
+/// The text report leads with what wrk2 and oha show first (requests/s, success, errors,
+/// latency percentiles); `--latency` adds the distribution, `--httperf` leaves httperf's block
+/// alone.
+#[test]
+fn the_report_leads_with_rate_success_errors_and_latency() {
+    let mut s = serve("load-lead", &[], |_| {});
+    let url = format!("http://127.0.0.1:{}/one", s.addr.port());
+    let base = [url.as_str(), "--rate", "200", "--num-conns", "20"];
+    let o = load(&base);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[1].starts_with("Summary: "), "{out}");
+    assert!(
+        lines[1].contains("requests/s answered 2xx/3xx")
+            && lines[1].contains("success 100.00% of 20 requests")
+            && lines[1].contains("errors 0.00% of 20 connections"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[2].starts_with("Summary latency [ms]: p50 "), "{out}");
+    assert!(
+        out.contains("\nTotal: connections 20 "),
+        "httperf's block follows: {out}"
+    );
+    assert!(!out.contains("Latency distribution"), "{out}");
+
+    let mut with = base.to_vec();
+    with.push("--latency");
+    let (out, _) = text(&load(&with));
+    let at = out.find("Latency distribution [ms]").expect("--latency");
+    let rows: Vec<&str> = out[at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    assert!(rows[6].trim_start().starts_with("100%"), "{rows:?}");
+
+    let mut only = base.to_vec();
+    only.push("--httperf");
+    let (out, _) = text(&load(&only));
+    assert!(!out.contains("Summary"), "{out}");
+    assert!(out.lines().nth(1).unwrap().starts_with("Total: "), "{out}");
     common::stop_serve(&mut s);
 }
 
@@ -922,36 +971,102 @@ fn half_failing_server(conns: usize) -> (u16, std::thread::JoinHandle<()>) {
     (port, t)
 }
 
-/// --max-error-rate: exit status 1 when the share of connections in error exceeds it, with
-/// the figures; 0 when within it, or when not given (the default is off).
+/// Thresholds decide the exit status: by default at most 1% of connections in error, so half
+/// of them failing exits 99 saying so; `--max-error-rate` is `errors<=SHARE`, a threshold on a
+/// metric replaces its default, and `none` drops the defaults.
 #[test]
-fn max_error_rate_decides_the_exit_status() {
-    for (limit, want_ok) in [(None, true), (Some("60%"), true), (Some("0.1"), false)] {
+fn thresholds_decide_the_exit_status() {
+    for (extra, want) in [
+        (vec![], Some("errors 50.00% (threshold errors<=1%)")),
+        (vec!["--max-error-rate", "60%"], None),
+        (
+            vec!["--max-error-rate", "0.1"],
+            Some("errors 50.00% (threshold errors<=10% (--max-error-rate))"),
+        ),
+        (vec!["--threshold", "errors<60%"], None),
+        (vec!["--threshold", "none"], None),
+        (
+            vec!["--threshold", "none", "--threshold", "rate>0.9"],
+            Some("rate 50.00% (threshold rate>0.9)"),
+        ),
+    ] {
         let (port, server) = half_failing_server(10);
         let port = port.to_string();
         let mut args = vec!["--port", &port, "--uri", "/one", "--rate", "100"];
         args.extend(["--num-conns", "10"]);
-        if let Some(l) = limit {
-            args.extend(["--max-error-rate", l]);
-        }
+        args.extend(extra.iter().copied());
         let o = load(&args);
         server.join().unwrap();
         let (out, err) = text(&o);
-        assert!(out.contains("replies 5 "), "{limit:?}: {out}");
-        assert_eq!(field(&out, "Errors: total "), 5.0, "{limit:?}: {out}");
-        if want_ok {
-            assert!(o.status.success(), "{limit:?}: {err}");
-        } else {
-            assert_eq!(o.status.code(), Some(1), "{limit:?}: {err}");
-            assert!(
-                err.contains("5 errors in 10 connections (50.00%) exceed --max-error-rate 10%"),
-                "{err}"
-            );
+        assert!(out.contains("replies 5 "), "{extra:?}: {out}");
+        assert_eq!(field(&out, "Errors: total "), 5.0, "{extra:?}: {out}");
+        match want {
+            None => assert!(o.status.success(), "{extra:?}: {err}"),
+            Some(why) => {
+                assert_eq!(o.status.code(), Some(99), "{extra:?}: {err}");
+                assert!(err.contains(why), "{extra:?}: {err}");
+                assert_eq!(err.lines().count(), 1, "one line of reason: {err}");
+            }
         }
     }
     let o = load(&["--rate", "1", "--num-conns", "1", "--max-error-rate", "2"]);
     assert_eq!(o.status.code(), Some(2), "a share above 1 is a usage error");
     assert!(text(&o).1.contains("not a share of connections"));
+    let o = load(&["--rate", "1", "--num-conns", "1", "--threshold", "p99<fast"]);
+    assert_eq!(o.status.code(), Some(2), "a bad threshold is a usage error");
+    assert!(text(&o).1.contains("not a duration"), "{}", text(&o).1);
+}
+
+/// A run of nothing but 404s, and a run whose server goes away part-way, are failures by
+/// default (exit 99), not clean runs.
+#[test]
+fn only_404s_or_a_server_gone_mid_run_exit_non_zero() {
+    let mut s = serve("load-404", &[], |_| {});
+    let port = s.addr.port().to_string();
+    let o = load(&["--port", &port, "--uri", "/nothing-here", "--rate", "200"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "no --num-conns or --duration: usage"
+    );
+    let o = load(&[
+        "--port",
+        &port,
+        "--uri",
+        "/nothing-here",
+        "--rate",
+        "200",
+        "--num-conns",
+        "40",
+    ]);
+    let (out, err) = text(&o);
+    assert!(out.contains("4xx=40"), "{out}");
+    assert_eq!(o.status.code(), Some(99), "{err}");
+    assert!(
+        err.contains("failed 100.00% (threshold failed<=1%)"),
+        "{err}"
+    );
+
+    // The server stops 1 s into a 3 s run: its later connections are refused.
+    let mut child = Command::new(BIN)
+        .args(["load", "--port", &port, "--uri", "/one", "--rate", "100"])
+        .args(["--duration", "3s", "--timeout", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    common::stop_serve(&mut s);
+    let st = common::wait_within(&mut child, Duration::from_secs(30), "evlab load");
+    common::assert_gone(child.id());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(st.code(), Some(99), "{err}");
+    assert!(
+        err.contains("errors ") && err.contains("(threshold errors<=1%)"),
+        "{err}"
+    );
 }
 
 /// `evlab idle` whose connections never all come up exits with status 1 and says how many did.

@@ -312,8 +312,11 @@ pub fn load_argv(a: &LoadArgs) -> Vec<String> {
         "--sample-interval".into(),
         fmt_num(a.sample_interval_s),
         "--quiet".into(),
-        // A point with no replies is a measurement the lab judges, not a failed command.
+        // A point with no replies, or past the load's default thresholds (a point past its
+        // knee is by design), is a measurement the lab judges, not a failed command.
         "--allow-no-replies".into(),
+        "--threshold".into(),
+        "none".into(),
     ];
     match a.workload {
         crate::model::spec::Workload::OneByte => v.extend(["--uri".into(), "/one".into()]),

@@ -1,4 +1,5 @@
-//! `evlab load`: the open-loop generator from the command line, with httperf's flag names.
+//! `evlab load`: the generator from the command line, in httperf's model (its flag names) or
+//! wrk's and wrk2's (`-c`, `-d`, `-t`, `-H`, `-R`).
 
 use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -35,9 +36,23 @@ pub struct Args {
     /// Request method, GET or HEAD (session files may give their own per line with method=)
     #[arg(long, default_value = "GET", value_parser = ["GET", "HEAD"], ignore_case = true)]
     pub method: String,
-    /// Connections (sessions) started per second, on a fixed schedule (or Poisson)
+    /// httperf's model: connections (sessions) started per second, on a fixed schedule (or
+    /// Poisson), each making --num-calls requests. Without it, wrk's model (-c)
     #[arg(long, value_parser = crate::args::rate, allow_hyphen_values = true)]
-    pub rate: f64,
+    pub rate: Option<f64>,
+    /// wrk's model: keep N connections open, each sending its next request as soon as the last
+    /// is answered, for the -d window (default 10, as wrk's -c; a closed connection is replaced)
+    #[arg(short = 'c', long, value_name = "N", value_parser = crate::args::count, conflicts_with_all = ["rate", "num_conns", "duration", "wsesslog", "poisson"])]
+    pub connections: Option<usize>,
+    /// wrk2's model: hold this many requests per second over the -c connections, each request
+    /// due at its slot whatever the server does; latency is measured from when it was due
+    /// (corrected), and from when it was sent (uncorrected) as well
+    #[arg(short = 'R', long, value_name = "RATE", value_parser = crate::args::rate, allow_hyphen_values = true, conflicts_with_all = ["rate", "num_conns", "duration", "wsesslog", "poisson", "pipeline"])]
+    pub request_rate: Option<f64>,
+    /// A header added to every request, as wrk's -H (repeatable): 'Name: value'. A Host or
+    /// User-Agent given so replaces the generator's own
+    #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = header_line)]
+    pub headers: Vec<String>,
     /// Exponentially distributed gaps between starts instead of fixed ones
     #[arg(long)]
     pub poisson: bool,
@@ -52,7 +67,8 @@ pub struct Args {
     /// duration do): connections still open are closed and counted neither as completed nor as
     /// errors. Measures a fixed set of busy connections (--num-conns N with many --num-calls)
     /// over a fixed window
-    #[arg(long, value_name = "DURATION", value_parser = crate::args::seconds)]
+    /// (-d: wrk's window; in wrk's model 10 s unless given)
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = crate::args::seconds)]
     pub stop_after: Option<f64>,
     /// Calls (requests) per connection
     #[arg(long, default_value_t = 1)]
@@ -71,8 +87,8 @@ pub struct Args {
     /// Requests kept in flight per connection (1: one at a time)
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
-    /// Generator threads, each with its own share of the schedule
-    #[arg(long, default_value_t = 1)]
+    /// Generator threads, each with its own share of the schedule (or of the -c connections)
+    #[arg(short = 't', long, default_value_t = 1)]
     pub threads: usize,
     /// Source addresses in 127.2.0.0/16 to spread connections over (loopback targets; 0: none)
     #[arg(long, default_value_t = 64)]
@@ -166,7 +182,15 @@ pub struct Args {
 }
 
 pub const EXAMPLES: &str = "\
+Two models: httperf's (--rate: connections per second, each making --num-calls requests) and
+wrk's (-c N -d D: N connections kept busy for D; with -R, wrk2's held request rate). Without
+--rate, wrk's, with its defaults -c 10 -d 10s.
+
 Examples:
+  evlab load http://127.0.0.1:8080/one -c 50 -d 10s --latency
+      wrk's model: 50 busy connections for 10 s, with the latency distribution
+  evlab load http://127.0.0.1:8080/one -c 50 -R 20000 -d 30s
+      wrk2's: 20,000 requests/s over 50 connections, latency from each request's due time
   evlab load --uri /one --rate 100 --num-conns 500
       500 connections, 100 per second, one GET /one each, against 127.0.0.1:8080
   evlab load http://127.0.0.1:8080/one --rate 100 --duration 10s
@@ -196,6 +220,21 @@ Exit status: 0 when replies arrived and every threshold held (by default: at mos
 connections ended in an error, at most 1% of replies other than 2xx/3xx); 99 past a threshold;
 1 when no reply arrived (unless --allow-no-replies) or on an error; 2 on a usage error; 130
 when interrupted.";
+
+/// A request header as wrk's -H takes it, `Name: value`: a token, a colon, a value without
+/// line breaks.
+fn header_line(s: &str) -> Result<String, String> {
+    let bad = |why: &str| format!("'{s}' is not a header: {why} (give 'Name: value')");
+    let (name, value) = s.split_once(':').ok_or_else(|| bad("no colon"))?;
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(token) {
+        return Err(bad("the name is not a token"));
+    }
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(bad("the value has a line break"));
+    }
+    Ok(format!("{name}: {}", value.trim()))
+}
 
 /// A share in [0, 1]: a fraction (0.05) or a percentage (5%).
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -232,20 +271,22 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot resolve --server {}", a.server))?
         .find(|s| s.is_ipv4())
         .with_context(|| format!("--server {} has no IPv4 address", a.server))?;
+    let model = Model::of(&a);
     let (duration, method) = check_numbers(&a)?;
     let (choice, sessions) = workload(&a, method)?;
     let factory = choice.factory()?;
-    let num_conns = match (a.num_conns, duration) {
-        (None, None) => sessions,
-        (n, _) => n,
+    let num_conns = match (&model, a.num_conns, duration) {
+        (Model::Wrk { conns, .. }, ..) => Some(*conns as u64),
+        (Model::Httperf { .. }, None, None) => sessions,
+        (Model::Httperf { .. }, n, _) => n,
     };
-    let cfg = load_config(&a, target, num_conns, duration)?;
+    let cfg = load_config(&a, &model, target, num_conns, duration)?;
     let thresholds = crate::threshold::resolve(&a.thresholds, a.max_error_rate)
         .map_err(|e| usage(format!("--threshold {e}")))?;
     if let Some(at) = a.start_at {
         gen::check_start_at(at, gen::unix_now())?;
     }
-    if num_conns.is_none() && duration.is_none() {
+    if matches!(model, Model::Httperf { .. }) && num_conns.is_none() && duration.is_none() {
         return Err(usage(
             "give --num-conns or --duration: every run must end by itself",
         ));
@@ -256,6 +297,11 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     evlab_runtime::signals::install(&[]).context("cannot install the SIGINT/SIGTERM handlers")?;
     let progress = !a.quiet && std::io::stderr().is_terminal();
     let mut shown = Duration::ZERO;
+    // How long the run should take, for the progress line's ETA: its window, or its schedule.
+    let expected = cfg
+        .stop_after
+        .or(cfg.duration)
+        .or_else(|| num_conns.map(|n| Duration::from_secs_f64(n as f64 / cfg.rate)));
     let outcome = gen::run_watched(
         &cfg,
         &*factory,
@@ -274,7 +320,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
             Watch::Tick { elapsed, live } => {
                 if progress && elapsed.saturating_sub(shown) >= Duration::from_millis(200) {
                     shown = elapsed;
-                    eprint!("{}", progress_line(elapsed, live));
+                    eprint!("{}", progress_line(elapsed, expected, num_conns, live));
                 }
             }
         },
@@ -302,15 +348,36 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     verdict(&a, &outcome, &thresholds, target)
 }
 
-/// The rate, the duration and the counts are in range, and the method fits the workload:
-/// the duration and the method.
-fn check_numbers(a: &Args) -> anyhow::Result<(Option<Duration>, Method)> {
-    if !(a.rate.is_finite() && a.rate > 0.0) {
-        return Err(usage(format!(
-            "--rate must be a positive number of connections per second, not {}",
-            a.rate
-        )));
+/// Which of the two models a run takes: httperf's (`--rate`: connections started on a
+/// schedule, each making its calls) or wrk's (`-c`: connections kept busy for a window, with
+/// `-R` at a held request rate, as wrk2). Without `--rate`, wrk's, with its defaults.
+enum Model {
+    Httperf {
+        rate: f64,
+    },
+    Wrk {
+        conns: usize,
+        window: f64,
+        request_rate: Option<f64>,
+    },
+}
+
+impl Model {
+    fn of(a: &Args) -> Model {
+        match a.rate {
+            Some(rate) => Model::Httperf { rate },
+            None => Model::Wrk {
+                conns: a.connections.unwrap_or(10),
+                window: a.stop_after.unwrap_or(10.0),
+                request_rate: a.request_rate,
+            },
+        }
     }
+}
+
+/// The duration and the counts are in range, and the method fits the workload: the duration
+/// and the method.
+fn check_numbers(a: &Args) -> anyhow::Result<(Option<Duration>, Method)> {
     let duration = a.duration.map(|d| positive("--duration", d)).transpose()?;
     if a.num_conns == Some(0) {
         return Err(usage("--num-conns must be at least 1"));
@@ -407,6 +474,7 @@ fn workload(a: &Args, method: Method) -> anyhow::Result<(Choice, Option<u64>)> {
 /// The generator's configuration from the flags.
 fn load_config(
     a: &Args,
+    model: &Model,
     target: SocketAddr,
     num_conns: Option<u64>,
     duration: Option<Duration>,
@@ -418,7 +486,16 @@ fn load_config(
         } else {
             format!("{}:{}", a.server, a.port)
         },
-        rate: a.rate,
+        // wrk's connections start at once; with -R one request slot apart, so that their
+        // requests are spread evenly over each pace.
+        rate: match *model {
+            Model::Httperf { rate } => rate,
+            Model::Wrk {
+                request_rate: Some(r),
+                ..
+            } => r,
+            Model::Wrk { .. } => 1e6,
+        },
         poisson: a.poisson,
         num_conns,
         duration,
@@ -432,18 +509,45 @@ fn load_config(
         profile: a.profile,
         start_at: a.start_at,
         each_reply: a.latencies.is_some(),
-        stop_after: a.stop_after.map(Duration::from_secs_f64),
+        stop_after: match *model {
+            Model::Wrk { window, .. } => Some(Duration::from_secs_f64(window)),
+            Model::Httperf { .. } => a.stop_after.map(Duration::from_secs_f64),
+        },
+        endless: matches!(model, Model::Wrk { .. }),
+        pace: match *model {
+            Model::Wrk {
+                conns,
+                request_rate: Some(r),
+                ..
+            } => Some(Duration::from_secs_f64(conns as f64 / r)),
+            _ => None,
+        },
+        headers: a
+            .headers
+            .iter()
+            .flat_map(|h| [h.as_bytes(), b"\r\n"].concat())
+            .collect(),
     })
 }
 
-/// The progress line, redrawn in place on a terminal.
-fn progress_line(elapsed: Duration, live: &Live) -> String {
+/// The progress line, redrawn in place on a terminal: elapsed of the expected time and the
+/// time left, connections started of those to start, replies and errors.
+fn progress_line(
+    elapsed: Duration,
+    expected: Option<Duration>,
+    conns: Option<u64>,
+    live: &Live,
+) -> String {
     let secs = elapsed.as_secs_f64();
     let replies = live.replies.load(Relaxed);
+    let of = expected.map_or(String::new(), |e| {
+        let left = (e.as_secs_f64() - secs).max(0.0);
+        format!(" of {:.1} s (ETA {left:.0} s)", e.as_secs_f64())
+    });
     format!(
-        "\r{:6.1} s  started {:>9}  replies {:>9} ({:>8.0}/s)  errors {:>6}   ",
-        secs,
+        "\r{secs:6.1} s{of}  started {:>9}{}  replies {:>9} ({:>8.0}/s)  errors {:>6}   ",
         live.started.load(Relaxed),
+        conns.map_or(String::new(), |n| format!(" of {n}")),
         replies,
         replies as f64 / secs.max(1e-3),
         live.errors.load(Relaxed)

@@ -56,7 +56,7 @@ enum Command {
     /// Serve static files over HTTP/1.1 with a chosen event mechanism
     #[command(after_help = serve::EXAMPLES)]
     Serve(serve::Args),
-    /// Open-loop HTTP load generator (httperf-compatible flags)
+    /// HTTP load generator: httperf's open loop (--rate) or wrk's connections (-c, -R)
     #[command(after_help = loadgen::EXAMPLES)]
     Load(Box<loadgen::Args>),
     /// Merge several clients' `load --json` reports exactly (histograms, not percentiles)

@@ -77,6 +77,16 @@ pub struct LoadConfig {
     /// (wrk's `-d`, k6's duration). A fixed set of busy connections is so measured over a
     /// fixed window.
     pub stop_after: Option<Duration>,
+    /// wrk's model: every connection repeats its session's calls until the window
+    /// (`stop_after`) closes, and a connection that closes is replaced at once, so that
+    /// `num_conns` stay busy.
+    pub endless: bool,
+    /// wrk2's model (with `endless`): each connection's calls are due this far apart, from its
+    /// start, whatever the server does; a call sent late is measured from when it was due.
+    pub pace: Option<Duration>,
+    /// Header lines added to every request (`Name: value\r\n` each); a `Host` or
+    /// `User-Agent` among them replaces the generator's own.
+    pub headers: Vec<u8>,
 }
 
 impl LoadConfig {
@@ -102,6 +112,9 @@ impl LoadConfig {
             start_at: None,
             each_reply: false,
             stop_after: None,
+            endless: false,
+            pace: None,
+            headers: Vec::new(),
         }
     }
 }
@@ -152,6 +165,36 @@ pub struct Pools {
     pub table_grows: u64,
 }
 
+/// The configuration can make a run that ends by itself, or what is wrong with it.
+fn check_config(cfg: &LoadConfig) -> Result<(), LoadError> {
+    if !(cfg.rate > 0.0 && cfg.rate.is_finite()) {
+        return Err(LoadError::Config(format!(
+            "--rate must be a positive number of connections per second, not {}",
+            cfg.rate
+        )));
+    }
+    if cfg.endless && (cfg.stop_after.is_none() || cfg.num_conns.is_none()) {
+        return Err(LoadError::Config(
+            "endless sessions need a number of connections and a window (-c and -d)".into(),
+        ));
+    }
+    if cfg.pace.is_some() && (!cfg.endless || cfg.pipeline > 1) {
+        return Err(LoadError::Config(
+            "a paced rate (-R) is for endless sessions one call at a time (-c, no --pipeline)"
+                .into(),
+        ));
+    }
+    if cfg.num_conns.is_none() && cfg.duration.is_none() {
+        return Err(LoadError::Config(
+            "give --num-conns or --duration: every run must end by itself".into(),
+        ));
+    }
+    if let Some(at) = cfg.start_at {
+        check_start_at(at, unix_now())?;
+    }
+    Ok(())
+}
+
 /// Runs the load; returns the merged measurements.
 pub fn run(
     cfg: &LoadConfig,
@@ -169,20 +212,7 @@ pub fn run_pooled(
     stop: &AtomicBool,
     live: &Live,
 ) -> Result<(Stats, RunInfo, Pools), LoadError> {
-    if !(cfg.rate > 0.0 && cfg.rate.is_finite()) {
-        return Err(LoadError::Config(format!(
-            "--rate must be a positive number of connections per second, not {}",
-            cfg.rate
-        )));
-    }
-    if cfg.num_conns.is_none() && cfg.duration.is_none() {
-        return Err(LoadError::Config(
-            "give --num-conns or --duration: every run must end by itself".into(),
-        ));
-    }
-    if let Some(at) = cfg.start_at {
-        check_start_at(at, unix_now())?;
-    }
+    check_config(cfg)?;
     let threads = cfg.threads.max(1);
     if cfg.profile {
         sys::set_profiling(true);
@@ -250,6 +280,11 @@ pub fn run_pooled(
         pipeline: cfg.pipeline,
         source_addrs: cfg.source_addrs.len(),
         workload: None,
+        closed_loop: cfg.endless,
+        request_rate: cfg
+            .pace
+            .zip(cfg.num_conns)
+            .map(|(p, n)| n as f64 / p.as_secs_f64()),
     };
     let info = RunInfo {
         config,

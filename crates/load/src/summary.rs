@@ -72,8 +72,10 @@ pub struct Stats {
     /// The largest lateness of the starts scheduled in each sample interval (µs).
     pub lag_samples: Vec<u64>,
     pub max_concurrent: u64,
-    /// Microseconds.
+    /// Microseconds, from each call's due time (corrected for coordinated omission).
     pub latency: Histogram<u64>,
+    /// Microseconds, from when each call was sent (wrk's uncorrected latency).
+    pub latency_uncorrected: Histogram<u64>,
     pub conn_time: Histogram<u64>,
     pub connect_time: Histogram<u64>,
     pub response_time_sum_us: u64,
@@ -133,6 +135,7 @@ impl Default for Stats {
             lag_samples: Vec::new(),
             max_concurrent: 0,
             latency: hist(),
+            latency_uncorrected: hist(),
             conn_time: hist(),
             connect_time: hist(),
             response_time_sum_us: 0,
@@ -207,6 +210,7 @@ impl Stats {
         }
         self.max_concurrent += o.max_concurrent;
         let _ = self.latency.add(&o.latency);
+        let _ = self.latency_uncorrected.add(&o.latency_uncorrected);
         let _ = self.conn_time.add(&o.conn_time);
         let _ = self.connect_time.add(&o.connect_time);
         self.response_time_sum_us += o.response_time_sum_us;
@@ -363,6 +367,7 @@ fn figures(s: &Stats, info: &RunInfo) -> LoadReport {
         },
         replies: replies(s, info),
         latency_ms: Latency::from_histogram(&s.latency, 1000.0),
+        latency_uncorrected_ms: Some(Latency::from_histogram(&s.latency_uncorrected, 1000.0)),
         late_starts: LateStarts {
             count: s.late_starts,
             max_ms: ms(s.max_late_us as f64),
@@ -557,13 +562,28 @@ fn lead_lines(o: &mut String, s: &Stats, info: &RunInfo) {
     } else {
         let q = |p: f64| ms(s.latency.value_at_quantile(p) as f64);
         o.push_str(&format!(
-            "Summary latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}\n\n",
+            "Summary latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}\n",
             q(0.5),
             q(0.9),
             q(0.99),
             q(0.999),
             ms(s.latency.max() as f64)
         ));
+        if info.config.closed_loop {
+            // wrk's figure beside the corrected one: from each request's send, which a
+            // stalled server's queue does not reach.
+            let u = |p: f64| ms(s.latency_uncorrected.value_at_quantile(p) as f64);
+            o.push_str(&format!(
+                "Summary latency, uncorrected [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} \
+                 max {:.3} (from each request's send, as wrk measures)\n",
+                u(0.5),
+                u(0.9),
+                u(0.99),
+                u(0.999),
+                ms(s.latency_uncorrected.max() as f64)
+            ));
+        }
+        o.push('\n');
     }
 }
 
@@ -815,6 +835,8 @@ mod tests {
                 pipeline: 1,
                 source_addrs: 0,
                 workload: None,
+                closed_loop: false,
+                request_rate: None,
             },
             duration_s: 0.5,
             sample_interval_s: 1.0,

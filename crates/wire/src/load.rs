@@ -50,8 +50,14 @@ pub struct LoadReport {
     pub connections: Connections,
     pub requests: Requests,
     pub replies: Replies,
-    /// Each call's time from its scheduled start to the end of its reply.
+    /// Each call's time from its scheduled start to the end of its reply (corrected for
+    /// coordinated omission: a call sent late is measured from when it was due).
     pub latency_ms: Latency,
+    /// Each call's time from when it was sent to the end of its reply: wrk's latency, which a
+    /// stalled server's queue does not reach. (Absent in reports written before the field
+    /// existed, and in merged reports.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected_ms: Option<Latency>,
     pub late_starts: LateStarts,
     pub schedule: Schedule,
     pub cpu: Cpu,
@@ -119,6 +125,13 @@ pub struct RunConfig {
     /// absent when the generator ran as a library.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
+    /// wrk's model (`-c`): `num_conns` connections kept busy with endless sessions for the
+    /// window. (False, and absent, for httperf's.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed_loop: bool,
+    /// wrk2's model (`-R`): the requests per second held over those connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_rate: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

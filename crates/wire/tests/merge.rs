@@ -95,6 +95,8 @@ fn report(lat: &[u64], started_at: f64, duration_s: f64, k: u64) -> LoadReport {
             pipeline: 1,
             source_addrs: 64,
             workload: None,
+            closed_loop: false,
+            request_rate: None,
         },
         duration_s,
         connections: Connections {
@@ -137,6 +139,7 @@ fn report(lat: &[u64], started_at: f64, duration_s: f64, k: u64) -> LoadReport {
             },
         },
         latency_ms: Latency::from_histogram(&h, 1e3),
+        latency_uncorrected_ms: None,
         late_starts: LateStarts {
             count: k,
             max_ms: k as f64,

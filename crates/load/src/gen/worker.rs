@@ -17,6 +17,15 @@ use crate::reply::{Progress, ReplyReader};
 use crate::rng::Rng;
 use crate::summary::{ErrorTally, Stats, StatusClasses};
 use crate::workload::{Call, Method, Workload};
+/// Whether `headers` (lines of `Name: value\r\n`) has one named `name` (lower case).
+fn names_header(headers: &[u8], name: &str) -> bool {
+    headers.split(|&b| b == b'\n').any(|line| {
+        line.iter()
+            .position(|&b| b == b':')
+            .is_some_and(|i| line[..i].trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
+    })
+}
+
 /// Late by more than this counts as a late start.
 const LATE: Duration = Duration::from_millis(1);
 /// Connections started per loop iteration at most, so a thread that fell behind still serves
@@ -141,6 +150,11 @@ pub(super) struct Worker<'a> {
     active: u64,
     src_next: usize,
     scratch: Vec<u8>,
+    /// Connections of endless sessions closed and not yet replaced.
+    restarts: u64,
+    /// The configured headers name a `Host`, a `User-Agent`: the generator sends none of its own.
+    own_host: bool,
+    own_agent: bool,
 }
 
 impl<'a> Worker<'a> {
@@ -204,6 +218,9 @@ impl<'a> Worker<'a> {
             active: 0,
             src_next: tid,
             scratch: vec![0; 64 * 1024],
+            restarts: 0,
+            own_host: names_header(&cfg.headers, "host"),
+            own_agent: names_header(&cfg.headers, "user-agent"),
         })
     }
 
@@ -269,13 +286,20 @@ impl<'a> Worker<'a> {
                 });
                 n += 1;
             }
+            // Endless sessions' closed connections, replaced (while the window is open).
+            while self.restarts > 0 && n < MAX_STARTS_PER_ROUND {
+                self.restarts -= 1;
+                self.start_conn(now, now);
+                live.started.fetch_add(1, Relaxed);
+                n += 1;
+            }
             self.expire(now);
             if !self.starts_left() {
                 if self.active == 0 {
                     break;
                 }
                 let quiet = self.cfg.timeout + self.cfg.think_timeout;
-                if self.thinkers.is_empty() && now >= last_progress + quiet {
+                if !self.cfg.endless && self.thinkers.is_empty() && now >= last_progress + quiet {
                     for fd in 0..self.conns.len() {
                         if self.conns[fd].is_some() {
                             self.stats.errors.client_timo += 1;
@@ -542,17 +566,31 @@ impl<'a> Worker<'a> {
         let Some(Some(c)) = self.conns.get_mut(fd as usize) else {
             return;
         };
-        while c.next < c.calls.len() && c.inflight.len() < depth {
+        while c.inflight.len() < depth {
+            if c.next >= c.calls.len() {
+                // An endless session (wrk's model) starts its calls over.
+                if !self.cfg.endless || c.calls.is_empty() {
+                    break;
+                }
+                c.next = 0;
+            }
             if c.next > 0 && !c.calls[c.next].think.is_zero() && !c.inflight.is_empty() {
                 break; // a think time waits for the previous reply
             }
             let call = &c.calls[c.next];
             c.out.extend_from_slice(call.method.token());
             c.out.extend_from_slice(call.uri.as_bytes());
-            c.out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-            c.out.extend_from_slice(host.as_bytes());
-            c.out
-                .extend_from_slice(b"\r\nUser-Agent: evlab-load\r\n\r\n");
+            c.out.extend_from_slice(b" HTTP/1.1\r\n");
+            if !self.own_host {
+                c.out.extend_from_slice(b"Host: ");
+                c.out.extend_from_slice(host.as_bytes());
+                c.out.extend_from_slice(b"\r\n");
+            }
+            if !self.own_agent {
+                c.out.extend_from_slice(b"User-Agent: evlab-load\r\n");
+            }
+            c.out.extend_from_slice(&self.cfg.headers);
+            c.out.extend_from_slice(b"\r\n");
             let due = if c.inflight.is_empty() { c.due } else { now };
             let head = call.method == Method::Head;
             c.inflight.push_back(Sent {
@@ -728,6 +766,8 @@ impl<'a> Worker<'a> {
         if let Some(Sent { due, sent, .. }) = c.inflight.pop_front() {
             let lat = now.saturating_duration_since(due).as_micros() as u64;
             let _ = self.stats.latency.record(lat.max(1));
+            let on_wire = now.saturating_duration_since(sent).as_micros() as u64;
+            let _ = self.stats.latency_uncorrected.record(on_wire.max(1));
             if self.cfg.each_reply {
                 self.stats.each.push(crate::summary::EachReply {
                     due_us: due.saturating_duration_since(self.t0).as_micros() as u64,
@@ -741,18 +781,35 @@ impl<'a> Worker<'a> {
             self.stats.transfer_time_sum_us += now.saturating_duration_since(fb).as_micros() as u64;
         }
         c.first_byte = None;
-        let finished = c.next >= c.calls.len() && c.inflight.is_empty();
+        let finished = !self.cfg.endless && c.next >= c.calls.len() && c.inflight.is_empty();
         if finished || reply.close {
-            // Done, or the server will close: no further calls on this connection.
-            let ok = finished;
+            // Done, or the server will close: no further calls on this connection. In wrk's
+            // model a server that closes once it has answered all it was asked ends the
+            // connection cleanly (it is replaced), as one that answers HTTP/1.0 does.
+            let ok = finished || (self.cfg.endless && c.inflight.is_empty());
             if !ok {
                 self.stats.errors.connreset += 1;
             }
             self.close(fd, ok);
             return;
         }
-        if c.inflight.is_empty() && c.next < c.calls.len() {
-            let think = c.calls[c.next].think;
+        if let (Some(pace), true) = (self.cfg.pace, c.inflight.is_empty()) {
+            // wrk2's model: the next call is due a pace after the last one was, whenever that
+            // one was sent and answered; not yet due, the connection waits for it.
+            c.due += pace;
+            if c.due > now {
+                c.stage = Stage::Thinking;
+                self.next_gen += 1;
+                c.gen = self.next_gen;
+                self.thinkers
+                    .push(std::cmp::Reverse((c.due, fd, self.next_gen)));
+                self.unlink(fd);
+                return;
+            }
+        } else if c.inflight.is_empty() && (c.next < c.calls.len() || self.cfg.endless) {
+            // The next call: an endless session's first again once it has made its last.
+            let upcoming = if c.next < c.calls.len() { c.next } else { 0 };
+            let think = c.calls.get(upcoming).map_or(Duration::ZERO, |x| x.think);
             if !think.is_zero() {
                 c.stage = Stage::Thinking;
                 c.due = now + think;
@@ -783,6 +840,10 @@ impl<'a> Worker<'a> {
         // set, one syscall fewer per connection.
         let _ = sys::close(fd);
         self.active -= 1;
+        if self.cfg.endless {
+            // wrk's model keeps its connections: a closed one is replaced at once.
+            self.restarts += 1;
+        }
         if success {
             self.stats.completed += 1;
             self.stats.replies_per_conn_sum += c.replies;

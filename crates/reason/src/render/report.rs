@@ -337,12 +337,21 @@ fn overview(s: &Summary) -> Vec<Block> {
         )));
     }
     if s.experiment.placebo {
-        d.push(Block::P(
-            "**A placebo run** (`--placebo`): every evlab series ran one mechanism under its own \
+        // Placebos recorded before flags and budgets were made equal too: equal all the same
+        // where no series had flags or a budget of its own.
+        let own =
+            |x: &crate::model::spec::SeriesSpec| x.cpu_budget.is_some() || !x.flags.is_empty();
+        let equal = if s.experiment.placebo_flags.is_some() || !s.experiment.series.iter().any(own)
+        {
+            "one mechanism, one set of flags and one CPU budget"
+        } else {
+            "one mechanism"
+        };
+        d.push(Block::P(format!(
+            "**A placebo run** (`--placebo`): every evlab series ran {equal} under its own \
              label, and no idle connections were held whatever the idle count says, so its \
              findings test the rules, not the mechanisms."
-                .into(),
-        ));
+        )));
     }
     d
 }

@@ -15,6 +15,8 @@ fn replies(p: &PointResult) -> Option<f64> {
 pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     let mut out = Vec::new();
     for x in &s.series {
+        // The condition the label names (a placebo ran another under it).
+        let x = &s.experiment.labelled(x);
         let id = match x.mechanism.as_str() {
             "poll" => "deadconn-poll-drops",
             m if m.starts_with("epoll") => "deadconn-epoll-flat",

@@ -5,6 +5,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod args;
+mod capacity;
 mod compare;
 mod docs;
 mod fileset;
@@ -59,6 +60,9 @@ enum Command {
     /// HTTP load generator: httperf's open loop (--rate) or wrk's connections (-c, -R)
     #[command(after_help = loadgen::EXAMPLES)]
     Load(Box<loadgen::Args>),
+    /// The highest request rate a server sustains under a latency objective (bisection, trials)
+    #[command(after_help = capacity::EXAMPLES)]
+    Capacity(capacity::Args),
     /// Merge several clients' `load --json` reports exactly (histograms, not percentiles)
     #[command(after_help = loadmerge::EXAMPLES)]
     LoadMerge(loadmerge::Args),
@@ -129,6 +133,7 @@ fn main() {
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
         Command::Load(a) => loadgen::run(*a),
+        Command::Capacity(a) => capacity::run(a),
         Command::LoadMerge(a) => loadmerge::run(a),
         Command::Idle(a) => idle::run(a),
         Command::Proxy(a) => proxy::run(a),

@@ -18,12 +18,15 @@ A hosts file names OpenSSH destinations and their roles (docs/hosts.md):
   name = \"s\"
   destination = \"alice@server.lan\"
   role = \"server\"
+An Ansible-style INI inventory with groups [server], [client] and [origin] (ansible_host,
+ansible_user, ansible_port, ansible_ssh_common_args='-F FILE') is read as the same.
 
 Exit status: 0 when every host answered and has this evlab, 1 otherwise.";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The hosts file (TOML: [[host]] name, destination, role, workdir)
+    /// The hosts file (TOML: [[host]] name, destination, role, workdir), or an Ansible-style
+    /// INI inventory (groups server, client, origin)
     pub file: PathBuf,
     /// Do not copy this evlab to a host whose binary differs: report it as an error
     #[arg(long)]

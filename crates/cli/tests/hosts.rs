@@ -55,6 +55,43 @@ fn hosts_get_this_evlab_by_sha256_and_their_clocks_are_read() {
     let v = json_lines(&evlab(&["hosts", f, "--json"]));
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(v.iter().all(|h| !h.copied), "{v:?}");
+    // The same hosts as an Ansible-style INI inventory (with ssh's port given), checked alike.
+    let parsed = evlab_lab::model::hosts::Hosts::load(&file).unwrap();
+    let mut ini = String::new();
+    for (group, role) in [
+        ("server", evlab_lab::model::hosts::Role::Server),
+        ("client", evlab_lab::model::hosts::Role::Client),
+    ] {
+        ini.push_str(&format!("[{group}]\n"));
+        for h in parsed.hosts.iter().filter(|h| h.role == role) {
+            ini.push_str(&format!(
+                "{} ansible_host={} ansible_port=22 evlab_workdir={}{}\n",
+                h.name,
+                h.destination,
+                h.workdir(),
+                h.address
+                    .as_ref()
+                    .map_or(String::new(), |a| format!(" evlab_address={a}"))
+            ));
+        }
+    }
+    if let Some(c) = &parsed.ssh_config {
+        ini.push_str(&format!("[all:vars]\nansible_ssh_common_args='-F {c}'\n"));
+    }
+    let inventory = hosts.dir.join("inventory.ini");
+    std::fs::write(&inventory, &ini).unwrap();
+    let o = evlab(&["hosts", inventory.to_str().unwrap(), "--json"]);
+    assert!(
+        o.status.success(),
+        "{ini}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json_lines(&o);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(
+        v.iter().all(|h| !h.copied),
+        "the same hosts, the same evlab: {v:?}"
+    );
     // Another build on h1: found by its sha256, refused with --no-copy, replaced without.
     let other = hosts.dir.join("h1/work/evlab");
     std::fs::write(&other, b"#!/bin/sh\necho evlab 0.0.0-other\n").unwrap();

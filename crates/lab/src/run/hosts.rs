@@ -29,7 +29,7 @@ pub struct Ssh {
     config: Option<String>,
     /// Control sockets: short (a socket path is at most 107 bytes), private, removed on drop.
     control: PathBuf,
-    opened: Mutex<Vec<String>>,
+    opened: Mutex<Vec<(String, Option<u16>)>>,
 }
 
 fn now_s() -> f64 {
@@ -66,13 +66,17 @@ impl Ssh {
     fn argv(&self, host: &Host) -> Vec<String> {
         {
             let mut o = self.opened.lock().unwrap_or_else(|e| e.into_inner());
-            if !o.contains(&host.destination) {
-                o.push(host.destination.clone());
+            let key = (host.destination.clone(), host.port);
+            if !o.contains(&key) {
+                o.push(key);
             }
         }
         let mut c = vec!["ssh".to_string()];
         if let Some(f) = &self.config {
             c.extend(["-F".to_string(), f.clone()]);
+        }
+        if let Some(p) = host.port {
+            c.extend(["-p".to_string(), p.to_string()]);
         }
         c.extend(
             [
@@ -451,10 +455,13 @@ impl Drop for Ssh {
     fn drop(&mut self) {
         // Close every master connection, then the sockets' directory.
         let opened = std::mem::take(self.opened.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for dest in opened {
+        for (dest, port) in opened {
             let mut c = Command::new("ssh");
             if let Some(f) = &self.config {
                 c.args(["-F", f]);
+            }
+            if let Some(p) = port {
+                c.args(["-p", &p.to_string()]);
             }
             let _ = c
                 .args([

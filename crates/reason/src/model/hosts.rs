@@ -12,7 +12,10 @@
 //! role = "server"             # server, client or origin
 //! workdir = "/tmp/w"          # optional: where evlab keeps its binary there (~/.cache/evlab)
 //! address = "10.213.100.10"   # optional: the address the other hosts reach it at
+//! port = 2222                 # optional: ssh -p
 //! ```
+//!
+//! An Ansible-style INI inventory is read as the same (`model::inventory`).
 
 use std::path::Path;
 
@@ -39,6 +42,9 @@ pub struct Host {
     pub workdir: Option<String>,
     #[serde(default)]
     pub address: Option<String>,
+    /// The ssh port (`ssh -p`), where not the destination's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 impl Host {
@@ -68,7 +74,31 @@ fn plain(s: &str) -> bool {
 impl Hosts {
     pub fn parse(text: &str, origin: &str) -> Result<Hosts, LabError> {
         let bad = |msg: String| LabError::Io(format!("{origin}: {msg}"));
-        let h: Hosts = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+        let h: Hosts = if crate::model::inventory::looks_like_inventory(text) {
+            let inv = crate::model::inventory::parse(text, origin)?;
+            let role = |g: &str| match g {
+                "server" => Role::Server,
+                "origin" => Role::Origin,
+                _ => Role::Client,
+            };
+            Hosts {
+                ssh_config: inv.ssh_config,
+                hosts: inv
+                    .hosts
+                    .into_iter()
+                    .map(|e| Host {
+                        role: role(e.group),
+                        name: e.name,
+                        destination: e.destination,
+                        workdir: e.workdir,
+                        address: e.address,
+                        port: e.port,
+                    })
+                    .collect(),
+            }
+        } else {
+            toml::from_str(text).map_err(|e| bad(e.message().to_string()))?
+        };
         if h.hosts.is_empty() {
             return Err(bad("no [[host]]: name at least a server".into()));
         }

@@ -3,6 +3,7 @@
 
 pub mod calibration;
 pub mod hosts;
+pub mod inventory;
 pub mod knee;
 pub mod load;
 pub mod machine;

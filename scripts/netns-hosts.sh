@@ -2,8 +2,12 @@
 # Test hosts on one machine: N network namespaces on a bridge of their own, each running its own
 # sshd with throw-away keys, for `evlab hosts` and `evlab run --hosts` (docs/hosts.md).
 #
-#   scripts/netns-hosts.sh up N [DIR]   make hosts h0 … h(N-1); the last line printed is the
-#                                       path of the hosts file (h0 the server, the rest clients)
+#   scripts/netns-hosts.sh up N [--roles LIST] [DIR]
+#                                       make hosts h0 … h(N-1); the last line printed is the
+#                                       path of the hosts file (h0 the server, the rest clients;
+#                                       or LIST's roles in order, e.g. server,origin,client,client);
+#                                       beside it, inventory.ini names the same hosts as an
+#                                       Ansible-style inventory
 #   scripts/netns-hosts.sh down [DIR]   remove everything `up` made (namespaces, bridge, sshd
 #                                       processes, DIR), and check it is gone
 #
@@ -47,9 +51,22 @@ down() {
 }
 
 up() {
-  local n=$1 dir=$2
+  local n=$1 roles=$2 dir=$3
   need_root
   [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 32 ] || die "N must be 1 to 32, not '$n'"
+  local -a role_of
+  if [ -n "$roles" ]; then
+    IFS=, read -r -a role_of <<< "$roles"
+    [ "${#role_of[@]}" -eq "$n" ] || die "--roles names ${#role_of[@]} role(s) for $n host(s)"
+    local r servers=0
+    for r in "${role_of[@]}"; do
+      case "$r" in server) servers=$((servers + 1)) ;; client|origin) ;; *) die "--roles: '$r' is not server, client or origin" ;; esac
+    done
+    [ "$servers" -eq 1 ] || die "--roles names $servers servers: name exactly one"
+  else
+    role_of=(server)
+    for ((i = 1; i < n; i++)); do role_of+=(client); done
+  fi
   command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || die "no sshd: install openssh-server"
   local sshd; sshd=$(command -v sshd || echo /usr/sbin/sshd)
   if ip link show "$bridge" >/dev/null 2>&1 || [ -e "$dir" ]; then
@@ -147,8 +164,7 @@ EOF
       echo "Host h$i"
       echo "  HostName $addr"
     } >> "$dir/ssh_config"
-    local role=client
-    [ "$i" -eq 0 ] && role=server
+    local role=${role_of[$i]}
     {
       echo ""
       echo "[[host]]"
@@ -171,11 +187,32 @@ $(tail -n 5 "$dir/h$i/sshd.log" 2>/dev/null)"
       sleep 0.1
     done
   done
+  # The same hosts as an Ansible-style inventory (docs/hosts.md).
+  {
+    local g
+    for g in server client origin; do
+      echo "[$g]"
+      for ((i = 0; i < n; i++)); do
+        [ "${role_of[$i]}" = "$g" ] || continue
+        echo "h$i ansible_host=h$i evlab_workdir=$dir/h$i/work evlab_address=$(awk -v h="h$i" '$1 == "Host" && $2 == h {getline; print $2}' "$dir/ssh_config")"
+      done
+    done
+    echo "[all:vars]"
+    echo "ansible_ssh_common_args='-F $dir/ssh_config'"
+  } > "$dir/inventory.ini"
   echo "$dir/hosts.toml"
 }
 
 case "$cmd" in
-  up) up "${2:-}" "${3:-/tmp/evlab-netns}" ;;
+  up)
+    n=${2:-}
+    roles=""
+    if [ "${3:-}" = "--roles" ]; then
+      roles=${4:-}
+      [ -n "$roles" ] || die "--roles needs a list, e.g. server,client"
+      set -- "$1" "$2" "${5:-}"
+    fi
+    up "$n" "$roles" "${3:-/tmp/evlab-netns}" ;;
   down) down "${2:-/tmp/evlab-netns}" ;;
-  *) echo "usage: $0 up N [DIR] | down [DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 up N [--roles LIST] [DIR] | down [DIR]" >&2; exit 2 ;;
 esac

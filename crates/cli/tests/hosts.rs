@@ -92,6 +92,10 @@ fn hosts_get_this_evlab_by_sha256_and_their_clocks_are_read() {
         v.iter().all(|h| !h.copied),
         "the same hosts, the same evlab: {v:?}"
     );
+    // And the inventory scripts/netns-hosts.sh wrote beside its hosts file.
+    let theirs = file.with_file_name("inventory.ini");
+    let v = json_lines(&evlab(&["hosts", theirs.to_str().unwrap(), "--json"]));
+    assert_eq!(v.len(), 2, "{v:?}");
     // Another build on h1: found by its sha256, refused with --no-copy, replaced without.
     let other = hosts.dir.join("h1/work/evlab");
     std::fs::write(&other, b"#!/bin/sh\necho evlab 0.0.0-other\n").unwrap();

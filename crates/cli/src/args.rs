@@ -134,6 +134,23 @@ pub fn rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A share from 0 to 1: a fraction (0.01) or a percentage (1%), as `--max-error-rate`,
+/// `--threshold` and `capacity --success` take it.
+pub fn share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a share of connections or requests: give a fraction from 0 to 1 \
+             (0.01) or a percentage from 0% to 100% (1%)"
+        )),
+    }
+}
+
 /// A count of at least one (workers, connections).
 pub fn count(s: &str) -> Result<usize, String> {
     match s.trim().replace('_', "").parse::<usize>() {

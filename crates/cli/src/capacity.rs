@@ -14,7 +14,7 @@ use anyhow::Context;
 use evlab_lab::analysis::stats::Arm;
 use evlab_lab::model::knee::{self, Knee, KneeSpec, KneeStep, FAR_WIDENING};
 use evlab_load::gen::{self, Live, LoadConfig};
-use evlab_load::summary::Stats;
+use evlab_load::summary::{self, Stats};
 use evlab_load::workload::{Fixed, Workload};
 use serde_json::json;
 
@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, value_name = "pN=DURATION", default_value = "p99=10ms", value_parser = slo)]
     pub slo: Slo,
     /// The share of a step's requests that must be answered 2xx or 3xx (99.9% or 0.999)
-    #[arg(long, value_name = "SHARE", default_value = "99.9%", value_parser = share)]
+    #[arg(long, value_name = "SHARE", default_value = "99.9%", value_parser = crate::args::share)]
     pub success: f64,
     /// Searches, each from the same start; the answer is their mean with its 90% interval
     #[arg(long, default_value = "3", value_parser = crate::args::count)]
@@ -91,18 +91,6 @@ fn slo(s: &str) -> Result<Slo, String> {
         return Err(format!("'{s}': the bound must be more than zero"));
     }
     Ok(Slo { percentile, ms })
-}
-
-fn share(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a share: give 0.999 or 99.9%")),
-    }
 }
 
 /// One step as the answer shows it.
@@ -234,7 +222,7 @@ fn search(
     let spec = spec.clone();
     // Flat out first: what the server and this client do together bounds the search.
     let (st, d, _) = step_load(None)?;
-    let flat = ok_replies(&st) as f64 / d.max(1e-9);
+    let flat = st.ok_replies() as f64 / d.max(1e-9);
     if flat <= 0.0 {
         anyhow::bail!(
             "trial {trial}: no request was answered 2xx/3xx at all ({} errors): is the URL right?",
@@ -265,14 +253,16 @@ fn search(
                 (t, t + knee::SAMPLE_S, n)
             })
             .collect();
-        let latency_ms = percentile_ms(&st, a.slo.percentile);
+        // No reply: no latency, and no step kept.
+        let latency_ms =
+            summary::percentile_ms(&st.latency, a.slo.percentile).unwrap_or(f64::INFINITY);
         // Of the requests that ended (answered, or lost with their connection): those still in
         // flight when the step's window closed are neither.
-        let success = ok_replies(&st) as f64 / (st.replies + st.errors.total()).max(1) as f64;
+        let success = st.ok_replies() as f64 / (st.replies + st.errors.total()).max(1) as f64;
         let mut step = KneeStep {
             offered: rate,
             connections: st.requests,
-            replies: ok_replies(&st),
+            replies: st.ok_replies(),
             settled_rate: knee::settled_rate(&samples, spec.settle_s, d.min(a.step)),
             p99_ms: latency_ms,
             client_cpu_busy: Some(busy),
@@ -376,21 +366,4 @@ fn answer_line(arm: Option<&Arm>, closed: usize, trials: usize, objective: &str)
         ),
         None => format!("no capacity: no search kept any rate under {objective}"),
     }
-}
-
-fn ok_replies(s: &Stats) -> u64 {
-    s.status[2] + s.status[3]
-}
-
-/// The run's latency at `p` (100: the largest), ms; infinite with no reply.
-fn percentile_ms(s: &Stats, p: f64) -> f64 {
-    if s.latency.is_empty() {
-        return f64::INFINITY;
-    }
-    let us = if p >= 100.0 {
-        s.latency.max()
-    } else {
-        s.latency.value_at_quantile(p / 100.0)
-    };
-    us as f64 / 1e3
 }

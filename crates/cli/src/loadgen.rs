@@ -152,7 +152,7 @@ pub struct Args {
     pub quiet: bool,
     /// The same as `--threshold 'errors<=SHARE'`: at most this share of the connections
     /// started may end in an error (a fraction such as 0.01 or a percentage such as 1%)
-    #[arg(long, value_name = "SHARE", value_parser = parse_share)]
+    #[arg(long, value_name = "SHARE", value_parser = crate::args::share)]
     pub max_error_rate: Option<f64>,
     /// A pass/fail criterion on the whole run, as k6 has (repeatable): `p99<20ms` (any
     /// percentile pN, or max; plain numbers are ms), `errors<0.1%` (connections ended in an
@@ -234,22 +234,6 @@ fn header_line(s: &str) -> Result<String, String> {
         return Err(bad("the value has a line break"));
     }
     Ok(format!("{name}: {}", value.trim()))
-}
-
-/// A share in [0, 1]: a fraction (0.05) or a percentage (5%).
-fn parse_share(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a share of connections: give a fraction from 0 to 1 (0.01) or a \
-             percentage from 0% to 100% (1%)"
-        )),
-    }
 }
 
 fn positive(name: &str, v: f64) -> anyhow::Result<Duration> {

@@ -4,8 +4,7 @@
 //! an error (refused, reset, timed out), and at most 1% of its replies may have a status other
 //! than 2xx or 3xx. A run past any threshold exits [`EXIT_CROSSED`], saying which.
 
-use evlab_load::summary::Stats;
-use evlab_wire::StatusClasses;
+use evlab_load::summary::{self, Stats};
 
 /// The exit status of a run past a threshold (k6's).
 pub const EXIT_CROSSED: i32 = 99;
@@ -78,8 +77,9 @@ impl std::str::FromStr for Threshold {
         let value = match metric {
             Metric::Latency(_) => crate::args::millis(value)
                 .map_err(|e| format!("'{s}': {e} (a latency: 20ms, 1.5s; plain: ms)"))?,
-            Metric::Errors | Metric::Failed | Metric::Rate => share(value)
-                .ok_or_else(|| format!("'{s}': '{value}' is not a share: give 0.001 or 0.1%"))?,
+            Metric::Errors | Metric::Failed | Metric::Rate => {
+                crate::args::share(value).map_err(|e| format!("'{s}': {e}"))?
+            }
             Metric::Rps => value
                 .parse::<f64>()
                 .ok()
@@ -93,15 +93,6 @@ impl std::str::FromStr for Threshold {
             text: t.to_string(),
         })
     }
-}
-
-/// A share from 0 to 1, as a fraction (0.001) or a percentage (0.1%).
-fn share(v: &str) -> Option<f64> {
-    let x = match v.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().ok()? / 100.0,
-        None => v.parse::<f64>().ok()?,
-    };
-    (0.0..=1.0).contains(&x).then_some(x)
 }
 
 /// The thresholds of a run: those given (`none` drops the defaults), `--max-error-rate` as
@@ -136,17 +127,10 @@ impl Threshold {
     /// What the run measured of this metric, in the threshold's unit; None when it cannot say
     /// (no reply, hence no latency; nothing started).
     pub fn measured(&self, s: &Stats, duration_s: f64) -> Option<f64> {
-        let ok = s.status[StatusClasses::slot(200)] + s.status[StatusClasses::slot(300)];
+        let ok = s.ok_replies();
         let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
         match self.metric {
-            Metric::Latency(p) => (s.replies > 0).then(|| {
-                let us = if p >= 100.0 {
-                    s.latency.max()
-                } else {
-                    s.latency.value_at_quantile(p / 100.0)
-                };
-                us as f64 / 1e3
-            }),
+            Metric::Latency(p) => summary::percentile_ms(&s.latency, p),
             Metric::Errors => ratio(s.errors.total(), s.initiated),
             Metric::Failed => ratio(s.replies - ok.min(s.replies), s.replies),
             Metric::Rate => ratio(ok, s.requests),

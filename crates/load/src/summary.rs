@@ -148,6 +148,11 @@ impl Default for Stats {
 }
 
 impl Stats {
+    /// Replies with a 2xx or 3xx status.
+    pub fn ok_replies(&self) -> u64 {
+        self.status[StatusClasses::slot(200)] + self.status[StatusClasses::slot(300)]
+    }
+
     pub fn sample(&mut self, index: usize) {
         if self.samples.len() <= index {
             self.samples.resize(index + 1, 0);
@@ -535,11 +540,22 @@ pub fn to_text_with(s: &Stats, info: &RunInfo, opts: TextOptions) -> String {
     o
 }
 
+/// The latency at percentile `p` (100: the largest) of `h`, in ms; None when it holds nothing.
+pub fn percentile_ms(h: &Histogram<u64>, p: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| {
+        ms(if p >= 100.0 {
+            h.max()
+        } else {
+            h.value_at_quantile(p / 100.0)
+        } as f64)
+    })
+}
+
 /// The lines a wrk2 or oha user reads first: replies per second, the success rate, the
 /// connections in error, and the latency percentiles.
 fn lead_lines(o: &mut String, s: &Stats, info: &RunInfo) {
     let d = info.duration_s.max(1e-9);
-    let ok = s.status[2] + s.status[3];
+    let ok = s.ok_replies();
     let pct = |a: u64, b: u64| {
         if b > 0 {
             format!("{:.2}%", 100.0 * a as f64 / b as f64)
@@ -559,32 +575,29 @@ fn lead_lines(o: &mut String, s: &Stats, info: &RunInfo) {
     ));
     if s.latency.is_empty() {
         o.push_str("Summary latency: no replies\n\n");
-    } else {
-        let q = |p: f64| ms(s.latency.value_at_quantile(p) as f64);
-        o.push_str(&format!(
-            "Summary latency [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}\n",
-            q(0.5),
-            q(0.9),
-            q(0.99),
-            q(0.999),
-            ms(s.latency.max() as f64)
-        ));
-        if info.config.closed_loop {
-            // wrk's figure beside the corrected one: from each request's send, which a
-            // stalled server's queue does not reach.
-            let u = |p: f64| ms(s.latency_uncorrected.value_at_quantile(p) as f64);
-            o.push_str(&format!(
-                "Summary latency, uncorrected [ms]: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} \
-                 max {:.3} (from each request's send, as wrk measures)\n",
-                u(0.5),
-                u(0.9),
-                u(0.99),
-                u(0.999),
-                ms(s.latency_uncorrected.max() as f64)
-            ));
-        }
-        o.push('\n');
+        return;
     }
+    let line = |h: &Histogram<u64>| {
+        let q = |p: f64| percentile_ms(h, p).unwrap_or(0.0);
+        format!(
+            "p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}",
+            q(50.0),
+            q(90.0),
+            q(99.0),
+            q(99.9),
+            q(100.0)
+        )
+    };
+    o.push_str(&format!("Summary latency [ms]: {}\n", line(&s.latency)));
+    if info.config.closed_loop {
+        // wrk's figure beside the corrected one: from each request's send, which a stalled
+        // server's queue does not reach.
+        o.push_str(&format!(
+            "Summary latency, uncorrected [ms]: {} (from each request's send, as wrk measures)\n",
+            line(&s.latency_uncorrected)
+        ));
+    }
+    o.push('\n');
 }
 
 /// The latency distribution at wrk's percentiles, from the histogram.
@@ -594,12 +607,8 @@ fn distribution_lines(o: &mut String, s: &Stats) {
     }
     o.push_str("Latency distribution [ms] (from each call's scheduled start):\n");
     for p in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0] {
-        let v = if p >= 100.0 {
-            s.latency.max()
-        } else {
-            s.latency.value_at_quantile(p / 100.0)
-        };
-        o.push_str(&format!("  {p:>6}%  {:.3}\n", ms(v as f64)));
+        let v = percentile_ms(&s.latency, p).unwrap_or(0.0);
+        o.push_str(&format!("  {p:>6}%  {v:.3}\n"));
     }
     o.push('\n');
 }

@@ -793,34 +793,31 @@ impl<'a> Worker<'a> {
             self.close(fd, ok);
             return;
         }
-        if let (Some(pace), true) = (self.cfg.pace, c.inflight.is_empty()) {
-            // wrk2's model: the next call is due a pace after the last one was, whenever that
-            // one was sent and answered; not yet due, the connection waits for it.
-            c.due += pace;
-            if c.due > now {
-                c.stage = Stage::Thinking;
-                self.next_gen += 1;
-                c.gen = self.next_gen;
-                self.thinkers
-                    .push(std::cmp::Reverse((c.due, fd, self.next_gen)));
-                self.unlink(fd);
-                return;
+        // When the next call is due: wrk2's model paces it from the last one's due time,
+        // whenever that one was sent and answered; a session's think time waits from now.
+        if c.inflight.is_empty() {
+            let next = match self.cfg.pace {
+                Some(pace) => Some(c.due + pace),
+                None if c.next < c.calls.len() || self.cfg.endless => {
+                    // An endless session's first call again once it has made its last.
+                    let upcoming = if c.next < c.calls.len() { c.next } else { 0 };
+                    let think = c.calls.get(upcoming).map_or(Duration::ZERO, |x| x.think);
+                    Some(now + think)
+                }
+                None => None,
+            };
+            if let Some(due) = next {
+                c.due = due;
+                if due > now {
+                    c.stage = Stage::Thinking;
+                    self.next_gen += 1;
+                    c.gen = self.next_gen;
+                    self.thinkers
+                        .push(std::cmp::Reverse((due, fd, self.next_gen)));
+                    self.unlink(fd); // no deadline while thinking
+                    return;
+                }
             }
-        } else if c.inflight.is_empty() && (c.next < c.calls.len() || self.cfg.endless) {
-            // The next call: an endless session's first again once it has made its last.
-            let upcoming = if c.next < c.calls.len() { c.next } else { 0 };
-            let think = c.calls.get(upcoming).map_or(Duration::ZERO, |x| x.think);
-            if !think.is_zero() {
-                c.stage = Stage::Thinking;
-                c.due = now + think;
-                self.next_gen += 1;
-                c.gen = self.next_gen;
-                self.thinkers
-                    .push(std::cmp::Reverse((now + think, fd, self.next_gen)));
-                self.unlink(fd); // no deadline while thinking
-                return;
-            }
-            c.due = now;
         }
         // Every reply re-arms the deadline: `timeout` bounds the wait for each reply (httperf's
         // --timeout), also while others are still in flight behind it.

@@ -173,11 +173,16 @@ pub struct RunArgs {
     pub resume: Option<PathBuf>,
     /// Run the server and the load on these hosts over OpenSSH (a hosts file; docs/hosts.md):
     /// the server on the `server` host, idle holders on the first client, the load split over
-    /// every client host, a proxy's origin on the `origin` host. evlab servers and proxies at fixed
-    /// rates (one-byte, SPECweb99 or Polymix; a budget as a share of one CPU); peers, URI lists,
-    /// "auto" rates or budgets, `[knee]` and micro-benchmarks are refused
+    /// every client host, a proxy's origin on the `origin` host; calibration and capacity
+    /// searches with their steps split the same way; peers on the server host; a URI list
+    /// copied to the clients; a micro-benchmark on the server host (or --on HOST). FILE may also
+    /// be an Ansible-style INI inventory
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub hosts: Option<PathBuf>,
+    /// With --hosts and a micro-benchmark experiment (pipetest, herd, fdalloc, malloc,
+    /// readahead): the host it runs on, by its name in the hosts file; default: the server host
+    #[arg(long, value_name = "HOST", requires = "hosts")]
+    pub on: Option<String>,
     /// Print the plan and exit, measuring nothing: every point and capacity search in the
     /// order the run makes them, with the argv of each process it starts (what only the run
     /// can know, such as ports, is a placeholder)
@@ -260,13 +265,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         spec.order_seed = Some(seed);
     }
     let hosts = match &a.hosts {
-        Some(f) => {
-            let h = evlab_lab::model::hosts::Hosts::load(f)?;
-            if let Some(why) = evlab_lab::model::hosts::refusal(&spec) {
-                anyhow::bail!("{why}");
-            }
-            Some(h)
-        }
+        Some(f) => Some(evlab_lab::model::hosts::Hosts::load(f)?),
         None => {
             if let Some(why) = evlab_lab::model::hosts::needs_hosts(&spec) {
                 anyhow::bail!("{why}");
@@ -301,6 +300,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         cgroup: a.cgroup,
         resume: None,
         hosts,
+        on: a.on,
     })?)
 }
 
@@ -330,6 +330,7 @@ fn print_plan(a: &RunArgs, spec: Spec, spec_path: String, spec_text: String) -> 
         cgroup: a.cgroup.clone(),
         resume: None,
         hosts: None,
+        on: None,
     };
     let plan = evlab_lab::run::dryrun::dry_run(opts)?;
     if a.json {
@@ -385,6 +386,7 @@ fn resume(a: &RunArgs, dir: &std::path::Path) -> anyhow::Result<()> {
         cgroup: a.cgroup.clone(),
         resume: Some(earlier),
         hosts: None,
+        on: None,
     })?)
 }
 

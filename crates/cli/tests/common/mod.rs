@@ -154,6 +154,17 @@ impl NetnsHosts {
 
     /// `n` hosts under the names' prefix `tag` (1-6 lower-case letters or digits).
     pub fn up_tagged(tag: &str, n: usize) -> (NetnsHosts, PathBuf) {
+        Self::up_with(tag, n, None)
+    }
+
+    /// Hosts with these roles in order (`server`, `origin`, `client`), named by `letter` and
+    /// this process.
+    pub fn up_roles(letter: char, roles: &[&str]) -> (NetnsHosts, PathBuf) {
+        let tag = format!("{letter}{}", std::process::id() % 100_000);
+        Self::up_with(&tag, roles.len(), Some(&roles.join(",")))
+    }
+
+    fn up_with(tag: &str, n: usize, roles: Option<&str>) -> (NetnsHosts, PathBuf) {
         let tag = tag.to_string();
         let dir = std::env::temp_dir().join(format!("evlab-netns-{tag}"));
         let h = NetnsHosts {
@@ -161,8 +172,13 @@ impl NetnsHosts {
             tag: tag.clone(),
             n,
         };
+        let mut args = vec!["up".to_string(), n.to_string()];
+        if let Some(r) = roles {
+            args.extend(["--roles".to_string(), r.to_string()]);
+        }
+        args.push(dir.to_str().unwrap().to_string());
         let o = Command::new(workspace().join("scripts/netns-hosts.sh"))
-            .args(["up", &n.to_string(), dir.to_str().unwrap()])
+            .args(&args)
             .env("EVLAB_NETNS_TAG", &tag)
             .output()
             .unwrap();
@@ -175,6 +191,12 @@ impl NetnsHosts {
 
     /// The evlab processes running in host `i`'s namespace: pid and command line.
     pub fn evlab_on(&self, i: usize) -> Vec<(u32, String)> {
+        self.procs_on(i, &["evlab"])
+    }
+
+    /// The processes named one of `comms` running in host `i`'s namespace: pid and command
+    /// line.
+    pub fn procs_on(&self, i: usize, comms: &[&str]) -> Vec<(u32, String)> {
         let ns = format!("{}-h{i}", self.tag);
         let o = Command::new("ip")
             .args(["netns", "pids", &ns])
@@ -183,7 +205,7 @@ impl NetnsHosts {
         let mut found = vec![];
         for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            if comm.trim() == "evlab" {
+            if comms.contains(&comm.trim()) {
                 let args =
                     std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
                 found.push((pid.parse().unwrap(), args.replace('\0', " ")));

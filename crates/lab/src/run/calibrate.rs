@@ -12,12 +12,13 @@
 //!    until one is not kept up with; its capacity is the last rate kept up with.
 //! 4. With `rates = "auto"`: `auto_rates` × the median capacity, capped at the clean ceiling.
 
-use std::path::Path;
 use std::time::Instant;
 
 use crate::run::cgroup::CpuBudget;
-use crate::run::point::{self, LoadAsk, PointCtx, Procs};
+use crate::run::point::PointCtx;
 use crate::run::progress::Progress;
+use crate::run::remote_steps::On;
+use crate::run::stepper::{StepAsk, Stepper};
 use evlab_reason::model::calibration::{Calibration, Capacity, Probe, CLEAN_SHARE};
 use evlab_reason::model::spec::{Budget, Series, ServerKind};
 use evlab_reason::model::text::thousands;
@@ -32,66 +33,68 @@ const STEP_S: f64 = 0.7;
 
 /// What one probe step saw.
 fn probe_step(
-    ctx: &PointCtx,
-    port: u16,
-    docroot: &Path,
-    pdir: &Path,
+    server: &mut dyn Stepper,
+    share: Option<f64>,
     rate: f64,
     secs: f64,
     tag: &str,
 ) -> Result<(Probe, bool), LabError> {
-    let run = point::run_load(
-        ctx,
-        "evlab load (calibration)",
-        &LoadAsk {
-            port,
-            docroot,
-            pdir,
-            rate,
-            secs,
-            timeout_s: 1.0,
-            sample_interval_s: 1.0,
-            tag,
-        },
-    )?;
-    let l = &run.report;
-    let conns = l.connections.initiated.max(1);
-    let replies = l.replies.status.s2xx;
+    let run = server.step(&StepAsk {
+        what: "evlab load (calibration)",
+        rate,
+        secs,
+        timeout_s: 1.0,
+        sample_interval_s: 1.0,
+        tag,
+    })?;
+    let conns = run.connections.max(1);
     // Kept up: nearly every connection answered, and not after a queue that grew through the
     // step (a throttled server stalls for one quota period, 10 ms, at most).
-    let kept = replies as f64 >= 0.95 * conns as f64
-        && l.latency_ms.p99 <= 100.0
-        && l.schedule
-            .achieved_start_rate
-            .is_none_or(|a| a >= 0.97 * rate);
+    let kept = run.replies as f64 >= 0.95 * conns as f64
+        && run.p99_ms <= 100.0
+        && run.achieved_start_rate.is_none_or(|a| a >= 0.97 * rate);
     Ok((
         Probe {
             what: String::new(),
             series: String::new(),
-            budget: ctx.budget.map(|b| b.share),
+            budget: share,
             offered: rate,
-            replies_per_s: Some(replies as f64 / run.wall_s.max(1e-9)),
-            achieved_start_rate: l.schedule.achieved_start_rate,
+            replies_per_s: Some(run.replies as f64 / run.wall_s.max(1e-9)),
+            achieved_start_rate: run.achieved_start_rate,
             client_cpu_busy: run.client_busy,
         },
         kept,
     ))
 }
 
+/// Starts `s`'s server where `on` says, runs `f` against it, and stops it whatever happens.
+fn with_server<T>(
+    ctx: &PointCtx,
+    on: On,
+    s: &Series,
+    dir: &str,
+    f: impl FnOnce(&mut dyn Stepper) -> Result<T, LabError>,
+) -> Result<T, LabError> {
+    let mut server = on.start(ctx, s, 0, dir).map_err(|(e, _)| e)?;
+    let r = f(server.as_mut());
+    server.stop();
+    r
+}
+
 /// Rising rates against one server of `s` until one is not kept up with.
 fn saturation_probe(
     ctx: &PointCtx,
+    on: On,
     s: &Series,
     clean: f64,
     n: usize,
     probes: &mut Vec<Probe>,
 ) -> Result<Capacity, LabError> {
-    let pdir = ctx.scratch.join(format!("calibrate-{n}"));
-    let docroot = point::docroot(ctx, &pdir)?;
-    let mut procs = Procs::default();
-    let mut commands = vec![];
-    let r = (|| {
-        let port = point::start_server(ctx, s, 0, &docroot, &pdir, &mut procs, &mut commands)?;
+    let share = match on {
+        On::Here => ctx.budget.map(|b| b.share),
+        On::Hosts(_, share) => share,
+    };
+    with_server(ctx, on, s, &format!("calibrate-{n}"), |server| {
         let mut cap = Capacity {
             series: s.label.clone(),
             replies_per_s: 0.0,
@@ -99,8 +102,7 @@ fn saturation_probe(
         };
         for (i, f) in STEPS.iter().enumerate() {
             let rate = (clean * f).round();
-            let (mut p, kept) =
-                probe_step(ctx, port, &docroot, &pdir, rate, STEP_S, &format!("p{i}"))?;
+            let (mut p, kept) = probe_step(server, share, rate, STEP_S, &format!("p{i}"))?;
             p.what = "saturation probe".into();
             p.series = s.label.clone();
             let got = p.replies_per_s.unwrap_or(0.0);
@@ -115,15 +117,15 @@ fn saturation_probe(
             cap.replies_per_s = rate;
         }
         Ok(cap)
-    })();
-    procs.stop();
-    r
+    })
 }
 
-/// Measures this machine (see the module's notes). Returns the calibration and the budget the
-/// sweep runs its servers in.
+/// Measures this machine, or with hosts the server host under every client host (see the
+/// module's notes). Returns the calibration and, on this machine, the budget the sweep runs
+/// its servers in (across hosts the calibration's `server_cpu_budget` is that share).
 pub(crate) fn run(
     ctx: &PointCtx,
+    on: On,
     series: &[Series],
     progress: &Progress,
 ) -> Result<(Calibration, Option<CpuBudget>), LabError> {
@@ -140,10 +142,10 @@ pub(crate) fn run(
             mechanism: "epoll-et".into(),
             flags: vec![],
         });
-    client_ceiling(ctx, &reference, &mut cal, progress)?;
+    client_ceiling(ctx, on.with_share(None), &reference, &mut cal, progress)?;
     let mut n = 0;
-    let budget = choose_budget(ctx, &reference, &mut cal, &mut n, progress)?;
-    cal.server_cpu_budget = budget.as_ref().map(|b| b.share);
+    let (share, budget) = choose_budget(ctx, on, &reference, &mut cal, &mut n, progress)?;
+    cal.server_cpu_budget = share;
 
     // 3. Each series' capacity.
     let c = PointCtx {
@@ -152,7 +154,14 @@ pub(crate) fn run(
     };
     for s in series {
         n += 1;
-        let cap = saturation_probe(&c, s, cal.client_clean, n, &mut cal.probes)?;
+        let cap = saturation_probe(
+            &c,
+            on.with_share(share),
+            s,
+            cal.client_clean,
+            n,
+            &mut cal.probes,
+        )?;
         progress.note(&format!(
             "evlab run: calibration: {} keeps up with {}{:.0}/s",
             s.label,
@@ -168,45 +177,26 @@ pub(crate) fn run(
     Ok((cal, budget))
 }
 
-/// 1. The client's ceiling, against an unbudgeted `reference` server, into `cal` (with its
-///    clean share, what the sweep offers at most).
+/// 1. The client's ceiling (across hosts: every client host's together), against an
+///    unbudgeted `reference` server, into `cal` (with its clean share, what the sweep offers
+///    at most).
 fn client_ceiling(
     ctx: &PointCtx,
+    on: On,
     reference: &Series,
     cal: &mut Calibration,
     progress: &Progress,
 ) -> Result<(), LabError> {
-    let pdir = ctx.scratch.join("calibrate-client");
-    let docroot = point::docroot(ctx, &pdir)?;
-    let mut procs = Procs::default();
-    let mut commands = vec![];
     let unbudgeted = PointCtx {
         budget: None,
         ..*ctx
     };
-    let r = (|| {
-        let port = point::start_server(
-            &unbudgeted,
-            reference,
-            0,
-            &docroot,
-            &pdir,
-            &mut procs,
-            &mut commands,
-        )?;
+    let p = with_server(&unbudgeted, on, reference, "calibrate-client", |server| {
         // 12,000 connections offered at 60,000/s: started as fast as the client can. The
         // better of two tries, so that a moment's disturbance does not halve every rate.
         let mut best: Option<Probe> = None;
         for t in 0..2 {
-            let (mut p, _) = probe_step(
-                &unbudgeted,
-                port,
-                &docroot,
-                &pdir,
-                60_000.0,
-                0.2,
-                &format!("ceiling{t}"),
-            )?;
+            let (mut p, _) = probe_step(server, None, 60_000.0, 0.2, &format!("ceiling{t}"))?;
             p.what = "client ceiling".into();
             p.series = reference.label.clone();
             if best.as_ref().is_none_or(|b| {
@@ -215,10 +205,8 @@ fn client_ceiling(
                 best = Some(p);
             }
         }
-        Ok::<_, LabError>(best.expect("two tries"))
-    })();
-    procs.stop();
-    let p = r?;
+        Ok(best.expect("two tries"))
+    })?;
     cal.client_ceiling = p.achieved_start_rate.unwrap_or(0.0);
     cal.probes.push(p);
     if cal.client_ceiling < 100.0 {
@@ -244,37 +232,53 @@ fn new_budget(ctx: &PointCtx, share: f64) -> Result<CpuBudget, String> {
 }
 
 /// 2. The budget: none, the experiment's, or (`"auto"`) one chosen by probing `reference`
-///    (probes numbered on from `n`), with the reason in `cal`.
+///    (probes numbered on from `n`), with the reason in `cal`: its share and, on this machine,
+///    the group the sweep's servers join.
 fn choose_budget(
     ctx: &PointCtx,
+    on: On,
     reference: &Series,
     cal: &mut Calibration,
     n: &mut usize,
     progress: &Progress,
-) -> Result<Option<CpuBudget>, LabError> {
+) -> Result<(Option<f64>, Option<CpuBudget>), LabError> {
     let spec = &ctx.opts.spec;
-    let mut budget = None;
+    // A group here; across hosts each server's is made on the server host from the share.
+    let group = |b: f64, what: &str| -> Result<Option<CpuBudget>, LabError> {
+        match on {
+            On::Here => Ok(Some(
+                new_budget(ctx, b).map_err(|e| LabError::Io(format!("{what}: {e}")))?,
+            )),
+            On::Hosts(..) => Ok(None),
+        }
+    };
     match spec.server_cpu_budget {
-        None => cal.budget_reason = "none asked for: the server has its whole CPU".into(),
+        None => {
+            cal.budget_reason = "none asked for: the server has its whole CPU".into();
+            Ok((None, None))
+        }
         Some(Budget::Share(b)) => {
-            budget = Some(
-                new_budget(ctx, b)
-                    .map_err(|e| LabError::Io(format!("server_cpu_budget = {b}: {e}")))?,
-            );
             cal.budget_reason = "given by the experiment".into();
+            Ok((Some(b), group(b, &format!("server_cpu_budget = {b}"))?))
         }
         Some(Budget::Auto) => {
             let target = spec.auto_target * cal.client_clean;
             let mut b = TRIAL_BUDGET;
             for round in 0..2 {
-                let bud = new_budget(ctx, b)
-                    .map_err(|e| LabError::Io(format!("server_cpu_budget = \"auto\": {e}")))?;
+                let bud = group(b, "server_cpu_budget = \"auto\"")?;
                 let c = PointCtx {
-                    budget: Some(&bud),
+                    budget: bud.as_ref(),
                     ..*ctx
                 };
                 *n += 1;
-                let cap = saturation_probe(&c, reference, cal.client_clean, *n, &mut cal.probes)?;
+                let cap = saturation_probe(
+                    &c,
+                    on.with_share(Some(b)),
+                    reference,
+                    cal.client_clean,
+                    *n,
+                    &mut cal.probes,
+                )?;
                 let k = cap.replies_per_s.max(1.0);
                 let next = (b * target / k).clamp(0.02, 1.0);
                 progress.note(&format!(
@@ -297,10 +301,9 @@ fn choose_budget(
                 spec.auto_target * 100.0,
                 thousands(target)
             );
-            budget = Some(new_budget(ctx, b).map_err(LabError::Io)?);
+            Ok((Some(b), group(b, "server_cpu_budget = \"auto\"")?))
         }
     }
-    Ok(budget)
 }
 
 /// 4. The rates: `multiples` × the median capacity, capped at the clean ceiling, in order

@@ -133,6 +133,36 @@ impl Ssh {
             .map_err(|e| LabError::Io(format!("ssh {}: {e}", host.destination)))
     }
 
+    /// Runs each `(host, command)` as `ok` does, every ssh session started before any is
+    /// waited for: a read of every host takes about one round trip. In the order given.
+    pub fn ok_all(&self, what: &[(&Host, &str)]) -> Vec<Result<String, LabError>> {
+        let started: Vec<_> = what
+            .iter()
+            .map(|(host, command)| {
+                let mut c = self.base(host);
+                c.arg("--").arg(command);
+                c.stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                c.spawn()
+            })
+            .collect();
+        started
+            .into_iter()
+            .zip(what)
+            .map(|(child, (host, command))| {
+                let done = child.and_then(|c| c.wait_with_output());
+                match done {
+                    Ok(o) if o.status.success() => {
+                        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+                    }
+                    // A failure (or a lost connection) is asked again, on its own.
+                    _ => self.ok(host, command, &[]),
+                }
+            })
+            .collect()
+    }
+
     /// As `run`, requiring success: the command's stdout, or an error naming the host and
     /// what ssh or the command said.
     pub fn ok(&self, host: &Host, command: &str, stdin: &[u8]) -> Result<String, LabError> {
@@ -210,14 +240,10 @@ impl Ssh {
     /// Checks a host: reachable, its kernel, the evlab binary in its workdir (copied there
     /// when its sha256 differs from `local`'s, unless `copy` is false), and its clock.
     pub fn check(&self, host: &Host, local: &Path, copy: bool) -> Result<HostCheck, LabError> {
-        let want = sha256(local)?;
         let wd = host.workdir();
-        let found = self.ok(
-            host,
-            &format!("mkdir -p {wd} && {{ sha256sum {wd}/evlab 2>/dev/null || true; }}"),
-            &[],
-        )?;
-        let found = found.split_whitespace().next().unwrap_or("").to_string();
+        self.ok(host, &format!("mkdir -p {wd}"), &[])?;
+        let target = format!("{wd}/evlab");
+        let (found, want) = self.sha256_there(host, local, &target)?;
         let mut check = HostCheck {
             name: host.name.clone(),
             destination: host.destination.clone(),
@@ -234,23 +260,7 @@ impl Ssh {
                     if found.is_empty() { "missing" } else { &found }
                 )));
             }
-            let bytes = std::fs::read(local)
-                .map_err(|e| LabError::Io(format!("cannot read {}: {e}", local.display())))?;
-            self.ok(
-                host,
-                &format!(
-                    "cat > {wd}/evlab.tmp && chmod 755 {wd}/evlab.tmp && mv -f {wd}/evlab.tmp {wd}/evlab"
-                ),
-                &bytes,
-            )?;
-            let now = self.ok(host, &format!("sha256sum {wd}/evlab"), &[])?;
-            if now.split_whitespace().next() != Some(want.as_str()) {
-                return Err(LabError::Io(format!(
-                    "host {}: after the copy {wd}/evlab is {}, not {want}",
-                    host.name,
-                    now.trim()
-                )));
-            }
+            self.copy(host, local, &target, "755", &want)?;
             check.copied = true;
         }
         check.kernel = self.ok(host, "uname -sr", &[])?.trim().to_string();
@@ -292,6 +302,12 @@ pub struct Remote {
 }
 
 impl Remote {
+    /// Marks a process that ended by itself and was waited for (its session's exit status
+    /// read: `evlab load`, which starts no process of its own): nothing of it is left to stop.
+    pub fn ended(&mut self) {
+        self.stopped = true;
+    }
+
     /// Whether it still runs (its ssh session ends when it does).
     pub fn alive(&mut self) -> bool {
         self.ssh.alive()
@@ -322,23 +338,51 @@ impl Ssh {
     /// stopped together), with the descriptor limit raised where the host allows; returns once
     /// it said its process group. Its stdout comes back through the ssh session.
     pub fn spawn(&self, host: &Host, name: &str, argv: &[String]) -> Result<Remote, LabError> {
-        match self.spawn_once(host, name, argv) {
-            Err(Lost(_)) => {
-                std::thread::sleep(RETRY_PAUSE);
-                self.spawn_once(host, name, argv).map_err(|e| match e {
-                    Lost(e) => LabError::Point(format!(
-                        "host {}: ssh connection lost twice starting {name} (tried twice): {e}",
-                        host.name
-                    )),
-                    Failed(e) => e,
-                })
-            }
-            Err(Failed(e)) => Err(e),
-            Ok(r) => Ok(r),
-        }
+        self.spawn_all(&[(host, name, argv)])
+            .pop()
+            .expect("one started")
     }
 
-    fn spawn_once(&self, host: &Host, name: &str, argv: &[String]) -> Result<Remote, SpawnError> {
+    /// Starts each `(host, name, argv)` as [`Ssh::spawn`] does, every ssh session launched
+    /// before any is waited for (so that starting n processes takes about one round trip, not
+    /// n); one whose connection was lost is tried once more. In the order given.
+    pub fn spawn_all(&self, what: &[(&Host, &str, &[String])]) -> Vec<Result<Remote, LabError>> {
+        let launched: Vec<_> = what
+            .iter()
+            .map(|(host, name, argv)| self.launch(host, name, argv))
+            .collect();
+        launched
+            .into_iter()
+            .zip(what)
+            .map(|(l, (host, name, argv))| {
+                match l.and_then(|(ssh, line)| self.started(host, ssh, line)) {
+                    Err(Lost(_)) => {
+                        std::thread::sleep(RETRY_PAUSE);
+                        self.launch(host, name, argv)
+                            .and_then(|(ssh, line)| self.started(host, ssh, line))
+                            .map_err(|e| match e {
+                                Lost(e) => LabError::Point(format!(
+                                    "host {}: ssh connection lost twice starting {name} (tried \
+                                     twice): {e}",
+                                    host.name
+                                )),
+                                Failed(e) => e,
+                            })
+                    }
+                    Err(Failed(e)) => Err(e),
+                    Ok(r) => Ok(r),
+                }
+            })
+            .collect()
+    }
+
+    /// The ssh session that runs `argv` on `host`, launched; and the command line it runs.
+    fn launch(
+        &self,
+        host: &Host,
+        name: &str,
+        argv: &[String],
+    ) -> Result<(Child, String), SpawnError> {
         let line = evlab_reason::model::text::shell_line(argv);
         let inner = format!("echo {PGID_LINE}$$; ulimit -n 65536 2>/dev/null; exec {line}");
         let mut full = self.argv(host);
@@ -347,8 +391,13 @@ impl Ssh {
             "exec setsid -w sh -c {}",
             evlab_reason::model::text::shell_line(&[inner])
         ));
-        let mut ssh = Child::spawn(&format!("{name} on host {}", host.name), &full, &[], None)
+        let ssh = Child::spawn(&format!("{name} on host {}", host.name), &full, &[], None)
             .map_err(Failed)?;
+        Ok((ssh, line))
+    }
+
+    /// The process a launched session started, once it said its process group.
+    fn started(&self, host: &Host, mut ssh: Child, line: String) -> Result<Remote, SpawnError> {
         let first = match ssh.wait_line(
             |l| l.starts_with(PGID_LINE),
             Duration::from_secs(20),
@@ -416,16 +465,72 @@ impl Ssh {
         }
     }
 
+    /// The sha256 of the file `remote` on `host` (empty: none) and of `local`.
+    fn sha256_there(
+        &self,
+        host: &Host,
+        local: &Path,
+        remote: &str,
+    ) -> Result<(String, String), LabError> {
+        let want = sha256(local)?;
+        let found = self.ok(
+            host,
+            &format!("{{ sha256sum {remote} 2>/dev/null || true; }}"),
+            &[],
+        )?;
+        Ok((
+            found.split_whitespace().next().unwrap_or("").to_string(),
+            want,
+        ))
+    }
+
+    /// Copies `local` to `remote` on `host` (through a temporary file, then renamed, with
+    /// `mode`) and checks that its sha256 there is `want`.
+    fn copy(
+        &self,
+        host: &Host,
+        local: &Path,
+        remote: &str,
+        mode: &str,
+        want: &str,
+    ) -> Result<(), LabError> {
+        let bytes = std::fs::read(local)
+            .map_err(|e| LabError::Io(format!("cannot read {}: {e}", local.display())))?;
+        self.ok(
+            host,
+            &format!(
+                "cat > {remote}.tmp && chmod {mode} {remote}.tmp && mv -f {remote}.tmp {remote}"
+            ),
+            &bytes,
+        )?;
+        let now = self.ok(host, &format!("sha256sum {remote}"), &[])?;
+        if now.split_whitespace().next() != Some(want) {
+            return Err(LabError::Io(format!(
+                "host {}: after the copy {remote} is {}, not {want}",
+                host.name,
+                now.trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `local` at `remote` on `host`: copied unless a file with its sha256 is there, and
+    /// checked by sha256 after. Returns the sha256 and whether it was copied.
+    pub fn put(&self, host: &Host, local: &Path, remote: &str) -> Result<(String, bool), LabError> {
+        let (found, want) = self.sha256_there(host, local, remote)?;
+        if found == want {
+            return Ok((want, false));
+        }
+        self.copy(host, local, remote, "644", &want)?;
+        Ok((want, true))
+    }
+
     /// The CPU time (s) and context switches (voluntary + involuntary, every thread) of the
     /// process `pid` on `host`, from its /proc there; `ticks` is the host's clock ticks per
     /// second.
     pub fn proc_usage(&self, host: &Host, pid: u32, ticks: f64) -> Result<(f64, u64), LabError> {
-        let text = self.ok(
-            host,
-            &format!("cat /proc/{pid}/stat && cat /proc/{pid}/task/*/status"),
-            &[],
-        )?;
-        proc_usage(&text, ticks).ok_or_else(|| {
+        let text = self.ok(host, &usage_command(pid), &[])?;
+        parse_proc_usage(&text, ticks).ok_or_else(|| {
             LabError::Point(format!(
                 "host {}: cannot read process {pid}'s CPU time from its /proc",
                 host.name
@@ -436,19 +541,31 @@ impl Ssh {
 
 /// CPU seconds (utime + stime of the `/proc/PID/stat` line) and the context switches summed over
 /// the `status` texts that follow it.
-fn proc_usage(text: &str, ticks: f64) -> Option<(f64, u64)> {
-    let stat = text.lines().next()?;
-    let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let t = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    let switches = text
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            matches!(k, "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches")
-                .then(|| v.trim().parse::<u64>().ok())?
-        })
-        .sum();
-    Some((t as f64 / ticks, switches))
+pub(crate) fn parse_proc_usage(text: &str, ticks: f64) -> Option<(f64, u64)> {
+    // Each process's stat line (it starts with its pid), then its threads' status lines.
+    let mut t = None;
+    let mut switches = 0;
+    for l in text.lines() {
+        if l.starts_with(|c: char| c.is_ascii_digit()) {
+            let f: Vec<&str> = l.rsplit_once(')')?.1.split_whitespace().collect();
+            let ticks_used = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            t = Some(t.unwrap_or(0) + ticks_used);
+        } else if let Some((k, v)) = l.split_once(':') {
+            if matches!(k, "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches") {
+                switches += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    Some((t? as f64 / ticks, switches))
+}
+
+/// The shell command whose output [`parse_proc_usage`] reads: every process of the process
+/// group `pgid` (a peer's workers too), its stat and its threads' status.
+pub(crate) fn usage_command(pgid: u32) -> String {
+    format!(
+        "for p in $(pgrep -g {pgid} 2>/dev/null || echo {pgid}); do cat /proc/$p/stat \
+         /proc/$p/task/*/status 2>/dev/null; done"
+    )
 }
 
 impl Drop for Ssh {
@@ -503,7 +620,17 @@ mod tests {
         let text = "4242 (evlab serve) S 1 4242 4242 0 -1 4194560 300 0 0 0 250 50 0 0 20 0 3\n\
                     Name:\tevlab\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n\
                     Name:\tevlab\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t1\n";
-        assert_eq!(super::proc_usage(text, 100.0), Some((3.0, 18)));
-        assert_eq!(super::proc_usage("garbage", 100.0), None);
+        assert_eq!(super::parse_proc_usage(text, 100.0), Some((3.0, 18)));
+        assert_eq!(super::parse_proc_usage("garbage", 100.0), None);
+        // A peer's master and its worker, one process group: both counted.
+        let worker = "4243 (nginx) S 4242 4242 4242 0 -1 4194560 300 0 0 0 100 0 0 0 20 0 1
+                      Name:	nginx
+voluntary_ctxt_switches:	7
+nonvoluntary_ctxt_switches:	0
+";
+        assert_eq!(
+            super::parse_proc_usage(&format!("{text}{worker}"), 100.0),
+            Some((4.0, 25))
+        );
     }
 }

@@ -6,8 +6,10 @@
 
 use std::time::Instant;
 
-use crate::run::point::{self, LoadAsk, PointCtx, Procs};
+use crate::run::point::PointCtx;
 use crate::run::procs::interrupted;
+use crate::run::remote_steps::On;
+use crate::run::stepper::{StepAsk, Stepper};
 use evlab_reason::model::knee::{self, Knee, KneeSpec, KneeStep};
 use evlab_reason::model::spec::Series;
 use evlab_reason::LabError;
@@ -25,9 +27,10 @@ pub(crate) struct Bounds {
     pub ceiling: f64,
 }
 
-/// One search of series `s` at `idle` idle connections in `trial`.
+/// One search of series `s` at `idle` idle connections in `trial`, its server where `on` says.
 pub(crate) fn search(
     ctx: &PointCtx,
+    on: On,
     ks: &KneeSpec,
     (s, idle, trial): (&Series, usize, u32),
     start: Start,
@@ -44,13 +47,21 @@ pub(crate) fn search(
         widening: start.widening,
         ..Knee::default()
     };
-    let mut procs = Procs::default();
-    let r = steps(ctx, ks, s, bounds, n, &mut k, &mut procs);
-    if let Some(left) = procs.stop() {
-        k.stopped.get_or_insert(left);
-    }
-    if let Err(e) = r {
-        k.stopped = Some(e.to_string());
+    match on.start(ctx, s, idle, &format!("knee-{n}")) {
+        Err((e, commands)) => {
+            k.commands = commands;
+            k.stopped = Some(e.to_string());
+        }
+        Ok(mut server) => {
+            (k.commands, k.argv) = server.started();
+            let r = steps(ctx, ks, server.as_mut(), bounds, &mut k);
+            if let Some(left) = server.stop() {
+                k.stopped.get_or_insert(left);
+            }
+            if let Err(e) = r {
+                k.stopped = Some(e.to_string());
+            }
+        }
     }
     k.wall_s = t0.elapsed().as_secs_f64();
     k
@@ -59,54 +70,34 @@ pub(crate) fn search(
 fn steps(
     ctx: &PointCtx,
     ks: &KneeSpec,
-    s: &Series,
+    server: &mut dyn Stepper,
     bounds: &Bounds,
-    n: usize,
     k: &mut Knee,
-    procs: &mut Procs,
 ) -> Result<(), LabError> {
     let spec = &ctx.opts.spec;
-    let pdir = ctx.scratch.join(format!("knee-{n}"));
-    let docroot = point::docroot(ctx, &pdir)?;
-    let port = point::start_server(ctx, s, k.idle, &docroot, &pdir, procs, &mut k.commands)?;
-    k.argv = procs.started();
     while let Some(rate) = knee::next_rate(k, ks, bounds.floor, bounds.ceiling) {
         if interrupted() {
             k.stopped = Some(evlab_reason::model::knee::INTERRUPTED.into());
             return Ok(());
         }
         let rate = rate.round();
-        let run = point::run_load(
-            ctx,
-            "evlab load (knee)",
-            &LoadAsk {
-                port,
-                docroot: &docroot,
-                pdir: &pdir,
-                rate,
-                secs: ks.step_s,
-                timeout_s: ks.timeout_s,
-                sample_interval_s: knee::SAMPLE_S,
-                tag: &format!("k{}", k.steps.len() + 1),
-            },
-        )?;
+        let run = server.step(&StepAsk {
+            what: "evlab load (knee)",
+            rate,
+            secs: ks.step_s,
+            timeout_s: ks.timeout_s,
+            sample_interval_s: knee::SAMPLE_S,
+            tag: &format!("k{}", k.steps.len() + 1),
+        })?;
         k.commands.push(run.command.clone());
         k.argv.push(run.argv.clone());
-        let l = &run.report;
         let mut step = KneeStep {
             offered: rate,
-            connections: l.connections.initiated,
-            replies: l.replies.status.s2xx,
-            settled_rate: knee::settled_rate(
-                &l.samples
-                    .iter()
-                    .map(|x| (x.start_s, x.end_s, x.replies))
-                    .collect::<Vec<_>>(),
-                ks.settle_s,
-                ks.step_s,
-            ),
-            p99_ms: l.latency_ms.p99,
-            achieved_start_rate: l.schedule.achieved_start_rate,
+            connections: run.connections,
+            replies: run.replies,
+            settled_rate: knee::settled_rate(&run.samples, ks.settle_s, ks.step_s),
+            p99_ms: run.p99_ms,
+            achieved_start_rate: run.achieved_start_rate,
             client_cpu_busy: run.client_busy,
             calls_per_conn: spec.requests_per_conn().unwrap_or(1.0),
             kept: false,
@@ -124,17 +115,13 @@ fn steps(
             ));
         } else if let Some(b) = step.client_cpu_busy.filter(|b| *b >= spec.client_cpu_limit) {
             step.invalid = Some(format!("client saturated: its CPU busy {:.0}%", b * 100.0));
+        } else if let Some(why) = run.invalid {
+            step.invalid = Some(why);
         }
         k.steps.push(step);
-        if let Some(server) = procs.server.as_mut() {
-            if !server.alive() {
-                return Err(LabError::Point(format!(
-                    "server exited during the search: {}",
-                    server.stderr_tail(3)
-                )));
-            }
-            point::settle(server);
-        }
+        server
+            .settle()
+            .map_err(|e| LabError::Point(format!("during the search: {e}")))?;
     }
     if k.stopped.is_none() && k.capacity(ks.resolution).is_none() {
         let last_invalid = k.steps.last().and_then(|s| s.invalid.clone());

@@ -82,8 +82,88 @@ pub fn collect(evlab_version: &str) -> Machine {
     }
 }
 
+/// The shell script whose output [`parse_remote`] reads: what [`collect`] reads here, read on
+/// another host over ssh, one `key=value` line each.
+pub const REMOTE_SCRIPT: &str = "echo hostname=$(uname -n); echo kernel=$(uname -srvm); \
+    echo cpu_model=$(grep -m1 -E '^(model name|Model|cpu model)' /proc/cpuinfo | cut -d: -f2-); \
+    echo cpus=$(getconf _NPROCESSORS_ONLN); \
+    echo memory_kb=$(grep MemTotal: /proc/meminfo | tr -s ' ' | cut -d' ' -f2); \
+    echo fd_soft=$(ulimit -Sn); echo fd_hard=$(ulimit -Hn); \
+    echo nr_open=$(cat /proc/sys/fs/nr_open); \
+    echo ports=$(cat /proc/sys/net/ipv4/ip_local_port_range); \
+    echo tw_reuse=$(cat /proc/sys/net/ipv4/tcp_tw_reuse); \
+    echo somaxconn=$(cat /proc/sys/net/core/somaxconn); \
+    for t in nginx lighttpd haproxy; do echo \"tool_$t=$($t -v 2>&1 | grep -m1 -iE 'version|/' \
+    || echo not installed)\"; done";
+
+/// Another host's machine, from [`REMOTE_SCRIPT`]'s output there and its evlab's version.
+pub fn parse_remote(text: &str, evlab_version: &str) -> Machine {
+    let kv: BTreeMap<&str, String> = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim(), v.split_whitespace().collect::<Vec<_>>().join(" ")))
+        .collect();
+    let get = |k: &str| {
+        kv.get(k)
+            .cloned()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "?".into())
+    };
+    let num = |k: &str| kv.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let tools = ["nginx", "lighttpd", "haproxy"]
+        .iter()
+        .map(|t| (t.to_string(), get(&format!("tool_{t}"))))
+        .collect();
+    Machine {
+        hostname: get("hostname"),
+        kernel: get("kernel"),
+        cpu_model: get("cpu_model"),
+        cpus: num("cpus") as usize,
+        memory_mib: num("memory_kb") / 1024,
+        fd_limit_soft: num("fd_soft"),
+        fd_limit_hard: num("fd_hard"),
+        fs_nr_open: get("nr_open"),
+        ip_local_port_range: get("ports"),
+        tcp_tw_reuse: get("tw_reuse"),
+        somaxconn: get("somaxconn"),
+        evlab_version: evlab_version.to_string(),
+        tools,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn another_hosts_machine_is_read_from_the_scripts_lines() {
+        let text = "hostname=h0\nkernel=Linux 6.18.4 #1 SMP x86_64\ncpu_model= AMD EPYC 7B13\n\
+                    cpus=2\nmemory_kb=24000000\nfd_soft=1024\nfd_hard=20000\n\
+                    nr_open=1048576\nports=32768\t60999\ntw_reuse=2\nsomaxconn=4096\n\
+                    tool_nginx=nginx version: nginx/1.22.1\ntool_lighttpd=not installed\n";
+        let m = super::parse_remote(text, "0.1.0");
+        assert_eq!(m.hostname, "h0");
+        assert_eq!(m.cpu_model, "AMD EPYC 7B13");
+        assert_eq!((m.cpus, m.memory_mib, m.fd_limit_hard), (2, 23437, 20000));
+        assert_eq!(m.ip_local_port_range, "32768 60999");
+        assert_eq!(m.tools["nginx"], "nginx version: nginx/1.22.1");
+        assert_eq!(m.tools["haproxy"], "?");
+        // The script this machine can run gives what `collect` reads here.
+        let out = std::process::Command::new("sh")
+            .args(["-c", super::REMOTE_SCRIPT])
+            .output()
+            .unwrap();
+        let there = super::parse_remote(&String::from_utf8_lossy(&out.stdout), "x");
+        let here = super::collect("x");
+        assert_eq!(
+            (
+                &there.kernel,
+                there.cpus,
+                &there.fs_nr_open,
+                &there.somaxconn
+            ),
+            (&here.kernel, here.cpus, &here.fs_nr_open, &here.somaxconn)
+        );
+    }
+
     #[test]
     fn collects_this_machine() {
         let m = super::collect("0.0.0");

@@ -3,9 +3,30 @@
 //! keep-alive and read timeouts (idle connections must stay), a 4,096-connection backlog.
 //! Proxy peers (nginx `proxy_pass`, HAProxy) the same way, in front of the run's origin.
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 use crate::run::procs::command_line_output;
+
+/// A peer's config (its file and text) and the argv that starts the peer reading it.
+pub struct PeerConf {
+    pub file: PathBuf,
+    pub text: String,
+    pub argv: Vec<String>,
+}
+
+impl PeerConf {
+    /// Writes the config here and returns the argv.
+    pub fn write(self) -> std::io::Result<Vec<String>> {
+        std::fs::write(&self.file, &self.text)?;
+        Ok(self.argv)
+    }
+}
+
+/// The address a peer on this machine listens on: loopback, `port`.
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
 
 /// lighttpd's event handlers compiled into the installed binary, by their config names
 /// (`lighttpd -V` lists `+ epoll (Linux)` for what the config calls `linux-sysepoll`).
@@ -54,7 +75,7 @@ pub fn installed(prog: &str) -> bool {
             .any(|d| Path::new(d).join(prog).is_file())
 }
 
-fn program(prog: &str) -> String {
+pub fn program(prog: &str) -> String {
     for d in ["/usr/sbin", "/usr/local/sbin", "/sbin"] {
         let p = Path::new(d).join(prog);
         if p.is_file() {
@@ -66,61 +87,81 @@ fn program(prog: &str) -> String {
 
 /// Writes nginx's config under `tmp` and returns its argv.
 pub fn nginx_argv(tmp: &Path, docroot: &Path, port: u16) -> std::io::Result<Vec<String>> {
+    nginx_conf(tmp, docroot, loopback(port), &program("nginx"), None).write()
+}
+
+/// nginx serving `docroot` on `listen`, its files under `tmp`, started as `nginx` (a path);
+/// its worker as `user` if given (started as root, nginx's worker is otherwise `nobody`, who
+/// may not read a document root under a private directory).
+pub fn nginx_conf(
+    tmp: &Path,
+    docroot: &Path,
+    listen: SocketAddr,
+    nginx: &str,
+    user: Option<&str>,
+) -> PeerConf {
     let t = tmp.display();
     let conf = tmp.join("nginx.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "worker_processes 1;\nworker_rlimit_nofile 40000;\ndaemon off;\npid {t}/nginx.pid;\n\
+    let user = user.map(|u| format!("user {u};\n")).unwrap_or_default();
+    PeerConf {
+        text: format!(
+            "{user}worker_processes 1;\nworker_rlimit_nofile 40000;\ndaemon off;\npid {t}/nginx.pid;\n\
 error_log {t}/nginx-error.log error;\nevents {{ worker_connections 30000; use epoll; }}\n\
 http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 100000000;\n\
   keepalive_timeout 600s;\n  client_header_timeout 600s;\n  open_file_cache max=1000 inactive=600s;\n\
   open_file_cache_valid 600s;\n  client_body_temp_path {t}/nb; proxy_temp_path {t}/np;\n\
   fastcgi_temp_path {t}/nf; uwsgi_temp_path {t}/nu; scgi_temp_path {t}/ns;\n\
   default_type application/octet-stream;\n\
-  server {{ listen 127.0.0.1:{port} backlog=4096; root {root}; }}\n}}\n",
+  server {{ listen {listen} backlog=4096; root {root}; }}\n}}\n",
             root = docroot.display()
         ),
-    )?;
-    Ok(vec![
-        program("nginx"),
-        "-p".into(),
-        tmp.display().to_string(),
-        "-c".into(),
-        conf.display().to_string(),
-    ])
+        argv: vec![
+            nginx.to_string(),
+            "-p".into(),
+            tmp.display().to_string(),
+            "-c".into(),
+            conf.display().to_string(),
+        ],
+        file: conf,
+    }
 }
 
 /// Writes nginx's config as a reverse proxy (`proxy_pass` to `origin` with kept upstream
 /// connections, no cache: the peer of `evlab proxy`) and returns its argv.
-pub fn nginx_proxy_argv(
+pub fn nginx_proxy_argv(tmp: &Path, origin: SocketAddr, port: u16) -> std::io::Result<Vec<String>> {
+    nginx_proxy_conf(tmp, origin, loopback(port), &program("nginx")).write()
+}
+
+/// nginx as a reverse proxy in front of `origin`, on `listen`.
+pub fn nginx_proxy_conf(
     tmp: &Path,
-    origin: std::net::SocketAddr,
-    port: u16,
-) -> std::io::Result<Vec<String>> {
+    origin: SocketAddr,
+    listen: SocketAddr,
+    nginx: &str,
+) -> PeerConf {
     let t = tmp.display();
     let conf = tmp.join("nginx-proxy.conf");
-    std::fs::write(
-        &conf,
-        format!(
+    PeerConf {
+        text: format!(
             "worker_processes 1;\nworker_rlimit_nofile 40000;\ndaemon off;\npid {t}/nginx.pid;\n\
 error_log {t}/nginx-error.log error;\nevents {{ worker_connections 30000; use epoll; }}\n\
 http {{\n  access_log off;\n  keepalive_requests 100000000;\n  keepalive_timeout 600s;\n\
   client_body_temp_path {t}/nb; proxy_temp_path {t}/np;\n\
   fastcgi_temp_path {t}/nf; uwsgi_temp_path {t}/nu; scgi_temp_path {t}/ns;\n\
   upstream origin {{ server {origin}; keepalive 64; }}\n\
-  server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    location / {{\n\
+  server {{\n    listen {listen} backlog=4096;\n    location / {{\n\
       proxy_pass http://origin;\n      proxy_http_version 1.1;\n\
       proxy_set_header Connection \"\";\n      proxy_max_temp_file_size 0;\n    }}\n  }}\n}}\n"
         ),
-    )?;
-    Ok(vec![
-        program("nginx"),
-        "-p".into(),
-        tmp.display().to_string(),
-        "-c".into(),
-        conf.display().to_string(),
-    ])
+        argv: vec![
+            nginx.to_string(),
+            "-p".into(),
+            tmp.display().to_string(),
+            "-c".into(),
+            conf.display().to_string(),
+        ],
+        file: conf,
+    }
 }
 
 /// The most connections HAProxy is given (its `maxconn`, global and per frontend): 10,000 idle
@@ -147,13 +188,26 @@ pub fn haproxy_maxconn() -> usize {
 /// Writes HAProxy's config as a reverse proxy in front of `origin` (HTTP mode, no cache, no
 /// log, `option splice-auto`, one thread, origin connections kept and shared between clients
 /// as nginx's `keepalive` pool does) and returns its argv, in the foreground (`-db`).
-pub fn haproxy_argv(
+pub fn haproxy_argv(tmp: &Path, origin: SocketAddr, port: u16) -> std::io::Result<Vec<String>> {
+    haproxy_conf(
+        tmp,
+        origin,
+        loopback(port),
+        haproxy_maxconn(),
+        &program("haproxy"),
+    )
+    .write()
+}
+
+/// HAProxy in front of `origin` on `listen`, with `maxconn`.
+pub fn haproxy_conf(
     tmp: &Path,
-    origin: std::net::SocketAddr,
-    port: u16,
-) -> std::io::Result<Vec<String>> {
+    origin: SocketAddr,
+    listen: SocketAddr,
+    maxconn: usize,
+    haproxy: &str,
+) -> PeerConf {
     let conf = tmp.join("haproxy.cfg");
-    let maxconn = haproxy_maxconn();
     let lines = [
         "# Generated by evlab run: HAProxy as a peer of `evlab proxy`; no `log` line, so no log."
             .to_string(),
@@ -176,19 +230,22 @@ pub fn haproxy_argv(
         "    timeout http-keep-alive 600s".into(),
         String::new(),
         "frontend measured".into(),
-        format!("    bind 127.0.0.1:{port} backlog 4096"),
+        format!("    bind {listen} backlog 4096"),
         "    default_backend origin".into(),
         String::new(),
         "backend origin".into(),
         format!("    server origin {origin} pool-max-conn 64 pool-purge-delay 600s"),
     ];
-    std::fs::write(&conf, lines.join("\n") + "\n")?;
-    Ok(vec![
-        program("haproxy"),
-        "-db".into(),
-        "-f".into(),
-        conf.display().to_string(),
-    ])
+    PeerConf {
+        text: lines.join("\n") + "\n",
+        argv: vec![
+            haproxy.to_string(),
+            "-db".into(),
+            "-f".into(),
+            conf.display().to_string(),
+        ],
+        file: conf,
+    }
 }
 
 /// Writes lighttpd's config (with `server.event-handler = handler`) and returns its argv.
@@ -198,25 +255,38 @@ pub fn lighttpd_argv(
     port: u16,
     handler: &str,
 ) -> std::io::Result<Vec<String>> {
+    lighttpd_conf(tmp, docroot, loopback(port), handler, &program("lighttpd")).write()
+}
+
+/// lighttpd serving `docroot` on `listen` with `handler`.
+pub fn lighttpd_conf(
+    tmp: &Path,
+    docroot: &Path,
+    listen: SocketAddr,
+    handler: &str,
+    lighttpd: &str,
+) -> PeerConf {
     let conf = tmp.join(format!("lighttpd-{handler}.conf"));
-    std::fs::write(
-        &conf,
-        format!(
-            "server.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {port}\n\
+    PeerConf {
+        text: format!(
+            "server.document-root = \"{root}\"\nserver.bind = \"{ip}\"\nserver.port = {port}\n\
 server.event-handler = \"{handler}\"\nserver.max-fds = 40000\nserver.max-connections = 30000\n\
 server.max-keep-alive-requests = 100000000\nserver.max-keep-alive-idle = 600\n\
 server.max-read-idle = 600\nserver.errorlog = \"{t}/lighttpd-error.log\"\n\
 server.listen-backlog = 4096\n",
             root = docroot.display(),
+            ip = listen.ip(),
+            port = listen.port(),
             t = tmp.display()
         ),
-    )?;
-    Ok(vec![
-        program("lighttpd"),
-        "-D".into(),
-        "-f".into(),
-        conf.display().to_string(),
-    ])
+        argv: vec![
+            lighttpd.to_string(),
+            "-D".into(),
+            "-f".into(),
+            conf.display().to_string(),
+        ],
+        file: conf,
+    }
 }
 
 /// The config file a peer's argv names (nginx `-c FILE`, lighttpd and HAProxy `-f FILE`).

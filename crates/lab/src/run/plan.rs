@@ -30,16 +30,20 @@ pub struct RunOptions {
     pub resume: Option<Summary>,
     /// `--hosts FILE`: the server and the clients run on these hosts over OpenSSH.
     pub hosts: Option<evlab_reason::model::hosts::Hosts>,
+    /// `--on HOST`: the host of `hosts` a micro-benchmark runs on (default: the server host).
+    pub on: Option<String>,
 }
 
 /// Which evlab mechanisms this kernel supports: name → `Ok(())` or the reason it is not.
 pub fn mechanism_support(evlab: &Path) -> BTreeMap<String, Result<(), String>> {
+    procs::command_line_output(&[&evlab.display().to_string(), "serve", "--list-mechanisms"])
+        .map(|text| parse_mechanism_support(&text))
+        .unwrap_or_default()
+}
+
+/// `evlab serve --list-mechanisms`'s output read: name → `Ok(())` or the reason it is not.
+pub fn parse_mechanism_support(text: &str) -> BTreeMap<String, Result<(), String>> {
     let mut out = BTreeMap::new();
-    let Some(text) =
-        procs::command_line_output(&[&evlab.display().to_string(), "serve", "--list-mechanisms"])
-    else {
-        return out;
-    };
     for line in text.lines() {
         let Some(name) = line.split_whitespace().next() else {
             continue;
@@ -67,7 +71,7 @@ pub struct Plan {
     pub skipped: Vec<SkippedSeries>,
 }
 
-fn needs_lighttpd(spec: &Spec) -> bool {
+pub(crate) fn needs_lighttpd(spec: &Spec) -> bool {
     spec.mechanisms
         .iter()
         .chain(spec.series.iter().map(|s| &s.mechanism))
@@ -95,6 +99,17 @@ pub fn plan_with(
     support: &BTreeMap<String, Result<(), String>>,
     handlers: &[String],
 ) -> Plan {
+    plan_on(spec, support, handlers, &peers::installed)
+}
+
+/// As [`plan_with`], with `installed` saying whether a peer's program is installed where the
+/// servers run (this machine, or the server host of a run across hosts).
+pub fn plan_on(
+    spec: &Spec,
+    support: &BTreeMap<String, Result<(), String>>,
+    handlers: &[String],
+    installed: &dyn Fn(&str) -> bool,
+) -> Plan {
     let supported = |m: &str| matches!(support.get(m), Some(Ok(())));
     let mut series = Vec::new();
     let mut skipped = Vec::new();
@@ -107,7 +122,7 @@ pub fn plan_with(
     if needs_lighttpd(spec) && handlers.is_empty() {
         skip(
             "lighttpd",
-            if peers::installed("lighttpd") {
+            if installed("lighttpd") {
                 "lighttpd -V lists no usable event handler".into()
             } else {
                 "lighttpd is not installed".into()
@@ -124,10 +139,10 @@ pub fn plan_with(
                     "`evlab serve --list-mechanisms` does not list it".into(),
                 ),
             },
-            ServerKind::Nginx if !peers::installed("nginx") => {
+            ServerKind::Nginx if !installed("nginx") => {
                 skip(&s.label, "nginx is not installed".into())
             }
-            ServerKind::Haproxy if !peers::installed("haproxy") => {
+            ServerKind::Haproxy if !installed("haproxy") => {
                 skip(&s.label, "haproxy is not installed".into())
             }
             ServerKind::Lighttpd if !handlers.contains(&s.mechanism) => skip(

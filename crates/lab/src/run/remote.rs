@@ -19,17 +19,19 @@ use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote_budget::{RemoteCgroup, RemoteGroup};
+use crate::run::remote_peers;
 use crate::run::remote_proxy;
 use evlab_reason::model::hosts::{Host, HostCheck, Hosts, NetworkApplied, PointHost, Role};
 use evlab_reason::model::load::{self, LoadArgs, LoadReport, LoadSummary};
 use evlab_reason::model::results::PointResult;
-use evlab_reason::model::spec::Series;
+use evlab_reason::model::spec::{Series, ServerKind};
 use evlab_reason::model::text::shell_line;
 use evlab_reason::LabError;
 
-/// How far ahead of now the clients are told to start: time for every ssh session to start
-/// its client and for each client to get ready (on a busy 2-core machine running three namespace
-/// hosts, 0.5 s left a client 70 ms late now and then).
+/// How far ahead of now the clients of a point are told to start: time for their ssh sessions,
+/// launched side by side over connections already open, to start each client and for it to
+/// get ready (on a 2-core machine running four namespace hosts and two compilers, 0.5 s left a
+/// client 74 ms late once).
 const LEAD_S: f64 = 1.0;
 
 /// The hosts of a run, checked and ready: connections, each host's check (binary, kernel,
@@ -45,7 +47,7 @@ pub struct HostsRun {
     /// The run's directory on each host (`WORKDIR/run-PID-TIME`), by name; a one-byte
     /// document root is `www` inside the serving host's.
     dirs: BTreeMap<String, String>,
-    server_ip: IpAddr,
+    pub(crate) server_ip: IpAddr,
     /// With `[proxy]`: the origin host and its address.
     origin: Option<(Host, IpAddr)>,
     /// The workload's file set on each host that reads one (the serving host and the clients),
@@ -56,6 +58,13 @@ pub struct HostsRun {
     cgroup: Option<RemoteCgroup>,
     /// `[network]`'s conditions in place on the client hosts, removed by `finish`.
     network: Vec<crate::run::wan::Applied>,
+    /// With a URI-list workload: the list's copy on each client host, by name.
+    uri_lists: BTreeMap<String, String>,
+    /// The peers and mechanisms the server host offers.
+    pub(crate) peers: remote_peers::PeersThere,
+    /// The server's CPU budget calibration chose (`server_cpu_budget = "auto"`), a share of
+    /// one CPU.
+    pub calibrated_budget: Option<f64>,
 }
 
 fn now_s() -> f64 {
@@ -109,6 +118,9 @@ impl HostsRun {
             filesets: BTreeMap::new(),
             cgroup: None,
             network: vec![],
+            calibrated_budget: None,
+            peers: Default::default(),
+            uri_lists: BTreeMap::new(),
         };
         run.origin = remote_proxy::origin_of(&hosts, spec)?;
         let used = |h: &&Host| h.role != Role::Origin || spec.proxy.is_some();
@@ -167,6 +179,8 @@ impl HostsRun {
             )?;
             run.dirs.insert(h.name.clone(), dir);
         }
+        run.peers = remote_peers::find(&run.ssh, &server, &run.evlab_path(&server), spec)?;
+        run.copy_uri_list(spec, progress)?;
         let serving = run.serving_host().clone();
         let on: Vec<remote_proxy::SetHost> = std::iter::once(&serving)
             .chain(hosts.clients())
@@ -180,10 +194,10 @@ impl HostsRun {
             .into_iter()
             .collect();
         let series = spec.series_list(&|_| true, &["poll".to_string()]);
-        if budget_share(spec, &spec.name).is_some()
+        if spec.server_cpu_budget.is_some()
             || series
                 .iter()
-                .any(|s| budget_share(spec, &s.label).is_some())
+                .any(|s| spec.series_budget(&s.label).is_some())
         {
             run.cgroup = Some(RemoteCgroup::find(&run.ssh, &server)?);
         }
@@ -195,6 +209,56 @@ impl HostsRun {
 
     pub(crate) fn workdir(&self, h: &Host) -> &str {
         self.workdirs.get(&h.name).map_or("", |s| s.as_str())
+    }
+
+    /// A URI-list workload's file, copied into the run's directory on every client host
+    /// (unless a file with its sha256 is there) and checked there by its sha256.
+    fn copy_uri_list(
+        &mut self,
+        spec: &evlab_reason::model::spec::Spec,
+        progress: &Progress,
+    ) -> Result<(), LabError> {
+        let evlab_reason::model::spec::Workload::UriList(f) = &spec.workload else {
+            return Ok(());
+        };
+        let clients: Vec<Host> = self.hosts.clients().cloned().collect();
+        for h in &clients {
+            let name = f
+                .file_name()
+                .map_or("uris".into(), |n| n.to_string_lossy().into_owned());
+            let there = format!(
+                "{}/{}",
+                self.dir(h),
+                name.replace(
+                    |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
+                    "_"
+                )
+            );
+            let (sum, copied) = self
+                .ssh
+                .put(h, f, &there)
+                .map_err(|e| fail(h, format!("the URI list {}: {e}", f.display())))?;
+            progress.note(&format!(
+                "evlab run: host {}: the URI list {} {} {there} (sha256 {sum})",
+                h.name,
+                f.display(),
+                if copied { "copied to" } else { "already at" }
+            ));
+            self.uri_lists.insert(h.name.clone(), there);
+        }
+        Ok(())
+    }
+
+    /// The series `spec` measures on the server host (its evlab's mechanisms, its peers), and
+    /// those it skips with the reason.
+    pub fn plan(&self, spec: &evlab_reason::model::spec::Spec) -> crate::run::plan::Plan {
+        let p = &self.peers;
+        let mut plan =
+            crate::run::plan::plan_on(spec, &p.support, &p.handlers, &|prog| p.installed(prog));
+        for s in &mut plan.skipped {
+            s.reason = format!("on the server host: {}", s.reason);
+        }
+        plan
     }
 
     /// The origin host and its address (a `[proxy]` run).
@@ -249,14 +313,24 @@ impl HostsRun {
 
     /// `taskset -c CPUS` when the host has all of `cpus`, then `WORKDIR/evlab`.
     pub(crate) fn evlab_argv(&self, h: &Host, cpus: &[usize]) -> Vec<String> {
-        let n = self.ncpus.get(&h.name).copied().unwrap_or(0);
-        let mut v = vec![];
-        if !cpus.is_empty() && cpus.iter().all(|&c| c < n) {
-            let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
-            v.extend(["taskset".into(), "-c".into(), list.join(",")]);
-        }
-        v.push(format!("{}/evlab", self.workdir(h)));
+        let mut v = self.taskset_argv(h, cpus);
+        v.push(self.evlab_path(h));
         v
+    }
+
+    /// This evlab on `h`: `WORKDIR/evlab`.
+    pub(crate) fn evlab_path(&self, h: &Host) -> String {
+        format!("{}/evlab", self.workdir(h))
+    }
+
+    /// `taskset -c CPUS` when the host has all of `cpus` (else nothing: not pinned).
+    pub(crate) fn taskset_argv(&self, h: &Host, cpus: &[usize]) -> Vec<String> {
+        let n = self.ncpus.get(&h.name).copied().unwrap_or(0);
+        if cpus.is_empty() || !cpus.iter().all(|&c| c < n) {
+            return vec![];
+        }
+        let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        vec!["taskset".into(), "-c".into(), list.join(",")]
     }
 
     /// Where a client host's `evlab load --latencies` writes a point's replies (its workdir).
@@ -276,7 +350,7 @@ impl HostsRun {
             .map_err(|e| LabError::Point(format!("host {}'s latencies: {e}", h.name)))
     }
 
-    fn offset(&self, h: &Host) -> (f64, f64) {
+    pub(crate) fn offset(&self, h: &Host) -> (f64, f64) {
         self.checks
             .iter()
             .find(|c| c.name == h.name)
@@ -390,31 +464,38 @@ fn warn_ports(
     }
 }
 
-/// The share of one CPU the series labelled `label` runs its server in: its own `cpu_budget`,
-/// else the experiment's fixed `server_cpu_budget`.
-fn budget_share(spec: &evlab_reason::model::spec::Spec, label: &str) -> Option<f64> {
-    spec.series_budget(label).or(match spec.server_cpu_budget {
-        Some(evlab_reason::model::spec::Budget::Share(b)) => Some(b),
-        _ => None,
-    })
+impl HostsRun {
+    /// The share of one CPU the series labelled `label` runs its server in: its own
+    /// `cpu_budget`, else the experiment's `server_cpu_budget` (fixed, or as calibrated).
+    pub(crate) fn share_for(
+        &self,
+        spec: &evlab_reason::model::spec::Spec,
+        label: &str,
+    ) -> Option<f64> {
+        spec.series_budget(label).or(match spec.server_cpu_budget {
+            Some(evlab_reason::model::spec::Budget::Share(b)) => Some(b),
+            Some(evlab_reason::model::spec::Budget::Auto) => self.calibrated_budget,
+            None => None,
+        })
+    }
 }
 
 /// What one point started on its hosts, stopped in reverse order whatever happens.
 #[derive(Default)]
-struct RemoteProcs {
+pub(crate) struct RemoteProcs {
     /// With `[proxy]`: the origin, on the origin host (stopped last).
-    origin: Option<Remote>,
-    server: Option<Remote>,
-    idle: Option<Remote>,
-    clients: Vec<Remote>,
+    pub origin: Option<Remote>,
+    pub server: Option<Remote>,
+    pub idle: Option<Remote>,
+    pub clients: Vec<Remote>,
     /// The server's CPU budget's group on its host, removed once it is stopped.
-    budget: Option<RemoteGroup>,
+    pub budget: Option<RemoteGroup>,
 }
 
 impl RemoteProcs {
     /// Stops the clients, the idle holder and the server, each checked gone on its host;
     /// what was not is returned, for a flag.
-    fn stop(&mut self, hr: &HostsRun) -> Option<String> {
+    pub(crate) fn stop(&mut self, hr: &HostsRun) -> Option<String> {
         let ssh = &hr.ssh;
         let grace = Duration::from_secs(5);
         let mut left = Vec::new();
@@ -447,10 +528,10 @@ impl RemoteProcs {
 }
 
 /// One client's finished run.
-struct ClientRun {
-    host: Host,
-    report: LoadReport,
-    json: String,
+pub(crate) struct ClientRun {
+    pub host: Host,
+    pub report: LoadReport,
+    pub json: String,
 }
 
 /// One point: across `hosts` when given (else `point::run_point`, on this machine), measured,
@@ -515,7 +596,8 @@ fn measure_in(
 ) -> Result<(), LabError> {
     let spec = &ctx.opts.spec;
     let series = point::point_series(spec, p);
-    let port = start_server(ctx, hr, &series, p, procs)?;
+    let share = hr.share_for(spec, &p.series);
+    let port = start_server(ctx, hr, &series, share, p, procs)?;
     let addr = SocketAddr::new(hr.server_ip, port);
     procs::wait_answers(addr, "/one", Duration::from_secs(10))?;
     if p.idle > 0 && spec.holds_idle(&p.series) {
@@ -523,28 +605,35 @@ fn measure_in(
         settle(hr, procs);
     }
     if spec.warmup_s > 0.0 {
-        run_clients(ctx, hr, port, p, spec.warmup_s, procs)?;
+        let ask = ClientsAsk::point(spec, p, spec.warmup_s);
+        run_clients(ctx, hr, port, &ask, &mut p.commands, procs)?;
     }
     let server = hr.hosts.server();
     let pid = procs.server.as_ref().expect("started").pgid;
     // A proxy's stats are not a server's: only the μserver's are fetched, as on one machine.
-    let stats_before = match spec.proxy {
-        None => Some(counters::fetch_stats(addr)?),
-        Some(_) => None,
+    let stats_before = match (spec.proxy.as_ref(), p.kind) {
+        (None, ServerKind::Evlab) => Some(counters::fetch_stats(addr)?),
+        _ => None,
     };
-    let (cpu0, cs0) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
-    let retrans0 = tcp_retransmits(hr);
+    let ((cpu0, cs0), retrans0) = readings(hr, pid)?;
     let (t, t_wall) = (Instant::now(), now_s());
-    let (at, runs) = run_clients(ctx, hr, port, p, ctx.duration, procs)?;
+    let ask = ClientsAsk::point(spec, p, ctx.duration);
+    let (at, runs) = run_clients(ctx, hr, port, &ask, &mut p.commands, procs)?;
     // The clients start at `at`, after a lead in which the server waits: its share of a CPU is
     // over the time from their start on.
     let lead = (at - t_wall).max(0.0);
-    for (host, n) in tcp_retransmits(hr) {
-        if let Some(before) = retrans0.get(&host) {
-            p.tcp_retransmits.insert(host, n.saturating_sub(*before));
+    let alive = procs.server.as_mut().is_some_and(|s| s.alive());
+    let after = if alive {
+        Some(readings(hr, pid)?)
+    } else {
+        None
+    };
+    for (host, n) in after.iter().flat_map(|a| &a.1) {
+        if let Some(before) = retrans0.get(host) {
+            p.tcp_retransmits
+                .insert(host.clone(), n.saturating_sub(*before));
         }
     }
-    let alive = procs.server.as_mut().is_some_and(|s| s.alive());
     if !alive {
         let s = procs.server.as_ref().expect("started");
         p.flags.push(format!(
@@ -552,8 +641,7 @@ fn measure_in(
             server.name,
             s.ssh.stderr_tail(3)
         ));
-    } else {
-        let (cpu1, cs1) = hr.ssh.proc_usage(server, pid, hr.ticks)?;
+    } else if let Some(((cpu1, cs1), _)) = after {
         let wall = (t.elapsed().as_secs_f64() - lead).max(1e-9);
         let cpu = (cpu1 - cpu0).max(0.0);
         p.server_cpu_s = Some(cpu);
@@ -589,18 +677,61 @@ fn measure_in(
     record(ctx, hr, p, at, &runs)
 }
 
-/// The TCP segments each host (server and clients) has retransmitted so far, by its
-/// /proc/net/snmp; a host that cannot be read is left out.
-fn tcp_retransmits(hr: &HostsRun) -> BTreeMap<String, u64> {
-    hr.hosts
+/// The server's CPU time (s) and context switches, and each host's TCP retransmits so far.
+type Readings = ((f64, u64), BTreeMap<String, u64>);
+
+/// What a point reads on its hosts before and after its load, in one round of ssh commands
+/// run side by side: the server's CPU time and context switches (on the server host), and
+/// the TCP segments each host (server, clients, the origin in a proxy run) has retransmitted
+/// so far, by its /proc/net/snmp (a host that cannot be read is left out).
+fn readings(hr: &HostsRun, pid: u32) -> Result<Readings, LabError> {
+    const SNMP: &str = "evlab-snmp";
+    let hosts: Vec<&Host> = hr
+        .hosts
         .hosts
         .iter()
         .filter(|h| h.role != Role::Origin || hr.origin.is_some())
-        .filter_map(|h| {
-            let snmp = hr.ssh.ok(h, "cat /proc/net/snmp", &[]).ok()?;
-            Some((h.name.clone(), retrans_segs(&snmp)?))
+        .collect();
+    let server = hr.hosts.server();
+    let usage = format!(
+        "{}; echo {SNMP} && cat /proc/net/snmp",
+        crate::run::hosts::usage_command(pid)
+    );
+    let commands: Vec<String> = hosts
+        .iter()
+        .map(|h| match h.name == server.name {
+            true => usage.clone(),
+            false => format!("echo {SNMP} && cat /proc/net/snmp"),
         })
-        .collect()
+        .collect();
+    let what: Vec<(&Host, &str)> = hosts
+        .iter()
+        .zip(&commands)
+        .map(|(h, c)| (*h, c.as_str()))
+        .collect();
+    let mut cpu = None;
+    let mut retrans = BTreeMap::new();
+    for (h, text) in hosts.iter().zip(hr.ssh.ok_all(&what)) {
+        let text = match text {
+            Ok(t) => t,
+            Err(e) if h.name == server.name => return Err(e),
+            Err(_) => continue,
+        };
+        let (before, snmp) = text.split_once(SNMP).unwrap_or((&text, ""));
+        if h.name == server.name {
+            cpu = crate::run::hosts::parse_proc_usage(before, hr.ticks);
+        }
+        if let Some(n) = retrans_segs(snmp) {
+            retrans.insert(h.name.clone(), n);
+        }
+    }
+    let cpu = cpu.ok_or_else(|| {
+        LabError::Point(format!(
+            "host {}: cannot read process {pid}'s CPU time from its /proc",
+            server.name
+        ))
+    })?;
+    Ok((cpu, retrans))
 }
 
 /// `RetransSegs` of a /proc/net/snmp text (its `Tcp:` header line, then its values).
@@ -623,39 +754,74 @@ fn by_hand(r: &Remote, background: &str) -> String {
 
 /// `evlab serve` (or, with `[proxy]`, `evlab proxy` in front of the origin) on the server host,
 /// on its address and a port it chooses (read back from its `listening on` line), with the
-/// arguments a point on this machine has ([`argv`]); returns the port.
-fn start_server(
+/// arguments a point on this machine has ([`argv`]), in a CPU budget of `share` there if
+/// given; returns the port.
+pub(crate) fn start_server(
     ctx: &PointCtx,
     hr: &HostsRun,
     s: &Series,
+    share: Option<f64>,
     p: &mut PointResult,
     procs: &mut RemoteProcs,
 ) -> Result<u16, LabError> {
     let spec = &ctx.opts.spec;
     let host = hr.hosts.server();
-    let mut argv = hr.evlab_argv(host, &[spec.server_cpu]);
+    let mut argv = hr.taskset_argv(host, &[spec.server_cpu]);
     let listen = SocketAddr::new(hr.server_ip, 0).to_string();
-    if spec.proxy.is_some() {
-        // The origin first, on its host; the series' server is the proxy in front of it.
-        let (oh, ip) = hr.origin_host();
-        let cpus: Vec<usize> = spec.proxy.iter().filter_map(|px| px.origin_cpu).collect();
-        let at = remote_proxy::OriginAt {
-            host: oh,
-            ip,
-            evlab: hr.evlab_argv(oh, &cpus),
-            docroot: hr.docroot(spec, &s.label),
-        };
-        let origin = remote_proxy::start_origin(&hr.ssh, at, spec, p, &mut procs.origin)?;
-        argv.extend(argv::proxy_args(spec, s, &listen, origin));
-    } else {
-        argv.extend(argv::serve_args(
-            spec,
-            s,
-            &listen,
-            &hr.docroot(spec, &s.label),
-        ));
+    // With `[proxy]`: the origin first, on its host; the series' server is the proxy in front
+    // of it.
+    let origin = match &spec.proxy {
+        Some(px) => {
+            let (oh, ip) = hr.origin_host();
+            let cpus: Vec<usize> = px.origin_cpu.into_iter().collect();
+            let at = remote_proxy::OriginAt {
+                host: oh,
+                ip,
+                evlab: hr.evlab_argv(oh, &cpus),
+                docroot: hr.docroot(spec, &s.label),
+            };
+            Some(remote_proxy::start_origin(
+                &hr.ssh,
+                at,
+                spec,
+                p,
+                &mut procs.origin,
+            )?)
+        }
+        None => None,
+    };
+    // A peer listens on a port chosen here; evlab on one it chooses and prints.
+    let mut peer_port = None;
+    match (s.kind, origin) {
+        (ServerKind::Evlab, Some(origin)) => {
+            argv.push(hr.evlab_path(host));
+            argv.extend(argv::proxy_args(spec, s, &listen, origin));
+        }
+        (ServerKind::Evlab, None) => {
+            argv.push(hr.evlab_path(host));
+            argv.extend(argv::serve_args(
+                spec,
+                s,
+                &listen,
+                &hr.docroot(spec, &s.label),
+            ));
+        }
+        _ => {
+            let port = remote_peers::free_port(&hr.ssh, host, p.index as u64)?;
+            let dir = format!("{}/peer-{}", hr.dir(host), p.index);
+            let conf = remote_peers::conf(
+                s,
+                &hr.peers,
+                Path::new(&dir),
+                Path::new(&hr.docroot(spec, &s.label)),
+                SocketAddr::new(hr.server_ip, port),
+                origin,
+            )?;
+            p.commands.push(remote_peers::write(&hr.ssh, host, &conf)?);
+            argv.extend(conf.argv);
+            peer_port = Some(port);
+        }
     }
-    let share = budget_share(spec, &p.series);
     if let (Some(share), Some(cg)) = (share, &hr.cgroup) {
         let g = procs
             .budget
@@ -669,9 +835,12 @@ fn start_server(
             g.share * 100.0
         ));
     }
-    let r = procs
-        .server
-        .insert(hr.ssh.spawn(host, "evlab serve", &argv)?);
+    let what = match s.kind {
+        ServerKind::Evlab if origin.is_some() => "evlab proxy".to_string(),
+        ServerKind::Evlab => "evlab serve".to_string(),
+        _ => s.label.clone(),
+    };
+    let r = procs.server.insert(hr.ssh.spawn(host, &what, &argv)?);
     if let (Some(g), Some(cg)) = (&procs.budget, &hr.cgroup) {
         cg.join(&hr.ssh, host, g, r.pgid)?;
         p.commands.push(format!(
@@ -679,14 +848,17 @@ fn start_server(
             host.destination, g.dir, host.name
         ));
     }
-    let addr = remote_proxy::listening(r, "the server")?;
+    let port = match peer_port {
+        Some(port) => port,
+        None => remote_proxy::listening(r, "the server")?.port(),
+    };
     p.commands.push(by_hand(r, " & server=$!"));
-    Ok(addr.port())
+    Ok(port)
 }
 
 /// `evlab idle` on the first client host, holding the point's idle connections; waits until
 /// it says they are all up.
-fn start_idle(
+pub(crate) fn start_idle(
     hr: &HostsRun,
     p: &mut PointResult,
     port: u16,
@@ -714,7 +886,7 @@ fn start_idle(
 }
 
 /// Waits until the server has used under 1 ms of CPU in 100 ms (at most 3 s), read on its host.
-fn settle(hr: &HostsRun, procs: &RemoteProcs) {
+pub(crate) fn settle(hr: &HostsRun, procs: &RemoteProcs) {
     let Some(pid) = procs.server.as_ref().map(|s| s.pgid) else {
         return;
     };
@@ -733,60 +905,124 @@ fn settle(hr: &HostsRun, procs: &RemoteProcs) {
     }
 }
 
+/// One run of the clients: the total rate, its length, and how it is read.
+pub(crate) struct ClientsAsk {
+    pub rate: f64,
+    pub secs: f64,
+    pub timeout_s: f64,
+    pub sample_interval_s: f64,
+    /// How far ahead of now the clients are told to start.
+    pub lead_s: f64,
+    /// The series (its file set) and a number naming the run's latency files.
+    pub series: String,
+    pub index: usize,
+    /// Whether each client keeps its replies' latencies (`--latencies`).
+    pub latencies: bool,
+}
+
+impl ClientsAsk {
+    /// A point's run of `secs` seconds.
+    fn point(spec: &evlab_reason::model::spec::Spec, p: &PointResult, secs: f64) -> Self {
+        ClientsAsk {
+            rate: p.rate,
+            secs,
+            timeout_s: spec.timeout_s,
+            sample_interval_s: 1.0,
+            lead_s: LEAD_S,
+            series: p.series.clone(),
+            index: p.index,
+            latencies: spec.keep_latencies,
+        }
+    }
+}
+
 /// The load split over the client hosts: each gets the rate (and a fixed number of
 /// connections) over their number, all told to start at one instant `at` (this machine's
 /// clock; each host is given it in its own: plus its offset); waits for every one to end and
-/// returns `at` and their reports, in the hosts file's order.
-fn run_clients(
+/// returns `at` and their reports, in the hosts file's order. Each client's command, as a
+/// shell runs it, goes to `commands`.
+pub(crate) fn run_clients(
     ctx: &PointCtx,
     hr: &HostsRun,
     port: u16,
-    p: &mut PointResult,
-    secs: f64,
+    a: &ClientsAsk,
+    commands: &mut Vec<String>,
     procs: &mut RemoteProcs,
 ) -> Result<(f64, Vec<ClientRun>), LabError> {
     let spec = &ctx.opts.spec;
+    let secs = a.secs;
     let clients: Vec<&Host> = hr.hosts.clients().collect();
     let n = clients.len();
-    let at = now_s() + LEAD_S + 0.1 * n as f64;
+    let at = now_s() + a.lead_s;
     let first = procs.clients.len();
-    for h in &clients {
-        let mut argv = hr.evlab_argv(h, &spec.client_cpus);
-        let latencies = spec.keep_latencies.then(|| hr.latencies_path(h, p.index));
-        let fileset = hr
-            .fileset_for(h, spec, &p.series)
-            .unwrap_or_else(|| "/".into());
-        let mut args = load::load_argv(&LoadArgs {
-            port,
-            workload: &spec.workload,
-            docroot: Path::new(&fileset),
-            rate: p.rate / n as f64,
-            duration_s: secs,
-            calls_per_conn: spec.calls_per_conn,
-            active_conns: spec.active_conns.map(|c| c.div_ceil(n as u64)),
-            timeout_s: spec.timeout_s,
-            sample_interval_s: 1.0,
-            json: Path::new("-"),
-            latencies: latencies.as_deref().map(Path::new),
-            stop_after_s: spec.window().then_some(secs),
-            extra: &spec.load_flags,
-        });
-        if let Some(i) = args.iter().position(|a| a == "--server") {
-            args[i + 1] = hr.server_ip.to_string();
+    let argvs: Vec<Vec<String>> = clients
+        .iter()
+        .map(|h| {
+            let mut argv = hr.evlab_argv(h, &spec.client_cpus);
+            let latencies = a.latencies.then(|| hr.latencies_path(h, a.index));
+            let fileset = hr
+                .fileset_for(h, spec, &a.series)
+                .unwrap_or_else(|| "/".into());
+            // A URI list is read from its copy on the host.
+            let workload = match (&spec.workload, hr.uri_lists.get(&h.name)) {
+                (evlab_reason::model::spec::Workload::UriList(_), Some(there)) => {
+                    evlab_reason::model::spec::Workload::UriList(there.into())
+                }
+                (w, _) => w.clone(),
+            };
+            let mut args = load::load_argv(&LoadArgs {
+                port,
+                workload: &workload,
+                docroot: Path::new(&fileset),
+                rate: a.rate / n as f64,
+                duration_s: secs,
+                calls_per_conn: spec.calls_per_conn,
+                active_conns: spec.active_conns.map(|c| c.div_ceil(n as u64)),
+                timeout_s: a.timeout_s,
+                sample_interval_s: a.sample_interval_s,
+                json: Path::new("-"),
+                latencies: latencies.as_deref().map(Path::new),
+                stop_after_s: spec.window().then_some(secs),
+                extra: &spec.load_flags,
+            });
+            if let Some(i) = args.iter().position(|a| a == "--server") {
+                args[i + 1] = hr.server_ip.to_string();
+            }
+            let (offset_ms, _) = hr.offset(h);
+            args.extend(["--start-at".into(), format!("{:.6}", at + offset_ms / 1e3)]);
+            argv.extend(args);
+            argv
+        })
+        .collect();
+    // Launched side by side (each start waits for its process group's line), so the lead
+    // need not grow with the number of client hosts.
+    let what: Vec<(&Host, &str, &[String])> = clients
+        .iter()
+        .zip(&argvs)
+        .map(|(h, argv)| (*h, "evlab load", &argv[..]))
+        .collect();
+    let started = hr.ssh.spawn_all(&what);
+    let mut failed = None;
+    for r in started {
+        match r {
+            Ok(r) => {
+                commands.push(by_hand(&r, " &"));
+                procs.clients.push(r);
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
         }
-        let (offset_ms, _) = hr.offset(h);
-        args.extend(["--start-at".into(), format!("{:.6}", at + offset_ms / 1e3)]);
-        argv.extend(args);
-        let r = hr.ssh.spawn(h, "evlab load", &argv)?;
-        p.commands.push(by_hand(&r, " &"));
-        procs.clients.push(r);
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     let wait = if spec.active_conns.is_some() && !spec.window() {
         3.0 * secs
     } else {
         secs
     };
-    let limit = Duration::from_secs_f64(LEAD_S + wait + spec.timeout_s + 30.0);
+    let limit = Duration::from_secs_f64(a.lead_s + wait + a.timeout_s + 30.0);
     let mut runs = Vec::with_capacity(n);
     for (h, r) in clients.iter().zip(&mut procs.clients[first..]) {
         let status = r.ssh.wait_exit(limit)?;
@@ -818,6 +1054,7 @@ fn run_clients(
             )));
         }
         let json = r.ssh.rest_lines(Duration::from_secs(5)).join("\n") + "\n";
+        r.ended();
         let report = load::parse_report(&json, &format!("host {}'s report", h.name))?;
         runs.push(ClientRun {
             host: (*h).clone(),

@@ -18,7 +18,8 @@ use crate::run::point::PointCtx;
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote::HostsRun;
-use evlab_reason::model::knee::{Knee, KneeSpec, FAR_WIDENING, INTERRUPTED};
+use crate::run::remote_steps::On;
+use evlab_reason::model::knee::{Knee, FAR_WIDENING, INTERRUPTED};
 use evlab_reason::model::results::{self, PointResult, Resumption, Status, Summary};
 use evlab_reason::model::spec::{Budget, Series, Spec, Workload};
 use evlab_reason::render::report;
@@ -80,14 +81,6 @@ pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         )));
     }
     let spec = &opts.spec;
-    // Across hosts: what cannot run there is refused before anything is made or measured.
-    if let Some(why) = opts
-        .hosts
-        .as_ref()
-        .and_then(|_| evlab_reason::model::hosts::refusal(spec))
-    {
-        return Err(LabError::Io(why));
-    }
     if let Some(why) =
         evlab_reason::model::hosts::needs_hosts(spec).filter(|_| opts.hosts.is_none())
     {
@@ -109,14 +102,17 @@ pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
     std::fs::create_dir_all(&out)
         .map_err(|e| LabError::Io(format!("cannot create {}: {e}", out.display())))?;
     let progress = Progress::new(opts.quiet);
-    let hosts = match &opts.hosts {
+    let mut hosts = match &opts.hosts {
         Some(h) => Some(HostsRun::prepare(h.clone(), spec, &opts.evlab, &progress)?),
         None => None,
     };
     let Plan {
         series,
         mut skipped,
-    } = plan(&opts.evlab, &opts.spec);
+    } = match &hosts {
+        Some(h) => h.plan(&opts.spec),
+        None => plan(&opts.evlab, &opts.spec),
+    };
     skipped.extend(over_limit);
     for s in &skipped {
         progress.warn(&format!("evlab run: skipping {}: {}", s.series, s.reason));
@@ -154,7 +150,7 @@ pub fn run(mut opts: RunOptions) -> Result<(PathBuf, Summary), LabError> {
         budget: None,
         cgroup: cgroup.as_ref(),
     };
-    let budget = calibrate_or_budget(&base, &series, &mut summary, &progress)?;
+    let budget = calibrate_across(&base, hosts.as_mut(), &series, &mut summary, &progress)?;
     let ctx = PointCtx {
         budget: budget.as_ref(),
         ..base
@@ -226,8 +222,32 @@ fn make_filesets(
 
 /// Calibrates, when the experiment's rates or budget depend on this machine (the calibration
 /// goes into the summary, written at once); returns the budget the sweep's servers run in.
+/// [`calibrate_or_budget`] where the run's servers are (across hosts, the budget it chose is
+/// the hosts'; what calibration failed on leaves the hosts clean).
+fn calibrate_across(
+    base: &PointCtx,
+    hosts: Option<&mut HostsRun>,
+    series: &[Series],
+    summary: &mut Summary,
+    progress: &Progress,
+) -> Result<Option<CpuBudget>, LabError> {
+    let on = hosts.as_deref().map_or(On::Here, |h| On::Hosts(h, None));
+    let budget = calibrate_or_budget(base, on, series, summary, progress);
+    if let Some(h) = hosts {
+        h.calibrated_budget = summary
+            .calibration
+            .as_ref()
+            .and_then(|c| c.server_cpu_budget);
+        if budget.is_err() {
+            h.finish(progress);
+        }
+    }
+    budget
+}
+
 fn calibrate_or_budget(
     base: &PointCtx,
+    on: On,
     series: &[Series],
     summary: &mut Summary,
     progress: &Progress,
@@ -257,7 +277,7 @@ fn calibrate_or_budget(
             .filter(|s| spec.series_budget(&s.label).is_none())
             .cloned()
             .collect();
-        let (cal, b) = calibrate::run(base, &probed, progress)?;
+        let (cal, b) = calibrate::run(base, on, &probed, progress)?;
         budget = b;
         summary.calibration = Some(cal);
         write_tables(summary, base.out)?;
@@ -387,7 +407,7 @@ fn sweep(
             }
         }
         forecast.leg_over(leg);
-        if let Some(ks) = &spec.knee {
+        if spec.knee.is_some() {
             if interrupted() {
                 summary.interrupted = true;
                 break 'all;
@@ -400,12 +420,8 @@ fn sweep(
                 budget: own_budgets.get(&s.label).or(ctx.budget),
                 ..*ctx
             };
-            let k = knee_leg(&pctx, ks, summary, (s, idle, trial), &fixed, progress);
-            forecast.knee_done(leg, k.wall_s);
-            if let Some(r) = summary.resumed.last_mut() {
-                r.measured_knees += 1;
-            }
-            summary.knees.push(k);
+            let wall = knee_leg(&pctx, hosts, summary, (s, idle, trial), &fixed, progress);
+            forecast.knee_done(leg, wall);
             summary.wall_s = t0.elapsed().as_secs_f64();
             write_tables(summary, ctx.out)?;
         }
@@ -489,15 +505,15 @@ fn knee_kept(summary: &mut Summary, (s, idle, trial): (&Series, usize, u32)) -> 
 
 /// One capacity search (`[knee]`) after a leg's rates: in every trial from calibration's
 /// capacity of the series (or the highest fixed rate), between 1/16 of that and the client's
-/// clean ceiling.
+/// clean ceiling. Recorded in `summary`; returns its wall time.
 fn knee_leg(
     ctx: &PointCtx,
-    ks: &KneeSpec,
-    summary: &Summary,
+    hosts: Option<&HostsRun>,
+    summary: &mut Summary,
     (s, idle, trial): (&Series, usize, u32),
     fixed: &[f64],
     progress: &Progress,
-) -> Knee {
+) -> f64 {
     // Every trial's search starts from the same point, calibration's, so that the trials are
     // independent: a search that started from the earlier trials' capacity carried their error
     // into the next (and in a run of quick the near start saved no steps: 46 and 50 against 50).
@@ -537,7 +553,13 @@ fn knee_leg(
         "evlab run: knee {n}: {} idle={idle} trial {trial}, from {:.0}/s",
         s.label, start.rate
     ));
-    let k = knee::search(ctx, ks, (s, idle, trial), start, &bounds, n);
+    let on = hosts.map_or(On::Here, |h| {
+        On::Hosts(h, h.share_for(&ctx.opts.spec, &s.label))
+    });
+    let Some(ks) = &ctx.opts.spec.knee else {
+        return 0.0;
+    };
+    let k = knee::search(ctx, on, ks, (s, idle, trial), start, &bounds, n);
     let got = match (k.capacity(ks.resolution), k.kept(), k.failed()) {
         (Some(c), Some(lo), Some(hi)) => format!("{c:.0}/s (kept {lo:.0}, not {hi:.0})"),
         _ => format!(
@@ -551,7 +573,12 @@ fn knee_leg(
         k.steps.len(),
         k.wall_s
     ));
-    k
+    if let Some(r) = summary.resumed.last_mut() {
+        r.measured_knees += 1;
+    }
+    let wall = k.wall_s;
+    summary.knees.push(k);
+    wall
 }
 
 /// The run's opening line: its shape, its number of points, how long it should take, and

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::spec::{Budget, ServerKind, Spec, Workload};
+use crate::model::spec::Spec;
 use crate::LabError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,43 +254,6 @@ pub fn needs_hosts(spec: &Spec) -> Option<String> {
              runs only across hosts (--hosts FILE)",
             spec.name
         ));
-    }
-    None
-}
-
-/// Why `evlab run --hosts` cannot run `spec` (None: it can). Evlab servers and proxies at
-/// fixed rates run across hosts; what the others need on the hosts (peers' configs, a URI list
-/// copied, calibration and capacity searches, which run their own servers) is not built.
-pub fn refusal(spec: &Spec) -> Option<String> {
-    let why = |w: &str| Some(format!("`{}` cannot run with --hosts: {w}", spec.name));
-    if spec.micro.is_some() {
-        return why("a micro-benchmark runs on one machine");
-    }
-    let all = spec.series_list(&|_| true, &["poll".to_string()]);
-    if let Some(s) = all.iter().find(|s| s.kind != ServerKind::Evlab) {
-        return why(&format!(
-            "series `{}` is a peer server ({:?}); only evlab servers are started on the \
-             server host so far",
-            s.label, s.kind
-        ));
-    }
-    if let Workload::UriList(f) = &spec.workload {
-        return why(&format!(
-            "its workload is a URI list ({}), which is not copied to the client hosts yet",
-            f.display()
-        ));
-    }
-    if matches!(spec.server_cpu_budget, Some(Budget::Auto)) {
-        return why(
-            "server_cpu_budget = \"auto\" calibrates on this machine; give the budget as a \
-             share of one CPU (it is applied in a cgroup on the server host)",
-        );
-    }
-    if spec.rates.is_auto() {
-        return why("rates = \"auto\" calibrates on this machine; give fixed rates");
-    }
-    if spec.knee.is_some() {
-        return why("a capacity search ([knee]) is not run across hosts yet");
     }
     None
 }

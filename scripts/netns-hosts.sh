@@ -111,7 +111,7 @@ up() {
     echo "  ConnectTimeout 5"
   } > "$dir/ssh_config"
   {
-    echo "# Made by scripts/netns-hosts.sh up $n: h0 the server, the rest clients."
+    echo "# Made by scripts/netns-hosts.sh up $n: roles $(IFS=,; echo "${role_of[*]}")."
     echo "ssh_config = \"$dir/ssh_config\""
   } > "$dir/hosts.toml"
   for ((i = 0; i < n; i++)); do

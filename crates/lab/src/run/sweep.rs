@@ -814,6 +814,7 @@ mod tests {
             resumed: vec![],
             hosts: vec![],
             network: vec![],
+            sequential: None,
         }
     }
 

@@ -107,6 +107,8 @@ Examples:
       the shipped experiments
   evlab run fig5-one-byte-idle --duration 10
       the paper's Fig. 5 with 10 s points instead of 120 s
+  evlab run quick --trials 3
+      exactly 3 trials, not as many as quick's sequential rule chooses (3 to 6, within 270 s)
   evlab run my-experiment.toml --out /tmp/my-run
       an experiment of your own, into exactly that directory
   evlab run --resume results/quick/20261127-101500
@@ -195,6 +197,15 @@ pub struct RunArgs {
     /// default: the experiment's `order_seed`, else drawn and recorded. `--plan` says which
     #[arg(long, value_name = "N", conflicts_with = "resume")]
     pub order_seed: Option<u64>,
+    /// A fixed number of trials, instead of the experiment's `trials` or of its sequential rule
+    /// (`[sequential]`: trials added in blocks until its findings are decided or its time is up)
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with_all = ["resume", "list"],
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub trials: Option<u32>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -263,6 +274,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     }
     if let Some(seed) = a.order_seed {
         spec.order_seed = Some(seed);
+    }
+    if let Some(n) = a.trials {
+        anyhow::ensure!(
+            spec.micro.is_none(),
+            "--trials: `{}` is a micro-benchmark, which runs no trials of points (its own flags \
+             set its repeats)",
+            spec.name
+        );
+        spec.trials = n;
+        spec.sequential = None;
     }
     let hosts = match &a.hosts {
         Some(f) => Some(evlab_lab::model::hosts::Hosts::load(f)?),

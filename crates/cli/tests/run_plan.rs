@@ -238,3 +238,117 @@ fn placebo_plans_run_one_set_of_commands_for_every_series_at_each_trial_and_x() 
         }
     }
 }
+
+/// A sequential experiment's plan is its first block, and says that later blocks are
+/// conditional on the looks; `--trials N` plans exactly N trials, with no rule, each trial as
+/// the rule's plan has it.
+#[test]
+fn a_sequential_plan_lists_its_first_block_and_says_later_ones_are_conditional() {
+    let trials = |v: &Value| -> Vec<u64> {
+        let mut t: Vec<u64> = v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["trial"].as_u64().unwrap())
+            .collect();
+        t.dedup();
+        t
+    };
+    let legs = |v: &Value, upto: u64| -> Vec<String> {
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["trial"].as_u64().unwrap() <= upto)
+            .map(|p| format!("{} {} {} {}", p["trial"], p["series"], p["idle"], p["kind"]))
+            .collect()
+    };
+    let plan = plan_json(&["quick", "--order-seed", "5"]);
+    assert_eq!(trials(&plan), [1, 2, 3]);
+    let q = &plan["sequential"];
+    assert_eq!(
+        (q["first"].as_u64(), q["most"].as_u64()),
+        (Some(3), Some(6))
+    );
+    assert_eq!(q["budget_s"].as_f64(), Some(270.0));
+    let o = evlab(&["run", "quick", "--plan", "--order-seed", "5"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "trials 1–3, the sequential rule's first block. Later blocks are conditional"
+        ),
+        "{text}"
+    );
+    let fixed = plan_json(&["quick", "--trials", "2", "--order-seed", "5"]);
+    assert_eq!(trials(&fixed), [1, 2]);
+    assert!(fixed["sequential"].is_null());
+    assert_eq!(legs(&fixed, 2), legs(&plan, 2));
+    let zero = evlab(&["run", "quick", "--trials", "0", "--plan"]);
+    assert_eq!(zero.status.code(), Some(2), "{zero:?}");
+}
+
+/// A sequential run makes its plan's first block, then the blocks its looks add, and records
+/// each look. Here the only finding cannot be decided (no capacity search, and B is never
+/// past its knee at 150/s), whatever the machine's speed, and there is no time budget: a look
+/// after 2 trials (interim, 99.8%) adds the third, and the look after it is final at `most`
+/// (90.2%: one interim look spent 0.2%).
+#[test]
+fn a_sequential_run_adds_the_blocks_its_looks_decide_and_records_them() {
+    let dir = scratch("seq");
+    let spec = dir.join("seq-check.toml");
+    std::fs::write(
+        &spec,
+        "name = \"seq-check\"\nfindings = \"paper\"\nmechanisms = [\"select\", \"epoll-lt\"]\n\
+         server_flags = [\"--header-timeout\", \"0\"]\nrates = [150]\nduration_s = 0.3\n\
+         timeout_s = 1\norder_seed = 7\n[sequential]\nfirst = 2\nmost = 3\n",
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let plan = plan_json(&[spec]);
+    let planned: Vec<(String, u64)> = plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["series"].as_str().unwrap().into(),
+                p["trial"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(planned.len(), 4, "the first block: 2 series × 2 trials");
+    let out = dir.join("out");
+    let o = evlab(&["run", spec, "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = Summary::read_json(&out).unwrap();
+    let mut ran = s.points.clone();
+    ran.sort_by_key(|p| p.index);
+    let ran: Vec<(String, u64)> = ran
+        .iter()
+        .map(|p| (p.series.clone(), u64::from(p.trial)))
+        .collect();
+    assert_eq!(ran.len(), 6, "{ran:?}");
+    assert_eq!(ran[..4], planned[..], "the first block is the plan's");
+    assert!(ran[4..].iter().all(|(_, t)| *t == 3), "{ran:?}");
+    let q = s.sequential.as_ref().expect("the looks recorded");
+    assert_eq!(q.trials, 3);
+    let looks: Vec<(u32, f64, Option<&str>)> = q
+        .looks
+        .iter()
+        .map(|l| (l.trials, l.level, l.stopped.as_deref()))
+        .collect();
+    assert_eq!(
+        looks,
+        [(2, 0.998, None), (3, 0.902, Some("most trials"))],
+        "{q:?}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains(
+            "Looks: after 2 trials (interim, 99.8%: 0 of 1 decided), after 3 (final, 90.2%: \
+             0 of 1 decided); stopped: most trials. The verdicts below are decided at 90.2%."
+        ),
+        "{md}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,6 +15,7 @@ use crate::run::point::{self, LoadAsk, PointCtx};
 use crate::run::sweep;
 use evlab_reason::model::knee::SAMPLE_S;
 use evlab_reason::model::results::SkippedSeries;
+use evlab_reason::model::sequential::{Rule, SequentialSpec};
 use evlab_reason::model::spec::{Budget, Series, ServerKind, Workload};
 use evlab_reason::model::text::{num, shell_line};
 use evlab_reason::LabError;
@@ -68,6 +69,9 @@ pub struct DryRun {
     pub calibrates: bool,
     pub skipped: Vec<SkippedSeries>,
     pub points: Vec<Planned>,
+    /// With `[sequential]`: the rule that decides, look by look, whether blocks after the
+    /// first run (`points` are the first block's).
+    pub sequential: Option<SequentialSpec>,
 }
 
 /// The plan of `opts`' run: its series on this machine (those it cannot run skipped, saying
@@ -101,6 +105,7 @@ pub fn dry_run(mut opts: RunOptions) -> Result<DryRun, LabError> {
         calibrates: spec.rates.is_auto() || matches!(spec.server_cpu_budget, Some(Budget::Auto)),
         skipped,
         points: points?,
+        sequential: spec.sequential.clone(),
     })
 }
 
@@ -331,6 +336,13 @@ impl DryRun {
             "order_seed": self.order_seed,
             "calibrates": self.calibrates,
             "placeholders": PLACEHOLDERS.iter().map(|(p, what)| json!({"name": p, "means": what})).collect::<Vec<_>>(),
+            "sequential": self.sequential.as_ref().map(|q| json!({
+                "first": q.first,
+                "block": q.block,
+                "most": q.most,
+                "budget_s": q.budget_s,
+                "rule": Rule::of(q).words(),
+            })),
             "skipped": self.skipped.iter().map(|s| json!({"series": s.series, "reason": s.reason})).collect::<Vec<_>>(),
             "points": self.points.iter().map(|p| json!({
                 "kind": p.kind,
@@ -358,6 +370,16 @@ impl DryRun {
             self.order_seed,
             self.order_seed,
         ));
+        if let Some(q) = &self.sequential {
+            s.push_str(&format!(
+                "These are trials 1–{}, the sequential rule's first block. Later blocks are \
+                 conditional: after each block a look at the findings decides whether the next \
+                 runs ({}; docs/methodology.md, \"Sequential trials\"); a later trial runs as \
+                 trial 1 does, its arms in the order this seed draws for it.\n",
+                q.first,
+                Rule::of(q).words()
+            ));
+        }
         if self.calibrates {
             s.push_str(
                 "It calibrates first (the client's ceiling, then each series' capacity): its \

@@ -346,21 +346,8 @@ impl Forecast {
         fixed: usize,
         capacity: BTreeMap<String, f64>,
     ) -> Forecast {
-        let search = spec.rate_search.clone();
-        Forecast {
-            legs: legs
-                .iter()
-                .map(|(series, idle, trial)| Leg {
-                    series: series.clone(),
-                    idle: *idle,
-                    trial: *trial,
-                    fixed: search.is_none().then_some(fixed),
-                    done: 0,
-                    over: false,
-                    last_rate: None,
-                    knee_over: spec.knee.is_none(),
-                })
-                .collect(),
+        let mut f = Forecast {
+            legs: Vec::new(),
             knee_model: spec
                 .idle
                 .iter()
@@ -372,11 +359,30 @@ impl Forecast {
                 .iter()
                 .map(|&i| (i, point_seconds(spec, duration, i)))
                 .collect(),
-            search,
+            search: spec.rate_search.clone(),
             capacity,
             measured_s: 0.0,
             modelled_s: 0.0,
-        }
+        };
+        f.extend(spec, legs, fixed);
+        f
+    }
+
+    /// `legs` run after those forecast so far (a block a sequential run's look added); what
+    /// the finished points and searches took goes on scaling the model.
+    pub fn extend(&mut self, spec: &Spec, legs: &[(String, usize, u32)], fixed: usize) {
+        let fixed = self.search.is_none().then_some(fixed);
+        self.legs
+            .extend(legs.iter().map(|(series, idle, trial)| Leg {
+                series: series.clone(),
+                idle: *idle,
+                trial: *trial,
+                fixed,
+                done: 0,
+                over: false,
+                last_rate: None,
+                knee_over: spec.knee.is_none(),
+            }));
     }
 
     pub fn legs(&self) -> &[Leg] {

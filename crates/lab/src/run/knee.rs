@@ -8,11 +8,79 @@ use std::time::Instant;
 
 use crate::run::point::PointCtx;
 use crate::run::procs::interrupted;
+use crate::run::progress::Progress;
 use crate::run::remote_steps::On;
 use crate::run::stepper::{StepAsk, Stepper};
-use evlab_reason::model::knee::{self, Knee, KneeSpec, KneeStep};
+use evlab_reason::analysis::stats::Arm;
+use evlab_reason::model::knee::{self, Knee, KneeSpec, KneeStep, FAR_WIDENING};
+use evlab_reason::model::results::Summary;
 use evlab_reason::model::spec::Series;
 use evlab_reason::LabError;
+
+/// One capacity search (`[knee]`) after a leg's rates: in every trial from calibration's
+/// capacity of the series (or the highest fixed rate), between 1/16 of that and the client's
+/// clean ceiling; its server where `on` says.
+pub(crate) fn after_leg(
+    ctx: &PointCtx,
+    on: On,
+    ks: &KneeSpec,
+    summary: &Summary,
+    (s, idle, trial): (&Series, usize, u32),
+    fixed: &[f64],
+    progress: &Progress,
+) -> Knee {
+    // Every trial's search starts from the same point, calibration's, so that the trials are
+    // independent: a search that started from the earlier trials' capacity carried their error
+    // into the next (and in a run of quick the near start saved no steps: 46 and 50 against 50).
+    let cal = summary.calibration.as_ref();
+    let calibrated = cal.and_then(|c| {
+        let caps: Vec<f64> = c
+            .capacities
+            .iter()
+            .map(|x| x.replies_per_s)
+            .filter(|x| *x > 0.0)
+            .collect();
+        c.capacities
+            .iter()
+            .find(|x| x.series == s.label && x.replies_per_s > 0.0)
+            .map(|x| (x.replies_per_s, "calibration's capacity of the series"))
+            .or_else(|| Arm::of(&caps).map(|a| (a.mean, "calibration's mean capacity")))
+    });
+    let top = fixed.iter().copied().reduce(f64::max).unwrap_or(1000.0);
+    let (rate, from) = calibrated.unwrap_or((top, "the highest fixed rate"));
+    let start = Start {
+        rate,
+        from: from.into(),
+        widening: FAR_WIDENING,
+    };
+    let bounds = Bounds {
+        floor: (start.rate / 16.0).max(1.0),
+        ceiling: cal
+            .map(|c| c.client_clean)
+            .filter(|c| *c > 0.0)
+            .unwrap_or(2.0 * top),
+    };
+    let n = summary.knees.len() + 1;
+    progress.note(&format!(
+        "evlab run: knee {n}: {} idle={idle} trial {trial}, from {:.0}/s",
+        s.label, start.rate
+    ));
+    let k = search(ctx, on, ks, (s, idle, trial), start, &bounds, n);
+    let got = match (k.capacity(ks.resolution), k.kept(), k.failed()) {
+        (Some(c), Some(lo), Some(hi)) => format!("{c:.0}/s (kept {lo:.0}, not {hi:.0})"),
+        _ => format!(
+            "no capacity: {}",
+            k.stopped.as_deref().unwrap_or("bracket not closed")
+        ),
+    };
+    progress.note(&format!(
+        "  knee {n}: {} idle={idle} trial {trial}: {got} in {} steps, {:.1} s",
+        s.label,
+        k.steps.len(),
+        k.wall_s
+    ));
+    k
+}
 
 /// Where a search starts, and how far it widens first.
 pub(crate) struct Start {

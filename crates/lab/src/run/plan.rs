@@ -7,6 +7,7 @@ use crate::run::machine;
 use crate::run::peers;
 use crate::run::procs::{self};
 use evlab_reason::model::results::{self, SkippedSeries, Summary};
+use evlab_reason::model::sequential::{Record, Rule};
 use evlab_reason::model::spec::{Series, ServerKind, Spec, POSITIVE_CONTROL};
 
 pub struct RunOptions {
@@ -230,6 +231,11 @@ pub(crate) fn new_summary(
         resumed: vec![],
         hosts: vec![],
         network: vec![],
+        sequential: opts
+            .spec
+            .sequential
+            .as_ref()
+            .map(|q| Record::new(Rule::of(q))),
     }
 }
 

@@ -11,7 +11,8 @@ use crate::run::calibrate;
 use crate::run::cgroup::{CpuBudget, Parent};
 use crate::run::estimate::{self, Forecast};
 use crate::run::fileset::{make_fileset, polymix_dir, polymix_fileset_argv, specweb_fileset_argv};
-use crate::run::knee::{self, Bounds, Start};
+use crate::run::knee;
+use crate::run::looks;
 use crate::run::machine;
 use crate::run::plan::{new_summary, plan, Plan, RunOptions};
 use crate::run::point::PointCtx;
@@ -19,7 +20,7 @@ use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
 use crate::run::remote::HostsRun;
 use crate::run::remote_steps::On;
-use evlab_reason::model::knee::{Knee, FAR_WIDENING, INTERRUPTED};
+use evlab_reason::model::knee::{Knee, INTERRUPTED};
 use evlab_reason::model::results::{self, PointResult, Resumption, Status, Summary};
 use evlab_reason::model::spec::{Budget, Series, Spec, Workload};
 use evlab_reason::render::report;
@@ -290,9 +291,32 @@ fn calibrate_or_budget(
     Ok(budget)
 }
 
+/// What the sweep carries from leg to leg, and from block to block of a sequential run.
+struct Sweeping<'a> {
+    ctx: &'a PointCtx<'a>,
+    hosts: Option<&'a HostsRun>,
+    progress: &'a Progress,
+    t0: Instant,
+    /// The fixed (or calibrated) rates, and a rate search's candidates.
+    fixed: Vec<f64>,
+    search_rates: Option<usize>,
+    /// The series on budgets of their own (the negative controls).
+    own_budgets: BTreeMap<String, CpuBudget>,
+    forecast: Forecast,
+    samples_path: PathBuf,
+    samples_text: String,
+    /// The number the next new point takes (after those of a run resumed).
+    next_index: usize,
+    /// The points of this sweep so far, kept or new (by index).
+    used: std::collections::BTreeSet<usize>,
+    /// The points visited so far (the progress line's count).
+    index: usize,
+}
+
 /// Every point of the sweep, in order, each recorded (summary, points.csv, samples.csv) as
 /// soon as it is measured, so that an interrupted run keeps what it did; stops early on
-/// Ctrl-C, and a rate search stops a series' rates at its knee.
+/// Ctrl-C, and a rate search stops a series' rates at its knee. With `[sequential]`, the trials
+/// run in blocks: after each, a look (`run::looks`) says whether another block runs.
 fn sweep(
     ctx: &PointCtx,
     hosts: Option<&HostsRun>,
@@ -306,127 +330,189 @@ fn sweep(
         Some(c) if spec.rates.is_auto() => c.rates.clone(),
         _ => spec.rates.fixed().to_vec(),
     };
-    let search_rates = spec.rate_search.as_ref().map(estimate::search_rates);
-    let legs = sweep_order(spec, series);
-    let mut forecast = forecast_of(ctx, summary, &legs, fixed.len());
+    // A resumed sequential run first makes every trial it had committed to.
+    let mut legs = sweep_order_of(spec, series, 1..=summary.trials());
     let samples_path = ctx.out.join("samples.csv");
-    let mut samples_text = samples_csv(summary);
+    let samples_text = samples_csv(summary);
     results::write_atomic(&samples_path, &samples_text)?;
-    // Points made anew are numbered after those of the run resumed (their raw reports are
-    // `load/point-NNN.json`).
-    let mut next_index = summary.points.iter().map(|p| p.index).max().unwrap_or(0);
-    // The points of this sweep so far, kept or new (by index).
-    let mut used = std::collections::BTreeSet::new();
+    let mut st = Sweeping {
+        ctx,
+        hosts,
+        progress,
+        t0,
+        search_rates: spec.rate_search.as_ref().map(estimate::search_rates),
+        own_budgets: own_budgets(spec, series, hosts.is_some())?,
+        forecast: forecast_of(ctx, summary, &legs, fixed.len()),
+        fixed,
+        samples_path,
+        samples_text,
+        // Points made anew are numbered after those of the run resumed (their raw reports are
+        // `load/point-NNN.json`).
+        next_index: summary.points.iter().map(|p| p.index).max().unwrap_or(0),
+        used: std::collections::BTreeSet::new(),
+        index: 0,
+    };
     announce(
         ctx,
-        series.len(),
-        fixed.len(),
-        search_rates,
-        &forecast,
+        (series.len(), summary.trials()),
+        st.fixed.len(),
+        st.search_rates,
+        &st.forecast,
         progress,
     );
-
-    let own_budgets = own_budgets(spec, series, hosts.is_some())?;
-    let mut index = 0;
-    'all: for (leg, (trial, idle, s, swept)) in legs.iter().enumerate() {
-        let (trial, idle, swept) = (*trial, *idle, *swept);
-        let mut below = 0;
-        let rates: Vec<f64> = match (&spec.rate_search, search_rates) {
-            (Some(rs), Some(n)) => (0..n).map(|i| rs.start + rs.step * i as f64).collect(),
-            _ => fixed.clone(),
-        };
-        for rate in rates {
-            if interrupted() {
-                summary.interrupted = true;
-                break 'all;
-            }
-            index += 1;
-            let (p, is_new) =
-                match take_kept(summary, &mut used, (&s.label, idle, trial, swept, rate)) {
-                    // Kept from the run resumed: it counts in the series' rate search as then.
-                    Some(p) => {
-                        forecast.point_kept(leg, rate);
-                        (p, false)
-                    }
-                    None => {
-                        progress.start_point(
-                            &forecast,
-                            index,
-                            &format!(
-                                "{} idle={idle} rate={rate}/s trial {trial}",
-                                leg_label(spec, s, swept)
-                            ),
-                        );
-                        let own = own_budgets.get(&s.label);
-                        let pctx = PointCtx {
-                            budget: own.or(ctx.budget),
-                            ..*ctx
-                        };
-                        next_index += 1;
-                        let p = crate::run::remote::run_point(
-                            &pctx, hosts, next_index, s, swept, idle, rate, trial,
-                        );
-                        forecast.point_done(leg, rate, p.wall_s);
-                        (p, true)
-                    }
-                };
-            if p.status == Status::Interrupted {
-                summary.interrupted = true;
-            }
-            // Whether this point ends the series' search, decided before its line is printed,
-            // so that the line counts the points as they now stand.
-            let search_over = spec.rate_search.as_ref().is_some_and(|rs| {
-                // A point that measured the client says nothing of the server: past the
-                // client's limit the search for this series is over.
-                let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
-                if !matches!(p.reply_rate(), Some(r) if r >= rs.below * rate) {
-                    below += 1;
-                }
-                client_limited || below >= rs.past
-            });
-            if search_over {
-                forecast.leg_over(leg);
-            }
-            if is_new {
-                progress.finish_point(&forecast, index, &p);
-                // A point measured again replaces the run's earlier, invalid one.
-                used.insert(p.index);
-                record_point(summary, ctx.out, p, &used, &mut samples_text);
-                results::write_atomic(&samples_path, &samples_text)?;
-                summary.wall_s = t0.elapsed().as_secs_f64();
-                write_tables(summary, ctx.out)?;
-            }
-            if summary.interrupted {
-                break 'all;
-            }
-            if search_over {
-                break;
-            }
-            if is_new && spec.pause_s > 0.0 {
-                std::thread::sleep(Duration::from_secs_f64(spec.pause_s));
+    let clock = looks::Clock::new(t0, summary);
+    let mut first_leg = 0;
+    loop {
+        for (i, leg) in legs.iter().enumerate() {
+            if !run_leg(&mut st, summary, first_leg + i, *leg)? {
+                return Ok(());
             }
         }
-        forecast.leg_over(leg);
-        if spec.knee.is_some() {
-            if interrupted() {
-                summary.interrupted = true;
-                break 'all;
-            }
-            if knee_kept(summary, (s, idle, trial)) {
-                forecast.knee_done(leg, 0.0);
-                continue;
-            }
-            let pctx = PointCtx {
-                budget: own_budgets.get(&s.label).or(ctx.budget),
-                ..*ctx
+        let Some(next) = looks::after_block(summary, &clock, progress) else {
+            return Ok(());
+        };
+        write_tables(summary, ctx.out)?;
+        legs = sweep_order_of(spec, series, next);
+        first_leg = st.forecast.legs().len();
+        st.forecast.extend(
+            spec,
+            &legs
+                .iter()
+                .map(|(t, i, s, v)| (leg_label(spec, s, *v), *i, *t))
+                .collect::<Vec<_>>(),
+            st.fixed.len(),
+        );
+    }
+}
+
+/// One leg: its series' rates at its idle count in its trial (and swept value), then its
+/// capacity search. Returns whether the sweep goes on (false: interrupted).
+fn run_leg(
+    st: &mut Sweeping,
+    summary: &mut Summary,
+    leg: usize,
+    (trial, idle, s, swept): SweepLeg,
+) -> Result<bool, LabError> {
+    let (ctx, progress) = (st.ctx, st.progress);
+    let spec = &ctx.opts.spec;
+    let mut below = 0;
+    let rates: Vec<f64> = match (&spec.rate_search, st.search_rates) {
+        (Some(rs), Some(n)) => (0..n).map(|i| rs.start + rs.step * i as f64).collect(),
+        _ => st.fixed.clone(),
+    };
+    for rate in rates {
+        if interrupted() {
+            summary.interrupted = true;
+            return Ok(false);
+        }
+        st.index += 1;
+        let (p, is_new) =
+            match take_kept(summary, &mut st.used, (&s.label, idle, trial, swept, rate)) {
+                // Kept from the run resumed: it counts in the series' rate search as then.
+                Some(p) => {
+                    st.forecast.point_kept(leg, rate);
+                    (p, false)
+                }
+                None => {
+                    progress.start_point(
+                        &st.forecast,
+                        st.index,
+                        &format!(
+                            "{} idle={idle} rate={rate}/s trial {trial}",
+                            leg_label(spec, s, swept)
+                        ),
+                    );
+                    let pctx = PointCtx {
+                        budget: st.own_budgets.get(&s.label).or(ctx.budget),
+                        ..*ctx
+                    };
+                    st.next_index += 1;
+                    let p = crate::run::remote::run_point(
+                        &pctx,
+                        st.hosts,
+                        st.next_index,
+                        s,
+                        swept,
+                        idle,
+                        rate,
+                        trial,
+                    );
+                    st.forecast.point_done(leg, rate, p.wall_s);
+                    (p, true)
+                }
             };
-            let wall = knee_leg(&pctx, hosts, summary, (s, idle, trial), &fixed, progress);
-            forecast.knee_done(leg, wall);
-            summary.wall_s = t0.elapsed().as_secs_f64();
+        if p.status == Status::Interrupted {
+            summary.interrupted = true;
+        }
+        // Whether this point ends the series' search, decided before its line is printed,
+        // so that the line counts the points as they now stand.
+        let search_over = spec.rate_search.as_ref().is_some_and(|rs| {
+            // A point that measured the client says nothing of the server: past the
+            // client's limit the search for this series is over.
+            let client_limited = p.flags.iter().any(|f| f.starts_with("client"));
+            if !matches!(p.reply_rate(), Some(r) if r >= rs.below * rate) {
+                below += 1;
+            }
+            client_limited || below >= rs.past
+        });
+        if search_over {
+            st.forecast.leg_over(leg);
+        }
+        if is_new {
+            progress.finish_point(&st.forecast, st.index, &p);
+            // A point measured again replaces the run's earlier, invalid one.
+            st.used.insert(p.index);
+            record_point(summary, ctx.out, p, &st.used, &mut st.samples_text);
+            results::write_atomic(&st.samples_path, &st.samples_text)?;
+            summary.wall_s = st.t0.elapsed().as_secs_f64();
             write_tables(summary, ctx.out)?;
         }
+        if summary.interrupted {
+            return Ok(false);
+        }
+        if search_over {
+            break;
+        }
+        if is_new && spec.pause_s > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(spec.pause_s));
+        }
     }
-    Ok(())
+    st.forecast.leg_over(leg);
+    let Some(ks) = &spec.knee else {
+        return Ok(true);
+    };
+    if interrupted() {
+        summary.interrupted = true;
+        return Ok(false);
+    }
+    if knee_kept(summary, (s, idle, trial)) {
+        st.forecast.knee_done(leg, 0.0);
+        return Ok(true);
+    }
+    let pctx = PointCtx {
+        budget: st.own_budgets.get(&s.label).or(ctx.budget),
+        ..*ctx
+    };
+    let on = st
+        .hosts
+        .map_or(On::Here, |h| On::Hosts(h, h.share_for(spec, &s.label)));
+    let k = knee::after_leg(
+        &pctx,
+        on,
+        ks,
+        summary,
+        (s, idle, trial),
+        &st.fixed,
+        progress,
+    );
+    st.forecast.knee_done(leg, k.wall_s);
+    if let Some(r) = summary.resumed.last_mut() {
+        r.measured_knees += 1;
+    }
+    summary.knees.push(k);
+    summary.wall_s = st.t0.elapsed().as_secs_f64();
+    write_tables(summary, ctx.out)?;
+    Ok(true)
 }
 
 /// How long the sweep's legs should take, from calibration's capacities where there are some.
@@ -503,89 +589,11 @@ fn knee_kept(summary: &mut Summary, (s, idle, trial): (&Series, usize, u32)) -> 
     false
 }
 
-/// One capacity search (`[knee]`) after a leg's rates: in every trial from calibration's
-/// capacity of the series (or the highest fixed rate), between 1/16 of that and the client's
-/// clean ceiling. Recorded in `summary`; returns its wall time.
-fn knee_leg(
-    ctx: &PointCtx,
-    hosts: Option<&HostsRun>,
-    summary: &mut Summary,
-    (s, idle, trial): (&Series, usize, u32),
-    fixed: &[f64],
-    progress: &Progress,
-) -> f64 {
-    // Every trial's search starts from the same point, calibration's, so that the trials are
-    // independent: a search that started from the earlier trials' capacity carried their error
-    // into the next (and in a run of quick the near start saved no steps: 46 and 50 against 50).
-    let cal = summary.calibration.as_ref();
-    let calibrated = cal.and_then(|c| {
-        let caps: Vec<f64> = c
-            .capacities
-            .iter()
-            .map(|x| x.replies_per_s)
-            .filter(|x| *x > 0.0)
-            .collect();
-        c.capacities
-            .iter()
-            .find(|x| x.series == s.label && x.replies_per_s > 0.0)
-            .map(|x| (x.replies_per_s, "calibration's capacity of the series"))
-            .or_else(|| {
-                evlab_reason::analysis::stats::Arm::of(&caps)
-                    .map(|a| (a.mean, "calibration's mean capacity"))
-            })
-    });
-    let top = fixed.iter().copied().reduce(f64::max).unwrap_or(1000.0);
-    let (rate, from) = calibrated.unwrap_or((top, "the highest fixed rate"));
-    let start = Start {
-        rate,
-        from: from.into(),
-        widening: FAR_WIDENING,
-    };
-    let bounds = Bounds {
-        floor: (start.rate / 16.0).max(1.0),
-        ceiling: cal
-            .map(|c| c.client_clean)
-            .filter(|c| *c > 0.0)
-            .unwrap_or(2.0 * top),
-    };
-    let n = summary.knees.len() + 1;
-    progress.note(&format!(
-        "evlab run: knee {n}: {} idle={idle} trial {trial}, from {:.0}/s",
-        s.label, start.rate
-    ));
-    let on = hosts.map_or(On::Here, |h| {
-        On::Hosts(h, h.share_for(&ctx.opts.spec, &s.label))
-    });
-    let Some(ks) = &ctx.opts.spec.knee else {
-        return 0.0;
-    };
-    let k = knee::search(ctx, on, ks, (s, idle, trial), start, &bounds, n);
-    let got = match (k.capacity(ks.resolution), k.kept(), k.failed()) {
-        (Some(c), Some(lo), Some(hi)) => format!("{c:.0}/s (kept {lo:.0}, not {hi:.0})"),
-        _ => format!(
-            "no capacity: {}",
-            k.stopped.as_deref().unwrap_or("bracket not closed")
-        ),
-    };
-    progress.note(&format!(
-        "  knee {n}: {} idle={idle} trial {trial}: {got} in {} steps, {:.1} s",
-        s.label,
-        k.steps.len(),
-        k.wall_s
-    ));
-    if let Some(r) = summary.resumed.last_mut() {
-        r.measured_knees += 1;
-    }
-    let wall = k.wall_s;
-    summary.knees.push(k);
-    wall
-}
-
 /// The run's opening line: its shape, its number of points, how long it should take, and
 /// where its results go.
 fn announce(
     ctx: &PointCtx,
-    nseries: usize,
+    (nseries, trials): (usize, u32),
     nfixed: usize,
     search_rates: Option<usize>,
     forecast: &Forecast,
@@ -601,7 +609,7 @@ fn announce(
         _ => format!("{nfixed} rates"),
     };
     progress.note(&format!(
-        "evlab run: {} — {} series{} × {rates_words} × {} idle counts × {} trials, {} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
+        "evlab run: {} — {} series{} × {rates_words} × {} idle counts × {}, {} s per point{}: {}{} points{}, about {} (an estimate); results in {}",
         spec.name,
         nseries,
         spec.sweep
@@ -609,7 +617,17 @@ fn announce(
             .map(|sw| format!(" × {} {} values", sw.values.len(), sw.name()))
             .unwrap_or_default(),
         spec.idle.len(),
-        spec.trials,
+        match &spec.sequential {
+            Some(q) => format!(
+                "{trials} trials (then up to {} by the sequential rule, a block only while a \
+                 finding is undecided{})",
+                q.most,
+                q.budget_s.map_or(String::new(), |b| format!(
+                    " and it is forecast to end within {b} s of the start"
+                ))
+            ),
+            None => format!("{trials} trials"),
+        },
         ctx.duration,
         ctx.budget
             .map(|b| format!(", server budget {:.0}% of a CPU", b.share * 100.0))
@@ -629,11 +647,23 @@ pub type SweepLeg<'a> = (u32, usize, &'a Series, Option<f64>);
 /// count) in an order drawn afresh for each trial and value from the experiment's
 /// `order_seed`, so that a drift over the run (a neighbour on the host, a warming cache) favours
 /// no arm, the idle arm included, in the expectation; at each swept value every arm runs before
-/// the next value. Each leg runs its series' rates.
+/// the next value. Each leg runs its series' rates. These are the experiment's `trials` (with
+/// `[sequential]`, the first block's: later blocks are [`sweep_order_of`] their trials).
 pub fn sweep_order<'a>(spec: &Spec, series: &'a [Series]) -> Vec<SweepLeg<'a>> {
+    sweep_order_of(spec, series, 1..=spec.trials)
+}
+
+/// The legs of the trials `trials`, as [`sweep_order`] orders them: each trial's order depends
+/// on the seed and the trial's number alone, so a block added by a look runs as it would have
+/// in a longer fixed design.
+pub fn sweep_order_of<'a>(
+    spec: &Spec,
+    series: &'a [Series],
+    trials: std::ops::RangeInclusive<u32>,
+) -> Vec<SweepLeg<'a>> {
     let seed = spec.order_seed.unwrap_or(0);
     let mut out = Vec::new();
-    for trial in 1..=spec.trials {
+    for trial in trials {
         for (k, v) in spec.sweep_values().into_iter().enumerate() {
             let mut arms: Vec<(usize, &Series)> = spec
                 .idle
@@ -841,6 +871,7 @@ mod tests {
             resumed: vec![],
             hosts: vec![],
             network: vec![],
+            sequential: None,
         }
     }
 
@@ -890,6 +921,58 @@ mod tests {
             (70..=130).contains(&idle_first),
             "idle arm first in {idle_first} of 200"
         );
+    }
+
+    /// A block added by a look runs its trials as a longer fixed design would have.
+    #[test]
+    fn a_later_block_runs_its_trials_in_the_fixed_designs_order() {
+        let src = "name = \"t\"\nmechanisms = [\"select\", \"poll\"]\nrates = [1000]\n\
+                   idle = [0, 10000]\norder_seed = 3\n[sequential]\nmost = 6\n";
+        let mut s = Spec::parse(src, "t.toml").unwrap();
+        let series = s.series_list(&|_| true, &[]);
+        let key = |l: &SweepLeg| (l.0, l.1, l.2.label.clone());
+        let first: Vec<_> = sweep_order(&s, &series).iter().map(key).collect();
+        assert_eq!(first.len(), 3 * 4, "the first block: 3 trials");
+        let later: Vec<_> = sweep_order_of(&s, &series, 4..=5).iter().map(key).collect();
+        s.sequential = None;
+        s.trials = 5;
+        let fixed: Vec<_> = sweep_order(&s, &series).iter().map(key).collect();
+        assert_eq!(fixed[..12], first[..]);
+        assert_eq!(fixed[12..], later[..]);
+    }
+
+    /// After a block, the look is recorded and says what comes next: with no finding to judge
+    /// every finding is decided, so an interim look stops; a block is added while one is not,
+    /// and none past `most`.
+    #[test]
+    fn a_look_after_a_block_is_recorded_and_gives_the_next_trials() {
+        use evlab_reason::model::sequential::{Record, Rule, SequentialSpec};
+        let mut s = summary(&[100.0, 200.0]);
+        let rule = |most| {
+            Rule::of(&SequentialSpec {
+                first: 3,
+                block: 2,
+                most,
+                budget_s: Some(1e6),
+            })
+        };
+        s.sequential = Some(Record::new(rule(6)));
+        let clock = looks::Clock::new(Instant::now(), &s);
+        let quiet = Progress::new(true);
+        assert_eq!(looks::after_block(&mut s, &clock, &quiet), None);
+        let q = s.sequential.as_ref().unwrap();
+        assert_eq!(q.looks.len(), 1);
+        assert_eq!(q.looks[0].stopped.as_deref(), Some("all decided"));
+        assert_eq!((q.looks[0].judged, q.trials), (0, 3));
+        // The most trials already run: a final look.
+        s.sequential = Some(Record::new(rule(3)));
+        assert_eq!(looks::after_block(&mut s, &clock, &quiet), None);
+        let l = &s.sequential.as_ref().unwrap().looks[0];
+        assert_eq!(l.stopped.as_deref(), Some("most trials"));
+        assert_eq!(l.level, 0.9);
+        // A run of fixed trials makes no look.
+        s.sequential = None;
+        assert_eq!(looks::after_block(&mut s, &clock, &quiet), None);
     }
 
     #[test]

@@ -125,7 +125,7 @@ fn run_of(path: &str, s: &Summary) -> Run {
         experiment: s.experiment.name.clone(),
         started: s.started.clone(),
         build: s.machine.evlab_version.clone(),
-        trials: s.experiment.trials,
+        trials: s.trials(),
     }
 }
 

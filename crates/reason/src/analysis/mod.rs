@@ -9,5 +9,6 @@ pub mod micro;
 pub mod pool;
 pub mod rules;
 pub mod sample;
+pub mod sequential;
 pub mod stats;
 pub mod syscalls;

@@ -155,7 +155,7 @@ pub fn pool(runs: &[(String, Summary)]) -> Result<Pool, String> {
     let mut order: Vec<Key> = Vec::new();
     let mut by: BTreeMap<Key, (String, Vec<(f64, f64)>)> = BTreeMap::new();
     for (_, s) in runs {
-        for f in findings::by_rules(s) {
+        for f in findings::by_rules(s, findings::verdict_level(s)) {
             let key = (f.rule.clone(), f.arms.clone());
             let Some(e) = estimate(&f) else { continue };
             let slot = by.entry(key.clone()).or_insert_with(|| {

@@ -62,6 +62,13 @@ impl Ratio {
     /// r is uniform within it: ln(r)²/12), so that trials which fell in one bracket do not make
     /// an interval narrower than the measurement can be.
     pub fn of_floored(a: &[f64], b: &[f64], floor: f64) -> Option<Ratio> {
+        Ratio::of_floored_at(a, b, floor, LEVEL)
+    }
+
+    /// As [`Ratio::of_floored`], the ratio's interval at the two-sided `level` (a sequential
+    /// run's looks decide at others, `analysis::sequential`); the arms' own intervals stay at
+    /// [`LEVEL`]: they describe, the ratio decides.
+    pub fn of_floored_at(a: &[f64], b: &[f64], floor: f64, level: f64) -> Option<Ratio> {
         let (d, va, vb) = log_difference(a, b, floor)?;
         let (na, nb) = (a.len() as f64, b.len() as f64);
         let se2 = va + vb;
@@ -70,7 +77,7 @@ impl Ratio {
             (0.0, na + nb - 2.0)
         } else {
             let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-            (t_quantile(1.0 - (1.0 - LEVEL) / 2.0, df) * se2.sqrt(), df)
+            (t_quantile(1.0 - (1.0 - level) / 2.0, df) * se2.sqrt(), df)
         };
         Some(Ratio {
             a: Arm::of(a)?,

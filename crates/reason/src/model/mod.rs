@@ -9,5 +9,6 @@ pub mod load;
 pub mod machine;
 pub mod micro;
 pub mod results;
+pub mod sequential;
 pub mod spec;
 pub mod text;

@@ -333,6 +333,10 @@ pub struct Summary {
     /// `[network]` across hosts: each condition as applied on its host (and removed after).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<crate::model::hosts::NetworkApplied>,
+    /// With `[sequential]`: the rule that chose the trials, the trials committed to and each
+    /// look (absent in a run of a fixed number of trials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::model::sequential::Record>,
 }
 
 /// One `evlab run --resume DIR`: what it kept of the run so far and what it measured again.
@@ -354,6 +358,14 @@ pub struct Resumption {
 impl Summary {
     pub fn duration_s(&self) -> f64 {
         self.duration_override.unwrap_or(self.experiment.duration_s)
+    }
+
+    /// The trials the run made (or, interrupted, set out to make): the experiment's `trials`,
+    /// or those its sequential rule committed to.
+    pub fn trials(&self) -> u32 {
+        self.sequential
+            .as_ref()
+            .map_or(self.experiment.trials, |q| q.trials)
     }
 
     pub fn idle_counts(&self) -> Vec<usize> {

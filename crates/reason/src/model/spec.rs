@@ -93,8 +93,14 @@ pub struct Spec {
     pub duration_s: f64,
     #[serde(default)]
     pub warmup_s: f64,
+    /// Trials: a fixed number, or with `[sequential]` (which it must not be given with) the
+    /// first block's, `first`.
     #[serde(default = "one")]
     pub trials: u32,
+    /// `[sequential]`: trials added in blocks after `first` until every finding is decided,
+    /// `most`, or the time budget (`model::sequential`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::model::sequential::SequentialSpec>,
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
     #[serde(default)]
@@ -699,7 +705,7 @@ pub enum ServerKind {
 
 impl Spec {
     pub fn parse(src: &str, origin: &str) -> Result<Spec, LabError> {
-        let spec: Spec = toml::from_str(src).map_err(|e| {
+        let mut spec: Spec = toml::from_str(src).map_err(|e| {
             let (line, key) = match e.span() {
                 Some(span) => locate(src, span.start),
                 None => (0, None),
@@ -712,6 +718,9 @@ impl Spec {
             }
         })?;
         spec.validate(src, origin)?;
+        if let Some(q) = &spec.sequential {
+            spec.trials = q.first;
+        }
         Ok(spec)
     }
 

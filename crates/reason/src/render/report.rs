@@ -10,6 +10,7 @@ use crate::analysis::findings::{self, ControlStatus, Finding, Verdict};
 use crate::analysis::rules::{registration, Registration};
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, Summary};
+use crate::model::sequential::level_words;
 use crate::model::spec::{Family, Spec};
 use crate::model::text::thousands;
 use crate::render::block::Block;
@@ -152,7 +153,10 @@ fn document(s: &Summary) -> Vec<Block> {
             chance_sentence(&fs)
         )));
         d.push(Block::P(controls(s, &fs)));
-        d.push(Block::List(fs.iter().map(verdict_line).collect()));
+        let level = findings::verdict_level(s);
+        d.push(Block::List(
+            fs.iter().map(|f| verdict_line(f, level)).collect(),
+        ));
     }
     d.extend(crate::render::knee::section(s));
     d.extend(size_section(s));
@@ -223,16 +227,19 @@ fn chance_sentence(fs: &[Finding]) -> String {
     out
 }
 
-/// One verdict: its word, the claim, the ratio with its interval where the rule decided on
-/// one (else why not, in short), and where the paper says it.
-fn verdict_line(f: &Finding) -> String {
+/// One verdict: its word, the claim, the ratio with its interval (at `level`) where the rule
+/// decided on one (else why not, in short), and where the paper says it.
+fn verdict_line(f: &Finding, level: f64) -> String {
     let stop = if f.claim.ends_with('.') { "" } else { "." };
     let arms = f
         .arms
         .as_ref()
         .map_or(String::new(), |[a, b]| format!(" A = {a}; B = {b}:"));
     let numbers = match f.interval {
-        Some([r, lo, hi]) => format!("{arms} A/B = {r:.2} [90%: {lo:.2}–{hi:.2}]."),
+        Some([r, lo, hi]) => format!(
+            "{arms} A/B = {r:.2} [{}: {lo:.2}–{hi:.2}].",
+            level_words(level)
+        ),
         None => match f.evidence.rsplit_once("; ") {
             Some((_, why))
                 if f.verdict == Verdict::Inconclusive
@@ -293,7 +300,7 @@ fn overview(s: &Summary) -> Vec<Block> {
             String::new()
         },
         idle_and_sweep_words(e),
-        e.trials,
+        s.trials(),
         e.server_cpu,
         e.client_cpus
             .iter()
@@ -313,6 +320,9 @@ fn overview(s: &Summary) -> Vec<Block> {
             ""
         }
     )));
+    if let Some(q) = &s.sequential {
+        d.push(Block::P(sequential_words(q)));
+    }
     for r in &s.resumed {
         d.push(Block::P(format!(
             "Resumed at {} by `{}` (evlab {}): {} valid point(s) and {} capacity search(es) \
@@ -354,6 +364,23 @@ fn overview(s: &Summary) -> Vec<Block> {
         )));
     }
     d
+}
+
+/// The rule that chose a sequential run's trials and its looks, in two sentences, and the
+/// level of the verdicts where it is not the lab's 90%.
+fn sequential_words(q: &crate::model::sequential::Record) -> String {
+    let level = q.verdict_level();
+    format!(
+        "**Trials chosen by a rule fixed in advance** (`[sequential]`, docs/methodology.md): {}. \
+         Looks: {}.{}",
+        q.rule.words(),
+        q.looks_words(),
+        if (level - crate::analysis::sample::LEVEL).abs() > 1e-12 {
+            format!(" The verdicts below are decided at {}.", level_words(level))
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// What the quiet check before a run found (`run::machine::quiet_check`), in a sentence; when

@@ -12,6 +12,10 @@ use crate::model::results::Summary;
 pub struct Verdicts {
     pub experiment: String,
     pub placebo: bool,
+    /// In a run whose trials a sequential rule chose: the two-sided level of every interval
+    /// below (its stopping look's); absent: 90%.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<f64>,
     pub controls: Controls,
     /// The rules that claim a difference and were judged on an interval, and how many of them
     /// chance alone would make come out reproduced with no effect anywhere (5% each).
@@ -40,7 +44,7 @@ pub struct Entry {
     /// As the report says it: "reproduced", "not reproduced", "partly", "inconclusive",
     /// "not judged".
     pub verdict: &'static str,
-    /// A/B and its 90% interval, where the rule decided on a ratio.
+    /// A/B and its interval (90%, or `level`), where the rule decided on a ratio.
     pub ratio: Option<f64>,
     pub lo: Option<f64>,
     pub hi: Option<f64>,
@@ -70,11 +74,13 @@ impl Entry {
 /// The verdicts of `s`.
 pub fn verdicts(s: &Summary) -> Verdicts {
     let fs = findings::findings(s);
+    let level = findings::verdict_level(s);
     let placebo = s.experiment.placebo;
     let (rules, expected_reproduced) = findings::chance_reproduced(&fs);
     Verdicts {
         experiment: s.experiment.name.clone(),
         placebo,
+        level: (s.sequential.is_some()).then_some(level),
         controls: Controls {
             positive: findings::positive_control_status(placebo, &fs),
             negative: findings::negative_control_status(&fs),

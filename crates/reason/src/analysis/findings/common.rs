@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::analysis::rules::{At, Rule};
 use crate::analysis::stats::{Claim, Decision, Ratio};
 use crate::model::results::{PointResult, Summary};
+use crate::model::sequential::level_words;
 pub(crate) use crate::model::text::thousands;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,7 +50,8 @@ pub struct Finding {
     pub claim: String,
     pub verdict: Verdict,
     pub evidence: String,
-    /// The ratio A/B and its 90% interval, where the rule decided on one.
+    /// The ratio A/B and its interval (at the run's verdict level, 90% unless a sequential run's
+    /// look said otherwise), where the rule decided on one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 3]>,
     /// Arms A and B in words ("select, 10,000 idle"), for rules that compare two arms.
@@ -198,23 +200,23 @@ pub(crate) fn num(x: f64) -> String {
 }
 
 /// Decides `rule` on arms `a` and `b`: the ratio of their trials' means of `f` at the rule's
-/// grid rate, with its 90% interval. Fewer valid trials than the rule needs is inconclusive,
-/// and the evidence says so.
+/// grid rate, with its interval at the two-sided `level` (the lab's 90%, or a sequential run's
+/// look's). Fewer valid trials than the rule needs is inconclusive, and the evidence says so.
 pub(crate) fn judge(
-    s: &Summary,
+    (s, level): (&Summary, f64),
     rule: &Rule,
     a: Side,
     b: Side,
     f: &dyn Fn(&PointResult) -> Option<f64>,
     unit: &str,
 ) -> Finding {
-    judge_swept(s, rule, (a, b), None, f, unit)
+    judge_swept((s, level), rule, (a, b), None, f, unit)
 }
 
 /// As [`judge`], both arms read at the swept value `swept` of a run that sweeps a flag
 /// (None: every point of the side, as `judge`).
 pub(crate) fn judge_swept(
-    s: &Summary,
+    (s, level): (&Summary, f64),
     rule: &Rule,
     (a, b): (Side, Side),
     swept: Option<f64>,
@@ -237,7 +239,7 @@ pub(crate) fn judge_swept(
         trials: None,
     };
     if rule.at == At::Knee && !s.knees.is_empty() {
-        return judge_knee(s, rule, claim, (a, b), finding);
+        return judge_knee((s, level), rule, claim, (a, b), finding);
     }
     let at = match rule.at {
         At::Knee => At::PastKnee,
@@ -305,19 +307,20 @@ pub(crate) fn judge_swept(
             ),
         );
     }
-    decide(claim, ([&va, &vb], 0.0), &head, finding)
+    decide(claim, level, ([&va, &vb], 0.0), &head, finding)
 }
 
-/// The verdict of `claim` on the ratio of A's values to B's, each arm's variance at least
-/// `floor` (`Ratio::of_floored`; no ratio when a value was zero or missing), with its evidence
-/// after `head`.
+/// The verdict of `claim` on the ratio of A's values to B's at the two-sided `level`, each
+/// arm's variance at least `floor` (`Ratio::of_floored_at`; no ratio when a value was zero or
+/// missing), with its evidence after `head`.
 fn decide(
     claim: Claim,
+    level: f64,
     ([va, vb], floor): ([&[f64]; 2], f64),
     head: &str,
     finding: impl Fn(Verdict, String) -> Finding,
 ) -> Finding {
-    let Some(r) = Ratio::of_floored(va, vb, floor) else {
+    let Some(r) = Ratio::of_floored_at(va, vb, floor, level) else {
         return finding(
             Verdict::Inconclusive,
             format!("{head}; a value is zero or missing, so no ratio"),
@@ -327,8 +330,9 @@ fn decide(
     let mut f = finding(
         verdict,
         format!(
-            "{head}; A/B = {:.2} [90%: {:.2}–{:.2}], Welch df {:.1}, resolution ±{:.0}%; claim {}",
+            "{head}; A/B = {:.2} [{}: {:.2}–{:.2}], Welch df {:.1}, resolution ±{:.0}%; claim {}",
             r.ratio,
+            level_words(level),
             r.lo,
             r.hi,
             r.df,
@@ -358,7 +362,7 @@ pub(crate) fn knee_trials(s: &Summary, side: &Side) -> (Vec<f64>, usize) {
 /// ratio of their trials' capacities, each arm's variance at least that of a value known only
 /// to within its bracket (`Ratio::of_floored`).
 fn judge_knee(
-    s: &Summary,
+    (s, level): (&Summary, f64),
     rule: &Rule,
     claim: Claim,
     (a, b): (Side, Side),
@@ -383,7 +387,7 @@ fn judge_knee(
         );
     }
     let floor = res.ln().powi(2) / 12.0;
-    decide(claim, ([&va, &vb], floor), &head, finding)
+    decide(claim, level, ([&va, &vb], floor), &head, finding)
 }
 
 /// One arm in evidence: "select, no idle: n = 2 of 3 trials, mean 2,000 replies/s [90%: …]".

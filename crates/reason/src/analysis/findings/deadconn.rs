@@ -12,7 +12,7 @@ fn replies(p: &PointResult) -> Option<f64> {
 
 /// One finding per poll or epoll series: A = the series with the most dead connections it was
 /// measured with, B = the same with none.
-pub(super) fn findings(s: &Summary) -> Vec<Finding> {
+pub(super) fn findings(s: &Summary, level: f64) -> Vec<Finding> {
     let mut out = Vec::new();
     for x in &s.series {
         // The condition the label names (a placebo ran another under it).
@@ -36,7 +36,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
             idle,
         };
         out.push(judge(
-            s,
+            (s, level),
             rule(id),
             side(most),
             side(0),

@@ -64,15 +64,19 @@ const PROCESS_RULES: [(&str, &str, &str); 2] = [
 
 /// The herd's findings: for each worker model the run has, for each other accept mode, shared
 /// against it, at the most workers both were measured with.
-pub(super) fn findings(s: &Summary) -> Vec<Finding> {
+pub(super) fn findings(s: &Summary, level: f64) -> Vec<Finding> {
     let mut out = Vec::new();
     for (model, rules) in [("threads", THREAD_RULES), ("processes", PROCESS_RULES)] {
-        out.extend(model_findings(s, model, &rules));
+        out.extend(model_findings((s, level), model, &rules));
     }
     out
 }
 
-fn model_findings(s: &Summary, model: &str, rules: &[(&str, &str, &str)]) -> Vec<Finding> {
+fn model_findings(
+    (s, level): (&Summary, f64),
+    model: &str,
+    rules: &[(&str, &str, &str)],
+) -> Vec<Finding> {
     let label = |mode: &str| {
         s.series
             .iter()
@@ -100,9 +104,16 @@ fn model_findings(s: &Summary, model: &str, rules: &[(&str, &str, &str)]) -> Vec
             idle,
         };
         let n = most_swept(s, &[&a, &b]);
-        out.push(judge_swept(s, rule(cpu_id), (a, b), n, &cpu, "µs/reply"));
         out.push(judge_swept(
-            s,
+            (s, level),
+            rule(cpu_id),
+            (a, b),
+            n,
+            &cpu,
+            "µs/reply",
+        ));
+        out.push(judge_swept(
+            (s, level),
             rule(ctx_id),
             (a, b),
             n,

@@ -4,6 +4,7 @@
 //! Each check applies only when the run measured what it needs (the mechanisms, the idle
 //! counts); thresholds are stated in the text so that a reader can disagree with them.
 
+use crate::analysis::sample::LEVEL;
 use crate::model::results::Summary;
 use crate::model::spec::Family;
 
@@ -26,23 +27,37 @@ pub use paper::profile_point;
 pub(crate) use proxy::{proxy_series, ProxySeries};
 
 /// The findings of `s`, by the family its experiment names (`findings = "…"`), or, for a
-/// summary written before the key existed, the family its shape implies.
-/// A paper run whose negative control did not pass has its "no difference" verdicts withheld.
+/// summary written before the key existed, the family its shape implies, decided at the run's
+/// verdict level ([`verdict_level`]). A paper run whose negative control did not pass has its
+/// "no difference" verdicts withheld.
 pub fn findings(s: &Summary) -> Vec<Finding> {
-    let mut fs = by_rules(s);
+    findings_at(s, verdict_level(s))
+}
+
+/// The findings of `s` as [`findings`] decides them, each interval at the two-sided `level` (a
+/// sequential run's look judges the run so far at its own level, `analysis::sequential`).
+pub fn findings_at(s: &Summary, level: f64) -> Vec<Finding> {
+    let mut fs = by_rules(s, level);
     if s.experiment.family() == Family::Paper {
         controls::withhold_unguarded(&mut fs);
     }
     fs
 }
 
-/// What each rule decides on its own, before the controls are read.
-pub(crate) fn by_rules(s: &Summary) -> Vec<Finding> {
+/// The level a run's verdicts are decided at: the lab's [`LEVEL`] (90%), or in a run whose
+/// trials a sequential rule chose, that of the look that stopped it
+/// (`model::sequential::Record::verdict_level`).
+pub fn verdict_level(s: &Summary) -> f64 {
+    s.sequential.as_ref().map_or(LEVEL, |q| q.verdict_level())
+}
+
+/// What each rule decides on its own at `level`, before the controls are read.
+pub(crate) fn by_rules(s: &Summary, level: f64) -> Vec<Finding> {
     match s.experiment.family() {
-        Family::Paper => paper::findings(s),
-        Family::Proxy => proxy::findings(s),
-        Family::Herd => herd::findings(s),
-        Family::Deadconn => deadconn::findings(s),
+        Family::Paper => paper::findings(s, level),
+        Family::Proxy => proxy::findings(s, level),
+        Family::Herd => herd::findings(s, level),
+        Family::Deadconn => deadconn::findings(s, level),
         // A micro-benchmark's report is judged by `analysis::micro`; a sweep has none of them.
         Family::None | Family::Micro => Vec::new(),
     }

@@ -34,7 +34,7 @@ fn share(p: &PointResult, call: &str) -> Option<f64> {
     p.syscall_share(call)
 }
 
-pub(super) fn findings(s: &Summary) -> Vec<Finding> {
+pub(super) fn findings(s: &Summary, level: f64) -> Vec<Finding> {
     let mut out = Vec::new();
     let has = |m: &str, idle: usize| s.points.iter().any(|p| p.series == m && p.idle == idle);
     let side = |series, idle| Side { series, idle };
@@ -48,7 +48,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     ] {
         if has(m, 0) && has("epoll-lt", 0) {
             out.push(judge(
-                s,
+                (s, level),
                 rule(id),
                 side(m, 0),
                 side("epoll-lt", 0),
@@ -74,7 +74,14 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
             ("poll", "fig5-poll-cpu", cpu_per_reply, "µs/reply"),
         ] {
             if has(m, 0) && has(m, idle) {
-                out.push(judge(s, rule(id), side(m, idle), side(m, 0), &f, unit));
+                out.push(judge(
+                    (s, level),
+                    rule(id),
+                    side(m, idle),
+                    side(m, 0),
+                    &f,
+                    unit,
+                ));
             }
         }
     }
@@ -87,7 +94,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
         ] {
             if has(m, idle) && has("epoll-lt", idle) {
                 out.push(judge(
-                    s,
+                    (s, level),
                     rule(id),
                     side(m, idle),
                     side("epoll-lt", idle),
@@ -97,13 +104,13 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
             }
         }
     }
-    accept_limit(s, &mut out);
-    table1(s, &mut out);
-    negative_control(s, &mut out);
+    accept_limit(s, level, &mut out);
+    table1(s, level, &mut out);
+    negative_control(s, level, &mut out);
     for idle in s.idle_counts().into_iter().filter(|&i| i > 0) {
         if has(POSITIVE_CONTROL, idle) {
             out.push(judge(
-                s,
+                (s, level),
                 rule("control-positive"),
                 side(POSITIVE_CONTROL, idle),
                 side(POSITIVE_CONTROL, 0),
@@ -117,7 +124,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
 
 /// The negative control of the equivalence rules: a series on its own, smaller budget against
 /// the series of its mechanism on the experiment's (the report says whether it passed).
-fn negative_control(s: &Summary, out: &mut Vec<Finding>) {
+fn negative_control(s: &Summary, level: f64, out: &mut Vec<Finding>) {
     let e = &s.experiment;
     for c in s
         .series
@@ -137,7 +144,7 @@ fn negative_control(s: &Summary, out: &mut Vec<Finding>) {
             });
         if let Some(b) = reference {
             out.push(judge(
-                s,
+                (s, level),
                 rule("control-budget-not-equivalent"),
                 Side {
                     series: &c.label,
@@ -162,7 +169,7 @@ fn limited(flags: &[String]) -> bool {
 }
 
 /// Figure 7: per mechanism, a series with a finite accept-limit against one without.
-fn accept_limit(s: &Summary, out: &mut Vec<Finding>) {
+fn accept_limit(s: &Summary, level: f64, out: &mut Vec<Finding>) {
     for m in ["epoll-lt", "epoll-ctlv"] {
         let of = |lim: bool| {
             s.series.iter().find(|x| {
@@ -172,7 +179,7 @@ fn accept_limit(s: &Summary, out: &mut Vec<Finding>) {
         };
         if let (Some(a), Some(b)) = (of(true), of(false)) {
             out.push(judge(
-                s,
+                (s, level),
                 rule("fig7-accept-limit"),
                 Side {
                     series: &a.label,
@@ -190,7 +197,7 @@ fn accept_limit(s: &Summary, out: &mut Vec<Finding>) {
 }
 
 /// Table 1: where the time and the calls go, at the highest rate with no idle connections.
-fn table1(s: &Summary, out: &mut Vec<Finding>) {
+fn table1(s: &Summary, level: f64, out: &mut Vec<Finding>) {
     let has = |m: &str| s.points.iter().any(|p| p.series == m && p.idle == 0);
     if !has("epoll-lt") {
         return;
@@ -209,7 +216,7 @@ fn table1(s: &Summary, out: &mut Vec<Finding>) {
             let a = Side { series: m, idle: 0 };
             let b = Side { ..lt };
             out.push(judge(
-                s,
+                (s, level),
                 rule(id),
                 a,
                 b,
@@ -227,7 +234,7 @@ fn table1(s: &Summary, out: &mut Vec<Finding>) {
             idle: 0,
         };
         out.push(judge(
-            s,
+            (s, level),
             rule("table1-epoll-ctlv-calls"),
             a,
             Side { ..lt },
@@ -242,7 +249,7 @@ fn table1(s: &Summary, out: &mut Vec<Finding>) {
             idle: 0,
         };
         out.push(judge(
-            s,
+            (s, level),
             rule("table1-epoll2-waits"),
             a,
             Side { ..lt },

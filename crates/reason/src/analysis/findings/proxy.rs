@@ -112,6 +112,8 @@ const UNIT: &str = "µs/request";
 /// The series, the run's idle counts (ascending) and its object sizes (in the spec's order).
 struct Run<'s> {
     s: &'s Summary,
+    /// The level its intervals decide at.
+    level: f64,
     series: Vec<ProxySeries>,
     idles: Vec<usize>,
     sizes: Vec<String>,
@@ -140,13 +142,13 @@ impl Run<'_> {
     /// Rule `id` on A = the series `a`, B = the series `b`, at `idle` idle connections.
     fn judge(&self, id: &str, (a, b): (&str, &str), idle: usize) -> Finding {
         let side = |series| Side { series, idle };
-        judge(self.s, rule(id), side(a), side(b), &cpu, UNIT)
+        judge((self.s, self.level), rule(id), side(a), side(b), &cpu, UNIT)
     }
 
     /// Rule `id` on the CPU per request of series `x` at `idles` = (A's, B's) idle counts.
     fn judge_idles(&self, id: &str, x: &str, (a, b): (usize, usize)) -> Finding {
         let side = |idle| Side { series: x, idle };
-        judge(self.s, rule(id), side(a), side(b), &cpu, UNIT)
+        judge((self.s, self.level), rule(id), side(a), side(b), &cpu, UNIT)
     }
 
     /// Whether the run measured `idle` idle connections.
@@ -156,7 +158,7 @@ impl Run<'_> {
 }
 
 /// The proxy paper's findings, for runs with `[proxy]`.
-pub(super) fn findings(s: &Summary) -> Vec<Finding> {
+pub(super) fn findings(s: &Summary, level: f64) -> Vec<Finding> {
     let series = proxy_series(s);
     let mut idles = s.idle_counts();
     idles.sort_unstable();
@@ -169,6 +171,7 @@ pub(super) fn findings(s: &Summary) -> Vec<Finding> {
     }
     let run = Run {
         s,
+        level,
         series,
         idles,
         sizes,
@@ -282,7 +285,14 @@ fn response_time(run: &Run) -> Vec<Finding> {
             };
             for &idle in run.idles.iter().filter(|&&i| i >= 5000) {
                 let side = |series| Side { series, idle };
-                out.push(judge(run.s, rule(id), side(u), side(b), &mean_ms, "ms"));
+                out.push(judge(
+                    (run.s, run.level),
+                    rule(id),
+                    side(u),
+                    side(b),
+                    &mean_ms,
+                    "ms",
+                ));
             }
         }
     }

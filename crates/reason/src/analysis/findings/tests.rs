@@ -4,7 +4,7 @@ use super::*;
 /// difference" verdicts beside a negative control that did not pass is tested apart
 /// (`no_difference_verdicts_stand_only_beside_a_passed_negative_control`).
 fn findings(s: &Summary) -> Vec<Finding> {
-    by_rules(s)
+    by_rules(s, crate::analysis::sample::LEVEL)
 }
 use crate::analysis::stats::Claim;
 use crate::model::load::LoadSummary;
@@ -91,6 +91,7 @@ pub(crate) fn summary(
         resumed: vec![],
         hosts: vec![],
         network: vec![],
+        sequential: None,
     }
 }
 
@@ -1512,4 +1513,55 @@ fn controls_pass_only_when_decided_their_own_way() {
     ]);
     assert_eq!(k, 1);
     assert!((e - 0.05).abs() < 1e-12);
+}
+
+/// A look judges the run by the report's own code at its level: the same ratio, a wider
+/// interval at 99.8% than at 90%, each said in the evidence; and the report's verdicts are at
+/// the level of the look that stopped a sequential run (90% in a run of fixed trials).
+#[test]
+fn the_rules_decide_at_the_level_they_are_given() {
+    use crate::model::sequential::{Look, LookKind, Record, Rule, SequentialSpec};
+    let mut s = summary(&["select"], &[0, 10_000], &[1000.0], 3, &|_, _, _, _| {
+        1000.0
+    });
+    for p in s.points.iter_mut().filter(|p| p.idle > 0) {
+        let noise = [0.8, 1.0, 1.25][p.trial as usize % 3];
+        p.server_cpu_us_per_reply = p.server_cpu_us_per_reply.map(|c| c * noise);
+    }
+    let of = |fs: Vec<Finding>| {
+        fs.into_iter()
+            .find(|f| f.rule == "fig5-select-cpu")
+            .unwrap()
+    };
+    let at90 = of(super::findings_at(&s, 0.90));
+    let at998 = of(super::findings_at(&s, 0.998));
+    let ([r1, lo1, hi1], [r2, lo2, hi2]) = (at90.interval.unwrap(), at998.interval.unwrap());
+    assert_eq!(r1, r2);
+    assert!(lo2 < lo1 && hi2 > hi1, "{lo1}-{hi1} within {lo2}-{hi2}");
+    assert!(at90.evidence.contains("[90%: "), "{}", at90.evidence);
+    assert!(at998.evidence.contains("[99.8%: "), "{}", at998.evidence);
+    assert_eq!(at90.verdict, Verdict::Reproduced, "{}", at90.evidence);
+    assert_eq!(at998.verdict, Verdict::Inconclusive, "{}", at998.evidence);
+    // A run of fixed trials reads at 90%; a sequential one at its stopping look's level.
+    assert_eq!(super::verdict_level(&s), 0.90);
+    assert_eq!(of(super::findings(&s)).evidence, at90.evidence);
+    let mut r = Record::new(Rule::of(&SequentialSpec {
+        first: 3,
+        block: 1,
+        most: 6,
+        budget_s: None,
+    }));
+    r.looks.push(Look {
+        trials: 3,
+        kind: LookKind::Interim,
+        level: 0.998,
+        judged: 1,
+        decided: 1,
+        undecided: vec![],
+        elapsed_s: 1.0,
+        next_block_s: Some(1.0),
+        stopped: Some("all decided".into()),
+    });
+    s.sequential = Some(r);
+    assert_eq!(of(super::findings(&s)).evidence, at998.evidence);
 }

@@ -344,3 +344,39 @@ fn error_display_names_file_key_and_line() {
     let s = e.to_string();
     assert!(s.contains("x.toml:2") && s.contains("`bogus`"), "{s}");
 }
+
+/// `[sequential]`: the first block's trials are `trials`; every bad value, and `trials` given
+/// beside it, names its key and line, and nothing panics.
+#[test]
+fn sequential_trials_parse_and_bad_ones_name_the_key() {
+    let head = "name = 'a'\nmechanisms = ['poll']\nrates = [1]\n";
+    let s = Spec::parse(
+        &format!("{head}[sequential]\nmost = 6\nbudget_s = 270\n"),
+        "t.toml",
+    )
+    .unwrap();
+    let q = s.sequential.as_ref().unwrap();
+    assert_eq!(
+        (q.first, q.block, q.most, q.budget_s),
+        (3, 1, 6, Some(270.0))
+    );
+    assert_eq!(s.trials, 3, "the first block's");
+    let s = Spec::parse(&format!("{head}[sequential]\nfirst = 4\nmost = 4\n"), "t").unwrap();
+    assert_eq!((s.trials, s.sequential.unwrap().budget_s), (4, None));
+    for (table, line, key) in [
+        ("first = 1\nmost = 6\n", 5, "first"),
+        ("block = 0\nmost = 6\n", 5, "block"),
+        ("first = 4\nmost = 3\n", 6, "most"),
+        ("most = 6\nbudget_s = 0\n", 6, "budget_s"),
+        ("most = 6\nbudget_s = -5\n", 6, "budget_s"),
+        ("most = 60\n", 5, "most"),
+        ("most = 6\nlooks = 2\n", 6, "looks"),
+        ("budget_s = 270\n", 4, "sequential"),
+    ] {
+        let (l, k, msg) = err(&format!("{head}[sequential]\n{table}"));
+        assert_eq!((l, k.as_str()), (line, key), "{table}: {msg}");
+    }
+    let (l, k, msg) = err(&format!("{head}trials = 3\n[sequential]\nmost = 6\n"));
+    assert_eq!((l, k.as_str()), (4, "trials"), "{msg}");
+    assert!(msg.contains("not both"), "{msg}");
+}

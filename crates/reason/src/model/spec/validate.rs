@@ -31,6 +31,19 @@ impl Spec {
         if let Some(n) = &self.network {
             n.validate().map_err(|(key, msg)| bad(key, msg))?;
         }
+        if let Some(q) = &self.sequential {
+            // Both would say how many trials: `trials` a fixed number, `[sequential]` a rule.
+            let given = toml::from_str::<toml::Table>(src).is_ok_and(|t| t.contains_key("trials"));
+            if given {
+                return Err(bad(
+                    "trials",
+                    "give `trials` (a fixed number) or `[sequential]` (trials chosen by a rule: \
+                     `first`, then blocks up to `most`), not both"
+                        .into(),
+                ));
+            }
+            q.validate().map_err(|(key, msg)| bad(key, msg))?;
+        }
         Ok(())
     }
 

@@ -60,6 +60,64 @@ fn the_report_opens_with_its_verdicts_and_their_numbers() {
     );
 }
 
+/// A run whose trials a sequential rule chose says the rule and its looks at the top, and its
+/// verdicts at the level of the look that stopped it; findings.json gives that level.
+#[test]
+fn a_sequential_run_states_its_rule_and_reads_at_its_final_level() {
+    use crate::model::sequential::{Look, LookKind, Record, Rule, SequentialSpec};
+    let mut s = run();
+    let rule = Rule::of(&SequentialSpec {
+        first: 3,
+        block: 1,
+        most: 6,
+        budget_s: Some(270.0),
+    });
+    let look = |trials, kind, level, stopped: Option<&str>| Look {
+        trials,
+        kind,
+        level,
+        judged: 2,
+        decided: 1,
+        undecided: vec!["fig1-poll-as-epoll-lt".into()],
+        elapsed_s: 180.0,
+        next_block_s: Some(60.0),
+        stopped: stopped.map(str::to_string),
+    };
+    s.sequential = Some(Record {
+        trials: 4,
+        looks: vec![
+            look(3, LookKind::Interim, 0.998, None),
+            look(
+                4,
+                LookKind::Final,
+                rule.final_level(1),
+                Some("out of time: next block forecast 60 s, 30 s left"),
+            ),
+        ],
+        rule,
+    });
+    let md = render_md(&s);
+    for want in [
+        "4 trial(s)",
+        "**Trials chosen by a rule fixed in advance** (`[sequential]`, docs/methodology.md): 3 \
+         trials, then 1 more at a time up to 6 while the next is forecast to end within 270 s of \
+         the run's start, until every finding is decided; an interim look decides at 99.8%, the \
+         final one at what is left of α = 0.10. Looks: after 3 trials (interim, 99.8%: 1 of 2 \
+         decided), after 4 (final, 90.2%: 1 of 2 decided); stopped: out of time: next block \
+         forecast 60 s, 30 s left. The verdicts below are decided at 90.2%.",
+        "A/B = 1.00 [90.2%: ",
+    ] {
+        assert!(md.contains(want), "no {want:?}:\n{md}");
+    }
+    assert!(!md.contains("[90%: 0"), "{md}");
+    let json = crate::render::verdicts::to_json(&s);
+    assert!(json.contains("\"level\": 0.902"), "{json}");
+    // A run of fixed trials says none of it.
+    let plain = render_md(&run());
+    assert!(!plain.contains("rule fixed in advance"), "{plain}");
+    assert!(!crate::render::verdicts::to_json(&run()).contains("\"level\""));
+}
+
 #[test]
 fn tables_mark_invalid_points_and_show_client_cpu() {
     let md = render_md(&run());

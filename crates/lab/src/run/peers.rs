@@ -115,15 +115,20 @@ http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_reques
   server {{ listen {listen} backlog=4096; root {root}; }}\n}}\n",
             root = docroot.display()
         ),
-        argv: vec![
-            nginx.to_string(),
-            "-p".into(),
-            tmp.display().to_string(),
-            "-c".into(),
-            conf.display().to_string(),
-        ],
+        argv: nginx_run(nginx, tmp, &conf),
         file: conf,
     }
+}
+
+/// nginx's argv: its prefix `tmp` and its config `conf`.
+fn nginx_run(nginx: &str, tmp: &Path, conf: &Path) -> Vec<String> {
+    vec![
+        nginx.to_string(),
+        "-p".into(),
+        tmp.display().to_string(),
+        "-c".into(),
+        conf.display().to_string(),
+    ]
 }
 
 /// Writes nginx's config as a reverse proxy (`proxy_pass` to `origin` with kept upstream
@@ -153,13 +158,7 @@ http {{\n  access_log off;\n  keepalive_requests 100000000;\n  keepalive_timeout
       proxy_pass http://origin;\n      proxy_http_version 1.1;\n\
       proxy_set_header Connection \"\";\n      proxy_max_temp_file_size 0;\n    }}\n  }}\n}}\n"
         ),
-        argv: vec![
-            nginx.to_string(),
-            "-p".into(),
-            tmp.display().to_string(),
-            "-c".into(),
-            conf.display().to_string(),
-        ],
+        argv: nginx_run(nginx, tmp, &conf),
         file: conf,
     }
 }

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use crate::run::procs::command_line_output;
+use evlab_reason::model::spec::ServerKind;
 
 /// A peer's config (its file and text) and the argv that starts the peer reading it.
 pub struct PeerConf {
@@ -176,12 +177,51 @@ pub const HAPROXY_MAXPIPES: usize = 2_048;
 /// limit that far, so the config says `no strict-limits`: on a machine whose limit is 20,000,
 /// 10,000 idle connections and the load still fit.
 pub fn haproxy_maxconn() -> usize {
-    let Ok((_, hard)) = evlab_sys::nofile_limit() else {
-        return HAPROXY_MAXCONN;
-    };
-    let hard = (hard as usize).max(crate::run::procs::child_nofile_if_raisable());
+    haproxy_maxconn_in(children_nofile().unwrap_or(usize::MAX))
+}
+
+/// HAProxy's `maxconn` where its descriptor limit is `hard`.
+pub fn haproxy_maxconn_in(hard: usize) -> usize {
     hard.saturating_sub(2 * HAPROXY_MAXPIPES + 256)
         .min(HAPROXY_MAXCONN)
+}
+
+/// The descriptor limit the runner's children get here (a higher one where the runner may
+/// raise it: see procs.rs).
+pub fn children_nofile() -> Option<usize> {
+    let (_, hard) = evlab_sys::nofile_limit().ok()?;
+    Some((hard as usize).max(crate::run::procs::child_nofile_if_raisable()))
+}
+
+/// Why a peer of `kind` (a proxy peer when `proxy`) cannot hold `idle` idle connections plus
+/// the load where its descriptor limit is `hard` (`where_`: "here", "on the server host"):
+/// past their caps peers answer nobody, which would be recorded as a server that serves
+/// nothing. None: it can.
+pub fn cannot_hold(
+    kind: ServerKind,
+    proxy: bool,
+    idle: usize,
+    hard: usize,
+    where_: &str,
+) -> Option<String> {
+    let (cap, what) = match (kind, proxy) {
+        (ServerKind::Haproxy, true) => (
+            haproxy_maxconn_in(hard),
+            "haproxy may hold at most {cap} connections {where} (its maxconn within the descriptor limit)",
+        ),
+        (ServerKind::Lighttpd, false) => (
+            hard / 2,
+            "lighttpd accepts at most {cap} connections {where} (half its descriptor limit)",
+        ),
+        _ => return None,
+    };
+    (idle + 1000 > cap).then(|| {
+        format!(
+            "{}: it cannot hold {idle} idle connections plus the load",
+            what.replace("{cap}", &cap.to_string())
+                .replace("{where}", where_)
+        )
+    })
 }
 
 /// Writes HAProxy's config as a reverse proxy in front of `origin` (HTTP mode, no cache, no
@@ -298,17 +338,49 @@ pub fn config_file(argv: &[String]) -> Option<&str> {
 /// The most connections lighttpd will accept when started by the runner: half its descriptor
 /// limit (lighttpd's own rule), which is the runner's children's hard limit.
 pub fn lighttpd_max_connections() -> usize {
-    let Ok((_, hard)) = evlab_sys::nofile_limit() else {
-        return usize::MAX;
-    };
-    // Children get a higher limit where the runner may raise it (see procs.rs).
-    let hard = (hard as usize).max(crate::run::procs::child_nofile_if_raisable());
-    hard / 2
+    children_nofile().map_or(usize::MAX, |hard| hard / 2)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peer_past_its_connection_cap_is_refused_where_it_runs() {
+        // 20,000 descriptors: lighttpd takes half, 10,000, which 10,000 idle connections and
+        // the load do not fit; HAProxy's maxconn is what is left beside its pipes.
+        let why = cannot_hold(
+            ServerKind::Lighttpd,
+            false,
+            10_000,
+            20_000,
+            "on the server host",
+        );
+        assert_eq!(
+            why.as_deref(),
+            Some(
+                "lighttpd accepts at most 10000 connections on the server host (half its \
+                 descriptor limit): it cannot hold 10000 idle connections plus the load"
+            )
+        );
+        assert_eq!(
+            cannot_hold(ServerKind::Lighttpd, false, 10_000, 65_536, "here"),
+            None
+        );
+        assert_eq!(
+            haproxy_maxconn_in(20_000),
+            20_000 - 2 * HAPROXY_MAXPIPES - 256
+        );
+        assert!(cannot_hold(ServerKind::Haproxy, true, 15_000, 20_000, "here").is_some());
+        assert_eq!(
+            cannot_hold(ServerKind::Haproxy, true, 10_000, 20_000, "here"),
+            None
+        );
+        assert_eq!(
+            cannot_hold(ServerKind::Nginx, false, 100_000, 10, "here"),
+            None
+        );
+    }
 
     #[test]
     fn parses_lighttpd_v() {

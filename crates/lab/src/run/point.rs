@@ -271,24 +271,9 @@ pub(crate) fn start_server(
         Some(px) => Some(start_origin(ctx, px, docroot, procs, commands)?),
         None => None,
     };
-    // Past their connection caps, peers would answer nobody, which would be recorded as a
-    // server that serves nothing.
-    let cap = match (s.kind, origin) {
-        (ServerKind::Haproxy, Some(_)) => Some((
-            peers::haproxy_maxconn(),
-            "haproxy may hold at most {cap} connections here (its maxconn within the descriptor limit)",
-        )),
-        (ServerKind::Lighttpd, None) => Some((
-            peers::lighttpd_max_connections(),
-            "lighttpd accepts at most {cap} connections here (half its descriptor limit)",
-        )),
-        _ => None,
-    };
-    if let Some((cap, what)) = cap.filter(|(cap, _)| idle + 1000 > *cap) {
-        return Err(LabError::Point(format!(
-            "{}: it cannot hold {idle} idle connections plus the load",
-            what.replace("{cap}", &cap.to_string())
-        )));
+    let hard = peers::children_nofile().unwrap_or(usize::MAX);
+    if let Some(why) = peers::cannot_hold(s.kind, origin.is_some(), idle, hard, "here") {
+        return Err(LabError::Point(why));
     }
     let (server, port) = if s.kind == ServerKind::Evlab {
         let what = if origin.is_some() {

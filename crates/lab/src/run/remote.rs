@@ -15,6 +15,7 @@ use crate::run::argv;
 use crate::run::counters;
 use crate::run::fileset;
 use crate::run::hosts::{Remote, Ssh};
+use crate::run::peers;
 use crate::run::point::{self, PointCtx};
 use crate::run::procs::{self, interrupted};
 use crate::run::progress::Progress;
@@ -807,6 +808,12 @@ pub(crate) fn start_server(
             ));
         }
         _ => {
+            let hard = hr.peers.nofile;
+            if let Some(why) =
+                peers::cannot_hold(s.kind, origin.is_some(), p.idle, hard, "on the server host")
+            {
+                return Err(LabError::Point(why));
+            }
             let port = remote_peers::free_port(&hr.ssh, host, p.index as u64)?;
             let dir = format!("{}/peer-{}", hr.dir(host), p.index);
             let conf = remote_peers::conf(

@@ -20,6 +20,9 @@ pub(crate) struct PeersThere {
     programs: BTreeMap<String, String>,
     /// The user the peers run as there (the ssh login's).
     user: Option<String>,
+    /// The descriptor limit a process started there gets (after `ulimit -n 65536`, where
+    /// that host allows it).
+    pub nofile: usize,
     pub handlers: Vec<String>,
     pub support: BTreeMap<String, Result<(), String>>,
 }
@@ -54,11 +57,17 @@ pub(crate) fn find(
     if all.iter().all(|s| s.kind == ServerKind::Evlab) {
         return Ok(there);
     }
-    there.user = ssh
-        .ok(host, "id -un", &[])
-        .ok()
-        .map(|u| u.trim().to_string())
-        .filter(|u| !u.is_empty());
+    let who = ssh.ok(
+        host,
+        "id -un; sh -c 'ulimit -n 65536 2>/dev/null; ulimit -Hn'",
+        &[],
+    )?;
+    let mut lines = who.lines().map(str::trim);
+    there.user = lines.next().filter(|u| !u.is_empty()).map(String::from);
+    there.nofile = lines
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX);
     let script = PEERS
         .iter()
         .map(|p| {

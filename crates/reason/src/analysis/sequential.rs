@@ -234,7 +234,7 @@ mod tests {
         let (l, _) = look(&r, 3, over, &judged(&[], &[Inconclusive]));
         assert_eq!(
             l.stopped.as_deref(),
-            Some("out of time: next block forecast 83 s, the budget spent 10 s ago")
+            Some("out of time: next block forecast 83 s, the time budget already 10 s past")
         );
     }
 

@@ -230,7 +230,7 @@ impl std::fmt::Display for Stop {
             ),
             Stop::OutOfTime { forecast_s, left_s } => write!(
                 f,
-                "out of time: next block forecast {forecast_s:.0} s, the budget spent {:.0} s ago",
+                "out of time: next block forecast {forecast_s:.0} s, the time budget already {:.0} s past",
                 -left_s
             ),
         }

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::run::argv;
@@ -59,8 +59,9 @@ pub struct HostsRun {
     cgroup: Option<RemoteCgroup>,
     /// `[network]`'s conditions in place on the client hosts, removed by `finish`.
     network: Vec<crate::run::wan::Applied>,
-    /// With a URI-list workload: the list's copy on each client host, by name.
-    uri_lists: BTreeMap<String, String>,
+    /// The files the clients read (a URI list, a session log), copied to each: (host, the
+    /// local path) → the copy's path there.
+    copies: BTreeMap<(String, String), String>,
     /// The peers and mechanisms the server host offers.
     pub(crate) peers: remote_peers::PeersThere,
     /// The server's CPU budget calibration chose (`server_cpu_budget = "auto"`), a share of
@@ -121,7 +122,7 @@ impl HostsRun {
             network: vec![],
             calibrated_budget: None,
             peers: Default::default(),
-            uri_lists: BTreeMap::new(),
+            copies: BTreeMap::new(),
         };
         run.origin = remote_proxy::origin_of(&hosts, spec)?;
         let used = |h: &&Host| h.role != Role::Origin || spec.proxy.is_some();
@@ -181,7 +182,7 @@ impl HostsRun {
             run.dirs.insert(h.name.clone(), dir);
         }
         run.peers = remote_peers::find(&run.ssh, &server, &run.evlab_path(&server), spec)?;
-        run.copy_uri_list(spec, progress)?;
+        run.copy_client_files(spec, progress)?;
         let serving = run.serving_host().clone();
         let on: Vec<remote_proxy::SetHost> = std::iter::once(&serving)
             .chain(hosts.clients())
@@ -212,42 +213,55 @@ impl HostsRun {
         self.workdirs.get(&h.name).map_or("", |s| s.as_str())
     }
 
-    /// A URI-list workload's file, copied into the run's directory on every client host
-    /// (unless a file with its sha256 is there) and checked there by its sha256.
-    fn copy_uri_list(
+    /// The files the clients read, copied into the run's directory on every client host
+    /// (unless a file with its sha256 is there) and checked there by its sha256: a URI-list
+    /// workload's list, and the session log of a `--wsesslog N,X,FILE` in `load_flags`.
+    fn copy_client_files(
         &mut self,
         spec: &evlab_reason::model::spec::Spec,
         progress: &Progress,
     ) -> Result<(), LabError> {
-        let evlab_reason::model::spec::Workload::UriList(f) = &spec.workload else {
-            return Ok(());
-        };
+        let mut files: Vec<(&str, PathBuf)> = vec![];
+        if let evlab_reason::model::spec::Workload::UriList(f) = &spec.workload {
+            files.push(("the URI list", f.clone()));
+        }
+        if let Some(f) = wsesslog_file(&spec.load_flags) {
+            files.push(("the session log", PathBuf::from(f)));
+        }
         let clients: Vec<Host> = self.hosts.clients().cloned().collect();
-        for h in &clients {
-            let name = f
-                .file_name()
-                .map_or("uris".into(), |n| n.to_string_lossy().into_owned());
-            let there = format!(
-                "{}/{}",
-                self.dir(h),
-                name.replace(
-                    |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
-                    "_"
-                )
-            );
-            let (sum, copied) = self
-                .ssh
-                .put(h, f, &there)
-                .map_err(|e| fail(h, format!("the URI list {}: {e}", f.display())))?;
-            progress.note(&format!(
-                "evlab run: host {}: the URI list {} {} {there} (sha256 {sum})",
-                h.name,
-                f.display(),
-                if copied { "copied to" } else { "already at" }
-            ));
-            self.uri_lists.insert(h.name.clone(), there);
+        for (what, f) in &files {
+            for h in &clients {
+                let name = f
+                    .file_name()
+                    .map_or("file".into(), |n| n.to_string_lossy().into_owned());
+                let there = format!(
+                    "{}/{}",
+                    self.dir(h),
+                    name.replace(
+                        |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
+                        "_"
+                    )
+                );
+                let (sum, copied) = self
+                    .ssh
+                    .put(h, f, &there)
+                    .map_err(|e| fail(h, format!("{what} {}: {e}", f.display())))?;
+                progress.note(&format!(
+                    "evlab run: host {}: {what} {} {} {there} (sha256 {sum})",
+                    h.name,
+                    f.display(),
+                    if copied { "copied to" } else { "already at" }
+                ));
+                self.copies
+                    .insert((h.name.clone(), f.display().to_string()), there);
+            }
         }
         Ok(())
+    }
+
+    /// Where host `h` reads its copy of the local file `f` (None: not copied).
+    fn copy_of(&self, h: &Host, f: &std::path::Path) -> Option<&String> {
+        self.copies.get(&(h.name.clone(), f.display().to_string()))
     }
 
     /// The series `spec` measures on the server host (its evlab's mechanisms, its peers), and
@@ -678,6 +692,41 @@ fn measure_in(
     record(ctx, hr, p, at, &runs)
 }
 
+/// The FILE of a `--wsesslog N,X,FILE` (or `--wsesslog=N,X,FILE`) among load flags.
+fn wsesslog_file(flags: &[String]) -> Option<&str> {
+    let at = flags
+        .iter()
+        .position(|a| a == "--wsesslog" || a.starts_with("--wsesslog="))?;
+    let value = match flags[at].split_once('=') {
+        Some((_, v)) => v,
+        None => flags.get(at + 1)?,
+    };
+    value.splitn(3, ',').nth(2)
+}
+
+/// `flags` with a `--wsesslog`'s FILE replaced by its copy (`copy_of` FILE), where it has one.
+fn with_copies<'a>(flags: &[String], copy_of: impl Fn(&str) -> Option<&'a String>) -> Vec<String> {
+    let mut out = flags.to_vec();
+    let Some(file) = wsesslog_file(flags) else {
+        return out;
+    };
+    let Some(there) = copy_of(file) else {
+        return out;
+    };
+    for a in &mut out {
+        let (head, value) = match a.split_once('=') {
+            Some((h, v)) if h == "--wsesslog" => (format!("{h}="), v.to_string()),
+            _ => (String::new(), a.clone()),
+        };
+        let mut parts: Vec<&str> = value.splitn(3, ',').collect();
+        if parts.len() == 3 && parts[2] == file {
+            parts[2] = there;
+            *a = format!("{head}{}", parts.join(","));
+        }
+    }
+    out
+}
+
 /// The server's CPU time (s) and context switches, and each host's TCP retransmits so far.
 type Readings = ((f64, u64), BTreeMap<String, u64>);
 
@@ -971,12 +1020,15 @@ pub(crate) fn run_clients(
                 .fileset_for(h, spec, &a.series)
                 .unwrap_or_else(|| "/".into());
             // A URI list is read from its copy on the host.
-            let workload = match (&spec.workload, hr.uri_lists.get(&h.name)) {
-                (evlab_reason::model::spec::Workload::UriList(_), Some(there)) => {
-                    evlab_reason::model::spec::Workload::UriList(there.into())
-                }
-                (w, _) => w.clone(),
+            let workload = match &spec.workload {
+                evlab_reason::model::spec::Workload::UriList(f) => match hr.copy_of(h, f) {
+                    Some(there) => evlab_reason::model::spec::Workload::UriList(there.into()),
+                    None => spec.workload.clone(),
+                },
+                w => w.clone(),
             };
+            // So is a session log.
+            let extra = with_copies(&spec.load_flags, |f| hr.copy_of(h, Path::new(f)));
             let mut args = load::load_argv(&LoadArgs {
                 port,
                 workload: &workload,
@@ -990,7 +1042,7 @@ pub(crate) fn run_clients(
                 json: Path::new("-"),
                 latencies: latencies.as_deref().map(Path::new),
                 stop_after_s: spec.window().then_some(secs),
-                extra: &spec.load_flags,
+                extra: &extra,
             });
             if let Some(i) = args.iter().position(|a| a == "--server") {
                 args[i + 1] = hr.server_ip.to_string();
@@ -1168,6 +1220,24 @@ fn judge_host(spec: &evlab_reason::model::spec::Spec, p: &mut PointResult, c: &C
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_session_logs_file_is_found_and_replaced_by_its_copy() {
+        let flags: Vec<String> = ["--think-timeout", "1", "--wsesslog", "10,0.5,/tmp/s.log"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(super::wsesslog_file(&flags), Some("/tmp/s.log"));
+        let copy = "/w/run/s.log".to_string();
+        let out = super::with_copies(&flags, |f| (f == "/tmp/s.log").then_some(&copy));
+        assert_eq!(out[3], "10,0.5,/w/run/s.log");
+        assert_eq!(out[..3], flags[..3]);
+        let eq = vec!["--wsesslog=5,1,/tmp/s.log".to_string()];
+        assert_eq!(
+            super::with_copies(&eq, |_| Some(&copy)),
+            ["--wsesslog=5,1,/w/run/s.log"]
+        );
+        assert_eq!(super::wsesslog_file(&["--rate".into(), "5".into()]), None);
+    }
+
     #[test]
     fn retransmits_are_read_from_proc_net_snmp() {
         let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\

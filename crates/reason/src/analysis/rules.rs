@@ -897,10 +897,12 @@ pub fn rule(id: &str) -> &'static Rule {
 
 mod markdown;
 mod registration;
-pub use markdown::{markdown, shared_history_markdown};
+mod unjudged;
+pub use markdown::{doc_file, markdown, register, shared_history_markdown};
 #[cfg(test)]
-use markdown::{rules_with, SHARED_HISTORY, SHORT_ENTRY};
+use markdown::{rules_with, FILES, SHARED_HISTORY, SHORT_ENTRY};
 pub use registration::{definition_hash, registration, Registration};
+pub use unjudged::{Unjudged, UNJUDGED};
 
 #[cfg(test)]
 mod tests;

@@ -32,7 +32,7 @@ pub enum At {
 }
 
 /// One pre-registered rule.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Rule {
     /// A stable name, used in reports and docs/findings.md.
     pub id: &'static str,
@@ -125,8 +125,29 @@ const PROXY_FIGS_WRITTEN: &str = "Written 2026-11-27 with the experiments fig-pr
 /// What the combined rule's author had seen.
 const COMBINED_SEEN: &str = "The committed fig-proxy-cpu reference runs, made before this rule, had been seen when it was written; re-rendered, they are judged by it (they have both arms): uring-poll splice-keep 37.3 µs per request against select copy 780 with 10,000 idle connections, 38.0 against 43.9 without, means of 2 trials, so inconclusive (the rule needs 3). The threshold comes from the source's numbers alone, by the convention of proxy-uselect-vs-select; fig-proxy-combined's first run is the evidence.";
 
-/// Every rule of every family.
-pub const RULES: &[Rule] = &[
+/// Every rule of every family: the first registry, then the rules added on 2026-12-06
+/// ([`additions`]), so that the earlier rules keep their places.
+pub const RULES: &[Rule] = &ALL;
+
+const ALL: [Rule; FIRST.len() + additions::RULES.len()] = concat(FIRST, additions::RULES);
+
+/// `a` then `b`, as one array (`N` = both lengths).
+const fn concat<const N: usize>(a: &[Rule], b: &[Rule]) -> [Rule; N] {
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < N {
+        out[i] = b[i - a.len()];
+        i += 1;
+    }
+    out
+}
+
+/// The rules as first registered, before 2026-12-06.
+const FIRST: &[Rule] = &[
     Rule {
         id: "fig1-select-as-epoll-lt",
         family: Family::Paper,
@@ -599,6 +620,7 @@ pub const RULES: &[Rule] = &[
         history: &[
             "Before 2026-11-25: a shared listener answers ≥ 10% fewer replies/s than both other modes at the most workers, on means, \"partly\" against one. In the shipped herd-serve, below capacity, every mode answers the offered rate, so the replies were replaced by the capacity implied at the CPU budget (budget ÷ CPU per reply): a restatement of the CPU finding.",
             "2026-11-25: dropped. It may return as a rule on replies/s measured in a run that saturates every mode, written before that run.",
+            "2026-12-06: the claim returns as herd-capacity-vs-exclusive and herd-capacity-vs-reuseport, on each mode's capacity in a run with a capacity search (herd-capacity), written before any run of it. This rule stays withdrawn, kept for its history; its definition did not change.",
         ],
     },
     Rule {
@@ -887,6 +909,15 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// The rules whose quantity is one arm's value itself, decided on its own interval (no arm B:
+/// `findings::judge_value`).
+pub const ONE_ARM: &[&str] = &["table1-epoll2-useful-waits"];
+
+/// Whether rule `id` judges one arm's value itself.
+pub fn one_arm(id: &str) -> bool {
+    ONE_ARM.contains(&id)
+}
+
 /// The rule named `id` (a typo in the code is a test failure, not a silent default).
 pub fn rule(id: &str) -> &'static Rule {
     RULES
@@ -895,6 +926,7 @@ pub fn rule(id: &str) -> &'static Rule {
         .unwrap_or_else(|| panic!("no rule `{id}` in analysis::rules::RULES"))
 }
 
+mod additions;
 mod markdown;
 mod registration;
 mod unjudged;

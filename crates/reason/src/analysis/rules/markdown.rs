@@ -54,6 +54,12 @@ pub(super) const SHARED_HISTORY: &[(&str, &str)] = &[
     ("herd-rounds", HERD_ROUNDS),
     ("malloc-rounds", MALLOC_ROUNDS),
     ("readahead-written", READAHEAD_WRITTEN),
+    ("paper-rules-of-2026-12-06", super::additions::PAPER_WRITTEN),
+    ("proxy-rules-of-2026-12-06", super::additions::PROXY_WRITTEN),
+    (
+        "herd-capacity-written",
+        super::additions::HERD_CAPACITY_WRITTEN,
+    ),
 ];
 
 /// The rules whose history holds `entry`, in the order of [`RULES`].

@@ -13,6 +13,7 @@ mod deadconn;
 mod herd;
 mod paper;
 mod proxy;
+mod table1;
 
 pub use common::{decided, flag_kind, Finding, Verdict};
 pub(crate) use common::{knee_trials, Side};
@@ -48,6 +49,8 @@ pub(crate) fn by_rules(s: &Summary) -> Vec<Finding> {
     }
 }
 
+#[cfg(test)]
+mod judged_tests;
 #[cfg(test)]
 mod null_tests;
 #[cfg(test)]

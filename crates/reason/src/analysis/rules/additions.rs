@@ -102,7 +102,7 @@ pub(super) const RULES: &[Rule] = &[
         at: At::Highest,
         derivation: "\"Lower\" with no number: by at least the gap the paper family calls one, SAME: A/B ≤ 1/1.10 = 0.91.",
         trials: MIN_TRIALS,
-        history: &[PAPER_WRITTEN],
+        history: &[PAPER_WRITTEN, "2026-12-06, once the committed reports were re-rendered: its first entry names fig7-accept-limit and table1-syscalls as the committed runs that give it verdicts, but it reads the server's counters, not a profile, so every committed run with epoll2 and epoll-lt does: fig3-epoll-variants (three runs and its placebo), fig4-specweb-epoll-variants (two), fig5-one-byte-idle and fig6-specweb-idle. A correction of the record; its definition did not change."],
     },
     Rule {
         id: "table1-epoll2-useful-waits",

@@ -54,6 +54,7 @@ pub(super) const SHARED_HISTORY: &[(&str, &str)] = &[
     ("herd-rounds", HERD_ROUNDS),
     ("malloc-rounds", MALLOC_ROUNDS),
     ("readahead-written", READAHEAD_WRITTEN),
+    ("uselect-with-hits", USELECT_WITH_HITS),
     ("paper-rules-of-2026-12-06", super::additions::PAPER_WRITTEN),
     ("proxy-rules-of-2026-12-06", super::additions::PROXY_WRITTEN),
     (

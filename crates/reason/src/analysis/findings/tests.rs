@@ -1361,6 +1361,9 @@ fn the_shipped_no_difference_experiments_plan_and_judge_their_negative_control()
                 "fig3-epoll-ctlv-no-gain",
             ][..],
         ),
+        ("fig7-accept-limit", &["fig7-epoll-lt-matches-select"][..]),
+        // Its "no difference" rules read profiled shares, which these points have not.
+        ("table1-syscalls", &[][..]),
     ] {
         // The plan: the control series, epoll-lt on the experiment's budget ÷ (1 + 2 × SAME).
         let ctl = shipped_run(name, &|_| 6000.0);

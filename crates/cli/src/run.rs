@@ -63,6 +63,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "herd-serve",
         include_str!("../../../experiments/herd-serve.toml"),
     ),
+    (
+        "herd-capacity",
+        include_str!("../../../experiments/herd-capacity.toml"),
+    ),
     ("fdalloc", include_str!("../../../experiments/fdalloc.toml")),
     ("malloc", include_str!("../../../experiments/malloc.toml")),
     (

@@ -34,6 +34,7 @@ fn every_shipped_experiment_parses() {
         "fig5-one-byte-idle",
         "fig6-specweb-idle",
         "fig7-accept-limit",
+        "herd-capacity",
         "lse-deadconn",
         "peers",
         "quick",

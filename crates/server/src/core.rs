@@ -70,6 +70,12 @@ pub(crate) trait Engine: Sized {
     /// The mechanism's own counters.
     fn poller_stats(&self) -> PollerStats;
 
+    /// Waits that handed the loop at least one event it acts on (a readiness engine's; none
+    /// counted by the others). Copied with [`Engine::poller_stats`], so that the two agree.
+    fn waits_with_events(&self) -> u64 {
+        0
+    }
+
     /// After every connection was closed at the end: release what the engine holds.
     fn finish(&mut self, core: &mut Core<Self::Extra>);
 }
@@ -251,6 +257,7 @@ impl<X: Default> Core<X> {
                 .run(ctx.now, &mut ctx.pool, &mut self.spares, &mut ctx.timers);
             let st = &self.ctx.stats;
             st.poller.set(&engine.poller_stats());
+            st.waits_with_events.set(engine.waits_with_events());
             st.timer_entries.set(self.ctx.timers.len() as u64);
             st.max_timer_entries.set(self.ctx.timers.max_len() as u64);
             st.pool_bytes.set(self.ctx.pool.bytes() as u64);
@@ -340,6 +347,8 @@ impl<X: Default> Core<X> {
         self.ctx.shared.registry.remove_waker(&self.waker);
         self.waker.close();
         self.ctx.stats.poller.set(&engine.poller_stats());
+        let n = engine.waits_with_events();
+        self.ctx.stats.waits_with_events.set(n);
         self.ctx.shared.publish(&self.ctx.stats);
     }
 }

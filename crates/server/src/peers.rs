@@ -92,6 +92,7 @@ view_fields!(
     accept_wakeups,
     accept_empty,
     accept_eagain,
+    waits_with_events,
 );
 
 /// Cells of a slot before the view: state, pid, how it ended.

@@ -77,6 +77,8 @@ pub(crate) struct Readiness<P: Poller> {
     /// still be pending without a new edge to announce them.
     accept_pending: bool,
     flush: Flush,
+    /// Waits that returned at least one event for the loop (`Engine::waits_with_events`).
+    waits_with_events: u64,
 }
 
 impl<P: Poller> Readiness<P> {
@@ -103,6 +105,7 @@ impl<P: Poller> Readiness<P> {
                 deferring: false,
                 list: Vec::new(),
             },
+            waits_with_events: 0,
         })
     }
 
@@ -236,6 +239,9 @@ impl<P: Poller> Engine for Readiness<P> {
 
     fn turn(&mut self, core: &mut Core<Flags>, timeout: Option<Duration>) -> io::Result<()> {
         self.poller.wait(&mut self.events, timeout)?;
+        if !self.events.is_empty() {
+            self.waits_with_events += 1;
+        }
         core.tick();
         let mut accept_now = std::mem::take(&mut self.accept_pending);
         self.flush.deferring = core.ctx.cfg.batch_writes && self.edge;
@@ -313,6 +319,10 @@ impl<P: Poller> Engine for Readiness<P> {
 
     fn poller_stats(&self) -> PollerStats {
         self.poller.stats()
+    }
+
+    fn waits_with_events(&self) -> u64 {
+        self.waits_with_events
     }
 
     fn finish(&mut self, core: &mut Core<Flags>) {

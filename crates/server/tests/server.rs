@@ -753,6 +753,11 @@ mod cases {
         }
         let wait_call = mech.wait_syscall().name();
         assert!(call(wait_call).is_some_and(|c| c.calls >= 1), "{v:?}");
+        if mech.kind() != Kind::Completion {
+            // Every request was handed over by some wait, and no wait is counted twice.
+            let useful = v.events.waits_with_events;
+            assert!(useful >= 1 && useful <= v.events.waits, "{v:?}");
+        }
         let epoll_ctl = call("epoll_ctl").map_or(0, |c| c.calls);
         if mech == Mechanism::EpollLt {
             // ADD + MOD to write + MOD back to read (+ DEL) per one-request connection.

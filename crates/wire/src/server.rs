@@ -107,6 +107,10 @@ pub struct MemoryCounts {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventCounts {
     pub waits: u64,
+    /// Waits that handed the server at least one event it acts on (readiness mechanisms; 0
+    /// from the completion engine, and in documents written before 2026-12-06).
+    #[serde(default)]
+    pub waits_with_events: u64,
     pub events: u64,
     /// Events per wait (0 before the first).
     pub per_wait: f64,

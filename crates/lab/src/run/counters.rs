@@ -89,6 +89,12 @@ pub fn counters_delta(a: &ServerStats, b: &ServerStats) -> ServerCounters {
             .accepted
             .saturating_sub(a.connections.accepted),
         waits: b.events.waits.saturating_sub(a.events.waits),
+        // Counted by the readiness engine only: none where the server counted none.
+        waits_with_events: (b.events.waits_with_events > 0).then(|| {
+            b.events
+                .waits_with_events
+                .saturating_sub(a.events.waits_with_events)
+        }),
         events: b.events.events.saturating_sub(a.events.events),
         discarded: b.events.discarded.saturating_sub(a.events.discarded),
         interest_changes: b
@@ -190,6 +196,15 @@ mod tests {
         assert_eq!(c.syscalls["close"].ns, Some(50));
         assert!(!c.syscalls.contains_key("open"));
         assert_eq!(c.syscalls_total(), 200);
+        // Not counted by this server (a completion engine, or one before the counter): none.
+        assert_eq!(c.waits_with_events, None);
+        assert_eq!(c.useful_wait_share(), None);
+        let (mut a, mut b) = (a, b);
+        a.events.waits_with_events = 4;
+        b.events.waits_with_events = 9;
+        let c = counters_delta(&a, &b);
+        assert_eq!(c.waits_with_events, Some(5));
+        assert_eq!(c.useful_wait_share(), Some(0.1));
     }
 
     #[test]

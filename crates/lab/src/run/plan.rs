@@ -296,6 +296,7 @@ mod tests {
             "fig3-epoll-variants",
             "fig7-accept-limit",
             "herd-serve",
+            "herd-capacity",
             "fig-proxy-sizes",
             "lse-deadconn",
         ] {
@@ -394,7 +395,12 @@ mod tests {
             ),
             (
                 "fig-proxy-conns",
-                &["select copy", "epoll-et copy", "uring-poll copy"],
+                &[
+                    "select copy",
+                    "poll copy",
+                    "epoll-et copy",
+                    "uring-poll copy",
+                ],
                 &[250, 1000, 2500, 5000, 10000],
                 &[100.0],
             ),

@@ -32,7 +32,7 @@ pub enum At {
 }
 
 /// One pre-registered rule.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Rule {
     /// A stable name, used in reports and docs/findings.md.
     pub id: &'static str,
@@ -119,14 +119,38 @@ const TABLE1_WALL: &str = "2026-11-25 (fourth session), after the reference run 
 /// The change every rule on replies/s at the highest rate had on 2026-11-25.
 const PAST_KNEE: &str = "2026-11-25, before any reference run: arm B must be past its knee at the highest offered rate (under 95% answered), else inconclusive. Prompted by a run on a busy machine (compilers running) whose highest rate, capped at the client's clean ceiling, was 4,900/s, which every series kept up with: equal reply rates there are equal by construction. The threshold did not change.";
 
+/// The Polymix uselect rules kept to runs with hits, when fig-proxy-sizes gained uring-poll.
+const USELECT_WITH_HITS: &str = "2026-12-06, before any run judged it so: not judged on a run where every request is a miss (load flags `--hit-ratio 0`). fig-proxy-sizes gained uring-poll series at 128 KB that day, for Fig. 8 (proxy-uselect-splice-large), and this rule would have judged them against its epoll-et and select series on misses alone, where the source makes no uselect claim (its Polymix-4 has 58% hits, its microbenchmarks of uselect 100%). No committed run's verdict changes: none with every request a miss has uring-poll.";
+
 /// The proxy figures' rules, as first written (fig-proxy-combined, -rate, -conns).
 const PROXY_FIGS_WRITTEN: &str = "Written 2026-11-27 with the experiments fig-proxy-combined, fig-proxy-rate and fig-proxy-conns, from the source's own words and numbers, before any run of them.";
 
 /// What the combined rule's author had seen.
 const COMBINED_SEEN: &str = "The committed fig-proxy-cpu reference runs, made before this rule, had been seen when it was written; re-rendered, they are judged by it (they have both arms): uring-poll splice-keep 37.3 µs per request against select copy 780 with 10,000 idle connections, 38.0 against 43.9 without, means of 2 trials, so inconclusive (the rule needs 3). The threshold comes from the source's numbers alone, by the convention of proxy-uselect-vs-select; fig-proxy-combined's first run is the evidence.";
 
-/// Every rule of every family.
-pub const RULES: &[Rule] = &[
+/// Every rule of every family: the first registry, then the rules added on 2026-12-06
+/// ([`additions`]), so that the earlier rules keep their places.
+pub const RULES: &[Rule] = &ALL;
+
+const ALL: [Rule; FIRST.len() + additions::RULES.len()] = concat(FIRST, additions::RULES);
+
+/// `a` then `b`, as one array (`N` = both lengths).
+const fn concat<const N: usize>(a: &[Rule], b: &[Rule]) -> [Rule; N] {
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < N {
+        out[i] = b[i - a.len()];
+        i += 1;
+    }
+    out
+}
+
+/// The rules as first registered, before 2026-12-06.
+const FIRST: &[Rule] = &[
     Rule {
         id: "fig1-select-as-epoll-lt",
         family: Family::Paper,
@@ -384,24 +408,24 @@ pub const RULES: &[Rule] = &[
         family: Family::Proxy,
         source: "Rosu & Rosu 2003, abstract, §5.3 (Polymix-4, Fig. 11), §7",
         seed: "User-level connection tracking (uselect) lowers Squid's CPU overhead against select by 52-72% with Polymix-4 (50-70% in its figure), both forwarding at application level.",
-        quantity: "A = uring-poll copy (evlab's uselect), B = select copy: proxy CPU µs per request at the lowest offered rate; judged once per idle count the run measured.",
+        quantity: "A = uring-poll copy (evlab's uselect), B = select copy: proxy CPU µs per request at the lowest offered rate; judged once per idle count the run measured, on a run whose load offers hits (not with `--hit-ratio 0`: the source's uselect claims all come with hits).",
         claim: Some(Claim::AtMost(0.74)),
         at: At::Lowest,
         derivation: "At least half the source's smallest reduction (52% / 2 = 26%: A/B ≤ 0.74), the paper family's convention for Table 1. Every idle count gets its own verdict: the source's gain comes with its robots' many connections, and a run without them must say what it shows too.",
         trials: MIN_TRIALS,
-        history: &["Before 2026-11-25: a reduction of ≥ 52% in every forwarding mode (copy, splice, splice-keep) on the means of the trials, judged only at the most idle connections measured (the most favourable), \"partly\" for any smaller gain. Replaced by one interval verdict per idle count, in copy mode (the source's)."],
+        history: &["Before 2026-11-25: a reduction of ≥ 52% in every forwarding mode (copy, splice, splice-keep) on the means of the trials, judged only at the most idle connections measured (the most favourable), \"partly\" for any smaller gain. Replaced by one interval verdict per idle count, in copy mode (the source's).", USELECT_WITH_HITS],
     },
     Rule {
         id: "proxy-uselect-vs-epoll",
         family: Family::Proxy,
         source: "Rosu & Rosu 2003, abstract, §5.3 (Polymix-4, Fig. 11), §7",
         seed: "Against Squid on /dev/epoll, uselect halves the CPU overhead (about 50% less with Polymix-4).",
-        quantity: "A = uring-poll copy, B = epoll-et copy (epoll, /dev/epoll's successor; registered once, as /dev/epoll's interest set): proxy CPU µs per request at the lowest offered rate; judged once per idle count.",
+        quantity: "A = uring-poll copy, B = epoll-et copy (epoll, /dev/epoll's successor; registered once, as /dev/epoll's interest set): proxy CPU µs per request at the lowest offered rate; judged once per idle count, on a run whose load offers hits, as proxy-uselect-vs-select.",
         claim: Some(Claim::AtMost(0.75)),
         at: At::Lowest,
         derivation: "Half the source's 50% reduction (A/B ≤ 0.75). The verdict is printed whichever way the interval falls.",
         trials: MIN_TRIALS,
-        history: &["2026-11-25: new; uselect against epoll was not judged before."],
+        history: &["2026-11-25: new; uselect against epoll was not judged before.", USELECT_WITH_HITS],
     },
     Rule {
         id: "proxy-splice-vs-copy",
@@ -599,6 +623,7 @@ pub const RULES: &[Rule] = &[
         history: &[
             "Before 2026-11-25: a shared listener answers ≥ 10% fewer replies/s than both other modes at the most workers, on means, \"partly\" against one. In the shipped herd-serve, below capacity, every mode answers the offered rate, so the replies were replaced by the capacity implied at the CPU budget (budget ÷ CPU per reply): a restatement of the CPU finding.",
             "2026-11-25: dropped. It may return as a rule on replies/s measured in a run that saturates every mode, written before that run.",
+            "2026-12-06: the claim returns as herd-capacity-vs-exclusive and herd-capacity-vs-reuseport, on each mode's capacity in a run with a capacity search (herd-capacity), written before any run of it. This rule stays withdrawn, kept for its history; its definition did not change.",
         ],
     },
     Rule {
@@ -887,6 +912,15 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// The rules whose quantity is one arm's value itself, decided on its own interval (no arm B:
+/// `findings::judge_value`).
+pub const ONE_ARM: &[&str] = &["table1-epoll2-useful-waits"];
+
+/// Whether rule `id` judges one arm's value itself.
+pub fn one_arm(id: &str) -> bool {
+    ONE_ARM.contains(&id)
+}
+
 /// The rule named `id` (a typo in the code is a test failure, not a silent default).
 pub fn rule(id: &str) -> &'static Rule {
     RULES
@@ -895,12 +929,15 @@ pub fn rule(id: &str) -> &'static Rule {
         .unwrap_or_else(|| panic!("no rule `{id}` in analysis::rules::RULES"))
 }
 
+mod additions;
 mod markdown;
 mod registration;
-pub use markdown::{markdown, shared_history_markdown};
+mod unjudged;
+pub use markdown::{doc_file, markdown, register, shared_history_markdown};
 #[cfg(test)]
-use markdown::{rules_with, SHARED_HISTORY, SHORT_ENTRY};
+use markdown::{rules_with, FILES, SHARED_HISTORY, SHORT_ENTRY};
 pub use registration::{definition_hash, registration, Registration};
+pub use unjudged::{Unjudged, UNJUDGED};
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,10 @@ pub struct ServerCounters {
     pub requests: u64,
     pub accepted: u64,
     pub waits: u64,
+    /// Of the waits, those that handed the server at least one event it acts on, where the
+    /// server counts them (readiness mechanisms; runs from 2026-12-06 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits_with_events: Option<u64>,
     pub events: u64,
     pub discarded: u64,
     pub interest_changes: u64,
@@ -61,6 +65,17 @@ impl ServerCounters {
     }
     pub fn events_per_wait(&self) -> Option<f64> {
         (self.waits > 0).then(|| self.events as f64 / self.waits as f64)
+    }
+    /// Descriptors each wait returned on average: the events handed to the server and those
+    /// dropped as of no interest (epoll2's), over the waits.
+    pub fn returned_per_wait(&self) -> Option<f64> {
+        (self.waits > 0).then(|| (self.events + self.discarded) as f64 / self.waits as f64)
+    }
+    /// The share of the waits that handed the server at least one event it acts on, where
+    /// counted.
+    pub fn useful_wait_share(&self) -> Option<f64> {
+        let useful = self.waits_with_events?;
+        (self.waits > 0).then(|| useful as f64 / self.waits as f64)
     }
     /// Accept wake-ups of every worker per connection accepted (1: one per connection; more:
     /// workers woken for connections others took), where counted.

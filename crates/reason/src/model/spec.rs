@@ -290,7 +290,7 @@ impl Spec {
         }
         if self.proxy.is_some() {
             Family::Proxy
-        } else if self.sweep.as_ref().is_some_and(|sw| sw.flag == "--workers")
+        } else if self.sweep.as_ref().is_none_or(|sw| sw.flag == "--workers")
             && self
                 .series
                 .iter()

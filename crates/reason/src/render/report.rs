@@ -59,7 +59,8 @@ fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
     }
     format!(
         " Negative control: no negative control in this run (no series on a budget that differs \
-         by twice the margin, as quick, fig1-one-byte, fig3- and fig4-…-variants carry), so nothing \
+         by twice the margin, as quick, fig1-one-byte, fig3- and fig4-…-variants, fig7-accept-limit \
+         and table1-syscalls carry), so nothing \
          shows that its \"no difference\" verdicts ({}) could have seen a difference of twice \
          their margin: they are not judged.",
         equivalence.join(", ")

@@ -345,6 +345,80 @@ fn decide(
     f
 }
 
+/// What arm B is called in a one-arm rule's finding (`judge_value`).
+pub(crate) const NO_ARM_B: &str = "no arm B: A is the quantity itself";
+
+/// Decides a one-arm `rule` (`rules::ONE_ARM`: its quantity is the value itself, with no arm
+/// B): the geometric mean of `a`'s valid trials of `f` at the rule's grid rate, with its 90% t
+/// interval on the logarithms (the ratio to an arm of ones, whose variance is nil: a one-sample
+/// interval with n − 1 degrees of freedom).
+pub(crate) fn judge_value(
+    (s, level): (&Summary, f64),
+    rule: &Rule,
+    a: Side,
+    f: &dyn Fn(&PointResult) -> Option<f64>,
+    unit: &str,
+) -> Finding {
+    let claim = rule.claim.expect("judge_value takes interval rules");
+    let pick = Pick {
+        side: &a,
+        swept: None,
+    };
+    let finding = |verdict: Verdict, evidence: String| Finding {
+        rule: rule.id.into(),
+        source: rule.source.into(),
+        claim: format!("{} Rule: {}.", rule.seed, claim.words()),
+        verdict,
+        evidence,
+        interval: None,
+        arms: Some([pick.words(s), NO_ARM_B.into()]),
+        trials: None,
+    };
+    let Some(rate) = grid_rate(s, &[pick], rule.at) else {
+        return finding(
+            Verdict::Inconclusive,
+            format!("no offered rate measured for A ({})", pick.words(s)),
+        );
+    };
+    let (va, na) = trials(s, pick, rate, f);
+    let head = format!(
+        "at {}/s offered: A {}",
+        thousands(rate),
+        arm_words(&pick.words(s), &va, na, unit)
+    );
+    if va.len() < rule.trials {
+        return finding(
+            Verdict::Inconclusive,
+            format!(
+                "{head}; the rule needs ≥ {} valid trials with the value",
+                rule.trials
+            ),
+        );
+    }
+    let ones = vec![1.0; va.len()];
+    let Some(r) = Ratio::of_floored_at(&va, &ones, 0.0, level) else {
+        return finding(
+            Verdict::Inconclusive,
+            format!("{head}; a value is zero or missing, so no interval"),
+        );
+    };
+    let mut out = finding(
+        decided(claim.decide(r.lo, r.hi)),
+        format!(
+            "{head}; geometric mean {} [{}: {}–{}], t df {:.0}; claim {} (A/B is A itself)",
+            num(r.ratio),
+            level_words(level),
+            num(r.lo),
+            num(r.hi),
+            r.df,
+            claim.words()
+        ),
+    );
+    out.interval = Some([r.ratio, r.lo, r.hi]);
+    out.trials = Some(([va, ones], 0.0));
+    out
+}
+
 /// Each capacity search of `side`: the capacities of those whose bracket closed, and how many
 /// searches there were.
 pub(crate) fn knee_trials(s: &Summary, side: &Side) -> (Vec<f64>, usize) {

@@ -2,8 +2,9 @@
 //! against EPOLLEXCLUSIVE and against SO_REUSEPORT at the most workers, CPU per reply and
 //! context switches per connection, each by its pre-registered rule (`analysis::rules`), for
 //! worker threads and, by rules of their own, for pre-forked worker processes
-//! (`--as processes`, the source's Apache). The throughput rule is withdrawn (its history says
-//! why): no finding restates the CPU one.
+//! (`--as processes`, the source's Apache). Throughput is judged as each mode's capacity, in a run
+//! with a capacity search (herd-capacity); the first throughput rule is withdrawn (its history
+//! says why): no finding restates the CPU one.
 
 use super::common::*;
 use crate::analysis::rules::rule;
@@ -35,6 +36,17 @@ fn cpu(p: &PointResult) -> Option<f64> {
 fn ctx(p: &PointResult) -> Option<f64> {
     p.ctx_switches_per_conn()
 }
+
+fn replies(p: &PointResult) -> Option<f64> {
+    p.reply_rate()
+}
+
+/// The capacity rule against each other mode, for either worker model: read only where the run
+/// searched each series' capacity (`[knee]`).
+const CAPACITY_RULES: [(&str, &str); 2] = [
+    ("exclusive", "herd-capacity-vs-exclusive"),
+    ("reuseport", "herd-capacity-vs-reuseport"),
+];
 
 /// The rules of each worker model: (other mode, CPU rule, context-switch rule).
 const THREAD_RULES: [(&str, &str, &str); 2] = [
@@ -120,6 +132,24 @@ fn model_findings(
             &ctx,
             "switches/connection",
         ));
+    }
+    if s.knees.is_empty() {
+        return out;
+    }
+    for (mode, id) in CAPACITY_RULES {
+        if let Some(other) = label(mode) {
+            let (a, b) = (
+                Side {
+                    series: shared,
+                    idle,
+                },
+                Side {
+                    series: other,
+                    idle,
+                },
+            );
+            out.push(judge((s, level), rule(id), a, b, &replies, "replies/s"));
+        }
     }
     out
 }

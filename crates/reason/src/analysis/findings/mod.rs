@@ -14,6 +14,7 @@ mod deadconn;
 mod herd;
 mod paper;
 mod proxy;
+mod table1;
 
 pub use common::{decided, flag_kind, Finding, Verdict};
 pub(crate) use common::{knee_trials, Side};
@@ -63,6 +64,8 @@ pub(crate) fn by_rules(s: &Summary, level: f64) -> Vec<Finding> {
     }
 }
 
+#[cfg(test)]
+mod judged_tests;
 #[cfg(test)]
 mod null_tests;
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::findings;
-use crate::analysis::rules::RULES;
+use crate::analysis::rules::{one_arm, RULES};
 use crate::analysis::stats::{mean, variance, Claim, Decision, Ratio, Rng};
 use crate::model::results::Summary;
 use crate::model::spec::Family;
@@ -83,11 +83,12 @@ fn spreads(runs: &[(String, Summary)]) -> BTreeMap<&'static str, Spread> {
 
 /// How often `claim` is "reproduced" on `DRAWS` synthetic pairs of `n` trials per arm, A's
 /// true value `true_ratio` × B's, each trial log-normal with coefficient of variation `cv`,
-/// decided as the rule decides (each arm's variance at least `floor`).
+/// decided as the rule decides (each arm's variance at least `floor`). A one-arm rule
+/// (`rules::ONE_ARM`) has no arm B: its B is a constant, as `judge_value` decides.
 fn rate(
     claim: Claim,
     true_ratio: f64,
-    (cv, n, floor): (f64, usize, f64),
+    (cv, n, floor, one_arm): (f64, usize, f64, bool),
     draws: usize,
     seed: u64,
 ) -> f64 {
@@ -101,7 +102,8 @@ fn rate(
                 .map(|_| 1000.0 * m * (sigma * rng.normal()).exp())
                 .collect()
         };
-        let (a, b) = (arm(true_ratio), arm(1.0));
+        let a = arm(true_ratio);
+        let b = if one_arm { vec![1000.0; n] } else { arm(1.0) };
         let r = Ratio::of_floored(&a, &b, floor).unwrap();
         if claim.decide(r.lo, r.hi) == Decision::Reproduced {
             yes += 1;
@@ -208,7 +210,8 @@ fn check_with(families: &[Family], want: Option<Kind>, null: &Null) {
         };
         for (j, truth) in (null.truths)(claim).into_iter().enumerate() {
             let seed = 1000 + 10 * i as u64 + j as u64;
-            let fp = rate(claim, truth, (s.cv, r.trials, s.floor), null.draws, seed);
+            let shape = (s.cv, r.trials, s.floor, one_arm(r.id));
+            let fp = rate(claim, truth, shape, null.draws, seed);
             let line = format!(
                 "{}: {} at a true A/B of {truth:.2}, cv {:.3} ({whence}), n = {}, floor {:.5}: \
                  reproduced in {:.2}% of {}",
@@ -279,12 +282,19 @@ const POWER: f64 = 0.8;
 
 /// The true ratio, between `from` (where the rule cannot say "reproduced") and `to` (far on the
 /// claim's side), at which `claim` is reproduced in `POWER` of the draws: bisection in log terms.
-fn effect_at_power(claim: Claim, from: f64, to: f64, s: &Spread, n: usize, seed: u64) -> f64 {
+fn effect_at_power(
+    claim: Claim,
+    (from, to): (f64, f64),
+    s: &Spread,
+    (n, one_arm): (usize, bool),
+    seed: u64,
+) -> f64 {
     let (mut lo, mut hi) = (from.ln(), to.ln());
     // Twelve halvings of a range of ln 8: to within 0.05% of the ratio.
     for _ in 0..12 {
         let mid = 0.5 * (lo + hi);
-        if rate(claim, mid.exp(), (s.cv, n, s.floor), POWER_DRAWS, seed) >= POWER {
+        let shape = (s.cv, n, s.floor, one_arm);
+        if rate(claim, mid.exp(), shape, POWER_DRAWS, seed) >= POWER {
             hi = mid;
         } else {
             lo = mid;
@@ -320,7 +330,9 @@ fn power_markdown() -> String {
          A = B** is how often it says \"reproduced\" when the arms are truly equal (its power); \
          at n = 3 and a spread of a few percent or more this is low, which is why those rules \
          are so often inconclusive.\n\n\
-         Rules no committed run decided on take the widest spread of any rule (marked *). The \
+         A rule whose quantity is one arm's value itself (A/B is A: table1-epoll2-useful-waits) \
+         is drawn with no arm B. Rules no committed run decided on take the widest spread of any \
+         rule (marked *). The \
          micro-benchmarks' rules are judged on whole sweeps and are not here.\n\n\
          | rule | claim | n | spread (cv) | 80% power at | reproduced when A = B |\n\
          |---|---|---:|---:|---:|---:|\n",
@@ -340,26 +352,25 @@ fn power_markdown() -> String {
             None => (widest.clone(), "*"),
         };
         let seed = 50_000 + i as u64;
+        let shape = (r.trials, one_arm(r.id));
+        let at_power = |from: f64, to: f64| {
+            format!("{:.2}", effect_at_power(claim, (from, to), &s, shape, seed))
+        };
         let (effect, equal) = match claim {
-            Claim::AtLeast(x) if x > 1.0 => (
-                format!(
-                    "{:.2}",
-                    effect_at_power(claim, x, x * 8.0, &s, r.trials, seed)
-                ),
-                String::new(),
-            ),
-            Claim::AtMost(x) if x < 1.0 => (
-                format!(
-                    "{:.2}",
-                    effect_at_power(claim, x, x / 8.0, &s, r.trials, seed)
-                ),
-                String::new(),
-            ),
+            Claim::AtLeast(x) if x > 1.0 => (at_power(x, x * 8.0), String::new()),
+            Claim::AtMost(x) if x < 1.0 || shape.1 => (at_power(x, x / 8.0), String::new()),
             Claim::Within(_) | Claim::AtLeast(_) | Claim::AtMost(_) => (
                 String::new(),
                 format!(
                     "{:.0}%",
-                    100.0 * rate(claim, 1.0, (s.cv, r.trials, s.floor), POWER_DRAWS, seed)
+                    100.0
+                        * rate(
+                            claim,
+                            1.0,
+                            (s.cv, r.trials, s.floor, false),
+                            POWER_DRAWS,
+                            seed
+                        )
                 ),
             ),
         };

@@ -1,5 +1,6 @@
-//! The μserver paper's findings (Gammo et al., OLS 2004): Figures 1-7 and Table 1, each decided
-//! by its pre-registered rule (`analysis::rules`) on the trials of two arms.
+//! The μserver paper's findings (Gammo et al., OLS 2004): Figures 1-7 (Table 1's are in
+//! `table1`), each decided by its pre-registered rule (`analysis::rules`) on the trials of two
+//! arms.
 
 use super::common::*;
 use crate::analysis::rules::rule;
@@ -13,25 +14,6 @@ fn replies(p: &PointResult) -> Option<f64> {
 
 fn cpu_per_reply(p: &PointResult) -> Option<f64> {
     p.server_cpu_us_per_reply
-}
-
-/// Calls of `calls` per request at a point (from the server's own counters).
-fn per_request(p: &PointResult, calls: &[&str]) -> Option<f64> {
-    let c = p.server.as_ref()?;
-    if c.requests == 0 {
-        return None;
-    }
-    let n: u64 = calls
-        .iter()
-        .filter_map(|k| c.syscalls.get(*k).map(|r| r.calls))
-        .sum();
-    Some(n as f64 / c.requests as f64)
-}
-
-/// The share of the measured run's wall time the server spent inside `call` (profiled runs
-/// only; `PointResult::syscall_share`).
-fn share(p: &PointResult, call: &str) -> Option<f64> {
-    p.syscall_share(call)
 }
 
 pub(super) fn findings(s: &Summary, level: f64) -> Vec<Finding> {
@@ -105,7 +87,7 @@ pub(super) fn findings(s: &Summary, level: f64) -> Vec<Finding> {
         }
     }
     accept_limit(s, level, &mut out);
-    table1(s, level, &mut out);
+    super::table1::findings(s, level, &mut out);
     negative_control(s, level, &mut out);
     for idle in s.idle_counts().into_iter().filter(|&i| i > 0) {
         if has(POSITIVE_CONTROL, idle) {
@@ -168,93 +150,45 @@ fn limited(flags: &[String]) -> bool {
         .any(|w| w[0] == "--accept-limit" && w[1] != "inf")
 }
 
-/// Figure 7: per mechanism, a series with a finite accept-limit against one without.
+/// Figure 7: per mechanism, a series with a finite accept-limit against one without
+/// (epoll-lt's and epoll-ctlv's gain, epoll-et's none), and epoll-lt with its limit against
+/// select; a series on a budget of its own (the negative control) is none of them.
 fn accept_limit(s: &Summary, level: f64, out: &mut Vec<Finding>) {
-    for m in ["epoll-lt", "epoll-ctlv"] {
-        let of = |lim: bool| {
-            s.series.iter().find(|x| {
-                let x = s.experiment.labelled(x);
-                x.mechanism == m && limited(&x.flags) == lim
-            })
-        };
-        if let (Some(a), Some(b)) = (of(true), of(false)) {
-            out.push(judge(
-                (s, level),
-                rule("fig7-accept-limit"),
-                Side {
-                    series: &a.label,
-                    idle: 0,
-                },
-                Side {
-                    series: &b.label,
-                    idle: 0,
-                },
-                &replies,
-                "replies/s",
-            ));
-        }
-    }
-}
-
-/// Table 1: where the time and the calls go, at the highest rate with no idle connections.
-fn table1(s: &Summary, level: f64, out: &mut Vec<Finding>) {
-    let has = |m: &str| s.points.iter().any(|p| p.series == m && p.idle == 0);
-    if !has("epoll-lt") {
-        return;
-    }
-    let lt = Side {
-        series: "epoll-lt",
-        idle: 0,
+    let e = &s.experiment;
+    let arms = || {
+        s.series
+            .iter()
+            .filter(|x| e.series_budget(&x.label).is_none())
     };
-    let ctl_share = |p: &PointResult| share(p, "epoll_ctl");
-    let profiled = s.points.iter().any(|p| ctl_share(p).is_some());
+    let of = |m: &str, lim: bool| {
+        arms().find(|x| {
+            let x = e.labelled(x);
+            x.mechanism == m && limited(&x.flags) == lim
+        })
+    };
+    let no_idle = |series| Side { series, idle: 0 };
     for (m, id) in [
-        ("epoll-et", "table1-epoll-et-epoll-ctl"),
-        ("epoll2", "table1-epoll2-epoll-ctl"),
+        ("epoll-lt", "fig7-accept-limit"),
+        ("epoll-ctlv", "fig7-accept-limit"),
+        ("epoll-et", "fig7-epoll-et-no-gain"),
     ] {
-        if has(m) && profiled {
-            let a = Side { series: m, idle: 0 };
-            let b = Side { ..lt };
-            out.push(judge(
-                (s, level),
-                rule(id),
-                a,
-                b,
-                &ctl_share,
-                "of the run's wall time",
-            ));
+        if let (Some(a), Some(b)) = (of(m, true), of(m, false)) {
+            let (a, b) = (no_idle(&a.label), no_idle(&b.label));
+            out.push(judge((s, level), rule(id), a, b, &replies, "replies/s"));
         }
     }
-    if has("epoll-ctlv") {
-        // Only epoll-ctlv's own series makes io_uring_enter calls; for epoll-lt the sum is
-        // its epoll_ctl calls alone.
-        let calls = |p: &PointResult| per_request(p, &["epoll_ctl", "io_uring_enter"]);
-        let a = Side {
-            series: "epoll-ctlv",
-            idle: 0,
-        };
+    // The rule's select is the one fig7-accept-limit runs with its limit of 10 (the run also has
+    // select without one, from its `mechanisms`); any select where none has a limit.
+    let select = of("select", true).or_else(|| of("select", false));
+    if let (Some(a), Some(b)) = (of("epoll-lt", true), select) {
+        let (a, b) = (no_idle(&a.label), no_idle(&b.label));
         out.push(judge(
             (s, level),
-            rule("table1-epoll-ctlv-calls"),
+            rule("fig7-epoll-lt-matches-select"),
             a,
-            Side { ..lt },
-            &calls,
-            "calls/request",
-        ));
-    }
-    if has("epoll2") {
-        let waits = |p: &PointResult| per_request(p, &["epoll_wait"]);
-        let a = Side {
-            series: "epoll2",
-            idle: 0,
-        };
-        out.push(judge(
-            (s, level),
-            rule("table1-epoll2-waits"),
-            a,
-            Side { ..lt },
-            &waits,
-            "calls/request",
+            b,
+            &replies,
+            "replies/s",
         ));
     }
 }

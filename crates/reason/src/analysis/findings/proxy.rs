@@ -1,8 +1,9 @@
 //! The proxy paper's findings (Rosu & Rosu, USENIX 2003): uselect against select and epoll,
 //! splice against copy with Polymix and the two together (Fig. 11), splice's (and KeepCopy's)
-//! gain at the small and the large objects of its Fig. 7 and at the lowest and highest rates of
-//! its Fig. 9, the load against the number of connections (Fig. 4) and uselect's response time
-//! with many connections (Fig. 6), each decided by its pre-registered rule (`analysis::rules`).
+//! gain at the small and the large objects of its Fig. 7, under uselect (Fig. 8), and at the
+//! lowest and highest rates of its Fig. 9, the load against the number of connections (Fig. 4),
+//! uselect's load against the others' with many connections and only hits (Fig. 5) and its
+//! response time there (Fig. 6), each decided by its pre-registered rule (`analysis::rules`).
 
 use super::common::*;
 use crate::analysis::rules::rule;
@@ -182,8 +183,82 @@ pub(super) fn findings(s: &Summary, level: f64) -> Vec<Finding> {
     out.extend(sizes_of(&run));
     out.extend(rate_sweep(&run));
     out.extend(connections(&run));
+    out.extend(hits_cpu(&run));
     out.extend(response_time(&run));
+    out.extend(uselect_sizes(&run));
     out
+}
+
+/// On a run that offers (almost) only hits (Fig. 5): uselect's CPU per request against
+/// select's, poll's and epoll's at each idle count of at least 5,000, and uselect's at 10,000
+/// against epoll's at 5,000, per object size.
+fn hits_cpu(run: &Run) -> Vec<Finding> {
+    if !hits_only(run.s) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for size in &run.sizes {
+        let Some(u) = run.find("uring-poll", "copy", size) else {
+            continue;
+        };
+        for (other, id) in [
+            ("select", "proxy-hits-uselect-vs-select"),
+            ("poll", "proxy-hits-uselect-vs-poll"),
+            ("epoll-et", "proxy-hits-uselect-vs-epoll"),
+        ] {
+            if let Some(b) = run.find(other, "copy", size) {
+                for &idle in run.idles.iter().filter(|&&i| i >= 5000) {
+                    out.push(run.judge(id, (u, b), idle));
+                }
+            }
+        }
+        if let Some(e) = run.find("epoll-et", "copy", size) {
+            if run.has_idle(5000) && run.has_idle(10_000) {
+                let (a, b) = (
+                    Side {
+                        series: u,
+                        idle: 10_000,
+                    },
+                    Side {
+                        series: e,
+                        idle: 5000,
+                    },
+                );
+                let id = rule("proxy-hits-uselect-10k-below-epoll-5k");
+                out.push(judge((run.s, run.level), id, a, b, &cpu, UNIT));
+            }
+        }
+    }
+    out
+}
+
+/// Fig. 8: uselect's splice (on a non-cacheable run) or splice-keep (on a cacheable one, the
+/// source's KeepCopy) against its copy, at the largest object size both were measured at if it
+/// is at least 64 KB; nothing on a run whose cacheability is a mix.
+fn uselect_sizes(run: &Run) -> Vec<Finding> {
+    let (mode, id) = match cacheable(run.s) {
+        Some(false) => ("splice", "proxy-uselect-splice-large"),
+        Some(true) => ("splice-keep", "proxy-uselect-keepcopy-large"),
+        None => return Vec::new(),
+    };
+    let Some(&idle) = run.idles.first() else {
+        return Vec::new();
+    };
+    let largest = run
+        .sizes
+        .iter()
+        .filter_map(|z| {
+            let pair = (
+                run.find("uring-poll", mode, z)?,
+                run.find("uring-poll", "copy", z)?,
+            );
+            Some((pair, size_kb(z)?))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    match largest {
+        Some((pair, kb)) if kb >= 64.0 => vec![run.judge(id, pair, idle)],
+        _ => Vec::new(),
+    }
 }
 
 /// With one object size (the Polymix-like workload): uselect with the source's splice
@@ -279,6 +354,7 @@ fn response_time(run: &Run) -> Vec<Finding> {
         for (other, id) in [
             ("select", "proxy-rt-uselect-vs-select"),
             ("epoll-et", "proxy-rt-uselect-vs-epoll"),
+            ("poll", "proxy-rt-uselect-vs-poll"),
         ] {
             let Some(b) = run.find(other, "copy", size) else {
                 continue;
@@ -300,8 +376,12 @@ fn response_time(run: &Run) -> Vec<Finding> {
 }
 
 /// uselect (uring-poll) against select and against epoll (epoll-et), both in copy mode: one
-/// verdict per rule, object size and idle count, favourable or not.
+/// verdict per rule, object size and idle count, favourable or not; none where every request
+/// is a miss (the source's uselect claims all come with hits).
 fn uselect(run: &Run) -> Vec<Finding> {
+    if load_share(run.s, "--hit-ratio") == Some(0.0) {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     for size in &run.sizes {
         let Some(u) = run.find("uring-poll", "copy", size) else {

@@ -3,7 +3,7 @@ use super::*;
 /// The rules' own verdicts: these tests judge each rule, and the withholding of "no
 /// difference" verdicts beside a negative control that did not pass is tested apart
 /// (`no_difference_verdicts_stand_only_beside_a_passed_negative_control`).
-fn findings(s: &Summary) -> Vec<Finding> {
+pub(crate) fn findings(s: &Summary) -> Vec<Finding> {
     by_rules(s, crate::analysis::sample::LEVEL)
 }
 use crate::analysis::stats::Claim;
@@ -176,10 +176,10 @@ fn pass_fail_edge(id: &str) -> (f64, f64, f64) {
 
 /// One arm of a rule in a synthetic run: which points it holds, how its quantity is scaled,
 /// and whether it is arm B (scaled by 1/ratio, so that A/B is the ratio either way).
-struct Arm<'a> {
-    holds: &'a dyn Fn(&PointResult) -> bool,
-    scale: &'a dyn Fn(&mut PointResult, f64),
-    is_b: bool,
+pub(crate) struct Arm<'a> {
+    pub(crate) holds: &'a dyn Fn(&PointResult) -> bool,
+    pub(crate) scale: &'a dyn Fn(&mut PointResult, f64),
+    pub(crate) is_b: bool,
 }
 
 /// Rule `id` on `base` (both arms equal), with the arm's trials scaled so that A/B is
@@ -205,7 +205,7 @@ fn decide(
 /// Each outcome of rule `id`: reproduced at a ratio well inside its claim, not reproduced well
 /// outside it, inconclusive at its threshold with a wide spread, and inconclusive with one of
 /// the arm's three trials flagged.
-fn each_outcome(base: &Summary, id: &str, arm: &Arm, has: &str) {
+pub(crate) fn each_outcome(base: &Summary, id: &str, arm: &Arm, has: &str) {
     let (pass, fail, edge) = pass_fail_edge(id);
     let tight = [0.99, 1.0, 1.01];
     for (case, want) in [
@@ -234,7 +234,7 @@ fn each_outcome(base: &Summary, id: &str, arm: &Arm, has: &str) {
     );
 }
 
-fn scale_cpu(p: &mut PointResult, r: f64) {
+pub(crate) fn scale_cpu(p: &mut PointResult, r: f64) {
     p.server_cpu_us_per_reply = p.server_cpu_us_per_reply.map(|c| c * r);
 }
 
@@ -493,7 +493,7 @@ fn deadconn_judges_each_epoll_alone_and_not_uring() {
 
 /// A built-in proxy experiment with 3 trials of every series at each of its idle counts and
 /// offered rates, every point valid with 100 µs per request and a mean response time of 2 ms.
-fn proxy_run(name: &str) -> Summary {
+pub(crate) fn proxy_run(name: &str) -> Summary {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../experiments")
         .join(format!("{name}.toml"));
@@ -521,7 +521,7 @@ fn proxy_run(name: &str) -> Summary {
 }
 
 /// fig-proxy-sizes with its load's `--cacheable` share set to `share` (None: removed).
-fn proxy_sizes(share: Option<&str>) -> Summary {
+pub(crate) fn proxy_sizes(share: Option<&str>) -> Summary {
     let mut s = proxy_run("fig-proxy-sizes");
     let flags = &mut s.experiment.load_flags;
     let i = flags.iter().position(|f| f == "--cacheable").unwrap();
@@ -539,6 +539,7 @@ fn proxy_rules_give_each_outcome() {
     let cpu_run = proxy_run("fig-proxy-cpu");
     let plain = proxy_sizes(Some("0"));
     let cacheable = proxy_sizes(Some("1"));
+    let keepcopy = proxy_run("fig-proxy-sizes-cacheable");
     for (base, id, series, idle, is_b) in [
         (&cpu_run, "proxy-uselect-vs-select", "select copy", 0, true),
         (
@@ -585,6 +586,20 @@ fn proxy_rules_give_each_outcome() {
             "splice-keep 128K",
             0,
             false,
+        ),
+        (
+            &plain,
+            "proxy-uselect-splice-large",
+            "uring-poll splice 128K",
+            0,
+            false,
+        ),
+        (
+            &keepcopy,
+            "proxy-uselect-keepcopy-large",
+            "uring-poll copy 128K",
+            0,
+            true,
         ),
     ] {
         let holds = |p: &PointResult| p.series == series && p.idle == idle;
@@ -646,19 +661,32 @@ fn proxy_rules_apply_where_the_seed_measured() {
     // Sizes: splice's rules on a non-cacheable run, KeepCopy's on a cacheable one, neither
     // on a mix.
     let ids = |s: &Summary| -> Vec<String> { findings(s).into_iter().map(|f| f.rule).collect() };
+    // Fig. 7's at each end of the sizes (epoll-et's series), Fig. 8's at 128 KB (uring-poll's).
     assert_eq!(
         ids(&proxy_sizes(Some("0"))),
-        ["proxy-splice-size-small", "proxy-splice-size-large"]
+        [
+            "proxy-splice-size-small",
+            "proxy-splice-size-large",
+            "proxy-uselect-splice-large"
+        ]
     );
     assert_eq!(
         ids(&proxy_sizes(Some("1"))),
         ["proxy-keepcopy-small", "proxy-keepcopy-large"]
     );
+    assert_eq!(
+        ids(&proxy_run("fig-proxy-sizes-cacheable")),
+        [
+            "proxy-keepcopy-small",
+            "proxy-keepcopy-large",
+            "proxy-uselect-keepcopy-large"
+        ]
+    );
     assert!(ids(&proxy_sizes(Some("0.7"))).is_empty());
     assert!(ids(&proxy_sizes(None)).is_empty());
 }
 
-fn scale_mean_ms(p: &mut PointResult, r: f64) {
+pub(crate) fn scale_mean_ms(p: &mut PointResult, r: f64) {
     let l = &mut p.load.as_mut().unwrap().latency_ms;
     l.mean = l.mean.map(|m| m * r);
 }
@@ -847,8 +875,24 @@ fn proxy_figure_rules_apply_where_the_seed_measured() {
     }
     assert_eq!(count(&s, "proxy-rt-uselect-vs-select"), 2);
     assert_eq!(count(&s, "proxy-rt-uselect-vs-epoll"), 2);
+    assert_eq!(count(&s, "proxy-rt-uselect-vs-poll"), 2);
     assert_eq!(count(&s, "proxy-uselect-vs-select"), 5);
-    assert_eq!(findings(&s).len(), 17, "{:?}", findings(&s));
+    // Fig. 5: uselect against each of the other three at 5,000 and 10,000, and at 10,000
+    // against epoll at 5,000.
+    for id in [
+        "proxy-hits-uselect-vs-select",
+        "proxy-hits-uselect-vs-poll",
+        "proxy-hits-uselect-vs-epoll",
+    ] {
+        assert_eq!(count(&s, id), 2, "{id}");
+    }
+    assert_eq!(count(&s, "proxy-hits-uselect-10k-below-epoll-5k"), 1);
+    let (_, e) = by_rule(&s, "proxy-hits-uselect-10k-below-epoll-5k");
+    assert!(
+        e.contains("A uring-poll copy, 10,000 idle") && e.contains("B epoll-et copy, 5,000 idle"),
+        "{e}"
+    );
+    assert_eq!(findings(&s).len(), 26, "{:?}", findings(&s));
     let (_, e) = by_rule(&s, "proxy-conns-uselect-flat");
     assert!(
         e.contains("A uring-poll copy, 10,000 idle") && e.contains("B uring-poll copy, 250 idle"),
@@ -856,7 +900,7 @@ fn proxy_figure_rules_apply_where_the_seed_measured() {
     );
     let (_, e) = by_rule(&s, "proxy-rt-uselect-vs-select");
     assert!(e.contains("mean 2.00 ms"), "{e}");
-    // Without the hits-only load, none of Fig. 4's or Fig. 6's rules applies.
+    // Without the hits-only load, none of Fig. 4's, Fig. 5's or Fig. 6's rules applies.
     let i = s
         .experiment
         .load_flags
@@ -866,10 +910,12 @@ fn proxy_figure_rules_apply_where_the_seed_measured() {
     s.experiment.load_flags[i + 1] = "0.58".into();
     assert!(findings(&s)
         .iter()
-        .all(|f| !f.rule.starts_with("proxy-conns-") && !f.rule.starts_with("proxy-rt-")));
+        .all(|f| !f.rule.starts_with("proxy-conns-")
+            && !f.rule.starts_with("proxy-rt-")
+            && !f.rule.starts_with("proxy-hits-")));
 }
 
-fn by_rule(s: &Summary, id: &str) -> (Verdict, String) {
+pub(crate) fn by_rule(s: &Summary, id: &str) -> (Verdict, String) {
     let f = findings(s)
         .into_iter()
         .find(|f| f.rule == id)
@@ -1250,7 +1296,7 @@ fn sessions_of_several_requests_are_past_the_knee_by_their_own_measure() {
 /// A shipped experiment (`experiments/NAME.toml`), planned on a machine that supports every
 /// mechanism it names, measured at two rates below and past a knee of `truth(series)` with a
 /// capacity search per series and trial (±2% between trials).
-fn shipped_run(name: &str, truth: &dyn Fn(&str) -> f64) -> Summary {
+pub(crate) fn shipped_run(name: &str, truth: &dyn Fn(&str) -> f64) -> Summary {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("../../experiments/{name}.toml"));
     let spec = Spec::load(&path).unwrap();
@@ -1316,6 +1362,9 @@ fn the_shipped_no_difference_experiments_plan_and_judge_their_negative_control()
                 "fig3-epoll-ctlv-no-gain",
             ][..],
         ),
+        ("fig7-accept-limit", &["fig7-epoll-lt-matches-select"][..]),
+        // Its "no difference" rules read profiled shares, which these points have not.
+        ("table1-syscalls", &[][..]),
     ] {
         // The plan: the control series, epoll-lt on the experiment's budget ÷ (1 + 2 × SAME).
         let ctl = shipped_run(name, &|_| 6000.0);

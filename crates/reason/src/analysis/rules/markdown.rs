@@ -1,6 +1,9 @@
-//! docs/findings.md and docs/findings-history.md, generated from [`RULES`](super::RULES): each
-//! family's rules with their claims and histories, and the history entries several rules
-//! share, stated once.
+//! The register, generated from [`RULES`](super::RULES): docs/findings.md (how a rule decides,
+//! and the paper's family), docs/findings-proxy.md and docs/findings-scalability.md (the other
+//! families), each family's rules with their claims and histories and the seed findings it does
+//! not judge ([`UNJUDGED`](super::UNJUDGED)); and docs/findings-history.md, the history entries
+//! several rules share, stated once. The register is split by family so that no file passes
+//! the docs' size limit (crates/cli/tests/docs_maps.rs).
 
 use super::*;
 
@@ -14,6 +17,25 @@ pub(super) fn family_name(f: Family) -> &'static str {
         Family::Micro => "micro",
     }
 }
+
+/// The file of docs/ that states the rules of family `f`.
+pub fn doc_file(f: Family) -> &'static str {
+    match f {
+        Family::Paper | Family::None => "findings.md",
+        Family::Proxy => "findings-proxy.md",
+        Family::Deadconn | Family::Herd | Family::Micro => "findings-scalability.md",
+    }
+}
+
+/// The register's files, each with the families it states, in order.
+pub(super) const FILES: &[(&str, &[Family])] = &[
+    ("findings.md", &[Family::Paper]),
+    ("findings-proxy.md", &[Family::Proxy]),
+    (
+        "findings-scalability.md",
+        &[Family::Deadconn, Family::Herd, Family::Micro],
+    ),
+];
 
 /// History entries that several rules share, each stated once in docs/findings.md under its
 /// name (the anchor a rule's history links to). Every entry longer than [`SHORT_ENTRY`] used by
@@ -32,6 +54,13 @@ pub(super) const SHARED_HISTORY: &[(&str, &str)] = &[
     ("herd-rounds", HERD_ROUNDS),
     ("malloc-rounds", MALLOC_ROUNDS),
     ("readahead-written", READAHEAD_WRITTEN),
+    ("uselect-with-hits", USELECT_WITH_HITS),
+    ("paper-rules-of-2026-12-06", super::additions::PAPER_WRITTEN),
+    ("proxy-rules-of-2026-12-06", super::additions::PROXY_WRITTEN),
+    (
+        "herd-capacity-written",
+        super::additions::HERD_CAPACITY_WRITTEN,
+    ),
 ];
 
 /// The rules whose history holds `entry`, in the order of [`RULES`].
@@ -89,6 +118,11 @@ pub(super) const INTRO: &str = "# Findings: the pre-registered rules\n\n\
      effect exactly at its threshold (at most 5% \"reproduced\", within 1 point of Monte \
      Carlo error there), and each \"no difference\" rule on a gap of twice its margin. \
      [power.md](power.md) says what each can decide at its n.\n\n\
+     The register is in three files, by source: this one (family `paper`, the μserver paper), \
+     [findings-proxy.md](findings-proxy.md) (family `proxy`, the uselect and splice paper) and \
+     [findings-scalability.md](findings-scalability.md) (families `deadconn`, `herd` and \
+     `micro`: the LSE epoll page and the Linux Scalability Project). Each family ends with the \
+     sources' findings it does not judge on this machine, and why.\n\n\
      **Registration**: **pre-registered** (claim, threshold and quantity fixed before any run \
      that judged them), **post hoc** (set after this lab's runs had shown the same \
      comparison) or **extension** (no seed claims it); reports mark the last two, which test no \
@@ -187,8 +221,9 @@ pub fn shared_history_markdown() -> String {
         "# Findings: history shared by several rules\n\n\
          <!-- Generated from crates/reason/src/analysis/rules.rs with docs/findings.md; a test \
          keeps this file equal to it. Edit the code, then: EVLAB_BLESS=1 cargo test -p \
-         evlab-lab docs_findings_md -->\n\n\
-         A rule of [findings.md](findings.md) changed after data was seen keeps the old rule \
+         evlab-reason docs_findings_md -->\n\n\
+         A rule of the register ([findings.md](findings.md) and the files it names) changed \
+         after data was seen keeps the old rule \
          and the data that prompted the change in its history. An entry that several rules \
          share is stated once, here, and belongs to the history of every rule it lists, where \
          that rule's history names it.\n",
@@ -196,7 +231,7 @@ pub fn shared_history_markdown() -> String {
     for (name, text) in SHARED_HISTORY {
         let rules: Vec<String> = rules_with(text)
             .iter()
-            .map(|id| format!("[`{id}`](findings.md#{id})"))
+            .map(|id| format!("[`{id}`]({}#{id})", doc_file(rule(id).family)))
             .collect();
         out.push_str(&format!("\n## `{name}`\n\n"));
         out.push_str(&format!("- **Rules:** {}\n", rules.join(", ")));
@@ -205,31 +240,88 @@ pub fn shared_history_markdown() -> String {
     out
 }
 
-/// docs/findings.md, from [`RULES`].
-pub fn markdown() -> String {
-    let mut out = String::from(INTRO);
-    for fam in [
-        Family::Paper,
-        Family::Proxy,
-        Family::Deadconn,
-        Family::Herd,
-        Family::Micro,
-    ] {
-        out.push_str(&format!("## Family `{}`\n\n", family_name(fam)));
-        if fam == Family::Micro {
-            out.push_str(MICRO_INTRO);
-        }
-        for r in RULES.iter().filter(|r| r.family == fam) {
-            out.push_str(&format!("### `{}`\n", r.id));
-            out.push_str(&format!("- **What it says** ({}): {}\n", r.source, r.seed));
-            out.push_str(&format!("- **Quantity:** {}\n", r.quantity));
-            out.push_str(&claim_line(r));
-            out.push_str(&super::registration::registration_line(r));
-            out.push_str(&history_lines(r));
-            out.push('\n');
-        }
+/// One family's section of the register: its rules, then the seed findings it does not judge.
+fn family_markdown(fam: Family) -> String {
+    let mut out = format!("## Family `{}`\n\n", family_name(fam));
+    if fam == Family::Micro {
+        out.push_str(MICRO_INTRO);
     }
-    out.truncate(out.trim_end().len());
-    out.push('\n');
+    for r in RULES.iter().filter(|r| r.family == fam) {
+        out.push_str(&format!("### `{}`\n", r.id));
+        out.push_str(&format!("- **What it says** ({}): {}\n", r.source, r.seed));
+        out.push_str(&format!("- **Quantity:** {}\n", r.quantity));
+        out.push_str(&claim_line(r));
+        out.push_str(&super::registration::registration_line(r));
+        out.push_str(&history_lines(r));
+        out.push('\n');
+    }
+    let unjudged: Vec<&super::Unjudged> =
+        super::UNJUDGED.iter().filter(|u| u.family == fam).collect();
+    if !unjudged.is_empty() {
+        out.push_str(&format!(
+            "### Not judged here (family `{}`)\n\n",
+            family_name(fam)
+        ));
+        for u in unjudged {
+            out.push_str(&format!(
+                "- **{}:** {} **Why not:** {}\n",
+                u.source, u.seed, u.why
+            ));
+        }
+        out.push('\n');
+    }
     out
+}
+
+/// The head of a register file other than docs/findings.md.
+fn file_intro(fams: &[Family]) -> String {
+    let names: Vec<String> = fams
+        .iter()
+        .map(|f| format!("`{}`", family_name(*f)))
+        .collect();
+    let names = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    format!(
+        "# Findings: the pre-registered rules of {} {names}\n\n\
+         <!-- Generated, as findings.md, from crates/reason/src/analysis/rules.rs ({}); a test \
+         keeps this file equal to it. Edit the code, then: EVLAB_BLESS=1 cargo test -p \
+         evlab-reason docs_findings_md -->\n\n\
+         Part of the register of [findings.md](findings.md), which says how a rule decides, what \
+         the controls are and what each registration means; the history entries several rules \
+         share are in [findings-history.md](findings-history.md), and what each rule can decide \
+         at its n in [power.md](power.md).\n\n",
+        if fams.len() > 1 { "families" } else { "family" },
+        fams.iter()
+            .map(|f| family_name(*f))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// The register's files (docs/findings.md and those it names), from [`RULES`] and
+/// [`UNJUDGED`](super::UNJUDGED).
+pub fn register() -> Vec<(&'static str, String)> {
+    FILES
+        .iter()
+        .map(|(file, fams)| {
+            let mut out = if *file == "findings.md" {
+                String::from(INTRO)
+            } else {
+                file_intro(fams)
+            };
+            for fam in fams.iter() {
+                out.push_str(&family_markdown(*fam));
+            }
+            out.truncate(out.trim_end().len());
+            out.push('\n');
+            (*file, out)
+        })
+        .collect()
+}
+
+/// The whole register as one text (its files in order), for the tests that read it.
+pub fn markdown() -> String {
+    register().into_iter().map(|(_, text)| text).collect()
 }

@@ -50,6 +50,11 @@ const NOT_PRE_REGISTERED: &[(&str, Registration, &str)] = &[
         "written after the committed fig-proxy-cpu runs, which it judges, had been seen",
     ),
     (
+        "proxy-hits-uselect-vs-select",
+        Registration::PostHoc,
+        "written after the README's table had shown uselect at 0.05-0.10× select's CPU per request with 10,000 idle connections, fig-proxy-conns among its runs",
+    ),
+    (
         "fig5-select-cpu",
         Registration::Extension,
         "the paper reports reply rates, not CPU per reply; the claim is derived from how select works and from the proxy paper's CPU figures",

@@ -98,14 +98,41 @@ fn shared_history_is_stated_once() {
     }
 }
 
-/// docs/findings.md and docs/findings-history.md are what the code generates.
+/// Every family with a rule or a finding it does not judge is stated in one file of the
+/// register, the one its links name.
+#[test]
+fn every_family_is_stated_in_the_file_its_links_name() {
+    let families = RULES
+        .iter()
+        .map(|r| r.family)
+        .chain(UNJUDGED.iter().map(|u| u.family));
+    for fam in families {
+        let holding: Vec<&str> = FILES
+            .iter()
+            .filter(|(_, fams)| fams.contains(&fam))
+            .map(|(file, _)| *file)
+            .collect();
+        assert_eq!(holding, [doc_file(fam)], "{fam:?}");
+    }
+    let files = register();
+    assert_eq!(files[0].0, "findings.md");
+    for (file, _) in &files[1..] {
+        assert!(
+            files[0].1.contains(&format!("]({file})")),
+            "findings.md names {file}"
+        );
+    }
+}
+
+/// docs/findings.md, the files it names and docs/findings-history.md are what the code
+/// generates.
 #[test]
 fn docs_findings_md_is_generated_from_the_rules() {
     let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
-    for (file, want) in [
-        ("findings.md", markdown()),
-        ("findings-history.md", shared_history_markdown()),
-    ] {
+    let files = register()
+        .into_iter()
+        .chain([("findings-history.md", shared_history_markdown())]);
+    for (file, want) in files {
         let path = docs.join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         if text == want {

@@ -432,11 +432,12 @@ fn proxy_sizes_draw_cpu_against_object_size_per_forwarding_mode() {
         .map(|(i, (t, se))| {
             let mut p = PointResult::new(i + 1, se, 0, 1000.0, t + 1, 2.0);
             p.status = Status::Ok;
-            let (mode, size) = se.label.split_once(' ').unwrap();
+            // "copy 4K", and Fig. 8's "uring-poll splice 128K".
+            let (mode, size) = se.label.rsplit_once(' ').unwrap();
             let kb: f64 = size.trim_end_matches('K').parse().unwrap();
-            let cpu = match mode {
-                "copy" => 10.0 + kb,
-                _ => 12.0 + kb / 2.0,
+            let cpu = match mode.ends_with("copy") {
+                true => 10.0 + kb,
+                false => 12.0 + kb / 2.0,
             };
             p.server_cpu_us_per_reply = Some(cpu + t as f64);
             p
@@ -452,9 +453,10 @@ fn proxy_sizes_draw_cpu_against_object_size_per_forwarding_mode() {
             _ => None,
         })
         .expect("a figure against object size");
-    assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
+    // A line per mechanism and mode: epoll-et's three, and uring-poll's two at 128 KB alone.
+    assert_eq!(svg.matches("<polyline").count(), 5, "{svg}");
     for mode in ["copy", "splice", "splice-keep"] {
-        assert!(svg.contains(&format!(">{mode}<")), "{mode}: {svg}");
+        assert!(svg.contains(&format!(">epoll-et {mode}<")), "{mode}: {svg}");
     }
     let (header, rows) = d
         .iter()
@@ -465,12 +467,20 @@ fn proxy_sizes_draw_cpu_against_object_size_per_forwarding_mode() {
         .expect("a table against object size");
     assert_eq!(
         header[1..],
-        ["copy (µs)", "splice (µs)", "splice-keep (µs)"]
+        [
+            "epoll-et copy (µs)",
+            "epoll-et splice (µs)",
+            "epoll-et splice-keep (µs)",
+            "uring-poll copy (µs)",
+            "uring-poll splice (µs)"
+        ]
     );
     let sizes: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(sizes, ["4", "8", "12", "25", "64", "128"]);
-    // The mean of the two trials: copy at 128 KB 138.5, splice 76.5.
+    // The mean of the two trials: copy at 128 KB 138.5, splice 76.5; uring-poll only there.
     assert_eq!(rows[5][1..3], ["138.50", "76.50"]);
+    assert_eq!(rows[0][4..], ["–", "–"]);
+    assert_eq!(rows[5][4..], ["138.50", "76.50"]);
     // μserver runs (no [proxy]) have no such section.
     assert!(size_section(&run()).is_empty());
 }

@@ -27,15 +27,19 @@ pub struct ManArgs {
 pub const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
   evlab completions bash > ~/.local/share/bash-completion/completions/evlab
-  evlab completions zsh > ~/.zfunc/_evlab        (with fpath+=~/.zfunc before compinit)
-  evlab completions fish > ~/.config/fish/completions/evlab.fish";
+  evlab completions zsh > ~/.zfunc/_evlab
+      with fpath+=~/.zfunc before compinit in ~/.zshrc
+  evlab completions fish > ~/.config/fish/completions/evlab.fish
+
+Each completes the subcommands, the flags, the values of the flags that take a choice \
+(--mechanism, --forward, …).";
 
 pub const MAN_EXAMPLES: &str = "\
 Examples:
-  evlab man | man -l -                            read evlab(1)
-  evlab man load | man -l -                       read evlab-load(1)
-  evlab man micro fdalloc | man -l -              read evlab-micro-fdalloc(1)
-  evlab man --dir ~/.local/share/man/man1         every page, then: man evlab-load";
+  evlab man | man -l -                        read evlab(1)
+  evlab man load | man -l -                   read evlab-load(1)
+  evlab man micro fdalloc | man -l -          read evlab-micro-fdalloc(1)
+  evlab man --dir ~/.local/share/man/man1     every page; then: man evlab-load";
 
 /// The values each choice flag takes, for the completion scripts: those flags are parsed by
 /// functions (a registry lookup, a comma list), so clap cannot list their values itself, and
@@ -124,8 +128,9 @@ fn roff_text(line: &str) -> String {
     }
 }
 
-/// One page: clap_mangen's sections, then the examples as their own section, verbatim (not
-/// reflowed), and the exit status as its own.
+/// One page: clap_mangen's sections, then the help's text after the options in sections of
+/// their own: the examples verbatim (not reflowed), the other paragraphs as NOTES (filled,
+/// their indented lines verbatim) and the exit status.
 fn page(cmd: clap::Command) -> anyhow::Result<Vec<u8>> {
     let after = cmd
         .get_after_help()
@@ -147,32 +152,62 @@ fn page(cmd: clap::Command) -> anyhow::Result<Vec<u8>> {
     if has_subcommands {
         man.render_subcommands_section(&mut out)?;
     }
-    let (examples, exit) = match after.find("Exit status") {
-        Some(i) => (&after[..i], &after[i..]),
-        None => (after.as_str(), ""),
-    };
-    let examples = examples
-        .trim()
-        .trim_start_matches("Examples:")
-        .trim_matches('\n');
-    if !examples.trim().is_empty() {
-        out.extend_from_slice(b".SH EXAMPLES\n.nf\n");
-        for l in examples.lines() {
-            out.extend_from_slice(roff_text(l).as_bytes());
-            out.push(b'\n');
-        }
-        out.extend_from_slice(b".fi\n");
-    }
-    let exit = exit.trim().trim_start_matches("Exit status:").trim();
-    if !exit.is_empty() {
-        out.extend_from_slice(b".SH \"EXIT STATUS\"\n");
-        out.extend_from_slice(roff_text(&exit.replace('\n', " ")).as_bytes());
-        out.push(b'\n');
-    }
+    out.extend_from_slice(after_sections(&after).as_bytes());
     if has_version {
         man.render_version_section(&mut out)?;
     }
     Ok(ascii_roff(&String::from_utf8_lossy(&out)).into_bytes())
+}
+
+/// The sections made of the text `--help` shows after the options: a paragraph that opens
+/// with `Examples:` is the EXAMPLES section, verbatim; one that opens with `Exit status:` the
+/// EXIT STATUS; any other is a paragraph of NOTES, filled, with its indented lines (a file's
+/// lines, commands) verbatim. Paragraphs are separated by blank lines.
+fn after_sections(after: &str) -> String {
+    let mut examples = String::new();
+    let mut notes = String::new();
+    let mut exit = String::new();
+    for para in after.split("\n\n").map(|p| p.trim_matches('\n')) {
+        if let Some(rest) = para.strip_prefix("Examples:") {
+            for l in rest.trim_start_matches('\n').lines() {
+                examples.push_str(&roff_text(l));
+                examples.push('\n');
+            }
+        } else if let Some(rest) = para.strip_prefix("Exit status:") {
+            exit.push_str(&roff_text(rest.trim()));
+            exit.push('\n');
+        } else if !para.trim().is_empty() {
+            notes.push_str(".PP\n");
+            let mut verbatim = false;
+            for l in para.lines() {
+                let indented = l.starts_with(' ');
+                if indented != verbatim {
+                    notes.push_str(if indented { ".nf\n" } else { ".fi\n" });
+                    verbatim = indented;
+                }
+                notes.push_str(&roff_text(if indented { l } else { l.trim() }));
+                notes.push('\n');
+            }
+            if verbatim {
+                notes.push_str(".fi\n");
+            }
+        }
+    }
+    let mut out = String::new();
+    if !examples.is_empty() {
+        out.push_str(".SH EXAMPLES\n.nf\n");
+        out.push_str(&examples);
+        out.push_str(".fi\n");
+    }
+    if !notes.is_empty() {
+        out.push_str(".SH NOTES\n");
+        out.push_str(&notes);
+    }
+    if !exit.is_empty() {
+        out.push_str(".SH \"EXIT STATUS\"\n");
+        out.push_str(&exit);
+    }
+    out
 }
 
 /// roff reads bytes: every character beyond ASCII (…, –, ×, µ) as groff's escape for it, so

@@ -32,7 +32,10 @@ pub const DEFAULT_PORT: u16 = 8080;
     name = "evlab",
     version = env!("EVLAB_BUILD"),
     about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel",
-    after_help = EXAMPLES
+    after_help = EXAMPLES,
+    // Help wraps to the terminal (or $COLUMNS where stdout is not one, else 100 columns), and
+    // never wider than 100: longer lines of prose are hard to read.
+    max_term_width = 100
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,35 +44,39 @@ struct Cli {
 
 const EXAMPLES: &str = "\
 Examples:
-  evlab serve --root /tmp/www                         serve /tmp/www on 127.0.0.1:8080
-  evlab load --uri /one --rate 100 --num-conns 500    load it: 100 connections per second
-  evlab run                                           the default experiment (quick) and its report
+  evlab serve /tmp/www
+      serve /tmp/www on 127.0.0.1:8080
+  evlab load --uri /one --rate 100 --num-conns 500
+      load it: 100 connections per second
+  evlab run
+      the default experiment (quick) and its report
   evlab completions bash > ~/.local/share/bash-completion/completions/evlab
-  evlab man | man -l -                                read the manual page
+      completions for bash
+  evlab man | man -l -
+      read the manual page
 
-Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 99 when a
-`load` run is past a threshold (`evlab load --help`). SIGINT or
-SIGTERM: `serve`, `proxy` and `idle` stop gracefully and exit 0; `load` and `run` write what
-they measured and exit 130.";
+Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 99 when a \
+`load` run is past a threshold (`evlab load --help`). SIGINT or SIGTERM: `serve`, `proxy` and \
+`idle` stop gracefully and exit 0; `load` and `run` write what they measured and exit 130.";
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve static files over HTTP/1.1 with a chosen event mechanism
     #[command(after_help = serve::EXAMPLES)]
     Serve(serve::Args),
-    /// HTTP load generator: httperf's open loop (--rate) or wrk's connections (-c, -R)
+    /// Load generator: httperf's open loop (--rate) or wrk's connections (-c, -R)
     #[command(after_help = loadgen::EXAMPLES)]
     Load(Box<loadgen::Args>),
-    /// The highest request rate a server sustains under a latency objective (bisection, trials)
+    /// The highest rate a server sustains under a latency objective
     #[command(after_help = capacity::EXAMPLES)]
     Capacity(capacity::Args),
-    /// Merge several clients' `load --json` reports exactly (histograms, not percentiles)
+    /// Merge clients' `load --json` reports exactly (by histograms)
     #[command(after_help = loadmerge::EXAMPLES)]
     LoadMerge(loadmerge::Args),
     /// Hold N idle connections open, re-opening any the server closes
     #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
-    /// Reverse caching HTTP/1.1 proxy: copy, splice, splice-keep or splice-release forwarding
+    /// Reverse caching HTTP/1.1 proxy, forwarding by copy or splice
     #[command(after_help = proxy::EXAMPLES)]
     Proxy(proxy::Args),
     /// Create the SPECweb99-like file set
@@ -81,28 +88,28 @@ enum Command {
     /// Re-render a report from saved results
     #[command(after_help = run::REPORT_EXAMPLES)]
     Report(run::ReportArgs),
-    /// Compare two runs: each finding's verdict and each point's change with its interval
+    /// Compare two runs: verdicts, and changes with their intervals
     #[command(after_help = compare::EXAMPLES)]
     Compare(compare::Args),
-    /// Pool several runs of one experiment: each finding's ratio with the run as a random effect
+    /// Pool runs of one experiment, the run as a random effect
     #[command(after_help = pool::EXAMPLES)]
     Pool(pool::Args),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    /// Print a shell's completion script (bash, zsh, fish, …)
     #[command(after_help = docs::COMPLETIONS_EXAMPLES)]
     Completions(docs::CompletionsArgs),
     /// Print a manual page (roff) for evlab or one of its subcommands
     #[command(after_help = docs::MAN_EXAMPLES)]
     Man(docs::ManArgs),
-    /// Ben LaHaise's pipetest: passes per second against the number of pipes, per mechanism
+    /// Ben LaHaise's pipetest: passes/s against pipes, per mechanism
     #[command(after_help = pipetest::EXAMPLES)]
     Pipetest(pipetest::Args),
-    /// The thundering herd in accept: wake-ups and time per accept against workers, per mode
+    /// The accept herd: wake-ups and time per accept against workers
     #[command(after_help = herd::EXAMPLES)]
     Herd(herd::Args),
-    /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc, readahead
+    /// The Linux Scalability Project's fdalloc, malloc and readahead
     #[command(after_help = micro::EXAMPLES)]
     Micro(micro::Args),
-    /// Check the hosts of a hosts file over OpenSSH: reachable, kernel, evlab, clock
+    /// Check a hosts file's hosts over ssh: evlab, kernel, clock
     #[command(after_help = hosts::EXAMPLES)]
     Hosts(hosts::Args),
     /// Answer each line on stdin with this machine's wall clock: what `evlab hosts` runs on a

@@ -104,29 +104,33 @@ Examples:
   evlab run
       the default experiment (quick); prints where its report is
   evlab run --list
-      the shipped experiments
+      the shipped experiments: points, time, what each needs and shows
   evlab run fig5-one-byte-idle --duration 10
       the paper's Fig. 5 with 10 s points instead of 120 s
   evlab run quick --trials 3
-      exactly 3 trials, not as many as quick's sequential rule chooses (3 to 6, within 270 s)
+      exactly 3 trials, not as many as quick's sequential rule chooses
+      (3 to 6, within 270 s)
   evlab run my-experiment.toml --out /tmp/my-run
       an experiment of your own, into exactly that directory
   evlab run --resume results/quick/20261127-101500
-      go on with an interrupted run: its valid points are kept, the rest measured, into it
+      go on with an interrupted run: its valid points are kept, the rest
+      measured, into it
   evlab run quick --cgroup /sys/fs/cgroup/cpu/evlab
-      as an ordinary user: the server's CPU budget in a group root made and chowned to you
-      (EVLAB_CGROUP=DIR does the same; without either, evlab looks for <cpu root>/evlab)
+      as an ordinary user: the server's CPU budget in a group that root made
+      and gave to you (EVLAB_CGROUP=DIR does the same; without either, evlab
+      looks for <cpu root>/evlab)
 
-The results directory is checked (created, written to) before anything runs. Ctrl-C stops the
-run; the report of the points finished is still written (exit status 130), and `--resume DIR`
-goes on with it.";
+The results directory is checked (created, written to) before anything runs. Ctrl-C stops \
+the run; the report of the points finished is still written (exit status 130), and \
+`--resume DIR` goes on with it.";
 
 pub const REPORT_EXAMPLES: &str = "\
 Examples:
   evlab report results/quick/20261123-101500
       write report.md, report.html and the figures again from its summary.json
   evlab report results/pipetest/20261123-101500
-      the same for a micro-benchmark experiment, from its micro.json and pipetest.json";
+      the same for a micro-benchmark experiment, from its micro.json and
+      pipetest.json";
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {

@@ -32,7 +32,7 @@ Examples:
   evlab completions fish > ~/.config/fish/completions/evlab.fish
 
 Each completes the subcommands, the flags, the values of the flags that take a choice \
-(--mechanism, --forward, …).";
+(--mechanism, --forward, …) and the names of `evlab run`'s built-in experiments.";
 
 pub const MAN_EXAMPLES: &str = "\
 Examples:
@@ -63,6 +63,9 @@ fn choices() -> Vec<(&'static [&'static str], &'static str, Vec<&'static str>)> 
         .map(|m| m.name())
         .collect();
     vec![
+        // A name of the built-in experiments; a TOML file of one's own is still completed as
+        // a file name where none matches (bash's `-o default`).
+        (&["run"], "experiment", crate::run::builtin_names()),
         (&["serve"], "mechanism", mechanisms.clone()),
         (&["proxy"], "mechanism", mechanisms.clone()),
         (&["pipetest"], "mechanism", with_all(&mechanisms)),

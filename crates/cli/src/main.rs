@@ -51,7 +51,7 @@ Examples:
   evlab run
       the default experiment (quick) and its report
   evlab completions bash > ~/.local/share/bash-completion/completions/evlab
-      completions for bash
+      completions for bash (experiment names for `evlab run` included)
   evlab man | man -l -
       read the manual page
 

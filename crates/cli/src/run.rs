@@ -99,6 +99,11 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// The names of the built-in experiments, for the completion scripts.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(name, _)| *name).collect()
+}
+
 pub const RUN_EXAMPLES: &str = "\
 Examples:
   evlab run

@@ -248,6 +248,14 @@ fn bash_completes_choice_flags_with_their_values() {
         complete("evlab serve --file-io "),
         "cache read mmap sendfile"
     );
+    // `evlab run`'s experiments by name.
+    assert_eq!(complete("evlab run qu"), "quick");
+    let figs = complete("evlab run fig5");
+    assert_eq!(figs, "fig5-one-byte-idle", "{figs}");
+    let all = complete("evlab run ");
+    for want in ["quick", "peers", "pipetest", "fig-proxy-cpu", "fdalloc"] {
+        assert!(all.split(' ').any(|x| x == want), "run: {all}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -131,9 +131,10 @@ fn roff_text(line: &str) -> String {
     }
 }
 
-/// One page: clap_mangen's sections, then the help's text after the options in sections of
-/// their own: the examples verbatim (not reflowed), the other paragraphs as NOTES (filled,
-/// their indented lines verbatim) and the exit status.
+/// One page: clap_mangen's sections, with a synopsis of our own that names each option's
+/// value (clap_mangen's lists the flags alone); then the help's text after the options in
+/// sections of their own: the examples verbatim (not reflowed), the other paragraphs as NOTES
+/// (filled, their indented lines verbatim) and the exit status.
 fn page(cmd: clap::Command) -> anyhow::Result<Vec<u8>> {
     let after = cmd
         .get_after_help()
@@ -143,11 +144,12 @@ fn page(cmd: clap::Command) -> anyhow::Result<Vec<u8>> {
     let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
     let has_subcommands = cmd.get_subcommands().any(|s| !s.is_hide_set());
     let has_version = cmd.get_version().or(cmd.get_long_version()).is_some();
+    let synopsis = synopsis(&cmd);
     let man = clap_mangen::Man::new(cmd).source(format!("evlab {}", env!("CARGO_PKG_VERSION")));
     let mut out = Vec::new();
     man.render_title(&mut out)?;
     man.render_name_section(&mut out)?;
-    man.render_synopsis_section(&mut out)?;
+    out.extend_from_slice(synopsis.as_bytes());
     man.render_description_section(&mut out)?;
     if has_args {
         man.render_options_section(&mut out)?;
@@ -160,6 +162,59 @@ fn page(cmd: clap::Command) -> anyhow::Result<Vec<u8>> {
         man.render_version_section(&mut out)?;
     }
     Ok(ascii_roff(&String::from_utf8_lossy(&out)).into_bytes())
+}
+
+/// The SYNOPSIS section: the command, each visible option with its value's name
+/// (`[--listen ADDR:PORT]`), the positionals and the subcommand, as `--help`'s usage has them.
+fn synopsis(cmd: &clap::Command) -> String {
+    let name = cmd.get_bin_name().unwrap_or(cmd.get_name());
+    let mut words = vec![format!("\\fB{}\\fR", roff_text(name))];
+    let value = |a: &clap::Arg| -> String {
+        let names: Vec<String> = a
+            .get_value_names()
+            .map(|v| v.iter().map(|n| n.to_string()).collect())
+            .unwrap_or_else(|| vec![a.get_id().as_str().to_uppercase()]);
+        let many = a
+            .get_num_args()
+            .is_some_and(|r| r.max_values() > names.len())
+            || matches!(a.get_action(), clap::ArgAction::Append);
+        let mut v = names
+            .iter()
+            .map(|n| format!("\\fI{}\\fR", roff_text(n)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if many {
+            v.push_str("...");
+        }
+        v
+    };
+    let marks = |required: bool| if required { ("", "") } else { ("[", "]") };
+    for a in cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+    {
+        let (l, r) = marks(a.is_required_set());
+        let mut flag = match (a.get_short(), a.get_long()) {
+            (Some(s), Some(long)) => {
+                format!("\\fB\\-{s}\\fR|\\fB{}\\fR", roff_text(&format!("--{long}")))
+            }
+            (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+            (None, Some(long)) => format!("\\fB{}\\fR", roff_text(&format!("--{long}"))),
+            (None, None) => continue,
+        };
+        if a.get_action().takes_values() {
+            flag = format!("{flag} {}", value(a));
+        }
+        words.push(format!("{l}{flag}{r}"));
+    }
+    for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let (l, r) = marks(a.is_required_set());
+        words.push(format!("{l}{}{r}", value(a)));
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        words.push("\\fIcommand\\fR".to_string());
+    }
+    format!(".SH SYNOPSIS\n{}\n", words.join(" "))
 }
 
 /// The sections made of the text `--help` shows after the options: a paragraph that opens

@@ -120,6 +120,24 @@ fn man_pages_render_for_evlab_and_each_subcommand() {
     }
     let load = stdout(&evlab(&["man", "load"]));
     assert!(load.contains("max\\-error\\-rate"), "{load}");
+    // The synopsis names each option's value, as `--help`'s usage does.
+    let serve = stdout(&evlab(&["man", "serve"]));
+    let synopsis = serve
+        .split(".SH SYNOPSIS\n")
+        .nth(1)
+        .and_then(|s| s.lines().next())
+        .unwrap_or_default();
+    for want in [
+        "\\fBevlab serve\\fR ",
+        "[\\fB\\-\\-listen\\fR \\fIADDR:PORT\\fR]",
+        "[\\fB\\-m\\fR|\\fB\\-\\-mechanism\\fR \\fIMECHANISM\\fR]",
+        "[\\fB\\-\\-stats\\fR]",
+        "[\\fIDIR\\fR]",
+    ] {
+        assert!(synopsis.contains(want), "lacks {want}: {synopsis}");
+    }
+    let micro = stdout(&evlab(&["man", "micro"]));
+    assert!(micro.contains("\\fIcommand\\fR\n"), "{micro}");
     // groff renders it without a warning, where installed.
     if evlab_poll::testing::program("groff") {
         let mut g = Command::new("groff")

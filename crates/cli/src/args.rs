@@ -319,8 +319,9 @@ pub struct LoopFlags {
     /// Events asked for per wait
     #[arg(long, default_value_t = 512)]
     pub events_per_wait: usize,
-    /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
-    /// (uselect's MaxPass)
+    /// uring-poll: how many waits in a row may be answered from the completion ring in memory
+    /// before one enters the kernel anyway (the proxy paper's uselect, user-level connection
+    /// tracking, calls this MaxPass)
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pass: u32,
 }

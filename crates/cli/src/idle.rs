@@ -44,7 +44,8 @@ pub struct Args {
     #[arg(long)]
     pub fin_on_exit: bool,
     /// Each connection sends one GET of --uri as soon as it is up and reads its reply, then
-    /// stays idle (deadconn_last's "dead" connections); all are up once every reply is in
+    /// stays idle (the LSE page's "dead" connections, of its deadconn_last test); all are up
+    /// once every reply is in
     #[arg(long)]
     pub request_first: bool,
     /// The URI of --request-first's one request

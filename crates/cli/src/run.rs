@@ -9,7 +9,7 @@ use evlab_lab::model::spec::Spec;
 use evlab_lab::model::text::shell_line;
 use evlab_lab::render::{self, report};
 use evlab_lab::run::plan::RunOptions;
-use evlab_lab::run::{procs, sweep};
+use evlab_lab::run::{listing, procs, sweep};
 
 use crate::output;
 
@@ -155,7 +155,9 @@ pub struct RunArgs {
     /// Directory of experiment files (names are looked up here before the built-in copies)
     #[arg(long, default_value = "experiments")]
     pub experiments_dir: PathBuf,
-    /// List the experiments, each with its points and estimated time here, and exit
+    /// List the built-in experiments, each with its points, its estimated time here, what it
+    /// needs (root or a cgroup, peers, descriptors, hosts; ✗ where this machine lacks it) and
+    /// what it shows, and exit
     #[arg(long)]
     pub list: bool,
     /// One line per finished point and the last line (where the report is); no progress bar,
@@ -263,9 +265,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             Some(p) => p.clone(),
             None => std::env::current_exe().context("cannot find the evlab binary")?,
         };
+        let width = terminal_width().unwrap_or(listing::MAX_WIDTH);
         print!(
             "{}",
-            evlab_lab::run::estimate::list(BUILTIN, &evlab, a.duration)
+            listing::Here::probe(a.cgroup.as_deref(), |here| {
+                listing::list(BUILTIN, &evlab, a.duration, here, width)
+            })
         );
         return Ok(());
     }
@@ -332,6 +337,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         hosts,
         on: a.on,
     })?)
+}
+
+/// The terminal's width, as help wraps to it: the terminal's own, else `$COLUMNS`.
+fn terminal_width() -> Option<usize> {
+    terminal_size::terminal_size()
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .filter(|w| *w > 0)
 }
 
 /// `evlab run NAME --plan [--json]`: the run's plan on this machine, measuring nothing.

@@ -206,8 +206,117 @@ pub fn http_url(url: &str) -> Result<(String, u16, String), String> {
     Ok((host.to_string(), port, path.to_string()))
 }
 
+/// A proxy's origin, as `--origin` takes it: `HOST:PORT`, or the server's http:// URL
+/// (`http://HOST:PORT`, with or without a trailing slash; port 80 when absent), returned as
+/// `HOST:PORT` to resolve. An IPv6 address goes in brackets. Anything else (TLS, a path, a query,
+/// user info) is refused, saying why: every request goes to the origin with its own path.
+pub fn origin(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let give = "give HOST:PORT (127.0.0.1:8080) or http://HOST:PORT";
+    let is_http = t
+        .get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"));
+    let authority = if is_http {
+        let rest = &t[7..];
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if let Some(i) = rest.find(['/', '?', '#']) {
+            return Err(format!(
+                "'{s}': the origin is a server, not a URL with a path ({}): each request goes \
+                 there with its own path; {give}",
+                &rest[i..]
+            ));
+        }
+        rest
+    } else if let Some((scheme, _)) = t.split_once("://") {
+        return Err(if scheme.eq_ignore_ascii_case("https") {
+            format!("'{s}': evlab proxy speaks plain HTTP to its origin, not TLS (https); {give}")
+        } else {
+            format!("'{s}': not an http:// URL; {give}")
+        });
+    } else {
+        t
+    };
+    if authority.contains('@') {
+        return Err(format!(
+            "'{s}': user information is not sent to an origin; {give}"
+        ));
+    }
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("'{s}': an IPv6 address needs its closing ']'"))?;
+        match after.strip_prefix(':') {
+            Some(p) => (h, Some(p)),
+            None if after.is_empty() => (h, None),
+            None => return Err(format!("'{s}': {give}")),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => {
+                return Err(format!(
+                    "'{s}': an IPv6 address goes in brackets, [::1]:8080"
+                ))
+            }
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("'{s}': no host; {give}"));
+    }
+    let port = match port {
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("'{s}': '{p}' is not a port (1 to 65535)"))?,
+        None if is_http => 80,
+        None => return Err(format!("'{s}': no port; {give}")),
+    };
+    Ok(if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_origin_is_host_port_or_an_http_url_of_a_server() {
+        use super::origin;
+        for (given, want) in [
+            ("127.0.0.1:8080", "127.0.0.1:8080"),
+            ("http://127.0.0.1:8080", "127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/", "127.0.0.1:8080"),
+            ("HTTP://localhost", "localhost:80"),
+            ("http://[::1]:81/", "[::1]:81"),
+            ("[::1]:81", "[::1]:81"),
+            (" origin.lan:3128 ", "origin.lan:3128"),
+        ] {
+            assert_eq!(origin(given).as_deref(), Ok(want), "{given}");
+        }
+        for (given, says) in [
+            ("https://127.0.0.1:8443", "not TLS"),
+            ("http://127.0.0.1:8080/one", "not a URL with a path (/one)"),
+            ("http://127.0.0.1:8080/?x=1", "with a path (/?x=1)"),
+            ("http://h:8080#top", "with a path (#top)"),
+            ("ftp://h:21", "not an http:// URL"),
+            ("http://u:p@h:80", "user information"),
+            ("127.0.0.1", "no port"),
+            ("::1:80", "in brackets"),
+            ("[::1", "closing ']'"),
+            ("http://:80", "no host"),
+            ("h:0", "not a port"),
+            ("h:99999", "not a port"),
+            ("http://h:x/", "not a port"),
+            ("", "no host"),
+        ] {
+            let e = origin(given).unwrap_err();
+            assert!(e.contains(says), "{given}: {e}");
+        }
+    }
+
     #[test]
     fn listen_takes_an_address_or_a_bare_port() {
         use super::listen_addr;

@@ -23,8 +23,9 @@ pub struct Args {
         value_parser = crate::args::listen_addr
     )]
     pub listen: SocketAddr,
-    /// The origin server, HOST:PORT (every request goes there)
-    #[arg(long)]
+    /// The origin server, HOST:PORT or its URL http://HOST:PORT (every request goes there,
+    /// with its own path)
+    #[arg(long, value_name = "HOST:PORT|URL", value_parser = crate::args::origin)]
     pub origin: String,
     /// Send this as every request's Host to the origin, instead of the client's (the cache
     /// still keys objects by the client's host)

@@ -55,7 +55,7 @@ fn read(p: &Path) -> anyhow::Result<Side> {
     let name = p.display();
     if p.is_dir() {
         let s = Summary::read_json(p)
-            .with_context(|| format!("{name}: not a results directory of evlab run"))?;
+            .with_context(|| format!("{name}: not a results directory of `evlab run`"))?;
         return Ok(Side::Run(Box::new(s)));
     }
     let text = std::fs::read_to_string(p).with_context(|| format!("{name}: cannot read"))?;

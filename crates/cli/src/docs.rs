@@ -302,7 +302,11 @@ pub fn man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<()> {
     let mut page_of = cmd;
     for name in &a.command {
         let next = page_of.find_subcommand(name).cloned().with_context(|| {
-            let names: Vec<&str> = page_of.get_subcommands().map(|c| c.get_name()).collect();
+            let names: Vec<&str> = page_of
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(|c| c.get_name())
+                .collect();
             if names.is_empty() {
                 format!("`{}` has no subcommand `{name}`", page_of.get_name())
             } else {

@@ -131,11 +131,42 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
+impl Command {
+    /// The command as a user typed it (`evlab serve`, `evlab micro fdalloc`): the one prefix
+    /// of its errors and warnings.
+    fn name(&self) -> String {
+        let sub = match self {
+            Command::Serve(_) => "serve",
+            Command::Load(_) => "load",
+            Command::Capacity(_) => "capacity",
+            Command::LoadMerge(_) => "load-merge",
+            Command::Idle(_) => "idle",
+            Command::Proxy(_) => "proxy",
+            Command::Fileset(_) => "fileset",
+            Command::Run(_) => "run",
+            Command::Report(_) => "report",
+            Command::Compare(_) => "compare",
+            Command::Pool(_) => "pool",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
+            Command::Pipetest(_) => "pipetest",
+            Command::Herd(_) => "herd",
+            Command::Micro(m) => {
+                return format!("evlab micro {}", m.bench.name());
+            }
+            Command::Hosts(_) => "hosts",
+            Command::Clock => "clock",
+        };
+        format!("evlab {sub}")
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
+    let name = cli.command.name();
     // The default open-file limit is far below what 10,000 idle connections need.
     if let Err(e) = evlab_sys::raise_fd_limit() {
-        eprintln!("evlab: warning: cannot raise the open-file limit: {e}");
+        eprintln!("{name}: warning: cannot raise the open-file limit: {e}");
     }
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
@@ -161,7 +192,9 @@ fn main() {
         if let Some(Exit(code)) = e.downcast_ref::<Exit>() {
             std::process::exit(*code);
         }
-        eprintln!("evlab: error: {e:#}");
+        // One prefix, the command's; what the error says comes after it, never another
+        // "evlab …:" (a subcommand adds none of its own).
+        eprintln!("{name}: error: {e:#}");
         // A wrong command line exits 2 wherever it is found, as clap's own errors do.
         let code = if e.downcast_ref::<args::Usage>().is_some() {
             2
@@ -262,6 +295,20 @@ mod tests {
             }
         }
         assert!(durations >= 20, "only {durations} duration flags found");
+    }
+
+    #[test]
+    fn every_command_is_named_as_typed() {
+        let name = |argv: &[&str]| Cli::try_parse_from(argv).unwrap().command.name();
+        assert_eq!(name(&["evlab", "serve"]), "evlab serve");
+        assert_eq!(name(&["evlab", "load-merge", "a.json"]), "evlab load-merge");
+        assert_eq!(name(&["evlab", "micro", "fdalloc"]), "evlab micro fdalloc");
+        for sub in Cli::command().get_subcommands() {
+            let n = sub.get_name();
+            if let Ok(cli) = Cli::try_parse_from(["evlab", n]) {
+                assert_eq!(cli.command.name(), format!("evlab {n}"));
+            }
+        }
     }
 
     #[test]

@@ -25,6 +25,17 @@ pub enum Bench {
     Readahead(ReadaheadArgs),
 }
 
+impl Bench {
+    /// The subcommand's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Bench::Fdalloc(_) => "fdalloc",
+            Bench::Malloc(_) => "malloc",
+            Bench::Readahead(_) => "readahead",
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct FdallocArgs {
     /// Descriptors to hold (default: 100,000, or the limit less 64 if lower)

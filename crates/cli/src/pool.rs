@@ -36,7 +36,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     for d in &a.dirs {
         let name = d.display().to_string();
         let s = Summary::read_json(d)
-            .with_context(|| format!("{name}: not a results directory of evlab run"))?;
+            .with_context(|| format!("{name}: not a results directory of `evlab run`"))?;
         runs.push((name, s));
     }
     let p = pool::pool(&runs).map_err(anyhow::Error::msg)?;

@@ -215,7 +215,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let access_log = cfg.access_log.clone();
     crate::args::apply_loop_flags!(cfg, a.looping);
     signals::ignore_sigpipe();
-    let proxy = Proxy::start(cfg).context("evlab proxy")?;
+    let proxy = Proxy::start(cfg)?;
     signals::install(&proxy.shared().wakers()).context("installing signal handlers")?;
     {
         let mut out = std::io::stdout().lock();
@@ -228,8 +228,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if let Some(n) = access_log.map(|l| l.failed_batches()).filter(|&n| n > 0) {
         eprintln!("access log: {n} batches of lines could not be written and were dropped");
     }
-    result.context("evlab proxy")?;
-    Ok(())
+    Ok(result?)
 }
 
 /// `on` or `off` (also true/false, yes/no, 1/0).

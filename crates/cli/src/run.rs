@@ -481,26 +481,26 @@ pub fn report(a: ReportArgs) -> anyhow::Result<()> {
     let dir = &a.dir;
     anyhow::ensure!(
         dir.is_dir(),
-        "evlab report: {} is not a directory (give a results directory of `evlab run`)",
+        "{} is not a directory (give a results directory of `evlab run`)",
         dir.display()
     );
     if dir.join("summary.json").exists() {
         let s = Summary::read_json(dir)?;
-        output::writable_dir("evlab report", dir)?;
+        output::writable_dir("the results directory", dir)?;
         report::write(&s, dir)?;
     } else if micro::is_micro_dir(dir) {
-        output::writable_dir("evlab report", dir)?;
+        output::writable_dir("the results directory", dir)?;
         render::micro::write_report(dir)?;
     } else if let Some(json) = micro::orphan_json(dir) {
         anyhow::bail!(
-            "evlab report: {} holds {json} but no {}: a micro-benchmark run from before its \
+            "{} holds {json} but no {}: a micro-benchmark run from before its \
              report could be re-rendered; run the experiment again",
             dir.display(),
             micro::RECORD
         );
     } else {
         anyhow::bail!(
-            "evlab report: {} is not a results directory: it holds neither summary.json (an \
+            "{} is not a results directory: it holds neither summary.json (an \
              experiment's sweep) nor {} (a micro-benchmark experiment)",
             dir.display(),
             micro::RECORD

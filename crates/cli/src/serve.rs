@@ -262,7 +262,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if a.model == "processes" {
         return run_processes(cfg);
     }
-    let server = Server::start(cfg).context("evlab serve")?;
+    let server = Server::start(cfg)?;
     signals::install(&server.shared().wakers()).context("installing signal handlers")?;
     {
         let mut out = std::io::stdout().lock();
@@ -272,14 +272,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let shared = server.shared().clone();
     let result = server.wait();
     eprint!("{}", shared.summary());
-    result.context("evlab serve")?;
-    Ok(())
+    Ok(result?)
 }
 
 /// `--as processes`: forks the workers first thing (no thread has started in this process),
 /// then supervises them until SIGINT or SIGTERM.
 fn run_processes(cfg: Config) -> anyhow::Result<()> {
-    let server = Prefork::start(cfg).context("evlab serve")?;
+    let server = Prefork::start(cfg)?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {}", server.local_addr())?;
@@ -288,6 +287,5 @@ fn run_processes(cfg: Config) -> anyhow::Result<()> {
     let shared = server.shared().clone();
     let result = server.run(&mut |line| eprintln!("{line}"));
     eprint!("{}", shared.summary());
-    result.context("evlab serve")?;
-    Ok(())
+    Ok(result?)
 }

@@ -499,3 +499,67 @@ fn user_facing_words_name_no_issue_no_seed_and_no_path_outside() {
         }
     }
 }
+
+/// Every subcommand's error says which command it is once, `evlab SUB: error: …`, with no
+/// second "evlab …:" inside and its cause once (an io error that is both a message and a
+/// `source()` would print twice in the chain).
+#[test]
+fn errors_have_one_prefix_and_say_their_cause_once() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().to_string();
+    let scratch = std::env::temp_dir().join(format!("evlab-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let file = scratch.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = scratch.join("missing");
+    let missing = missing.to_str().unwrap();
+    // Under a file: no directory can be made there.
+    let under_file = file.join("sub");
+    let under_file = under_file.to_str().unwrap();
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["serve", missing], "evlab serve", "document root"),
+        (
+            &["serve", "/tmp", "--listen", &port],
+            "evlab serve",
+            "cannot listen",
+        ),
+        (
+            &["proxy", "--origin", "127.0.0.1:1", "--listen", &port],
+            "evlab proxy",
+            "cannot listen",
+        ),
+        (&["report", missing], "evlab report", "is not a directory"),
+        (&["load-merge", missing], "evlab load-merge", "cannot read"),
+        (&["hosts", missing], "evlab hosts", "cannot read"),
+        (&["compare", missing, missing], "evlab compare", missing),
+        (&["man", "nope"], "evlab man", "no subcommand"),
+        (&["run", "nope"], "evlab run", "no experiment"),
+        (
+            &["micro", "readahead", "--dir", under_file, "--sizes", "4K"],
+            "evlab micro readahead",
+            under_file,
+        ),
+    ];
+    for (args, who, what) in cases {
+        let o = evlab(args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.contains("error:"))
+            .unwrap_or_else(|| panic!("{args:?}: no error line: {err}"));
+        let rest = line
+            .strip_prefix(&format!("{who}: error: "))
+            .unwrap_or_else(|| panic!("{args:?}: not `{who}: error: …`: {line}"));
+        assert!(rest.contains(what), "{args:?}: {line}");
+        // "evlab:" or "evlab WORD:" again inside (a path or `evlab run` in quotes is fine).
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let stutter = words.iter().enumerate().any(|(i, w)| {
+            *w == "evlab:" || (*w == "evlab" && words.get(i + 1).is_some_and(|n| n.ends_with(':')))
+        });
+        assert!(!stutter, "{args:?}: a second prefix: {line}");
+        assert!(rest.matches("(os error").count() <= 1, "{args:?}: {line}");
+    }
+    drop(busy);
+    std::fs::remove_dir_all(&scratch).unwrap();
+}

@@ -245,7 +245,7 @@ fn bad_root_and_bad_flags_name_the_problem() {
     // source() would print twice in a `{:#}` chain).
     assert_eq!(
         err.trim_end(),
-        "evlab: error: evlab serve: document root /definitely/not/here: No such file or \
+        "evlab serve: error: document root /definitely/not/here: No such file or \
          directory (os error 2)"
     );
     let out = Command::new(BIN)

@@ -119,18 +119,45 @@ pub fn seconds_or_zero(s: &str) -> Result<f64, String> {
     seconds_of(s, true)
 }
 
-/// A rate above zero, per second. The flag takes `allow_hyphen_values`, so that "-5" reaches
-/// this and is refused as a negative rate rather than read as a flag.
+/// The lowest rate a load takes: one per hour. Slower is no load to measure, and a schedule
+/// that would leave hours to years between starts (`--rate 1e-9`: one every 32 years, with
+/// the run waiting for its second) is a mistake, a sign or an exponent lost, not a wish; as
+/// wrk and httperf do with their nonsense values, it is refused before anything starts.
+pub const MIN_RATE: f64 = 1.0 / 3600.0;
+
+/// A rate of at least one per hour ([`MIN_RATE`]), per second. The flag takes
+/// `allow_hyphen_values`, so that "-5" reaches this and is refused as a negative rate rather
+/// than read as a flag.
 pub fn rate(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .trim_end_matches("/s")
         .parse()
         .map_err(|_| format!("'{s}' is not a rate: give a number per second, e.g. 100"))?;
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("'{s}': a rate must be more than zero per second"))
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("'{s}': a rate must be more than zero per second"));
+    }
+    if v < MIN_RATE {
+        return Err(format!(
+            "'{s}' per second is one start every {}: below the least a load takes, one per \
+             hour ({MIN_RATE:.6}/s); a run that slow would wait longer than any window it could \
+             measure",
+            span(1.0 / v)
+        ));
+    }
+    Ok(v)
+}
+
+/// A span of `secs` seconds in the unit a person reads it in: `45 s`, `12 min`, `5.0 h`,
+/// `3 days`, `32 years`.
+pub fn span(secs: f64) -> String {
+    const DAY: f64 = 86_400.0;
+    match secs.abs() {
+        s if s < 120.0 => format!("{secs:.1} s"),
+        s if s < 7_200.0 => format!("{:.0} min", secs / 60.0),
+        s if s < 2.0 * DAY => format!("{:.1} h", secs / 3600.0),
+        s if s < 730.0 * DAY => format!("{:.0} days", secs / DAY),
+        _ => format!("{:.0} years", secs / (365.25 * DAY)),
     }
 }
 
@@ -399,13 +426,24 @@ mod tests {
     }
 
     #[test]
-    fn rates_are_positive() {
+    fn rates_are_positive_and_at_least_one_per_hour() {
         assert_eq!(rate("100"), Ok(100.0));
         assert_eq!(rate("2.5/s"), Ok(2.5));
-        for bad in ["0", "-5", "x", "inf"] {
+        assert_eq!(rate("0.001"), Ok(0.001));
+        assert!(rate(&format!("{MIN_RATE}")).is_ok());
+        for bad in ["0", "-5", "x", "inf", "1e-9", "0.0002", "1e-300", "5e-324"] {
             assert!(rate(bad).is_err(), "{bad}");
         }
         assert!(rate("-5").unwrap_err().contains("more than zero"));
+        let e = rate("1e-9").unwrap_err();
+        assert!(
+            e.contains("every 32 years") && e.contains("one per hour"),
+            "{e}"
+        );
+        assert_eq!(span(30.0), "30.0 s");
+        assert_eq!(span(720.0), "12 min");
+        assert_eq!(span(5.0 * 3600.0), "5.0 h");
+        assert_eq!(span(3.0 * 86_400.0), "3 days");
     }
 }
 

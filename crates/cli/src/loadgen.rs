@@ -37,7 +37,8 @@ pub struct Args {
     #[arg(long, default_value = "GET", value_parser = ["GET", "HEAD"], ignore_case = true)]
     pub method: String,
     /// httperf's model: connections (sessions) started per second, on a fixed schedule (or
-    /// Poisson), each making --num-calls requests. Without it, wrk's model (-c)
+    /// Poisson), each making --num-calls requests; at least one per hour. Without it, wrk's
+    /// model (-c)
     #[arg(long, value_parser = crate::args::rate, allow_hyphen_values = true)]
     pub rate: Option<f64>,
     /// wrk's model: keep N connections open, each sending its next request as soon as the last
@@ -164,7 +165,7 @@ pub struct Args {
     /// Start the schedule at this wall-clock instant, Unix seconds (`date +%s.%N`), once
     /// everything is ready: so that clients on several hosts start together. If it has
     /// passed by then, the run starts at once and reports how late (`clock.late_ms` in the
-    /// JSON, and a warning). At most an hour ahead
+    /// JSON, and a warning). At most an hour ahead, and 10 s behind
     #[arg(long, value_name = "UNIX_SECONDS")]
     pub start_at: Option<f64>,
     /// Print httperf's report alone, without the summary (requests/s, success, errors,
@@ -274,7 +275,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     let thresholds = crate::threshold::resolve(&a.thresholds, a.max_error_rate)
         .map_err(|e| usage(format!("--threshold {e}")))?;
     if let Some(at) = a.start_at {
-        gen::check_start_at(at, gen::unix_now())?;
+        gen::check_start_at(at, gen::unix_now()).map_err(|e| usage(e.to_string()))?;
     }
     if matches!(model, Model::Httperf { .. }) && num_conns.is_none() && duration.is_none() {
         return Err(usage(

@@ -391,6 +391,15 @@ fn usage_errors_exit_2_everywhere() {
         ),
         (&["load", "--rate", "5"], "--num-conns or --duration"),
         (
+            &["load", "--rate", "1e-9", "--num-conns", "2"],
+            "one per hour",
+        ),
+        (&["load", "-R", "1e-9"], "one per hour"),
+        (
+            &["load", "--rate", "5", "--num-conns", "1", "--start-at", "5"],
+            "days ago",
+        ),
+        (
             &[
                 "load",
                 "--rate",

@@ -266,11 +266,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             None => std::env::current_exe().context("cannot find the evlab binary")?,
         };
         let width = terminal_width().unwrap_or(listing::MAX_WIDTH);
+        let here = listing::Here::probe(a.cgroup.as_deref());
         print!(
             "{}",
-            listing::Here::probe(a.cgroup.as_deref(), |here| {
-                listing::list(BUILTIN, &evlab, a.duration, here, width)
-            })
+            listing::list(BUILTIN, &evlab, a.duration, &here, width)
         );
         return Ok(());
     }

@@ -23,25 +23,24 @@ pub const MAX_WIDTH: usize = 120;
 const NEED_WIDTH: usize = 21;
 
 /// What this machine has, for the needs' marks.
-pub struct Here<'a> {
+pub struct Here {
     /// The descriptor limit `evlab run`'s children get (`plan::child_fd_limit`).
     pub fd_limit: u64,
     /// Whether a cgroup for a CPU budget was found (root, `--cgroup`, `$EVLAB_CGROUP`, or the
     /// user's own group).
     pub cgroup: bool,
     /// Whether a peer's program is installed.
-    pub installed: &'a dyn Fn(&str) -> bool,
+    pub installed: fn(&str) -> bool,
 }
 
-impl Here<'_> {
+impl Here {
     /// This machine, with `cgroup` as `evlab run --cgroup` would name it.
-    pub fn probe(cgroup: Option<&Path>, f: impl FnOnce(&Here) -> String) -> String {
-        let installed = crate::run::peers::installed;
-        f(&Here {
+    pub fn probe(cgroup: Option<&Path>) -> Here {
+        Here {
             fd_limit: crate::run::plan::child_fd_limit(),
             cgroup: crate::run::cgroup::Parent::find(cgroup).is_ok(),
-            installed: &installed,
-        })
+            installed: crate::run::peers::installed,
+        }
     }
 }
 
@@ -378,17 +377,15 @@ mod tests {
 
     #[test]
     fn needs_come_from_the_spec_and_are_marked_where_missing() {
-        let nothing = |_: &str| false;
-        let everything = |_: &str| true;
         let bare = Here {
             fd_limit: 1024,
             cgroup: false,
-            installed: &nothing,
+            installed: |_| false,
         };
         let rich = Here {
             fd_limit: 1 << 20,
             cgroup: true,
-            installed: &everything,
+            installed: |_| true,
         };
         assert_eq!(
             words(&needs(&spec("quick"), &bare)),

@@ -119,18 +119,45 @@ pub fn seconds_or_zero(s: &str) -> Result<f64, String> {
     seconds_of(s, true)
 }
 
-/// A rate above zero, per second. The flag takes `allow_hyphen_values`, so that "-5" reaches
-/// this and is refused as a negative rate rather than read as a flag.
+/// The lowest rate a load takes: one per hour. Slower is no load to measure, and a schedule
+/// that would leave hours to years between starts (`--rate 1e-9`: one every 32 years, with
+/// the run waiting for its second) is a mistake, a sign or an exponent lost, not a wish; as
+/// wrk and httperf do with their nonsense values, it is refused before anything starts.
+pub const MIN_RATE: f64 = 1.0 / 3600.0;
+
+/// A rate of at least one per hour ([`MIN_RATE`]), per second. The flag takes
+/// `allow_hyphen_values`, so that "-5" reaches this and is refused as a negative rate rather
+/// than read as a flag.
 pub fn rate(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .trim_end_matches("/s")
         .parse()
         .map_err(|_| format!("'{s}' is not a rate: give a number per second, e.g. 100"))?;
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("'{s}': a rate must be more than zero per second"))
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("'{s}': a rate must be more than zero per second"));
+    }
+    if v < MIN_RATE {
+        return Err(format!(
+            "'{s}' per second is one start every {}: below the least a load takes, one per \
+             hour ({MIN_RATE:.6}/s); a run that slow would wait longer than any window it could \
+             measure",
+            span(1.0 / v)
+        ));
+    }
+    Ok(v)
+}
+
+/// A span of `secs` seconds in the unit a person reads it in: `45 s`, `12 min`, `5.0 h`,
+/// `3 days`, `32 years`.
+pub fn span(secs: f64) -> String {
+    const DAY: f64 = 86_400.0;
+    match secs.abs() {
+        s if s < 120.0 => format!("{secs:.1} s"),
+        s if s < 7_200.0 => format!("{:.0} min", secs / 60.0),
+        s if s < 2.0 * DAY => format!("{:.1} h", secs / 3600.0),
+        s if s < 730.0 * DAY => format!("{:.0} days", secs / DAY),
+        _ => format!("{:.0} years", secs / (365.25 * DAY)),
     }
 }
 
@@ -206,8 +233,117 @@ pub fn http_url(url: &str) -> Result<(String, u16, String), String> {
     Ok((host.to_string(), port, path.to_string()))
 }
 
+/// A proxy's origin, as `--origin` takes it: `HOST:PORT`, or the server's http:// URL
+/// (`http://HOST:PORT`, with or without a trailing slash; port 80 when absent), returned as
+/// `HOST:PORT` to resolve. An IPv6 address goes in brackets. Anything else (TLS, a path, a query,
+/// user info) is refused, saying why: every request goes to the origin with its own path.
+pub fn origin(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let give = "give HOST:PORT (127.0.0.1:8080) or http://HOST:PORT";
+    let is_http = t
+        .get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"));
+    let authority = if is_http {
+        let rest = &t[7..];
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if let Some(i) = rest.find(['/', '?', '#']) {
+            return Err(format!(
+                "'{s}': the origin is a server, not a URL with a path ({}): each request goes \
+                 there with its own path; {give}",
+                &rest[i..]
+            ));
+        }
+        rest
+    } else if let Some((scheme, _)) = t.split_once("://") {
+        return Err(if scheme.eq_ignore_ascii_case("https") {
+            format!("'{s}': evlab proxy speaks plain HTTP to its origin, not TLS (https); {give}")
+        } else {
+            format!("'{s}': not an http:// URL; {give}")
+        });
+    } else {
+        t
+    };
+    if authority.contains('@') {
+        return Err(format!(
+            "'{s}': user information is not sent to an origin; {give}"
+        ));
+    }
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("'{s}': an IPv6 address needs its closing ']'"))?;
+        match after.strip_prefix(':') {
+            Some(p) => (h, Some(p)),
+            None if after.is_empty() => (h, None),
+            None => return Err(format!("'{s}': {give}")),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => {
+                return Err(format!(
+                    "'{s}': an IPv6 address goes in brackets, [::1]:8080"
+                ))
+            }
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("'{s}': no host; {give}"));
+    }
+    let port = match port {
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("'{s}': '{p}' is not a port (1 to 65535)"))?,
+        None if is_http => 80,
+        None => return Err(format!("'{s}': no port; {give}")),
+    };
+    Ok(if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_origin_is_host_port_or_an_http_url_of_a_server() {
+        use super::origin;
+        for (given, want) in [
+            ("127.0.0.1:8080", "127.0.0.1:8080"),
+            ("http://127.0.0.1:8080", "127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/", "127.0.0.1:8080"),
+            ("HTTP://localhost", "localhost:80"),
+            ("http://[::1]:81/", "[::1]:81"),
+            ("[::1]:81", "[::1]:81"),
+            (" origin.lan:3128 ", "origin.lan:3128"),
+        ] {
+            assert_eq!(origin(given).as_deref(), Ok(want), "{given}");
+        }
+        for (given, says) in [
+            ("https://127.0.0.1:8443", "not TLS"),
+            ("http://127.0.0.1:8080/one", "not a URL with a path (/one)"),
+            ("http://127.0.0.1:8080/?x=1", "with a path (/?x=1)"),
+            ("http://h:8080#top", "with a path (#top)"),
+            ("ftp://h:21", "not an http:// URL"),
+            ("http://u:p@h:80", "user information"),
+            ("127.0.0.1", "no port"),
+            ("::1:80", "in brackets"),
+            ("[::1", "closing ']'"),
+            ("http://:80", "no host"),
+            ("h:0", "not a port"),
+            ("h:99999", "not a port"),
+            ("http://h:x/", "not a port"),
+            ("", "no host"),
+        ] {
+            let e = origin(given).unwrap_err();
+            assert!(e.contains(says), "{given}: {e}");
+        }
+    }
+
     #[test]
     fn listen_takes_an_address_or_a_bare_port() {
         use super::listen_addr;
@@ -290,13 +426,24 @@ mod tests {
     }
 
     #[test]
-    fn rates_are_positive() {
+    fn rates_are_positive_and_at_least_one_per_hour() {
         assert_eq!(rate("100"), Ok(100.0));
         assert_eq!(rate("2.5/s"), Ok(2.5));
-        for bad in ["0", "-5", "x", "inf"] {
+        assert_eq!(rate("0.001"), Ok(0.001));
+        assert!(rate(&format!("{MIN_RATE}")).is_ok());
+        for bad in ["0", "-5", "x", "inf", "1e-9", "0.0002", "1e-300", "5e-324"] {
             assert!(rate(bad).is_err(), "{bad}");
         }
         assert!(rate("-5").unwrap_err().contains("more than zero"));
+        let e = rate("1e-9").unwrap_err();
+        assert!(
+            e.contains("every 32 years") && e.contains("one per hour"),
+            "{e}"
+        );
+        assert_eq!(span(30.0), "30.0 s");
+        assert_eq!(span(720.0), "12 min");
+        assert_eq!(span(5.0 * 3600.0), "5.0 h");
+        assert_eq!(span(3.0 * 86_400.0), "3 days");
     }
 }
 
@@ -319,8 +466,9 @@ pub struct LoopFlags {
     /// Events asked for per wait
     #[arg(long, default_value_t = 512)]
     pub events_per_wait: usize,
-    /// uring-poll: consecutive waits answered from memory before entering the kernel anyway
-    /// (uselect's MaxPass)
+    /// uring-poll: how many waits in a row may be answered from the completion ring in memory
+    /// before one enters the kernel anyway (the proxy paper's uselect, user-level connection
+    /// tracking, calls this MaxPass)
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pass: u32,
 }

@@ -61,13 +61,18 @@ pub struct Args {
 pub const EXAMPLES: &str = "\
 Examples:
   evlab capacity http://127.0.0.1:8080/one --slo p99=10ms
-      the highest rate under a 10 ms p99, three searches of 1 s steps over 50 connections
-  evlab capacity http://127.0.0.1:8080/ --slo p99.9=50ms --success 99% --trials 5 --json cap.json
+      the highest rate under a 10 ms p99: three searches of 1 s steps over
+      50 connections
+  evlab capacity http://127.0.0.1:8080/ --slo p99.9=50ms --success 99% \\
+    --trials 5 --json cap.json
+      five searches, a stricter objective, the report as JSON too
 
-Each search first runs the connections flat out for a step (wrk's model) to find what the
-server and this client do together, then bisects the rate (wrk2's model) from 0.9 of that. A
-search that keeps the objective there gives a lower bound: this client offers no more. Exit status: 0 with a capacity; 99 when even the lowest rate tried misses the objective;
-1 on an error; 2 on a usage error.";
+Each search first runs the connections flat out for a step (wrk's model) to find what the \
+server and this client do together, then bisects the rate (wrk2's model) from 0.9 of that. A \
+search that keeps the objective there gives a lower bound: this client offers no more.
+
+Exit status: 0 with a capacity; 99 when even the lowest rate tried misses the objective; 1 on \
+an error; 2 on a usage error.";
 
 /// A latency objective: the percentile and its bound in ms.
 #[derive(Clone, Copy, Debug)]

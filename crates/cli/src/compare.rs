@@ -19,15 +19,16 @@ pub const VERDICT_CHANGED: i32 = 3;
 pub const EXAMPLES: &str = "\
 Examples:
   evlab compare results/quick/20261125-095300 results/quick/20261125-100100
-      two runs of one experiment: each finding judged on both (changed verdicts first),
-      each capacity and point as B/A with its 90% interval (* significant, ~ not)
+      two runs of one experiment: each finding judged on both (changed
+      verdicts first), each capacity and point as B/A with its 90% interval
+      (* significant, ~ not)
   evlab compare before.json after.json
       two evlab load --json reports (one run each: changes without an interval)
   evlab compare A B --md compare.md --json compare.json
       the same in Markdown and JSON besides the terminal
 
-Exit status: 0 when no finding changed verdict; 3 when one did (named first, for CI);
-1 when a directory or file cannot be read; 2 on a usage error.";
+Exit status: 0 when no finding changed verdict; 3 when one did (named first, for CI); 1 when \
+a directory or file cannot be read; 2 on a usage error.";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -54,7 +55,7 @@ fn read(p: &Path) -> anyhow::Result<Side> {
     let name = p.display();
     if p.is_dir() {
         let s = Summary::read_json(p)
-            .with_context(|| format!("{name}: not a results directory of evlab run"))?;
+            .with_context(|| format!("{name}: not a results directory of `evlab run`"))?;
         return Ok(Side::Run(Box::new(s)));
     }
     let text = std::fs::read_to_string(p).with_context(|| format!("{name}: cannot read"))?;

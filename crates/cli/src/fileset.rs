@@ -56,11 +56,12 @@ pub const EXAMPLES: &str = "\
 Examples:
   evlab fileset /tmp/specweb --dirs 10
       10 directories of 36 files (about 49 MiB)
-  evlab serve --root /tmp/specweb
-      serve it; then, in another terminal, load it with the SPECweb99 request mix:
+  evlab serve /tmp/specweb
+      serve it; then, in another terminal, load it with the SPECweb99 mix:
   evlab load --specweb /tmp/specweb --rate 200 --num-conns 2000
   evlab fileset /tmp/polymix --polymix 10000
-      the Polymix-like origin set: 10,000 cacheable and 10,000 uncacheable objects
+      the Polymix-like origin set: 10,000 cacheable and 10,000 uncacheable
+      objects
   evlab fileset /tmp/pm-8k --polymix 5000 --object-size 8K
       every object 8 KiB (the paper's proxy microbenchmarks)";
 

@@ -9,16 +9,20 @@ use evlab_lab::run::hosts::{sha256, Ssh};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  evlab hosts hosts.toml            check every host; copy this evlab where it differs
-  evlab hosts hosts.toml --no-copy  only check: a host with another evlab is an error
-  evlab hosts hosts.toml --json     one JSON object per host
+  evlab hosts hosts.toml
+      check every host; copy this evlab where it differs
+  evlab hosts hosts.toml --no-copy
+      only check: a host with another evlab is an error
+  evlab hosts hosts.toml --json
+      one JSON object per host
 
 A hosts file names OpenSSH destinations and their roles (docs/hosts.md):
   [[host]]
   name = \"s\"
   destination = \"alice@server.lan\"
   role = \"server\"
-An Ansible-style INI inventory with groups [server], [client] and [origin] (ansible_host,
+
+An Ansible-style INI inventory with groups [server], [client] and [origin] (ansible_host, \
 ansible_user, ansible_port, ansible_ssh_common_args='-F FILE') is read as the same.
 
 Exit status: 0 when every host answered and has this evlab, 1 otherwise.";

@@ -44,7 +44,8 @@ pub struct Args {
     #[arg(long)]
     pub fin_on_exit: bool,
     /// Each connection sends one GET of --uri as soon as it is up and reads its reply, then
-    /// stays idle (deadconn_last's "dead" connections); all are up once every reply is in
+    /// stays idle (the LSE page's "dead" connections, of its deadconn_last test); all are up
+    /// once every reply is in
     #[arg(long)]
     pub request_first: bool,
     /// The URI of --request-first's one request
@@ -57,16 +58,16 @@ Examples:
   evlab idle 10000
       hold 10,000 idle connections to 127.0.0.1:8080 until Ctrl-C
   evlab idle 1000 --port 8081 --duration 60 --rate 500
-      1,000 connections to port 8081, opened at 500 per second, held for a minute
+      1,000 connections to port 8081, opened at 500 per second, held a minute
   evlab idle 20000 --request-first --uri /one
-      20,000 dead connections (deadconn_last): each sends one GET /one, reads the reply, then
-      stays idle
+      20,000 dead connections (the LSE page's deadconn_last: each sends one
+      GET /one, reads the reply, then stays idle)
 
-It prints `idle: all N connections up` on stdout each time all are up (with --request-first,
-once every connection also has its reply).
+It prints `idle: all N connections up` on stdout each time all are up (with \
+--request-first, once every connection also has its reply).
 
-Exit status: 0 when all the connections were up at once at some point; 1 when they never were
-(the summary and the error say how many were), or on an error; 2 on a usage error.";
+Exit status: 0 when all the connections were up at once at some point; 1 when they never \
+were (the summary and the error say how many were), or on an error; 2 on a usage error.";
 
 fn secs(name: &str, v: f64) -> anyhow::Result<Duration> {
     if !(v.is_finite() && v > 0.0) {

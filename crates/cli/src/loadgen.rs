@@ -37,7 +37,8 @@ pub struct Args {
     #[arg(long, default_value = "GET", value_parser = ["GET", "HEAD"], ignore_case = true)]
     pub method: String,
     /// httperf's model: connections (sessions) started per second, on a fixed schedule (or
-    /// Poisson), each making --num-calls requests. Without it, wrk's model (-c)
+    /// Poisson), each making --num-calls requests; at least one per hour. Without it, wrk's
+    /// model (-c)
     #[arg(long, value_parser = crate::args::rate, allow_hyphen_values = true)]
     pub rate: Option<f64>,
     /// wrk's model: keep N connections open, each sending its next request as soon as the last
@@ -164,7 +165,7 @@ pub struct Args {
     /// Start the schedule at this wall-clock instant, Unix seconds (`date +%s.%N`), once
     /// everything is ready: so that clients on several hosts start together. If it has
     /// passed by then, the run starts at once and reports how late (`clock.late_ms` in the
-    /// JSON, and a warning). At most an hour ahead
+    /// JSON, and a warning). At most an hour ahead, and 10 s behind
     #[arg(long, value_name = "UNIX_SECONDS")]
     pub start_at: Option<f64>,
     /// Print httperf's report alone, without the summary (requests/s, success, errors,
@@ -182,44 +183,50 @@ pub struct Args {
 }
 
 pub const EXAMPLES: &str = "\
-Two models: httperf's (--rate: connections per second, each making --num-calls requests) and
-wrk's (-c N -d D: N connections kept busy for D; with -R, wrk2's held request rate). Without
---rate, wrk's, with its defaults -c 10 -d 10s.
+Two models: httperf's (--rate: connections per second, each making --num-calls requests) \
+and wrk's (-c N -d D: N connections kept busy for D; with -R, wrk2's held request rate). \
+Without --rate, wrk's, with its defaults -c 10 -d 10s.
 
 Examples:
   evlab load http://127.0.0.1:8080/one -c 50 -d 10s --latency
       wrk's model: 50 busy connections for 10 s, with the latency distribution
   evlab load http://127.0.0.1:8080/one -c 50 -R 20000 -d 30s
-      wrk2's: 20,000 requests/s over 50 connections, latency from each request's due time
+      wrk2's: 20,000 requests/s over 50 connections, latency from each
+      request's due time
   evlab load --uri /one --rate 100 --num-conns 500
-      500 connections, 100 per second, one GET /one each, against 127.0.0.1:8080
+      500 connections, 100 per second, one GET /one each, to 127.0.0.1:8080
   evlab load http://127.0.0.1:8080/one --rate 100 --duration 10s
       the same target as a URL (as wrk and oha take it), for ten seconds
-  evlab load --uri /one --rate 1000 --duration 60 --num-calls 10 --json run.json
-      a minute of 1,000 connections/s with 10 requests each; the report also as JSON
-  evlab load --uri /one --rate 200 --duration 30 --json - --quiet | jq .replies.rate
+  evlab load --uri /one --rate 1000 --duration 60 --num-calls 10 --json r.json
+      a minute of 1,000 connections/s with 10 requests each; the report also
+      as JSON
+  evlab load --uri /one --rate 200 --duration 30 --json - --quiet | jq .replies
       JSON only, on stdout
-  evlab load --specweb /srv/fileset --rate 300 --num-conns 9000 --threshold 'errors<0.1%'
+  evlab load --specweb /srv/fileset --rate 300 --num-conns 9000 \\
+    --threshold 'errors<0.1%'
       the SPECweb99 workload; exit status 99 if 0.1% or more of connections fail
-  evlab load http://127.0.0.1:8080/one --rate 500 --duration 10s --threshold 'p99<20ms'
-      exit status 99 if the 99th percentile latency reaches 20 ms (or the defaults fail)
+  evlab load http://127.0.0.1:8080/one --rate 500 -d 10s --threshold 'p99<20ms'
+      exit status 99 if the 99th percentile latency reaches 20 ms (or the
+      defaults fail)
   evlab load --polymix /tmp/polymix --port 3128 --rate 50 --duration 10
-      the Polymix-like workload through a proxy on port 3128 (58% offered hits, 70%
-      cacheable); the origin: evlab serve --root /tmp/polymix --no-store-prefix /polymix/u/
-  evlab load --uri /one --rate 500 --duration 30 --start-at $(date -d '+5 sec' +%s.%N) --json c1.json
-      start at an agreed instant, 5 s from now (run the same on other clients), then
-      merge their reports exactly: evlab load-merge c1.json c2.json
+      the Polymix-like workload through a proxy on port 3128 (58% offered hits,
+      70% cacheable); the origin:
+      evlab serve /tmp/polymix --no-store-prefix /polymix/u/
+  evlab load --uri /one --rate 500 --duration 30 --json c1.json \\
+    --start-at $(date -d '+5 sec' +%s.%N)
+      start at an agreed instant, 5 s from now (run the same on other clients),
+      then merge their reports exactly: evlab load-merge c1.json c2.json
 
-The JSON report carries the latency histogram (HdrHistogram V2, compressed, base64:
+The JSON report carries the latency histogram (HdrHistogram V2, compressed, base64: \
 latency_histogram) and the run's wall-clock start and end (clock), for evlab load-merge.
 
-Ctrl-C (SIGINT) or SIGTERM stops the run early: the report and --json cover what was done
+Ctrl-C (SIGINT) or SIGTERM stops the run early: the report and --json cover what was done \
 until then, and the exit status is 130; a second Ctrl-C ends the process at once.
 
-Exit status: 0 when replies arrived and every threshold held (by default: at most 1% of
-connections ended in an error, at most 1% of replies other than 2xx/3xx); 99 past a threshold;
-1 when no reply arrived (unless --allow-no-replies) or on an error; 2 on a usage error; 130
-when interrupted.";
+Exit status: 0 when replies arrived and every threshold held (by default: at most 1% of \
+connections ended in an error, at most 1% of replies other than 2xx/3xx); 99 past a \
+threshold; 1 when no reply arrived (unless --allow-no-replies) or on an error; 2 on a usage \
+error; 130 when interrupted.";
 
 /// A request header as wrk's -H takes it, `Name: value`: a token, a colon, a value without
 /// line breaks.
@@ -268,7 +275,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     let thresholds = crate::threshold::resolve(&a.thresholds, a.max_error_rate)
         .map_err(|e| usage(format!("--threshold {e}")))?;
     if let Some(at) = a.start_at {
-        gen::check_start_at(at, gen::unix_now())?;
+        gen::check_start_at(at, gen::unix_now()).map_err(|e| usage(e.to_string()))?;
     }
     if matches!(model, Model::Httperf { .. }) && num_conns.is_none() && duration.is_none() {
         return Err(usage(

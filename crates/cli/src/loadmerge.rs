@@ -10,18 +10,20 @@ use evlab_wire::load::LoadReport;
 pub const EXAMPLES: &str = "\
 Examples:
   evlab load-merge c1.json c2.json
-      the clients' reports of one run merged: counts added, percentiles from their
-      histograms added together, rates over the window all of them ran in
+      the clients' reports of one run merged: counts added, percentiles from
+      their histograms added together, rates over the window all of them ran in
   evlab load-merge c*.json | jq .latency_ms.p99
       the p99 of every reply of every client
 
 Two clients that start together:
   T=$(date -d '+5 sec' +%s.%N)
-  evlab load --start-at $T --server S --uri /one --rate 500 --duration 30 --json c1.json
-  (the same on the second client, --json c2.json), then: evlab load-merge c1.json c2.json
+  evlab load --start-at $T --server S --uri /one --rate 500 -d 30 --json c1.json
+  (the same on the second client, --json c2.json), then:
+  evlab load-merge c1.json c2.json
 
-Each report needs its latency_histogram and clock (written by evlab load since they were
+Each report needs its latency_histogram and clock (written by evlab load since they were \
 added); histograms of another unit or precision are refused.
+
 Exit status: 0 when merged, 1 when a file cannot be read or the reports cannot be merged.";
 
 #[derive(clap::Args, Debug)]

@@ -32,7 +32,10 @@ pub const DEFAULT_PORT: u16 = 8080;
     name = "evlab",
     version = env!("EVLAB_BUILD"),
     about = "Event-mechanism laboratory: the μserver study (select, poll, epoll, io_uring) on today's kernel",
-    after_help = EXAMPLES
+    after_help = EXAMPLES,
+    // Help wraps to the terminal (or $COLUMNS where stdout is not one, else 100 columns), and
+    // never wider than 100: longer lines of prose are hard to read.
+    max_term_width = 100
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,35 +44,39 @@ struct Cli {
 
 const EXAMPLES: &str = "\
 Examples:
-  evlab serve --root /tmp/www                         serve /tmp/www on 127.0.0.1:8080
-  evlab load --uri /one --rate 100 --num-conns 500    load it: 100 connections per second
-  evlab run                                           the default experiment (quick) and its report
+  evlab serve /tmp/www
+      serve /tmp/www on 127.0.0.1:8080
+  evlab load --uri /one --rate 100 --num-conns 500
+      load it: 100 connections per second
+  evlab run
+      the default experiment (quick) and its report
   evlab completions bash > ~/.local/share/bash-completion/completions/evlab
-  evlab man | man -l -                                read the manual page
+      completions for bash (experiment names for `evlab run` included)
+  evlab man | man -l -
+      read the manual page
 
-Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 99 when a
-`load` run is past a threshold (`evlab load --help`). SIGINT or
-SIGTERM: `serve`, `proxy` and `idle` stop gracefully and exit 0; `load` and `run` write what
-they measured and exit 130.";
+Exit status: 0 on success, 1 on an error or a failed check, 2 on a usage error, 99 when a \
+`load` run is past a threshold (`evlab load --help`). SIGINT or SIGTERM: `serve`, `proxy` and \
+`idle` stop gracefully and exit 0; `load` and `run` write what they measured and exit 130.";
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve static files over HTTP/1.1 with a chosen event mechanism
     #[command(after_help = serve::EXAMPLES)]
     Serve(serve::Args),
-    /// HTTP load generator: httperf's open loop (--rate) or wrk's connections (-c, -R)
+    /// Load generator: httperf's open loop (--rate) or wrk's connections (-c, -R)
     #[command(after_help = loadgen::EXAMPLES)]
     Load(Box<loadgen::Args>),
-    /// The highest request rate a server sustains under a latency objective (bisection, trials)
+    /// The highest rate a server sustains under a latency objective
     #[command(after_help = capacity::EXAMPLES)]
     Capacity(capacity::Args),
-    /// Merge several clients' `load --json` reports exactly (histograms, not percentiles)
+    /// Merge clients' `load --json` reports exactly (by histograms)
     #[command(after_help = loadmerge::EXAMPLES)]
     LoadMerge(loadmerge::Args),
     /// Hold N idle connections open, re-opening any the server closes
     #[command(after_help = idle::EXAMPLES)]
     Idle(idle::Args),
-    /// Reverse caching HTTP/1.1 proxy: copy, splice, splice-keep or splice-release forwarding
+    /// Reverse caching HTTP/1.1 proxy, forwarding by copy or splice
     #[command(after_help = proxy::EXAMPLES)]
     Proxy(proxy::Args),
     /// Create the SPECweb99-like file set
@@ -81,28 +88,28 @@ enum Command {
     /// Re-render a report from saved results
     #[command(after_help = run::REPORT_EXAMPLES)]
     Report(run::ReportArgs),
-    /// Compare two runs: each finding's verdict and each point's change with its interval
+    /// Compare two runs: verdicts, and changes with their intervals
     #[command(after_help = compare::EXAMPLES)]
     Compare(compare::Args),
-    /// Pool several runs of one experiment: each finding's ratio with the run as a random effect
+    /// Pool runs of one experiment, the run as a random effect
     #[command(after_help = pool::EXAMPLES)]
     Pool(pool::Args),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    /// Print a shell's completion script (bash, zsh, fish, …)
     #[command(after_help = docs::COMPLETIONS_EXAMPLES)]
     Completions(docs::CompletionsArgs),
     /// Print a manual page (roff) for evlab or one of its subcommands
     #[command(after_help = docs::MAN_EXAMPLES)]
     Man(docs::ManArgs),
-    /// Ben LaHaise's pipetest: passes per second against the number of pipes, per mechanism
+    /// Ben LaHaise's pipetest: passes/s against pipes, per mechanism
     #[command(after_help = pipetest::EXAMPLES)]
     Pipetest(pipetest::Args),
-    /// The thundering herd in accept: wake-ups and time per accept against workers, per mode
+    /// The accept herd: wake-ups and time per accept against workers
     #[command(after_help = herd::EXAMPLES)]
     Herd(herd::Args),
-    /// The Linux Scalability Project's micro-benchmarks: fdalloc, malloc, readahead
+    /// The Linux Scalability Project's fdalloc, malloc and readahead
     #[command(after_help = micro::EXAMPLES)]
     Micro(micro::Args),
-    /// Check the hosts of a hosts file over OpenSSH: reachable, kernel, evlab, clock
+    /// Check a hosts file's hosts over ssh: evlab, kernel, clock
     #[command(after_help = hosts::EXAMPLES)]
     Hosts(hosts::Args),
     /// Answer each line on stdin with this machine's wall clock: what `evlab hosts` runs on a
@@ -124,11 +131,42 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
+impl Command {
+    /// The command as a user typed it (`evlab serve`, `evlab micro fdalloc`): the one prefix
+    /// of its errors and warnings.
+    fn name(&self) -> String {
+        let sub = match self {
+            Command::Serve(_) => "serve",
+            Command::Load(_) => "load",
+            Command::Capacity(_) => "capacity",
+            Command::LoadMerge(_) => "load-merge",
+            Command::Idle(_) => "idle",
+            Command::Proxy(_) => "proxy",
+            Command::Fileset(_) => "fileset",
+            Command::Run(_) => "run",
+            Command::Report(_) => "report",
+            Command::Compare(_) => "compare",
+            Command::Pool(_) => "pool",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
+            Command::Pipetest(_) => "pipetest",
+            Command::Herd(_) => "herd",
+            Command::Micro(m) => {
+                return format!("evlab micro {}", m.bench.name());
+            }
+            Command::Hosts(_) => "hosts",
+            Command::Clock => "clock",
+        };
+        format!("evlab {sub}")
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
+    let name = cli.command.name();
     // The default open-file limit is far below what 10,000 idle connections need.
     if let Err(e) = evlab_sys::raise_fd_limit() {
-        eprintln!("evlab: warning: cannot raise the open-file limit: {e}");
+        eprintln!("{name}: warning: cannot raise the open-file limit: {e}");
     }
     let result = match cli.command {
         Command::Serve(a) => serve::run(a),
@@ -154,7 +192,9 @@ fn main() {
         if let Some(Exit(code)) = e.downcast_ref::<Exit>() {
             std::process::exit(*code);
         }
-        eprintln!("evlab: error: {e:#}");
+        // One prefix, the command's; what the error says comes after it, never another
+        // "evlab …:" (a subcommand adds none of its own).
+        eprintln!("{name}: error: {e:#}");
         // A wrong command line exits 2 wherever it is found, as clap's own errors do.
         let code = if e.downcast_ref::<args::Usage>().is_some() {
             2
@@ -255,6 +295,20 @@ mod tests {
             }
         }
         assert!(durations >= 20, "only {durations} duration flags found");
+    }
+
+    #[test]
+    fn every_command_is_named_as_typed() {
+        let name = |argv: &[&str]| Cli::try_parse_from(argv).unwrap().command.name();
+        assert_eq!(name(&["evlab", "serve"]), "evlab serve");
+        assert_eq!(name(&["evlab", "load-merge", "a.json"]), "evlab load-merge");
+        assert_eq!(name(&["evlab", "micro", "fdalloc"]), "evlab micro fdalloc");
+        for sub in Cli::command().get_subcommands() {
+            let n = sub.get_name();
+            if let Ok(cli) = Cli::try_parse_from(["evlab", n]) {
+                assert_eq!(cli.command.name(), format!("evlab {n}"));
+            }
+        }
     }
 
     #[test]

@@ -25,6 +25,17 @@ pub enum Bench {
     Readahead(ReadaheadArgs),
 }
 
+impl Bench {
+    /// The subcommand's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Bench::Fdalloc(_) => "fdalloc",
+            Bench::Malloc(_) => "malloc",
+            Bench::Readahead(_) => "readahead",
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct FdallocArgs {
     /// Descriptors to hold (default: 100,000, or the limit less 64 if lower)
@@ -145,15 +156,17 @@ Examples:
   evlab micro fdalloc
       the cost of the next two opens after closing the n-th of many descriptors
   evlab micro malloc --json malloc.json
-      balanced malloc/free pairs across threads and processes, the report as JSON too
+      balanced malloc/free pairs across threads and processes, the report as
+      JSON too
 
 Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
 
 const FDALLOC_EXAMPLES: &str = "\
 Examples:
   evlab micro fdalloc
-      about 20 values of n spread over the descriptor table, 11 interleaved rounds
-  evlab micro fdalloc --at 1000,10000 --repeat 5 --op dup --json fdalloc.json
+      about 20 values of n spread over the descriptor table, 11 interleaved
+      rounds
+  evlab micro fdalloc --at 1000,10000 --repeat 5 --op dup --json fd.json
       two values of n, the allocation alone (dup), the report as JSON too
 
 Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
@@ -162,17 +175,20 @@ const MALLOC_EXAMPLES: &str = "\
 Examples:
   evlab micro malloc
       1 to 64 workers, threads and processes, 10 million pairs each, 5 rounds
-  evlab micro malloc --workers 1,2 --mode threads --iterations 1000000 --json malloc.json
-      a short run of one or two threads, the report as JSON too
+  evlab micro malloc --workers 1,2 --mode threads --iterations 1000000
+      a short run of one or two threads
 
 Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
 
 const READAHEAD_EXAMPLES: &str = "\
 Examples:
   evlab micro readahead
-      64 KiB to 64 MiB, cold and warm, every way of sending, 5 rounds (files under /var/tmp)
-  evlab micro readahead --sizes 16M --cache cold --ways read,sendfile --repeat 3 --json ra.json
-      cold 16 MiB files, read and write against sendfile, the report as JSON too
+      64 KiB to 64 MiB, cold and warm, every way of sending, 5 rounds (files
+      under /var/tmp)
+  evlab micro readahead --sizes 16M --cache cold --ways read,sendfile \\
+    --repeat 3 --json ra.json
+      cold 16 MiB files, read and write against sendfile, the report as JSON
+      too
 
 Exit status: 0 when the benchmark ran; 1 on an error; 2 on a usage error.";
 

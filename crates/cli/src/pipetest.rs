@@ -44,9 +44,10 @@ fn parse_route(s: &str) -> Result<Route, String> {
 pub const EXAMPLES: &str = "\
 Examples:
   evlab pipetest
-      every readiness mechanism, 10 to 16,000 pipes (as the descriptor limit allows), 3 sweeps
-  evlab pipetest --mechanism poll,epoll-et --pipes 100,1000 --generations 1000 --json pipes.json
-      two mechanisms, two sizes, longer runs, the report as JSON too
+      every readiness mechanism, 10 to 16,000 pipes (as the descriptor limit
+      allows), 3 sweeps
+  evlab pipetest --mechanism poll,epoll-et --pipes 100,1000 --generations 1000
+      two mechanisms, two sizes, longer runs
 
 Exit status: 0 when every point ran; 1 on an error; 2 on a usage error.";
 

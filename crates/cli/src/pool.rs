@@ -11,14 +11,15 @@ use evlab_lab::model::results::Summary;
 pub const EXAMPLES: &str = "\
 Examples:
   evlab pool results/quick/*/
-      every run of quick: per finding, the runs that judged it (k), the pooled A/B with its
-      90% interval, the spread between runs (τ, I²) and the pooled verdict
+      every run of quick: per finding, the runs that judged it (k), the pooled
+      A/B with its 90% interval, the spread between runs (τ, I²) and the
+      pooled verdict
   evlab pool run1 run2 run3 --json
       the same as JSON: findings[] with id, k, ratio, lo, hi, tau, i2, verdict
 
-The run is a random effect: τ² by REML, the interval by Hartung-Knapp on k - 1 degrees of
-freedom (docs/findings.md). A paper run's \"no difference\" findings are pooled only beside a
-pooled negative control that passes; else they read \"not judged\".";
+The run is a random effect: τ² by REML, the interval by Hartung-Knapp on k - 1 degrees of \
+freedom (docs/findings.md). A paper run's \"no difference\" findings are pooled only beside \
+a pooled negative control that passes; else they read \"not judged\".";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -35,7 +36,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     for d in &a.dirs {
         let name = d.display().to_string();
         let s = Summary::read_json(d)
-            .with_context(|| format!("{name}: not a results directory of evlab run"))?;
+            .with_context(|| format!("{name}: not a results directory of `evlab run`"))?;
         runs.push((name, s));
     }
     let p = pool::pool(&runs).map_err(anyhow::Error::msg)?;

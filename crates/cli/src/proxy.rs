@@ -23,8 +23,9 @@ pub struct Args {
         value_parser = crate::args::listen_addr
     )]
     pub listen: SocketAddr,
-    /// The origin server, HOST:PORT (every request goes there)
-    #[arg(long)]
+    /// The origin server, HOST:PORT or its URL http://HOST:PORT (every request goes there,
+    /// with its own path)
+    #[arg(long, value_name = "HOST:PORT|URL", value_parser = crate::args::origin)]
     pub origin: String,
     /// Send this as every request's Host to the origin, instead of the client's (the cache
     /// still keys objects by the client's host)
@@ -128,26 +129,29 @@ pub struct Args {
 
 pub const EXAMPLES: &str = "\
 Examples:
-  evlab serve --root /tmp/www &
+  evlab serve /tmp/www &
   evlab proxy --origin 127.0.0.1:8080
-      proxy 127.0.0.1:8081 to the server on 8080, copying bodies through user space
-  evlab proxy --origin 127.0.0.1:8080 --forward splice --mechanism epoll-et --workers 2
+      proxy 127.0.0.1:8081 to the server on 8080, copying bodies through user
+      space (--origin http://127.0.0.1:8080 says the same)
+  evlab proxy --origin 127.0.0.1:8080 --forward splice -m epoll-et --workers 2
       splice bodies of known length socket -> pipe -> socket, two workers
   evlab load --port 8081 --uri /one --rate 100 --num-conns 100
       load through the proxy
-  evlab proxy --origin 127.0.0.1:8080 --forward splice --allow-connect 127.0.0.1:8443
-      also tunnel CONNECT 127.0.0.1:8443 (spliced both ways); any other CONNECT is 403
+  evlab proxy --origin 127.0.0.1:8080 --forward splice \\
+    --allow-connect 127.0.0.1:8443
+      also tunnel CONNECT 127.0.0.1:8443 (spliced both ways); any other
+      CONNECT is 403
   evlab proxy --origin 127.0.0.1:8080 --access-log /var/log/evlab-access.log
       one line per request, e.g.
       127.0.0.1:41206 GET /one 200 193 HIT - 79
 
-Any method is forwarded with its body (Content-Length or chunked); Expect: 100-continue is
-answered by the proxy; X-Forwarded-For gets the client's address appended. Only GET and HEAD
-are answered from the cache. The cache is a shared cache by RFC 9111, safe by default: a
-response is stored only with freshness of its own (s-maxage, max-age, Expires) or a tenth of
-the time since its Last-Modified (at most --cache-heuristic-max); --cache-ttl gives a freshness
-to the rest. An answer to a request with a Cookie or Authorization, or with Set-Cookie, is
-shared only when the origin says so (s-maxage, or public with a lifetime).
+Any method is forwarded with its body (Content-Length or chunked); Expect: 100-continue is \
+answered by the proxy; X-Forwarded-For gets the client's address appended. Only GET and \
+HEAD are answered from the cache. The cache is a shared cache by RFC 9111, safe by default: \
+a response is stored only with freshness of its own (s-maxage, max-age, Expires) or a tenth \
+of the time since its Last-Modified (at most --cache-heuristic-max); --cache-ttl gives a \
+freshness to the rest. An answer to a request with a Cookie or Authorization, or with \
+Set-Cookie, is shared only when the origin says so (s-maxage, or public with a lifetime).
 
 Exit status: 0 after a clean stop (SIGINT or SIGTERM); 1 on an error; 2 on a usage error.";
 
@@ -211,7 +215,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let access_log = cfg.access_log.clone();
     crate::args::apply_loop_flags!(cfg, a.looping);
     signals::ignore_sigpipe();
-    let proxy = Proxy::start(cfg).context("evlab proxy")?;
+    let proxy = Proxy::start(cfg)?;
     signals::install(&proxy.shared().wakers()).context("installing signal handlers")?;
     {
         let mut out = std::io::stdout().lock();
@@ -224,8 +228,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if let Some(n) = access_log.map(|l| l.failed_batches()).filter(|&n| n > 0) {
         eprintln!("access log: {n} batches of lines could not be written and were dropped");
     }
-    result.context("evlab proxy")?;
-    Ok(())
+    Ok(result?)
 }
 
 /// `on` or `off` (also true/false, yes/no, 1/0).

@@ -9,7 +9,7 @@ use evlab_lab::model::spec::Spec;
 use evlab_lab::model::text::shell_line;
 use evlab_lab::render::{self, report};
 use evlab_lab::run::plan::RunOptions;
-use evlab_lab::run::{procs, sweep};
+use evlab_lab::run::{listing, procs, sweep};
 
 use crate::output;
 
@@ -103,34 +103,43 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// The names of the built-in experiments, for the completion scripts.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(name, _)| *name).collect()
+}
+
 pub const RUN_EXAMPLES: &str = "\
 Examples:
   evlab run
       the default experiment (quick); prints where its report is
   evlab run --list
-      the shipped experiments
+      the shipped experiments: points, time, what each needs and shows
   evlab run fig5-one-byte-idle --duration 10
       the paper's Fig. 5 with 10 s points instead of 120 s
   evlab run quick --trials 3
-      exactly 3 trials, not as many as quick's sequential rule chooses (3 to 6, within 270 s)
+      exactly 3 trials, not as many as quick's sequential rule chooses
+      (3 to 6, within 270 s)
   evlab run my-experiment.toml --out /tmp/my-run
       an experiment of your own, into exactly that directory
   evlab run --resume results/quick/20261127-101500
-      go on with an interrupted run: its valid points are kept, the rest measured, into it
+      go on with an interrupted run: its valid points are kept, the rest
+      measured, into it
   evlab run quick --cgroup /sys/fs/cgroup/cpu/evlab
-      as an ordinary user: the server's CPU budget in a group root made and chowned to you
-      (EVLAB_CGROUP=DIR does the same; without either, evlab looks for <cpu root>/evlab)
+      as an ordinary user: the server's CPU budget in a group that root made
+      and gave to you (EVLAB_CGROUP=DIR does the same; without either, evlab
+      looks for <cpu root>/evlab)
 
-The results directory is checked (created, written to) before anything runs. Ctrl-C stops the
-run; the report of the points finished is still written (exit status 130), and `--resume DIR`
-goes on with it.";
+The results directory is checked (created, written to) before anything runs. Ctrl-C stops \
+the run; the report of the points finished is still written (exit status 130), and \
+`--resume DIR` goes on with it.";
 
 pub const REPORT_EXAMPLES: &str = "\
 Examples:
   evlab report results/quick/20261123-101500
       write report.md, report.html and the figures again from its summary.json
   evlab report results/pipetest/20261123-101500
-      the same for a micro-benchmark experiment, from its micro.json and pipetest.json";
+      the same for a micro-benchmark experiment, from its micro.json and
+      pipetest.json";
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -150,7 +159,9 @@ pub struct RunArgs {
     /// Directory of experiment files (names are looked up here before the built-in copies)
     #[arg(long, default_value = "experiments")]
     pub experiments_dir: PathBuf,
-    /// List the experiments, each with its points and estimated time here, and exit
+    /// List the built-in experiments, each with its points, its estimated time here, what it
+    /// needs (root or a cgroup, peers, descriptors, hosts; ✗ where this machine lacks it) and
+    /// what it shows, and exit
     #[arg(long)]
     pub list: bool,
     /// One line per finished point and the last line (where the report is); no progress bar,
@@ -258,9 +269,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             Some(p) => p.clone(),
             None => std::env::current_exe().context("cannot find the evlab binary")?,
         };
+        let width = terminal_width().unwrap_or(listing::MAX_WIDTH);
+        let here = listing::Here::probe(a.cgroup.as_deref());
         print!(
             "{}",
-            evlab_lab::run::estimate::list(BUILTIN, &evlab, a.duration)
+            listing::list(BUILTIN, &evlab, a.duration, &here, width)
         );
         return Ok(());
     }
@@ -327,6 +340,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         hosts,
         on: a.on,
     })?)
+}
+
+/// The terminal's width, as help wraps to it: the terminal's own, else `$COLUMNS`.
+fn terminal_width() -> Option<usize> {
+    terminal_size::terminal_size()
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .filter(|w| *w > 0)
 }
 
 /// `evlab run NAME --plan [--json]`: the run's plan on this machine, measuring nothing.
@@ -463,26 +484,26 @@ pub fn report(a: ReportArgs) -> anyhow::Result<()> {
     let dir = &a.dir;
     anyhow::ensure!(
         dir.is_dir(),
-        "evlab report: {} is not a directory (give a results directory of `evlab run`)",
+        "{} is not a directory (give a results directory of `evlab run`)",
         dir.display()
     );
     if dir.join("summary.json").exists() {
         let s = Summary::read_json(dir)?;
-        output::writable_dir("evlab report", dir)?;
+        output::writable_dir("the results directory", dir)?;
         report::write(&s, dir)?;
     } else if micro::is_micro_dir(dir) {
-        output::writable_dir("evlab report", dir)?;
+        output::writable_dir("the results directory", dir)?;
         render::micro::write_report(dir)?;
     } else if let Some(json) = micro::orphan_json(dir) {
         anyhow::bail!(
-            "evlab report: {} holds {json} but no {}: a micro-benchmark run from before its \
+            "{} holds {json} but no {}: a micro-benchmark run from before its \
              report could be re-rendered; run the experiment again",
             dir.display(),
             micro::RECORD
         );
     } else {
         anyhow::bail!(
-            "evlab report: {} is not a results directory: it holds neither summary.json (an \
+            "{} is not a results directory: it holds neither summary.json (an \
              experiment's sweep) nor {} (a micro-benchmark experiment)",
             dir.display(),
             micro::RECORD

@@ -24,8 +24,12 @@ pub struct Args {
         value_parser = crate::args::listen_addr
     )]
     pub listen: SocketAddr,
-    /// Document root
-    #[arg(long, required_unless_present = "list_mechanisms")]
+    /// The directory to serve (the document root); default: the current directory, as
+    /// `python -m http.server` and miniserve take it
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The document root, as DIR gives it (give one or the other)
+    #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// Event mechanism (see --list-mechanisms)
     #[arg(long, short = 'm', default_value = "epoll-et", value_parser = parse_mechanism)]
@@ -119,22 +123,22 @@ pub struct Args {
 
 pub const EXAMPLES: &str = "\
 Examples:
-  evlab serve --root /tmp/www
-      serve /tmp/www on 127.0.0.1:8080 with edge-triggered epoll
-  evlab serve --root /tmp/www --mechanism select --listen 127.0.0.1:0 --stats
+  evlab serve
+      serve the current directory on 127.0.0.1:8080 with edge-triggered epoll
+  evlab serve /tmp/www --mechanism select --listen 127.0.0.1:0 --stats
       select(2) on a free port (printed); counters at GET /.evlab/stats
-  evlab serve --root /tmp/www --mechanism epoll-lt --sendfile --cork --accept-limit 10
-      the paper's configuration with a limit on accepts per notification
-  evlab serve --root /tmp/www --origin-delay 2500
-      an origin for a proxy: every reply waits 2.5 s (the Polymix-4 servers' mean think time;
-      add --origin-delay-sd 1000 for their normal distribution)
-  evlab serve --root /tmp/www --mechanism epoll-lt --workers 64 --as processes --stats
-      64 pre-forked processes on one shared listener (the accept herd, Apache-style);
-      /.evlab/stats gives each process's accept wake-ups
+  evlab serve /tmp/www -m epoll-lt --sendfile --cork --accept-limit 10
+      the paper's configuration, with a limit on accepts per notification
+  evlab serve /tmp/www --origin-delay 2500
+      an origin for a proxy: every reply waits 2.5 s (the Polymix-4 servers'
+      mean think time; add --origin-delay-sd 1000 for their normal distribution)
+  evlab serve /tmp/www -m epoll-lt --workers 64 --as processes --stats
+      64 pre-forked processes on one shared listener (the accept herd,
+      Apache-style); /.evlab/stats gives each process's accept wake-ups
   evlab serve --list-mechanisms
       the mechanisms and whether this kernel supports each
 
-Ctrl-C (SIGINT) or SIGTERM stops accepting, finishes the replies in flight and prints a
+Ctrl-C (SIGINT) or SIGTERM stops accepting, finishes the replies in flight and prints a \
 summary on stderr; the exit status is then 0 (a graceful stop is not a failure).";
 
 #[derive(Copy, Clone, Debug)]
@@ -202,8 +206,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         print!("{}", list_mechanisms());
         return Ok(());
     }
-    let Some(root) = a.root else {
-        anyhow::bail!("--root DIR is required");
+    let root = match (a.dir, a.root) {
+        (Some(dir), Some(root)) => {
+            return Err(crate::args::usage(format!(
+                "the document root is given twice, as DIR ({}) and as --root ({}): give one",
+                dir.display(),
+                root.display()
+            )))
+        }
+        (Some(d), None) | (None, Some(d)) => d,
+        (None, None) => PathBuf::from("."),
     };
     let seconds = |flag: &str, v: f64| -> anyhow::Result<Option<Duration>> {
         if !v.is_finite() || v < 0.0 {
@@ -250,7 +262,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if a.model == "processes" {
         return run_processes(cfg);
     }
-    let server = Server::start(cfg).context("evlab serve")?;
+    let server = Server::start(cfg)?;
     signals::install(&server.shared().wakers()).context("installing signal handlers")?;
     {
         let mut out = std::io::stdout().lock();
@@ -260,14 +272,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let shared = server.shared().clone();
     let result = server.wait();
     eprint!("{}", shared.summary());
-    result.context("evlab serve")?;
-    Ok(())
+    Ok(result?)
 }
 
 /// `--as processes`: forks the workers first thing (no thread has started in this process),
 /// then supervises them until SIGINT or SIGTERM.
 fn run_processes(cfg: Config) -> anyhow::Result<()> {
-    let server = Prefork::start(cfg).context("evlab serve")?;
+    let server = Prefork::start(cfg)?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {}", server.local_addr())?;
@@ -276,6 +287,5 @@ fn run_processes(cfg: Config) -> anyhow::Result<()> {
     let shared = server.shared().clone();
     let result = server.run(&mut |line| eprintln!("{line}"));
     eprint!("{}", shared.summary());
-    result.context("evlab serve")?;
-    Ok(())
+    Ok(result?)
 }

@@ -120,6 +120,24 @@ fn man_pages_render_for_evlab_and_each_subcommand() {
     }
     let load = stdout(&evlab(&["man", "load"]));
     assert!(load.contains("max\\-error\\-rate"), "{load}");
+    // The synopsis names each option's value, as `--help`'s usage does.
+    let serve = stdout(&evlab(&["man", "serve"]));
+    let synopsis = serve
+        .split(".SH SYNOPSIS\n")
+        .nth(1)
+        .and_then(|s| s.lines().next())
+        .unwrap_or_default();
+    for want in [
+        "\\fBevlab serve\\fR ",
+        "[\\fB\\-\\-listen\\fR \\fIADDR:PORT\\fR]",
+        "[\\fB\\-m\\fR|\\fB\\-\\-mechanism\\fR \\fIMECHANISM\\fR]",
+        "[\\fB\\-\\-stats\\fR]",
+        "[\\fIDIR\\fR]",
+    ] {
+        assert!(synopsis.contains(want), "lacks {want}: {synopsis}");
+    }
+    let micro = stdout(&evlab(&["man", "micro"]));
+    assert!(micro.contains("\\fIcommand\\fR\n"), "{micro}");
     // groff renders it without a warning, where installed.
     if evlab_poll::testing::program("groff") {
         let mut g = Command::new("groff")
@@ -248,6 +266,14 @@ fn bash_completes_choice_flags_with_their_values() {
         complete("evlab serve --file-io "),
         "cache read mmap sendfile"
     );
+    // `evlab run`'s experiments by name.
+    assert_eq!(complete("evlab run qu"), "quick");
+    let figs = complete("evlab run fig5");
+    assert_eq!(figs, "fig5-one-byte-idle", "{figs}");
+    let all = complete("evlab run ");
+    for want in ["quick", "peers", "pipetest", "fig-proxy-cpu", "fdalloc"] {
+        assert!(all.split(' ').any(|x| x == want), "run: {all}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -365,6 +391,15 @@ fn usage_errors_exit_2_everywhere() {
         ),
         (&["load", "--rate", "5"], "--num-conns or --duration"),
         (
+            &["load", "--rate", "1e-9", "--num-conns", "2"],
+            "one per hour",
+        ),
+        (&["load", "-R", "1e-9"], "one per hour"),
+        (
+            &["load", "--rate", "5", "--num-conns", "1", "--start-at", "5"],
+            "days ago",
+        ),
+        (
             &[
                 "load",
                 "--rate",
@@ -472,4 +507,68 @@ fn user_facing_words_name_no_issue_no_seed_and_no_path_outside() {
             assert!(!numbered, "{what}:{}: an issue number in: {line}", i + 1);
         }
     }
+}
+
+/// Every subcommand's error says which command it is once, `evlab SUB: error: …`, with no
+/// second "evlab …:" inside and its cause once (an io error that is both a message and a
+/// `source()` would print twice in the chain).
+#[test]
+fn errors_have_one_prefix_and_say_their_cause_once() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().to_string();
+    let scratch = std::env::temp_dir().join(format!("evlab-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let file = scratch.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = scratch.join("missing");
+    let missing = missing.to_str().unwrap();
+    // Under a file: no directory can be made there.
+    let under_file = file.join("sub");
+    let under_file = under_file.to_str().unwrap();
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["serve", missing], "evlab serve", "document root"),
+        (
+            &["serve", "/tmp", "--listen", &port],
+            "evlab serve",
+            "cannot listen",
+        ),
+        (
+            &["proxy", "--origin", "127.0.0.1:1", "--listen", &port],
+            "evlab proxy",
+            "cannot listen",
+        ),
+        (&["report", missing], "evlab report", "is not a directory"),
+        (&["load-merge", missing], "evlab load-merge", "cannot read"),
+        (&["hosts", missing], "evlab hosts", "cannot read"),
+        (&["compare", missing, missing], "evlab compare", missing),
+        (&["man", "nope"], "evlab man", "no subcommand"),
+        (&["run", "nope"], "evlab run", "no experiment"),
+        (
+            &["micro", "readahead", "--dir", under_file, "--sizes", "4K"],
+            "evlab micro readahead",
+            under_file,
+        ),
+    ];
+    for (args, who, what) in cases {
+        let o = evlab(args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.contains("error:"))
+            .unwrap_or_else(|| panic!("{args:?}: no error line: {err}"));
+        let rest = line
+            .strip_prefix(&format!("{who}: error: "))
+            .unwrap_or_else(|| panic!("{args:?}: not `{who}: error: …`: {line}"));
+        assert!(rest.contains(what), "{args:?}: {line}");
+        // "evlab:" or "evlab WORD:" again inside (a path or `evlab run` in quotes is fine).
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let stutter = words.iter().enumerate().any(|(i, w)| {
+            *w == "evlab:" || (*w == "evlab" && words.get(i + 1).is_some_and(|n| n.ends_with(':')))
+        });
+        assert!(!stutter, "{args:?}: a second prefix: {line}");
+        assert!(rest.matches("(os error").count() <= 1, "{args:?}: {line}");
+    }
+    drop(busy);
+    std::fs::remove_dir_all(&scratch).unwrap();
 }

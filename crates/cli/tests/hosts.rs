@@ -155,6 +155,19 @@ fn a_bad_hosts_file_is_refused_with_the_reason() {
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("do not start with '-'"), "{err}");
+    // A syntax error names its line and column and shows the line.
+    std::fs::write(
+        &f,
+        "[[host]]\nname = \"a\"\ndestination = a.lan\nrole = \"server\"\n",
+    )
+    .unwrap();
+    let o = evlab(&["hosts", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{}:3:15: ", f.display())) && err.contains("3 | destination = a.lan"),
+        "{err}"
+    );
     let o = evlab(&["hosts", dir.join("none.toml").to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
     std::fs::remove_dir_all(&dir).unwrap();

@@ -212,12 +212,24 @@ fn start_at_past_runs_at_once_and_says_how_late_and_far_ahead_is_refused() {
     let c = r.clock.unwrap();
     assert_eq!((c.start_at, c.late_ms), (None, None));
     assert!(c.ended_at > c.started_at);
-    // An hour and more ahead (milliseconds given for seconds), or not a number: refused before
-    // the run.
-    for bad in [format!("{:.3}", now() * 1000.0), "NaN".to_string()] {
+    // An hour and more ahead (milliseconds given for seconds), more than 10 s behind (`5`, an
+    // instant of 1970), or not a number: a usage error before the run, saying which.
+    for (bad, says) in [
+        (
+            format!("{:.3}", now() * 1000.0),
+            "ahead of this host's clock",
+        ),
+        (format!("{:.3}", now() - 60.0), "passed 60"),
+        ("5".to_string(), "days ago"),
+        ("NaN".to_string(), "Unix seconds"),
+    ] {
         let o = evlab(&[&base[..], &["--num-conns", "2", "--start-at", bad.as_str()]].concat());
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{bad}: {err}");
-        assert!(err.contains("--start-at"), "{err}");
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.starts_with("evlab load: error: --start-at") && err.contains(says),
+            "{bad}: {err}"
+        );
+        assert!(!err.contains("warning"), "{bad}: {err}");
     }
 }

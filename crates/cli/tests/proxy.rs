@@ -933,6 +933,49 @@ fn refuses_bad_flags_with_reasons() {
     assert!(e.contains("--keep-bytes"), "{e}");
 }
 
+/// `--origin` takes the origin's URL, as curl and wrk users write it: the proxy starts and
+/// forwards; a URL with a path, or https, is a usage error that says why.
+#[test]
+fn the_origin_may_be_given_as_a_url() {
+    let o = origin();
+    for url in [format!("http://{}", o.addr), format!("http://{}/", o.addr)] {
+        let p = Proc::spawn(
+            "evlab proxy --origin URL",
+            &[
+                "proxy".into(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
+                "--origin".into(),
+                url.clone(),
+            ],
+        );
+        let mut s = connect(p.addr);
+        let mut buf = Vec::new();
+        let r = get(&mut s, &mut buf, "/hello.txt");
+        assert_eq!(
+            (r.status, &r.body[..]),
+            (200, &b"hello, world\n"[..]),
+            "{url}"
+        );
+        drop(s);
+        p.stop();
+    }
+    o.stop();
+    for (url, says) in [
+        ("https://127.0.0.1:8443", "not TLS"),
+        ("http://127.0.0.1:8080/one", "not a URL with a path"),
+    ] {
+        let out = Command::new(BIN)
+            .args(["proxy", "--listen", "127.0.0.1:0", "--origin", url])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {e}");
+        assert!(e.contains("--origin") && e.contains(says), "{url}: {e}");
+    }
+}
+
 /// nginx as a reverse proxy (`proxy_pass` with kept upstream connections) in front of the same
 /// origin: every size, HEAD, 304 and 404 come out of both proxies with the same status, the
 /// same Content-Length and the same body bytes. Skipped with a reason without nginx.

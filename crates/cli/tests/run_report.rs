@@ -219,9 +219,10 @@ fn a_rate_search_eta_is_an_estimate_at_the_knee_refined_as_series_finish() {
 }
 
 #[test]
-fn list_gives_points_and_estimated_times() {
+fn list_gives_points_times_needs_and_what_each_shows() {
     let o = Command::new(evlab())
         .args(["run", "--list"])
+        .env("COLUMNS", "120")
         .output()
         .unwrap();
     assert!(o.status.success());
@@ -251,7 +252,37 @@ fn list_gives_points_and_estimated_times() {
     // peers: fixed rates, an exact count; fig1: 120 s points, hours.
     assert!(row("peers")[1].parse::<usize>().is_ok(), "{text}");
     assert!(row("fig1-one-byte")[2].contains('h'), "{text}");
-    assert!(text.contains("Times are estimates"), "{text}");
+    assert!(text.contains("time: an estimate"), "{text}");
+    // It fits 120 columns; what each needs is a column, marked where this machine lacks it.
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 120,
+            "{} characters: {l}",
+            l.chars().count()
+        );
+    }
+    assert_eq!(row("experiment")[3..], ["needs", "what", "it", "shows"]);
+    let needs = |name: &str| row(name)[3..].join(" ");
+    assert!(needs("quick").starts_with("root/cgroup"), "{text}");
+    assert!(needs("quick").contains("12k fds"), "{text}");
+    assert!(needs("fig-proxy-cpu").contains("nginx"), "{text}");
+    assert!(needs("testbed").contains("--hosts"), "{text}");
+    // A micro-benchmark's time is the reference machine's, or a dash: never its name.
+    for micro in ["pipetest", "herd", "fdalloc", "malloc", "readahead"] {
+        let r = row(micro);
+        assert_eq!(r[1], "—", "{r:?}");
+        assert!(r[2] == "—" || r[2].starts_with('~'), "{r:?}");
+        assert!(!text.contains(&format!("({micro})")), "{text}");
+    }
+    // At 80 columns, what each shows goes on lines of its own below its row.
+    let o = Command::new(evlab())
+        .args(["run", "--list"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let narrow = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+    assert!(narrow.contains("\n    The paper's headline"), "{narrow}");
     // --duration changes the estimates.
     let o = Command::new(evlab())
         .args(["run", "--list", "--duration", "1"])

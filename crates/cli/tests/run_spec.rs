@@ -47,6 +47,36 @@ fn every_shipped_experiment_parses() {
     }
 }
 
+/// Every shipped experiment says what it shows in one line of plain words for `--list`: no
+/// paper's private names (KeepCopy, uselect, AutoRelease, deadconn_last) unexplained there.
+#[test]
+fn every_experiment_has_a_plain_summary() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let spec = Spec::parse(&std::fs::read_to_string(&p).unwrap(), "t").unwrap();
+        let s = &spec.summary;
+        assert!(
+            !s.is_empty() && s.chars().count() <= 100 && !s.contains('\n'),
+            "{}: summary {s:?}",
+            p.display()
+        );
+        for jargon in [
+            "KeepCopy",
+            "uselect",
+            "AutoRelease",
+            "deadconn",
+            "LSE",
+            "LSP",
+        ] {
+            assert!(!s.contains(jargon), "{}: {jargon} in {s:?}", p.display());
+        }
+    }
+}
+
 #[test]
 fn list_shows_builtin_experiments() {
     let out = Command::new(env!("CARGO_BIN_EXE_evlab"))

@@ -245,7 +245,7 @@ fn bad_root_and_bad_flags_name_the_problem() {
     // source() would print twice in a `{:#}` chain).
     assert_eq!(
         err.trim_end(),
-        "evlab: error: evlab serve: document root /definitely/not/here: No such file or \
+        "evlab serve: error: document root /definitely/not/here: No such file or \
          directory (os error 2)"
     );
     let out = Command::new(BIN)
@@ -492,4 +492,50 @@ fn emfile_pauses_accept_without_spinning() {
     assert!(t0.elapsed() < Duration::from_secs(15));
     // And new ones too.
     assert!(http_get(s.addr, "/one").contains("200 OK"));
+}
+
+/// `evlab serve DIR` serves DIR, and `evlab serve` the current directory, as `python -m
+/// http.server` does; DIR and --root together are a usage error that says so.
+#[test]
+fn the_root_is_an_argument_defaulting_to_the_current_directory() {
+    let dir = common::docroot("positional");
+    let mut with_dir = spawn(
+        Command::new(BIN)
+            .args(["serve", "--listen", "0"])
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
+    let mut here = spawn(
+        Command::new(BIN)
+            .args(["serve", "--listen", "0", "--mechanism", "poll"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
+    for child in [&mut with_dir, &mut here] {
+        let addr =
+            common::listening_addr(&mut std::io::BufReader::new(child.stdout.take().unwrap()))
+                .unwrap_or_else(|line| panic!("{line:?}"));
+        let r = http_get(addr, "/one");
+        assert!(
+            r.starts_with("HTTP/1.1 200 OK\r\n") && r.ends_with("\r\n\r\na"),
+            "{r}"
+        );
+        assert!(sigterm_and_wait(child).success());
+    }
+    let out = Command::new(BIN)
+        .args(["serve", "/tmp", "--root", "/srv", "--listen", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("given twice, as DIR (/tmp) and as --root (/srv): give one"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -49,6 +49,11 @@ const LEAD: Duration = Duration::from_millis(20);
 /// `--start-at` further ahead than this is taken for a mistake (milliseconds given for
 /// seconds, a wrong day) rather than waited for.
 pub const MAX_START_AHEAD: Duration = Duration::from_secs(3600);
+/// `--start-at` further behind than this is refused rather than started at once, late: clients
+/// told one instant start within its first second or so, so one this late would not start with
+/// them, and an instant long past (`5`: 1970) is a mistake. A lateness below it is run and
+/// reported (`clock.late_ms`, and a warning).
+pub const MAX_START_LATE: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug)]
 pub struct LoadConfig {
@@ -388,11 +393,26 @@ pub fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// `--start-at` is a wall-clock instant, not too far ahead of `now`.
+/// `--start-at` is a wall-clock instant, neither too far ahead of `now` nor too far behind.
 pub fn check_start_at(at: f64, now: f64) -> Result<(), LoadError> {
     if !(at.is_finite() && at > 0.0) {
         return Err(LoadError::Config(format!(
             "--start-at must be a wall-clock instant in Unix seconds (such as {now:.3}), not {at}"
+        )));
+    }
+    let late = now - at;
+    if late > MAX_START_LATE.as_secs_f64() {
+        let how_long = if late >= 2.0 * 86_400.0 {
+            format!("{:.0} days", late / 86_400.0)
+        } else {
+            format!("{late:.1} s")
+        };
+        return Err(LoadError::Config(format!(
+            "--start-at {at} passed {how_long} ago by this host's clock ({now:.3}), more than \
+             the {} s a client may start late: give an instant ahead, such as $(date -d \
+             '+5 sec' +%s.%N); if it is right, this host's clock is ahead (`evlab hosts` \
+             shows each host's)",
+            MAX_START_LATE.as_secs()
         )));
     }
     if at - now > MAX_START_AHEAD.as_secs_f64() {

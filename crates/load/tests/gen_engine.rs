@@ -392,6 +392,28 @@ fn nonsense_config_is_an_error() {
     assert!(gen::run(&c, &factory, &stop, &Live::default()).is_err());
 }
 
+/// `start_at` a little behind is run late; far behind (an instant of 1970, or more than
+/// `MAX_START_LATE`) or more than an hour ahead is refused, saying by how much.
+#[test]
+fn start_at_is_refused_far_behind_and_far_ahead() {
+    let now = 1_800_000_000.0;
+    assert!(gen::check_start_at(now - 9.0, now).is_ok());
+    assert!(gen::check_start_at(now + 3000.0, now).is_ok());
+    let e = gen::check_start_at(now - 11.0, now)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("passed 11.0 s ago") && e.contains("10 s"), "{e}");
+    let e = gen::check_start_at(5.0, now).unwrap_err().to_string();
+    assert!(e.contains("passed 20833 days ago"), "{e}");
+    let e = gen::check_start_at(now * 1000.0, now)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ahead of this host's clock"), "{e}");
+    for bad in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
+        assert!(gen::check_start_at(bad, now).is_err(), "{bad}");
+    }
+}
+
 /// With `start_at` ahead, no connection reaches the server before that wall-clock instant
 /// (seen from the server's side, at accept), with several threads; the report says it
 /// started at T, on time, and ended after.

@@ -44,19 +44,16 @@ pub enum MicroError {
     /// A configuration that cannot run; the message says which value and why.
     #[error("{0}")]
     Config(String),
-    /// A system call failed; `what` says what was being done.
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: io::Error,
-    },
+    /// A system call failed; `what` says what was being done. The cause is in the message and
+    /// not also a `source()`, which a `{:#}` chain would print a second time.
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: io::Error },
 }
 
 impl MicroError {
     pub fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> MicroError {
         let what = what.into();
-        move |source| MicroError::Io { what, source }
+        move |cause| MicroError::Io { what, cause }
     }
 }
 

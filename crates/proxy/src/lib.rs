@@ -289,12 +289,14 @@ pub enum ProxyError {
         mechanism: Mechanism,
         reason: String,
     },
-    #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: io::Error },
+    // The io errors are in the messages and not also `source()`s, which a `{:#}` chain would
+    // print a second time.
+    #[error("cannot listen on {addr}: {error}")]
+    Listen { addr: SocketAddr, error: io::Error },
     #[error("{0}")]
     Config(String),
-    #[error("worker {worker}: {source}")]
-    Worker { worker: usize, source: io::Error },
+    #[error("worker {worker}: {error}")]
+    Worker { worker: usize, error: io::Error },
     #[error("worker {0} panicked")]
     Panicked(usize),
 }
@@ -302,10 +304,7 @@ pub enum ProxyError {
 impl From<WorkerError> for ProxyError {
     fn from(e: WorkerError) -> ProxyError {
         match e {
-            WorkerError::Failed { worker, error } => ProxyError::Worker {
-                worker,
-                source: error,
-            },
+            WorkerError::Failed { worker, error } => ProxyError::Worker { worker, error },
             WorkerError::Panicked(w) => ProxyError::Panicked(w),
         }
     }
@@ -349,9 +348,9 @@ impl Proxy {
             ));
         }
         sys::set_profiling(cfg.profile);
-        let listen_err = |source| ProxyError::Listen {
+        let listen_err = |error| ProxyError::Listen {
             addr: cfg.listen,
-            source,
+            error,
         };
         let fd = sys::tcp_listener(&cfg.listen, cfg.backlog, false).map_err(listen_err)?;
         let addr = match sys::getsockname(fd) {

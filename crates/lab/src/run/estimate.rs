@@ -26,7 +26,6 @@
 //! against it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use evlab_reason::model::spec::{RateSearch, Spec};
 
@@ -210,98 +209,6 @@ pub fn hms(s: f64) -> String {
     } else {
         format!("{s}s")
     }
-}
-
-/// What `evlab run --list` prints: each experiment (name, TOML text) with its points and its
-/// estimated time on this machine — the series `evlab` (the binary that would run them)
-/// supports here and the peers installed — at `duration_override` seconds per point, or at each
-/// experiment's own `duration_s`.
-fn first_line(description: &str) -> String {
-    let d = description.lines().next().unwrap_or("");
-    d.trim_end_matches('\\').trim().to_string()
-}
-
-pub fn list(experiments: &[(&str, &str)], evlab: &Path, duration_override: Option<f64>) -> String {
-    let support = crate::run::plan::mechanism_support(evlab);
-    let mut handlers: Option<Vec<String>> = None;
-    let mut rows = vec![[
-        "experiment".to_string(),
-        "points".to_string(),
-        "time".to_string(),
-        "description".to_string(),
-    ]];
-    for (name, text) in experiments {
-        let spec = match Spec::parse(text, name) {
-            Ok(s) => s,
-            Err(e) => {
-                rows.push([name.to_string(), "?".into(), "?".into(), e.to_string()]);
-                continue;
-            }
-        };
-        if let Some(m) = &spec.micro {
-            // One run of a micro-benchmark, not a sweep of load points: its time is its own.
-            rows.push([
-                name.to_string(),
-                "-".into(),
-                format!("({})", m.benchmark),
-                first_line(&spec.description),
-            ]);
-            continue;
-        }
-        let h = if spec
-            .mechanisms
-            .iter()
-            .chain(spec.series.iter().map(|s| &s.mechanism))
-            .any(|m| m.starts_with("lighttpd"))
-        {
-            handlers
-                .get_or_insert_with(|| crate::run::plan::lighttpd_handlers(&spec))
-                .clone()
-        } else {
-            vec![]
-        };
-        let plan = crate::run::plan::plan_with(&spec, &support, &h);
-        let e = estimate(
-            &spec,
-            plan.series.len(),
-            duration_override.unwrap_or(spec.duration_s),
-        );
-        rows.push([
-            name.to_string(),
-            e.points.to_string(),
-            format!("~{}", hms(e.seconds)),
-            first_line(&spec.description),
-        ]);
-    }
-    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    let mut out = String::new();
-    for r in &rows {
-        let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w - s.chars().count()));
-        let line = format!(
-            "{}  {}  {}  {}",
-            pad(&r[0], w0),
-            pad(&r[1], w1),
-            pad(&r[2], w2),
-            r[3]
-        );
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out.push_str(&format!(
-        "\nPoints and times for this machine (the series it supports), at {}.\n\
-         Times are estimates: points × (duration + ~{POINT_OVERHEAD_S} s; ~{:.1} s more with 10,000 idle \
-         connections) + calibration.\n\
-         ≤N: calibrated rates that coincide are measured once. ~N (≤M): a rate search stops at each \
-         series' knee: N points expected, M at most. - (NAME): a micro-benchmark, one run of \
-         `evlab NAME` whose time depends on the machine (docs/micro.md).\n",
-        match duration_override {
-            Some(d) => format!("--duration {d} s per point"),
-            None => "each experiment's duration_s".into(),
-        },
-        IDLE_SETUP_S * 10_000.0
-    ));
-    out
 }
 
 /// One series' rates at one idle count in one trial: the unit the sweep runs in order.

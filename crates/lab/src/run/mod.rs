@@ -10,6 +10,7 @@ pub mod estimate;
 pub(crate) mod fileset;
 pub mod hosts;
 pub mod knee;
+pub mod listing;
 pub(crate) mod looks;
 pub mod machine;
 pub mod micro;

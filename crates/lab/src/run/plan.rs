@@ -453,13 +453,19 @@ const FD_MARGIN: u64 = 200;
 /// (`active_conns`): an open-loop load past the server's capacity holds hundreds.
 const OPEN_LOOP_CONNS: u64 = 1_000;
 
+/// The descriptors the server and the idle holder each need for `idle` idle connections: those,
+/// the load's connections and a margin.
+pub fn descriptors_for(spec: &Spec, idle: usize) -> u64 {
+    idle as u64 + spec.active_conns.unwrap_or(OPEN_LOOP_CONNS) + FD_MARGIN
+}
+
 /// Leaves out the idle counts that do not fit `limit` descriptors per process (the server and
 /// the idle holder each hold one per idle connection, plus the load's and a margin); returns
 /// what was left out, with the limit and how to raise it (`root`: whether this is root, who
 /// could not raise it either). `evlab run` gives its children 65,536 where it may raise the
 /// limit that far, else they keep this process's.
 pub fn fit_idle_to_limit(spec: &mut Spec, limit: u64, root: bool) -> Vec<SkippedSeries> {
-    let need = |n: usize| n as u64 + spec.active_conns.unwrap_or(OPEN_LOOP_CONNS) + FD_MARGIN;
+    let need = |n: usize| descriptors_for(spec, n);
     let how = if root {
         "root here may not raise it either (no CAP_SYS_RESOURCE: a container's capabilities), \
          so the machine's own limit must be raised where it is set (the container's or \

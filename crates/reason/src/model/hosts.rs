@@ -71,6 +71,36 @@ fn plain(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "-_.@:[]".contains(c))
 }
 
+/// A TOML error as a compiler gives one: `FILE:LINE:COLUMN: what`, then the offending line
+/// with a caret under the column (1-based, in characters); `FILE: what` where toml gives no
+/// place.
+fn toml_error(text: &str, origin: &str, e: &toml::de::Error) -> String {
+    let what = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let Some(span) = e.span() else {
+        return format!("{origin}: {what}");
+    };
+    let at = (0..=span.start.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[..at].matches('\n').count() + 1;
+    let column = text[line_start..at].chars().count() + 1;
+    let source = text[line_start..].lines().next().unwrap_or("");
+    let gutter = line.to_string().len();
+    format!(
+        "{origin}:{line}:{column}: {what}\n{line} | {source}\n{} | {}^",
+        " ".repeat(gutter),
+        " ".repeat(column - 1)
+    )
+}
+
 impl Hosts {
     pub fn parse(text: &str, origin: &str) -> Result<Hosts, LabError> {
         let bad = |msg: String| LabError::Io(format!("{origin}: {msg}"));
@@ -97,7 +127,7 @@ impl Hosts {
                     .collect(),
             }
         } else {
-            toml::from_str(text).map_err(|e| bad(e.message().to_string()))?
+            toml::from_str(text).map_err(|e| LabError::Io(toml_error(text, origin, &e)))?
         };
         if h.hosts.is_empty() {
             return Err(bad("no [[host]]: name at least a server".into()));
@@ -306,8 +336,39 @@ mod tests {
         ] {
             let e = Hosts::parse(text, "h.toml").unwrap_err().to_string();
             assert!(e.contains(says), "{text:?}: {e}");
-            assert!(e.starts_with("h.toml: "), "{e}");
+            assert!(e.starts_with("h.toml:"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_toml_error_names_its_line_and_column_and_shows_the_text() {
+        // A value without its quotes, on line 4.
+        let text = GOOD.replace("destination = \"alice@server.lan\"", "destination = alice");
+        let e = Hosts::parse(&text, "h.toml").unwrap_err().to_string();
+        let mut lines = e.lines();
+        let first = lines.next().unwrap();
+        assert!(first.starts_with("h.toml:4:15: "), "{e}");
+        assert_eq!(lines.next(), Some("4 | destination = alice"), "{e}");
+        assert_eq!(lines.next(), Some("  |               ^"), "{e}");
+        // A wrong type names where the value is.
+        let text = GOOD
+            .replace("role = \"judge\"", "")
+            .replace("workdir = \"/tmp/w\"", "port = \"x\"");
+        let e = Hosts::parse(&text, "h.toml").unwrap_err().to_string();
+        assert!(
+            e.starts_with("h.toml:10:8: invalid type: string \"x\", expected u16\n"),
+            "{e}"
+        );
+        // Columns count characters, not bytes.
+        let text = GOOD.replace("\"alice@server.lan\"", "\"ü\" x");
+        let e = Hosts::parse(&text, "h.toml").unwrap_err().to_string();
+        assert!(e.starts_with("h.toml:4:19: "), "{e}");
+        assert!(e.ends_with("\n  |                   ^"), "{e}");
+        // The unknown key's line (characters beyond ASCII above it do not shift it).
+        let e = Hosts::parse(&format!("# ünïcode\n{GOOD}colour = 1\n"), "h.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("h.toml:12:1: unknown field `colour`"), "{e}");
     }
 }
 

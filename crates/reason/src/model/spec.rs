@@ -23,6 +23,10 @@ pub struct Spec {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// What the experiment shows, in one line of plain words, for `evlab run --list`; absent:
+    /// the description's first sentence.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
     /// Mechanisms (evlab) and peers (`nginx`, `lighttpd:<handler>`, `lighttpd:*`, and with
     /// `[proxy]` `haproxy`), or `"all"` for every evlab mechanism this kernel supports.
     #[serde(default)]
@@ -430,6 +434,11 @@ pub struct MicroSpec {
     /// Flags for its subcommand (`evlab pipetest …`); `--json` is the lab's.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Seconds the run took on the reference machine (results/reference), which
+    /// `evlab run --list` gives as its time: a micro-benchmark runs once, for as long as the
+    /// machine takes, so there is no model to estimate it by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_s: Option<f64>,
 }
 
 /// `rates`: a list, or `"auto"`.

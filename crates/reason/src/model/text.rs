@@ -59,9 +59,58 @@ pub fn shell_line(argv: &[String]) -> String {
         .join(" ")
 }
 
+/// A comment line of an experiment's TOML as a report shows it: without the source's module
+/// paths (`model::knee`) that files written before they were taken out carry, each with the
+/// `; ` or `, ` after it. Only comments: a value is as it ran.
+pub fn without_module_paths(line: &str) -> String {
+    if !line.trim_start().starts_with('#') {
+        return line.to_string();
+    }
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("::") {
+        let start = rest[..at].rfind(|c: char| !ident(c)).map_or(0, |i| i + 1);
+        let after = &rest[at + 2..];
+        let end = after
+            .find(|c: char| !ident(c) && c != ':')
+            .unwrap_or(after.len());
+        if start == at || end == 0 {
+            // Not a path (`[::1]`): kept.
+            out.push_str(&rest[..at + 2]);
+            rest = after;
+            continue;
+        }
+        out.push_str(&rest[..start]);
+        let tail = &after[end..];
+        rest = tail
+            .strip_prefix("; ")
+            .or_else(|| tail.strip_prefix(", "))
+            .unwrap_or(tail);
+    }
+    out.push_str(rest);
+    out.replace(" ()", "").replace("()", "")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_lose_module_paths_and_values_keep_theirs() {
+        assert_eq!(
+            without_module_paths(
+                "# The search after each point (model::knee; docs/methodology.md, \"The knee\"),"
+            ),
+            "# The search after each point (docs/methodology.md, \"The knee\"),"
+        );
+        assert_eq!(
+            without_module_paths("# a search (model::knee)."),
+            "# a search."
+        );
+        assert_eq!(without_module_paths("# on [::1]:8080"), "# on [::1]:8080");
+        assert_eq!(without_module_paths("x = \"a::b\""), "x = \"a::b\"");
+    }
 
     #[test]
     fn numbers_are_grouped_by_thousands() {

@@ -746,7 +746,10 @@ fn reproduce_section(s: &Summary) -> Vec<Block> {
         s.command, s.spec_path
     )));
     d.push(Block::Code(
-        s.spec_text.lines().map(|l| l.to_string()).collect(),
+        s.spec_text
+            .lines()
+            .map(crate::model::text::without_module_paths)
+            .collect(),
     ));
     let mut cmds = Vec::new();
     for p in &s.points {

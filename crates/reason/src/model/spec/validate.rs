@@ -236,6 +236,12 @@ impl Spec {
         if m.args.iter().any(|a| a.starts_with("--json")) {
             return Err(("args", "`--json` is set by `evlab run`".into()));
         }
+        if m.reference_s.is_some_and(|s| !(s.is_finite() && s >= 0.0)) {
+            return Err((
+                "reference_s",
+                "must be a number of seconds, 0 or more".into(),
+            ));
+        }
         Ok(())
     }
 

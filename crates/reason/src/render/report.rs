@@ -41,7 +41,6 @@ fn document(s: &Summary) -> Vec<Block> {
     d.extend(crate::render::knee::section(s));
     d.extend(one_rate_section(s));
     d.extend(size_section(s));
-    d.extend(response_section(s));
     let ax = axis(s);
     if ax != Axis::Rate {
         d.extend(swept_sections(s, &ax));
@@ -49,6 +48,8 @@ fn document(s: &Summary) -> Vec<Block> {
     for &idle in s.idle_counts().iter().filter(|_| ax == Axis::Rate) {
         d.extend(rate_section(s, idle));
     }
+    // The proxy's response time after its CPU, the source's main figure.
+    d.extend(response_section(s));
     if !fs.is_empty() {
         d.push(Block::H(2, "The findings in full".into()));
         d.push(Block::P(format!(

@@ -297,7 +297,7 @@ fn row(
     if r.marks.is_empty() && !r.empty.is_empty() {
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" font-size="9.5" font-style="italic" fill="#666666">{}</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" font-size="9.5" font-style="italic" fill="#555555" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
             x0 + 4.0,
             mid + 3.5,
             esc(&clip(&r.empty, x1 - x0 - 8.0, SUB_PX))

@@ -447,6 +447,12 @@ fn rate_section(s: &Summary, idle: usize) -> Vec<Block> {
     rates.dedup();
     if rates.len() > 1 {
         d.extend(figures(s, idle));
+        if offered_met(s, &|_| true) {
+            d.push(Block::P(
+                "Every point answered what it was offered: the reply rate is only in its table."
+                    .into(),
+            ));
+        }
     }
     d.push(Block::P(
         "Replies/s: the mean over valid trials, ± the half-width of the mean's 90% interval where \

@@ -173,7 +173,7 @@ pub(crate) fn seed_refs(
             x,
             lo: mean * seed.lo,
             hi: mean * seed.hi,
-            tip: format!("{series}, as the source would have it: {}", seed.words),
+            tip: format!("{a}, as the source would have it: {}", seed.words),
             series: Some(series),
         });
     }

@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 use self::axis::{
     fmt_tick, linear_x_axis, linear_y_axis, log_x_axis, log_y_axis, x_decimals, H, L, PH, PW, T, W,
 };
-use self::marks::{error_bar, marker, marker_with, nest, Mark};
+pub use self::marks::{colour, esc};
+use self::marks::{error_bar, marker, marker_with, nest, Mark, COLOURS};
 
 pub struct Line {
     pub label: String,
@@ -66,23 +67,6 @@ pub enum Scale {
     /// Decades; for values spanning orders of magnitude (reply times from under a millisecond
     /// to the timeout). Values ≤ 0 cannot be drawn and are left out.
     Log,
-}
-
-const COLOURS: &[&str] = &[
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#7f7f7f", "#bcbd22",
-];
-
-/// The colour of series (or category) `i`.
-pub fn colour(i: usize) -> &'static str {
-    COLOURS[i % COLOURS.len()]
-}
-
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// The chart as a standalone `<svg>` element. Each line is one `<polyline class="series">`.

@@ -641,7 +641,7 @@ pub(super) fn series_figures(
         let cats: Vec<(f64, String)> = xs.iter().map(|&x| (x, category(x))).collect();
         return vec![Block::Figure {
             file: format!("{file}.svg"),
-            svg: dot_plot(title, y_label, y_scale, &cats, &lines, None),
+            svg: dot_plot(title, y_label, y_scale, &cats, &lines, (None, &refs)),
             alt: title.to_string(),
         }];
     }
@@ -700,7 +700,7 @@ pub(super) fn dot_plot(
     scale: Scale,
     cats: &[(f64, String)],
     lines: &[Line],
-    range: Option<(f64, f64)>,
+    (range, refs): (Option<(f64, f64)>, &[svg::Ref]),
 ) -> String {
     let mut rows = Vec::new();
     let mut all = Vec::new();
@@ -727,9 +727,16 @@ pub(super) fn dot_plot(
                 ),
             });
         }
+        let refs: Vec<(f64, f64, String)> = refs
+            .iter()
+            .filter(|r| r.series.as_ref() == Some(&l.label))
+            .map(|r| (r.lo, r.hi, r.tip.clone()))
+            .collect();
+        all.extend(refs.iter().flat_map(|r| [r.0, r.1]));
         rows.push(svg::Row {
             label: l.label.clone(),
             marks,
+            refs,
             ..Default::default()
         });
     }

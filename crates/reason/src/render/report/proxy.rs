@@ -383,7 +383,14 @@ fn arranged(
         for (_, file, title, lines) in dots.iter().filter(|x| x.0 == idle) {
             d.push(Block::Figure {
                 file: file.clone(),
-                svg: dot_plot(title, "response time (ms)", Scale::Log, &cats, lines, range),
+                svg: dot_plot(
+                    title,
+                    "response time (ms)",
+                    Scale::Log,
+                    &cats,
+                    lines,
+                    (range, &[]),
+                ),
                 alt: title.clone(),
             });
         }

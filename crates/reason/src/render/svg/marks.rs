@@ -1,9 +1,25 @@
 //! The markers of a line chart: one closed shape per series (so each can be drawn hollow, an
-//! invalid point), error bars, and the nesting of markers that would hide one another.
+//! invalid point), error bars, the nesting of markers that would hide one another; and the
+//! colours and the escaping every figure uses.
 
 use std::fmt::Write as _;
 
-use super::esc;
+pub(super) const COLOURS: &[&str] = &[
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#7f7f7f", "#bcbd22",
+];
+
+/// The colour of series (or category) `i`.
+pub fn colour(i: usize) -> &'static str {
+    COLOURS[i % COLOURS.len()]
+}
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
 
 /// Marker outlines, centred on the origin: a polygon's vertices (the circle is drawn as such).
 /// Every shape is closed, so every one can be drawn hollow.

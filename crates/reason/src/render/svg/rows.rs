@@ -6,8 +6,7 @@
 use std::fmt::Write as _;
 
 use super::axis::{linear_y_axis, log_ticks, one_two_five};
-use super::marks::marker_with;
-use super::{esc, COLOURS};
+use super::marks::{esc, marker_with, COLOURS};
 
 /// The chart: its rows, and the categories its markers stand for (a legend entry each, which
 /// the report's script toggles as it does a line chart's series).

@@ -19,25 +19,30 @@ pub const VERDICT_CHANGED: i32 = 3;
 pub const EXAMPLES: &str = "\
 Examples:
   evlab compare results/quick/20261125-095300 results/quick/20261125-100100
-      two runs of one experiment: each finding judged on both (changed
-      verdicts first), each capacity and point as B/A with its 90% interval
-      (* significant, ~ not)
+      two runs of one experiment, run 1 and run 2: the summary first, each finding judged
+      on both (changed verdicts first), each capacity and point as run 2 / run 1 with its
+      90% interval (* beyond the runs' spread, ~ not)
   evlab compare before.json after.json
       two evlab load --json reports (one run each: changes without an interval)
-  evlab compare A B --md compare.md --json compare.json
+  evlab compare RUN1 RUN2 --md compare.md --json compare.json
       the same in Markdown and JSON besides the terminal
 
-Exit status: 0 when no finding changed verdict; 3 when one did (named first, for CI); 1 when \
-a directory or file cannot be read; 2 on a usage error.";
+Exit status: 0 when no finding changed verdict; 3 when one did (named first, for CI);
+1 when a directory or file cannot be read; 2 on a usage error, or for runs of two
+different experiments without --force.";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The first run: a results directory (with summary.json) or an `evlab load --json` file
-    #[arg(value_name = "A")]
+    /// Run 1: a results directory (with summary.json) or an `evlab load --json` file
+    #[arg(value_name = "RUN1")]
     pub a: PathBuf,
-    /// The second run, of the same kind
-    #[arg(value_name = "B")]
+    /// Run 2, of the same kind
+    #[arg(value_name = "RUN2")]
     pub b: PathBuf,
+    /// Compare runs of two different experiments all the same (their findings and points
+    /// mostly do not match)
+    #[arg(long)]
+    pub force: bool,
     /// Also write the comparison as Markdown to this file
     #[arg(long, value_name = "FILE")]
     pub md: Option<PathBuf>,
@@ -72,7 +77,15 @@ fn write_to(path: &Path, text: &str) -> anyhow::Result<()> {
 pub fn run(a: Args) -> anyhow::Result<()> {
     let (an, bn) = (a.a.display().to_string(), a.b.display().to_string());
     let c: Comparison = match (read(&a.a)?, read(&a.b)?) {
-        (Side::Run(x), Side::Run(y)) => compare::summaries(&an, &x, &bn, &y),
+        (Side::Run(x), Side::Run(y)) => {
+            if let Some(d) = compare::different_experiments(&x, &y).filter(|_| !a.force) {
+                return Err(crate::args::usage(format!(
+                    "{d}: different experiments answer different questions, so their findings \
+                     and points do not match (--force compares them all the same)"
+                )));
+            }
+            compare::summaries(&an, &x, &bn, &y)
+        }
         (Side::Load(x), Side::Load(y)) => compare::loads(&an, &x, &bn, &y),
         _ => anyhow::bail!(
             "{an} and {bn}: compare two results directories or two evlab load --json reports, \

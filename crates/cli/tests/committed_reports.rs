@@ -139,3 +139,100 @@ fn an_undecided_negative_control_does_not_pass() {
     assert_eq!(of("fig5-select-cpu")["registration"], "extension");
     assert_eq!(of("fig5-select-below-epoll-lt")["registration"], "post-hoc");
 }
+
+/// The attributes of each `<g class="row" …>` in `svg`, in order.
+fn rows(svg: &str) -> Vec<Vec<(String, String)>> {
+    svg.split("<g class=\"row\"")
+        .skip(1)
+        .map(|r| {
+            let head = &r[..r.find('>').unwrap_or(r.len())];
+            head.split("\" ")
+                .filter_map(|a| {
+                    let (k, v) = a.trim().split_once("=\"")?;
+                    Some((k.to_string(), v.trim_end_matches('"').to_string()))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Every committed report opens with its answer: the first figure of report.html is the
+/// findings chart, one row per finding of the findings.json beside it and in its order, each
+/// with that file's id, verdict, ratio, interval, n and registration; the controls' status
+/// (`id="controls"`, each control named with passed, failed or not decided) comes before the
+/// first table; and report.md gives the chart's rows as a table, before its first figure.
+#[test]
+fn every_findings_chart_carries_its_findings_json() {
+    let mut charts = 0;
+    for dir in committed() {
+        let Ok(json) = std::fs::read_to_string(dir.join("findings.json")) else {
+            continue;
+        };
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        // Raw: findings.json is written for other programs; this test reads it as they do.
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let fs = v["findings"].as_array().unwrap();
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let table = html.find("<table").unwrap_or(html.len());
+        let controls = html.find("id=\"controls\"");
+        if fs.is_empty() {
+            continue;
+        }
+        let controls = controls.unwrap_or_else(|| panic!("{name}: no id=\"controls\""));
+        assert!(controls < table, "{name}: the controls come after a table");
+        let aside = &html[controls..html[controls..].find("</aside>").unwrap() + controls];
+        for (key, words) in [
+            ("positive", "Positive control"),
+            ("negative", "Negative control"),
+            ("placebo", "Placebo control"),
+        ] {
+            let status = match v["controls"][key].as_str().unwrap() {
+                "passed" => "passed",
+                "failed" => "failed",
+                "underpowered" => "not decided",
+                _ => continue,
+            };
+            assert!(
+                aside.contains(&format!(
+                    "<strong>{words}</strong>: <span class=\"control-{}\">{status}</span>",
+                    status.replace(' ', "-")
+                )),
+                "{name}: {key} control is {status}: {aside}"
+            );
+        }
+        let start = html.find("<svg").unwrap();
+        let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+        let rows = rows(svg);
+        assert_eq!(rows.len(), fs.len(), "{name}: rows of the findings chart");
+        for (i, (row, f)) in rows.iter().zip(fs).enumerate() {
+            let attr = |k: &str| row.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
+            let at = format!("{name}, finding {i} ({})", f["id"]);
+            assert_eq!(attr("data-finding"), f["id"].as_str(), "{at}");
+            assert_eq!(attr("data-verdict"), f["verdict"].as_str(), "{at}");
+            assert_eq!(
+                attr("data-registration"),
+                f["registration"].as_str(),
+                "{at}"
+            );
+            for k in ["ratio", "lo", "hi", "n"] {
+                let drawn = attr(&format!("data-{k}")).map(|x| x.parse::<f64>().unwrap());
+                assert_eq!(drawn, f[k].as_f64(), "{at}: {k}");
+            }
+        }
+        // report.md: the chart's table, a row per finding, before the first figure.
+        let first_figure = md.find("](fig-").unwrap_or(md.len());
+        let head = md
+            .find("| finding | A / B |")
+            .unwrap_or_else(|| panic!("{name}: {md:.400}"));
+        assert!(head < first_figure, "{name}");
+        for f in fs {
+            assert!(
+                md[head..].contains(&format!("| `{}`", f["id"].as_str().unwrap())),
+                "{name}"
+            );
+        }
+        charts += 1;
+    }
+    assert!(charts >= 30, "only {charts} findings charts checked");
+}

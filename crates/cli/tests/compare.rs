@@ -1,5 +1,6 @@
-//! `evlab compare` on committed reference runs and on two real `evlab load` reports: the text,
-//! the Markdown and JSON, the exit status when a verdict changed, and the errors.
+//! `evlab compare` on committed reference runs and on two real `evlab load` reports: the text
+//! (the summary first, lines of at most 100 columns), the Markdown and JSON, the exit status
+//! when a verdict changed, runs of two experiments refused, and the errors.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -56,21 +57,45 @@ fn two_reference_runs_side_by_side() {
     // Raw: `evlab compare --json` (the lab's `Comparison`) is written, never read back.
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let findings = v["findings"].as_array().unwrap();
-    let changed = findings.iter().filter(|f| f["a"] != f["b"]).count();
+    let changed = findings.iter().filter(|f| f["run1"] != f["run2"]).count();
     // Runs 1 and 2 differ on fig5-epoll-lt-slight (inconclusive, then reproduced): the exit
     // status says a verdict changed, and that finding is named first.
     assert!(changed >= 1, "{out}");
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert_eq!(findings[0]["rule"], "fig5-epoll-lt-slight", "{out}");
     assert!(out.contains("CHANGED  fig5-epoll-lt-slight"), "{out}");
-    assert!(out.contains(&format!("A = {a} (quick")), "{out}");
     assert!(
-        out.lines().last().unwrap().starts_with(&format!(
-            "{changed} of {} findings changed verdict",
-            findings.len()
-        )),
+        out.contains(&format!("run 1: {a}\n       quick, ")),
         "{out}"
     );
+    assert!(
+        out.contains(&format!("run 2: {b}\n       quick, ")),
+        "{out}"
+    );
+    // The summary first: the counts, then a plain sentence per change beyond the spread.
+    let summary = out
+        .find(&format!(
+            "Run 2 changed {changed} of {} verdicts",
+            findings.len()
+        ))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(summary < out.find("Findings, each run").unwrap(), "{out}");
+    assert!(
+        out.contains("  - select's capacity with 10,000 idle connections in run 2 was 0.61 ["),
+        "{out}"
+    );
+    // The runs are run 1 and run 2; A and B are only ever a rule's arms.
+    assert!(!out.contains("B/A") && !out.contains("A ("), "{out}");
+    assert!(
+        out.contains("A = epoll-lt, 10,000 idle; B = epoll-lt, no idle"),
+        "{out}"
+    );
+    // Points at the rates each run calibrated are matched by rank, and it says so.
+    assert!(
+        out.contains("rate 1 of 1: 1,600/s in run 1, 1,400/s in run 2, each the same multiple"),
+        "{out}"
+    );
+    narrow(&out);
     // The capacities of both runs' searches, with intervals, and the points.
     let caps = v["capacities"].as_array().unwrap();
     assert_eq!(
@@ -83,9 +108,10 @@ fn two_reference_runs_side_by_side() {
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.starts_with("# evlab compare\n\n"), "{md}");
     assert!(
-        md.contains("| where | quantity | A (n) | B (n) | B/A [90%] |"),
+        md.contains("| where | run 1 (n) | run 2 (n) | run 2 / run 1 [90%] |"),
         "{md}"
     );
+    assert!(md.contains("\n\nRun 2 changed "), "{md}");
     // A run against itself: nothing changed, exit 0.
     let o = evlab(&["compare", &a, &a, "--json", "-"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -95,7 +121,7 @@ fn two_reference_runs_side_by_side() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|f| f["a"] == f["b"]));
+        .all(|f| f["run1"] == f["run2"]));
     assert!(v["points"]
         .as_array()
         .unwrap()
@@ -140,6 +166,14 @@ fn two_load_reports_and_the_errors() {
     assert!(out.contains("warning: the offered rates differ"), "{out}");
     assert!(out.contains("replies/s"), "{out}");
     assert!(out.contains("(no interval)"), "{out}");
+    // One plain sentence, as hyperfine gives.
+    assert!(out.contains("\nRun 2 answered "), "{out}");
+    assert!(out.contains(" replies/s against run 1's "), "{out}");
+    assert!(
+        out.contains("one run each, so no change can be told from the runs' spread."),
+        "{out}"
+    );
+    narrow(&out);
     // One of each kind, a file that is neither, and a missing argument.
     let o = evlab(&["compare", &reference("quick-knee-run1"), &files[0]]);
     assert_eq!(o.status.code(), Some(1));
@@ -152,6 +186,42 @@ fn two_load_reports_and_the_errors() {
     let o = evlab(&["compare", &files[0]]);
     assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Every line of `out` fits 100 columns.
+fn narrow(out: &str) {
+    for l in out.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+}
+
+/// Runs of two different experiments answer different questions: refused (a usage error,
+/// exit 2) unless `--force`.
+#[test]
+fn different_experiments_are_refused_unless_forced() {
+    let (a, b) = (reference("quick-knee-run10"), reference("fig-proxy-sizes"));
+    let o = evlab(&["compare", &a, &b]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("run 1 is of experiment quick and run 2 of fig-proxy-sizes"),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert!(o.stdout.is_empty());
+    let o = evlab(&["compare", &a, &b, "--force"]);
+    let out = text(&o);
+    assert!(
+        out.contains("warning: different experiments: run 1 is of experiment quick"),
+        "{out}"
+    );
+    // Nothing of one is in the other: every finding "changed" from "not in the run".
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    narrow(&out);
 }
 
 /// The build every result records: the version, the commit, clean or dirty, and rustc.

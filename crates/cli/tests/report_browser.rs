@@ -3,6 +3,11 @@
 //! hides exactly its own series (line, markers, bars) when clicked and shows it again on the
 //! next click; every marker carries its values for hovering (its `<title>`).
 //!
+//! The reports of the committed reference runs (those `evlab report` renders today) are also
+//! laid out as a person reads them: at a desktop's width (1,400 px) and a phone's (390 px) the
+//! page never scrolls sideways (a wide table or figure scrolls inside its own box), and every
+//! link of the table of contents leads to a section.
+//!
 //! One harness page frames every report and, once all have loaded, runs the checks in each and
 //! writes what it found into itself; `chromium --dump-dom` prints it. Chromium is needed:
 //! without it the test skips (`EVLAB_REQUIRE=all`, as CI sets, makes that a failure).
@@ -40,11 +45,25 @@ fn browser() -> Option<&'static str> {
 /// Runs in the harness once every frame has loaded; writes a JSON summary into `#result`.
 const CHECKS: &str = r#"
 window.addEventListener('load', function () {
-  var out = {reports: 0, figures: 0, legends: 0, marks: 0, texts: 0, errors: []};
+  var out = {reports: 0, figures: 0, legends: 0, marks: 0, texts: 0, laid_out: 0, links: 0, errors: []};
   function shown(doc, el) { return doc.defaultView.getComputedStyle(el).display !== 'none'; }
   document.querySelectorAll('iframe').forEach(function (frame) {
     var doc = frame.contentDocument, name = frame.getAttribute('data-name');
     if (!doc || !doc.body) { out.errors.push(name + ': did not load'); return; }
+    if (frame.hasAttribute('data-current')) {
+      out.laid_out++;
+      var root = doc.documentElement, width = frame.getAttribute('width');
+      if (root.scrollWidth > root.clientWidth + 1) {
+        out.errors.push(name + ' at ' + width + ' px: the page scrolls sideways (' + root.scrollWidth + ' px wide)');
+      }
+      doc.querySelectorAll('nav#contents a').forEach(function (a) {
+        out.links++;
+        if (!doc.getElementById(a.getAttribute('href').slice(1))) {
+          out.errors.push(name + ': contents link ' + a.getAttribute('href') + ' leads nowhere');
+        }
+      });
+      if (frame.hasAttribute('data-phone')) return;
+    }
     out.reports++;
     doc.querySelectorAll('svg').forEach(function (svg, si) {
       out.figures++;
@@ -113,10 +132,21 @@ fn committed_reports_work_in_a_browser() {
                 .unwrap_or(f)
                 .display()
                 .to_string();
-            format!(
-                "<iframe data-name=\"{name}\" src=\"file://{}\" width=\"1400\" height=\"900\"></iframe>\n",
-                f.canonicalize().unwrap().display()
-            )
+            let src = f.canonicalize().unwrap().display().to_string();
+            // A reference run's report, as `evlab report` renders it today.
+            let current = name.starts_with("reference/")
+                && f.parent()
+                    .is_some_and(|d| d.join("summary.json").is_file() || d.join("micro.json").is_file());
+            let mark = if current { " data-current" } else { "" };
+            let mut out = format!(
+                "<iframe data-name=\"{name}\"{mark} src=\"file://{src}\" width=\"1400\" height=\"900\"></iframe>\n"
+            );
+            if current {
+                out.push_str(&format!(
+                    "<iframe data-name=\"{name}\" data-current data-phone src=\"file://{src}\" width=\"390\" height=\"844\"></iframe>\n"
+                ));
+            }
+            out
         })
         .collect();
     let harness = dir.join("harness.html");
@@ -169,7 +199,9 @@ fn committed_reports_work_in_a_browser() {
         errors.join("\n")
     );
     assert_eq!(v["reports"].as_u64(), Some(files.len() as u64), "{v}");
-    for k in ["figures", "legends", "marks", "texts"] {
+    // Each reference report at both widths, and its contents' links.
+    assert!(v["laid_out"].as_u64().unwrap_or(0) >= 2 * 40, "{v}");
+    for k in ["figures", "legends", "marks", "texts", "links"] {
         assert!(v[k].as_u64().unwrap_or(0) > 0, "{k}: {v}");
     }
     // No script error in any report (the console's messages go to stderr).

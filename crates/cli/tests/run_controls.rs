@@ -82,16 +82,28 @@ fn holds_idle(p: &serde_json::Value) -> bool {
         .any(|c| c.as_str().unwrap().contains(" idle "))
 }
 
-/// The report's line for a control (`Positive control:`, `Placebo control:`), its first word.
+/// The word a control's status (`Positive control:`, `Placebo control:`) is said in, in the findings in full (the report's last
+/// mention); the list beside the findings chart says the same first, as passed, failed or not
+/// decided.
 fn control_word<'a>(md: &'a str, control: &str) -> &'a str {
     let at = md
-        .find(control)
+        .rfind(control)
         .unwrap_or_else(|| panic!("no {control}:\n{md}"));
-    md[at + control.len()..]
+    let word = md[at + control.len()..]
         .trim_start()
         .split(['.', ':', ' '])
         .next()
-        .unwrap()
+        .unwrap();
+    let first = match word {
+        "passed" => "passed",
+        "FAILED" => "failed",
+        _ => "not decided",
+    };
+    assert!(
+        md.contains(&format!("\n- {control} {first} (")),
+        "the controls beside the chart do not say {control} {first}:\n{md}"
+    );
+    word
 }
 
 fn budget_or_skip() -> bool {

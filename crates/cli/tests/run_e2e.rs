@@ -45,7 +45,7 @@ const FILES: &[&str] = &[
     "summary.json",
     "report.md",
     "report.html",
-    "fig-replies-idle0.svg",
+    "fig-cpu-idle0.svg",
 ];
 
 fn read(dir: &Path, f: &str) -> String {
@@ -91,7 +91,11 @@ fn tiny_experiment_end_to_end() {
     for f in FILES {
         assert!(out.join(f).is_file(), "missing {f}");
     }
-    let svg = read(&out, "fig-replies-idle0.svg");
+    // 100 and 200/s are answered in full: no reply-rate figure (it would be y = x), and the
+    // report says why.
+    assert!(!out.join("fig-replies-idle0.svg").exists());
+    assert!(read(&out, "report.md").contains("Every point answered what it was offered"));
+    let svg = read(&out, "fig-cpu-idle0.svg");
     assert_eq!(
         svg.matches("<polyline").count(),
         2,

@@ -119,10 +119,12 @@ fn quiet_run_then_its_report_and_its_commands_replayed_after_the_run() {
         }
     }
     // One rate and two idle counts: the figures put the idle connections on x (no figure of
-    // one point per idle count).
-    assert!(read(&out, "fig-replies-vs-idle.svg").contains(">idle connections<"));
+    // one point per idle count); 100/s answered in full draws no reply-rate figure (its table
+    // says it).
+    assert!(read(&out, "fig-cpu-vs-idle.svg").contains(">idle connections<"));
     assert!(read(&out, "fig-p99-vs-idle.svg").contains("(log scale)"));
     assert!(!out.join("fig-replies-idle0.svg").exists());
+    assert!(!out.join("fig-replies-vs-idle.svg").exists());
     let md = read(&out, "report.md");
     assert!(
         md.contains(

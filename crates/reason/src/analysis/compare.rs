@@ -1,15 +1,19 @@
-//! `evlab compare A B`: what changed from one run to another, decided as the findings are.
+//! `evlab compare RUN1 RUN2`: what changed from one run to another, decided as the findings
+//! are.
 //!
-//! Every point both runs measured is compared on its valid trials: B's mean over A's, with the
-//! 90% Welch interval on the logarithms (`analysis::stats::Ratio`), "significant" only when
-//! the interval excludes 1 (as benchstat marks a change, and "~" otherwise). The capacities of
-//! a run with a capacity search are compared the same way, per series and idle count. Each
-//! finding is judged again on each run with today's rules, and a verdict that differs is
-//! named first: the exit status of `evlab compare` says whether one did.
+//! The two runs are "run 1" and "run 2" (A and B are each rule's arms, as everywhere). Every
+//! point both runs measured is compared on its valid trials: run 2's mean over run 1's, with
+//! the 90% Welch interval on the logarithms (`analysis::stats::Ratio`), a change beyond the
+//! runs' spread only when the interval excludes 1 (as benchstat marks a change, and "~"
+//! otherwise). The capacities of a run with a capacity search are compared the same way, per
+//! series and idle count. Each finding is judged again on each run with today's rules, and a
+//! verdict that differs is named first: the exit status of `evlab compare` says whether one
+//! did.
 //!
-//! Points are matched by series, idle count and rank in the series' rate grid when both runs
-//! measured the same number of rates (a calibrated grid moves with the machine, so the same
-//! grid position is the same question), else by the exact offered rate.
+//! Points are compared like with like: at the same offered rate, or, where both runs drew
+//! their rates from their own calibration (`rates = "auto"`) and measured as many, at the same
+//! rank of the grid — the same multiple of each run's calibrated capacity — which the
+//! comparison says, with both rates.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,34 +27,50 @@ use crate::model::text::thousands;
 /// One quantity compared between the runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
-    /// Where: "select, 10,000 idle, rate 1 of 2 (1,500/s and 1,520/s offered)".
+    /// Where, in short: "select, 10,000 idle, 1,500/s" or "select, 10,000 idle, rate 1 of 2".
     pub what: String,
+    /// The series, its idle count, and where on the rate grid ("" for a capacity).
+    pub series: String,
+    pub idle: usize,
+    pub at: String,
     /// "replies/s", "server CPU µs/reply", "capacity (requests/s)".
     pub quantity: String,
-    pub a_n: usize,
-    pub a_mean: f64,
-    pub b_n: usize,
-    pub b_mean: f64,
-    /// B/A and its 90% interval, when each side has two values or more.
+    pub run1_n: usize,
+    pub run1_mean: f64,
+    pub run2_n: usize,
+    pub run2_mean: f64,
+    /// Run 2's mean over run 1's and its 90% interval, when each has two values or more.
     pub ratio: Option<[f64; 3]>,
-    /// The interval excludes 1.
+    /// The interval excludes 1: a change beyond the runs' spread.
     pub significant: bool,
 }
 
 impl Change {
-    fn of(what: String, quantity: &str, a: &[f64], b: &[f64]) -> Option<Change> {
-        if a.is_empty() || b.is_empty() {
+    fn of(
+        (series, idle, at): (&str, usize, &str),
+        quantity: &str,
+        run1: &[f64],
+        run2: &[f64],
+    ) -> Option<Change> {
+        if run1.is_empty() || run2.is_empty() {
             return None;
         }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let r = Ratio::of(b, a);
+        let r = Ratio::of(run2, run1);
+        let mut what = side_words(series, idle);
+        if !at.is_empty() {
+            what = format!("{what}, {at}");
+        }
         Some(Change {
             what,
+            series: series.to_string(),
+            idle,
+            at: at.to_string(),
             quantity: quantity.to_string(),
-            a_n: a.len(),
-            a_mean: mean(a),
-            b_n: b.len(),
-            b_mean: mean(b),
+            run1_n: run1.len(),
+            run1_mean: mean(run1),
+            run2_n: run2.len(),
+            run2_mean: mean(run2),
             significant: r.as_ref().is_some_and(|r| r.lo > 1.0 || r.hi < 1.0),
             ratio: r.map(|r| [r.ratio, r.lo, r.hi]),
         })
@@ -62,28 +82,30 @@ impl Change {
 pub struct FindingChange {
     pub rule: String,
     pub claim: String,
+    /// The rule's arms A and B, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arms: Option<[String; 2]>,
     /// `None`: the run measured nothing this finding reads.
-    pub a: Option<Verdict>,
-    pub b: Option<Verdict>,
+    pub run1: Option<Verdict>,
+    pub run2: Option<Verdict>,
+    /// A/B (the rule's own ratio) and its interval in each run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub a_interval: Option<[f64; 3]>,
+    pub run1_interval: Option<[f64; 3]>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub b_interval: Option<[f64; 3]>,
+    pub run2_interval: Option<[f64; 3]>,
 }
 
 impl FindingChange {
     /// The verdicts differ (a finding judged in one run and not the other counts).
     pub fn changed(&self) -> bool {
-        self.a != self.b
+        self.run1 != self.run2
     }
 
     /// Reproduced in one run, not reproduced in the other: opposite decisive verdicts.
     pub fn opposite(&self) -> bool {
         use Verdict::{NotReproduced, Reproduced};
         matches!(
-            (self.a, self.b),
+            (self.run1, self.run2),
             (Some(Reproduced), Some(NotReproduced)) | (Some(NotReproduced), Some(Reproduced))
         )
     }
@@ -102,20 +124,31 @@ pub struct Run {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
-    pub a: Run,
-    pub b: Run,
+    pub run1: Run,
+    pub run2: Run,
     /// What makes the comparison less than like for like (mixed builds, other experiments).
     pub warnings: Vec<String>,
+    /// How points were matched where their offered rates differ (a calibrated grid).
+    pub matching: Vec<String>,
     /// Changed verdicts first (opposite ones before the rest), then the unchanged.
     pub findings: Vec<FindingChange>,
     pub capacities: Vec<Change>,
     pub points: Vec<Change>,
+    /// One run per side (two load reports): no interval, nothing called a change.
+    pub single: bool,
 }
 
 impl Comparison {
     /// Findings whose verdict differs between the runs.
     pub fn verdicts_changed(&self) -> usize {
         self.findings.iter().filter(|f| f.changed()).count()
+    }
+
+    /// Quantities whose interval excludes 1, of all compared.
+    pub fn moved(&self) -> (usize, usize) {
+        let all = self.capacities.iter().chain(&self.points);
+        let n = all.clone().count();
+        (all.filter(|x| x.significant).count(), n)
     }
 }
 
@@ -129,21 +162,28 @@ fn run_of(path: &str, s: &Summary) -> Run {
     }
 }
 
-/// What a reader should know before trusting a comparison of `a` and `b`.
-fn warnings(a: &Run, b: &Run, sa: &Summary, sb: &Summary) -> Vec<String> {
+/// Two runs of different experiments: their findings and points do not answer the same
+/// questions (`evlab compare` refuses them unless forced).
+pub fn different_experiments(s1: &Summary, s2: &Summary) -> Option<String> {
+    let (a, b) = (&s1.experiment.name, &s2.experiment.name);
+    (a != b).then(|| format!("run 1 is of experiment {a} and run 2 of {b}"))
+}
+
+/// What a reader should know before trusting a comparison of the two runs.
+fn warnings(r1: &Run, r2: &Run, s1: &Summary, s2: &Summary) -> Vec<String> {
     let mut w = Vec::new();
-    if a.experiment != b.experiment {
-        w.push(format!(
-            "different experiments: {} and {}",
-            a.experiment, b.experiment
-        ));
-    } else if sa.spec_text != sb.spec_text {
+    if let Some(d) = different_experiments(s1, s2) {
+        w.push(format!("different experiments: {d}"));
+    } else if s1.spec_text != s2.spec_text {
         w.push("the experiment's file differs between the runs".into());
     }
-    if a.build != b.build {
-        w.push(format!("mixed builds: A {}; B {}", a.build, b.build));
+    if r1.build != r2.build {
+        w.push(format!(
+            "mixed builds: run 1 {}; run 2 {}",
+            r1.build, r2.build
+        ));
     }
-    for (side, r) in [("A", a), ("B", b)] {
+    for (side, r) in [("run 1", r1), ("run 2", r2)] {
         if r.build.contains(", dirty") {
             w.push(format!(
                 "{side} was made by a build with uncommitted changes ({})",
@@ -156,7 +196,7 @@ fn warnings(a: &Run, b: &Run, sa: &Summary, sb: &Summary) -> Vec<String> {
             ));
         }
     }
-    for (side, s) in [("A", sa), ("B", sb)] {
+    for (side, s) in [("run 1", s1), ("run 2", s2)] {
         if s.interrupted {
             w.push(format!("{side} was interrupted"));
         }
@@ -169,11 +209,11 @@ fn key(f: &Finding) -> (String, Option<[String; 2]>) {
     (f.rule.clone(), f.arms.clone())
 }
 
-fn finding_changes(sa: &Summary, sb: &Summary) -> Vec<FindingChange> {
-    let fa = findings::findings(sa);
-    let fb = findings::findings(sb);
-    let mut keys: Vec<(String, Option<[String; 2]>)> = fa.iter().map(key).collect();
-    for f in &fb {
+fn finding_changes(s1: &Summary, s2: &Summary) -> Vec<FindingChange> {
+    let f1 = findings::findings(s1);
+    let f2 = findings::findings(s2);
+    let mut keys: Vec<(String, Option<[String; 2]>)> = f1.iter().map(key).collect();
+    for f in &f2 {
         if !keys.contains(&key(f)) {
             keys.push(key(f));
         }
@@ -181,17 +221,17 @@ fn finding_changes(sa: &Summary, sb: &Summary) -> Vec<FindingChange> {
     let mut out: Vec<FindingChange> = keys
         .into_iter()
         .map(|k| {
-            let a = fa.iter().find(|f| key(f) == k);
-            let b = fb.iter().find(|f| key(f) == k);
+            let a = f1.iter().find(|f| key(f) == k);
+            let b = f2.iter().find(|f| key(f) == k);
             let claim = a.or(b).map(|f| f.claim.clone()).unwrap_or_default();
             FindingChange {
                 rule: k.0,
                 claim,
                 arms: k.1,
-                a: a.map(|f| f.verdict),
-                b: b.map(|f| f.verdict),
-                a_interval: a.and_then(|f| f.interval),
-                b_interval: b.and_then(|f| f.interval),
+                run1: a.map(|f| f.verdict),
+                run2: b.map(|f| f.verdict),
+                run1_interval: a.and_then(|f| f.interval),
+                run2_interval: b.and_then(|f| f.interval),
             }
         })
         .collect();
@@ -223,44 +263,57 @@ fn side_words(series: &str, idle: usize) -> String {
     }
 }
 
-fn point_changes(sa: &Summary, sb: &Summary) -> Vec<Change> {
-    let (ma, mb) = (by_rate(sa), by_rate(sb));
-    let series_order: Vec<&str> = sa.series.iter().map(|s| s.label.as_str()).collect();
-    let mut keys: Vec<&PointKey> = ma.keys().filter(|k| mb.contains_key(*k)).collect();
+/// The pairs of offered rates (run 1's, run 2's) a series' points are compared at, with
+/// where they are in words: the same rates, or where both runs calibrated their grids and
+/// measured as many rates, each rank (the same multiple of each run's capacity).
+fn rate_pairs(
+    r1: &BTreeMap<u64, Vec<&PointResult>>,
+    r2: &BTreeMap<u64, Vec<&PointResult>>,
+    by_rank: bool,
+) -> Vec<(u64, u64, String)> {
+    if by_rank && r1.len() == r2.len() && r1.keys().ne(r2.keys()) {
+        let n = r1.len();
+        return r1
+            .keys()
+            .zip(r2.keys())
+            .enumerate()
+            .map(|(i, (&x, &y))| (x, y, format!("rate {} of {n}", i + 1)))
+            .collect();
+    }
+    let common: BTreeSet<&u64> = r1.keys().filter(|x| r2.contains_key(*x)).collect();
+    common
+        .into_iter()
+        .map(|&x| (x, x, format!("{}/s", thousands(x as f64))))
+        .collect()
+}
+
+/// Each point both runs measured, compared like with like; and how points at different
+/// offered rates were matched, in words.
+fn point_changes(s1: &Summary, s2: &Summary) -> (Vec<Change>, Vec<String>) {
+    let (m1, m2) = (by_rate(s1), by_rate(s2));
+    let by_rank = s1.experiment.rates.is_auto() && s2.experiment.rates.is_auto();
+    let series_order: Vec<&str> = s1.series.iter().map(|s| s.label.as_str()).collect();
+    let mut keys: Vec<&PointKey> = m1.keys().filter(|k| m2.contains_key(*k)).collect();
     keys.sort_by_key(|(s, i)| (series_order.iter().position(|x| x == s), *i));
     let mut out = Vec::new();
+    let mut matched: Vec<String> = Vec::new();
+    let mut dropped = 0;
     for k in keys {
-        let (ra, rb) = (&ma[k], &mb[k]);
-        let pairs: Vec<(u64, u64, String)> = if ra.len() == rb.len() {
-            ra.keys()
-                .zip(rb.keys())
-                .enumerate()
-                .map(|(i, (&x, &y))| {
-                    let at = if x == y {
-                        format!("{}/s offered", thousands(x as f64))
-                    } else {
-                        format!(
-                            "{}/s and {}/s offered",
-                            thousands(x as f64),
-                            thousands(y as f64)
-                        )
-                    };
-                    if ra.len() == 1 {
-                        (x, y, at)
-                    } else {
-                        (x, y, format!("rate {} of {} ({at})", i + 1, ra.len()))
-                    }
-                })
-                .collect()
-        } else {
-            let common: BTreeSet<&u64> = ra.keys().filter(|x| rb.contains_key(*x)).collect();
-            common
-                .into_iter()
-                .map(|&x| (x, x, format!("{}/s offered", thousands(x as f64))))
-                .collect()
-        };
+        let (r1, r2) = (&m1[k], &m2[k]);
+        let pairs = rate_pairs(r1, r2, by_rank);
+        dropped += r1.len().max(r2.len()) - pairs.len();
         for (x, y, at) in pairs {
-            let what = format!("{}, {at}", side_words(&k.0, k.1));
+            if x != y {
+                let note = format!(
+                    "{at}: {}/s in run 1, {}/s in run 2, each the same multiple of its run's \
+                     calibrated capacity",
+                    thousands(x as f64),
+                    thousands(y as f64)
+                );
+                if !matched.contains(&note) {
+                    matched.push(note);
+                }
+            }
             // At two offered rates (a calibrated grid), reply rates differ by the offer alone:
             // compare the share of the offer that was answered instead.
             let replies: (&str, fn(&PointResult) -> Option<f64>) = if x == y {
@@ -270,27 +323,32 @@ fn point_changes(sa: &Summary, sb: &Summary) -> Vec<Change> {
                     p.reply_rate().map(|r| r / p.rate)
                 })
             };
-            for (quantity, f) in [
-                replies,
-                ("server CPU µs/reply", |p: &PointResult| {
-                    p.server_cpu_us_per_reply
-                }),
-            ] {
-                let va: Vec<f64> = ra[&x].iter().filter_map(|p| f(p)).collect();
-                let vb: Vec<f64> = rb[&y].iter().filter_map(|p| f(p)).collect();
-                out.extend(Change::of(what.clone(), quantity, &va, &vb));
+            let cpu = if s1.experiment.proxy.is_some() {
+                "proxy CPU µs/request"
+            } else {
+                "server CPU µs/reply"
+            };
+            for (quantity, f) in [replies, (cpu, |p: &PointResult| p.server_cpu_us_per_reply)] {
+                let v1: Vec<f64> = r1[&x].iter().filter_map(|p| f(p)).collect();
+                let v2: Vec<f64> = r2[&y].iter().filter_map(|p| f(p)).collect();
+                out.extend(Change::of((&k.0, k.1, &at), quantity, &v1, &v2));
             }
         }
     }
-    out
+    if dropped > 0 {
+        matched.push(format!(
+            "{dropped} point(s) at an offered rate only one run measured are left out"
+        ));
+    }
+    (out, matched)
 }
 
-fn capacity_changes(sa: &Summary, sb: &Summary) -> Vec<Change> {
+fn capacity_changes(s1: &Summary, s2: &Summary) -> Vec<Change> {
     let mut keys: Vec<PointKey> = Vec::new();
-    for k in &sa.knees {
+    for k in &s1.knees {
         let key = (k.series.clone(), k.idle);
         if !keys.contains(&key)
-            && sb
+            && s2
                 .knees
                 .iter()
                 .any(|x| (&x.series, x.idle) == (&k.series, k.idle))
@@ -304,23 +362,26 @@ fn capacity_changes(sa: &Summary, sb: &Summary) -> Vec<Change> {
                 series: &series,
                 idle,
             };
-            let (va, _) = findings::knee_trials(sa, &side);
-            let (vb, _) = findings::knee_trials(sb, &side);
-            Change::of(side_words(&series, idle), "capacity (requests/s)", &va, &vb)
+            let (v1, _) = findings::knee_trials(s1, &side);
+            let (v2, _) = findings::knee_trials(s2, &side);
+            Change::of((&series, idle, ""), "capacity (requests/s)", &v1, &v2)
         })
         .collect()
 }
 
-/// Compares two runs' summaries (`a_path` and `b_path` name them in the output).
-pub fn summaries(a_path: &str, sa: &Summary, b_path: &str, sb: &Summary) -> Comparison {
-    let (a, b) = (run_of(a_path, sa), run_of(b_path, sb));
+/// Compares two runs' summaries (`p1` and `p2` name them in the output).
+pub fn summaries(p1: &str, s1: &Summary, p2: &str, s2: &Summary) -> Comparison {
+    let (r1, r2) = (run_of(p1, s1), run_of(p2, s2));
+    let (points, matching) = point_changes(s1, s2);
     Comparison {
-        warnings: warnings(&a, &b, sa, sb),
-        a,
-        b,
-        findings: finding_changes(sa, sb),
-        capacities: capacity_changes(sa, sb),
-        points: point_changes(sa, sb),
+        warnings: warnings(&r1, &r2, s1, s2),
+        run1: r1,
+        run2: r2,
+        matching,
+        findings: finding_changes(s1, s2),
+        capacities: capacity_changes(s1, s2),
+        points,
+        single: false,
     }
 }
 
@@ -336,7 +397,7 @@ pub fn significant_rate(n: usize, shift: f64, pairs: usize, seed: u64) -> f64 {
         let b: Vec<f64> = (0..n)
             .map(|_| (8.0 + sd * (shift + rng.normal())).exp())
             .collect();
-        if Change::of(String::new(), "", &a, &b).is_some_and(|c| c.significant) {
+        if Change::of(("", 0, ""), "", &a, &b).is_some_and(|c| c.significant) {
             hits += 1;
         }
     }
@@ -344,12 +405,12 @@ pub fn significant_rate(n: usize, shift: f64, pairs: usize, seed: u64) -> f64 {
 }
 
 /// Compares two `evlab load --json` reports: one run per side, so every change is shown
-/// without an interval and none is called significant (the report says so).
+/// without an interval and none is called beyond the runs' spread (the report says so).
 pub fn loads(
-    a_path: &str,
-    a: &evlab_wire::load::LoadReport,
-    b_path: &str,
-    b: &evlab_wire::load::LoadReport,
+    p1: &str,
+    l1: &evlab_wire::load::LoadReport,
+    p2: &str,
+    l2: &evlab_wire::load::LoadReport,
 ) -> Comparison {
     let run = |path: &str, r: &evlab_wire::load::LoadReport| Run {
         path: path.to_string(),
@@ -361,54 +422,56 @@ pub fn loads(
         build: r.version.clone(),
         trials: 1,
     };
-    let (ra, rb) = (run(a_path, a), run(b_path, b));
+    let (r1, r2) = (run(p1, l1), run(p2, l2));
     let mut warnings = vec![
-        "one run per side: no interval, so no change can be called significant (compare two \
-         results directories of 3 or more trials for that)"
+        "one run per side: no interval, so no change can be told from the runs' spread \
+         (compare two results directories of 3 or more trials for that)"
             .to_string(),
     ];
-    if ra.build != rb.build {
-        warnings.push(format!("mixed builds: A {}; B {}", ra.build, rb.build));
+    if r1.build != r2.build {
+        warnings.push(format!(
+            "mixed builds: run 1 {}; run 2 {}",
+            r1.build, r2.build
+        ));
     }
-    if a.schedule.offered_rate != b.schedule.offered_rate {
-        warnings.push("the offered rates differ".into());
+    if l1.schedule.offered_rate != l2.schedule.offered_rate {
+        warnings.push(format!(
+            "the offered rates differ: {}/s in run 1, {}/s in run 2",
+            thousands(l1.schedule.offered_rate),
+            thousands(l2.schedule.offered_rate)
+        ));
     }
-    let one = |what: &str, quantity: &str, x: f64, y: f64| Change {
-        what: what.to_string(),
+    let one = |quantity: &str, x: f64, y: f64| Change {
+        what: "the run".to_string(),
+        series: "the run".to_string(),
+        idle: 0,
+        at: String::new(),
         quantity: quantity.to_string(),
-        a_n: 1,
-        a_mean: x,
-        b_n: 1,
-        b_mean: y,
+        run1_n: 1,
+        run1_mean: x,
+        run2_n: 1,
+        run2_mean: y,
         ratio: None,
         significant: false,
     };
-    let (la, lb) = (&a.latency_ms, &b.latency_ms);
+    let (a, b) = (&l1.latency_ms, &l2.latency_ms);
     let points = vec![
-        one(
-            "the run",
-            "replies/s",
-            a.replies.rate.avg,
-            b.replies.rate.avg,
-        ),
-        one(
-            "the run",
-            "errors",
-            a.errors.total as f64,
-            b.errors.total as f64,
-        ),
-        one("the run", "latency p50 (ms)", la.p50, lb.p50),
-        one("the run", "latency p99 (ms)", la.p99, lb.p99),
-        one("the run", "latency p99.9 (ms)", la.p999, lb.p999),
-        one("the run", "client CPU (%)", a.cpu.percent, b.cpu.percent),
+        one("replies/s", l1.replies.rate.avg, l2.replies.rate.avg),
+        one("errors", l1.errors.total as f64, l2.errors.total as f64),
+        one("latency p50 (ms)", a.p50, b.p50),
+        one("latency p99 (ms)", a.p99, b.p99),
+        one("latency p99.9 (ms)", a.p999, b.p999),
+        one("client CPU (%)", l1.cpu.percent, l2.cpu.percent),
     ];
     Comparison {
-        a: ra,
-        b: rb,
+        run1: r1,
+        run2: r2,
         warnings,
+        matching: Vec::new(),
         findings: Vec::new(),
         capacities: Vec::new(),
         points,
+        single: true,
     }
 }
 
@@ -436,14 +499,17 @@ mod tests {
         let c = summaries("a", &s, "b", &s);
         assert_eq!(c.verdicts_changed(), 0);
         assert!(!c.findings.is_empty());
-        assert!(c.findings.iter().all(|f| f.a.is_some() && f.a == f.b));
+        assert!(c
+            .findings
+            .iter()
+            .all(|f| f.run1.is_some() && f.run1 == f.run2));
         // 4 series × 2 idle counts × 2 rates × 2 quantities, and a capacity per series and idle.
         assert_eq!(c.points.len(), 32);
         assert_eq!(c.capacities.len(), 8);
         assert!(c.points.iter().chain(&c.capacities).all(|x| !x.significant));
         let p = &c.points[0];
-        assert_eq!(p.what, "select, no idle, rate 1 of 2 (2,000/s offered)");
-        assert_eq!((p.a_n, p.b_n), (3, 3));
+        assert_eq!(p.what, "select, no idle, 2,000/s");
+        assert_eq!((p.run1_n, p.run2_n), (3, 3));
         assert_eq!(p.ratio.map(|r| r[0]), Some(1.0));
         // The same build on both sides: no warning (the summaries' builds are equal).
         assert!(
@@ -501,7 +567,7 @@ mod tests {
         assert!(c
             .warnings
             .iter()
-            .any(|w| w.starts_with("B was made by a build with uncommitted")));
+            .any(|w| w.starts_with("run 2 was made by a build with uncommitted")));
     }
 
     /// 200 seeded pairs of 3 trials per side (issue 24): with no shift at most 10% are called

@@ -19,8 +19,9 @@ use evlab_wire::micro::{Finding, Verdict};
 use crate::model::micro::{MicroRun, RECORD};
 use crate::model::results::{self};
 use crate::model::spec::MICRO_BENCHMARKS;
+use crate::render::page::html_inline;
 use crate::render::plot::Plot;
-use crate::render::report::{html_inline, quiet_words};
+use crate::render::report::quiet_words;
 use crate::render::svg::{self, esc, Chart, Line, Scale};
 use crate::LabError;
 
@@ -290,21 +291,14 @@ fn render_md(doc: &[Block]) -> String {
     o
 }
 
-// The experiments' reports' look: two figures side by side, a readable measure for text.
-const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1320px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
-p,ul{max-width:72em}figure svg{max-width:100%;height:auto}\
-table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}\
-th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
-pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 8px 0.8em 0;display:inline-block;vertical-align:top}\
-h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}\
-.verdict-reproduced{color:#176b1d}.verdict-not{color:#a11}\
-.verdict-inconclusive{color:#777}";
-
 fn render_html(title: &str, doc: &[Block]) -> String {
+    // The experiments' reports' page: legible at a phone's width.
     let mut o = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\
-         <style>{CSS}</style></head><body>\n",
-        esc(title)
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><style>{}</style></head><body>\n",
+        esc(title),
+        crate::render::page::CSS
     );
     for b in doc {
         match b {
@@ -322,7 +316,7 @@ fn render_html(title: &str, doc: &[Block]) -> String {
                 o.push_str("</ul>\n");
             }
             Block::Table(h, rows) => {
-                o.push_str("<table><thead><tr>");
+                o.push_str("<div class=\"scroll\"><table class=\"words\"><thead><tr>");
                 for c in h {
                     let _ = write!(o, "<th>{}</th>", html_inline(c));
                 }
@@ -340,7 +334,7 @@ fn render_html(title: &str, doc: &[Block]) -> String {
                     }
                     o.push_str("</tr>\n");
                 }
-                o.push_str("</tbody></table>\n");
+                o.push_str("</tbody></table></div>\n");
             }
             Block::Pre(t) => {
                 let _ = writeln!(o, "<pre>{}</pre>", esc(t));

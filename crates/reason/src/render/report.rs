@@ -6,148 +6,52 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::analysis::findings::{self, ControlStatus, Finding, Verdict};
+use crate::analysis::findings::{self, Finding, Verdict};
 use crate::analysis::rules::{registration, Registration};
 use crate::model::calibration::Calibration;
 use crate::model::results::{write_atomic, Summary};
 use crate::model::sequential::level_words;
-use crate::model::spec::{Family, Spec};
+use crate::model::spec::Spec;
 use crate::model::text::thousands;
 use crate::render::block::Block;
-use crate::render::svg::esc;
+use crate::render::page;
 use crate::LabError;
 
+mod answer;
 mod figures;
+mod proxy;
 mod tables;
 
+use self::answer::{answer, controls};
 use self::figures::*;
+use self::proxy::*;
 use self::tables::*;
 
-/// Which controls the run passed (docs/findings.md). A control passes only when it is decided
-/// its own way: a placebo run must reproduce no rule that claims a difference; the positive
-/// control (select with idle connections against none) must come out reproduced; the
-/// negative control (a pair of known difference) must come out not equivalent.
-fn controls(s: &Summary, fs: &[Finding]) -> String {
-    let negative = match findings::negative_control_status(fs) {
-        ControlStatus::Failed => " Negative control: FAILED: the pair on budgets that differ \
-             by twice the margin was judged equivalent, so this run's \"no difference\" verdicts \
-             are not judged."
-            .to_string(),
-        ControlStatus::Underpowered => " Negative control: underpowered: the pair on budgets \
-             that differ by twice the margin was not decided either way, so this run could not \
-             tell a known difference apart and its \"no difference\" verdicts are not judged."
-            .to_string(),
-        ControlStatus::Passed => " Negative control: passed: the pair on budgets that differ \
-             by twice the margin was decided not equivalent."
-            .to_string(),
-        ControlStatus::Absent => no_negative_control(s, fs),
-    };
-    positive_and_placebo(s, fs) + &negative
-}
-
-/// What a paper run without the negative control says of its "no difference" verdicts: that
-/// none of them has a pair of known difference beside it (empty when it judged none).
-fn no_negative_control(s: &Summary, fs: &[Finding]) -> String {
-    let mut equivalence: Vec<&str> = fs
-        .iter()
-        .filter(|f| f.verdict == Verdict::NotJudged)
-        .map(|f| f.rule.as_str())
-        .collect();
-    equivalence.dedup();
-    if s.experiment.family() != Family::Paper || equivalence.is_empty() {
-        return String::new();
-    }
-    format!(
-        " Negative control: no negative control in this run (no series on a budget that differs \
-         by twice the margin, as quick, fig1-one-byte, fig3- and fig4-…-variants, fig7-accept-limit \
-         and table1-syscalls carry), so nothing \
-         shows that its \"no difference\" verdicts ({}) could have seen a difference of twice \
-         their margin: they are not judged.",
-        equivalence.join(", ")
-    )
-}
-
-/// The placebo control (a placebo run) or the positive control (any other run).
-fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
-    let name = &s.experiment.name;
-    if s.experiment.placebo {
-        let diff = fs
-            .iter()
-            .filter(|f| findings::claims_a_difference(&f.rule))
-            .count();
-        let positive = match findings::positive_control_status(true, fs) {
-            ControlStatus::Passed => " Its positive control (select with idle connections \
-                 really held) was reproduced: the run could still see a real effect."
-                .to_string(),
-            ControlStatus::Absent => {
-                " It had no positive control (no idle connections, or no select).".into()
-            }
-            st => format!(
-                " Its positive control (select with idle connections really held) {}: the run \
-                 could not show it sees a real effect, so its null results say little.",
-                if st == ControlStatus::Failed {
-                    "FAILED (not reproduced)"
-                } else {
-                    "was underpowered (inconclusive)"
-                }
-            ),
-        };
-        return if findings::placebo_status(true, fs) == ControlStatus::Passed {
-            format!(
-                "Placebo control: passed. This run gave both arms of every comparison the same \
-                 condition, and none of its {diff} rules that claim a difference came out \
-                 reproduced.{positive}"
-            )
-        } else {
-            let wrong: Vec<&str> = fs
-                .iter()
-                .filter(|f| {
-                    findings::claims_a_difference(&f.rule) && f.verdict == Verdict::Reproduced
-                })
-                .map(|f| f.rule.as_str())
-                .collect();
-            format!(
-                "Placebo control: FAILED. This run gave both arms of every comparison the same \
-                 condition, yet {} came out reproduced: those rules can find a difference where \
-                 there is none.{positive}",
-                wrong.join(", ")
-            )
-        };
-    }
-    match findings::positive_control_status(false, fs) {
-        ControlStatus::Passed => format!(
-            "Positive control: passed (fig5-select-cpu, select's CPU per reply with idle \
-             connections against none, was reproduced). The placebo control is `evlab run {name} --placebo`."
-        ),
-        ControlStatus::Failed => "Positive control: FAILED. The run decided fig5-select-cpu \
-             (select's CPU per reply with idle connections against none), the steadiest measure \
-             of the paper's largest effect, the other way: not reproduced. A run that cannot see \
-             that effect says little with its other verdicts."
-            .into(),
-        ControlStatus::Underpowered => "Positive control: underpowered. The run could not decide \
-             fig5-select-cpu (select's CPU per reply with idle connections against none), the \
-             steadiest measure of the paper's largest effect, so its other inconclusive verdicts \
-             say little."
-            .into(),
-        // The positive control is the paper family's; other families have none yet.
-        ControlStatus::Absent if s.experiment.family() != Family::Paper => {
-            format!("Controls: the placebo control is `evlab run {name} --placebo`.")
-        }
-        ControlStatus::Absent => format!(
-            "Controls: this run has no positive control (select with and without idle \
-             connections); the placebo control is `evlab run {name} --placebo`."
-        ),
-    }
-}
-
-/// The report, answer first: what the run shows (each verdict with its ratio and interval),
-/// then the figures and tables, then how it was measured (calibration, validity), the
-/// evidence in full, the machine and the commands.
+/// The report, answer first: one sentence on what the run asked and found, the findings chart
+/// with the controls' status beside it, and the contents; then what was run, the paper's
+/// figures and their tables, each finding in full, how it was measured (calibration,
+/// validity), the machine and the commands (raw material collapsed).
 fn document(s: &Summary) -> Vec<Block> {
-    let mut d = overview(s);
     let fs = findings::findings(s);
+    let mut d = vec![Block::H(1, format!("evlab run: {}", s.experiment.name))];
+    d.extend(answer(s, &fs));
+    d.push(Block::Toc);
+    d.push(Block::H(2, "What was run".into()));
+    d.extend(overview(s));
+    d.extend(crate::render::knee::section(s));
+    d.extend(one_rate_section(s));
+    d.extend(size_section(s));
+    let ax = axis(s);
+    if ax != Axis::Rate {
+        d.extend(swept_sections(s, &ax));
+    }
+    for &idle in s.idle_counts().iter().filter(|_| ax == Axis::Rate) {
+        d.extend(rate_section(s, idle));
+    }
+    // The proxy's response time after its CPU, the source's main figure.
+    d.extend(response_section(s));
     if !fs.is_empty() {
-        d.push(Block::H(2, "What this run shows".into()));
+        d.push(Block::H(2, "The findings in full".into()));
         d.push(Block::P(format!(
             "{}.{}",
             verdict_counts(&fs),
@@ -158,16 +62,6 @@ fn document(s: &Summary) -> Vec<Block> {
         d.push(Block::List(
             fs.iter().map(|f| verdict_line(f, level)).collect(),
         ));
-    }
-    d.extend(crate::render::knee::section(s));
-    d.extend(size_section(s));
-    d.extend(response_section(s));
-    let ax = axis(s);
-    if ax != Axis::Rate {
-        d.extend(swept_sections(s, &ax));
-    }
-    for &idle in s.idle_counts().iter().filter(|_| ax == Axis::Rate) {
-        d.extend(rate_section(s, idle));
     }
     d.extend(syscall_table(s));
     if let Some(c) = &s.calibration {
@@ -271,11 +165,10 @@ fn verdict_line(f: &Finding, level: f64) -> String {
     )
 }
 
-/// The title, the experiment's description and one paragraph on what was run and how it went.
+/// The experiment's description and one paragraph on what was run and how it went.
 fn overview(s: &Summary) -> Vec<Block> {
     let e = &s.experiment;
     let mut d = Vec::new();
-    d.push(Block::H(1, format!("evlab run: {}", e.name)));
     if !e.description.trim().is_empty() {
         d.push(Block::P(e.description.trim().to_string()));
     }
@@ -502,35 +395,37 @@ fn calibration_section(c: &Calibration) -> Vec<Block> {
         ));
     }
     if !c.probes.is_empty() {
-        d.push(Block::P("The probes, in order:".into()));
-        d.push(Block::Table(
-            vec![
-                "probe".into(),
-                "series".into(),
-                "budget".into(),
-                "offered/s".into(),
-                "replies/s".into(),
-                "starts/s".into(),
-                "client CPU busy".into(),
-            ],
-            c.probes
-                .iter()
-                .map(|p| {
-                    vec![
-                        p.what.clone(),
-                        p.series.clone(),
-                        p.budget
-                            .map(|b| format!("{:.0}%", b * 100.0))
-                            .unwrap_or_else(|| "–".into()),
-                        thousands(p.offered),
-                        p.replies_per_s.map(thousands).unwrap_or_default(),
-                        p.achieved_start_rate.map(thousands).unwrap_or_default(),
-                        p.client_cpu_busy
-                            .map(|b| format!("{:.0}%", b * 100.0))
-                            .unwrap_or_default(),
-                    ]
-                })
-                .collect(),
+        d.push(Block::Details(
+            format!("The probes, in order ({})", c.probes.len()),
+            vec![Block::Table(
+                vec![
+                    "probe".into(),
+                    "series".into(),
+                    "budget".into(),
+                    "offered/s".into(),
+                    "replies/s".into(),
+                    "starts/s".into(),
+                    "client CPU busy".into(),
+                ],
+                c.probes
+                    .iter()
+                    .map(|p| {
+                        vec![
+                            p.what.clone(),
+                            p.series.clone(),
+                            p.budget
+                                .map(|b| format!("{:.0}%", b * 100.0))
+                                .unwrap_or_else(|| "–".into()),
+                            thousands(p.offered),
+                            p.replies_per_s.map(thousands).unwrap_or_default(),
+                            p.achieved_start_rate.map(thousands).unwrap_or_default(),
+                            p.client_cpu_busy
+                                .map(|b| format!("{:.0}%", b * 100.0))
+                                .unwrap_or_default(),
+                        ]
+                    })
+                    .collect(),
+            )],
         ));
     }
     d
@@ -552,6 +447,12 @@ fn rate_section(s: &Summary, idle: usize) -> Vec<Block> {
     rates.dedup();
     if rates.len() > 1 {
         d.extend(figures(s, idle));
+        if offered_met(s, &|_| true) {
+            d.push(Block::P(
+                "Every point answered what it was offered: the reply rate is only in its table."
+                    .into(),
+            ));
+        }
     }
     d.push(Block::P(
         "Replies/s: the mean over valid trials, ± the half-width of the mean's 90% interval where \
@@ -775,7 +676,14 @@ fn reproduce_section(s: &Summary) -> Vec<Block> {
         }
         cmds.extend(p.commands.iter().cloned());
     }
-    d.push(Block::Code(cmds));
+    let n = s.points.len();
+    d.push(Block::Details(
+        format!(
+            "Each point's commands ({n} point{})",
+            if n == 1 { "" } else { "s" }
+        ),
+        vec![Block::Code(cmds)],
+    ));
     d.push(Block::P(
         "Raw data: `points.csv` (one row per point), `samples.csv` (one row per sample interval), \
          `summary.json` (everything), `load/point-NNN.json` (the generator's own reports). \
@@ -785,181 +693,12 @@ fn reproduce_section(s: &Summary) -> Vec<Block> {
     d
 }
 
-/// Numbers are right-aligned, words left-aligned (the first column is always labels).
-fn numeric_column(rows: &[Vec<String>], i: usize) -> bool {
-    i > 0
-        && rows.iter().all(|r| {
-            r.get(i).is_none_or(|c| {
-                c.is_empty()
-                    || c.starts_with(|ch: char| ch.is_ascii_digit() || "-–✗+≥".contains(ch))
-            })
-        })
-}
-
-fn md_inline(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 pub fn render_md(s: &Summary) -> String {
-    let mut o = String::new();
-    for b in document(s) {
-        match b {
-            Block::H(l, t) => {
-                let _ = writeln!(o, "{} {t}\n", "#".repeat(l as usize));
-            }
-            Block::P(t) => {
-                let _ = writeln!(o, "{t}\n");
-            }
-            Block::List(items) => {
-                for i in items {
-                    let _ = writeln!(o, "- {i}");
-                }
-                o.push('\n');
-            }
-            Block::Table(h, rows) => {
-                let _ = writeln!(
-                    o,
-                    "| {} |",
-                    h.iter()
-                        .map(|c| md_inline(c))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
-                let _ = writeln!(
-                    o,
-                    "|{}",
-                    (0..h.len())
-                        .map(|i| if numeric_column(&rows, i) {
-                            "---:|"
-                        } else {
-                            "---|"
-                        })
-                        .collect::<String>()
-                );
-                for r in rows {
-                    let _ = writeln!(
-                        o,
-                        "| {} |",
-                        r.iter()
-                            .map(|c| md_inline(c))
-                            .collect::<Vec<_>>()
-                            .join(" | ")
-                    );
-                }
-                o.push('\n');
-            }
-            Block::Figure { file, alt, .. } => {
-                let _ = writeln!(o, "![{alt}]({file})\n");
-            }
-            Block::Code(lines) => {
-                let _ = writeln!(o, "```\n{}\n```\n", lines.join("\n"));
-            }
-        }
-    }
-    o
+    page::markdown(&document(s))
 }
-
-/// Escapes, then turns `code` and **bold** into HTML (the micro-benchmarks' reports too).
-pub(crate) fn html_inline(s: &str) -> String {
-    let e = esc(s);
-    let mut out = String::new();
-    for (i, part) in e.split('`').enumerate() {
-        if i % 2 == 1 {
-            let _ = write!(out, "<code>{part}</code>");
-        } else {
-            for (j, q) in part.split("**").enumerate() {
-                if j % 2 == 1 {
-                    let _ = write!(out, "<strong>{q}</strong>");
-                } else {
-                    out.push_str(q);
-                }
-            }
-        }
-    }
-    out
-}
-
-// Wide enough for two figures side by side (640 px each); text keeps a readable measure.
-const CSS: &str = "body{font-family:Helvetica,Arial,sans-serif;max-width:1320px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
-p,ul{max-width:72em}figure svg{max-width:100%;height:auto}\
-table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
-th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
-pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}figure{margin:0.8em 8px 0.8em 0;display:inline-block;vertical-align:top}\
-h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}.verdict-reproduced{color:#176b1d}\
-.verdict-not{color:#a11}.verdict-inconclusive{color:#777}";
 
 pub fn render_html(s: &Summary) -> String {
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>evlab run: {}</title>\
-         <style>{CSS}</style></head><body>\n",
-        esc(&s.experiment.name)
-    );
-    for b in document(s) {
-        match b {
-            Block::H(l, t) => {
-                let _ = writeln!(o, "<h{l}>{}</h{l}>", html_inline(&t));
-            }
-            Block::P(t) => {
-                let _ = writeln!(o, "<p>{}</p>", html_inline(&t));
-            }
-            Block::List(items) => {
-                o.push_str("<ul>\n");
-                for i in items {
-                    let class = if i.starts_with("**reproduced**") {
-                        " class=\"verdict-reproduced\""
-                    } else if i.starts_with("**not reproduced**") {
-                        " class=\"verdict-not\""
-                    } else if i.starts_with("**inconclusive**") {
-                        " class=\"verdict-inconclusive\""
-                    } else {
-                        ""
-                    };
-                    let _ = writeln!(o, "<li{class}>{}</li>", html_inline(&i));
-                }
-                o.push_str("</ul>\n");
-            }
-            Block::Table(h, rows) => {
-                let align: Vec<bool> = (0..rows.first().map_or(0, |r| r.len()))
-                    .map(|i| numeric_column(&rows, i))
-                    .collect();
-                // Headings align with their column: numbers right, words left.
-                o.push_str("<table><thead><tr>");
-                for (i, c) in h.iter().enumerate() {
-                    let style = if align.get(i) == Some(&false) && i > 0 {
-                        " style=\"text-align:left\""
-                    } else {
-                        ""
-                    };
-                    let _ = write!(o, "<th{style}>{}</th>", html_inline(c));
-                }
-                o.push_str("</tr></thead><tbody>\n");
-                for r in rows {
-                    o.push_str("<tr>");
-                    for (i, c) in r.iter().enumerate() {
-                        let style = if align.get(i) == Some(&false) && i > 0 {
-                            " style=\"text-align:left\""
-                        } else {
-                            ""
-                        };
-                        let _ = write!(o, "<td{style}>{}</td>", html_inline(c));
-                    }
-                    o.push_str("</tr>\n");
-                }
-                o.push_str("</tbody></table>\n");
-            }
-            Block::Figure { file, svg, .. } => {
-                let _ = writeln!(o, "<figure id=\"{}\">{svg}</figure>", esc(&file));
-            }
-            Block::Code(lines) => {
-                let _ = writeln!(o, "<pre>{}</pre>", esc(&lines.join("\n")));
-            }
-        }
-    }
-    o.push_str(crate::render::svg::SCRIPT);
-    o.push_str("</body></html>\n");
-    o
+    page::html(&format!("evlab run: {}", s.experiment.name), &document(s))
 }
 
 /// Writes report.md, report.html, every figure as `fig-*.svg`, and findings.json (the

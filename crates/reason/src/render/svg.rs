@@ -3,12 +3,18 @@
 //! deterministic output, so a re-rendered report is byte-for-byte the original.
 
 mod axis;
+mod marks;
+mod rows;
+
+pub use self::rows::{row_chart, Row, RowChart, RowMark};
 
 use std::fmt::Write as _;
 
 use self::axis::{
     fmt_tick, linear_x_axis, linear_y_axis, log_x_axis, log_y_axis, x_decimals, H, L, PH, PW, T, W,
 };
+pub use self::marks::{colour, esc};
+use self::marks::{error_bar, marker, marker_with, nest, Mark, COLOURS};
 
 pub struct Line {
     pub label: String,
@@ -63,214 +69,6 @@ pub enum Scale {
     Log,
 }
 
-const COLOURS: &[&str] = &[
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#7f7f7f", "#bcbd22",
-];
-
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// Marker outlines, centred on the origin: a polygon's vertices (the circle is drawn as such).
-/// Every shape is closed, so every one can be drawn hollow.
-const SHAPES: usize = 8;
-
-fn shape_points(i: usize) -> &'static [(f64, f64)] {
-    match i % SHAPES {
-        // square
-        1 => &[(-3.5, -3.5), (3.5, -3.5), (3.5, 3.5), (-3.5, 3.5)],
-        // triangle up
-        2 => &[(0.0, -4.5), (4.0, 3.5), (-4.0, 3.5)],
-        // diamond
-        3 => &[(0.0, -4.5), (4.5, 0.0), (0.0, 4.5), (-4.5, 0.0)],
-        // triangle down
-        4 => &[(0.0, 4.5), (4.0, -3.5), (-4.0, -3.5)],
-        // plus
-        5 => &[
-            (-1.5, -4.5),
-            (1.5, -4.5),
-            (1.5, -1.5),
-            (4.5, -1.5),
-            (4.5, 1.5),
-            (1.5, 1.5),
-            (1.5, 4.5),
-            (-1.5, 4.5),
-            (-1.5, 1.5),
-            (-4.5, 1.5),
-            (-4.5, -1.5),
-            (-1.5, -1.5),
-        ],
-        // cross (a plus turned 45°)
-        6 => &[
-            (-3.2, -5.3),
-            (0.0, -2.1),
-            (3.2, -5.3),
-            (5.3, -3.2),
-            (2.1, 0.0),
-            (5.3, 3.2),
-            (3.2, 5.3),
-            (0.0, 2.1),
-            (-3.2, 5.3),
-            (-5.3, 3.2),
-            (-2.1, 0.0),
-            (-5.3, -3.2),
-        ],
-        // hexagon
-        7 => &[
-            (-2.3, -4.0),
-            (2.3, -4.0),
-            (4.6, 0.0),
-            (2.3, 4.0),
-            (-2.3, 4.0),
-            (-4.6, 0.0),
-        ],
-        _ => &[],
-    }
-}
-
-/// Marker `i` at (x, y): filled with the line's colour, or white inside a thicker outline when
-/// `hollow` (an invalid point).
-fn marker(out: &mut String, i: usize, x: f64, y: f64, colour: &str, hollow: bool) {
-    marker_with(out, i, (x, y, 1.0), colour, hollow, None);
-}
-
-/// A marker; with `tip`, a point of the chart: its series' name as `data-series` (the legend
-/// toggles it) and its values as the `<title>` a browser shows on hover.
-fn marker_with(
-    out: &mut String,
-    i: usize,
-    (x, y, size): (f64, f64, f64),
-    colour: &str,
-    hollow: bool,
-    tip: Option<(&str, &str)>,
-) {
-    let (fill, width) = if hollow {
-        ("white", 1.6)
-    } else {
-        (colour, 1.0)
-    };
-    let mut attrs = String::new();
-    match (hollow, tip.is_some()) {
-        (true, true) => attrs.push_str(r#" class="mark invalid""#),
-        (true, false) => attrs.push_str(r#" class="invalid""#),
-        (false, true) => attrs.push_str(r#" class="mark""#),
-        (false, false) => {}
-    }
-    if let Some((series, _)) = tip {
-        let _ = write!(attrs, r#" data-series="{}""#, esc(series));
-    }
-    let close = match tip {
-        Some((_, text)) => format!("><title>{}</title>", esc(text)),
-        None => "/>".into(),
-    };
-    let end = |el: &str| {
-        if tip.is_some() {
-            format!("</{el}>")
-        } else {
-            String::new()
-        }
-    };
-    let pts = shape_points(i);
-    if pts.is_empty() {
-        let _ = write!(
-            out,
-            r#"<circle{attrs} cx="{x:.1}" cy="{y:.1}" r="{:.1}" fill="{fill}" stroke="{colour}" stroke-width="{width}"{close}{}"#,
-            3.5 * size,
-            end("circle")
-        );
-        return;
-    }
-    let d: Vec<String> = pts
-        .iter()
-        .enumerate()
-        .map(|(k, (dx, dy))| {
-            format!(
-                "{}{:.1},{:.1}",
-                if k == 0 { "M" } else { "L" },
-                x + dx * size,
-                y + dy * size
-            )
-        })
-        .collect();
-    let _ = write!(
-        out,
-        r#"<path{attrs} d="{} Z" fill="{fill}" stroke="{colour}" stroke-width="{width}"{close}{}"#,
-        d.join(" "),
-        end("path")
-    );
-}
-
-/// A vertical min–max bar with caps.
-fn error_bar(out: &mut String, x: f64, y_lo: f64, y_hi: f64, colour: &str, series: &str) {
-    let _ = write!(
-        out,
-        r#"<path class="range" data-series="{}" d="M{x:.1},{y_lo:.1} L{x:.1},{y_hi:.1} M{:.1},{y_lo:.1} L{:.1},{y_lo:.1} M{:.1},{y_hi:.1} L{:.1},{y_hi:.1}" stroke="{colour}" stroke-width="1"/>"#,
-        esc(series),
-        x - 3.0,
-        x + 3.0,
-        x - 3.0,
-        x + 3.0
-    );
-}
-
-/// How much larger each marker under another is drawn, where markers coincide.
-const NEST: f64 = 0.55;
-/// Markers closer than this (pixels, both ways) would hide one another.
-const OVERLAP: f64 = 7.0;
-
-/// One marker to draw: its series (shape and colour), where, and whether hollow.
-struct Mark {
-    series: usize,
-    x: f64,
-    y: f64,
-    hollow: bool,
-    bar: Option<(f64, f64)>,
-    /// What hovering shows: the series and the point's values.
-    tip: String,
-    /// Its size, 1 unless it coincides with others (see [`nest`]).
-    size: f64,
-}
-
-/// Nests markers that would hide one another, never moving one off its value: at one x, markers
-/// whose y lie within `OVERLAP` of the next form a group; in series order the first is drawn
-/// largest and each later one smaller on top of it (different shapes, so each ring shows).
-/// Without this the last series drawn hides the others where they coincide (below saturation
-/// every mechanism answers what it is offered), and with them their hollow (invalid) markers.
-fn nest(marks: &mut [Mark]) -> bool {
-    let mut nested = false;
-    let mut order: Vec<usize> = (0..marks.len()).collect();
-    order.sort_by(|&a, &b| {
-        (marks[a].x, marks[a].y, marks[a].series)
-            .partial_cmp(&(marks[b].x, marks[b].y, marks[b].series))
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    let mut i = 0;
-    while i < order.len() {
-        let mut j = i + 1;
-        while j < order.len()
-            && (marks[order[j]].x - marks[order[i]].x).abs() < 0.5
-            && marks[order[j]].y - marks[order[j - 1]].y < OVERLAP
-        {
-            j += 1;
-        }
-        if j - i > 1 {
-            let mut group: Vec<usize> = order[i..j].to_vec();
-            group.sort_by_key(|&k| (marks[k].series, marks[k].hollow));
-            let n = group.len();
-            for (rank, &k) in group.iter().enumerate() {
-                marks[k].size = 1.0 + NEST * (n - 1 - rank) as f64;
-            }
-            nested = true;
-        }
-        i = j;
-    }
-    nested
-}
-
 /// The chart as a standalone `<svg>` element. Each line is one `<polyline class="series">`.
 pub fn line_chart(c: &Chart) -> String {
     line_chart_x(c, Scale::Linear)
@@ -280,23 +78,68 @@ pub fn line_chart(c: &Chart) -> String {
 /// from 1 to thousands) the ticks are the points' own x values, as many as fit without their
 /// labels touching (the largest always), and the diagonal is not drawn.
 pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
-    let logs = Logs {
+    line_chart_on(c, &[], &shared_axes(&[(c, &[])], x_scale))
+}
+
+/// A number a source gives, drawn over a chart where it can be set against what was measured:
+/// a grey hollow diamond at (x, `lo`) when `lo` = `hi`, else a grey band from `lo` to `hi` at x.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ref {
+    pub x: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// The series it is set against: the legend hides it with that series.
+    pub series: Option<String>,
+    /// What hovering shows: "paper: select loses up to 79% of its capacity (0.21×)".
+    pub tip: String,
+}
+
+/// Axes that several charts share (one question's panels: the figure of each idle count, or
+/// the small multiples of many series), so that their values can be set side by side.
+#[derive(Clone)]
+pub struct Axes {
+    plot: Plot,
+    x_ticks: Vec<(f64, String)>,
+    y_ticks: Vec<(f64, String)>,
+}
+
+/// The axes that hold every value of `charts` and of the numbers drawn over them, the x axis on
+/// `x_scale`. The y axis is logarithmic when a chart asks for it, or when the values, all above
+/// zero, span ten times or more (pipetest's poll falls 400-fold; select's CPU per request is 20
+/// times epoll's): on a linear axis the smaller ones would lie flat. A reply rate drawn against
+/// the offered rate (the diagonal) keeps the paper's linear axes.
+pub fn shared_axes(charts: &[(&Chart, &[Ref])], x_scale: Scale) -> Axes {
+    let diagonal = charts.iter().any(|(c, _)| c.diagonal);
+    let asked = charts.iter().any(|(c, _)| c.y_scale == Scale::Log);
+    let mut logs = Logs {
         x: x_scale == Scale::Log,
-        y: c.y_scale == Scale::Log || spans_decades(c),
+        y: asked,
     };
-    let (xs_all, ys_all) = shown_values(c, logs);
+    if !asked && !diagonal {
+        let all: Vec<f64> = charts
+            .iter()
+            .flat_map(|(c, r)| shown_values(c, r, logs).1)
+            .collect();
+        logs.y = spans_decades(&all);
+    }
+    let (mut xs_all, mut ys_all) = (Vec::new(), Vec::new());
+    for (c, r) in charts {
+        let (xs, ys) = shown_values(c, r, logs);
+        xs_all.extend(xs);
+        ys_all.extend(ys);
+    }
     let (x0, x1) = xs_all
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
             (a.min(x), b.max(x))
         });
     let mut y_max = ys_all.iter().fold(0.0f64, |a, &y| a.max(y));
-    if c.diagonal {
+    if diagonal {
         y_max = y_max.max(x1);
     }
     // Three x values or fewer (0 and 10,000 idle connections): a dot plot, its values evenly
     // spaced as categories, rather than a line over a mostly empty axis.
-    let cats = categories(c, logs, &xs_all);
+    let cats = categories(diagonal, logs, &xs_all);
     let (x0, x1, x_ticks) = if let Some(v) = &cats {
         let ticks = v.iter().map(|&x| (x, fmt_tick(x, x_decimals(x)))).collect();
         (v[0], v[v.len() - 1], ticks)
@@ -310,14 +153,24 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     } else {
         linear_y_axis(y_max)
     };
-    let plot = Plot {
-        logs,
-        x0,
-        x1,
-        y0,
-        y1,
-        cats,
-    };
+    Axes {
+        plot: Plot {
+            logs,
+            x0,
+            x1,
+            y0,
+            y1,
+            cats,
+        },
+        x_ticks,
+        y_ticks,
+    }
+}
+
+/// `c` drawn on `axes` (from [`shared_axes`]), with the sources' numbers `refs` over it.
+pub fn line_chart_on(c: &Chart, refs: &[Ref], axes: &Axes) -> String {
+    let plot = &axes.plot;
+    let logs = plot.logs;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -326,12 +179,13 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
     );
     let _ = write!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
     title(&mut s, &c.title);
-    x_grid(&mut s, &plot, &x_ticks);
-    y_grid(&mut s, &plot, &y_ticks);
-    axes(&mut s, c, &plot);
-    // Lines first, then every marker above every line: solid ones, then hollow ones, so that an
-    // invalid point is never hidden under a valid one.
-    let mut marks = lines_and_marks(&mut s, c, &plot);
+    x_grid(&mut s, plot, &axes.x_ticks);
+    y_grid(&mut s, plot, &axes.y_ticks);
+    self::axes(&mut s, c, plot);
+    // Lines first, then the sources' numbers, then every marker above them all: solid ones,
+    // then hollow ones, so that an invalid point is never hidden under a valid one.
+    let mut marks = lines_and_marks(&mut s, c, plot);
+    let drawn = references(&mut s, refs, plot);
     let nested = nest(&mut marks);
     let label = |m: &Mark| c.lines[m.series].label.as_str();
     for m in &marks {
@@ -365,9 +219,47 @@ pub fn line_chart_x(c: &Chart, x_scale: Scale) -> String {
             );
         }
     }
-    let bottom = legend(&mut s, c, logs, &marks, nested);
+    let bottom = legend(&mut s, c, logs, &marks, (nested, drawn));
     s.push_str("</svg>");
     fit(s, c, bottom)
+}
+
+/// The sources' numbers, in grey: a hollow diamond for one number, a band for a range (each
+/// with its words on hover). Returns whether any was drawn.
+fn references(s: &mut String, refs: &[Ref], plot: &Plot) -> bool {
+    let mut any = false;
+    for r in refs {
+        if !plot.logs.shown_x(r.x) || !plot.logs.shown_y(r.lo) || !plot.logs.shown_y(r.hi) {
+            continue;
+        }
+        any = true;
+        let series = r
+            .series
+            .as_ref()
+            .map_or(String::new(), |x| format!(r#" data-series="{}""#, esc(x)));
+        let (x, lo, hi) = (plot.px(r.x), plot.py(r.lo), plot.py(r.hi));
+        if (hi - lo).abs() < 1.0 {
+            let _ = write!(
+                s,
+                r##"<path class="ref"{series} d="M{:.1},{lo:.1} L{x:.1},{:.1} L{:.1},{lo:.1} L{x:.1},{:.1} Z" fill="none" stroke="#555555" stroke-width="1.4"><title>{}</title></path>"##,
+                x - 6.0,
+                lo - 6.0,
+                x + 6.0,
+                lo + 6.0,
+                esc(&r.tip)
+            );
+        } else {
+            let _ = write!(
+                s,
+                r##"<rect class="ref"{series} x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="#888888" fill-opacity="0.3" stroke="#555555" stroke-width="0.8" stroke-dasharray="2 2"><title>{}</title></rect>"##,
+                x - 7.0,
+                hi.min(lo),
+                (lo - hi).abs(),
+                esc(&r.tip)
+            );
+        }
+    }
+    any
 }
 
 /// Widest a bold character is, as a share of the font size (Helvetica's widest common letters,
@@ -474,23 +366,11 @@ pub const SCRIPT: &str = r#"<script>
 </script>
 "#;
 
-/// Whether a linear chart's values span two decades or more, all of them above zero: then its
-/// y axis is logarithmic, or the smaller values would lie flat on the axis (pipetest's select
-/// falling 400-fold). A chart with a zero or less stays linear: a log axis could not show it.
-fn spans_decades(c: &Chart) -> bool {
-    let ys: Vec<f64> = c
-        .lines
-        .iter()
-        .flat_map(|l| {
-            l.points
-                .iter()
-                .chain(&l.stray)
-                .map(|p| p.1)
-                .chain(l.ranges.iter().flatten().flat_map(|r| [r.0, r.1]))
-        })
-        .collect();
-    match min_max(&ys) {
-        Some((lo, hi)) => lo > 0.0 && hi / lo >= 100.0,
+/// Whether values, all above zero, span ten times or more (a chart with a zero or less stays
+/// linear: a log axis could not show it).
+fn spans_decades(ys: &[f64]) -> bool {
+    match min_max(ys) {
+        Some((lo, hi)) => lo > 0.0 && hi / lo >= 10.0,
         None => false,
     }
 }
@@ -517,6 +397,7 @@ impl Logs {
 }
 
 /// The axes' ends, and where a value falls on them, in pixels.
+#[derive(Clone)]
 struct Plot {
     logs: Logs,
     x0: f64,
@@ -532,8 +413,8 @@ const MOST_CATEGORIES: usize = 3;
 
 /// The chart's x values as categories when there are at most `MOST_CATEGORIES` of them, on a
 /// linear x axis without the diagonal (which needs a true rate axis); else None.
-fn categories(c: &Chart, logs: Logs, xs: &[f64]) -> Option<Vec<f64>> {
-    if logs.x || c.diagonal {
+fn categories(diagonal: bool, logs: Logs, xs: &[f64]) -> Option<Vec<f64>> {
+    if logs.x || diagonal {
         return None;
     }
     let mut v: Vec<f64> = xs.to_vec();
@@ -573,8 +454,8 @@ impl Plot {
 }
 
 /// Every x and every y the axes must hold: each shown point, its error bar's ends, and the
-/// stray (invalid) trials.
-fn shown_values(c: &Chart, logs: Logs) -> (Vec<f64>, Vec<f64>) {
+/// stray (invalid) trials, and the sources' numbers drawn over them.
+fn shown_values(c: &Chart, refs: &[Ref], logs: Logs) -> (Vec<f64>, Vec<f64>) {
     let mut xs_all = Vec::new();
     let mut ys_all = Vec::new();
     for l in &c.lines {
@@ -591,6 +472,12 @@ fn shown_values(c: &Chart, logs: Logs) -> (Vec<f64>, Vec<f64>) {
         for &(x, y) in l.stray.iter().filter(|p| logs.shown(p)) {
             xs_all.push(x);
             ys_all.push(y);
+        }
+    }
+    for r in refs {
+        if logs.shown_x(r.x) && logs.shown_y(r.lo) && logs.shown_y(r.hi) {
+            xs_all.push(r.x);
+            ys_all.extend([r.lo, r.hi]);
         }
     }
     (xs_all, ys_all)
@@ -768,7 +655,7 @@ fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
 
 /// A value as hovering shows it: whole numbers with separators from 100 up, three significant
 /// digits below.
-fn value_text(v: f64) -> String {
+pub fn value_text(v: f64) -> String {
     if v.abs() >= 100.0 {
         crate::model::text::thousands(v)
     } else if v == 0.0 {
@@ -794,7 +681,13 @@ fn tip(c: &Chart, series: &str, (x, y): (f64, f64), hollow: bool) -> String {
 /// The legend, and under it notes on what the markers drawn mean; returns the y of its last
 /// line. Each entry is a group with its series' name (`data-series`): the report's script
 /// toggles the series when it is clicked.
-fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], nested: bool) -> f64 {
+fn legend(
+    s: &mut String,
+    c: &Chart,
+    logs: Logs,
+    marks: &[Mark],
+    (nested, refs): (bool, bool),
+) -> f64 {
     for (i, line) in c.lines.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let ly = T + 8.0 + i as f64 * 20.0;
@@ -824,6 +717,12 @@ fn legend(s: &mut String, c: &Chart, logs: Logs, marks: &[Mark], nested: bool) -
     }
     if nested {
         notes.push(vec!["markers that coincide:", "nested, the first largest"]);
+    }
+    if refs {
+        notes.push(vec![
+            "grey ◇ or band: the source's",
+            "number (hover for its words)",
+        ]);
     }
     if c.lines
         .iter()

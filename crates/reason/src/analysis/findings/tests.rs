@@ -1419,17 +1419,18 @@ fn a_paper_run_without_the_negative_control_says_so() {
     // series on a budget of its own.
     let s = with_knees(fig5(&|_| 5000.0), &|_, _| 6000.0);
     let md = crate::render::report::render_md(&s);
+    // The controls beside the findings chart say it has none; the findings in full, why.
+    assert!(md.contains("- Negative control: not in this run ("), "{md}");
     let line = md
         .lines()
-        .find(|l| l.contains("Negative control:"))
+        .find(|l| l.contains("Negative control: no negative control in this run"))
         .unwrap_or_else(|| panic!("{md}"));
-    assert!(line.contains("no negative control in this run"), "{line}");
     for id in ["fig1-select-as-epoll-lt", "fig5-epoll-et-unaffected"] {
         assert!(line.contains(id), "{line}");
     }
     // A run that judges no equivalence rule has nothing to say about it.
     let s = summary(&["select"], &[0, 10_000], &[2000.0], 3, &|_, _, r, _| r);
-    assert!(!crate::render::report::render_md(&s).contains("Negative control"));
+    assert!(!crate::render::report::render_md(&s).contains("no negative control in this run"));
 }
 
 #[test]

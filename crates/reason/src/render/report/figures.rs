@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use crate::analysis::findings;
-use crate::analysis::stats::Arm;
 use crate::model::results::{PointResult, Summary};
 use crate::model::spec::{SweepSpec, Workload};
 use crate::model::text::thousands;
@@ -83,68 +82,194 @@ pub(super) fn lines_by(
     out
 }
 
-/// The figures of one idle count: reply rate (with y = x), p99 reply time on a log scale (from
-/// under a millisecond below saturation to the timeout above it: a linear axis shows only the
-/// blow-up and flattens every difference below the knee into zero), errors as a share of the
-/// connections started (comparable across rates, as counts are not), server CPU per reply.
+/// What the run's CPU figures measured, and per what: the proxy's CPU per request in a proxy
+/// experiment (the origin runs outside the budget, unmeasured), else the server's per reply.
+pub(super) fn cpu_words(s: &Summary) -> (&'static str, &'static str) {
+    if s.experiment.proxy.is_some() {
+        ("proxy CPU", "request")
+    } else {
+        ("server CPU", "reply")
+    }
+}
+
+/// Whether every point `keep` accepts was simply answered: the offered load met, so that a
+/// figure of its reply rate says nothing its offered rate does not. With a known number of
+/// requests per connection: every point answered at least 95% of the requests offered; else
+/// (the Polymix-like sessions): no point had errors over 1% of its connections, and each
+/// series answered within 5% of one reply rate at each offered rate, whatever else changed
+/// (the idle connections). A run of fixed connections
+/// (`active_conns`) measures its throughput: never "met".
+pub(super) fn offered_met(s: &Summary, keep: &dyn Fn(&PointResult) -> bool) -> bool {
+    let e = &s.experiment;
+    if e.active_conns.is_some() {
+        return false;
+    }
+    let ps: Vec<&PointResult> = s.points.iter().filter(|p| p.ok() && keep(p)).collect();
+    if ps.is_empty() {
+        return false;
+    }
+    let Some(calls) = e.requests_per_conn() else {
+        let clean = ps
+            .iter()
+            .all(|p| p.error_share().is_some_and(|x| x <= 0.01));
+        let flat = ps.iter().all(|p| {
+            let same: Vec<f64> = ps
+                .iter()
+                .filter(|q| q.rate == p.rate && q.series == p.series)
+                .filter_map(|q| q.reply_rate())
+                .collect();
+            match (p.reply_rate(), svg::min_max(&same)) {
+                (Some(_), Some((lo, hi))) => lo > 0.0 && hi / lo <= 1.05,
+                (Some(_), None) => true,
+                (None, _) => false,
+            }
+        });
+        return clean && flat;
+    };
+    ps.iter()
+        .all(|p| p.reply_rate().is_some_and(|r| r >= 0.95 * p.rate * calls))
+}
+
+/// The figures of one idle count: reply rate (with y = x; left out where every offered load was
+/// met), p99 reply time on a log scale (from under a millisecond below saturation to the
+/// timeout above it: a linear axis shows only the blow-up and flattens every difference below
+/// the knee into zero), errors as a share of the connections started (comparable across rates,
+/// as counts are not; left out when there were none), CPU per reply. Each metric's figures
+/// share their axes across the idle counts, so that the idle connections' cost shows.
 pub(super) fn figures(s: &Summary, idle: usize) -> Vec<Block> {
     let xl = x_label(s);
     let wl = s.experiment.workload.label();
+    let (cpu, per) = cpu_words(s);
     let mut v = Vec::new();
-    let specs: [(&str, String, &str, bool, Scale, Metric); 4] = [
+    let specs: [(&str, String, String, bool, Scale, Metric); 4] = [
         (
             "replies",
-            format!("evlab, {wl} workload, {}", idle_words(idle)),
-            "replies/s",
+            format!("evlab, {wl} workload"),
+            "replies/s".into(),
             true,
             Scale::Linear,
             Box::new(|p: &PointResult| p.reply_rate()),
         ),
         (
             "p99",
-            format!("99th percentile reply time, {}", idle_words(idle)),
-            "p99 reply time (ms)",
+            "99th percentile reply time".into(),
+            "p99 reply time (ms)".into(),
             false,
             Scale::Log,
             Box::new(|p: &PointResult| p.p99_ms()),
         ),
         (
             "errors",
-            format!("client errors, {}", idle_words(idle)),
-            "errors (% of connections)",
+            "client errors".into(),
+            "errors (% of connections)".into(),
             false,
             Scale::Linear,
             Box::new(|p: &PointResult| p.error_share().map(|e| e * 100.0)),
         ),
         (
             "cpu",
-            format!("server CPU per reply, {}", idle_words(idle)),
-            "server CPU µs per reply",
+            format!("{cpu} per {per}"),
+            format!("{cpu} µs per {per}"),
             false,
             Scale::Linear,
             Box::new(|p: &PointResult| p.server_cpu_us_per_reply),
         ),
     ];
-    for (tag, title, yl, diagonal, y_scale, f) in specs {
-        let ls = lines(s, idle, f.as_ref());
-        if ls.iter().all(|l| l.points.is_empty()) {
+    let idles = s.idle_counts();
+    for (tag, what, yl, diagonal, y_scale, f) in specs {
+        if tag == "replies" && offered_met(s, &|_| true) {
             continue;
         }
-        let chart = Chart {
-            title: title.clone(),
-            x_label: xl.clone(),
-            y_label: yl.into(),
-            lines: ls,
-            diagonal,
-            y_scale,
+        let charts: Vec<(usize, Chart)> = idles
+            .iter()
+            .map(|&i| {
+                let title = format!("{what}, {}", idle_words(i));
+                let lines = lines(s, i, f.as_ref());
+                (i, chart(title, &xl, &yl, lines, (diagonal, y_scale)))
+            })
+            .collect();
+        let values = charts
+            .iter()
+            .flat_map(|(_, c)| c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+        if tag == "errors" && !values.into_iter().any(|y| y > 0.0) {
+            continue;
+        }
+        let group: Vec<(&Chart, &[svg::Ref])> = charts.iter().map(|(_, c)| (c, &[][..])).collect();
+        let axes = svg::shared_axes(&group, Scale::Linear);
+        let Some((_, c)) = charts.iter().find(|(i, _)| *i == idle) else {
+            continue;
         };
+        if c.lines.iter().all(|l| l.points.is_empty()) {
+            continue;
+        }
         v.push(Block::Figure {
             file: format!("fig-{tag}-idle{idle}.svg"),
-            svg: svg::line_chart(&chart),
-            alt: title,
+            svg: svg::line_chart_on(c, &[], &axes),
+            alt: c.title.clone(),
         });
     }
     v
+}
+
+/// A chart of `lines`: its title, axes' names, whether it draws y = x, and its y scale.
+pub(super) fn chart(
+    title: String,
+    x_label: &str,
+    y_label: &str,
+    lines: Vec<Line>,
+    (diagonal, y_scale): (bool, Scale),
+) -> Chart {
+    Chart {
+        title,
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        lines,
+        diagonal,
+        y_scale,
+    }
+}
+
+/// With one offered rate and several idle counts against the offered rate (quick: a low rate
+/// for the CPU rules, a capacity search for the rest), the rate sections draw no line; CPU per
+/// reply at that rate against the idle connections is the run's clearest effect, drawn as the
+/// capacity is.
+pub(super) fn one_rate_section(s: &Summary) -> Vec<Block> {
+    let mut rates: Vec<f64> = s.points.iter().map(|p| p.rate).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    if axis(s) != Axis::Rate || rates.len() != 1 || s.idle_counts().len() < 2 {
+        return vec![];
+    }
+    let (cpu, per) = cpu_words(s);
+    let lines = lines_by(s, &|_| true, &|p| Some(p.idle as f64), &|p| {
+        p.server_cpu_us_per_reply
+    });
+    if lines.iter().all(|l| l.points.is_empty()) {
+        return vec![];
+    }
+    let title = format!(
+        "{cpu} per {per} at {}/s offered, against idle connections",
+        thousands(rates[0])
+    );
+    let c = chart(
+        title.clone(),
+        "idle connections",
+        &format!("{cpu} µs per {per}"),
+        lines,
+        (false, Scale::Linear),
+    );
+    vec![
+        Block::H(2, format!("{} per {per}", capitalise(cpu))),
+        Block::P(format!(
+            "The {cpu} time of the measured run over its {per}s, at the run's one offered rate              ({}/s, below every knee: each {per} costs what it costs with no queue), against              the idle connections held: the mean of the valid trials, their min–max as bars.              The rules on CPU read it; the tables below give it with its interval.",
+            thousands(rates[0])
+        )),
+        Block::Figure {
+            file: "fig-cpu-vs-idle.svg".into(),
+            svg: svg::line_chart(&c),
+            alt: title,
+        },
+    ]
 }
 
 /// What the figures put on the x axis.
@@ -194,7 +319,7 @@ pub(super) fn panels(s: &Summary, ax: &Axis) -> Vec<Panel> {
                 thousands(e.active_conns.unwrap_or(0) as f64)
             )
         } else {
-            format!("{}/s offered", thousands(r))
+            offered_words(s, r)
         }
     };
     match ax {
@@ -365,6 +490,7 @@ pub(super) fn swept_metrics() -> Vec<SweptMetric> {
 /// trials' min–max bars, and a table of each.
 pub(super) fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
     let (x_label, x_tag, x) = axis_x(s, ax);
+    let (cpu, per) = cpu_words(s);
     let head = match ax {
         Axis::Idle if s.experiment.idle_request_first => "dead connections".to_string(),
         Axis::Idle => "idle connections".to_string(),
@@ -381,6 +507,7 @@ pub(super) fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
             ),
         ));
         let mut tables = Vec::new();
+        let mut met = false;
         for (tag, what, yl, y_scale, f, flag_only, nonzero_only, digits) in swept_metrics() {
             if flag_only && !matches!(ax, Axis::Swept(_)) {
                 continue;
@@ -396,31 +523,29 @@ pub(super) fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
             if !any || (nonzero_only && !above) {
                 continue;
             }
-            let groups = small_multiples(ls);
-            let n = groups.len();
-            for (k, lines) in groups.into_iter().enumerate() {
-                let (title, part) = if n == 1 {
-                    (format!("{}: {what}", panel.words), String::new())
-                } else {
-                    (
-                        format!("{}: {what} ({} of {n})", panel.words, k + 1),
-                        format!("-{}", k + 1),
-                    )
-                };
-                d.push(Block::Figure {
-                    file: format!("fig-{tag}-vs-{x_tag}{}{part}.svg", panel.suffix),
-                    svg: svg::line_chart(&Chart {
-                        title: title.clone(),
-                        x_label: x_label.clone(),
-                        y_label: yl.into(),
-                        lines,
-                        diagonal: false,
-                        y_scale,
-                    }),
-                    alt: title,
-                });
+            let (what, yl) = match tag {
+                "cpu" => (format!("{cpu} per {per}"), format!("{cpu} µs per {per}")),
+                _ => (what.to_string(), yl.to_string()),
+            };
+            if tag == "replies" && offered_met(s, &keep) {
+                met = true;
+            } else {
+                let file = format!("fig-{tag}-vs-{x_tag}{}", panel.suffix);
+                let title = format!("{}: {what}", panel.words);
+                let refs = idle_refs(s, tag, &ls);
+                d.extend(series_figures(
+                    &file,
+                    &title,
+                    (&x_label, &yl, y_scale),
+                    ls,
+                    refs,
+                    &|x| category_words(ax, x),
+                ));
             }
-            tables.push(Block::P(format!("{} ({yl}), by {head}:", capitalise(what))));
+            tables.push(Block::P(format!(
+                "{} ({yl}), by {head}:",
+                capitalise(&what)
+            )));
             tables.push(table_by(
                 s,
                 &keep,
@@ -433,6 +558,12 @@ pub(super) fn swept_sections(s: &Summary, ax: &Axis) -> Vec<Block> {
         }
         if tables.is_empty() {
             continue;
+        }
+        if met {
+            d.push(Block::P(
+                "Every point answered what it was offered: the reply rate is only in its table."
+                    .into(),
+            ));
         }
         d.push(Block::P(
             "Means over valid trials, ± the half-width of the mean's 90% interval where two or \
@@ -478,315 +609,210 @@ pub(super) fn small_multiples(lines: Vec<svg::Line>) -> Vec<Vec<svg::Line>> {
     out
 }
 
-/// An object size of the spec ("4K", "128K", "1M", "512") in KB, or `None` for a distribution
-/// ("polymix4").
-pub(super) fn size_kb(size: &str) -> Option<f64> {
-    let t = size.trim();
-    let (num, mult) = match t.chars().last()? {
-        'k' | 'K' => (&t[..t.len() - 1], 1.0),
-        'm' | 'M' => (&t[..t.len() - 1], 1024.0),
-        'g' | 'G' => (&t[..t.len() - 1], 1024.0 * 1024.0),
-        _ => (t, 1.0 / 1024.0),
-    };
-    num.parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .map(|v| v * mult)
+/// A category of a swept axis in words: "no idle", "10,000 idle", "64 workers".
+fn category_words(ax: &Axis, x: f64) -> String {
+    match ax {
+        Axis::Idle if x == 0.0 => "no idle".into(),
+        Axis::Idle => format!("{} idle", thousands(x)),
+        Axis::Swept(name) => format!("{} {name}", number(x)),
+        Axis::Rate => format!("{}/s offered", thousands(x)),
+    }
 }
 
-/// For a proxy experiment whose series differ in object size (fig-proxy-sizes, the paper's
-/// Fig. 7): the proxy's CPU per request against the object size, one line per forwarding mode
-/// (per mechanism and mode when there are several mechanisms), and a table of it.
-pub(super) fn size_section(s: &Summary) -> Vec<Block> {
-    if s.experiment.proxy.is_none() {
-        return vec![];
-    }
-    let series = findings::proxy_series(s);
-    let sized: Vec<(&findings::ProxySeries, f64)> = series
+/// One question's figures: the series as lines on one chart, or as small multiples of at most
+/// [`MOST_SERIES`] on shared axes; or, with more series than that at three x values or fewer
+/// (the proxy's 18 series at 0 and 10,000 idle connections), one dot plot of a row per series
+/// and a marker per x value, every series on one scale.
+pub(super) fn series_figures(
+    file: &str,
+    title: &str,
+    (x_label, y_label, y_scale): (&str, &str, Scale),
+    lines: Vec<Line>,
+    refs: Vec<svg::Ref>,
+    category: &dyn Fn(f64) -> String,
+) -> Vec<Block> {
+    let mut xs: Vec<f64> = lines
         .iter()
-        .filter_map(|x| Some((x, size_kb(&x.size)?)))
+        .flat_map(|l| l.points.iter().map(|p| p.0))
         .collect();
-    let mut kbs: Vec<u64> = sized.iter().map(|(_, k)| k.to_bits()).collect();
-    kbs.sort_unstable();
-    kbs.dedup();
-    if kbs.len() < 2 {
-        return vec![];
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    if lines.len() > MOST_SERIES && xs.len() <= 3 {
+        let cats: Vec<(f64, String)> = xs.iter().map(|&x| (x, category(x))).collect();
+        return vec![Block::Figure {
+            file: format!("{file}.svg"),
+            svg: dot_plot(title, y_label, y_scale, &cats, &lines, (None, &refs)),
+            alt: title.to_string(),
+        }];
     }
-    let mut mechs: Vec<&str> = sized.iter().map(|(x, _)| x.mechanism.as_str()).collect();
-    mechs.sort_unstable();
-    mechs.dedup();
-    let key = |x: &findings::ProxySeries| {
-        if mechs.len() > 1 {
-            format!("{} {}", x.mechanism, x.mode)
-        } else {
-            x.mode.clone()
-        }
-    };
-    let cpu = |p: &PointResult| p.server_cpu_us_per_reply;
-    let mut lines: Vec<Line> = Vec::new();
-    for (x, kb) in &sized {
-        let label = key(x);
-        let kb = *kb;
-        let one = lines_by(s, &|p| p.series == x.label, &|_| Some(kb), &cpu)
-            .into_iter()
-            .find(|l| l.label == x.label);
-        let Some(one) = one else { continue };
-        let i = match lines.iter().position(|l| l.label == label) {
-            Some(i) => i,
-            None => {
-                lines.push(Line {
-                    label: label.clone(),
-                    points: vec![],
-                    flagged: vec![],
-                    ranges: vec![],
-                    stray: vec![],
-                });
-                lines.len() - 1
-            }
-        };
-        let l = &mut lines[i];
-        l.points.extend(one.points);
-        l.flagged.extend(one.flagged);
-        l.ranges.extend(one.ranges);
-        l.stray.extend(one.stray);
-    }
-    for l in &mut lines {
-        let mut order: Vec<usize> = (0..l.points.len()).collect();
-        order.sort_by(|&a, &b| l.points[a].0.total_cmp(&l.points[b].0));
-        l.points = order.iter().map(|&i| l.points[i]).collect();
-        l.flagged = order.iter().map(|&i| l.flagged[i]).collect();
-        l.ranges = order.iter().map(|&i| l.ranges[i]).collect();
-    }
-    if lines.iter().all(|l| l.points.is_empty()) {
-        return vec![];
-    }
-    let mut header = vec!["size (KB)".to_string()];
-    header.extend(lines.iter().map(|l| format!("{} (µs)", l.label)));
-    let rows: Vec<Vec<String>> = kbs
-        .iter()
-        .map(|&b| {
-            let kb = f64::from_bits(b);
-            let mut row = vec![number(kb)];
-            for l in &lines {
-                row.push(
-                    l.points
-                        .iter()
-                        .zip(&l.flagged)
-                        .find(|((x, _), _)| *x == kb)
-                        .map_or("–".into(), |((_, y), f)| {
-                            format!("{y:.2}{}", if *f { "†" } else { "" })
-                        }),
-                );
-            }
-            row
+    let groups = small_multiples(lines);
+    let n = groups.len();
+    let figs: Vec<(String, Chart, Vec<svg::Ref>)> = groups
+        .into_iter()
+        .enumerate()
+        .map(|(k, lines)| {
+            let (t, part) = if n == 1 {
+                (title.to_string(), String::new())
+            } else {
+                (format!("{title} ({} of {n})", k + 1), format!("-{}", k + 1))
+            };
+            let mine: Vec<svg::Ref> = refs
+                .iter()
+                .filter(|r| {
+                    r.series
+                        .as_ref()
+                        .is_none_or(|x| lines.iter().any(|l| &l.label == x))
+                })
+                .cloned()
+                .collect();
+            let c = chart(t, x_label, y_label, lines, (false, y_scale));
+            (format!("{file}{part}.svg"), c, mine)
         })
         .collect();
-    let title = "proxy CPU per request against object size".to_string();
-    let mut d = vec![
-        Block::H(2, "Against object size".into()),
-        Block::Figure {
-            file: "fig-cpu-vs-size.svg".into(),
-            svg: svg::line_chart_x(
-                &Chart {
-                    title: title.clone(),
-                    x_label: "object size (KB)".into(),
-                    y_label: "proxy CPU µs per request".into(),
-                    lines,
-                    diagonal: false,
-                    y_scale: Scale::Linear,
-                },
-                Scale::Log,
-            ),
-            alt: title,
-        },
-    ];
-    d.push(Block::P(
-        "The proxy's CPU µs per request, the mean over valid trials ± the half-width of its 90% \
-         interval (bars: their min–max; † from \
-         invalid points only):"
-            .into(),
-    ));
-    d.push(Block::Table(header, rows));
-    d
+    drawn_together(figs, Scale::Linear)
 }
 
-/// A point's response-time quantities (ms), as the load measured them: its file tag, its name
-/// in titles and tables, and its percentile for the x axis of the percentile figure (None: the
-/// mean, tabled but not drawn there).
-pub(super) type RtQuantity = (&'static str, &'static str, Option<f64>, Metric);
-
-pub(super) fn rt_quantities() -> Vec<RtQuantity> {
-    vec![
-        (
-            "p50",
-            "p50",
-            Some(50.0),
-            Box::new(|p: &PointResult| p.load.as_ref()?.latency_ms.p50),
-        ),
-        (
-            "p90",
-            "p90",
-            Some(90.0),
-            Box::new(|p: &PointResult| p.load.as_ref()?.latency_ms.p90),
-        ),
-        (
-            "p99",
-            "p99",
-            Some(99.0),
-            Box::new(|p: &PointResult| p.p99_ms()),
-        ),
-        (
-            "mean",
-            "mean",
-            None,
-            Box::new(|p: &PointResult| p.load.as_ref()?.latency_ms.mean),
-        ),
-    ]
-}
-
-/// The series' lines of the percentile figure at the points `keep` accepts: x the percentile,
-/// y the mean over valid trials of that percentile of the response time (bars: min–max).
-pub(super) fn percentile_lines(s: &Summary, keep: &dyn Fn(&PointResult) -> bool) -> Vec<Line> {
-    let mut lines: Vec<Line> = s.series.iter().map(|x| svg::empty_line(&x.label)).collect();
-    for (_, _, at, f) in rt_quantities() {
-        let Some(at) = at else { continue };
-        for (l, one) in lines
-            .iter_mut()
-            .zip(lines_by(s, keep, &|_| Some(at), f.as_ref()))
-        {
-            l.points.extend(one.points);
-            l.flagged.extend(one.flagged);
-            l.ranges.extend(one.ranges);
-            l.stray.extend(one.stray);
-        }
-    }
-    lines
-}
-
-/// Rows: series; columns: each response-time quantity at the points `keep` accepts, the mean
-/// over valid trials ± the half-width of its 90% interval († from invalid points only).
-pub(super) fn rt_table(s: &Summary, keep: &dyn Fn(&PointResult) -> bool) -> Block {
-    let qs = rt_quantities();
-    let mut header = vec!["series".to_string()];
-    header.extend(qs.iter().map(|q| format!("{} (ms)", q.1)));
-    let rows = s
-        .series
-        .iter()
-        .map(|x| {
-            let mut row = vec![x.label.clone()];
-            for (_, _, _, f) in &qs {
-                let of = |valid: bool| -> Vec<f64> {
-                    s.points
-                        .iter()
-                        .filter(|p| p.ok() && keep(p) && p.series == x.label)
-                        .filter(|p| p.valid() == valid)
-                        .filter_map(f)
-                        .collect()
-                };
-                let (valid, invalid) = (of(true), of(false));
-                row.push(match (Arm::of(&valid), Arm::of(&invalid)) {
-                    (Some(a), _) if valid.len() >= 2 => {
-                        format!("{:.3} ± {:.3}", a.mean, a.hi - a.mean)
-                    }
-                    (Some(a), _) => format!("{:.3}", a.mean),
-                    (None, Some(a)) => format!("{:.3}†", a.mean),
-                    (None, None) => "–".into(),
-                });
-            }
-            row
+/// Figures drawn on one set of axes, so that their values can be set side by side; one whose
+/// every line is empty is left out.
+pub(super) fn drawn_together(
+    figs: Vec<(String, Chart, Vec<svg::Ref>)>,
+    x_scale: Scale,
+) -> Vec<Block> {
+    let group: Vec<(&Chart, &[svg::Ref])> =
+        figs.iter().map(|(_, c, r)| (c, r.as_slice())).collect();
+    let axes = svg::shared_axes(&group, x_scale);
+    figs.iter()
+        .filter(|(_, c, _)| c.lines.iter().any(|l| !l.points.is_empty()))
+        .map(|(file, c, refs)| Block::Figure {
+            file: file.clone(),
+            svg: svg::line_chart_on(c, refs, &axes),
+            alt: c.title.clone(),
         })
-        .collect();
-    Block::Table(header, rows)
+        .collect()
 }
 
-/// For a proxy experiment, the response time (the source's Figs. 6, 10, 12 and 13): per idle
-/// count, with one offered rate a figure of the p50, p90 and p99 per series (log scale) and a
-/// table of them and the mean; with several rates the p50, the p90 and the mean against the
-/// rate (the p99 is among the rate figures) and the table at each rate.
-pub(super) fn response_section(s: &Summary) -> Vec<Block> {
-    if s.experiment.proxy.is_none() || s.points.iter().all(|p| p.p99_ms().is_none()) {
-        return vec![];
-    }
-    let mut d = vec![
-        Block::H(2, "Response time".into()),
-        Block::P(
-            "The load's response time per request (ms): from its scheduled start (a \
-             connection's slot for its first request, the end of the previous reply for later \
-             ones) to the end of its reply, percentiles from the load's histogram. The source's response-time figures \
-             give means: Fig. 6 (uselect with many connections and only hits) is judged where a \
-             run has that setting (rules proxy-rt-*); Figs. 10, 12 and 13 are drawn, not judged \
-             (Figs. 12 and 13 part hits from misses, which the load does not)."
-                .into(),
-        ),
-    ];
-    for idle in s.idle_counts() {
-        let mut rates: Vec<f64> = s
-            .points
-            .iter()
-            .filter(|p| p.idle == idle)
-            .map(|p| p.rate)
-            .collect();
-        rates.sort_by(f64::total_cmp);
-        rates.dedup();
-        if let [rate] = rates.as_slice() {
-            let rate = *rate;
-            let keep = move |p: &PointResult| p.idle == idle && p.rate == rate;
-            let groups = small_multiples(percentile_lines(s, &keep));
-            let n = groups.len();
-            for (k, lines) in groups.into_iter().enumerate() {
-                let (of, part) = match n {
-                    1 => (String::new(), String::new()),
-                    _ => (format!(" ({} of {n})", k + 1), format!("-{}", k + 1)),
-                };
-                let title = format!("response-time percentiles, {}{of}", idle_words(idle));
-                d.push(Block::Figure {
-                    file: format!("fig-rt-idle{idle}{part}.svg"),
-                    svg: svg::line_chart(&Chart {
-                        title: title.clone(),
-                        x_label: "percentile".into(),
-                        y_label: "response time (ms)".into(),
-                        lines,
-                        diagonal: false,
-                        y_scale: Scale::Log,
-                    }),
-                    alt: title,
-                });
-            }
-            d.push(Block::P(format!(
-                "Response time (ms), {}:",
-                idle_words(idle)
-            )));
-            d.push(rt_table(s, &keep));
-            continue;
-        }
-        for (tag, what, _, f) in rt_quantities().into_iter().filter(|q| q.0 != "p99") {
-            let ls = lines(s, idle, f.as_ref());
-            let title = format!("{what} response time, {}", idle_words(idle));
-            if ls.iter().all(|l| l.points.is_empty()) {
+/// A dot plot of `lines`: a row per series, a marker per category (its x value, named), the
+/// trials' min–max as bars and invalid points hollow; the value axis logarithmic as a line
+/// chart's would be (asked, or spanning ten times or more), on `range` when given (shared).
+pub(super) fn dot_plot(
+    title: &str,
+    value_label: &str,
+    scale: Scale,
+    cats: &[(f64, String)],
+    lines: &[Line],
+    (range, refs): (Option<(f64, f64)>, &[svg::Ref]),
+) -> String {
+    let mut rows = Vec::new();
+    let mut all = Vec::new();
+    for l in lines {
+        let mut marks = Vec::new();
+        for (k, &(x, y)) in l.points.iter().enumerate() {
+            let Some(i) = cats.iter().position(|c| c.0 == x) else {
                 continue;
-            }
-            d.push(Block::Figure {
-                file: format!("fig-rt-{tag}-idle{idle}.svg"),
-                svg: svg::line_chart(&Chart {
-                    title: title.clone(),
-                    x_label: x_label(s),
-                    y_label: format!("{what} response time (ms)"),
-                    lines: ls,
-                    diagonal: false,
-                    y_scale: Scale::Log,
-                }),
-                alt: title,
+            };
+            let range = l.ranges.get(k).copied().flatten();
+            all.push(y);
+            all.extend(range.iter().flat_map(|r| [r.0, r.1]));
+            marks.push(svg::RowMark {
+                category: Some(i),
+                value: y,
+                interval: range,
+                colour: svg::colour(i),
+                hollow: l.flagged.get(k).copied().unwrap_or(false),
+                tip: format!(
+                    "{}: {} → {} {value_label}",
+                    cats[i].1,
+                    l.label,
+                    svg::value_text(y)
+                ),
             });
         }
-        for rate in rates {
-            let keep = move |p: &PointResult| p.idle == idle && p.rate == rate;
-            d.push(Block::P(format!(
-                "Response time (ms), {}, {}/s offered:",
-                idle_words(idle),
-                thousands(rate)
-            )));
-            d.push(rt_table(s, &keep));
-        }
+        let refs: Vec<(f64, f64, String)> = refs
+            .iter()
+            .filter(|r| r.series.as_ref() == Some(&l.label))
+            .map(|r| (r.lo, r.hi, r.tip.clone()))
+            .collect();
+        all.extend(refs.iter().flat_map(|r| [r.0, r.1]));
+        rows.push(svg::Row {
+            label: l.label.clone(),
+            marks,
+            refs,
+            ..Default::default()
+        });
     }
-    d
+    let log = scale == Scale::Log
+        || svg::min_max(&all).is_some_and(|(lo, hi)| lo > 0.0 && hi / lo >= 10.0);
+    svg::row_chart(&svg::RowChart {
+        title: title.to_string(),
+        x_label: value_label.to_string(),
+        log,
+        categories: cats.iter().map(|c| c.1.clone()).collect(),
+        rows,
+        guide: None,
+        notes: vec![
+            "Bars: min–max over trials; hollow: an invalid point (no verdict uses it).".into(),
+        ],
+        stacked: false,
+        range,
+    })
+}
+
+/// The sources' numbers over a figure against the idle connections: on the proxy's CPU per
+/// request, each proxy rule's (uselect against select, splice against copy, …; not the
+/// response time's, nor the rate's or the object size's), at arm A's idle count and series.
+pub(super) fn idle_refs(s: &Summary, tag: &str, lines: &[Line]) -> Vec<svg::Ref> {
+    if tag != "cpu" || s.experiment.proxy.is_none() {
+        return vec![];
+    }
+    let fs = findings::findings(s);
+    let reads = |id: &str| {
+        id.starts_with("proxy-")
+            && ![
+                "proxy-rt-",
+                "proxy-rate-",
+                "proxy-splice-size",
+                "proxy-keepcopy",
+            ]
+            .iter()
+            .any(|p| id.starts_with(p))
+    };
+    let on_figure = |arm: &str| {
+        let (x, series) = crate::render::seeds::arm_at_idle(arm)?;
+        lines
+            .iter()
+            .any(|l| l.label == series && l.points.iter().any(|p| p.0 == x))
+            .then_some((x, series))
+    };
+    crate::render::seeds::seed_refs(&fs, &reads, &on_figure)
+}
+
+/// An offered rate in words. One request per connection: "1,500/s offered"; else the
+/// connections (or sessions) and the requests they made: "100 connections/s offered (about
+/// 1,300 requests/s)", from the median reply rate of the points at that rate.
+pub(super) fn offered_words(s: &Summary, rate: f64) -> String {
+    if s.experiment.requests_per_conn() == Some(1.0) {
+        return format!("{}/s offered", thousands(rate));
+    }
+    let mut r: Vec<f64> = s
+        .points
+        .iter()
+        .filter(|p| p.ok() && p.rate == rate)
+        .filter_map(|p| p.reply_rate())
+        .collect();
+    r.sort_by(f64::total_cmp);
+    let unit = match s.experiment.workload {
+        Workload::Specweb => "sessions",
+        _ => "connections",
+    };
+    match r.get(r.len() / 2) {
+        Some(&m) if m > 0.0 => {
+            let digits = 10f64.powf((m.log10().floor() - 1.0).max(0.0));
+            format!(
+                "{} {unit}/s offered (about {} requests/s)",
+                thousands(rate),
+                thousands((m / digits).round() * digits)
+            )
+        }
+        _ => format!("{} {unit}/s offered", thousands(rate)),
+    }
 }

@@ -2,6 +2,7 @@ use super::*;
 use crate::analysis::findings::tests::summary;
 use crate::model::calibration::{Calibration, Capacity, Probe};
 use crate::model::results::{PointResult, Status};
+use crate::render::page::html_inline;
 use crate::render::svg::{self, Line};
 
 /// select, poll and epoll-lt over three trials, saturating at 5,000/s with ±2% between
@@ -36,11 +37,34 @@ fn the_report_opens_with_its_verdicts_and_their_numbers() {
     s.calibration = Some(Calibration::default());
     let md = render_md(&s);
     let at = |h: &str| md.find(h).unwrap_or_else(|| panic!("no {h}:\n{md}"));
-    let answer = at("\n## What this run shows\n");
-    assert!(answer < at("\n## Reply rate"), "{md}");
-    assert!(answer < at("\n## Calibration\n"), "{md}");
-    assert!(at("\n## Reply rate") < at("\n## Calibration\n"), "{md}");
+    // First the answer: one sentence, the findings (the chart's table) and the controls, the
+    // contents; then what was run, the figures and tables, each finding in full.
+    assert!(md.starts_with("# evlab run: "), "{md}");
+    let answer = at("\n**In short:** this run of ");
+    assert!(answer < at("| finding | A / B | A/B [90%] |"), "{md}");
+    assert!(
+        at("| finding | A / B |") < at("\n- Positive control: "),
+        "{md}"
+    );
+    assert!(
+        at("\n- Positive control: ") < at("**Contents:** [What was run]"),
+        "{md}"
+    );
+    assert!(at("**Contents:**") < at("\n## What was run\n"), "{md}");
+    assert!(at("\n## What was run\n") < at("\n## Reply rate"), "{md}");
+    assert!(
+        at("\n## Reply rate") < at("\n## The findings in full\n"),
+        "{md}"
+    );
+    assert!(
+        at("\n## The findings in full\n") < at("\n## Calibration\n"),
+        "{md}"
+    );
     assert!(md.contains("Of 2 findings: "), "{md}");
+    assert!(
+        md.contains("| `fig1-select-as-epoll-lt` | select, no idle / epoll-lt, no idle | 1.00 ["),
+        "{md}"
+    );
     // Each decided verdict with its ratio and interval in the list itself, and an
     // undecided one with why.
     let line = |claim: &str| {
@@ -261,6 +285,8 @@ fn deadconn() -> Summary {
         },
     );
     s.experiment.idle_request_first = true;
+    // 100 busy connections whatever the offered rate: the reply rate is the throughput.
+    s.experiment.active_conns = Some(100);
     for p in &mut s.points {
         let slow = if p.series == "poll" {
             p.idle as f64 / 100.0
@@ -307,7 +333,7 @@ fn one_rate_and_several_idle_counts_draw_against_dead_connections() {
     // The table: one row per dead-connection count, the mean of the trials.
     let md = render_md(&s);
     assert!(
-        md.contains("## Against dead connections: one-byte workload, 100/s offered"),
+        md.contains("## Against dead connections: one-byte workload, 100 active connections"),
         "{md}"
     );
     assert!(
@@ -646,7 +672,7 @@ fn calibration_section_when_calibrated() {
     ] {
         assert!(md.contains(t), "report.md lacks {t}: {md}");
     }
-    assert!(html.contains("<h2>Calibration</h2>"));
+    assert!(html.contains("<h2 id=\"calibration\">Calibration</h2>"));
     assert!(html.contains("<td>23,456</td>"), "{html}");
 }
 

@@ -1,4 +1,5 @@
 use super::axis::*;
+use super::marks::SHAPES;
 use super::*;
 
 /// Whether `svg` is well-formed XML as far as a chart uses it: every element closed in
@@ -136,15 +137,20 @@ fn chart(lines: Vec<Line>, y_scale: Scale) -> Chart {
 }
 
 #[test]
-fn a_series_over_two_decades_is_drawn_on_a_log_axis() {
+fn a_series_over_ten_times_is_drawn_on_a_log_axis() {
     let wide = chart(
         vec![line("a", vec![(1.0, 10.0), (2.0, 5000.0)])],
         Scale::Linear,
     );
     assert!(line_chart(&wide).contains("y (log scale)"));
-    // Under two decades, or with a zero (a log axis cannot show it): linear.
+    let ten = chart(
+        vec![line("a", vec![(1.0, 500.0), (2.0, 5000.0)])],
+        Scale::Linear,
+    );
+    assert!(line_chart(&ten).contains("y (log scale)"));
+    // Under ten times, or with a zero (a log axis cannot show it): linear.
     let narrow = chart(
-        vec![line("a", vec![(1.0, 100.0), (2.0, 5000.0)])],
+        vec![line("a", vec![(1.0, 600.0), (2.0, 5000.0)])],
         Scale::Linear,
     );
     assert!(!line_chart(&narrow).contains("log scale"));
@@ -158,12 +164,12 @@ fn a_series_over_two_decades_is_drawn_on_a_log_axis() {
 #[test]
 fn tick_labels_follow_one_rule_per_axis() {
     // p99 up to 1,150 ms: ticks 0, 200, …, 1,200 — never "1200" beside "1,000". (From
-    // 20: a series over two decades or more would be drawn on a log axis.)
+    // 200: a series over ten times or more would be drawn on a log axis.)
     let c = chart(
         vec![line(
             "a",
             vec![
-                (2200.0, 20.0),
+                (2200.0, 200.0),
                 (5000.0, 300.0),
                 (9000.0, 700.0),
                 (13000.0, 1150.0),
@@ -188,7 +194,7 @@ fn tick_labels_follow_one_rule_per_axis() {
     }
     // A fractional step: every label with the same decimals (and a step of room above the
     // highest point, which would sit on the frame).
-    let c = chart(vec![line("a", vec![(1.0, 0.1), (2.0, 1.2)])], Scale::Linear);
+    let c = chart(vec![line("a", vec![(1.0, 0.2), (2.0, 1.2)])], Scale::Linear);
     assert_eq!(
         y_labels(&line_chart(&c)),
         ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0", "1.2", "1.4"]

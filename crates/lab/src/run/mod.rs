@@ -21,6 +21,7 @@ pub mod procs;
 pub mod progress;
 pub mod remote;
 pub mod remote_budget;
+pub(crate) mod remote_hosts;
 pub(crate) mod remote_peers;
 pub(crate) mod remote_proxy;
 pub(crate) mod remote_steps;

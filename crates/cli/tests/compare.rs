@@ -12,12 +12,10 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// A committed run as a user names it: relative to the checkout, where `evlab` runs. (The
+/// checkout's own path may be long: CI's fresh clone once made a line of 101 columns.)
 fn reference(run: &str) -> String {
-    workspace()
-        .join("results/reference/amd-epyc-2vcpu-linux-6.18")
-        .join(run)
-        .display()
-        .to_string()
+    format!("results/reference/amd-epyc-2vcpu-linux-6.18/{run}")
 }
 
 fn scratch(tag: &str) -> PathBuf {
@@ -30,6 +28,7 @@ fn scratch(tag: &str) -> PathBuf {
 fn evlab(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
+        .current_dir(workspace())
         .stdin(Stdio::null())
         .output()
         .expect("run evlab")

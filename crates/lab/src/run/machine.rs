@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 pub use evlab_reason::model::machine::Machine;
-use evlab_reason::model::machine::{Quiet, BUSY_PROCESS};
+use evlab_reason::model::machine::{Quiet, BUSY_PROCESS, NOT_QUIET};
 
 use crate::run::procs::command_line_output;
 
@@ -258,6 +258,34 @@ mod cpu_tests {
     }
 
     #[test]
+    fn other_processes_are_named_and_the_runs_own_are_not() {
+        let a = process_reading();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let b = process_reading();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Seen from no run of ours (a root no process descends from), the spinning shell is
+        // another process, born after the first reading, and noted with its share.
+        let seen = others_between(&a, &b, u32::MAX);
+        let sh = seen.iter().find(|p| p.0 == child.id());
+        assert!(
+            sh.is_some_and(|p| p.1 == "sh" && p.2 >= BUSY_PROCESS),
+            "{seen:?}"
+        );
+        let note = others_note(&seen).unwrap();
+        assert!(note.starts_with("busy: other processes used "), "{note}");
+        // Seen from this process, it is the run's own child: not another process.
+        let ours = others_between(&a, &b, std::process::id());
+        assert!(ours.iter().all(|p| p.0 != child.id()), "{ours:?}");
+        assert!(others_note(&[]).is_none());
+        assert!(others_note(&[(1, "x".into(), 0.09)]).is_none());
+    }
+
+    #[test]
     fn shares_from_idle_and_wall_time() {
         let hz = ticks_per_second();
         let t0 = std::time::Instant::now();
@@ -283,8 +311,16 @@ mod cpu_tests {
     }
 }
 
-/// Every process's CPU time so far (user + system, ticks) and its command, from /proc.
-fn process_ticks() -> BTreeMap<u32, (u64, String)> {
+/// One process's CPU time so far (user + system, ticks), its command and its parent.
+#[derive(Debug, Clone)]
+pub struct ProcTicks {
+    pub ticks: u64,
+    pub comm: String,
+    pub ppid: u32,
+}
+
+/// Every process's CPU time so far, from /proc.
+fn process_ticks() -> BTreeMap<u32, ProcTicks> {
     let mut out = BTreeMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
@@ -302,11 +338,90 @@ fn process_ticks() -> BTreeMap<u32, (u64, String)> {
         };
         let comm = stat[open + 1..close].to_string();
         let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of stat; f[0] is field 3.
+        // ppid, utime and stime are fields 4, 14 and 15 of stat; f[0] is field 3.
         let t = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        out.insert(pid, (t(11) + t(12), comm));
+        out.insert(
+            pid,
+            ProcTicks {
+                ticks: t(11) + t(12),
+                comm,
+                ppid: t(1) as u32,
+            },
+        );
     }
     out
+}
+
+/// Every process's CPU time at an instant: two readings tell what else ran meanwhile.
+#[derive(Debug, Clone)]
+pub struct ProcReading {
+    pub at: std::time::Instant,
+    pub procs: BTreeMap<u32, ProcTicks>,
+}
+
+pub fn process_reading() -> ProcReading {
+    ProcReading {
+        at: std::time::Instant::now(),
+        procs: process_ticks(),
+    }
+}
+
+/// Whether `pid` is `root` or descends from it, by the parents in `procs`.
+fn descends(procs: &BTreeMap<u32, ProcTicks>, mut pid: u32, root: u32) -> bool {
+    for _ in 0..64 {
+        if pid == root {
+            return true;
+        }
+        match procs.get(&pid) {
+            Some(p) if p.ppid != 0 && p.ppid != pid => pid = p.ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The processes that used CPU between two readings other than `root` and its descendants
+/// (a run's own server, clients and peers) and the kernel's threads (whose softirq and
+/// writeback work a run itself causes): (pid, command, share of one CPU), busiest first, those
+/// of at least [`BUSY_PROCESS`]. A process born after `a` counts from zero; one that both
+/// started and ended between the readings is not seen.
+pub fn others_between(a: &ProcReading, b: &ProcReading, root: u32) -> Vec<(u32, String, f64)> {
+    let wall = b.at.saturating_duration_since(a.at).as_secs_f64();
+    if wall < 0.01 {
+        return Vec::new();
+    }
+    let hz = ticks_per_second();
+    let kernel = |pid: u32, p: &ProcTicks| pid == 2 || p.ppid == 2;
+    let mut out: Vec<(u32, String, f64)> = b
+        .procs
+        .iter()
+        .filter(|(pid, p)| !kernel(**pid, p) && !descends(&b.procs, **pid, root))
+        .filter_map(|(pid, p)| {
+            let before = a.procs.get(pid).map_or(0, |q| q.ticks);
+            let share = p.ticks.saturating_sub(before) as f64 / hz / wall;
+            (share >= BUSY_PROCESS).then(|| (*pid, p.comm.clone(), share))
+        })
+        .collect();
+    out.sort_by(|x, y| y.2.total_cmp(&x.2));
+    out
+}
+
+/// A point's note when other processes used at least [`NOT_QUIET`] of a CPU while it ran:
+/// their total and the busiest three by name.
+pub fn others_note(others: &[(u32, String, f64)]) -> Option<String> {
+    let total: f64 = others.iter().map(|o| o.2).sum();
+    (total >= NOT_QUIET).then(|| {
+        let names: Vec<String> = others
+            .iter()
+            .take(3)
+            .map(|(pid, c, s)| format!("{c} (pid {pid}) {:.0}%", s * 100.0))
+            .collect();
+        format!(
+            "busy: other processes used {:.0}% of a CPU meanwhile: {}",
+            total * 100.0,
+            names.join(", ")
+        )
+    })
 }
 
 /// Watches the machine for `seconds`: each CPU's busy and stolen time, and the processes
@@ -323,10 +438,10 @@ pub fn quiet_check(seconds: f64) -> Quiet {
     let mut busy_processes: Vec<(u32, String, f64)> = pb
         .iter()
         .filter(|(pid, _)| **pid != me)
-        .filter_map(|(pid, (t, comm))| {
-            let (t0, _) = pa.get(pid)?;
-            let share = t.saturating_sub(*t0) as f64 / hz / wall;
-            (share >= BUSY_PROCESS).then(|| (*pid, comm.clone(), share))
+        .filter_map(|(pid, p)| {
+            let t0 = pa.get(pid)?.ticks;
+            let share = p.ticks.saturating_sub(t0) as f64 / hz / wall;
+            (share >= BUSY_PROCESS).then(|| (*pid, p.comm.clone(), share))
         })
         .collect();
     busy_processes.sort_by(|x, y| y.2.total_cmp(&x.2));

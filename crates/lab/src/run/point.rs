@@ -542,6 +542,8 @@ pub(crate) struct LoadRun {
     pub client_busy: Option<f64>,
     pub server_busy: Option<f64>,
     pub steal: Option<f64>,
+    /// Processes other than the run's own that used CPU meanwhile (`machine::others_between`).
+    pub others: Vec<(u32, String, f64)>,
 }
 
 pub(crate) struct LoadAsk<'a> {
@@ -586,6 +588,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
     let spec = &ctx.opts.spec;
     let (argv, json, latencies) = load_argv(ctx, a);
     let ru0 = children_cpu_seconds();
+    let procs0 = machine::process_reading();
     let (cl0, sv0) = (
         machine::cpu_ticks(ctx.client_cpus),
         machine::cpu_ticks(ctx.server_cpus),
@@ -606,6 +609,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
         machine::cpu_ticks(ctx.client_cpus),
         machine::cpu_ticks(ctx.server_cpus),
     );
+    let others = machine::others_between(&procs0, &machine::process_reading(), std::process::id());
     let command = c.command.clone();
     let shown = c.argv.clone();
     let Some(status) = status else {
@@ -645,6 +649,7 @@ pub(crate) fn run_load(ctx: &PointCtx, name: &str, a: &LoadAsk) -> Result<LoadRu
             (None, None) => None,
             (a, b) => Some(a.map_or(0.0, |x| x.1).max(b.map_or(0.0, |x| x.1))),
         },
+        others,
     })
 }
 
@@ -832,6 +837,7 @@ fn record(ctx: &PointCtx, p: &mut PointResult, m: &Measured) {
     }
     p.server_cpu_busy = run.server_busy;
     p.steal = run.steal;
+    p.notes.extend(machine::others_note(&run.others));
     if let (Some(a), Some(b)) = &m.stats {
         p.server = Some(counters_delta(a, b));
         // A worker process lost mid-run measured a smaller server than the point says.
@@ -873,7 +879,8 @@ fn lag_grows(lag: &[f64]) -> bool {
 /// in a sustained way: it started connections at under `start_rate_limit` of the offered rate,
 /// or its lag grew to the end, or its CPUs were busy `client_cpu_limit` of the time; or when it
 /// ran out of descriptors or ports; or when the server did not serve the workload. Isolated
-/// lateness (a VM's scheduling jitter) and steal are notes with their size.
+/// lateness (a VM's scheduling jitter) and steal are notes with their size, as are other
+/// processes busy meanwhile (noted when the point is measured).
 pub fn judge(spec: &Spec, p: &mut PointResult) {
     let Some(load) = p.load.clone() else {
         return;

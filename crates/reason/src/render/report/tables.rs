@@ -302,7 +302,11 @@ pub(super) const CHECKS: &[(&str, &str)] = &[
     ("failed", "failed"),
 ];
 
-pub(super) const NOTES: &[(&str, &str)] = &[("jitter", "note: jitter"), ("steal", "note: steal")];
+pub(super) const NOTES: &[(&str, &str)] = &[
+    ("jitter", "note: jitter"),
+    ("steal", "note: steal"),
+    ("busy", "note: other processes"),
+];
 
 /// The validity of every point, compactly: one row per series and idle count, one column per
 /// check (how many of its points each made invalid) and per kind of note; a last row for the

@@ -236,3 +236,113 @@ fn every_findings_chart_carries_its_findings_json() {
     }
     assert!(charts >= 30, "only {charts} findings charts checked");
 }
+
+/// The mean reply rate of `series` at `idle` idle connections at each offered rate, over the
+/// valid trials (ok, no flag), from a committed run's summary.json as written.
+fn mean_replies(summary: &serde_json::Value, series: &str, idle: u64) -> Vec<(f64, f64)> {
+    let mut by_rate: Vec<(f64, Vec<f64>)> = Vec::new();
+    for p in summary["points"].as_array().unwrap() {
+        let valid = p["status"] == "ok" && p["flags"].as_array().is_none_or(|f| f.is_empty());
+        if !valid || p["series"] != series || p["idle"].as_u64() != Some(idle) {
+            continue;
+        }
+        let (rate, r) = (p["rate"].as_f64().unwrap(), &p["load"]["reply_rate_avg"]);
+        let Some(r) = r.as_f64() else { continue };
+        match by_rate.iter_mut().find(|(x, _)| *x == rate) {
+            Some((_, v)) => v.push(r),
+            None => by_rate.push((rate, vec![r])),
+        }
+    }
+    by_rate.sort_by(|a, b| a.0.total_cmp(&b.0));
+    by_rate
+        .into_iter()
+        .map(|(x, v)| (x, v.iter().sum::<f64>() / v.len() as f64))
+        .collect()
+}
+
+/// The `data-value`s of the paper's numbers (`<path class="ref" … data-seed="RULE" …>`) drawn
+/// over `svg` for `rule`, in the order drawn.
+fn seed_values(svg: &str, rule: &str) -> Vec<f64> {
+    svg.split("<path class=\"ref\"")
+        .skip(1)
+        .map(|r| &r[..r.find('>').unwrap()])
+        .filter(|r| r.contains(&format!("data-seed=\"{rule}\"")))
+        .map(|r| {
+            let v = r.split("data-value=\"").nth(1).unwrap();
+            v[..v.find('"').unwrap()].parse().unwrap()
+        })
+        .collect()
+}
+
+/// The paper's own numbers over the committed reports' reply-rate figures, each from the run's
+/// own data: Fig. 5's "up to 79%" at 0.21 × the peak of select (and of poll) without idle
+/// connections, on the figure of 10,000; Fig. 7's 7% at 1.07 × epoll-ctlv's peak without an
+/// accept-limit and 32% at 1.32 × its reply rate at the highest offered rate. The paper states
+/// no number for Fig. 6, nor for no idle connections in Fig. 5: those figures have none.
+#[test]
+fn the_papers_numbers_sit_on_the_committed_reply_rate_figures() {
+    let root = workspace().join("results/reference/amd-epyc-2vcpu-linux-6.18");
+    let read = |run: &str, file: &str| {
+        std::fs::read_to_string(root.join(run).join(file))
+            .unwrap_or_else(|e| panic!("{run}/{file}: {e}"))
+    };
+    let summary = |run: &str| -> serde_json::Value {
+        serde_json::from_str(&read(run, "summary.json")).unwrap()
+    };
+    let peak = |v: &[(f64, f64)]| v.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    let close = |drawn: &[f64], want: &[f64], at: &str| {
+        assert_eq!(drawn.len(), want.len(), "{at}: {drawn:?} against {want:?}");
+        for (d, w) in drawn.iter().zip(want) {
+            assert!(
+                (d - w).abs() <= 0.051,
+                "{at}: drawn {d}, the run's data give {w}"
+            );
+        }
+    };
+
+    let fig5 = summary("fig5-one-byte-idle");
+    let svg = read("fig5-one-byte-idle", "fig-replies-idle10000.svg");
+    for m in ["select", "poll"] {
+        let want = 0.21 * peak(&mean_replies(&fig5, m, 0));
+        let rule = format!("fig5-{m}-replies");
+        close(&seed_values(&svg, &rule), &[want], &rule);
+        assert!(
+            svg.contains(&format!("data-series=\"{m}\" data-seed=\"{rule}\"")),
+            "{rule}: not on {m}'s line"
+        );
+    }
+    assert_eq!(svg.matches("<path class=\"ref\"").count(), 2, "fig5");
+    assert!(svg.contains(">paper: −79%</text>"), "fig5: no label");
+    assert!(svg.contains("degrades by up to 79%"), "fig5: no quote");
+    let md = read("fig5-one-byte-idle", "report.md");
+    assert!(
+        md.contains("- paper: −79%: Gammo et al. 2004, §5.1"),
+        "fig5 report.md"
+    );
+    let idle0 = read("fig5-one-byte-idle", "fig-replies-idle0.svg");
+    assert!(
+        !idle0.contains("data-seed"),
+        "fig5 without idle connections"
+    );
+
+    let fig7 = summary("fig7-accept-limit");
+    let svg = read("fig7-accept-limit", "fig-replies-idle0.svg");
+    let inf = mean_replies(&fig7, "epoll-ctlv accept-limit=inf", 0);
+    let highest = inf.last().unwrap().1;
+    close(
+        &seed_values(&svg, "fig7-accept-limit"),
+        &[1.07 * peak(&inf), 1.32 * highest],
+        "fig7-accept-limit",
+    );
+    assert!(svg.contains(">paper: +7%</text>") && svg.contains(">paper: +32%</text>"));
+    assert!(!svg.contains("data-series=\"epoll-lt accept-limit=10\" data-seed="));
+
+    for file in ["fig-replies-idle0.svg", "fig-replies-idle10000.svg"] {
+        let svg = read("fig6-specweb-idle", file);
+        assert!(svg.contains("<polyline"), "fig6 {file}: no lines");
+        assert!(
+            !svg.contains("data-seed"),
+            "fig6 {file}: a number the paper does not give"
+        );
+    }
+}

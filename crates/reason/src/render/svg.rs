@@ -92,6 +92,10 @@ pub struct Ref {
     pub series: Option<String>,
     /// What hovering shows: "paper: select loses up to 79% of its capacity (0.21×)".
     pub tip: String,
+    /// The rule whose number it is (`data-seed`, for whoever reads the figure).
+    pub seed: Option<String>,
+    /// Words drawn beside it ("paper: −79%"), in its series' colour.
+    pub label: Option<String>,
 }
 
 /// Axes that several charts share (one question's panels: the figure of each idle count, or
@@ -185,7 +189,7 @@ pub fn line_chart_on(c: &Chart, refs: &[Ref], axes: &Axes) -> String {
     // Lines first, then the sources' numbers, then every marker above them all: solid ones,
     // then hollow ones, so that an invalid point is never hidden under a valid one.
     let mut marks = lines_and_marks(&mut s, c, plot);
-    let drawn = references(&mut s, refs, plot);
+    let (drawn, labels) = references(&mut s, refs, plot);
     let nested = nest(&mut marks);
     let label = |m: &Mark| c.lines[m.series].label.as_str();
     for m in &marks {
@@ -219,29 +223,41 @@ pub fn line_chart_on(c: &Chart, refs: &[Ref], axes: &Axes) -> String {
             );
         }
     }
+    ref_labels(&mut s, &labels, c);
     let bottom = legend(&mut s, c, logs, &marks, (nested, drawn));
     s.push_str("</svg>");
     fit(s, c, bottom)
 }
 
 /// The sources' numbers, in grey: a hollow diamond for one number, a band for a range (each
-/// with its words on hover). Returns whether any was drawn.
-fn references(s: &mut String, refs: &[Ref], plot: &Plot) -> bool {
+/// with its words on hover, its rule as `data-seed` and its value as `data-value`, or
+/// `data-lo` and `data-hi`). Returns whether any was drawn, and the labels to write over the
+/// markers: (x, y) in pixels, the words, the series.
+fn references<'a>(s: &mut String, refs: &'a [Ref], plot: &Plot) -> (bool, Vec<RefLabel<'a>>) {
     let mut any = false;
+    let mut labels = Vec::new();
     for r in refs {
         if !plot.logs.shown_x(r.x) || !plot.logs.shown_y(r.lo) || !plot.logs.shown_y(r.hi) {
             continue;
         }
         any = true;
-        let series = r
+        let mut attrs = r
             .series
             .as_ref()
             .map_or(String::new(), |x| format!(r#" data-series="{}""#, esc(x)));
+        if let Some(rule) = &r.seed {
+            let _ = write!(attrs, r#" data-seed="{}""#, esc(rule));
+            if r.lo == r.hi {
+                let _ = write!(attrs, r#" data-value="{:.1}""#, r.lo);
+            } else {
+                let _ = write!(attrs, r#" data-lo="{:.1}" data-hi="{:.1}""#, r.lo, r.hi);
+            }
+        }
         let (x, lo, hi) = (plot.px(r.x), plot.py(r.lo), plot.py(r.hi));
         if (hi - lo).abs() < 1.0 {
             let _ = write!(
                 s,
-                r##"<path class="ref"{series} d="M{:.1},{lo:.1} L{x:.1},{:.1} L{:.1},{lo:.1} L{x:.1},{:.1} Z" fill="none" stroke="#555555" stroke-width="1.4"><title>{}</title></path>"##,
+                r##"<path class="ref"{attrs} d="M{:.1},{lo:.1} L{x:.1},{:.1} L{:.1},{lo:.1} L{x:.1},{:.1} Z" fill="none" stroke="#555555" stroke-width="1.4"><title>{}</title></path>"##,
                 x - 6.0,
                 lo - 6.0,
                 x + 6.0,
@@ -251,15 +267,85 @@ fn references(s: &mut String, refs: &[Ref], plot: &Plot) -> bool {
         } else {
             let _ = write!(
                 s,
-                r##"<rect class="ref"{series} x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="#888888" fill-opacity="0.3" stroke="#555555" stroke-width="0.8" stroke-dasharray="2 2"><title>{}</title></rect>"##,
+                r##"<rect class="ref"{attrs} x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="#888888" fill-opacity="0.3" stroke="#555555" stroke-width="0.8" stroke-dasharray="2 2"><title>{}</title></rect>"##,
                 x - 7.0,
                 hi.min(lo),
                 (lo - hi).abs(),
                 esc(&r.tip)
             );
         }
+        if let Some(words) = &r.label {
+            labels.push(RefLabel {
+                x,
+                y: (lo + hi) / 2.0,
+                words,
+                series: r.series.as_deref(),
+                seed: r.seed.as_deref(),
+                tip: &r.tip,
+            });
+        }
     }
-    any
+    (any, labels)
+}
+
+/// A source's number in words beside its diamond ("paper: −79%").
+struct RefLabel<'a> {
+    x: f64,
+    y: f64,
+    words: &'a str,
+    series: Option<&'a str>,
+    seed: Option<&'a str>,
+    tip: &'a str,
+}
+
+/// The labels of the sources' numbers, over everything else in the plot: 10 px, in their
+/// series' colour on a white ground, right of the diamond (left where they would leave the
+/// plot), each moved up or down a line until it overlaps no label written before it.
+fn ref_labels(s: &mut String, labels: &[RefLabel], c: &Chart) {
+    const LINE: f64 = 11.0;
+    let mut taken: Vec<(f64, f64, f64)> = Vec::new();
+    for l in labels {
+        let width = l.words.chars().count() as f64 * 10.0 * 0.56;
+        let right = l.x + 9.0 + width <= L + PW - 2.0;
+        let (x0, x1) = if right {
+            (l.x + 9.0, l.x + 9.0 + width)
+        } else {
+            (l.x - 9.0 - width, l.x - 9.0)
+        };
+        let free = |y: f64| {
+            y - 8.0 >= T
+                && y + 2.0 <= T + PH
+                && taken
+                    .iter()
+                    .all(|&(a, b, ty)| b <= x0 || a >= x1 || (ty - y).abs() >= LINE)
+        };
+        let base = l.y + 3.5;
+        let y = (0..12)
+            .map(|k| base + LINE * (((k + 1) / 2) as f64) * if k % 2 == 1 { 1.0 } else { -1.0 })
+            .find(|&y| free(y))
+            .unwrap_or(base);
+        taken.push((x0, x1, y));
+        let colour = l
+            .series
+            .and_then(|name| c.lines.iter().position(|x| x.label == name))
+            .map_or("#555555", |i| COLOURS[i % COLOURS.len()]);
+        let series = l
+            .series
+            .map_or(String::new(), |x| format!(r#" data-series="{}""#, esc(x)));
+        let seed = l
+            .seed
+            .map_or(String::new(), |x| format!(r#" data-seed="{}""#, esc(x)));
+        let _ = write!(
+            s,
+            r#"<g class="ref-label"{series}{seed}><title>{}</title><rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="11" fill="white" fill-opacity="0.85"/><text x="{:.1}" y="{y:.1}" text-anchor="{}" font-size="10" fill="{colour}">{}</text></g>"#,
+            esc(l.tip),
+            y - 8.5,
+            x1 - x0,
+            if right { x0 } else { x1 },
+            if right { "start" } else { "end" },
+            esc(l.words)
+        );
+    }
 }
 
 /// Widest a bold character is, as a share of the font size (Helvetica's widest common letters,

@@ -194,9 +194,26 @@ pub(super) fn figures(s: &Summary, idle: usize) -> Vec<Block> {
         if tag == "errors" && !values.into_iter().any(|y| y > 0.0) {
             continue;
         }
-        let group: Vec<(&Chart, &[svg::Ref])> = charts.iter().map(|(_, c)| (c, &[][..])).collect();
+        // The paper's own numbers over its reply-rate figures, each panel's (so that the
+        // panels share axes that hold them all).
+        let refs: Vec<Vec<svg::Ref>> = if tag == "replies" {
+            let fs = findings::findings(s);
+            let panels: Vec<(usize, &[Line])> =
+                charts.iter().map(|(i, c)| (*i, &c.lines[..])).collect();
+            idles
+                .iter()
+                .map(|&i| crate::render::seeds::rate_refs(s, &fs, i, &panels))
+                .collect()
+        } else {
+            idles.iter().map(|_| vec![]).collect()
+        };
+        let group: Vec<(&Chart, &[svg::Ref])> = charts
+            .iter()
+            .zip(&refs)
+            .map(|((_, c), r)| (c, r.as_slice()))
+            .collect();
         let axes = svg::shared_axes(&group, Scale::Linear);
-        let Some((_, c)) = charts.iter().find(|(i, _)| *i == idle) else {
+        let Some(((_, c), refs)) = charts.iter().zip(&refs).find(|((i, _), _)| *i == idle) else {
             continue;
         };
         if c.lines.iter().all(|l| l.points.is_empty()) {
@@ -204,11 +221,27 @@ pub(super) fn figures(s: &Summary, idle: usize) -> Vec<Block> {
         }
         v.push(Block::Figure {
             file: format!("fig-{tag}-idle{idle}.svg"),
-            svg: svg::line_chart_on(c, &[], &axes),
+            svg: svg::line_chart_on(c, refs, &axes),
             alt: c.title.clone(),
         });
+        if !refs.is_empty() {
+            v.extend(seeds_said(refs));
+        }
     }
     v
+}
+
+/// Under a figure with the paper's own numbers drawn over it, what each is and where the paper
+/// says it (a figure's hover text is not seen where report.md shows it as an image).
+fn seeds_said(refs: &[svg::Ref]) -> [Block; 2] {
+    [
+        Block::P(
+            "The grey diamonds labelled \"paper\" are the paper's own numbers, ratios its text \
+             states, set on this run's data (our machine's rates are not the paper's):"
+                .into(),
+        ),
+        Block::List(refs.iter().map(|r| r.tip.clone()).collect()),
+    ]
 }
 
 /// A chart of `lines`: its title, axes' names, whether it draws y = x, and its y scale.

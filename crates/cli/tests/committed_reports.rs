@@ -161,10 +161,24 @@ fn rows(svg: &str) -> Vec<Vec<(String, String)>> {
 /// with that file's id, verdict, ratio, interval, n and registration; the controls' status
 /// (`id="controls"`, each control named with passed, failed or not decided) comes before the
 /// first table; and report.md gives the chart's rows as a table, before its first figure.
+/// A micro-benchmark's report (micro.json) does the same, its rows on the quantity each rule
+/// decides on; its controls' status is there when it has a control (fdalloc's negative one).
+/// Only a micro report whose findings predate the rules has no findings.json.
 #[test]
 fn every_findings_chart_carries_its_findings_json() {
     let mut charts = 0;
+    let mut micro = 0;
     for dir in committed() {
+        let is_micro = dir.join("micro.json").is_file();
+        if is_micro && !dir.join("findings.json").is_file() {
+            // Only findings from before the rules (no rule named) may go without.
+            let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+            assert!(
+                md.contains("predates the registered micro rules"),
+                "{}: a micro report with rules and no findings.json",
+                dir.display()
+            );
+        }
         let Ok(json) = std::fs::read_to_string(dir.join("findings.json")) else {
             continue;
         };
@@ -179,9 +193,22 @@ fn every_findings_chart_carries_its_findings_json() {
         if fs.is_empty() {
             continue;
         }
-        let controls = controls.unwrap_or_else(|| panic!("{name}: no id=\"controls\""));
-        assert!(controls < table, "{name}: the controls come after a table");
-        let aside = &html[controls..html[controls..].find("</aside>").unwrap() + controls];
+        let any_control = ["positive", "negative", "placebo"]
+            .iter()
+            .any(|k| v["controls"][k] != "absent");
+        if is_micro && !any_control {
+            assert!(controls.is_none(), "{name}: controls it has not");
+        }
+        let controls = match controls {
+            Some(c) => c,
+            None if is_micro && !any_control => html.len(),
+            None => panic!("{name}: no id=\"controls\""),
+        };
+        assert!(
+            controls < table || controls == html.len(),
+            "{name}: the controls come after a table"
+        );
+        let aside = &html[controls..html[controls..].find("</aside>").unwrap_or(0) + controls];
         for (key, words) in [
             ("positive", "Positive control"),
             ("negative", "Negative control"),
@@ -222,8 +249,13 @@ fn every_findings_chart_carries_its_findings_json() {
         }
         // report.md: the chart's table, a row per finding, before the first figure.
         let first_figure = md.find("](fig-").unwrap_or(md.len());
+        let head_words = if is_micro {
+            "| finding | quantity | value [90%] |"
+        } else {
+            "| finding | A / B |"
+        };
         let head = md
-            .find("| finding | A / B |")
+            .find(head_words)
             .unwrap_or_else(|| panic!("{name}: {md:.400}"));
         assert!(head < first_figure, "{name}");
         for f in fs {
@@ -232,9 +264,34 @@ fn every_findings_chart_carries_its_findings_json() {
                 "{name}"
             );
         }
+        if is_micro {
+            // The chart comes before the benchmark's own figures and tables, and every row
+            // the rule decided on an interval draws it.
+            let chart = html.find("<figure id=\"fig-findings\">");
+            assert!(chart.is_some(), "{name}: no findings chart");
+            assert_eq!(
+                html.find("<figure"),
+                chart,
+                "{name}: a figure before the chart"
+            );
+            assert!(
+                chart < html.find("<table"),
+                "{name}: a table before the chart"
+            );
+            for f in fs.iter().filter(|f| f["ratio"].is_number()) {
+                assert!(
+                    f["n"].as_u64().unwrap() >= 2,
+                    "{name}: {} drawn over fewer than 2 rounds",
+                    f["id"]
+                );
+            }
+            micro += 1;
+        }
         charts += 1;
     }
     assert!(charts >= 30, "only {charts} findings charts checked");
+    // herd, malloc, readahead, and the fdalloc and pipetest runs of 2026-11-27.
+    assert!(micro >= 5, "only {micro} micro findings charts checked");
 }
 
 /// The mean reply rate of `series` at `idle` idle connections at each offered rate, over the

@@ -76,7 +76,7 @@ fn run(dir: &Path, benchmark: &str, args: &str) -> PathBuf {
 fn rerendered_identically(out: &Path) {
     let before = files(out);
     for f in before.keys() {
-        if f.starts_with("report.") || f.starts_with("fig-") {
+        if f.starts_with("report.") || f.starts_with("fig-") || f == "findings.json" {
             std::fs::remove_file(out.join(f)).unwrap();
         }
     }
@@ -118,6 +118,31 @@ fn micro_runs_write_figures_that_evlab_report_writes_again() {
         "{html}"
     );
     assert!(p.join("micro.json").is_file() && p.join("pipetest.json").is_file());
+    // It opens with the findings chart, a row per finding of the findings.json beside it.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("findings.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "pipetest-poll-falls",
+            "pipetest-epoll-flat",
+            "pipetest-epoll-beats-poll-aio"
+        ]
+    );
+    let chart = &html[html
+        .find("<figure id=\"fig-findings\"><svg")
+        .expect("a chart")..];
+    // The benchmark's own figure comes after the chart.
+    assert!(chart.contains("<figure id=\"fig-pipetest.svg\">"));
+    for id in ids {
+        assert!(chart.contains(&format!("data-finding=\"{id}\"")), "{id}");
+    }
     // The machine was checked before the benchmark, as before a sweep, and the report says so.
     let record: evlab_lab::model::micro::MicroRun =
         serde_json::from_str(&std::fs::read_to_string(p.join("micro.json")).unwrap()).unwrap();

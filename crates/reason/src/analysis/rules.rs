@@ -90,7 +90,7 @@ const FIG5_RESTORED: &str = "2026-11-25: the 20% threshold restored (a quarter o
 
 /// The change of 2026-11-25 from replies at the highest rate to the capacity, where a run
 /// measures it.
-const KNEE: &str = "2026-11-25, after the reference runs quick-run1 and quick-run2 and before any run with a capacity search: the quantity became each trial's capacity from a bisection (`[knee]`: steps of 0.7 s on one server with the idle connections held, a step kept when its settled reply rate reached 95% of the offered rate and ≥ 95% of its connections were answered, the bracket closed within ×1.06; model::knee) in a run that has one; a run without one is still read at the highest offered rate, with B past its knee. Prompted by the spread of overloaded reply rates: select with no idle connections answered 4,095, 7,322 and 5,540 replies/s at 9,700/s offered in quick-run1's three trials (2,000-7,900 client timeouts each), so fig5-select-replies was inconclusive there (A/B 0.52, 90% interval 0.33-0.81) and no equivalence rule could be decided in either run. The threshold did not change. To stay within five minutes, quick's fixed rates became 0.25 × capacity alone (what the CPU rules read). Corrected later, in the open: this entry first said a step was kept only \"with p99 ≤ 50 ms\" too. model::knee dropped that criterion before any run was judged: a trial run showed select holding 10,000 idle connections on a quarter of a CPU answering every connection at 394/s with p99 near 90 ms (each scan of 10,001 descriptors waits out quota periods), so the latency criterion called a server that keeps up with its load one that does not. A step is kept on throughput alone.";
+const KNEE: &str = "2026-11-25, after the reference runs quick-run1 and quick-run2 and before any run with a capacity search: the quantity became each trial's capacity from a bisection (`[knee]`: steps of 0.7 s on one server with the idle connections held, a step kept when its settled reply rate reached 95% of the offered rate and ≥ 95% of its connections were answered, the bracket closed within ×1.06; docs/methodology.md, \"The knee\") in a run that has one; a run without one is still read at the highest offered rate, with B past its knee. Prompted by the spread of overloaded reply rates: select with no idle connections answered 4,095, 7,322 and 5,540 replies/s at 9,700/s offered in quick-run1's three trials (2,000-7,900 client timeouts each), so fig5-select-replies was inconclusive there (A/B 0.52, 90% interval 0.33-0.81) and no equivalence rule could be decided in either run. The threshold did not change. To stay within five minutes, quick's fixed rates became 0.25 × capacity alone (what the CPU rules read). Corrected later, in the open: this entry first said a step was kept only \"with p99 ≤ 50 ms\" too. The capacity search dropped that criterion before any run was judged: a trial run showed select holding 10,000 idle connections on a quarter of a CPU answering every connection at 394/s with p99 near 90 ms (each scan of 10,001 descriptors waits out quota periods), so the latency criterion called a server that keeps up with its load one that does not. A step is kept on throughput alone.";
 
 /// The correction of "past its knee" for sessions of several requests.
 const PAST_KNEE_SESSIONS: &str = "2026-11-25, after fig2-specweb's first 3-trial run and before it was judged again: \"past its knee\" compares B's replies with what it answers per offered connection at its lowest rate (where every server keeps up), not with one reply per connection. SPECweb99-like sessions carry several requests: in that run B answered 278% of the offered session rate at the highest rate, so the check read every SPECweb run as below its knee and no rule on it could ever be decided. For one request per connection nothing changes (the ratio is taken as at least 1). The threshold did not change.";
@@ -730,12 +730,13 @@ const FIRST: &[Rule] = &[
         quantity: "k of rate ∝ pipes^k for poll, fitted by least squares on the logarithms of one sweep's points (every number of pipes measured in every sweep); one k per sweep, the sweeps run interleaved (`--repeat`). A/B = 10^k: the factor by which the rate changes over a tenfold of pipes.",
         claim: Some(Claim::AtMost(PIPES_HALFWAY)),
         at: At::Highest,
-        derivation: "Half-way in log terms between the page's two shapes, flat (k = 0) and proportional to the pipes (k = -1): over any range N0..N the geometric mean of the flat ratio 1 and the proportional ratio N0/N is (N0/N)^(1/2), so the threshold is k = -1/2, 10^k = 0.32 per tenfold (evlab_micro::pipetest::K_HALFWAY). poll falls when the whole interval of k lies below -1/2: nearer proportional than flat.",
+        derivation: "Half-way in log terms between the page's two shapes, flat (k = 0) and proportional to the pipes (k = -1): over any range N0..N the geometric mean of the flat ratio 1 and the proportional ratio N0/N is (N0/N)^(1/2), so the threshold is k = -1/2, 10^k = 0.32 per tenfold. poll falls when the whole interval of k lies below -1/2: nearer proportional than flat.",
         trials: MIN_TRIALS,
         history: &[
             "2026-11-23 (first rule): the rate at the most pipes at most 0.5 × the rate at the fewest, on the medians.",
             "2026-11-23: the exponent between the two ends, k ≤ -0.5, on the medians (changed together with pipetest-epoll-flat, whose ratio of the ends flipped between runs).",
             "2026-11-25: k fitted to every point of each interleaved sweep, decided on the 90% t interval of its mean over ≥ 3 sweeps; the threshold -1/2 derived from the page (unchanged in value). Written before any run judged it.",
+            "2026-12-06: the derivation says its threshold (k = -1/2) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged.",
         ],
     },
     Rule {
@@ -762,9 +763,9 @@ const FIRST: &[Rule] = &[
         quantity: "Per sweep, d = k(epoll-lt) - k(poll) and, separately, d = k(epoll-lt) - k(aio-poll), each k fitted as in pipetest-poll-falls; the differences paired by sweep (the sweeps are interleaved, so sweep i of both ran under the same conditions). A/B = 10^d: epoll's factor per tenfold of pipes over the other's.",
         claim: Some(Claim::AtLeast(PIPES_BETTER)),
         at: At::Highest,
-        derivation: "The page's shapes differ by 1 in k (flat, 0, against proportional, -1); half of that, the same half-way in log terms, is d = 1/2, 10^d = 3.16 per tenfold (evlab_micro::pipetest::K_BETTER). Reproduced when both intervals lie wholly above 1/2; not reproduced when either lies wholly below; inconclusive otherwise; not measured when poll, aio-poll or epoll-lt was not measured at two numbers of pipes.",
+        derivation: "The page's shapes differ by 1 in k (flat, 0, against proportional, -1); half of that, the same half-way in log terms, is d = 1/2, 10^d = 3.16 per tenfold. Reproduced when both intervals lie wholly above 1/2; not reproduced when either lies wholly below; inconclusive otherwise; not measured when poll, aio-poll or epoll-lt was not measured at two numbers of pipes.",
         trials: MIN_TRIALS,
-        history: &["2026-11-23: \"epoll falls far less than poll (at least 4 times less)\": epoll's ratio of the ends at least 4 × poll's, on the medians; AIO poll was not judged. 2026-11-25: replaced by this rule, which judges the page's sentence as written (poll and AIO poll) on intervals. Written before any run judged it."],
+        history: &["2026-11-23: \"epoll falls far less than poll (at least 4 times less)\": epoll's ratio of the ends at least 4 × poll's, on the medians; AIO poll was not judged. 2026-11-25: replaced by this rule, which judges the page's sentence as written (poll and AIO poll) on intervals. Written before any run judged it.", "2026-12-06: the derivation says its threshold (d = 1/2) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "fdalloc-flat",
@@ -774,9 +775,9 @@ const FIRST: &[Rule] = &[
         quantity: "k of time ∝ n^k of the second open (the one that must find n), fitted by least squares on the logarithms of one round's measurements at every n; one k per round, the rounds interleaved over the n (`--repeat`, default 11). A/B = 10^k: the factor by which the time grows over a tenfold of n.",
         claim: Some(Claim::AtMost(FD_HALFWAY)),
         at: At::Highest,
-        derivation: "Half-way in log terms between the source's two shapes, flat (k = 0) and linear (k = 1): k = 1/2, 10^k = 3.16 per tenfold (evlab_micro::fdalloc::K_LINEAR_HALF). Flat when the whole interval of k lies below 1/2, nearer flat than linear. Its power is shown by fdalloc-negative-control.",
+        derivation: "Half-way in log terms between the source's two shapes, flat (k = 0) and linear (k = 1): k = 1/2, 10^k = 3.16 per tenfold. Flat when the whole interval of k lies below 1/2, nearer flat than linear. Its power is shown by fdalloc-negative-control.",
         trials: MIN_TRIALS,
-        history: &["2026-11-23 (first rule): the second open's median at the largest n at most 1.5 × at the smallest n (a threshold not derived from the source, and no control). 2026-11-25: replaced by the exponent with a 90% t interval over ≥ 3 interleaved rounds and a negative control. Written before any run judged it."],
+        history: &["2026-11-23 (first rule): the second open's median at the largest n at most 1.5 × at the smallest n (a threshold not derived from the source, and no control). 2026-11-25: replaced by the exponent with a 90% t interval over ≥ 3 interleaved rounds and a negative control. Written before any run judged it.", "2026-12-06: the derivation says its threshold (k = 1/2) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "fdalloc-negative-control",
@@ -798,9 +799,9 @@ const FIRST: &[Rule] = &[
         quantity: "A/B is here the quantity itself: wake-ups (the workers' voluntary context switches) per accepted connection, blocking accept, one value per round (`--repeat`, default 5; the rounds one after the other over every point) at one point: of those with at least 4 workers, the one measured in the most rounds, then threads before processes, then the most workers.",
         claim: Some(Claim::AtMost(1.5)),
         at: At::Highest,
-        derivation: "At most 1.5 wake-ups per accept (evlab_micro::herd::ONE_AT_MOST): 1 is the floor (the worker that accepts slept once), and a herd of even one extra waiter per connection gives 2; 1.5 is half-way.",
+        derivation: "At most 1.5 wake-ups per accept: 1 is the floor (the worker that accepts slept once), and a herd of even one extra waiter per connection gives 2; 1.5 is half-way.",
         trials: MIN_TRIALS,
-        history: &[HERD_ROUNDS],
+        history: &[HERD_ROUNDS, "2026-12-06: the derivation says its threshold (1.5 wake-ups per accept) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "herd-micro-poll-wakes-herd",
@@ -810,9 +811,9 @@ const FIRST: &[Rule] = &[
         quantity: "Wake-ups per accepted connection, poll on a shared listener, per round, at the point chosen as in herd-micro-accept-wakes-one.",
         claim: Some(Claim::AtLeast(2.0)),
         at: At::Highest,
-        derivation: "At least 2 wake-ups per accept (evlab_micro::herd::HERD_AT_LEAST): on average at least one waiter woken for nothing per connection.",
+        derivation: "At least 2 wake-ups per accept: on average at least one waiter woken for nothing per connection.",
         trials: MIN_TRIALS,
-        history: &[HERD_ROUNDS],
+        history: &[HERD_ROUNDS, "2026-12-06: the derivation says its threshold (2 wake-ups per accept) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "herd-micro-epoll-wakes-herd",
@@ -846,9 +847,9 @@ const FIRST: &[Rule] = &[
         quantity: "A = the wall time of N threads, B = that of N processes, in the same round (`--repeat`, default 5; the rounds one after the other over every point), the ratio per round; one interval per N measured both ways.",
         claim: Some(Claim::AtMost(1.25)),
         at: At::Highest,
-        derivation: "At most 1.25 (evlab_micro::malloc::THREADS_AT_MOST; within 25%: room for the source's 10% and a noisy machine). Reproduced when every N's interval lies at or below it; not reproduced when one lies wholly above.",
+        derivation: "At most 1.25 (within 25%: room for the source's 10% and a noisy machine). Reproduced when every N's interval lies at or below it; not reproduced when one lies wholly above.",
         trials: MIN_TRIALS,
-        history: &[MALLOC_ROUNDS],
+        history: &[MALLOC_ROUNDS, "2026-12-06: the derivation says its threshold (1.25) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "malloc-linear-past-cpus",
@@ -858,9 +859,9 @@ const FIRST: &[Rule] = &[
         quantity: "Per round, the largest wall time per thread over the smallest, among the thread counts of at least the number of CPUs.",
         claim: Some(Claim::AtMost(2.0)),
         at: At::Highest,
-        derivation: "At most 2 (evlab_micro::malloc::LINEAR_AT_MOST): time per thread that doubles over the range is not linear growth.",
+        derivation: "At most 2: time per thread that doubles over the range is not linear growth.",
         trials: MIN_TRIALS,
-        history: &[MALLOC_ROUNDS],
+        history: &[MALLOC_ROUNDS, "2026-12-06: the derivation says its threshold (2) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "readahead-sendfile-as-read",
@@ -870,9 +871,9 @@ const FIRST: &[Rule] = &[
         quantity: "A = sendfile's time to the last byte on a cold file (pages dropped with POSIX_FADV_DONTNEED, checked with mincore), B = read and write's, in the same round (`--repeat`, default 5; the rounds interleaved over every point), at the largest size both were measured at in the most rounds; one ratio per round.",
         claim: Some(Claim::AtMost(1.10)),
         at: At::Highest,
-        derivation: "\"At least as fast\" within the paper family's 10% margin (SAME): A/B at most 1.10 (evlab_micro::readahead::AS_FAST_AT_MOST).",
+        derivation: "\"At least as fast\" within the paper family's 10% margin (SAME): A/B at most 1.10.",
         trials: MIN_TRIALS,
-        history: &[READAHEAD_WRITTEN],
+        history: &[READAHEAD_WRITTEN, "2026-12-06: the derivation says its threshold (A/B at most 1.10) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "readahead-mmap-slower-than-sequential",
@@ -882,9 +883,9 @@ const FIRST: &[Rule] = &[
         quantity: "A = plain mmap's cold time (one write of the whole mapping to the socket), B = mmap advised MADV_SEQUENTIAL's, paired by round at the largest size, as readahead-sendfile-as-read.",
         claim: Some(Claim::AtLeast(1.10)),
         at: At::Highest,
-        derivation: "\"Slower\": by at least the 10% a reader of the paper family's figures would call a gap (evlab_micro::readahead::SLOWER_AT_LEAST).",
+        derivation: "\"Slower\": by at least the 10% a reader of the paper family's figures would call a gap: A/B at least 1.10.",
         trials: MIN_TRIALS,
-        history: &[READAHEAD_WRITTEN],
+        history: &[READAHEAD_WRITTEN, "2026-12-06: the derivation says its threshold (A/B at least 1.10) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
     Rule {
         id: "readahead-mmap-slower-than-willneed",
@@ -906,9 +907,9 @@ const FIRST: &[Rule] = &[
         quantity: "A = mmap advised MADV_SEQUENTIAL's cold time, B = read and write's, as readahead-sendfile-as-read.",
         claim: Some(Claim::AtMost(1.25)),
         at: At::Highest,
-        derivation: "\"Approaches\": within a quarter, the scale of the paper family's DEGRADE and PAYS (A/B at most 1.25; evlab_micro::readahead::APPROACHES_AT_MOST).",
+        derivation: "\"Approaches\": within a quarter, the scale of the paper family's DEGRADE and PAYS (A/B at most 1.25).",
         trials: MIN_TRIALS,
-        history: &[READAHEAD_WRITTEN],
+        history: &[READAHEAD_WRITTEN, "2026-12-06: the derivation says its threshold (A/B at most 1.25) in plain words, where it named the constant of the code that holds it; the rule and its verdicts are unchanged."],
     },
 ];
 

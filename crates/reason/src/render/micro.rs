@@ -2,7 +2,9 @@
 //!
 //! The lab runs the benchmark's subcommand once as a child process of the `evlab` binary, in a
 //! process group of its own (forked workers included), with `--json` into the results directory,
-//! and writes `report.md` and `report.html`: the seed's findings judged on the run, with the
+//! and writes `report.md` and `report.html`: the findings chart an experiment's report opens
+//! with (`render::report::answer`, each rule's quantity and interval, with findings.json
+//! beside it from the same entries), the seed's findings judged on the run, with the
 //! numbers that decided each, the seed's figure(s) as `fig-*.svg` (each report's
 //! [`Plot`]s, from its module here, drawn by [`crate::render::svg`]), and the benchmark's table
 //! (from the same module). The
@@ -15,6 +17,15 @@ use std::path::Path;
 use std::fmt::Write as _;
 
 use evlab_wire::micro::{Finding, Verdict};
+
+use crate::analysis::findings::ControlStatus;
+use crate::analysis::micro::{self as analysis, Judged};
+use crate::analysis::rules::RULES;
+use crate::render::report::answer::{
+    chart_and_controls, status_word, why_none, word_colour, ChartFrame, ChartRow,
+};
+use crate::render::seeds::seed_ratio;
+use crate::render::verdicts::{self, Entry, Verdicts};
 
 use crate::model::micro::{MicroRun, RECORD};
 use crate::model::results::{self};
@@ -35,6 +46,9 @@ pub mod readahead;
 struct Outcome {
     table: String,
     findings: Vec<Finding>,
+    /// Today's rules on the same report, each finding with the measure that decided it: what
+    /// the findings chart draws, matched to `findings` by rule.
+    judged: Vec<Judged>,
     plots: Vec<Plot>,
 }
 
@@ -55,6 +69,7 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
             Outcome {
                 table: pipetest::render(&r),
                 plots: pipetest::plots(&r),
+                judged: analysis::pipetest::judged(&r),
                 findings: r.findings,
             }
         }
@@ -63,6 +78,7 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
             Outcome {
                 table: herd::render(&r),
                 plots: herd::plots(&r),
+                judged: analysis::herd::judged(&r),
                 findings: r.findings,
             }
         }
@@ -71,6 +87,7 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
             Outcome {
                 table: fdalloc::render(&r),
                 plots: fdalloc::plots(&r),
+                judged: analysis::fdalloc::judged(&r),
                 findings: r.findings,
             }
         }
@@ -79,6 +96,7 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
             Outcome {
                 table: malloc::render(&r),
                 plots: malloc::plots(&r),
+                judged: analysis::malloc::judged(&r),
                 findings: r.findings,
             }
         }
@@ -87,6 +105,7 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
             Outcome {
                 table: readahead::render(&r),
                 plots: readahead::plots(&r),
+                judged: analysis::readahead::judged(&r),
                 findings: r.findings,
             }
         }
@@ -104,11 +123,14 @@ fn outcome(benchmark: &str, json: &Path) -> Result<Outcome, LabError> {
 /// writes the same files as the run did.
 pub fn write_report(dir: &Path) -> Result<(), LabError> {
     let run: MicroRun = read(&dir.join(RECORD), "a micro-benchmark run's record")?;
-    let doc = document(dir, &run)?;
+    let (doc, verdicts) = document(dir, &run)?;
     for b in &doc {
         if let Block::Figure { file, svg, .. } = b {
             results::write_atomic(&dir.join(file), svg)?;
         }
+    }
+    if let Some(v) = &verdicts {
+        verdicts::write(dir, v)?;
     }
     results::write_atomic(&dir.join("report.md"), &render_md(&doc))?;
     results::write_atomic(&dir.join("report.html"), &render_html(&run.name, &doc))
@@ -126,6 +148,11 @@ enum Block {
         file: String,
         svg: String,
         alt: String,
+    },
+    /// The findings chart and the controls (HTML), their table and list (Markdown).
+    Raw {
+        html: String,
+        md: String,
     },
 }
 
@@ -156,18 +183,46 @@ pub fn figure(p: &Plot) -> (String, String) {
     )
 }
 
-fn document(dir: &Path, run: &MicroRun) -> Result<Vec<Block>, LabError> {
+/// The report's blocks, and findings.json's document (none for a failed run, or one whose
+/// findings predate the rules).
+fn document(dir: &Path, run: &MicroRun) -> Result<(Vec<Block>, Option<Verdicts>), LabError> {
     let mut d = vec![
         Block::H(1, run.name.clone()),
         Block::P(run.description.trim().to_string()),
     ];
+    let mut verdicts = None;
     match &run.failure {
         Some(why) => d.push(Block::P(format!("The benchmark failed: {why}"))),
         None => {
             let o = outcome(&run.benchmark, &dir.join(&run.json))?;
-            d.push(Block::H(2, "Findings on this run".into()));
-            // Reports written before the rules were registered name none: no rule column.
+            // Reports written before the rules were registered name none: no rule column, and
+            // no chart (their findings were decided on medians, without an interval).
             let ruled = o.findings.iter().any(|f| !f.rule.is_empty());
+            if ruled {
+                let (rows, negative) = chart_rows(&o);
+                d.push(Block::P(answer_sentence(&run.name, &o.findings)));
+                let items: Vec<(String, &'static str, String)> = (negative
+                    != ControlStatus::Absent)
+                    .then(|| {
+                        (
+                            "Negative control".to_string(),
+                            status_word(negative),
+                            "the same rule on a linear-scan allocator in user space (the \
+                             source's single bitmap): a known growth the rule must not call flat"
+                                .to_string(),
+                        )
+                    })
+                    .into_iter()
+                    .collect();
+                let (html, md) = chart_and_controls(&frame(&rows), &rows, &items);
+                d.push(Block::Raw { html, md });
+                verdicts = Some(verdicts::micro_verdicts(
+                    &run.name,
+                    rows.into_iter().map(|r| r.entry).collect(),
+                    negative,
+                ));
+            }
+            d.push(Block::H(2, "Findings on this run".into()));
             let mut head: Vec<String> = vec!["finding".into(), "verdict".into(), "numbers".into()];
             if ruled {
                 head.insert(0, "rule".into());
@@ -246,7 +301,96 @@ fn document(dir: &Path, run: &MicroRun) -> Result<Vec<Block>, LabError> {
          benchmark measures.",
         run.json
     )));
-    Ok(d)
+    Ok((d, verdicts))
+}
+
+/// The micro findings chart's frame: one log axis on which each row's quantity is a factor,
+/// named under the row (an exponent k as 10^k per tenfold, so the rule's threshold is one).
+fn frame(rows: &[ChartRow]) -> ChartFrame {
+    let mut notes = vec![
+        "Green: where the whole 90% interval must lie for the claim.".to_string(),
+        "Colour and word: the verdict; bars: the 90% interval over the rounds.".into(),
+    ];
+    if rows.iter().any(|r| r.symbol.starts_with("10^")) {
+        notes.push("10^k per tenfold: the factor a tenfold brings, for an exponent k.".into());
+    }
+    ChartFrame {
+        title: "The findings: each rule's quantity, 90% interval".into(),
+        x_label: "each row's quantity, named under it".into(),
+        level: "90%".into(),
+        guide: Some((1.0, "dashed: 1".into())),
+        notes,
+        heads: ["quantity".into(), "value [90%]".into()],
+        value: "each rule's quantity".into(),
+    }
+}
+
+/// The chart's rows: each finding as the report states it, with the measure today's rule
+/// decided on from the same report; and the negative control's status (fdalloc's).
+fn chart_rows(o: &Outcome) -> (Vec<ChartRow>, ControlStatus) {
+    let mut negative = ControlStatus::Absent;
+    let rows = o
+        .findings
+        .iter()
+        .map(|f| {
+            // Today's rule on the same report: its measure, unless it decides otherwise than
+            // the report did (then no interval is drawn beside a verdict it did not give).
+            let today = o.judged.iter().find(|j| j.finding.rule == f.rule);
+            let differs = today.is_some_and(|j| j.finding.verdict != f.verdict);
+            let m = today.filter(|_| !differs).and_then(|j| j.measure.as_ref());
+            if f.rule == analysis::fdalloc::RULE_IDS[1] {
+                negative = match f.verdict {
+                    Verdict::NotReproduced => ControlStatus::Passed,
+                    Verdict::Reproduced => ControlStatus::Failed,
+                    _ => ControlStatus::Underpowered,
+                };
+            }
+            let entry = Entry::micro(f, m);
+            let claim = RULES.iter().find(|r| r.id == f.rule).and_then(|r| r.claim);
+            let what = m.map_or(String::new(), |m| m.what.clone());
+            ChartRow {
+                colour: word_colour(entry.verdict),
+                sub: what.clone(),
+                pair: what.clone(),
+                symbol: what,
+                claim,
+                claim_words: claim.map_or(String::new(), |c| c.words().replace("A/B", "value")),
+                refs: seed_ratio(&f.rule)
+                    .map(|x| (x.lo, x.hi, x.words.to_string()))
+                    .into_iter()
+                    .collect(),
+                empty: if differs {
+                    "no interval: today's rule decides this report otherwise".into()
+                } else if f.verdict == Verdict::NotMeasured {
+                    why_none(&f.evidence)
+                } else {
+                    "no interval: fewer than two rounds".into()
+                },
+                entry,
+            }
+        })
+        .collect();
+    (rows, negative)
+}
+
+/// The report's first sentence: what the run asked, and what it found.
+fn answer_sentence(name: &str, fs: &[Finding]) -> String {
+    let n = |v: Verdict| fs.iter().filter(|f| f.verdict == v).count();
+    let mut found = format!(
+        "{} reproduced, {} not reproduced, {} inconclusive",
+        n(Verdict::Reproduced),
+        n(Verdict::NotReproduced),
+        n(Verdict::Inconclusive)
+    );
+    if n(Verdict::NotMeasured) > 0 {
+        let _ = write!(found, " and {} not measured", n(Verdict::NotMeasured));
+    }
+    format!(
+        "**In short:** this run of {name} asked whether {} finding{} of its source hold on this \
+         machine, each decided on a 90% interval over its rounds, and found {found}.",
+        fs.len(),
+        if fs.len() == 1 { "" } else { "s" },
+    )
 }
 
 fn render_md(doc: &[Block]) -> String {
@@ -286,6 +430,7 @@ fn render_md(doc: &[Block]) -> String {
             Block::Figure { file, alt, .. } => {
                 let _ = writeln!(o, "![{alt}]({file})\n");
             }
+            Block::Raw { md, .. } => o.push_str(md),
         }
     }
     o
@@ -342,6 +487,7 @@ fn render_html(title: &str, doc: &[Block]) -> String {
             Block::Figure { file, svg, .. } => {
                 let _ = writeln!(o, "<figure id=\"{}\">{svg}</figure>", esc(file));
             }
+            Block::Raw { html, .. } => o.push_str(html),
         }
     }
     o.push_str(crate::render::svg::SCRIPT);
@@ -350,415 +496,4 @@ fn render_html(title: &str, doc: &[Block]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use serde::Serialize;
-
-    use super::*;
-    use crate::model::machine;
-    use crate::model::micro::orphan_json;
-    use evlab_wire::micro::{fdalloc, herd, malloc, pipetest};
-
-    fn scratch(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("evlab-micro-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    /// A results directory as a run of `benchmark` leaves it, with `report` as its JSON.
-    fn dir_with<T: Serialize>(tag: &str, benchmark: &str, report: &T) -> PathBuf {
-        let d = scratch(tag);
-        let run = MicroRun {
-            format: results::FORMAT,
-            name: format!("test-{benchmark}"),
-            description: "a <test> & more".into(),
-            spec_path: "t.toml".into(),
-            benchmark: benchmark.into(),
-            json: format!("{benchmark}.json"),
-            bench_command: format!("evlab {benchmark}"),
-            command: "evlab run t.toml".into(),
-            started: "2026-11-23T20:00:00Z".into(),
-            finished: Some("2026-11-23T20:00:01Z".into()),
-            wall_s: 1.0,
-            interrupted: false,
-            failure: None,
-            machine: machine::Machine::default(),
-            quiet: None,
-        };
-        std::fs::write(d.join(RECORD), serde_json::to_string(&run).unwrap()).unwrap();
-        std::fs::write(d.join(&run.json), serde_json::to_string(report).unwrap()).unwrap();
-        d
-    }
-
-    fn read_file(d: &Path, f: &str) -> String {
-        std::fs::read_to_string(d.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
-    }
-
-    /// The number of points of the polyline labelled `label` in `svg` (None: no such line).
-    fn line_points(svg: &str, label: &str) -> Option<usize> {
-        let pts = svg
-            .split(&format!("data-series=\"{}\" points=\"", esc(label)))
-            .nth(1)?;
-        Some(pts.split('"').next()?.split(' ').count())
-    }
-
-    /// Writes the report, checks that md and html embed every figure, that each figure file is
-    /// an SVG, and that writing again gives the same bytes; returns the figures by name.
-    fn written(d: &Path) -> Vec<(String, String)> {
-        write_report(d).unwrap();
-        let md = read_file(d, "report.md");
-        let html = read_file(d, "report.html");
-        let mut figs: Vec<(String, String)> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-            .filter(|f| f.starts_with("fig-") && f.ends_with(".svg"))
-            .map(|f| {
-                let svg = read_file(d, &f);
-                (f, svg)
-            })
-            .collect();
-        figs.sort();
-        for (f, svg) in &figs {
-            assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"), "{f}");
-            assert!(md.contains(&format!("]({f})")), "{f} not in report.md");
-            assert!(
-                html.contains(&format!("<figure id=\"{f}\">{svg}</figure>")),
-                "{f}"
-            );
-        }
-        assert!(md.contains("Findings on this run"));
-        assert!(html.contains("a &lt;test&gt; &amp; more"));
-        write_report(d).unwrap();
-        assert_eq!(read_file(d, "report.md"), md);
-        assert_eq!(read_file(d, "report.html"), html);
-        figs
-    }
-
-    fn machine() -> evlab_wire::micro::Machine {
-        evlab_wire::micro::Machine {
-            kernel: "6.18".into(),
-            cpus: 2,
-            glibc: "2.36".into(),
-            nofile: 20000,
-        }
-    }
-
-    #[test]
-    fn the_quiet_check_is_recorded_and_reported_and_old_records_read_without_it() {
-        let r = pipetest::Report {
-            benchmark: "pipetest".into(),
-            machine: machine(),
-            message_threads: 1,
-            max_generation: 300,
-            route: pipetest::Route::Stride17,
-            repeat: 3,
-            mechanisms: vec!["poll".into()],
-            pipes: vec![10],
-            points: vec![],
-            findings: vec![],
-            slopes: vec![],
-        };
-        // A record written before micro runs checked the machine has no `quiet` key: it reads,
-        // and its report says nothing of it.
-        let d = dir_with("quiet-old", "pipetest", &r);
-        let text = read_file(&d, RECORD);
-        assert!(!text.contains("quiet"), "{text}");
-        let mut run: MicroRun = serde_json::from_str(&text).unwrap();
-        assert_eq!(run.quiet, None);
-        write_report(&d).unwrap();
-        let old = read_file(&d, "report.md");
-        assert!(!old.contains("Before the run the machine"), "{old}");
-        // A run that checked: recorded, read back, and its report says what it saw.
-        for (cpu, says) in [
-            (
-                0.02,
-                "Before the run the machine was quiet: CPUs busy 2%, 3% over 1.0 s",
-            ),
-            (
-                0.60,
-                "**Before the run the machine was not quiet** (CPU 0 60% busy",
-            ),
-        ] {
-            run.quiet = Some(crate::model::machine::Quiet {
-                seconds: 1.0,
-                cpu_busy: vec![cpu, 0.03],
-                steal: 0.0,
-                busy_processes: vec![],
-            });
-            let text = serde_json::to_string(&run).unwrap();
-            std::fs::write(d.join(RECORD), &text).unwrap();
-            let back: MicroRun = serde_json::from_str(&text).unwrap();
-            assert_eq!(back, run);
-            write_report(&d).unwrap();
-            let md = read_file(&d, "report.md");
-            assert!(md.contains(says), "{md}");
-            assert!(read_file(&d, "report.html").contains("Before the run the machine"));
-        }
-        let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn pipetest_figure_has_a_line_per_mechanism_on_a_log_x_axis() {
-        let pt = |m: &str, pipes: usize, v: Option<f64>| pipetest::Point {
-            mechanism: m.into(),
-            pipes,
-            status: if v.is_some() {
-                pipetest::Status::Ok
-            } else {
-                pipetest::Status::Skipped
-            },
-            reason: v.is_none().then(|| "too many descriptors".into()),
-            passes_per_sec: v,
-            // Three sweeps, each the same line a little higher or lower: k is the same in each.
-            runs: v
-                .map(|v| {
-                    [0.98, 1.0, 1.02]
-                        .iter()
-                        .map(|f| pipetest::Run {
-                            passes: 300,
-                            seconds: 300.0 / (v * f),
-                            passes_per_sec: v * f,
-                            setup_seconds: 0.0,
-                            waits: 300,
-                            events: 300,
-                            empty_reads: 0,
-                            syscalls: Default::default(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-        };
-        let mut r = pipetest::Report {
-            benchmark: "pipetest".into(),
-            machine: machine(),
-            message_threads: 1,
-            max_generation: 300,
-            route: pipetest::Route::Stride17,
-            repeat: 3,
-            mechanisms: vec!["poll".into(), "epoll-lt".into()],
-            pipes: vec![10, 100, 1000, 16000],
-            points: vec![],
-            findings: vec![],
-            slopes: vec![],
-        };
-        for (i, &pipes) in r.pipes.clone().iter().enumerate() {
-            let top = pipes == 16000;
-            r.points.push(pt(
-                "poll",
-                pipes,
-                (!top).then(|| 1e5 / 10f64.powi(i as i32)),
-            ));
-            r.points.push(pt("epoll-lt", pipes, (!top).then_some(3e5)));
-        }
-        r.slopes = crate::analysis::micro::pipetest::slopes(&r);
-        r.findings = crate::analysis::micro::pipetest::findings(&r);
-        let d = dir_with("pipetest", "pipetest", &r);
-        let figs = written(&d);
-        assert_eq!(figs.len(), 1);
-        let (f, svg) = &figs[0];
-        assert_eq!(f, "fig-pipetest.svg");
-        assert_eq!(
-            line_points(svg, "poll"),
-            Some(3),
-            "16,000 was skipped: a gap"
-        );
-        assert_eq!(line_points(svg, "epoll-lt"), Some(3));
-        assert!(svg.contains("pipes (log scale)"));
-        // poll falls a hundredfold: the y axis is logarithmic, or its fall would lie flat.
-        assert!(svg.contains(">passes per second (log scale)<"));
-        for tick in [">10<", ">100<", ">1,000<"] {
-            assert!(svg.contains(tick), "{tick}");
-        }
-        let md = read_file(&d, "report.md");
-        assert!(
-            md.contains("| `pipetest-poll-falls` | poll falls as the pipes grow: rate ∝ pipes^k with k < -0.5"),
-            "{md}"
-        );
-        assert!(
-            md.contains("| reproduced | poll: k = -1.00 [-1.00, -1.00] over 3 sweeps"),
-            "{md}"
-        );
-        assert!(md.contains("aio-poll was not measured"), "{md}");
-        assert!(md.contains("docs/findings.md"), "{md}");
-        let html = read_file(&d, "report.html");
-        assert!(
-            html.contains("<td class=\"verdict-reproduced\">reproduced</td>"),
-            "{html}"
-        );
-        let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn fdalloc_figure_has_both_opens_against_n() {
-        let r = fdalloc::Report {
-            benchmark: "fdalloc".into(),
-            machine: machine(),
-            op: fdalloc::Op::Open,
-            repeat: 1,
-            total: 1000,
-            first: 3,
-            highest: 1002,
-            points: [10u64, 500, 1000]
-                .iter()
-                .map(|&n| fdalloc::Point {
-                    n,
-                    first_fd: 3,
-                    second_fd: n,
-                    first_open_ns: 1000.0,
-                    second_open_ns: 1200.0,
-                    both_ns: 2200.0,
-                    second_runs_ns: vec![],
-                })
-                .collect(),
-            findings: vec![],
-            negative_control: None,
-        };
-        let d = dir_with("fdalloc", "fdalloc", &r);
-        let figs = written(&d);
-        assert_eq!(figs.len(), 1);
-        let svg = &figs[0].1;
-        for l in ["1st open", "2nd open (finds n)", "both"] {
-            assert_eq!(line_points(svg, l), Some(3), "{l}");
-        }
-        assert!(!svg.contains("log scale"));
-        assert!(svg.contains("(ns, median)"));
-        let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn malloc_figure_has_threads_and_processes_on_log_axes() {
-        let pt = |mode, workers: usize| malloc::Point {
-            mode,
-            workers,
-            pairs: 1000 * workers as u64,
-            wall_seconds: 0.01 * workers as f64,
-            worker_seconds_mean: 0.01,
-            worker_seconds_max: 0.01,
-            ns_per_pair: 10.0,
-            null_ns_per_iteration: 1.0,
-            pairs_per_sec: 1e8,
-            wall_runs_seconds: vec![],
-        };
-        let r = malloc::Report {
-            benchmark: "malloc".into(),
-            machine: machine(),
-            allocator: "glibc 2.36 malloc/free, through Rust's System allocator".into(),
-            iterations: 1000,
-            size: 512,
-            repeat: 1,
-            points: [1, 2, 4, 8, 16, 32, 64]
-                .iter()
-                .flat_map(|&n| [pt(malloc::Mode::Threads, n), pt(malloc::Mode::Processes, n)])
-                .collect(),
-            findings: vec![],
-        };
-        let d = dir_with("malloc", "malloc", &r);
-        let figs = written(&d);
-        let svg = &figs[0].1;
-        assert_eq!(line_points(svg, "threads"), Some(7));
-        assert_eq!(line_points(svg, "processes"), Some(7));
-        assert!(svg.contains("workers (log scale)"));
-        assert!(svg.contains("elapsed time (s) (log scale)"));
-        for tick in [">1<", ">2<", ">4<", ">8<", ">16<", ">32<", ">64<"] {
-            assert!(svg.contains(tick), "{tick}");
-        }
-        let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn herd_figures_per_way_of_running_with_a_line_per_mode() {
-        let pt = |mode: herd::Mode, n: usize| herd::Point {
-            mode,
-            round: 0,
-            as_: herd::As::Threads,
-            workers: n,
-            status: herd::Status::Ok,
-            reason: None,
-            connections: 10,
-            client_errors: 0,
-            accepted: 10,
-            per_worker: vec![10 / n as u64; n],
-            wakeups_per_accept: if mode == herd::Mode::Poll {
-                n as f64
-            } else {
-                1.0
-            },
-            empty_wakeups: 0,
-            involuntary_switches: 0,
-            cpu_us_per_accept: 20.0,
-            wall_us_per_connection: 100.0,
-            balance_cv: 0.0,
-            latency: Default::default(),
-            worker_stats: vec![],
-        };
-        let r = herd::Report {
-            benchmark: "herd".into(),
-            machine: machine(),
-            conns: 10,
-            clients: 1,
-            repeat: 1,
-            points: herd::Mode::ALL
-                .iter()
-                .flat_map(|&m| [1, 2, 4, 8].map(|n| pt(m, n)))
-                .collect(),
-            findings: vec![],
-        };
-        let d = dir_with("herd", "herd", &r);
-        let figs = written(&d);
-        let names: Vec<&str> = figs.iter().map(|f| f.0.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "fig-herd-balance-threads.svg",
-                "fig-herd-cpu-threads.svg",
-                "fig-herd-wakeups-threads.svg"
-            ],
-            "no processes were run: no figures for them"
-        );
-        let w = &figs[2].1;
-        for m in herd::Mode::ALL {
-            assert_eq!(line_points(w, m.legend()), Some(4), "{m:?}");
-        }
-        assert!(w.contains("waiting workers (log scale)"));
-        assert!(figs[1].1.contains("CPU time per accept (µs)"));
-        let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn bad_directories_are_named_and_leave_the_report_alone() {
-        let d = scratch("bad");
-        let e = write_report(&d).unwrap_err().to_string();
-        assert!(e.contains("micro.json") && e.contains("cannot read"), "{e}");
-        assert!(orphan_json(&d).is_none());
-        std::fs::write(d.join("herd.json"), "{}").unwrap();
-        assert_eq!(orphan_json(&d).as_deref(), Some("herd.json"));
-        // A truncated record, then a truncated benchmark JSON: each named, nothing written.
-        std::fs::write(d.join(RECORD), "{\"format\": 1, \"na").unwrap();
-        let e = write_report(&d).unwrap_err().to_string();
-        assert!(
-            e.contains("micro.json: not a micro-benchmark run's record"),
-            "{e}"
-        );
-        let good = dir_with("bad2", "herd", &serde_json::json!({}));
-        std::fs::write(good.join("herd.json"), "{\"benchmark\": \"he").unwrap();
-        let e = write_report(&good).unwrap_err().to_string();
-        assert!(e.contains("herd.json: not the benchmark's report"), "{e}");
-        assert!(!good.join("report.md").exists());
-        // A run that failed has a report that says so, and no figure.
-        let mut run: MicroRun = read(&good.join(RECORD), "").unwrap();
-        run.failure = Some("exit status: 1; stderr: boom".into());
-        std::fs::write(good.join(RECORD), serde_json::to_string(&run).unwrap()).unwrap();
-        write_report(&good).unwrap();
-        assert!(read_file(&good, "report.md").contains("The benchmark failed: exit status: 1"));
-        // An unknown benchmark is an error, not a panic.
-        run.failure = None;
-        run.benchmark = "nope".into();
-        std::fs::write(good.join(RECORD), serde_json::to_string(&run).unwrap()).unwrap();
-        let e = write_report(&good).unwrap_err().to_string();
-        assert!(e.contains("unknown micro-benchmark `nope`"), "{e}");
-        let _ = std::fs::remove_dir_all(&d);
-        let _ = std::fs::remove_dir_all(&good);
-    }
-}
+mod tests;

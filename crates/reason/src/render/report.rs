@@ -17,7 +17,7 @@ use crate::render::block::Block;
 use crate::render::page;
 use crate::LabError;
 
-mod answer;
+pub(crate) mod answer;
 mod figures;
 mod proxy;
 mod tables;
@@ -721,10 +721,7 @@ pub fn write(s: &Summary, dir: &Path) -> Result<(), LabError> {
             }
         }
     }
-    write_atomic(
-        &dir.join("findings.json"),
-        &crate::render::verdicts::to_json(s),
-    )?;
+    crate::render::verdicts::write(dir, &crate::render::verdicts::verdicts(s))?;
     write_atomic(&dir.join("report.md"), &render_md(s))?;
     write_atomic(&dir.join("report.html"), &render_html(s))
 }

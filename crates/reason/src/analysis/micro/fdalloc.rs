@@ -5,6 +5,7 @@
 use evlab_wire::micro::fdalloc::{Point, Report};
 use evlab_wire::micro::{Finding, Verdict};
 
+use crate::analysis::micro::{Judged, Measure};
 use crate::analysis::sample::{power_exponent, Interval, MIN_REPEATS};
 use crate::model::text::num;
 
@@ -27,6 +28,11 @@ pub const FLAT_CLAIM: &str =
 /// The flatness rule on `points`: k fitted to each round's second call against n, decided on
 /// the 90% t interval of its mean. Used alike for the kernel and for the control.
 pub fn flat(points: &[Point], repeat: usize, call: &str, rule: &str, claim: &str) -> Finding {
+    flat_judged(points, repeat, call, rule, claim).finding
+}
+
+/// [`flat`], with the measure it was decided on: 10^k per tenfold of n.
+pub fn flat_judged(points: &[Point], repeat: usize, call: &str, rule: &str, claim: &str) -> Judged {
     let mut pts: Vec<&Point> = points.iter().collect();
     pts.sort_by_key(|p| p.n);
     let complete = repeat > 0 && pts.iter().all(|p| p.second_runs_ns.len() == repeat);
@@ -44,11 +50,14 @@ pub fn flat(points: &[Point], repeat: usize, call: &str, rule: &str, claim: &str
         .filter(|_| complete && pts.len() >= 2)
         .and_then(|k| Interval::of_mean(&k));
     let (Some(iv), Some(lo), Some(hi)) = (iv, pts.first(), pts.last()) else {
-        return Finding::decided(
-            rule,
-            claim,
-            Verdict::NotMeasured,
-            "fewer than two values of n were measured in every round".into(),
+        return Judged::new(
+            Finding::decided(
+                rule,
+                claim,
+                Verdict::NotMeasured,
+                "fewer than two values of n were measured in every round".into(),
+            ),
+            None,
         );
     };
     let mut why = format!(
@@ -65,14 +74,23 @@ pub fn flat(points: &[Point], repeat: usize, call: &str, rule: &str, claim: &str
     if iv.n < MIN_REPEATS {
         why.push_str(&format!(" ({} round(s): {MIN_REPEATS} needed)", iv.n));
     }
-    Finding::decided(rule, claim, iv.at_most(K_LINEAR_HALF), why)
+    Judged::new(
+        Finding::decided(rule, claim, iv.at_most(K_LINEAR_HALF), why),
+        Measure::per_tenfold(&iv, format!("10^k per tenfold of n, the second {call}")),
+    )
 }
 
 /// The LSP's finding (with a two-level bitmap the search for n does not grow with n; with one
 /// bitmap it grew linearly), and its negative control: the same rule on the linear-scan
 /// allocator must not find it flat.
 pub fn findings(r: &Report) -> Vec<Finding> {
-    let mut out = vec![flat(
+    judged(r).into_iter().map(|j| j.finding).collect()
+}
+
+/// [`findings`], each with the measure it was decided on; the control's is measured again
+/// from its points, by the same function that judged it.
+pub fn judged(r: &Report) -> Vec<Judged> {
+    let mut out = vec![flat_judged(
         &r.points,
         r.repeat,
         r.op.name(),
@@ -87,12 +105,21 @@ pub fn findings(r: &Report) -> Vec<Finding> {
             Verdict::Inconclusive => "the control is not decided",
             Verdict::NotMeasured => "the control was not measured",
         };
-        out.push(Finding::decided(
-            RULE_IDS[1],
-            "negative control: the same rule on a linear-scan allocator in user space (the LSP's \
-             single bitmap) must come out not reproduced",
-            v,
-            format!("{}; {outcome}", c.finding.evidence),
+        let measure = flat_judged(&c.points, r.repeat, "allocation", FLAT_RULE, FLAT_CLAIM)
+            .measure
+            .map(|m| Measure {
+                what: "10^k per tenfold of n, the linear scan's second allocation".into(),
+                ..m
+            });
+        out.push(Judged::new(
+            Finding::decided(
+                RULE_IDS[1],
+                "negative control: the same rule on a linear-scan allocator in user space (the \
+                 LSP's single bitmap) must come out not reproduced",
+                v,
+                format!("{}; {outcome}", c.finding.evidence),
+            ),
+            measure,
         ));
     }
     out

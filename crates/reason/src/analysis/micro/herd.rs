@@ -5,6 +5,7 @@
 use evlab_wire::micro::herd::{As, Mode, Point, Report, Status};
 use evlab_wire::micro::{Finding, Verdict};
 
+use crate::analysis::micro::{Judged, Measure};
 use crate::analysis::sample::{Interval, MIN_REPEATS};
 
 /// A herd: at least one waiter woken for nothing per connection, on average.
@@ -36,13 +37,21 @@ fn judged_point(r: &Report, mode: Mode) -> Option<(As, usize)> {
 /// mean: a herd when the interval lies wholly at or above [`HERD_AT_LEAST`], wake-one when it
 /// lies wholly at or below [`ONE_AT_MOST`].
 pub fn findings(r: &Report) -> Vec<Finding> {
+    judged(r).into_iter().map(|j| j.finding).collect()
+}
+
+/// [`findings`], each with the measure it was decided on: the mean wake-ups per accept.
+pub fn judged(r: &Report) -> Vec<Judged> {
     let judge = |id: &str, claim: &str, mode: Mode, herd: bool| {
         let Some((as_, n)) = judged_point(r, mode) else {
-            return Finding::decided(
-                id,
-                claim,
-                Verdict::NotMeasured,
-                format!("{} was not measured with 4 or more workers", mode.name()),
+            return Judged::new(
+                Finding::decided(
+                    id,
+                    claim,
+                    Verdict::NotMeasured,
+                    format!("{} was not measured with 4 or more workers", mode.name()),
+                ),
+                None,
             );
         };
         let at: Vec<&Point> = r
@@ -54,11 +63,14 @@ pub fn findings(r: &Report) -> Vec<Finding> {
         let wakeups: Vec<f64> = at.iter().map(|p| p.wakeups_per_accept).collect();
         let cpu: Vec<f64> = at.iter().map(|p| p.cpu_us_per_accept).collect();
         let Some(iv) = Interval::of_mean(&wakeups) else {
-            return Finding::decided(
-                id,
-                claim,
-                Verdict::NotMeasured,
-                format!("{}: no finite wake-up count", mode.name()),
+            return Judged::new(
+                Finding::decided(
+                    id,
+                    claim,
+                    Verdict::NotMeasured,
+                    format!("{}: no finite wake-up count", mode.name()),
+                ),
+                None,
             );
         };
         let verdict = if herd {
@@ -76,7 +88,15 @@ pub fn findings(r: &Report) -> Vec<Finding> {
         if iv.n < MIN_REPEATS {
             why.push_str(&format!(" ({} round(s): {MIN_REPEATS} needed)", iv.n));
         }
-        Finding::decided(id, claim, verdict, why)
+        let what = format!(
+            "wake-ups per accept, {} with {n} {}",
+            mode.name(),
+            as_.name()
+        );
+        Judged::new(
+            Finding::decided(id, claim, verdict, why),
+            Measure::of(&iv, what),
+        )
     };
     vec![
         judge(

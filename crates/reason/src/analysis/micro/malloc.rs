@@ -4,6 +4,7 @@
 use evlab_wire::micro::malloc::{Mode, Report};
 use evlab_wire::micro::{Finding, Verdict};
 
+use crate::analysis::micro::{Judged, Measure};
 use crate::analysis::sample::{Interval, MIN_REPEATS};
 
 /// Threads "about as well as" processes: a wall time at most this many times the processes'.
@@ -17,6 +18,12 @@ pub const LINEAR_AT_MOST: f64 = 2.0;
 /// rounds interleaved over the points, so round i of every point ran under the same
 /// conditions) and decided on the 90% t interval of its mean over the rounds.
 pub fn findings(r: &Report) -> Vec<Finding> {
+    judged(r).into_iter().map(|j| j.finding).collect()
+}
+
+/// [`findings`], each with the measure it was decided on (for threads against processes,
+/// the number of workers whose interval reaches highest, the one nearest failing).
+pub fn judged(r: &Report) -> Vec<Judged> {
     vec![threads_as_processes(r), linear_past_cpus(r)]
 }
 
@@ -39,7 +46,7 @@ fn with_rounds(iv: &Interval, mut why: String) -> String {
 /// Per N measured both ways, the threads' wall time over the processes' in each round: the
 /// claim holds when every N's interval lies at or below [`THREADS_AT_MOST`], fails when one
 /// lies wholly above it.
-fn threads_as_processes(r: &Report) -> Finding {
+fn threads_as_processes(r: &Report) -> Judged {
     const CLAIM: &str = "threads do about as well as processes (wall time within 25%; the LSP's \
                          threads lost about 10%; 90% interval over the rounds)";
     let mut per_n: Vec<(usize, Interval)> = r
@@ -59,11 +66,14 @@ fn threads_as_processes(r: &Report) -> Finding {
         .max_by(|a, b| a.1.hi.total_cmp(&b.1.hi))
         .copied()
     else {
-        return Finding::decided(
-            RULE_IDS[0],
-            CLAIM,
-            Verdict::NotMeasured,
-            "threads and processes were not both measured in every round".into(),
+        return Judged::new(
+            Finding::decided(
+                RULE_IDS[0],
+                CLAIM,
+                Verdict::NotMeasured,
+                "threads and processes were not both measured in every round".into(),
+            ),
+            None,
         );
     };
     let verdicts: Vec<Verdict> = per_n
@@ -83,13 +93,19 @@ fn threads_as_processes(r: &Report) -> Finding {
         worst.words(2, "rounds"),
         per_n.len()
     );
-    Finding::decided(RULE_IDS[0], CLAIM, verdict, with_rounds(&worst, why))
+    Judged::new(
+        Finding::decided(RULE_IDS[0], CLAIM, verdict, with_rounds(&worst, why)),
+        Measure::of(
+            &worst,
+            format!("threads' wall time ÷ processes', {worst_n} workers"),
+        ),
+    )
 }
 
 /// Per round, the largest wall time per thread over the smallest, among the thread counts of
 /// at least the number of CPUs: the claim holds when the interval lies at or below
 /// [`LINEAR_AT_MOST`].
-fn linear_past_cpus(r: &Report) -> Finding {
+fn linear_past_cpus(r: &Report) -> Judged {
     const CLAIM: &str = "past the CPUs, the elapsed time grows linearly with the threads (wall \
                          time per thread within 2x; 90% interval over the rounds)";
     let cpus = r.machine.cpus.max(1);
@@ -111,11 +127,16 @@ fn linear_past_cpus(r: &Report) -> Finding {
         .then(|| Interval::of_mean(&spreads))
         .flatten();
     let Some(iv) = iv else {
-        return Finding::decided(
-            RULE_IDS[1],
-            CLAIM,
-            Verdict::NotMeasured,
-            format!("fewer than two thread counts of {cpus} or more were measured in every round"),
+        return Judged::new(
+            Finding::decided(
+                RULE_IDS[1],
+                CLAIM,
+                Verdict::NotMeasured,
+                format!(
+                    "fewer than two thread counts of {cpus} or more were measured in every round"
+                ),
+            ),
+            None,
         );
     };
     let why = format!(
@@ -125,11 +146,19 @@ fn linear_past_cpus(r: &Report) -> Finding {
         past.iter().map(|p| p.0).max().unwrap_or(0),
         iv.words(2, "rounds")
     );
-    Finding::decided(
-        RULE_IDS[1],
-        CLAIM,
-        iv.at_most(LINEAR_AT_MOST),
-        with_rounds(&iv, why),
+    let what = format!(
+        "largest ÷ smallest wall time per thread, {} to {} threads",
+        past.iter().map(|p| p.0).min().unwrap_or(0),
+        past.iter().map(|p| p.0).max().unwrap_or(0),
+    );
+    Judged::new(
+        Finding::decided(
+            RULE_IDS[1],
+            CLAIM,
+            iv.at_most(LINEAR_AT_MOST),
+            with_rounds(&iv, why),
+        ),
+        Measure::of(&iv, what),
     )
 }
 

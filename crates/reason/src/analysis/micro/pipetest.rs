@@ -4,6 +4,7 @@
 use evlab_wire::micro::pipetest::{Point, Report, Slope, Status};
 use evlab_wire::micro::{Finding, Verdict};
 
+use crate::analysis::micro::{Judged, Measure};
 use crate::analysis::sample::{power_exponent, Interval, MIN_REPEATS};
 use crate::model::text::num;
 
@@ -74,6 +75,12 @@ pub fn slopes(r: &Report) -> Vec<Slope> {
 /// two mechanisms' k, sweep by sweep) over the sweeps: poll falls, sys_epoll (level-triggered,
 /// as on the page) stays flat, and sys_epoll scales better than poll and AIO poll.
 pub fn findings(r: &Report) -> Vec<Finding> {
+    judged(r).into_iter().map(|j| j.finding).collect()
+}
+
+/// [`findings`], each with the measure it was decided on: 10^k per tenfold of pipes (for the
+/// comparison, 10^d of the pair whose interval reaches lowest, the one nearest failing).
+pub fn judged(r: &Report) -> Vec<Judged> {
     let slopes = if r.slopes.is_empty() {
         slopes(r)
     } else {
@@ -119,54 +126,17 @@ pub fn findings(r: &Report) -> Vec<Finding> {
             if iv.n < MIN_REPEATS {
                 why.push_str(&format!(" ({} sweep(s): {MIN_REPEATS} needed)", iv.n));
             }
-            Finding::decided(id, claim, decide(&iv), why)
+            Judged::new(
+                Finding::decided(id, claim, decide(&iv), why),
+                Measure::per_tenfold(&iv, format!("10^k per tenfold of pipes, {m}")),
+            )
         }
-        None => Finding::decided(id, claim, Verdict::NotMeasured, missing(m)),
+        None => Judged::new(
+            Finding::decided(id, claim, Verdict::NotMeasured, missing(m)),
+            None,
+        ),
     };
-    // sys_epoll against each of the others, sweep by sweep (the sweeps are interleaved, so
-    // sweep i of both ran under the same conditions).
-    let better = {
-        let ep = of("epoll-lt");
-        let others: Vec<(&str, Option<&Slope>)> =
-            ["poll", "aio-poll"].iter().map(|m| (*m, of(m))).collect();
-        match ep {
-            None => (Verdict::NotMeasured, missing("epoll-lt")),
-            Some(e) => {
-                let mut verdicts = Vec::new();
-                let mut words = Vec::new();
-                for (m, o) in others {
-                    let Some(o) = o else {
-                        verdicts.push(Verdict::NotMeasured);
-                        words.push(missing(m));
-                        continue;
-                    };
-                    let d: Vec<f64> = e.k.iter().zip(&o.k).map(|(a, b)| a - b).collect();
-                    let iv = Interval::of_mean(&d).expect("finite k");
-                    verdicts.push(iv.at_least(K_BETTER));
-                    words.push(format!(
-                        "k(epoll-lt) − k({m}) = {} (k({m}) = {:.2})",
-                        iv.words(2, "sweeps"),
-                        o.mean
-                    ));
-                }
-                let v = if verdicts.contains(&Verdict::NotMeasured) {
-                    Verdict::NotMeasured
-                } else if verdicts.contains(&Verdict::NotReproduced) {
-                    Verdict::NotReproduced
-                } else if verdicts.iter().all(|v| *v == Verdict::Reproduced) {
-                    Verdict::Reproduced
-                } else {
-                    Verdict::Inconclusive
-                };
-                let n = e.k.len();
-                let mut why = format!("k(epoll-lt) = {:.2}; {}", e.mean, words.join("; "));
-                if n < MIN_REPEATS {
-                    why.push_str(&format!(" ({n} sweep(s): {MIN_REPEATS} needed)"));
-                }
-                (v, why)
-            }
-        }
-    };
+    let better = better(&slopes);
     vec![
         one(
             RULE_IDS[0],
@@ -182,14 +152,75 @@ pub fn findings(r: &Report) -> Vec<Finding> {
             "epoll-lt",
             |iv| iv.at_least(K_HALFWAY),
         ),
-        Finding::decided(
-            RULE_IDS[2],
-            "sys_epoll scales better than poll and AIO poll: k(epoll-lt) − k(poll) ≥ 0.5 and \
-             k(epoll-lt) − k(aio-poll) ≥ 0.5 (90% interval of the sweeps' differences)",
-            better.0,
-            better.1,
+        Judged::new(
+            Finding::decided(
+                RULE_IDS[2],
+                "sys_epoll scales better than poll and AIO poll: k(epoll-lt) − k(poll) ≥ 0.5 and \
+                 k(epoll-lt) − k(aio-poll) ≥ 0.5 (90% interval of the sweeps' differences)",
+                better.0,
+                better.1,
+            ),
+            better.2,
         ),
     ]
+}
+
+/// sys_epoll against each of poll and aio-poll, sweep by sweep (the sweeps are interleaved, so
+/// sweep i of both ran under the same conditions): the verdict, its evidence, and the measure
+/// of the pair whose interval reaches lowest.
+fn better(slopes: &[Slope]) -> (Verdict, String, Option<Measure>) {
+    let of = |m: &str| slopes.iter().find(|s| s.mechanism == m);
+    let missing = |m: &str| format!("{m} was not measured at two numbers of pipes");
+    // sys_epoll against each of the others, sweep by sweep (the sweeps are interleaved, so
+    // sweep i of both ran under the same conditions).
+    let ep = of("epoll-lt");
+    let others: Vec<(&str, Option<&Slope>)> =
+        ["poll", "aio-poll"].iter().map(|m| (*m, of(m))).collect();
+    match ep {
+        None => (Verdict::NotMeasured, missing("epoll-lt"), None),
+        Some(e) => {
+            let mut verdicts = Vec::new();
+            let mut words = Vec::new();
+            let mut lowest: Option<Measure> = None;
+            for (m, o) in others {
+                let Some(o) = o else {
+                    verdicts.push(Verdict::NotMeasured);
+                    words.push(missing(m));
+                    continue;
+                };
+                let d: Vec<f64> = e.k.iter().zip(&o.k).map(|(a, b)| a - b).collect();
+                let iv = Interval::of_mean(&d).expect("finite k");
+                verdicts.push(iv.at_least(K_BETTER));
+                let measure = Measure::per_tenfold(
+                    &iv,
+                    format!("10^d per tenfold of pipes, d = k(epoll-lt) − k({m})"),
+                );
+                if let Some(x) = measure.filter(|x| lowest.as_ref().is_none_or(|l| x.lo < l.lo)) {
+                    lowest = Some(x);
+                }
+                words.push(format!(
+                    "k(epoll-lt) − k({m}) = {} (k({m}) = {:.2})",
+                    iv.words(2, "sweeps"),
+                    o.mean
+                ));
+            }
+            let v = if verdicts.contains(&Verdict::NotMeasured) {
+                Verdict::NotMeasured
+            } else if verdicts.contains(&Verdict::NotReproduced) {
+                Verdict::NotReproduced
+            } else if verdicts.iter().all(|v| *v == Verdict::Reproduced) {
+                Verdict::Reproduced
+            } else {
+                Verdict::Inconclusive
+            };
+            let n = e.k.len();
+            let mut why = format!("k(epoll-lt) = {:.2}; {}", e.mean, words.join("; "));
+            if n < MIN_REPEATS {
+                why.push_str(&format!(" ({n} sweep(s): {MIN_REPEATS} needed)"));
+            }
+            (v, why, lowest)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -314,5 +345,37 @@ pub(crate) mod tests {
         r.points.retain(|p| p.pipes == 10);
         r.slopes = slopes(&r);
         assert_eq!(verdicts(&r), [NotMeasured; 3]);
+    }
+
+    /// Each finding comes with the measure that decided it, as a factor per tenfold: 10^k for
+    /// one mechanism, 10^d of the pair nearest failing for the comparison; none where nothing
+    /// was measured.
+    #[test]
+    fn each_finding_carries_its_measure_per_tenfold() {
+        let r = synthetic(&[
+            ("poll", &[-0.90, -0.92, -0.88]),
+            ("epoll-lt", &[-0.05, -0.07, -0.06]),
+            ("aio-poll", &[-0.50, -0.52, -0.48]),
+        ]);
+        let j = judged(&r);
+        assert_eq!(
+            j.iter().map(|j| j.finding.clone()).collect::<Vec<_>>(),
+            findings(&r)
+        );
+        let m: Vec<&Measure> = j.iter().map(|j| j.measure.as_ref().unwrap()).collect();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(m[0].value, 10f64.powf(-0.90)), "{:?}", m[0]);
+        assert!(m[0].lo < m[0].value && m[0].value < m[0].hi);
+        assert!(m[0].hi < crate::analysis::rules::PIPES_HALFWAY);
+        assert_eq!(m[0].n, 3);
+        assert_eq!(m[0].what, "10^k per tenfold of pipes, poll");
+        // Against aio-poll (d = 0.44) epoll's lead is smaller than against poll (0.84).
+        assert!(close(m[2].value, 10f64.powf(0.44)), "{:?}", m[2]);
+        assert!(m[2].what.ends_with("k(aio-poll)"), "{}", m[2].what);
+        let r = synthetic(&[("poll", &[-0.9, -0.9, -0.9])]);
+        assert!(judged(&r)[1].measure.is_none());
+        // One sweep: an unbounded interval, so no measure to draw.
+        let r = synthetic(&[("poll", &[-0.9])]);
+        assert!(judged(&r)[0].measure.is_none());
     }
 }

@@ -5,6 +5,7 @@
 use evlab_wire::micro::readahead::{Cache, Report, Status, Way};
 use evlab_wire::micro::{Finding, Verdict};
 
+use crate::analysis::micro::{Judged, Measure};
 use crate::analysis::sample::{Interval, MIN_REPEATS};
 
 /// "At least as fast": cold sendfile's time over cold read and write's at most this (the
@@ -65,21 +66,20 @@ fn judge(
     (a, b): (Way, Way),
     at_most: Option<f64>,
     at_least: Option<f64>,
-) -> Finding {
+) -> Judged {
     let Some((size, ratios)) = paired(r, a, b) else {
-        return Finding::decided(
-            id,
-            claim,
-            Verdict::NotMeasured,
-            format!(
-                "{} and {} were not both measured cold in one round",
-                a.name(),
-                b.name()
-            ),
+        let why = format!(
+            "{} and {} were not both measured cold in one round",
+            a.name(),
+            b.name()
         );
+        return Judged::new(Finding::decided(id, claim, Verdict::NotMeasured, why), None);
     };
     let Some(iv) = Interval::of_mean(&ratios) else {
-        return Finding::decided(id, claim, Verdict::NotMeasured, "no finite time".into());
+        return Judged::new(
+            Finding::decided(id, claim, Verdict::NotMeasured, "no finite time".into()),
+            None,
+        );
     };
     let verdict = match (at_most, at_least) {
         (Some(x), _) => iv.at_most(x),
@@ -96,12 +96,26 @@ fn judge(
     if iv.n < MIN_REPEATS {
         why.push_str(&format!(" ({} round(s): {MIN_REPEATS} needed)", iv.n));
     }
-    Finding::decided(id, claim, verdict, why)
+    let what = format!(
+        "{}'s cold time ÷ {}'s, {}",
+        a.name(),
+        b.name(),
+        size_words(size)
+    );
+    Judged::new(
+        Finding::decided(id, claim, verdict, why),
+        Measure::of(&iv, what),
+    )
 }
 
 /// The LSP's claims on read-ahead, each on cold files at the largest size measured, one ratio
 /// per round, decided on the 90% t interval of their mean.
 pub fn findings(r: &Report) -> Vec<Finding> {
+    judged(r).into_iter().map(|j| j.finding).collect()
+}
+
+/// [`findings`], each with the measure it was decided on: A's cold time over B's.
+pub fn judged(r: &Report) -> Vec<Judged> {
     vec![
         judge(
             r,

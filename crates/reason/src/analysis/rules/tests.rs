@@ -225,3 +225,29 @@ fn rules_written_after_their_data_or_without_a_seed_are_labelled_so() {
     // Every rule says it.
     assert_eq!(md.matches("- **Registration:**").count(), RULES.len());
 }
+
+/// What a rule says is read by people, in reports and in docs/findings.md: no part of it names
+/// a module of the source (`evlab_micro::herd::ONE_AT_MOST`); its number is in its words.
+#[test]
+fn no_rule_names_a_module_of_the_source() {
+    let path = |t: &str| -> bool {
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        t.match_indices("::").any(|(at, _)| {
+            t[..at].chars().next_back().is_some_and(ident)
+                && t[at + 2..].chars().next().is_some_and(ident)
+        })
+    };
+    assert!(path("(evlab_micro::herd::ONE_AT_MOST)"));
+    assert!(!path("on [::1]:80"));
+    for r in RULES {
+        for text in [r.source, r.seed, r.quantity, r.derivation]
+            .into_iter()
+            .chain(r.history.iter().copied())
+        {
+            assert!(!path(text), "{}: {text}", r.id);
+        }
+    }
+    for (name, text) in SHARED_HISTORY {
+        assert!(!path(text), "{name}");
+    }
+}

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::analysis::findings::{self, ControlStatus, Finding, Verdict};
-use crate::analysis::rules::{registration, Registration, RULES};
+use crate::analysis::rules::{Registration, RULES};
 use crate::analysis::stats::Claim;
 use crate::model::results::Summary;
 use crate::model::sequential::level_words;
@@ -16,6 +16,7 @@ use crate::render::block::Block;
 use crate::render::page::{html_inline, markdown};
 use crate::render::seeds::seed_ratio;
 use crate::render::svg::{self, esc, Row, RowChart, RowMark};
+use crate::render::verdicts::Entry;
 
 /// A verdict's colour in the chart and the report (green, red, grey, amber).
 pub(crate) fn verdict_colour(v: Verdict) -> &'static str {
@@ -38,15 +39,6 @@ fn region(c: Claim) -> (f64, f64) {
     }
 }
 
-/// A finding's registration as the chart and the table mark it: nothing for a pre-registered
-/// rule.
-fn tag(f: &Finding) -> &'static str {
-    match registration(&f.rule).0 {
-        Registration::PreRegistered => "",
-        r => r.word(),
-    }
-}
-
 /// "A = select, 10,000 idle; B = select, no idle".
 fn arms_words(f: &Finding) -> String {
     f.arms
@@ -55,8 +47,8 @@ fn arms_words(f: &Finding) -> String {
 }
 
 /// Why a finding has no interval, in short (the last clause of its evidence).
-fn why_none(f: &Finding) -> String {
-    let e = f.evidence.trim_start_matches("not judged: ");
+pub(crate) fn why_none(evidence: &str) -> String {
+    let e = evidence.trim_start_matches("not judged: ");
     let last = e.rsplit("; ").next().unwrap_or(e);
     format!("no interval: {}", last.trim_end_matches('.'))
 }
@@ -271,76 +263,175 @@ fn positive_and_placebo(s: &Summary, fs: &[Finding]) -> String {
     }
 }
 
-/// The findings chart: a row per finding, in the report's order, on one log axis of A/B.
-/// Each row carries its finding's id, verdict, ratio, interval, n and registration as
-/// `data-*` attributes, equal to findings.json's.
-pub(super) fn findings_chart(s: &Summary, fs: &[Finding]) -> String {
-    let level = level_words(findings::verdict_level(s));
-    let mut rows = Vec::new();
-    for f in fs {
+/// One row of the findings chart and of its table: a finding's findings.json entry, and how
+/// the row says it. A sweep's findings and a micro-benchmark's are drawn by the same
+/// [`findings_chart`] from these.
+pub(crate) struct ChartRow {
+    pub entry: Entry,
+    pub colour: &'static str,
+    /// Under the label: the arms ("A = …; B = …"), or what the quantity is.
+    pub sub: String,
+    /// The table's second column: "A / B", or what the quantity is.
+    pub pair: String,
+    /// The quantity's name in the row's words: "A/B", "10^k per tenfold of pipes".
+    pub symbol: String,
+    pub claim: Option<Claim>,
+    /// The claim in the table's words ("A/B ≤ 0.80").
+    pub claim_words: String,
+    /// The source's own number or range, with its words.
+    pub refs: Vec<(f64, f64, String)>,
+    /// Why the row has no interval.
+    pub empty: String,
+}
+
+/// What the chart and its table say around their rows.
+pub(crate) struct ChartFrame {
+    pub title: String,
+    pub x_label: String,
+    /// "90%", or a sequential run's level.
+    pub level: String,
+    pub guide: Option<(f64, String)>,
+    pub notes: Vec<String>,
+    /// The table's second and third columns' heads.
+    pub heads: [String; 2],
+    /// What each row's number is, in the words before the table ("A/B").
+    pub value: String,
+}
+
+/// A verdict word as findings.json gives it, to its colour: a micro-benchmark's "not measured"
+/// is grey, as inconclusive.
+pub(crate) fn word_colour(word: &str) -> &'static str {
+    [
+        Verdict::Reproduced,
+        Verdict::NotReproduced,
+        Verdict::Partly,
+        Verdict::Inconclusive,
+        Verdict::NotJudged,
+    ]
+    .into_iter()
+    .find(|v| v.word() == word)
+    .map_or(verdict_colour(Verdict::Inconclusive), verdict_colour)
+}
+
+/// A row's registration as the chart and the table mark it: nothing for a pre-registered
+/// rule.
+fn row_tag(e: &Entry) -> &'static str {
+    match e.registration {
+        Registration::PreRegistered => "",
+        r => r.word(),
+    }
+}
+
+/// The findings chart: a row per finding, in the report's order, on one log axis. Each row
+/// carries its finding's id, verdict, ratio, interval, n and registration as `data-*`
+/// attributes, from the same entry findings.json writes.
+pub(crate) fn findings_chart(frame: &ChartFrame, rows: &[ChartRow]) -> String {
+    let level = &frame.level;
+    let mut out = Vec::new();
+    for row in rows {
+        let e = &row.entry;
         let mut attrs = vec![
-            ("data-finding".to_string(), f.rule.clone()),
-            ("data-verdict".to_string(), f.verdict.word().to_string()),
+            ("data-finding".to_string(), e.id.clone()),
+            ("data-verdict".to_string(), e.verdict.to_string()),
         ];
-        if let Some([r, lo, hi]) = f.interval {
+        let interval = match (e.ratio, e.lo, e.hi) {
+            (Some(r), Some(lo), Some(hi)) => Some([r, lo, hi]),
+            _ => None,
+        };
+        if let Some([r, lo, hi]) = interval {
             attrs.push(("data-ratio".into(), r.to_string()));
             attrs.push(("data-lo".into(), lo.to_string()));
             attrs.push(("data-hi".into(), hi.to_string()));
         }
-        if let Some(([a, b], _)) = &f.trials {
-            attrs.push(("data-n".into(), a.len().min(b.len()).to_string()));
+        if let Some(n) = e.n {
+            attrs.push(("data-n".into(), n.to_string()));
         }
         attrs.push((
             "data-registration".into(),
-            registration(&f.rule).0.word().replace(' ', "-"),
+            e.registration.word().replace(' ', "-"),
         ));
-        let claim = RULES.iter().find(|r| r.id == f.rule).and_then(|r| r.claim);
-        let colour = verdict_colour(f.verdict);
-        let numbers = f.interval.map_or(String::new(), |[r, lo, hi]| {
-            format!(" A/B = {r:.2} [{level}: {lo:.2}–{hi:.2}].")
+        let sym = &row.symbol;
+        let numbers = interval.map_or(String::new(), |[r, lo, hi]| {
+            format!(" {sym} = {r:.2} [{level}: {lo:.2}–{hi:.2}].")
         });
-        rows.push(Row {
-            label: f.rule.clone(),
-            sub: arms_words(f),
-            tag: tag(f).into(),
+        out.push(Row {
+            label: e.id.clone(),
+            sub: row.sub.clone(),
+            tag: row_tag(e).into(),
             attrs,
-            region: claim.map(region),
-            marks: f
-                .interval
+            region: row.claim.map(region),
+            marks: interval
                 .map(|[r, lo, hi]| RowMark {
                     category: None,
                     value: r,
                     interval: Some((lo, hi)),
-                    colour,
+                    colour: row.colour,
                     hollow: false,
-                    tip: format!("{}: A/B = {r:.2} [{level}: {lo:.2}–{hi:.2}]", f.rule),
+                    tip: format!("{}: {sym} = {r:.2} [{level}: {lo:.2}–{hi:.2}]", e.id),
                 })
                 .into_iter()
                 .collect(),
-            refs: seed_ratio(&f.rule)
-                .map(|x| (x.lo, x.hi, x.words.to_string()))
-                .into_iter()
-                .collect(),
-            word: Some((f.verdict.word().to_string(), colour)),
-            empty: why_none(f),
+            refs: row.refs.clone(),
+            word: Some((e.verdict.to_string(), row.colour)),
+            empty: row.empty.clone(),
             tip: format!(
                 "{}: {}{} {}{numbers}",
-                f.rule,
-                f.verdict.word(),
-                match tag(f) {
+                e.id,
+                e.verdict,
+                match row_tag(e) {
                     "" => String::new(),
                     t => format!(" ({t})"),
                 },
-                f.claim
+                e.claim
             ),
         });
     }
     svg::row_chart(&RowChart {
-        title: format!("The findings: A/B, {level} interval"),
-        x_label: "A/B (A's mean ÷ B's)".into(),
+        title: frame.title.clone(),
+        x_label: frame.x_label.clone(),
         log: true,
         categories: vec![],
-        rows,
+        rows: out,
+        guide: frame.guide.clone(),
+        notes: frame.notes.clone(),
+        stacked: true,
+        range: None,
+    })
+}
+
+/// A sweep's findings as the chart's rows: A/B of each, with the source's own number.
+fn paper_rows(fs: &[Finding]) -> Vec<ChartRow> {
+    fs.iter()
+        .map(|f| ChartRow {
+            entry: Entry::of(f),
+            colour: verdict_colour(f.verdict),
+            sub: arms_words(f),
+            pair: f
+                .arms
+                .as_ref()
+                .map_or(String::new(), |[a, b]| format!("{a} / {b}")),
+            symbol: "A/B".into(),
+            claim: RULES.iter().find(|r| r.id == f.rule).and_then(|r| r.claim),
+            claim_words: RULES
+                .iter()
+                .find(|r| r.id == f.rule)
+                .and_then(|r| r.claim)
+                .map_or(String::new(), Claim::words),
+            refs: seed_ratio(&f.rule)
+                .map(|x| (x.lo, x.hi, x.words.to_string()))
+                .into_iter()
+                .collect(),
+            empty: why_none(&f.evidence),
+        })
+        .collect()
+}
+
+/// A sweep's chart frame: one log axis of A/B.
+fn paper_frame(s: &Summary) -> ChartFrame {
+    let level = level_words(findings::verdict_level(s));
+    ChartFrame {
+        title: format!("The findings: A/B, {level} interval"),
+        x_label: "A/B (A's mean ÷ B's)".into(),
         guide: Some((1.0, "dashed: 1 = no difference".into())),
         notes: vec![
             format!("Green: where the whole {level} interval must lie for the claim."),
@@ -348,21 +439,27 @@ pub(super) fn findings_chart(s: &Summary, fs: &[Finding]) -> String {
             "Grey ◇ or band: the source's own number.".into(),
             "Post hoc, extension: not a test of a seed's claim.".into(),
         ],
-        stacked: true,
-        range: None,
-    })
+        heads: ["A / B".into(), format!("A/B [{level}]")],
+        value: "A/B".into(),
+        level,
+    }
+}
+
+/// A control's status in one word, as the controls' list says it.
+pub(crate) fn status_word(c: ControlStatus) -> &'static str {
+    match c {
+        ControlStatus::Passed => "passed",
+        ControlStatus::Failed => "failed",
+        ControlStatus::Underpowered => "not decided",
+        ControlStatus::Absent => "not in this run",
+    }
 }
 
 /// The controls, each named, with its status in one word (passed, failed, not decided) and
 /// what it is; a control the run has not is said so, with how to run it.
 fn control_items(s: &Summary, fs: &[Finding]) -> Vec<(String, &'static str, String)> {
     let name = &s.experiment.name;
-    let word = |c: ControlStatus| match c {
-        ControlStatus::Passed => "passed",
-        ControlStatus::Failed => "failed",
-        ControlStatus::Underpowered => "not decided",
-        ControlStatus::Absent => "not in this run",
-    };
+    let word = status_word;
     let placebo = s.experiment.placebo;
     let mut out = Vec::new();
     let paper = s.experiment.family() == Family::Paper;
@@ -404,7 +501,7 @@ fn control_items(s: &Summary, fs: &[Finding]) -> Vec<(String, &'static str, Stri
 }
 
 /// The controls' status as HTML: `id="controls"`, each named with its status.
-fn controls_html(items: &[(String, &'static str, String)]) -> String {
+pub(crate) fn controls_html(items: &[(String, &'static str, String)]) -> String {
     let mut o = String::from("<aside id=\"controls\"><h3>Controls</h3><ul>");
     for (name, status, what) in items {
         let class = status.replace(' ', "-");
@@ -421,45 +518,36 @@ fn controls_html(items: &[(String, &'static str, String)]) -> String {
 }
 
 /// What the chart draws, as a table (report.md).
-fn findings_table(s: &Summary, fs: &[Finding]) -> Block {
-    let level = level_words(findings::verdict_level(s));
-    let rows = fs
+fn findings_table(frame: &ChartFrame, rows: &[ChartRow]) -> Block {
+    let rows = rows
         .iter()
-        .map(|f| {
-            let claim = RULES
-                .iter()
-                .find(|r| r.id == f.rule)
-                .and_then(|r| r.claim)
-                .map_or(String::new(), Claim::words);
+        .map(|row| {
+            let e = &row.entry;
             vec![
-                match tag(f) {
-                    "" => format!("`{}`", f.rule),
-                    t => format!("`{}` ({t})", f.rule),
+                match row_tag(e) {
+                    "" => format!("`{}`", e.id),
+                    t => format!("`{}` ({t})", e.id),
                 },
-                f.arms
-                    .as_ref()
-                    .map_or(String::new(), |[a, b]| format!("{a} / {b}")),
-                f.interval.map_or_else(
-                    || why_none(f),
-                    |[r, lo, hi]| format!("{r:.2} [{lo:.2}–{hi:.2}]"),
-                ),
-                claim,
-                seed_ratio(&f.rule).map_or(String::new(), |x| {
-                    if x.lo == x.hi {
-                        format!("{:.2}", x.lo)
-                    } else {
-                        format!("{:.2}–{:.2}", x.lo, x.hi)
-                    }
-                }),
-                format!("**{}**", f.verdict.word()),
+                row.pair.clone(),
+                match (e.ratio, e.lo, e.hi) {
+                    (Some(r), Some(lo), Some(hi)) => format!("{r:.2} [{lo:.2}–{hi:.2}]"),
+                    _ => row.empty.clone(),
+                },
+                row.claim_words.clone(),
+                match row.refs.first() {
+                    None => String::new(),
+                    Some((lo, hi, _)) if lo == hi => format!("{lo:.2}"),
+                    Some((lo, hi, _)) => format!("{lo:.2}–{hi:.2}"),
+                },
+                format!("**{}**", e.verdict),
             ]
         })
         .collect();
     Block::Table(
         vec![
             "finding".into(),
-            "A / B".into(),
-            format!("A/B [{level}]"),
+            frame.heads[0].clone(),
+            frame.heads[1].clone(),
             "reproduced when".into(),
             "the source".into(),
             "verdict".into(),
@@ -468,29 +556,49 @@ fn findings_table(s: &Summary, fs: &[Finding]) -> Block {
     )
 }
 
-/// The first screen: the sentence, then the chart with the controls beside it (HTML), or the
-/// chart's table and the controls' list (Markdown).
-pub(super) fn answer(s: &Summary, fs: &[Finding]) -> Vec<Block> {
-    let mut d = vec![Block::P(answer_sentence(s, fs))];
-    let items = control_items(s, fs);
+/// The chart with the controls beside it (HTML), and the chart's table and the controls'
+/// list (Markdown): the first screen after the sentence, of a sweep and a micro-benchmark
+/// alike. No controls: no list and no `id="controls"`.
+pub(crate) fn chart_and_controls(
+    frame: &ChartFrame,
+    rows: &[ChartRow],
+    items: &[(String, &'static str, String)],
+) -> (String, String) {
     let md_controls: String = items
         .iter()
         .map(|(n, st, what)| format!("- {n}: {st} ({what})\n"))
         .collect();
+    let table = markdown(&[findings_table(frame, rows)]);
+    let html = format!(
+        "<div class=\"answer\"><figure id=\"fig-findings\">{}</figure>{}</div>\n",
+        findings_chart(frame, rows),
+        if items.is_empty() {
+            String::new()
+        } else {
+            controls_html(items)
+        }
+    );
+    let controls = if items.is_empty() {
+        String::new()
+    } else {
+        format!("Controls:\n\n{md_controls}\n")
+    };
+    let md = format!(
+        "The findings, one row each ({} with its interval; the chart in report.html):\n\n\
+         {table}{controls}",
+        frame.value
+    );
+    (html, md)
+}
+
+/// The first screen: the sentence, then the chart with the controls beside it (HTML), or the
+/// chart's table and the controls' list (Markdown).
+pub(super) fn answer(s: &Summary, fs: &[Finding]) -> Vec<Block> {
+    let mut d = vec![Block::P(answer_sentence(s, fs))];
     if fs.is_empty() {
         return d;
     }
-    let table = markdown(&[findings_table(s, fs)]);
-    d.push(Block::Raw {
-        html: format!(
-            "<div class=\"answer\"><figure id=\"fig-findings\">{}</figure>{}</div>\n",
-            findings_chart(s, fs),
-            controls_html(&items)
-        ),
-        md: format!(
-            "The findings, one row each (A/B with its interval; the chart in report.html):\n\n\
-             {table}Controls:\n\n{md_controls}\n"
-        ),
-    });
+    let (html, md) = chart_and_controls(&paper_frame(s), &paper_rows(fs), &control_items(s, fs));
+    d.push(Block::Raw { html, md });
     d
 }

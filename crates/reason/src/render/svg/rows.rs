@@ -210,7 +210,8 @@ pub fn row_chart(c: &RowChart) -> String {
     }
     let bottom = y;
     frame(&mut s, c, (top, bottom, w), (x0, x1), &ticks, &px);
-    let mut ny = bottom + 40.0;
+    // Below the axis title (its baseline at bottom + 31), a line apart.
+    let mut ny = bottom + 48.0;
     for n in &c.notes {
         let _ = write!(
             s,

@@ -3,6 +3,7 @@
 //! the rules or the rendering changes them, re-render them in the same commit
 //! (`evlab report DIR` for each directory this test names).
 
+use evlab_lab::render::svg::seed_values;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -314,20 +315,6 @@ fn mean_replies(summary: &serde_json::Value, series: &str, idle: u64) -> Vec<(f6
     by_rate
         .into_iter()
         .map(|(x, v)| (x, v.iter().sum::<f64>() / v.len() as f64))
-        .collect()
-}
-
-/// The `data-value`s of the paper's numbers (`<path class="ref" … data-seed="RULE" …>`) drawn
-/// over `svg` for `rule`, in the order drawn.
-fn seed_values(svg: &str, rule: &str) -> Vec<f64> {
-    svg.split("<path class=\"ref\"")
-        .skip(1)
-        .map(|r| &r[..r.find('>').unwrap()])
-        .filter(|r| r.contains(&format!("data-seed=\"{rule}\"")))
-        .map(|r| {
-            let v = r.split("data-value=\"").nth(1).unwrap();
-            v[..v.find('"').unwrap()].parse().unwrap()
-        })
         .collect()
 }
 

@@ -741,6 +741,22 @@ fn lines_and_marks(s: &mut String, c: &Chart, plot: &Plot) -> Vec<Mark> {
 
 /// A value as hovering shows it: whole numbers with separators from 100 up, three significant
 /// digits below.
+/// The sources' numbers drawn over a figure, read back from its SVG: the `data-value` of each
+/// `<path class="ref">` whose `data-seed` is `rule`, in the order drawn (what a reader, a test or
+/// a tool checks a figure's overlay by).
+pub fn seed_values(svg: &str, rule: &str) -> Vec<f64> {
+    let tag = format!("data-seed=\"{rule}\"");
+    svg.split("<path class=\"ref\"")
+        .skip(1)
+        .filter_map(|r| r.get(..r.find('>')?))
+        .filter(|r| r.contains(&tag))
+        .filter_map(|r| {
+            let v = r.split("data-value=\"").nth(1)?;
+            v.get(..v.find('"')?)?.parse().ok()
+        })
+        .collect()
+}
+
 pub fn value_text(v: f64) -> String {
     if v.abs() >= 100.0 {
         crate::model::text::thousands(v)

@@ -3,7 +3,7 @@ use crate::analysis::findings::tests::summary;
 use crate::model::calibration::{Calibration, Capacity, Probe};
 use crate::model::results::{PointResult, Status};
 use crate::render::page::html_inline;
-use crate::render::svg::{self, Line};
+use crate::render::svg::{self, seed_values, Line};
 
 /// select, poll and epoll-lt over three trials, saturating at 5,000/s with ±2% between
 /// trials; select's trial 2 at 6,000/s and all of poll's trials at 8,000/s flagged.
@@ -706,19 +706,6 @@ fn more_than_eight_series_become_small_multiples() {
         .map(|l| l.label)
         .collect();
     assert_eq!(names, (0..17).map(|i| format!("s{i}")).collect::<Vec<_>>());
-}
-
-/// The `data-value`s of the paper's numbers drawn over `svg` for `rule` (`data-seed`).
-fn seed_values(svg: &str, rule: &str) -> Vec<f64> {
-    svg.split("<path class=\"ref\"")
-        .skip(1)
-        .map(|r| &r[..r.find('>').unwrap()])
-        .filter(|r| r.contains(&format!("data-seed=\"{rule}\"")))
-        .map(|r| {
-            let v = r.split("data-value=\"").nth(1).unwrap();
-            v[..v.find('"').unwrap()].parse().unwrap()
-        })
-        .collect()
 }
 
 fn replies_figure(s: &Summary, idle: usize) -> String {

@@ -126,31 +126,31 @@ pub fn judged(r: &Report) -> Vec<Judged> {
 }
 
 #[cfg(test)]
+/// Points at n = 1,000, 2,000, 4,000, 8,000 whose second call takes c × n^k[i] ns in round i.
+pub(crate) fn synthetic(ks: &[f64]) -> Vec<Point> {
+    [1000u64, 2000, 4000, 8000]
+        .iter()
+        .map(|&n| {
+            let runs: Vec<f64> = ks
+                .iter()
+                .map(|k| 300.0 * (n as f64 / 1000.0).powf(*k))
+                .collect();
+            Point {
+                n,
+                first_fd: 3,
+                second_fd: n,
+                first_open_ns: 300.0,
+                second_open_ns: crate::analysis::sample::median(&runs).unwrap(),
+                both_ns: 600.0,
+                second_runs_ns: runs,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::sample::median;
-
-    /// Points at n = 1,000, 2,000, 4,000, 8,000 whose second call takes c × n^k[i] ns in round i.
-    fn synthetic(ks: &[f64]) -> Vec<Point> {
-        [1000u64, 2000, 4000, 8000]
-            .iter()
-            .map(|&n| {
-                let runs: Vec<f64> = ks
-                    .iter()
-                    .map(|k| 300.0 * (n as f64 / 1000.0).powf(*k))
-                    .collect();
-                Point {
-                    n,
-                    first_fd: 3,
-                    second_fd: n,
-                    first_open_ns: 300.0,
-                    second_open_ns: median(&runs).unwrap(),
-                    both_ns: 600.0,
-                    second_runs_ns: runs,
-                }
-            })
-            .collect()
-    }
 
     #[test]
     fn the_flat_rule_gives_each_outcome_on_synthetic_rounds() {

@@ -416,26 +416,7 @@ fn bad_directories_are_named_and_leave_the_report_alone() {
 /// fdalloc's report at n = 1,000 to 8,000 whose second open takes 300 × (n/1000)^k ns in
 /// every round (k per round from `kernel`), with a negative control of exponents `control`.
 fn fdalloc_with_control(kernel: &[f64], control: &[f64]) -> fdalloc::Report {
-    let points = |ks: &[f64]| -> Vec<fdalloc::Point> {
-        [1000u64, 2000, 4000, 8000]
-            .iter()
-            .map(|&n| {
-                let runs: Vec<f64> = ks
-                    .iter()
-                    .map(|k| 300.0 * (n as f64 / 1000.0).powf(*k))
-                    .collect();
-                fdalloc::Point {
-                    n,
-                    first_fd: 3,
-                    second_fd: n,
-                    first_open_ns: 300.0,
-                    second_open_ns: runs[0],
-                    both_ns: 600.0,
-                    second_runs_ns: runs,
-                }
-            })
-            .collect()
-    };
+    let points = crate::analysis::micro::fdalloc::synthetic;
     let repeat = kernel.len();
     let c = points(control);
     let finding = crate::analysis::micro::fdalloc::flat(

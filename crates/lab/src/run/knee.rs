@@ -170,6 +170,7 @@ fn steps(
             calls_per_conn: spec.requests_per_conn().unwrap_or(1.0),
             kept: false,
             invalid: None,
+            busy: run.busy.clone(),
         };
         step.kept = step.judge();
         // The points' validity rule: a step that measured the client says nothing of the

@@ -42,6 +42,8 @@ pub(crate) struct StepRun {
     /// Why the step says nothing of the server, beyond the client's own rules (a client host
     /// that started late).
     pub invalid: Option<String>,
+    /// Other processes busy meanwhile (`machine::others_note`; on this machine only).
+    pub busy: Option<String>,
 }
 
 /// A server under steps of load.
@@ -136,6 +138,7 @@ impl Stepper for Local<'_> {
             command: run.command,
             argv: run.argv,
             invalid: None,
+            busy: crate::run::machine::others_note(&run.others),
         })
     }
 

@@ -150,6 +150,10 @@ pub struct KneeStep {
     /// it is repeated once (`next_rate`), and a second such step ends the search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
+    /// Other processes busy while the step ran, as a point's note says them; the step is
+    /// judged as measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy: Option<String>,
 }
 
 fn one() -> f64 {
@@ -170,6 +174,7 @@ impl Default for KneeStep {
             calls_per_conn: 1.0,
             kept: false,
             invalid: None,
+            busy: None,
         }
     }
 }

@@ -118,14 +118,29 @@ pub(crate) fn section(s: &Summary) -> Vec<Block> {
          90% interval, and how many closed of how many run (the figure's bars: their min–max)."
     )));
     d.push(means_table(s, &idles));
-    d.push(Block::Details(
+    d.push(search_log(s, &ks));
+    d
+}
+
+/// Every search under `<details>`: the table, and how many steps ran beside busy processes.
+fn search_log(s: &Summary, ks: &KneeSpec) -> Block {
+    let mut log = vec![searches_table(s, ks)];
+    let steps = s.knees.iter().flat_map(|k| &k.steps);
+    let busy = steps.clone().filter(|st| st.busy.is_some()).count();
+    if busy > 0 {
+        log.push(Block::P(format!(
+            "{busy} of {} steps ran while other processes used 10% of a CPU or more (each \
+             step's `busy` in summary.json names them); they were judged as measured.",
+            steps.count()
+        )));
+    }
+    Block::Details(
         format!(
             "Every search, in the order run ({}; its steps are in summary.json)",
             s.knees.len()
         ),
-        vec![searches_table(s, &ks)],
-    ));
-    d
+        log,
+    )
 }
 
 fn means_table(s: &Summary, idles: &[usize]) -> Block {

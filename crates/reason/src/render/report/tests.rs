@@ -797,3 +797,26 @@ fn the_accept_limits_gains_are_drawn_on_epoll_ctlv() {
     assert!(svg.contains(">paper: +7%</text>") && svg.contains(">paper: +32%</text>"));
     assert!(!svg.contains("data-series=\"epoll-lt accept-limit=10\" data-seed="));
 }
+
+/// A capacity-search step measured while other processes were busy is counted under the
+/// search log, and the run's summary.json names them; a run with none says nothing.
+#[test]
+fn search_steps_beside_busy_processes_are_counted_in_the_log() {
+    let mut s = crate::analysis::findings::tests::with_knees(run(), &|_, _| 6000.0);
+    let md = render_md(&s);
+    assert!(md.contains("Every search"), "{md}");
+    assert!(!md.contains("steps ran while other processes"), "{md}");
+    s.knees[0].steps[0].busy =
+        Some("busy: other processes used 80% of a CPU meanwhile: rustc (pid 7) 80%".into());
+    let total: usize = s.knees.iter().map(|k| k.steps.len()).sum();
+    let md = render_md(&s);
+    assert!(
+        md.contains(&format!("1 of {total} steps ran while other processes")),
+        "{md}"
+    );
+    let json = serde_json::to_string(&s.knees[0].steps[0]).unwrap();
+    assert!(json.contains("\"busy\":\"busy: other processes"), "{json}");
+    assert!(!serde_json::to_string(&s.knees[0].steps[1])
+        .unwrap()
+        .contains("\"busy\""));
+}

@@ -35,6 +35,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     for d in &a.dirs {
         let name = d.display().to_string();
+        if d.is_file() {
+            anyhow::bail!(
+                "{name}: a file, not a results directory of `evlab run` (a glob that ends in a \
+                 slash, such as `quick-knee-run*/`, matches only directories)"
+            );
+        }
         let s = Summary::read_json(d)
             .with_context(|| format!("{name}: not a results directory of `evlab run`"))?;
         runs.push((name, s));

@@ -99,3 +99,20 @@ fn runs_of_different_experiments_are_refused() {
     );
     assert!(o.stdout.is_empty());
 }
+
+/// A run's log beside its directory (what `quick-knee-run*` also matches) is refused by name,
+/// with the glob that matches only the directories.
+#[test]
+fn a_log_file_among_the_runs_is_refused_with_the_glob_that_works() {
+    let log = reference("quick-knee-run8.log");
+    assert!(log.is_file(), "{}", log.display());
+    let o = pool(&[], &[reference("quick-knee-run8"), log]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("quick-knee-run8.log: a file, not a results directory"),
+        "{err}"
+    );
+    assert!(err.contains("`quick-knee-run*/`"), "{err}");
+    assert!(o.stdout.is_empty());
+}

@@ -213,22 +213,88 @@ pub(super) fn figures(s: &Summary, idle: usize) -> Vec<Block> {
             .map(|((_, c), r)| (c, r.as_slice()))
             .collect();
         let axes = svg::shared_axes(&group, Scale::Linear);
-        let Some(((_, c), refs)) = charts.iter().zip(&refs).find(|((i, _), _)| *i == idle) else {
+        drop(group);
+        let Some(((_, c), refs)) = charts.into_iter().zip(refs).find(|((i, _), _)| *i == idle)
+        else {
             continue;
         };
         if c.lines.iter().all(|l| l.points.is_empty()) {
             continue;
         }
-        v.push(Block::Figure {
-            file: format!("fig-{tag}-idle{idle}.svg"),
-            svg: svg::line_chart_on(c, refs, &axes),
-            alt: c.title.clone(),
-        });
-        if !refs.is_empty() {
-            v.extend(seeds_said(refs));
+        for (slug, c, refs) in by_mechanism(s, c, refs) {
+            v.push(Block::Figure {
+                file: format!("fig-{tag}-idle{idle}{slug}.svg"),
+                svg: svg::line_chart_on(&c, &refs, &axes),
+                alt: c.title.clone(),
+            });
+            if !refs.is_empty() {
+                v.extend(seeds_said(&refs));
+            }
         }
     }
     v
+}
+
+/// A chart of more than [`MOST_SERIES`] lines as one panel per mechanism (fig7's accept-limits
+/// beside each mechanism without one), on the axes they already share; each panel keeps the
+/// sources' numbers set against its own series, and its file a suffix ("-epoll-ctlv"). Where
+/// the mechanisms do not make such panels (one series each, or too many of one),
+/// [`small_multiples`] in order ("-1", "-2", …). A chart of few lines stays whole.
+fn by_mechanism(s: &Summary, c: Chart, refs: Vec<svg::Ref>) -> Vec<(String, Chart, Vec<svg::Ref>)> {
+    if c.lines.len() <= MOST_SERIES {
+        return vec![(String::new(), c, refs)];
+    }
+    let mechanism = |label: &str| {
+        s.series
+            .iter()
+            .find(|x| x.label == label)
+            .map_or_else(|| label.to_string(), |x| x.mechanism.clone())
+    };
+    let mut groups: Vec<(String, Vec<Line>)> = Vec::new();
+    for l in c.lines {
+        let m = mechanism(&l.label);
+        match groups.iter_mut().find(|g| g.0 == m) {
+            Some(g) => g.1.push(l),
+            None => groups.push((m, vec![l])),
+        }
+    }
+    // Panels of one line each compare nothing: per mechanism only where each panel holds two
+    // lines on average.
+    let lines_n: usize = groups.iter().map(|g| g.1.len()).sum();
+    if groups.len() < 2
+        || 2 * groups.len() > lines_n
+        || groups.iter().any(|g| g.1.len() > MOST_SERIES)
+    {
+        let lines = groups.into_iter().flat_map(|g| g.1).collect();
+        groups = small_multiples(lines)
+            .into_iter()
+            .enumerate()
+            .map(|(k, ls)| ((k + 1).to_string(), ls))
+            .collect();
+    }
+    let first = groups.first().map(|g| g.0.clone());
+    groups
+        .into_iter()
+        .map(|(name, lines)| {
+            let mine: Vec<svg::Ref> = refs
+                .iter()
+                .filter(|r| match &r.series {
+                    Some(series) => lines.iter().any(|l| &l.label == series),
+                    None => first.as_ref() == Some(&name),
+                })
+                .cloned()
+                .collect();
+            let panel = Chart {
+                title: format!("{}: {name}", c.title),
+                lines,
+                x_label: c.x_label.clone(),
+                y_label: c.y_label.clone(),
+                diagonal: c.diagonal,
+                y_scale: c.y_scale,
+            };
+            (format!("-{name}"), panel, mine)
+        })
+        .collect()
 }
 
 /// Under a figure with the paper's own numbers drawn over it, what each is and where the paper

@@ -783,7 +783,18 @@ fn the_accept_limits_gains_are_drawn_on_epoll_ctlv() {
         "epoll-ctlv accept-limit=10" => 5500.0,
         _ => 6000.0,
     });
-    let svg = replies_figure(&s, 0);
+    // Nine series with the negative control's: a panel per mechanism, the numbers on
+    // epoll-ctlv's alone.
+    let panel = |file: &str| {
+        figures(&s, 0)
+            .into_iter()
+            .find_map(|b| match b {
+                Block::Figure { file: f, svg, .. } if f == file => Some(svg),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {file}"))
+    };
+    let svg = panel("fig-replies-idle0-epoll-ctlv.svg");
     let v = seed_values(&svg, "fig7-accept-limit");
     assert_eq!(v.len(), 2, "{svg}");
     assert!((v[0] - 1.07 * 5000.0).abs() < 0.1, "{v:?}");
@@ -795,7 +806,10 @@ fn the_accept_limits_gains_are_drawn_on_epoll_ctlv() {
         "{svg}"
     );
     assert!(svg.contains(">paper: +7%</text>") && svg.contains(">paper: +32%</text>"));
-    assert!(!svg.contains("data-series=\"epoll-lt accept-limit=10\" data-seed="));
+    for other in ["select", "epoll-lt", "epoll-et"] {
+        let svg = panel(&format!("fig-replies-idle0-{other}.svg"));
+        assert!(!svg.contains("data-seed="), "{other}: {svg}");
+    }
 }
 
 /// A capacity-search step measured while other processes were busy is counted under the
@@ -819,4 +833,81 @@ fn search_steps_beside_busy_processes_are_counted_in_the_log() {
     assert!(!serde_json::to_string(&s.knees[0].steps[1])
         .unwrap()
         .contains("\"busy\""));
+}
+
+/// More series than one figure shows: a panel per mechanism where the mechanisms pair them up
+/// (fig7: each with and without its accept-limit), else small multiples in order; a run of few
+/// series keeps one figure.
+#[test]
+fn many_series_become_a_panel_per_mechanism_or_small_multiples() {
+    let mechs = [
+        "select",
+        "poll",
+        "epoll-lt",
+        "epoll-et",
+        "epoll2",
+        "epoll-ctlv",
+        "uring-poll",
+        "rtsig",
+        "uring",
+    ];
+    let s = summary(&mechs, &[0], &[2000.0, 4000.0], 1, &|_, _, r, _| r);
+    let files = |s: &Summary| -> Vec<String> {
+        figures::figures(s, 0)
+            .into_iter()
+            .filter_map(|b| match b {
+                Block::Figure { file, .. } if file.starts_with("fig-replies") => Some(file),
+                _ => None,
+            })
+            .collect()
+    };
+    // The offered load met everywhere drops the reply-rate figure: make the last rate missed.
+    let mut s = s;
+    for p in s.points.iter_mut().filter(|p| p.rate == 4000.0) {
+        p.load.as_mut().unwrap().reply_rate_avg = Some(3000.0);
+    }
+    // Nine series of nine mechanisms: two small multiples, 5 and 4.
+    assert_eq!(
+        files(&s),
+        ["fig-replies-idle0-1.svg", "fig-replies-idle0-2.svg"]
+    );
+    // The same nine as four mechanisms' variants: a panel each, in order of first appearance.
+    let group = [
+        "select",
+        "select",
+        "epoll-lt",
+        "epoll-lt",
+        "epoll-lt",
+        "epoll-ctlv",
+    ];
+    for (x, m) in
+        s.series
+            .iter_mut()
+            .zip(group.iter().chain(&["epoll-ctlv", "epoll-et", "epoll-et"]))
+    {
+        x.mechanism = m.to_string();
+    }
+    assert_eq!(
+        files(&s),
+        [
+            "fig-replies-idle0-select.svg",
+            "fig-replies-idle0-epoll-lt.svg",
+            "fig-replies-idle0-epoll-ctlv.svg",
+            "fig-replies-idle0-epoll-et.svg"
+        ]
+    );
+    let svg = figures::figures(&s, 0)
+        .into_iter()
+        .find_map(|b| match b {
+            Block::Figure { file, svg, .. } if file == "fig-replies-idle0-epoll-lt.svg" => {
+                Some(svg)
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(svg.matches("class=\"legend\"").count(), 3, "{svg}");
+    // Eight series or fewer: one figure, as before.
+    s.series.truncate(8);
+    s.points.retain(|p| p.series != "uring");
+    assert_eq!(files(&s), ["fig-replies-idle0.svg"]);
 }

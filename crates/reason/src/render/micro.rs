@@ -30,10 +30,10 @@ use crate::render::verdicts::{self, Entry, Verdicts};
 use crate::model::micro::{MicroRun, RECORD};
 use crate::model::results::{self};
 use crate::model::spec::MICRO_BENCHMARKS;
-use crate::render::page::html_inline;
+use crate::render::block::Block;
 use crate::render::plot::Plot;
 use crate::render::report::quiet_words;
-use crate::render::svg::{self, esc, Chart, Line, Scale};
+use crate::render::svg::{self, Chart, Line, Scale};
 use crate::LabError;
 
 pub mod fdalloc;
@@ -132,28 +132,11 @@ pub fn write_report(dir: &Path) -> Result<(), LabError> {
     if let Some(v) = &verdicts {
         verdicts::write(dir, v)?;
     }
-    results::write_atomic(&dir.join("report.md"), &render_md(&doc))?;
-    results::write_atomic(&dir.join("report.html"), &render_html(&run.name, &doc))
-}
-
-/// The report's parts, rendered alike as Markdown and HTML.
-enum Block {
-    H(u8, String),
-    P(String),
-    List(Vec<String>),
-    Table(Vec<String>, Vec<Vec<String>>),
-    /// Preformatted text (the benchmark's own table).
-    Pre(String),
-    Figure {
-        file: String,
-        svg: String,
-        alt: String,
-    },
-    /// The findings chart and the controls (HTML), their table and list (Markdown).
-    Raw {
-        html: String,
-        md: String,
-    },
+    results::write_atomic(&dir.join("report.md"), &crate::render::page::markdown(&doc))?;
+    results::write_atomic(
+        &dir.join("report.html"),
+        &crate::render::page::html(&run.name, &doc),
+    )
 }
 
 /// The figure of a plot, drawn as the experiments' figures are.
@@ -271,7 +254,7 @@ fn document(dir: &Path, run: &MicroRun) -> Result<(Vec<Block>, Option<Verdicts>)
                 }
             }
             d.push(Block::H(2, "Results".into()));
-            d.push(Block::Pre(o.table));
+            d.push(Block::Code(o.table.lines().map(str::to_string).collect()));
         }
     }
     d.push(Block::H(2, "How it was run".into()));
@@ -391,108 +374,6 @@ fn answer_sentence(name: &str, fs: &[Finding]) -> String {
         fs.len(),
         if fs.len() == 1 { "" } else { "s" },
     )
-}
-
-fn render_md(doc: &[Block]) -> String {
-    let cell = |c: &str| c.replace('|', "\\|");
-    let mut o = String::new();
-    for b in doc {
-        match b {
-            Block::H(l, t) => {
-                let _ = writeln!(o, "{} {t}\n", "#".repeat(*l as usize));
-            }
-            Block::P(t) => {
-                let _ = writeln!(o, "{t}\n");
-            }
-            Block::List(items) => {
-                for i in items {
-                    let _ = writeln!(o, "- {i}");
-                }
-                o.push('\n');
-            }
-            Block::Table(h, rows) => {
-                let row = |r: &[String]| {
-                    format!(
-                        "| {} |",
-                        r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
-                    )
-                };
-                let _ = writeln!(o, "{}", row(h));
-                let _ = writeln!(o, "|{}", "---|".repeat(h.len()));
-                for r in rows {
-                    let _ = writeln!(o, "{}", row(r));
-                }
-                o.push('\n');
-            }
-            Block::Pre(t) => {
-                let _ = writeln!(o, "```text\n{}```\n", t);
-            }
-            Block::Figure { file, alt, .. } => {
-                let _ = writeln!(o, "![{alt}]({file})\n");
-            }
-            Block::Raw { md, .. } => o.push_str(md),
-        }
-    }
-    o
-}
-
-fn render_html(title: &str, doc: &[Block]) -> String {
-    // The experiments' reports' page: legible at a phone's width.
-    let mut o = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{}</title><style>{}</style></head><body>\n",
-        esc(title),
-        crate::render::page::CSS
-    );
-    for b in doc {
-        match b {
-            Block::H(l, t) => {
-                let _ = writeln!(o, "<h{l}>{}</h{l}>", html_inline(t));
-            }
-            Block::P(t) => {
-                let _ = writeln!(o, "<p>{}</p>", html_inline(t));
-            }
-            Block::List(items) => {
-                o.push_str("<ul>\n");
-                for i in items {
-                    let _ = writeln!(o, "<li>{}</li>", html_inline(i));
-                }
-                o.push_str("</ul>\n");
-            }
-            Block::Table(h, rows) => {
-                o.push_str("<div class=\"scroll\"><table class=\"words\"><thead><tr>");
-                for c in h {
-                    let _ = write!(o, "<th>{}</th>", html_inline(c));
-                }
-                o.push_str("</tr></thead><tbody>\n");
-                for r in rows {
-                    o.push_str("<tr>");
-                    for c in r {
-                        let class = match c.as_str() {
-                            "**not reproduced**" => " class=\"verdict-not\"",
-                            "reproduced" => " class=\"verdict-reproduced\"",
-                            "inconclusive" => " class=\"verdict-inconclusive\"",
-                            _ => "",
-                        };
-                        let _ = write!(o, "<td{class}>{}</td>", html_inline(c));
-                    }
-                    o.push_str("</tr>\n");
-                }
-                o.push_str("</tbody></table></div>\n");
-            }
-            Block::Pre(t) => {
-                let _ = writeln!(o, "<pre>{}</pre>", esc(t));
-            }
-            Block::Figure { file, svg, .. } => {
-                let _ = writeln!(o, "<figure id=\"{}\">{svg}</figure>", esc(file));
-            }
-            Block::Raw { html, .. } => o.push_str(html),
-        }
-    }
-    o.push_str(crate::render::svg::SCRIPT);
-    o.push_str("</body></html>\n");
-    o
 }
 
 #[cfg(test)]

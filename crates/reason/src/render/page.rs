@@ -172,7 +172,7 @@ table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.9em}th,td{border
 th:first-child,td:first-child,.words th,.words td{text-align:left}th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;font-size:0.85em}\
 h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}.verdict-reproduced{color:#176b1d}\
-.verdict-not{color:#a11}.verdict-inconclusive{color:#777}\
+.verdict-not{color:#a11}.verdict-inconclusive{color:#777}td[class^=verdict]{text-align:left}\
 .answer{display:flex;flex-wrap:wrap;gap:0 1.5em;align-items:flex-start}.answer figure{margin-top:0}.answer figure svg{min-width:340px}\
 #controls{flex:1 1 16em;max-width:28em;border:1px solid #ddd;background:#fafafa;padding:0 1em;margin-bottom:1em}\
 #controls h3{margin:0.6em 0 0.3em}#controls ul{padding-left:1.1em;margin:0.3em 0 0.8em}#controls li{margin:0.3em 0}\
@@ -274,7 +274,15 @@ fn html_table(o: &mut String, h: &[String], rows: &[Vec<String>]) {
     for r in rows {
         o.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
-            let _ = write!(o, "<td{}>{}</td>", style(i), html_inline(c));
+            // A verdict by itself is coloured as the findings list colours it (left-aligned by
+            // its class).
+            let attr = match c.as_str() {
+                "reproduced" | "**reproduced**" => " class=\"verdict-reproduced\"",
+                "not reproduced" | "**not reproduced**" => " class=\"verdict-not\"",
+                "inconclusive" | "**inconclusive**" => " class=\"verdict-inconclusive\"",
+                _ => style(i),
+            };
+            let _ = write!(o, "<td{attr}>{}</td>", html_inline(c));
         }
         o.push_str("</tr>\n");
     }

@@ -1,5 +1,6 @@
 //! The micro-benchmarks' reports: figures, findings chart, findings.json.
 
+use crate::render::svg::esc;
 use std::path::PathBuf;
 
 use serde::Serialize;

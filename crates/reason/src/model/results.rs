@@ -383,6 +383,19 @@ impl Summary {
             .map_or(self.experiment.trials, |q| q.trials)
     }
 
+    /// The distinct offered rates of the points `keep` takes, lowest first.
+    pub fn offered_rates(&self, keep: impl Fn(&PointResult) -> bool) -> Vec<f64> {
+        let mut rates: Vec<f64> = self
+            .points
+            .iter()
+            .filter(|p| keep(p))
+            .map(|p| p.rate)
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        rates.dedup();
+        rates
+    }
+
     pub fn idle_counts(&self) -> Vec<usize> {
         let mut v = self.experiment.idle.clone();
         v.dedup();

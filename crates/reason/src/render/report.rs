@@ -437,14 +437,7 @@ fn rate_section(s: &Summary, idle: usize) -> Vec<Block> {
     let mut d = vec![Block::H(2, format!("Reply rate, {}", idle_words(idle)))];
     // A line needs two rates: with one (quick: a low rate, and a capacity search for the
     // rest), the tables say it all.
-    let mut rates: Vec<f64> = s
-        .points
-        .iter()
-        .filter(|p| p.idle == idle)
-        .map(|p| p.rate)
-        .collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
+    let rates = s.offered_rates(|p| p.idle == idle);
     if rates.len() > 1 {
         d.extend(figures(s, idle));
         if offered_met(s, &|_| true) {

@@ -287,10 +287,7 @@ fn rate_sweep(run: &Run) -> Vec<Finding> {
     let ([size], Some(&idle)) = (run.sizes.as_slice(), run.idles.first()) else {
         return Vec::new();
     };
-    let mut rates: Vec<u64> = run.s.points.iter().map(|p| p.rate.to_bits()).collect();
-    rates.sort_unstable();
-    rates.dedup();
-    if cacheable(run.s) != Some(false) || rates.len() < 2 {
+    if cacheable(run.s) != Some(false) || run.s.offered_rates(|_| true).len() < 2 {
         return Vec::new();
     }
     let mut out = Vec::new();

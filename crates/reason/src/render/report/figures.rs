@@ -333,9 +333,7 @@ pub(super) fn chart(
 /// reply at that rate against the idle connections is the run's clearest effect, drawn as the
 /// capacity is.
 pub(super) fn one_rate_section(s: &Summary) -> Vec<Block> {
-    let mut rates: Vec<f64> = s.points.iter().map(|p| p.rate).collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
+    let rates = s.offered_rates(|_| true);
     if axis(s) != Axis::Rate || rates.len() != 1 || s.idle_counts().len() < 2 {
         return vec![];
     }

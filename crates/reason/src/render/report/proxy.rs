@@ -269,14 +269,7 @@ pub(super) fn response_section(s: &Summary) -> Vec<Block> {
     let mut dots: Vec<(usize, String, String, Vec<Line>)> = Vec::new();
     let mut tables: Vec<(usize, Block, Block)> = Vec::new();
     for idle in s.idle_counts() {
-        let mut rates: Vec<f64> = s
-            .points
-            .iter()
-            .filter(|p| p.idle == idle)
-            .map(|p| p.rate)
-            .collect();
-        rates.sort_by(f64::total_cmp);
-        rates.dedup();
+        let rates = s.offered_rates(|p| p.idle == idle);
         if let [rate] = rates.as_slice() {
             let rate = *rate;
             let keep = move |p: &PointResult| p.idle == idle && p.rate == rate;
